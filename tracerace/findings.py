@@ -64,3 +64,18 @@ def empty_findings(n: int = 0) -> np.ndarray:
     out = np.zeros(n, dtype=FINDING_DTYPE)
     out["prev_row"] = -1
     return out
+
+
+class CheckResult:
+    """What a checker returns: the number of events replayed and its findings."""
+
+    __slots__ = ("events", "findings")
+
+    def __init__(self, events: int, findings: np.ndarray) -> None:
+        self.events = int(events)
+        self.findings = sort_findings(findings)
+
+    def triples(self) -> list[tuple[int, int, int]]:
+        """(row, kind, prev_row) of every finding: what the two checkers must share."""
+        f = self.findings
+        return list(zip(f["row"].tolist(), f["kind"].tolist(), f["prev_row"].tolist()))

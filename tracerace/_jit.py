@@ -1,0 +1,21 @@
+"""Every Numba setting lives here.
+
+``cache=True``: compiled kernels are written next to the module (or to
+``NUMBA_CACHE_DIR``) so a second run starts in well under a second.
+``boundscheck`` stays off in production; set ``TRACERACE_BOUNDSCHECK=1`` to
+debug a kernel (the cache key includes the flag).
+"""
+
+from __future__ import annotations
+
+import os
+
+import numba
+
+BOUNDSCHECK = os.environ.get("TRACERACE_BOUNDSCHECK", "") == "1"
+
+OPTIONS = dict(cache=True, nogil=True, boundscheck=BOUNDSCHECK, error_model="numpy")
+
+
+def jit(fn):
+    return numba.njit(**OPTIONS)(fn)

@@ -1,0 +1,222 @@
+"""Vector clocks as shared, immutable, sparse snapshots in one arena.
+
+An agent's clock is ``snapshot(base) + {agent: epoch}``: its own epoch moves
+at every event without copying anything, and the many agents that leave one
+barrier generation share one snapshot. A snapshot is a run of
+``(agent, epoch)`` pairs sorted by agent in ``arena_a``/``arena_e``; the
+``snaps`` table holds (start, length, reference count, stamp). Snapshot 0 is
+the empty clock and is never freed.
+
+A *clock value* (CV) is the triple (base snapshot, agent, epoch): what a
+release, a signal or a barrier arrival hands over without copying.
+
+Invariant: every live snapshot has ``ref > 0``; ``live`` counts the arena
+entries of live snapshots, so ``top - live`` is garbage that
+:func:`compact` reclaims.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+SN_START, SN_LEN, SN_REF, SN_STAMP = 0, 1, 2, 3
+SN_FIELDS = 4
+
+# Scalars in the shared state vector ``sv`` (see engine.SV_*); only the ones
+# the clock kernels use are named here.
+SV_SNAP_N = 0       # snapshot ids handed out (high-water mark)
+SV_SNAP_FREE = 1    # head of the free-id list (linked through SN_START), -1 none
+SV_ARENA_TOP = 2
+SV_ARENA_LIVE = 3
+SV_STAMP = 4
+
+
+@jit
+def lookup(snaps, arena_a, arena_e, snap, agent):
+    """Epoch of ``agent`` in a snapshot, 0 when absent (binary search)."""
+    lo = snaps[snap, SN_START]
+    hi = lo + snaps[snap, SN_LEN]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        a = arena_a[mid]
+        if a < agent:
+            lo = mid + 1
+        elif a > agent:
+            hi = mid
+        else:
+            return arena_e[mid]
+    return 0
+
+
+@jit
+def incref(snaps, snap):
+    if snap > 0:
+        snaps[snap, SN_REF] += 1
+
+
+@jit
+def decref(snaps, sv, snap):
+    if snap > 0:
+        snaps[snap, SN_REF] -= 1
+        if snaps[snap, SN_REF] == 0:
+            sv[SV_ARENA_LIVE] -= snaps[snap, SN_LEN]
+            snaps[snap, SN_START] = sv[SV_SNAP_FREE]
+            snaps[snap, SN_LEN] = -1
+            sv[SV_SNAP_FREE] = snap
+
+
+@jit
+def _new_id(snaps, sv):
+    if sv[SV_SNAP_FREE] >= 0:
+        snap = sv[SV_SNAP_FREE]
+        sv[SV_SNAP_FREE] = snaps[snap, SN_START]
+    else:
+        snap = sv[SV_SNAP_N]
+        sv[SV_SNAP_N] += 1
+    snaps[snap, SN_REF] = 0
+    snaps[snap, SN_STAMP] = 0
+    return snap
+
+
+@jit
+def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
+    """The snapshot ``s1 ∪ s2 ∪ {agent: epoch}`` (``agent < 0``: none).
+
+    Returns ``s1`` itself when nothing changes, so repeated joins of what an
+    agent already knows allocate nothing. The caller holds the reference.
+    """
+    top = sv[SV_ARENA_TOP]
+    i, iend = snaps[s1, SN_START], snaps[s1, SN_START] + snaps[s1, SN_LEN]
+    j, jend = snaps[s2, SN_START], snaps[s2, SN_START] + snaps[s2, SN_LEN]
+    extra = agent >= 0
+    out = top
+    changed = False
+    while i < iend or j < jend or extra:
+        # Pick the smallest agent among the three heads.
+        best = np.int64(1) << 62
+        if i < iend:
+            best = arena_a[i]
+        if j < jend and arena_a[j] < best:
+            best = arena_a[j]
+        if extra and agent < best:
+            best = agent
+        e = np.int64(0)
+        from1 = False
+        if i < iend and arena_a[i] == best:
+            e = arena_e[i]
+            i += 1
+            from1 = True
+        if j < jend and arena_a[j] == best:
+            if arena_e[j] > e:
+                e = arena_e[j]
+                changed = True
+            elif not from1:
+                e = arena_e[j]
+                changed = True
+            j += 1
+        if extra and agent == best:
+            if epoch > e:
+                e = epoch
+                changed = True
+            elif not from1:
+                changed = True
+            extra = False
+        arena_a[out] = best
+        arena_e[out] = e
+        out += 1
+    if not changed:
+        return s1
+    snap = _new_id(snaps, sv)
+    snaps[snap, SN_START] = top
+    snaps[snap, SN_LEN] = out - top
+    sv[SV_ARENA_TOP] = out
+    sv[SV_ARENA_LIVE] += out - top
+    return snap
+
+
+@jit
+def merge_many(snaps, arena_a, arena_e, sv, bases, agents, epochs, n, scratch, touched):
+    """The join of ``n`` clock values (bases[k] ∪ {agents[k]: epochs[k]}).
+
+    Distinct bases are visited once (stamped), entries gathered in the dense
+    ``scratch`` (epoch by agent, -1 = unset) and sorted on the way out.
+    """
+    sv[SV_STAMP] += 1
+    stamp = sv[SV_STAMP]
+    k = 0
+    for m in range(n):
+        b = bases[m]
+        if b > 0 and snaps[b, SN_STAMP] != stamp:
+            snaps[b, SN_STAMP] = stamp
+            start = snaps[b, SN_START]
+            for p in range(start, start + snaps[b, SN_LEN]):
+                a = arena_a[p]
+                if scratch[a] < 0:
+                    touched[k] = a
+                    k += 1
+                    scratch[a] = arena_e[p]
+                elif arena_e[p] > scratch[a]:
+                    scratch[a] = arena_e[p]
+        a = agents[m]
+        if a >= 0:
+            if scratch[a] < 0:
+                touched[k] = a
+                k += 1
+                scratch[a] = epochs[m]
+            elif epochs[m] > scratch[a]:
+                scratch[a] = epochs[m]
+    if k == 0:
+        return 0
+    order = np.sort(touched[:k])
+    top = sv[SV_ARENA_TOP]
+    for p in range(k):
+        a = order[p]
+        arena_a[top + p] = a
+        arena_e[top + p] = scratch[a]
+        scratch[a] = -1
+    snap = _new_id(snaps, sv)
+    snaps[snap, SN_START] = top
+    snaps[snap, SN_LEN] = k
+    sv[SV_ARENA_TOP] = top + k
+    sv[SV_ARENA_LIVE] += k
+    return snap
+
+
+@jit
+def compact(snaps, arena_a, arena_e, sv):
+    """Slide live snapshots down over garbage, keeping their ids.
+
+    Also rebuilds the free-id list from the reference counts, so a snapshot
+    that was made and never held is reclaimed here.
+    """
+    n = sv[SV_SNAP_N]
+    ids = np.empty(n, np.int64)
+    m = 0
+    sv[SV_SNAP_FREE] = -1
+    for s in range(n - 1, 0, -1):
+        if snaps[s, SN_LEN] >= 0 and snaps[s, SN_REF] > 0:
+            ids[m] = s
+            m += 1
+        else:
+            snaps[s, SN_LEN] = -1
+            snaps[s, SN_REF] = 0
+            snaps[s, SN_START] = sv[SV_SNAP_FREE]
+            sv[SV_SNAP_FREE] = s
+    starts = np.empty(m, np.int64)
+    for q in range(m):
+        starts[q] = snaps[ids[q], SN_START]
+    order = np.argsort(starts)
+    top = 0
+    for q in range(m):
+        s = ids[order[q]]
+        start, ln = snaps[s, SN_START], snaps[s, SN_LEN]
+        if start != top:
+            for p in range(ln):
+                arena_a[top + p] = arena_a[start + p]
+                arena_e[top + p] = arena_e[start + p]
+            snaps[s, SN_START] = top
+        top += ln
+    sv[SV_ARENA_TOP] = top
+    sv[SV_ARENA_LIVE] = top

@@ -1,0 +1,248 @@
+"""One sentence per finding, in words a kernel engineer acts on.
+
+:func:`explain` reads a ``FINDING_DTYPE`` record (a row of the findings array,
+or any mapping with the same field names) and the trace's
+:class:`~tracerace.meta.TraceMeta` (for site names). Agents are written
+``(block,thread)``; the launch is named only when it is not 0. The earlier
+access is the ``prev_*`` side of the record; races never cross launches, since
+every event of a launch happens before every event of the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import reasons
+from .meta import TraceMeta
+from .ops import Op, HazardKind, Space
+
+NO_GENERATION = -1
+"""``bar_gen``/``prev_bar_gen`` of an agent that completed no barrier yet."""
+
+COPY_OPS = frozenset({int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE)})
+"""Ops whose memory access is made by an async agent, reported at the issue row."""
+
+# (earlier, later) access nouns of each race kind; an atomic counts as a write.
+_RACE_NOUNS = {
+    HazardKind.RAW: ("write", "read"),
+    HazardKind.WAR: ("read", "write"),
+    HazardKind.WAW: ("write", "write"),
+}
+KIND_TITLES = {
+    HazardKind.RAW: "read-after-write race: a read not ordered after a conflicting write",
+    HazardKind.WAR: "write-after-read race: a write not ordered after a conflicting read",
+    HazardKind.WAW: "write-after-write race: two writes to the same bytes, unordered",
+    HazardKind.UNINIT_READ: "read of bytes that no write or init covered",
+    HazardKind.ASYNC_INFLIGHT: "access to memory an async copy was still using: a missing wait",
+    HazardKind.PROXY_FENCE: "generic-proxy write seen by the async proxy without fence.proxy.async",
+    HazardKind.SYNC_ALIAS: "one sync object serves two protocols",
+    HazardKind.BARRIER_MISMATCH: "barrier arrivals disagree, or a generation never completes",
+    HazardKind.MBARRIER_MISUSE: "mbarrier used before init, re-initialized, underflowed, "
+                                "or waited on a phase that never completed",
+}
+"""One line per hazard kind: what it is (SARIF rule descriptions, text headers)."""
+
+_VERB = {"write": "wrote", "read": "read", "atomic": "did an atomic"}
+
+
+def op_name(code: int) -> str:
+    """``"write"`` for 1; ``"op123"`` for a code outside :class:`Op`."""
+    try:
+        return Op(code).label
+    except ValueError:
+        return f"op{code}"
+
+
+def agent_text(launch: int, block: int, thread: int) -> str:
+    """``(0,5)``, or ``(0,5) of launch 2`` outside launch 0."""
+    text = f"({block},{thread})"
+    return text if launch == 0 else f"{text} of launch {launch}"
+
+
+class _View:
+    """A finding with the few derived words every sentence needs."""
+
+    def __init__(self, f: Mapping[str, Any], meta: TraceMeta | None) -> None:
+        self.f = f
+        self.meta = meta or TraceMeta()
+
+    def __getattr__(self, name: str) -> int:
+        return int(self.f[name])
+
+    def at(self, prev: bool = False) -> str:
+        """`` at kernel.cu:12 ...``, or nothing when the event names no site."""
+        site = self.meta.site_text(int(self.f["prev_site" if prev else "site"]))
+        return f" at {site}" if site else ""
+
+    def agent(self, prev: bool = False, launch: bool = True) -> str:
+        p = "prev_" if prev else ""
+        return agent_text(int(self.f[p + "launch"]) if launch else 0,
+                          int(self.f[p + "block"]), int(self.f[p + "thread"]))
+
+    def is_async(self, prev: bool = False) -> bool:
+        if prev:
+            return bool(self.prev_async) or self.prev_op in COPY_OPS
+        return self.op in COPY_OPS
+
+    def who(self, prev: bool = False, launch: bool = True) -> str:
+        """``thread (0,5)``, or ``the async copy issued by (0,5)``."""
+        if self.is_async(prev):
+            return f"the async copy issued by {self.agent(prev, launch)}"
+        return f"thread {self.agent(prev, launch)}"
+
+    def access(self, prev: bool = False, noun: str | None = None) -> str:
+        """``the read by thread (0,5)``; ``noun`` defaults to the op's own."""
+        op = self.prev_op if prev else self.op
+        if op == int(Op.ATOMIC):
+            noun = "atomic"
+        elif noun is None:
+            noun = {int(Op.READ): "read", int(Op.WRITE): "write"}.get(op)
+        if noun is None:  # a copy: the agent text says what it is
+            return self.who(prev)
+        return f"the {noun} by {self.who(prev)}"
+
+    @property
+    def obj_hex(self) -> str:
+        return f"0x{self.obj:x}"
+
+
+def _race(v: _View) -> str:
+    n1, n2 = _RACE_NOUNS[HazardKind(v.kind)]
+    if v.prev_launch != v.launch:
+        return (f"launch {v.prev_launch} ends before launch {v.launch} begins, so "
+                f"{v.access(True, n1)} and {v.access(False, n2)} cannot race; "
+                f"this report is a checker bug")
+    # Both agents share the launch: name it once, at the end.
+    launch = "" if v.launch == 0 else f" (launch {v.launch})"
+    a, b = v.who(True, launch=False), v.who(False, launch=False)
+    n1 = "atomic" if v.prev_op == int(Op.ATOMIC) else n1
+    n2 = "atomic" if v.op == int(Op.ATOMIC) else n2
+    if v.prev_block != v.block:
+        return (f"blocks {v.prev_block} and {v.block} share no barrier, and no signal, lock or "
+                f"release/acquire atomic ordered the {n1} by {a} before the {n2} by {b}{launch}")
+    if v.prev_bar_gen == NO_GENERATION and v.bar_gen == NO_GENERATION:
+        if not (v.is_async(True) or v.is_async(False)):
+            a, b = v.agent(True, launch=False), b.removeprefix("thread ")
+            return f"threads {a} and {b} never synchronized between the accesses{launch}"
+        return f"{a} and {b} never synchronized between the accesses{launch}"
+    v1, v2 = _VERB[n1], _VERB[n2]
+    if v.prev_bar_gen == NO_GENERATION:
+        first = f"{a} {v1} before completing any barrier"
+    else:
+        first = f"{a} {v1} after generation {v.prev_bar_gen} of barrier {v.prev_bar_obj}"
+    if v.bar_gen == NO_GENERATION:
+        second = f"{b} {v2} before completing any barrier"
+    elif v.bar_obj == v.prev_bar_obj and v.bar_gen <= v.prev_bar_gen:
+        # The later agent had not reached the generation after the earlier access.
+        second = f"{b} {v2} before generation {v.bar_gen + 1}"
+    else:
+        second = f"{b} {v2} after generation {v.bar_gen} of barrier {v.bar_obj}"
+    return f"no barrier between them: {first}, {second}{launch}"
+
+
+def _uninit_read(v: _View) -> str:
+    reader = v.who()
+    if v.op == int(Op.ATOMIC):
+        reader = f"the atomic by {reader}"
+    text = f"no write or init covered these bytes before the read by {reader}"
+    if v.space == int(Space.SHARED):
+        text += " (shared memory starts uninitialized in every launch)"
+    return text
+
+
+def _async_inflight(v: _View) -> str:
+    issuer, at, access = v.agent(True), v.at(True), v.access()
+    group = f"group {v.aux}" if v.aux >= 0 else "an uncommitted group"
+    bulk_group = f"bulk group {v.aux}" if v.aux >= 0 else "an uncommitted bulk group"
+    if v.code == reasons.INFLIGHT_CP_ASYNC:
+        return (f"cp.async issued{at} by {issuer} in {group} was still in flight: "
+                f"no cp_async_wait retired its group before {access}")
+    if v.code == reasons.INFLIGHT_BULK_STORE:
+        return (f"bulk/TMA store issued{at} by {issuer} in {bulk_group} was still in flight: "
+                f"no bulk_wait retired its group before {access}")
+    if v.code == reasons.INFLIGHT_TMA_LOAD:
+        bar = f" on mbarrier {v.obj_hex}" if v.obj else ""
+        return (f"TMA load issued{at} by {issuer}{bar} had not landed: no mbar_wait on the phase "
+                f"it completes ordered it before {access}")
+    return f"an async copy issued{at} by {issuer} was still in flight at {access}"
+
+
+def _proxy_fence(v: _View) -> str:
+    return (f"the generic-proxy write by thread {v.agent(True)}{v.at(True)} reaches the async-proxy "
+            f"{op_name(v.op)} by {v.agent()}{v.at()} with no fence.proxy.async by "
+            f"{v.agent(True)} between the write and the release that orders them")
+
+
+def _sync_alias(v: _View) -> str:
+    wait = f"the wait{v.at()} by {v.agent()}"
+    signal = f"the signal{v.at(True)} by {v.agent(True)}"
+    if v.code == reasons.ALIAS_CROSSED:
+        return (f"sync object {v.obj} serves two protocols that crossed in this schedule: {wait} "
+                f"consumed {signal}, so one handoff released the other's waiter; "
+                f"give each handoff its own object")
+    return (f"sync object {v.obj} serves two protocols: {wait} consumed {signal} here, but another "
+            f"schedule lets it consume the other protocol's signal; give each handoff its own object")
+
+
+def _barrier_mismatch(v: _View) -> str:
+    where = f"barrier {v.obj} of block {v.block}"
+    if v.launch != 0:
+        where += f" in launch {v.launch}"
+    if v.code == reasons.BAR_ARG_DISAGREES:
+        first = f"thread {v.agent(True)}{v.at(True)}" if v.prev_row >= 0 else "the first arrival"
+        return (f"arrivals at {where} disagree on the thread count: thread {v.agent()}{v.at()} "
+                f"arrived with a count other than the {v.aux} given by the generation's first "
+                f"arrival, {first}")
+    if v.code == reasons.BAR_INCOMPLETE:
+        s = "" if v.aux == 1 else "s"
+        return (f"{where} ends the trace with an incomplete generation: only {v.aux} arrival{s}, "
+                f"the last by thread {v.agent()}{v.at()}; the other threads never arrived "
+                f"(look for a barrier in divergent code or after an early return)")
+    return f"{where}: {_reason_or(v, 'barrier arrivals do not match')}"
+
+
+def _mbarrier_misuse(v: _View) -> str:
+    bar, who, at, op = f"mbarrier {v.obj_hex}", f"thread {v.agent()}", v.at(), op_name(v.op)
+    if v.code == reasons.MBAR_BEFORE_INIT:
+        return f"{who} used {bar} ({op}){at} before any mbar_init"
+    if v.code == reasons.MBAR_REINIT:
+        prev = f" (initialized{v.at(True)} by {v.agent(True)})" if v.prev_row >= 0 else ""
+        return f"{who} re-initialized {bar}{at} without an mbar_inval after its previous init{prev}"
+    if v.code == reasons.MBAR_ARRIVAL_UNDERFLOW:
+        return (f"the {op} by {who}{at} arrived on {bar} more times than its phase expects: "
+                f"the pending-arrival count went below zero")
+    if v.code == reasons.MBAR_TX_UNDERFLOW:
+        return (f"the {op} by {who}{at} completed more bytes on {bar} than mbar_expect_tx "
+                f"announced: the transaction count went below zero")
+    if v.code == reasons.MBAR_PHASE_NEVER_COMPLETED:
+        return (f"{who} waited{at} on {bar} for a phase that never completed: its arrivals or "
+                f"transaction bytes never reached zero")
+    return f"{bar}: {_reason_or(v, 'misused')} by {who}{at}"
+
+
+def _reason_or(v: _View, default: str) -> str:
+    return reason_text(v.kind, v.code) or default
+
+
+def reason_text(kind: int, code: int) -> str | None:
+    """The short name of a finding's reason code (``tracerace.reasons.NAMES``), or None."""
+    return reasons.NAMES.get(HazardKind(kind).label, {}).get(code)
+
+
+_EXPLAIN: dict[HazardKind, Callable[[_View], str]] = {
+    HazardKind.RAW: _race,
+    HazardKind.WAR: _race,
+    HazardKind.WAW: _race,
+    HazardKind.UNINIT_READ: _uninit_read,
+    HazardKind.ASYNC_INFLIGHT: _async_inflight,
+    HazardKind.PROXY_FENCE: _proxy_fence,
+    HazardKind.SYNC_ALIAS: _sync_alias,
+    HazardKind.BARRIER_MISMATCH: _barrier_mismatch,
+    HazardKind.MBARRIER_MISUSE: _mbarrier_misuse,
+}
+
+
+def explain(finding: Mapping[str, Any], meta: TraceMeta | None = None) -> str:
+    """One sentence saying why ``finding`` is a hazard (no trailing period)."""
+    return _EXPLAIN[HazardKind(int(finding["kind"]))](_View(finding, meta))

@@ -1,0 +1,123 @@
+"""SARIF 2.1.0, for code-scanning tools: one result per shown group.
+
+Written as plain dicts (no maintained SARIF object-model library fits; the
+structure is small). One rule per hazard kind, ``ruleIndex`` = its code. A site
+that starts with ``file:line`` (``matmul.cu:104 LDGSTS.E.128``,
+``kernel.py:88:5 tl.store``) becomes a physical location, the rest of the site
+text its message; any other site a logical location. The later access is the
+result's location, the earlier one a related location.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import IO, Any
+from urllib.parse import quote
+
+from ..explain import KIND_TITLES
+from ..ops import HazardKind
+from ..report import Access, HazardGroup, Report
+
+NAME = "sarif"
+BINARY = False
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+
+SITE_RE = re.compile(r"^(?P<file>\S+?):(?P<line>\d+)(?::(?P<col>\d+))?(?:\s+(?P<rest>.*))?$")
+"""``path:line[:col] [text]``; the path is everything up to the first ``:digits``."""
+
+
+def write(report: Report, stream: IO[str]) -> None:
+    json.dump(to_sarif(report), stream, indent=2)
+    stream.write("\n")
+
+
+def to_sarif(report: Report) -> dict[str, Any]:
+    run: dict[str, Any] = {
+        "tool": {"driver": {
+            "name": "tracerace",
+            "version": _version(),
+            "rules": [_rule(kind) for kind in HazardKind],
+        }},
+        "results": [_result(g) for g in report.shown_groups],
+        "properties": {"events": report.events, "summary": report.summary},
+    }
+    if report.omitted_groups:
+        run["properties"]["hazardsOmitted"] = report.omitted_groups
+    if report.meta.path:
+        run["artifacts"] = [{"location": {"uri": _uri(report.meta.path)},
+                             "roles": ["analysisTarget"]}]
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+_RULE_NAMES = {HazardKind.RAW: "ReadAfterWrite", HazardKind.WAR: "WriteAfterRead",
+               HazardKind.WAW: "WriteAfterWrite"}
+
+
+def _rule(kind: HazardKind) -> dict[str, Any]:
+    return {
+        "id": kind.label,
+        "name": _RULE_NAMES.get(kind) or "".join(p.capitalize() for p in kind.label.split("_")),
+        "shortDescription": {"text": KIND_TITLES[kind]},
+        "defaultConfiguration": {"level": "error"},
+    }
+
+
+def _result(group: HazardGroup) -> dict[str, Any]:
+    ex = group.example
+    count = f"{group.count:,} hazard{'' if group.count == 1 else 's'}"
+    where = f" on {ex.location}" if ex.location else ""
+    result: dict[str, Any] = {
+        "ruleId": group.kind,
+        "ruleIndex": int(HazardKind[group.kind.upper()]),
+        "level": group.severity,
+        "message": {"text": f"{group.kind}: {ex.explanation} ({count}{where})"},
+        "locations": [location(ex.second, f"later {ex.second.op} by {ex.second.agent}")],
+        "properties": {"count": group.count, "space": ex.space, "addr": ex.addr,
+                       "size": ex.size, "element": ex.element, "row": ex.second.row},
+    }
+    if ex.first is not None:
+        related = location(ex.first, f"earlier {ex.first.op} by {ex.first.agent}")
+        result["relatedLocations"] = [{"id": 1, **related}]
+        result["properties"]["firstRow"] = ex.first.row
+    return result
+
+
+def location(access: Access, what: str) -> dict[str, Any]:
+    """A SARIF location for an access: physical when its site is ``file:line``."""
+    text = f"{what} (row {access.row}, launch {access.launch}, ts {access.ts})"
+    site = access.site
+    if site is None:
+        return {"message": {"text": text}}
+    m = SITE_RE.match(site)
+    if m is None:
+        return {"logicalLocations": [{"name": site, "fullyQualifiedName": site}],
+                "message": {"text": text}}
+    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(m["file"])}}
+    if int(m["line"]) >= 1:  # SARIF lines and columns count from 1
+        physical["region"] = {"startLine": int(m["line"])}
+        if m["col"] and int(m["col"]) >= 1:
+            physical["region"]["startColumn"] = int(m["col"])
+    if m["rest"]:
+        text = f"{text}: {m['rest']}"
+    return {"physicalLocation": physical, "message": {"text": text}}
+
+
+def _uri(path: str) -> str:
+    """A relative path stays relative; an absolute one becomes a ``file://`` URI."""
+    if path.startswith("/"):
+        return "file://" + quote(path)
+    return quote(path.replace("\\", "/"), safe="/:")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tracerace")
+    except PackageNotFoundError:
+        from .. import __version__
+
+        return __version__

@@ -1,0 +1,102 @@
+"""Text for people: one block per group, errors first, then a summary line.
+
+Colour (rich) only when the stream is a terminal; plain text otherwise, so a
+file or a pipe gets exactly the same words without escape codes.
+"""
+
+from __future__ import annotations
+
+from typing import IO
+
+from rich.text import Text
+
+from ..report import Access, HazardGroup, Report
+
+NAME = "text"
+BINARY = False
+
+MAX_LOCATIONS = 6
+"""Distinct elements / byte ranges listed per group before ``and N more``."""
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow"}
+NO_SITE = "<no site>"
+
+
+def write(report: Report, stream: IO[str]) -> None:
+    lines = render_lines(report)
+    if is_terminal(stream):
+        from rich.console import Console
+
+        console = Console(file=stream, highlight=False, soft_wrap=True)
+        for line in lines:
+            console.print(line)
+    else:
+        stream.write("".join(line.plain + "\n" for line in lines))
+
+
+def render_lines(report: Report) -> list[Text]:
+    lines: list[Text] = []
+    for group in report.shown_groups:
+        lines.extend(group_lines(group))
+        lines.append(Text())
+    omitted = report.omitted_line()
+    if omitted:
+        lines.append(Text(omitted, style="dim"))
+    style = "bold red" if report.errors else ("bold yellow" if report.warnings else "bold green")
+    lines.append(Text(report.summary_line(), style=style))
+    return lines
+
+
+def group_lines(group: HazardGroup) -> list[Text]:
+    ex = group.example
+    head = Text()
+    head.append(group.severity, style=_SEVERITY_STYLE[group.severity])
+    head.append(" ")
+    head.append(group.kind, style="bold")
+    head.append(f": {group.count:,} hazard{'' if group.count == 1 else 's'}")
+    if ex.first is not None and (group.first_site or group.second_site):
+        head.append(" between ")
+        head.append(group.first_site or NO_SITE, style="cyan")
+        head.append(" and ")
+        head.append(group.second_site or NO_SITE, style="cyan")
+    elif group.second_site:
+        head.append(" at ")
+        head.append(group.second_site, style="cyan")
+    lines = [head]
+    if ex.first is not None:
+        lines.append(_field("earlier", access_text(ex.first)))
+        lines.append(_field("later", access_text(ex.second)))
+    else:
+        lines.append(_field("access", access_text(ex.second)))
+    if group.example.location is not None:
+        lines.append(_field("bytes", locations_text(group.locations or (ex.location,))))
+    lines.append(_field("why", ex.explanation))
+    return lines
+
+
+def access_text(a: Access) -> str:
+    """``write by (0,5) in launch 0, row 17, ts 120, at kernel.cu:10 st.shared``."""
+    op = f"{a.op} (async copy)" if a.is_async else a.op
+    site = f", at {a.site}" if a.site else ""
+    return f"{op} by {a.agent} in launch {a.launch}, row {a.row:,}, ts {a.ts}{site}"
+
+
+def locations_text(locations: tuple[str, ...]) -> str:
+    shown = ", ".join(locations[:MAX_LOCATIONS])
+    more = len(locations) - MAX_LOCATIONS
+    return f"{shown} and {more:,} more" if more > 0 else shown
+
+
+def _field(label: str, value: str) -> Text:
+    line = Text("  ")
+    line.append(f"{label + ':':9}", style="dim")
+    line.append(value)
+    return line
+
+
+def is_terminal(stream: object) -> bool:
+    """Whether ``stream`` is a terminal (False for files, pipes, closed or fake streams)."""
+    try:
+        return bool(stream.isatty())  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):
+        return False

@@ -1,0 +1,644 @@
+"""The reference checker: the definition of tracerace's semantics.
+
+Plain Python, one event at a time, with explicit vector clocks (dicts) and the
+full per-byte access history: nothing is pruned, nothing is clever. The Numba
+engine (``tracerace.engine``) must produce exactly the same findings on every
+trace; ``docs/semantics.md`` states the rules in prose.
+
+Vocabulary (ThreadSanitizer's): an *agent* is a (launch, block, thread) triple
+or one of its asynchronous copy agents; each agent counts its events in an
+*epoch*; a *clock* maps agents to the epoch of theirs known to happen before;
+``x`` happens before ``e`` when ``clock(e)[agent(x)] >= epoch(x)``, or when
+``x`` is in an earlier launch.
+
+Asynchronous copies run on agents of their own, so an in-flight copy is
+concurrent with everything, its issuer included, until something retires it:
+
+* ``(t, CP)``: the cp.async copies of thread ``t``; a copy's epoch is its group
+  number, and ``clock[(t, CP)]`` is the number of groups known retired.
+* ``(t, BULK)``: the same for tma_store bulk groups.
+* ``(t, TMA, mbarrier)``: the tma_loads of ``t`` that complete bytes on one
+  mbarrier; epoch ``k`` is the k-th such load. Phases complete in order, so a
+  phase's clock naming ``k`` also covers loads ``1..k-1``.
+
+A copy's own clock is its issuer's clock at the issue, without an entry for
+the copy agent itself: two in-flight copies are never ordered.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+import numpy as np
+
+from . import ops as O
+from . import reasons as R
+from .errors import TraceError
+from .findings import CheckResult, FINDING_DTYPE, empty_findings
+from .schema import SITE_NONE
+
+THREAD, CP, BULK, TMA = 0, 1, 2, 3
+WARP_BARRIER = -2  # bar_obj of a warp_sync generation
+
+Clock = dict  # agent key -> epoch
+
+
+def join(into: Clock, other: Clock) -> None:
+    for agent, epoch in other.items():
+        if into.get(agent, -1) < epoch:
+            into[agent] = epoch
+
+
+@dataclass
+class Access:
+    """One access in the history: a read, a write (atomics and copy writes included)."""
+
+    row: int
+    agent: tuple
+    epoch: int
+    launch: int
+    block: int
+    thread: int
+    cluster: int
+    op: int
+    ts: int
+    site: int
+    addr: int
+    size: int
+    is_write: bool
+    is_atomic: bool
+    scope: int
+    is_async_agent: bool
+    proxy_async: bool
+    bar: tuple  # (bar_obj, bar_gen) of the issuing thread at the access
+    copy_kind: int = 0  # reasons.INFLIGHT_* when made by a copy agent
+    copy_group: int = 0
+
+
+@dataclass
+class AgentState:
+    key: tuple
+    clock: Clock
+    epoch: int = 0
+    cluster: int = 0
+    blocked_on: tuple | None = None  # (barrier key, generation) of a pending bar_sync
+    bar: tuple = (-1, -1)
+    fence_release: Clock | None = None
+    pending_acquire: Clock = field(default_factory=dict)
+    fences: list = field(default_factory=list)  # epochs of fence_proxy_async
+    cp_open: int = 1        # group number of the uncommitted cp.async group
+    cp_retired: int = 0
+    bulk_open: int = 1
+    bulk_retired: int = 0
+    tma_count: dict = field(default_factory=dict)  # mbarrier key -> loads issued
+
+
+@dataclass
+class Generation:
+    arg: int
+    first_row: int
+    rows: list = field(default_factory=list)
+    clock: Clock = field(default_factory=dict)
+    waiters: list = field(default_factory=list)
+    mask: int = 0
+
+
+@dataclass
+class MBarrier:
+    expected: int = 0
+    pending: int = 0
+    tx: int = 0
+    phase: int = 0
+    valid: bool = False
+    ever_init: bool = False
+    clock: Clock = field(default_factory=dict)
+    completed: dict = field(default_factory=dict)  # parity -> clock of the latest completed phase
+    tma_done: dict = field(default_factory=dict)   # tma agent -> highest epoch in the open phase
+
+
+def scope_contains(scope: int, a: Access | None, launch: int, block: int, thread: int,
+                   cluster: int, *, a_fields: tuple | None = None) -> bool:
+    """Whether ``scope`` (of an access by agent ``a``) contains the other agent."""
+    la, ba, ta, ca = a_fields if a_fields is not None else (a.launch, a.block, a.thread, a.cluster)
+    if la != launch:
+        return scope >= O.SCOPE_DEVICE
+    if scope == O.SCOPE_THREAD:
+        return ba == block and ta == thread
+    if scope == O.SCOPE_WARP:
+        return ba == block and ta // 32 == thread // 32
+    if scope == O.SCOPE_BLOCK:
+        return ba == block
+    if scope == O.SCOPE_CLUSTER:
+        return ca == cluster
+    return True
+
+
+class ReferenceChecker:
+    def __init__(self, path: str | None = None) -> None:
+        self.path = path
+        self.launch = -1
+        self.agents: dict[tuple, AgentState] = {}
+        self.history: dict[tuple, list[Access]] = defaultdict(list)
+        self.initialized: set[tuple] = set()
+        self.generations: dict[tuple, Generation] = {}
+        self.gen_count: dict[tuple, int] = defaultdict(int)
+        self.locks: dict[int, Clock] = defaultdict(dict)
+        self.flags: dict[int, deque] = defaultdict(deque)
+        self.atomic_releases: dict[tuple, list] = defaultdict(list)
+        self.mbarriers: dict[tuple, MBarrier] = defaultdict(MBarrier)
+        self.async_retired: dict[tuple, int] = defaultdict(int)
+        self.findings: list[dict] = []
+        self.events = 0
+
+    # -- helpers ---------------------------------------------------------
+    def error(self, row: int, rule: str, message: str) -> TraceError:
+        return TraceError(message, path=self.path, row=row, rule=rule)
+
+    def agent(self, launch: int, block: int, thread: int, cluster: int) -> AgentState:
+        key = (launch, block, thread, THREAD)
+        st = self.agents.get(key)
+        if st is None:
+            st = AgentState(key=key, clock={}, cluster=cluster)
+            self.agents[key] = st
+        return st
+
+    def hb(self, x: Access, launch: int, clock: Clock) -> bool:
+        return x.launch < launch or clock.get(x.agent, 0) >= x.epoch
+
+    def emit(self, kind: int, row: int, ev: dict, *, prev: Access | None = None,
+             prev_row: int = -1, prev_ev: dict | None = None, severity: int = O.Severity.ERROR,
+             space: int = 0, owner: int = 0, addr: int = 0, size: int = 0, obj: int = 0,
+             code: int = 0, aux: int = 0, bar=(-1, -1)) -> None:
+        f = {"kind": kind, "severity": int(severity), "row": row, "launch": ev["launch"],
+             "block": ev["block"], "thread": ev["thread"], "op": ev["op"], "ts": ev["ts"],
+             "site": ev["site"], "space": space, "owner": owner, "addr": addr, "size": size,
+             "obj": obj, "code": code, "aux": aux, "bar_obj": bar[0], "bar_gen": bar[1],
+             "prev_row": -1, "prev_bar_obj": -1, "prev_bar_gen": -1, "prev_site": SITE_NONE}
+        if prev is not None:
+            f.update(prev_row=prev.row, prev_launch=prev.launch, prev_block=prev.block,
+                     prev_thread=prev.thread, prev_op=prev.op, prev_ts=prev.ts,
+                     prev_site=prev.site, prev_async=int(prev.is_async_agent),
+                     prev_bar_obj=prev.bar[0], prev_bar_gen=prev.bar[1])
+        elif prev_ev is not None:
+            f.update(prev_row=prev_row, prev_launch=prev_ev["launch"], prev_block=prev_ev["block"],
+                     prev_thread=prev_ev["thread"], prev_op=prev_ev["op"], prev_ts=prev_ev["ts"],
+                     prev_site=prev_ev["site"])
+        self.findings.append(f)
+
+    # -- the replay ------------------------------------------------------
+    def run(self, batches: Iterable, progress: Callable[[int], None] | None = None) -> CheckResult:
+        for batch in batches:
+            cols = batch.cols
+            names = list(cols)
+            lists = {n: cols[n].tolist() for n in names}
+            for i in range(batch.n):
+                ev = {n: lists[n][i] for n in names}
+                self.step(batch.row0 + i, ev)
+            self.events += batch.n
+            if progress is not None:
+                progress(self.events)
+        self.finish_launch()
+        out = empty_findings(len(self.findings))
+        for i, f in enumerate(self.findings):
+            for k, v in f.items():
+                out[k][i] = v
+        return CheckResult(self.events, out)
+
+    def step(self, row: int, ev: dict) -> None:
+        op, launch = ev["op"], ev["launch"]
+        if launch != self.launch:
+            if launch < self.launch:
+                raise self.error(row, "launch-order",
+                                 f"launch {launch} after launch {self.launch}: launches must not interleave")
+            self.finish_launch()
+            self.launch = launch
+        st = self.agent(launch, ev["block"], ev["thread"], ev["cluster"])
+        if st.blocked_on is not None:
+            bkey, gen = st.blocked_on
+            raise self.error(row, "barrier-order",
+                             f"thread ({ev['block']},{ev['thread']}) has an event while its bar_sync on "
+                             f"barrier {bkey[-1]} generation {gen} has not completed")
+        st.epoch += 1
+        st.clock[st.key] = st.epoch
+        handler = HANDLERS.get(op)
+        if handler is not None:
+            handler(self, row, ev, st)
+
+    # -- memory accesses -------------------------------------------------
+    def owner_key(self, ev: dict, space: int, launch: int, *, source: bool = False) -> tuple:
+        """The memory a (space, address) names. A copy's source in shared memory is
+        the issuing block's own; ``peer`` names the block of an access or destination."""
+        if space == O.SPACE_GLOBAL:
+            return (O.SPACE_GLOBAL,)
+        if space == O.SPACE_SHARED:
+            return (O.SPACE_SHARED, launch, ev["block"] if source else ev["peer"])
+        return (O.SPACE_LOCAL, launch, ev["block"], ev["thread"])
+
+    @staticmethod
+    def owner_field(ev: dict, space: int, *, source: bool = False) -> int:
+        if space == O.SPACE_SHARED:
+            return ev["block"] if source else ev["peer"]
+        return ev["thread"] if space == O.SPACE_LOCAL else 0
+
+    def make_access(self, row, ev, st, agent, epoch, addr, size, *, is_write, is_atomic=False,
+                    proxy_async=False, copy_kind=0, copy_group=0) -> Access:
+        return Access(row=row, agent=agent, epoch=epoch, launch=ev["launch"], block=ev["block"],
+                      thread=ev["thread"], cluster=ev["cluster"], op=ev["op"], ts=ev["ts"],
+                      site=ev["site"], addr=addr, size=size, is_write=is_write,
+                      is_atomic=is_atomic, scope=ev["scope"], is_async_agent=agent is not st.key,
+                      proxy_async=proxy_async, bar=st.bar, copy_kind=copy_kind, copy_group=copy_group)
+
+    def access(self, row: int, ev: dict, st: AgentState, acc: Access, clock: Clock,
+               space: int, found: dict, *, source: bool = False) -> None:
+        """Check one access against the history, then record it.
+
+        ``found`` maps hazard kind to the best candidate so far for this row:
+        (prev row, prev is write, this is write, prev access, this access).
+        """
+        launch = ev["launch"]
+        okey = self.owner_key(ev, space, launch, source=source)
+        uninit_lo = uninit_hi = None
+        reads = not acc.is_write or acc.is_atomic
+        for b in range(acc.addr, acc.addr + acc.size):
+            key = okey + (b,)
+            if reads and key not in self.initialized:
+                uninit_lo = b if uninit_lo is None else uninit_lo
+                uninit_hi = b
+            hist = self.history.get(key, ())
+            last_write = None
+            for x in hist:
+                if x.is_write:
+                    last_write = x
+                if not (x.is_write or acc.is_write):
+                    continue  # both reads
+                if x.is_atomic and acc.is_atomic and \
+                        scope_contains(x.scope, x, launch, ev["block"], ev["thread"], ev["cluster"]) and \
+                        scope_contains(acc.scope, acc, x.launch, x.block, x.thread, x.cluster):
+                    continue  # atomics whose scopes both contain both agents
+                if self.hb(x, launch, clock):
+                    continue
+                if x.is_async_agent and self.async_retired[x.agent] < x.epoch:
+                    kind = O.K_ASYNC_INFLIGHT
+                elif x.is_write:
+                    kind = O.K_WAW if acc.is_write else O.K_RAW
+                else:
+                    kind = O.K_WAR
+                self.offer(found, kind, x, acc)
+            if acc.proxy_async and last_write is not None and not last_write.proxy_async \
+                    and not last_write.is_async_agent \
+                    and last_write.launch == launch and self.hb(last_write, launch, clock) \
+                    and not self.proxy_fenced(last_write, clock):
+                self.offer(found, O.K_PROXY_FENCE, last_write, acc)
+        if uninit_lo is not None:
+            cur = found.get(O.K_UNINIT_READ)
+            if cur is None:
+                found[O.K_UNINIT_READ] = (-1, False, False, None, acc, space,
+                                          self.owner_field(ev, space, source=source), uninit_lo,
+                                          uninit_hi - uninit_lo + 1)
+        for b in range(acc.addr, acc.addr + acc.size):
+            key = okey + (b,)
+            self.history[key].append(acc)
+            if acc.is_write:
+                self.initialized.add(key)
+
+    def proxy_fenced(self, w: Access, clock: Clock) -> bool:
+        """A fence_proxy_async by w's thread after w that happens before the clock."""
+        st = self.agents[w.agent]
+        known = clock.get(w.agent, 0)
+        return any(w.epoch < f <= known for f in st.fences)
+
+    @staticmethod
+    def offer(found: dict, kind: int, prev: Access, acc: Access) -> None:
+        rank = (prev.row, prev.is_write, acc.is_write)
+        cur = found.get(kind)
+        if cur is None or rank > cur[:3]:
+            found[kind] = rank + (prev, acc)
+
+    def emit_found(self, row: int, ev: dict, found: dict, space_of: dict) -> None:
+        for kind, cand in found.items():
+            if kind == O.K_UNINIT_READ:
+                _, _, _, _, acc, space, owner, lo, size = cand
+                self.emit(kind, row, ev, space=space, owner=owner, addr=lo, size=size, bar=acc.bar)
+                continue
+            _, _, _, prev, acc = cand
+            lo = max(prev.addr, acc.addr)
+            hi = min(prev.addr + prev.size, acc.addr + acc.size)
+            space, owner = space_of[id(acc)]
+            code = prev.copy_kind if kind == O.K_ASYNC_INFLIGHT else 0
+            aux = prev.copy_group if kind == O.K_ASYNC_INFLIGHT else 0
+            self.emit(kind, row, ev, prev=prev, space=space, owner=owner, addr=lo, size=hi - lo,
+                      code=code, aux=aux, bar=acc.bar)
+
+    def on_access(self, row: int, ev: dict, st: AgentState) -> None:
+        op = ev["op"]
+        space = ev["space"]
+        acc = self.make_access(row, ev, st, st.key, st.epoch, ev["addr"], ev["size"],
+                               is_write=op != O.READ, is_atomic=op == O.ATOMIC,
+                               proxy_async=ev["proxy"] == 1)
+        if op == O.ATOMIC:
+            self.atomic_acquire(ev, st)
+        found: dict = {}
+        self.access(row, ev, st, acc, st.clock, space, found)
+        self.emit_found(row, ev, found, {id(acc): (space, self.owner_field(ev, space))})
+        if op == O.ATOMIC:
+            self.atomic_release(ev, st)
+
+    def on_init(self, row: int, ev: dict, st: AgentState) -> None:
+        okey = self.owner_key(ev, ev["space"], ev["launch"])
+        for b in range(ev["addr"], ev["addr"] + ev["size"]):
+            self.initialized.add(okey + (b,))
+
+    # -- atomics and fences ------------------------------------------------
+    def atomic_key(self, ev: dict) -> tuple:
+        return self.owner_key(ev, ev["space"], ev["launch"]) + (ev["addr"],)
+
+    def atomic_acquire(self, ev: dict, st: AgentState) -> None:
+        got: Clock = {}
+        for (scope, fields, clock) in self.atomic_releases.get(self.atomic_key(ev), ()):
+            if scope_contains(scope, None, ev["launch"], ev["block"], ev["thread"], ev["cluster"],
+                              a_fields=fields):
+                join(got, clock)
+        if ev["sem"] in (O.SEM_ACQUIRE, O.SEM_ACQ_REL):
+            join(st.clock, got)
+        else:
+            join(st.pending_acquire, got)
+
+    def atomic_release(self, ev: dict, st: AgentState) -> None:
+        if ev["sem"] in (O.SEM_RELEASE, O.SEM_ACQ_REL):
+            clock = dict(st.clock)
+        elif st.fence_release is not None:
+            clock = st.fence_release
+        else:
+            return
+        fields = (ev["launch"], ev["block"], ev["thread"], ev["cluster"])
+        self.atomic_releases[self.atomic_key(ev)].append((ev["scope"], fields, clock))
+
+    def on_fence(self, row: int, ev: dict, st: AgentState) -> None:
+        sem = ev["sem"]
+        if sem in (O.SEM_ACQUIRE, O.SEM_ACQ_REL):
+            join(st.clock, st.pending_acquire)
+            st.pending_acquire = {}
+        if sem in (O.SEM_RELEASE, O.SEM_ACQ_REL):
+            st.fence_release = dict(st.clock)
+
+    def on_fence_proxy(self, row: int, ev: dict, st: AgentState) -> None:
+        st.fences.append(st.epoch)
+
+    # -- asynchronous copies (rule 5) ------------------------------------
+    def copy(self, row: int, ev: dict, st: AgentState, agent: tuple, epoch: int, *,
+             proxy_async: bool, copy_kind: int) -> None:
+        """Check and record a copy's source read and destination write, made by
+        ``agent`` with its issuer's clock (no entry for the copy agent itself)."""
+        clock = dict(st.clock)
+        size = ev["size"]
+        src = self.make_access(row, ev, st, agent, epoch, ev["addr2"], size, is_write=False,
+                               proxy_async=proxy_async, copy_kind=copy_kind, copy_group=epoch)
+        dst = self.make_access(row, ev, st, agent, epoch, ev["addr"], size, is_write=True,
+                               proxy_async=proxy_async, copy_kind=copy_kind, copy_group=epoch)
+        found: dict = {}
+        self.access(row, ev, st, src, clock, ev["space2"], found, source=True)
+        self.access(row, ev, st, dst, clock, ev["space"], found)
+        self.emit_found(row, ev, found, {
+            id(src): (ev["space2"], self.owner_field(ev, ev["space2"], source=True)),
+            id(dst): (ev["space"], self.owner_field(ev, ev["space"])),
+        })
+        return clock
+
+    def on_cp_async(self, row: int, ev: dict, st: AgentState) -> None:
+        self.copy(row, ev, st, st.key + (CP,), st.cp_open, proxy_async=False,
+                  copy_kind=R.INFLIGHT_CP_ASYNC)
+
+    def on_tma_store(self, row: int, ev: dict, st: AgentState) -> None:
+        self.copy(row, ev, st, st.key + (BULK,), st.bulk_open, proxy_async=True,
+                  copy_kind=R.INFLIGHT_BULK_STORE)
+
+    def on_cp_commit(self, row: int, ev: dict, st: AgentState) -> None:
+        st.cp_open += 1
+
+    def on_bulk_commit(self, row: int, ev: dict, st: AgentState) -> None:
+        st.bulk_open += 1
+
+    def retire(self, row: int, ev: dict, st: AgentState, lane: int, open_group: int,
+               retired: int) -> int:
+        pending = ev["arg"]
+        if pending < 0:
+            raise self.error(row, "bad-value", f"wait_group {pending}: the group count must be >= 0")
+        upto = max(retired, open_group - 1 - pending)
+        agent = st.key + (lane,)
+        st.clock[agent] = upto
+        self.async_retired[agent] = upto
+        return upto
+
+    def on_cp_wait(self, row: int, ev: dict, st: AgentState) -> None:
+        st.cp_retired = self.retire(row, ev, st, CP, st.cp_open, st.cp_retired)
+
+    def on_bulk_wait(self, row: int, ev: dict, st: AgentState) -> None:
+        st.bulk_retired = self.retire(row, ev, st, BULK, st.bulk_open, st.bulk_retired)
+
+    # -- mbarriers (rule 6) ------------------------------------------------
+    def mbar(self, ev: dict) -> tuple[tuple, MBarrier]:
+        key = (ev["launch"], ev["peer"], ev["obj"])
+        return key, self.mbarriers[key]
+
+    def misuse(self, row: int, ev: dict, st: AgentState, code: int, *, prev_row: int = -1,
+               prev_ev: dict | None = None) -> None:
+        self.emit(O.K_MBARRIER_MISUSE, row, ev, prev_row=prev_row, prev_ev=prev_ev,
+                  space=O.SPACE_SHARED, owner=ev["peer"], addr=ev["obj"], size=8, obj=ev["obj"],
+                  code=code, bar=st.bar)
+
+    def on_tma_load(self, row: int, ev: dict, st: AgentState) -> None:
+        key, mb = self.mbar(ev)
+        count = st.tma_count.get(key, 0) + 1
+        st.tma_count[key] = count
+        agent = st.key + (TMA, key)
+        clock = self.copy(row, ev, st, agent, count, proxy_async=True, copy_kind=R.INFLIGHT_TMA_LOAD)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        mb.tx -= ev["size"]
+        join(mb.clock, clock)
+        mb.clock[agent] = count
+        mb.tma_done[agent] = count
+        self.complete_phase(row, ev, st, mb)
+
+    def complete_phase(self, row: int, ev: dict, st: AgentState, mb: MBarrier) -> None:
+        if mb.pending > 0 or mb.tx > 0:
+            return
+        if mb.tx < 0:
+            self.misuse(row, ev, st, R.MBAR_TX_UNDERFLOW)
+        mb.completed[mb.phase % 2] = mb.clock
+        for agent, count in mb.tma_done.items():
+            self.async_retired[agent] = max(self.async_retired[agent], count)
+        mb.phase += 1
+        mb.pending = mb.expected
+        mb.tx = 0
+        mb.clock = {}
+        mb.tma_done = {}
+
+    def on_mbar_init(self, row: int, ev: dict, st: AgentState) -> None:
+        key, mb = self.mbar(ev)
+        if ev["arg"] <= 0:
+            raise self.error(row, "mbarrier-count",
+                             f"mbar_init of {ev['obj']:#x} expects {ev['arg']} arrivals; it must be > 0")
+        if mb.valid:
+            self.misuse(row, ev, st, R.MBAR_REINIT, prev_row=mb.init_row, prev_ev=mb.init_ev)
+        self.mbarriers[key] = mb = MBarrier(expected=ev["arg"], pending=ev["arg"], valid=True)
+        mb.init_row, mb.init_ev = row, ev
+
+    def on_mbar_arrive(self, row: int, ev: dict, st: AgentState) -> None:
+        _, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        count = ev["arg"] if ev["arg"] > 0 else 1
+        if count > mb.pending:
+            self.misuse(row, ev, st, R.MBAR_ARRIVAL_UNDERFLOW)
+            count = mb.pending
+        mb.pending -= count
+        join(mb.clock, st.clock)
+        self.complete_phase(row, ev, st, mb)
+
+    def on_mbar_expect_tx(self, row: int, ev: dict, st: AgentState) -> None:
+        _, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        mb.tx += ev["arg"]
+        self.complete_phase(row, ev, st, mb)
+
+    def on_mbar_wait(self, row: int, ev: dict, st: AgentState) -> None:
+        _, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        done = mb.completed.get(ev["arg"] & 1)
+        if done is None:
+            self.misuse(row, ev, st, R.MBAR_PHASE_NEVER_COMPLETED)
+            return
+        join(st.clock, done)
+
+    def on_mbar_inval(self, row: int, ev: dict, st: AgentState) -> None:
+        _, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        mb.valid = False
+
+    # -- locks and flags -------------------------------------------------
+    def on_release(self, row: int, ev: dict, st: AgentState) -> None:
+        join(self.locks[ev["obj"]], st.clock)
+
+    def on_acquire(self, row: int, ev: dict, st: AgentState) -> None:
+        join(st.clock, self.locks[ev["obj"]])
+
+    def on_signal(self, row: int, ev: dict, st: AgentState) -> None:
+        count = ev["arg"] if ev["arg"] > 0 else 1
+        self.flags[ev["obj"]].append([count, dict(st.clock), row, ev])
+
+    def on_wait(self, row: int, ev: dict, st: AgentState) -> None:
+        need = ev["arg"] if ev["arg"] > 0 else 1
+        queue = self.flags[ev["obj"]]
+        available = sum(entry[0] for entry in queue)
+        if available < need:
+            raise self.error(row, "wait-without-signal",
+                             f"wait on flag {ev['obj']} consumes {need} signal(s) but only "
+                             f"{available} are pending")
+        while need:
+            entry = queue[0]
+            take = min(need, entry[0])
+            join(st.clock, entry[1])
+            entry[0] -= take
+            need -= take
+            if entry[0] == 0:
+                queue.popleft()
+
+    # -- barriers --------------------------------------------------------
+    def on_barrier(self, row: int, ev: dict, st: AgentState) -> None:
+        op = ev["op"]
+        if op == O.WARP_SYNC:
+            mask = ev["arg"] & 0xFFFFFFFF
+            count = bin(mask).count("1")
+            bkey = (ev["launch"], ev["block"], "warp", ev["thread"] // 32)
+            bar_obj = WARP_BARRIER
+            if count == 0:
+                raise self.error(row, "barrier-count", "warp_sync with an empty lane mask")
+        else:
+            count = ev["arg"]
+            mask = 0
+            bkey = (ev["launch"], ev["block"], "bar", ev["obj"])
+            bar_obj = ev["obj"]
+            if count <= 0:
+                raise self.error(row, "barrier-count",
+                                 f"barrier {ev['obj']} arrival names {count} participating threads")
+        gen = self.generations.get(bkey)
+        if gen is None:
+            gen = Generation(arg=count, first_row=row, mask=mask)
+            self.generations[bkey] = gen
+        elif count != gen.arg or mask != gen.mask:
+            self.emit(O.K_BARRIER_MISMATCH, row, ev, prev_row=gen.first_row, prev_ev=gen.first_ev,
+                      obj=ev["obj"] if op != O.WARP_SYNC else ev["arg"],
+                      code=R.BAR_ARG_DISAGREES, aux=gen.arg, bar=st.bar)
+        if not gen.rows:
+            gen.first_ev = ev
+        gen.rows.append(row)
+        gen.last_ev = ev
+        join(gen.clock, st.clock)
+        number = self.gen_count[bkey]
+        if op != O.BAR_ARRIVE:
+            gen.waiters.append(st)
+            st.blocked_on = (bkey, number)
+        if len(gen.rows) >= gen.arg:
+            for waiter in gen.waiters:
+                join(waiter.clock, gen.clock)
+                waiter.blocked_on = None
+                waiter.bar = (bar_obj, number)
+            self.gen_count[bkey] += 1
+            del self.generations[bkey]
+
+    def finish_launch(self) -> None:
+        """End of a launch: incomplete barrier generations are mismatches."""
+        for bkey, gen in sorted(self.generations.items(), key=lambda kv: kv[1].first_row):
+            ev = gen.last_ev
+            obj = ev["obj"] if bkey[2] == "bar" else ev["arg"]
+            self.emit(O.K_BARRIER_MISMATCH, gen.rows[-1], ev, obj=obj, code=R.BAR_INCOMPLETE,
+                      aux=len(gen.rows))
+        self.generations.clear()
+        for st in self.agents.values():
+            st.blocked_on = None
+
+
+HANDLERS: dict[int, Callable] = {
+    O.READ: ReferenceChecker.on_access,
+    O.WRITE: ReferenceChecker.on_access,
+    O.ATOMIC: ReferenceChecker.on_access,
+    O.INIT: ReferenceChecker.on_init,
+    O.BAR_SYNC: ReferenceChecker.on_barrier,
+    O.BAR_ARRIVE: ReferenceChecker.on_barrier,
+    O.WARP_SYNC: ReferenceChecker.on_barrier,
+    O.FENCE: ReferenceChecker.on_fence,
+    O.FENCE_PROXY_ASYNC: ReferenceChecker.on_fence_proxy,
+    O.CP_ASYNC: ReferenceChecker.on_cp_async,
+    O.CP_ASYNC_COMMIT: ReferenceChecker.on_cp_commit,
+    O.CP_ASYNC_WAIT: ReferenceChecker.on_cp_wait,
+    O.TMA_LOAD: ReferenceChecker.on_tma_load,
+    O.TMA_STORE: ReferenceChecker.on_tma_store,
+    O.BULK_COMMIT: ReferenceChecker.on_bulk_commit,
+    O.BULK_WAIT: ReferenceChecker.on_bulk_wait,
+    O.MBAR_INIT: ReferenceChecker.on_mbar_init,
+    O.MBAR_ARRIVE: ReferenceChecker.on_mbar_arrive,
+    O.MBAR_EXPECT_TX: ReferenceChecker.on_mbar_expect_tx,
+    O.MBAR_WAIT: ReferenceChecker.on_mbar_wait,
+    O.MBAR_INVAL: ReferenceChecker.on_mbar_inval,
+    O.RELEASE: ReferenceChecker.on_release,
+    O.ACQUIRE: ReferenceChecker.on_acquire,
+    O.SIGNAL: ReferenceChecker.on_signal,
+    O.WAIT: ReferenceChecker.on_wait,
+}
+
+
+def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> CheckResult:
+    """Replay ``reader`` (a TraceReader) through the reference checker."""
+    checker = ReferenceChecker(path=reader.meta.path)
+    return checker.run(reader, progress)

@@ -103,9 +103,9 @@ def check(source: Any, *, engine: str = "numba", max_reports: int | None = None,
     try:
         from .reader import open_trace
 
-        checker = importlib.import_module(ENGINES[options.engine]).check_trace
         reader = open_trace(source, batch_size=options.batch_size)
         try:
+            checker = importlib.import_module(ENGINES[options.engine]).check_trace
             result = _run(checker, reader, options.progress)
         finally:
             close = getattr(reader, "close", None)

@@ -13,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
+
 from . import reasons
 from .meta import TraceMeta
 from .ops import Op, HazardKind, Space
@@ -69,6 +71,11 @@ class _View:
 
     def __getattr__(self, name: str) -> int:
         return int(self.f[name])
+
+    @property
+    def has_first(self) -> bool:
+        """The finding names an earlier event (only this is read of ``prev_row``)."""
+        return int(self.f["prev_row"]) >= 0
 
     def at(self, prev: bool = False) -> str:
         """`` at kernel.cu:12 ...``, or nothing when the event names no site."""
@@ -190,7 +197,7 @@ def _barrier_mismatch(v: _View) -> str:
     if v.launch != 0:
         where += f" in launch {v.launch}"
     if v.code == reasons.BAR_ARG_DISAGREES:
-        first = f"thread {v.agent(True)}{v.at(True)}" if v.prev_row >= 0 else "the first arrival"
+        first = f"thread {v.agent(True)}{v.at(True)}" if v.has_first else "the first arrival"
         return (f"arrivals at {where} disagree on the thread count: thread {v.agent()}{v.at()} "
                 f"arrived with a count other than the {v.aux} given by the generation's first "
                 f"arrival, {first}")
@@ -207,7 +214,7 @@ def _mbarrier_misuse(v: _View) -> str:
     if v.code == reasons.MBAR_BEFORE_INIT:
         return f"{who} used {bar} ({op}){at} before any mbar_init"
     if v.code == reasons.MBAR_REINIT:
-        prev = f" (initialized{v.at(True)} by {v.agent(True)})" if v.prev_row >= 0 else ""
+        prev = f" (initialized{v.at(True)} by {v.agent(True)})" if v.has_first else ""
         return f"{who} re-initialized {bar}{at} without an mbar_inval after its previous init{prev}"
     if v.code == reasons.MBAR_ARRIVAL_UNDERFLOW:
         return (f"the {op} by {who}{at} arrived on {bar} more times than its phase expects: "
@@ -246,3 +253,27 @@ _EXPLAIN: dict[HazardKind, Callable[[_View], str]] = {
 def explain(finding: Mapping[str, Any], meta: TraceMeta | None = None) -> str:
     """One sentence saying why ``finding`` is a hazard (no trailing period)."""
     return _EXPLAIN[HazardKind(int(finding["kind"]))](_View(finding, meta))
+
+
+UNWORDED = frozenset({"row", "ts", "prev_ts", "owner", "addr", "size"})
+"""Fields no sentence reads; of ``prev_row`` only the sign is read."""
+
+
+def explain_all(findings: np.ndarray, meta: TraceMeta | None = None) -> list[str]:
+    """:func:`explain` for every record of a findings array.
+
+    Memoized on the fields a sentence reads: a kernel bug repeats the same
+    agents, sites and generations across many bytes and rows.
+    """
+    names = findings.dtype.names
+    worded = [i for i, name in enumerate(names) if name not in UNWORDED and name != "prev_row"]
+    prev_row = names.index("prev_row")
+    memo: dict[tuple, str] = {}
+    out = []
+    for values in findings.tolist():
+        key = (values[prev_row] >= 0, *(values[i] for i in worded))
+        text = memo.get(key)
+        if text is None:
+            text = memo[key] = explain(dict(zip(names, values)), meta)
+        out.append(text)
+    return out

@@ -245,7 +245,7 @@ class ReferenceChecker:
     def make_access(self, row, ev, st, agent, epoch, addr, size, *, is_write, is_atomic=False,
                     proxy_async=False, copy_kind=0, copy_group=0) -> Access:
         return Access(row=row, agent=agent, epoch=epoch, launch=ev["launch"], block=ev["block"],
-                      thread=ev["thread"], cluster=ev["cluster"], op=ev["op"], ts=ev["ts"],
+                      thread=ev["thread"], cluster=st.cluster, op=ev["op"], ts=ev["ts"],
                       site=ev["site"], addr=addr, size=size, is_write=is_write,
                       is_atomic=is_atomic, scope=ev["scope"], is_async_agent=agent is not st.key,
                       proxy_async=proxy_async, bar=st.bar, copy_kind=copy_kind, copy_group=copy_group)
@@ -274,7 +274,7 @@ class ReferenceChecker:
                 if not (x.is_write or acc.is_write):
                     continue  # both reads
                 if x.is_atomic and acc.is_atomic and \
-                        scope_contains(x.scope, x, launch, ev["block"], ev["thread"], ev["cluster"]) and \
+                        scope_contains(x.scope, x, launch, ev["block"], ev["thread"], st.cluster) and \
                         scope_contains(acc.scope, acc, x.launch, x.block, x.thread, x.cluster):
                     continue  # atomics whose scopes both contain both agents
                 if self.hb(x, launch, clock):
@@ -357,7 +357,7 @@ class ReferenceChecker:
     def atomic_acquire(self, ev: dict, st: AgentState) -> None:
         got: Clock = {}
         for (scope, fields, clock) in self.atomic_releases.get(self.atomic_key(ev), ()):
-            if scope_contains(scope, None, ev["launch"], ev["block"], ev["thread"], ev["cluster"],
+            if scope_contains(scope, None, ev["launch"], ev["block"], ev["thread"], st.cluster,
                               a_fields=fields):
                 join(got, clock)
         if ev["sem"] in (O.SEM_ACQUIRE, O.SEM_ACQ_REL):
@@ -372,7 +372,7 @@ class ReferenceChecker:
             clock = st.fence_release
         else:
             return
-        fields = (ev["launch"], ev["block"], ev["thread"], ev["cluster"])
+        fields = (ev["launch"], ev["block"], ev["thread"], st.cluster)
         self.atomic_releases[self.atomic_key(ev)].append((ev["scope"], fields, clock))
 
     def on_fence(self, row: int, ev: dict, st: AgentState) -> None:

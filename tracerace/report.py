@@ -15,11 +15,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .explain import COPY_OPS, explain, op_name, reason_text
+from .explain import COPY_OPS, explain, explain_all, op_name, reason_text
 from .findings import CheckResult, empty_findings
 from .meta import TraceMeta
 from .ops import HazardKind, Severity, Space
@@ -130,8 +130,8 @@ class Hazard:
         return reason_text(HazardKind[self.kind.upper()], self.code)
 
 
-def hazard_from_record(rec: Any, meta: TraceMeta) -> Hazard:
-    """The :class:`Hazard` of one ``FINDING_DTYPE`` record."""
+def hazard_from_record(rec: Any, meta: TraceMeta, explanation: str | None = None) -> Hazard:
+    """The :class:`Hazard` of one ``FINDING_DTYPE`` record (or a dict of its fields)."""
     get = lambda name: int(rec[name])  # noqa: E731  (numpy scalars -> int)
     second = Access(get("row"), get("launch"), get("block"), get("thread"), op_name(get("op")),
                     get("ts"), meta.site_text(get("site")), get("op") in COPY_OPS)
@@ -146,7 +146,7 @@ def hazard_from_record(rec: Any, meta: TraceMeta) -> Hazard:
                   first=first, second=second, space=space_name(get("space")),
                   owner=get("owner"), addr=get("addr"), size=get("size"), element=element,
                   location=location, obj=get("obj"), code=get("code"), aux=get("aux"),
-                  explanation=explain(rec, meta))
+                  explanation=explain(rec, meta) if explanation is None else explanation)
 
 
 @dataclass(frozen=True, eq=False)
@@ -164,12 +164,32 @@ class HazardGroup:
     """The member with the smallest row."""
     indices: np.ndarray = field(repr=False)
     """Positions of the members in :attr:`Report.findings`, by row."""
-    _locations: Callable[[np.ndarray], tuple[str, ...]] = field(repr=False)
+    _findings: np.ndarray = field(repr=False)
+    _meta: TraceMeta = field(repr=False)
 
     @cached_property
     def locations(self) -> tuple[str, ...]:
         """Distinct elements (``out[1, 2]``) or byte ranges the members touch, by row."""
-        return self._locations(self.indices)
+        return self.locations_head(len(self.indices))
+
+    def locations_head(self, limit: int) -> tuple[str, ...]:
+        """The first ``limit`` of :attr:`locations`, without wording the whole group."""
+        seen: dict[str, None] = {}
+        chunk = max(64, 4 * limit)
+        for start in range(0, len(self.indices), chunk):
+            for _, text in locate_all(self._findings, self._meta,
+                                      self.indices[start:start + chunk]):
+                if text is not None:
+                    seen.setdefault(text)
+            if len(seen) >= limit:
+                break
+        return tuple(seen)[:limit]
+
+    @cached_property
+    def byte_ranges(self) -> int:
+        """Distinct (space, owner, addr, size, launch) among the members."""
+        keys = self._findings[["space", "owner", "addr", "size", "launch"]][self.indices]
+        return int(len(np.unique(keys)))
 
     def to_json(self) -> dict[str, Any]:
         """The pinned JSON shape of a group; the example supplies bytes and accesses."""
@@ -273,7 +293,10 @@ class Report:
     @cached_property
     def hazards(self) -> list[Hazard]:
         """One :class:`Hazard` per finding, by row (built on first use)."""
-        return [self.hazard(i) for i in range(len(self.findings))]
+        names = self.findings.dtype.names
+        texts = explain_all(self.findings, self.meta)
+        return [hazard_from_record(dict(zip(names, values)), self.meta, text)
+                for values, text in zip(self.findings.tolist(), texts)]
 
     # -- exports --------------------------------------------------------------
 
@@ -334,13 +357,6 @@ def _group(findings: np.ndarray, meta: TraceMeta) -> tuple[HazardGroup, ...]:
     ends = np.append(starts[1:], n)
     severity = np.minimum.reduceat(findings["severity"][order], starts)
 
-    def locations(indices: np.ndarray) -> tuple[str, ...]:
-        seen: dict[str, None] = {}
-        for _, text in locate_all(findings, meta, indices):
-            if text is not None:
-                seen.setdefault(text)
-        return tuple(seen)
-
     groups = []
     for start, end, sev in zip(starts.tolist(), ends.tolist(), severity.tolist()):
         members = order[start:end]
@@ -350,7 +366,8 @@ def _group(findings: np.ndarray, meta: TraceMeta) -> tuple[HazardGroup, ...]:
             count=end - start,
             first_site=meta.site_text(int(rec["prev_site"])) if rec["prev_row"] != NO_ROW else None,
             second_site=meta.site_text(int(rec["site"])),
-            example=hazard_from_record(rec, meta), indices=members, _locations=locations))
+            example=hazard_from_record(rec, meta), indices=members, _findings=findings,
+            _meta=meta))
     groups.sort(key=lambda g: (g.severity != SEVERITY_NAMES[Severity.ERROR], g.example.row,
                                g.kind))
     return tuple(groups)

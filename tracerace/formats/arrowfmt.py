@@ -20,7 +20,7 @@ from typing import IO
 import numpy as np
 import pyarrow as pa
 
-from ..explain import COPY_OPS, explain, op_name, reason_text
+from ..explain import COPY_OPS, explain_all, op_name, reason_text
 from ..report import KIND_NAMES, NO_ROW, SEVERITY_NAMES, Report, locate_all, space_name
 
 NAME = "arrow"
@@ -64,7 +64,7 @@ def report_table(report: Report) -> pa.Table:
     op_index = np.searchsorted(ops, f["op"]), np.searchsorted(ops, f["prev_op"])
     spaces = np.unique(f["space"])
     elements, locations = zip(*locate_all(f, meta)) if len(f) else ((), ())
-    explanations = [explain(rec, meta) for rec in f]
+    explanations = explain_all(f, meta)
     reason = [reason_text(int(k), int(c)) for k, c in zip(f["kind"], f["code"])]
 
     columns = {

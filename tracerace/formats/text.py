@@ -68,8 +68,8 @@ def group_lines(group: HazardGroup) -> list[Text]:
         lines.append(_field("later", access_text(ex.second)))
     else:
         lines.append(_field("access", access_text(ex.second)))
-    if group.example.location is not None:
-        lines.append(_field("bytes", locations_text(group.locations or (ex.location,))))
+    if ex.location is not None:
+        lines.append(_field("bytes", locations_text(group)))
     lines.append(_field("why", ex.explanation))
     return lines
 
@@ -81,10 +81,12 @@ def access_text(a: Access) -> str:
     return f"{op} by {a.agent} in launch {a.launch}, row {a.row:,}, ts {a.ts}{site}"
 
 
-def locations_text(locations: tuple[str, ...]) -> str:
-    shown = ", ".join(locations[:MAX_LOCATIONS])
-    more = len(locations) - MAX_LOCATIONS
-    return f"{shown} and {more:,} more" if more > 0 else shown
+def locations_text(group: HazardGroup) -> str:
+    """``out[0, 1], out[0, 2]``; past ``MAX_LOCATIONS``: ``..., ... (4,096 byte ranges in all)``."""
+    shown = ", ".join(group.locations_head(MAX_LOCATIONS))
+    if group.count > 1 and group.byte_ranges > MAX_LOCATIONS:
+        return f"{shown}, ... ({group.byte_ranges:,} byte ranges in all)"
+    return shown
 
 
 def _field(label: str, value: str) -> Text:

@@ -1,0 +1,113 @@
+"""The published format (schemas/) and the package's own tables must agree exactly."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from tracerace.errors import TraceError
+from tracerace.meta import Buffer
+from tracerace.ops import Op, Proxy, Scope, Sem, Space
+from tracerace.reader import EXTENSION_OP_MIN, parse_buffer
+from tracerace.schema import (COLUMNS, FORMAT_VERSION, META_BUFFERS, META_PRODUCER, META_SITES,
+                              META_VERSION, arrow_schema)
+
+SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
+
+
+def load(name: str) -> dict:
+    return json.loads((SCHEMAS / name).read_text())
+
+
+def test_columns_match_schema_module():
+    doc = load("trace-v1.arrow-schema.json")
+    assert doc["version"] == FORMAT_VERSION
+    published = [(c["name"], c["arrow_type"], c["nullable"], c["required"], c["default"])
+                 for c in doc["columns"]]
+    in_code = [(c.name, str(c.arrow_type), not c.required, c.required, c.default)
+               for c in COLUMNS]
+    assert published == in_code
+    assert all(c["meaning"].strip() for c in doc["columns"])
+
+
+def test_published_types_build_the_arrow_schema():
+    doc = load("trace-v1.arrow-schema.json")
+    fields = [pa.field(c["name"], pa.type_for_alias(c["arrow_type"]), nullable=c["nullable"])
+              for c in doc["columns"]]
+    assert pa.schema(fields).equals(arrow_schema())
+
+
+def test_ops_match_enum():
+    doc = load("ops.json")
+    assert doc["version"] == FORMAT_VERSION
+    assert [(o["code"], o["name"]) for o in doc["ops"]] == [(int(op), op.label) for op in Op]
+    columns = {c.name for c in COLUMNS}
+    common = set(doc["common_fields"])
+    assert common <= columns
+    for o in doc["ops"]:
+        assert set(o["fields"]) <= columns - common, o["name"]
+        assert o["meaning"].strip()
+
+
+def test_extension_range_is_free():
+    ext = load("ops.json")["extension_codes"]
+    assert ext["min"] == EXTENSION_OP_MIN
+    assert max(int(op) for op in Op) < ext["min"] <= ext["max"] == 255
+
+
+@pytest.mark.parametrize("column, enum", [("space", Space), ("scope", Scope),
+                                          ("sem", Sem), ("proxy", Proxy)])
+def test_value_enums_match(column, enum):
+    published = load("ops.json")["enums"][column]
+    assert [(e["value"], e["name"]) for e in published] == [(int(m), m.name.lower()) for m in enum]
+
+
+def test_metadata_keys_match():
+    doc = load("metadata.json")
+    keys = {k["key"]: k for k in doc["keys"]}
+    assert set(keys) == {META_VERSION, META_SITES, META_BUFFERS, META_PRODUCER}
+    assert [k for k, v in keys.items() if v["required"]] == [META_VERSION]
+    assert keys[META_VERSION]["value"] == str(FORMAT_VERSION)
+
+
+def buffer_schema() -> dict:
+    keys = {k["key"]: k for k in load("metadata.json")["keys"]}
+    return keys[META_BUFFERS]["json_schema"]["items"]
+
+
+def test_buffer_shape_matches_dataclass():
+    shape = buffer_schema()
+    fields = dataclasses.fields(Buffer)
+    assert set(shape["properties"]) == {f.name for f in fields}
+    no_default = [f.name for f in fields if f.default is dataclasses.MISSING]
+    assert shape["required"] == no_default
+
+
+def test_reader_enforces_published_buffer_shape():
+    shape = buffer_schema()
+    minimal = {"name": "x", "space": 0, "base": 16, "shape": [2, 3], "itemsize": 4}
+    assert set(minimal) == set(shape["required"])
+    assert parse_buffer(minimal, "b") == Buffer("x", 0, 16, (2, 3), 4)
+    full = dict(minimal, strides=[1, 2], launch=None)
+    assert parse_buffer(full, "b").strides == (1, 2)
+    for key in shape["required"]:
+        broken = {k: v for k, v in minimal.items() if k != key}
+        with pytest.raises(TraceError, match=key) as info:
+            parse_buffer(broken, "b")
+        assert info.value.rule == "metadata"
+
+
+def test_prose_names_every_column_op_and_rule():
+    text = (SCHEMAS / "trace-format-v1.md").read_text()
+    for col in COLUMNS:
+        assert f"`{col.name}`" in text
+    for op in Op:  # written as `name` (code ...), possibly across a line break
+        assert re.search(rf"`{op.label}`\s+\({int(op)}\b", text), op.label
+    for rule in ("no-such-file", "not-arrow", "version", "metadata", "missing-column",
+                 "wrong-type", "bad-value", "unknown-op", "ts-decreasing", "site-range"):
+        assert f"`{rule}`" in text

@@ -1,0 +1,1300 @@
+"""The Numba engine: the reference checker's semantics, fast and streaming.
+
+The kernel :func:`replay` walks a batch's NumPy columns and keeps all state in
+arrays (and a few typed dicts) that persist across batches, so memory is
+bounded by what may still race, not by the trace. It never sees a Table.
+
+Representation (see ``docs/engine.md``):
+
+* agents get dense indices per launch; clocks are shared sparse snapshots
+  (``tracerace.clocks``) plus the agent's own epoch;
+* shadow memory is the granule table of ``tracerace.shadow``;
+* everything of a launch is dropped when the next launch starts: launch order
+  makes it happen before everything that follows. Only the ``init`` state of
+  global memory and the pending counts of flags survive.
+
+When a pool is about to run out, the kernel stops *before* touching the event
+that needs the room and returns ``NEED_GROW`` with a bit mask of pools; the
+driver grows them and resumes at that row. So no event is ever half applied.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numba
+import numpy as np
+from numba import types
+from numba.typed import Dict
+
+from . import ops as O
+from . import reasons as R
+from ._jit import jit
+from .clocks import (SN_FIELDS, SN_LEN, SN_REF, SN_START, SV_ARENA_LIVE, SV_ARENA_TOP,
+                     SV_SNAP_FREE, SV_SNAP_N, compact, decref, incref, lookup, merge,
+                     merge_many)
+from .errors import TraceError
+from .findings import FINDING_DTYPE, CheckResult, empty_findings
+from .schema import COLUMN_NAMES, SITE_NONE
+from .shadow import (G_FIELDS, G_INIT, G_READS, G_REGION, G_WRITES, GRANULE_SHIFT, I_ASYNC,
+                     I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK, I_PROXY, I_SCOPE_SHIFT,
+                     I_WRITE, N_ADDR, N_AGENT, N_BAR, N_BARGEN, N_EPOCH, N_FIELDS, N_INFO, N_NEXT,
+                     N_ROW, N_SITE, N_SIZE, N_TS, REGION_LOCAL, REGION_SHARED, find_granule,
+                     rehash)
+
+# ---------------------------------------------------------------------------
+# State layout. Scalars 0-4 belong to tracerace.clocks.
+SV_GRAN_COUNT = 5
+SV_N_AGENTS = 6
+SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED = 7, 8, 9
+SV_ARR_TOP, SV_ARR_FREE, SV_ARR_USED = 10, 11, 12
+SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED = 13, 14, 15
+SV_AR_TOP, SV_AR_FREE, SV_AR_USED = 16, 17, 18
+SV_FEN_TOP = 19
+SV_GEN_N = 20
+SV_FQ_N = 21
+SV_MB_N = 22
+SV_NFIND = 23
+SV_LAUNCH = 24
+SV_GROW = 25
+SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D = 26, 27, 28, 29
+SV_FIELDS = 32
+
+# Agents.
+(AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_CLUSTER, AG_KIND, AG_BLOCKED, AG_BLOCKNUM,
+ AG_BAROBJ, AG_BARGEN, AG_FREL_BASE, AG_FREL_EPOCH, AG_PACQ, AG_FENCES, AG_CP_OPEN,
+ AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET, AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT) = range(21)
+AG_FIELDS = 21
+KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
+
+# Barrier generations, one slot per (kind, block, obj) key, reused per generation.
+(GN_OPEN, GN_ARG, GN_MASK, GN_COUNT, GN_ARRIVALS, GN_NUMBER, GN_BAROBJ, GN_KEYOBJ,
+ GN_F_ROW, GN_F_LAUNCH, GN_F_BLOCK, GN_F_THREAD, GN_F_OP, GN_F_TS, GN_F_SITE,
+ GN_L_ROW, GN_L_LAUNCH, GN_L_BLOCK, GN_L_THREAD, GN_L_OP, GN_L_TS, GN_L_SITE, GN_L_OBJ) = range(23)
+GN_FIELDS = 23
+
+# Arrivals (barrier generations and mbarrier phases).
+AR_NEXT, AR_BASE, AR_AGENT, AR_EPOCH, AR_FLAG = range(5)
+AR_FIELDS = 5
+ARF_WAITER, ARF_TMA = 1, 2
+
+# Signals queued on a flag.
+SG_NEXT, SG_COUNT, SG_BASE, SG_AGENT, SG_EPOCH = range(5)
+SG_FIELDS = 5
+FQ_HEAD, FQ_TAIL, FQ_TOTAL = range(3)
+FQ_FIELDS = 3
+
+# mbarriers.
+(MB_VALID, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_ARRIVALS, MB_DONE0, MB_DONE1,
+ MB_I_ROW, MB_I_LAUNCH, MB_I_BLOCK, MB_I_THREAD, MB_I_OP, MB_I_TS, MB_I_SITE) = range(15)
+MB_FIELDS = 15
+
+# Releasing atomics per address.
+RL_NEXT, RL_SCOPE, RL_AGENT, RL_BASE, RL_EPOCH = range(5)
+RL_FIELDS = 5
+
+# fence_proxy_async log per agent.
+FN_NEXT, FN_EPOCH = 0, 1
+FN_FIELDS = 2
+
+NF = len(FINDING_DTYPE.names)
+F = {name: i for i, name in enumerate(FINDING_DTYPE.names)}
+(F_KIND, F_SEVERITY, F_ROW, F_LAUNCH, F_BLOCK, F_THREAD, F_OP, F_TS, F_SITE, F_PREV_ROW,
+ F_PREV_LAUNCH, F_PREV_BLOCK, F_PREV_THREAD, F_PREV_OP, F_PREV_TS, F_PREV_SITE, F_PREV_ASYNC,
+ F_SPACE, F_OWNER, F_ADDR, F_SIZE, F_OBJ, F_BAR_OBJ, F_BAR_GEN, F_PREV_BAR_OBJ, F_PREV_BAR_GEN,
+ F_CODE, F_AUX) = range(NF)
+
+# Candidate slots per hazard kind for the current event.
+(C_VALID, C_PREV_ROW, C_PW, C_AW, C_PREV_BLOCK, C_PREV_THREAD, C_PREV_OP, C_PREV_TS,
+ C_PREV_SITE, C_PREV_ASYNC, C_PREV_BAR, C_PREV_BARGEN, C_SPACE, C_OWNER, C_LO, C_HI, C_CODE,
+ C_AUX, C_BAR, C_BARGEN) = range(20)
+C_FIELDS = 20
+N_KINDS = 9
+
+# Return codes.
+OK, NEED_GROW, NEW_LAUNCH = 0, 1, 2
+E_BARRIER_ORDER, E_WAIT, E_BAR_COUNT, E_WARP_MASK, E_LAUNCH_ORDER, E_MBAR_COUNT, E_WAIT_GROUP = \
+    range(10, 17)
+
+# Grow bits.
+GR_AGENTS, GR_SNAPS, GR_ARENA, GR_NODES, GR_GRAN, GR_GENS, GR_ARR, GR_SIG, GR_FQ, GR_MB, \
+    GR_RL, GR_FEN, GR_FIND = (1 << i for i in range(13))
+
+WARP_BARRIER = -2
+SITE_NONE_I = np.int64(SITE_NONE)
+
+_K_RAW, _K_WAR, _K_WAW = O.K_RAW, O.K_WAR, O.K_WAW
+_K_UNINIT, _K_INFLIGHT, _K_PROXY = O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE
+_K_BARMIS, _K_MBMIS = O.K_BARRIER_MISMATCH, O.K_MBARRIER_MISUSE
+
+
+# ---------------------------------------------------------------------------
+# Small pools with a free list threaded through column 0.
+@jit
+def pool_alloc(pool, sv, top_i, free_i, used_i):
+    if sv[free_i] >= 0:
+        k = sv[free_i]
+        sv[free_i] = pool[k, 0]
+    else:
+        k = sv[top_i]
+        sv[top_i] += 1
+    sv[used_i] += 1
+    pool[k, 0] = -1
+    return k
+
+
+@jit
+def pool_free(pool, sv, free_i, used_i, k):
+    pool[k, 0] = sv[free_i]
+    sv[free_i] = k
+    sv[used_i] -= 1
+
+
+@jit
+def dget(d, key, default):
+    """``d.get(key, default)`` without Numba's optional type."""
+    if key in d:
+        return d[key]
+    return np.int64(default)
+
+
+# ---------------------------------------------------------------------------
+# Agents and clocks.
+@jit
+def new_agent(ag, sv, block, thread, cluster, kind):
+    a = sv[SV_N_AGENTS]
+    sv[SV_N_AGENTS] += 1
+    for f in range(AG_FIELDS):
+        ag[a, f] = 0
+    ag[a, AG_BLOCK] = block
+    ag[a, AG_THREAD] = thread
+    ag[a, AG_CLUSTER] = cluster
+    ag[a, AG_KIND] = kind
+    ag[a, AG_BLOCKED] = -1
+    ag[a, AG_BAROBJ] = -1
+    ag[a, AG_BARGEN] = -1
+    ag[a, AG_FREL_BASE] = -1
+    ag[a, AG_FENCES] = -1
+    ag[a, AG_CP_OPEN] = 1
+    ag[a, AG_BULK_OPEN] = 1
+    ag[a, AG_CP_AGENT] = -1
+    ag[a, AG_BULK_AGENT] = -1
+    return a
+
+
+@jit
+def known(ag, snaps, arena_a, arena_e, a, u):
+    """What thread agent ``a`` knows of agent ``u``'s epoch."""
+    if u == a:
+        return ag[a, AG_EPOCH]
+    return lookup(snaps, arena_a, arena_e, ag[a, AG_BASE], u)
+
+
+@jit
+def set_base(ag, snaps, sv, a, snap):
+    incref(snaps, snap)
+    decref(snaps, sv, ag[a, AG_BASE])
+    ag[a, AG_BASE] = snap
+
+
+@jit
+def join_into(ag, snaps, arena_a, arena_e, sv, a, other, agent, epoch):
+    """Agent ``a`` acquires the clock value (other, agent, epoch)."""
+    snap = merge(snaps, arena_a, arena_e, sv, ag[a, AG_BASE], other, agent, epoch)
+    set_base(ag, snaps, sv, a, snap)
+
+
+@jit
+def scope_contains(ag, scope, x, y):
+    """Whether ``scope`` of an operation by thread agent ``x`` contains agent ``y``."""
+    if scope == O.SCOPE_THREAD:
+        return x == y
+    if scope == O.SCOPE_WARP:
+        return ag[x, AG_BLOCK] == ag[y, AG_BLOCK] and ag[x, AG_THREAD] // 32 == ag[y, AG_THREAD] // 32
+    if scope == O.SCOPE_BLOCK:
+        return ag[x, AG_BLOCK] == ag[y, AG_BLOCK]
+    if scope == O.SCOPE_CLUSTER:
+        return ag[x, AG_CLUSTER] == ag[y, AG_CLUSTER]
+    return True
+
+
+@jit
+def proxy_fenced(ag, fen, w, w_epoch, known_epoch):
+    """A fence_proxy_async by ``w`` after epoch ``w_epoch`` and at or before
+    ``known_epoch`` (what the later access knows of ``w``)."""
+    f = ag[w, AG_FENCES]
+    while f >= 0:
+        e = fen[f, FN_EPOCH]
+        if e <= known_epoch:
+            return e > w_epoch
+        f = fen[f, FN_NEXT]
+    return False
+
+
+# ---------------------------------------------------------------------------
+# Findings.
+@jit
+def emit(find, sv, kind, row, launch, block, thread, op, ts, site):
+    k = sv[SV_NFIND]
+    sv[SV_NFIND] += 1
+    for f in range(NF):
+        find[k, f] = 0
+    find[k, F_KIND] = kind
+    find[k, F_ROW] = row
+    find[k, F_LAUNCH] = launch
+    find[k, F_BLOCK] = block
+    find[k, F_THREAD] = thread
+    find[k, F_OP] = op
+    find[k, F_TS] = ts
+    find[k, F_SITE] = site
+    find[k, F_PREV_ROW] = -1
+    find[k, F_PREV_SITE] = SITE_NONE_I
+    find[k, F_BAR_OBJ] = -1
+    find[k, F_BAR_GEN] = -1
+    find[k, F_PREV_BAR_OBJ] = -1
+    find[k, F_PREV_BAR_GEN] = -1
+    return k
+
+
+@jit
+def offer(cand, kind, ag, nodes, x, pw, aw, space, owner, lo_addr, hi_addr):
+    """Keep node ``x`` as the candidate for ``kind`` when it ranks higher:
+    by row, then a write before a read, then (for the later side) a write."""
+    row = nodes[x, N_ROW]
+    if cand[kind, C_VALID] == 1:
+        r0, p0, a0 = cand[kind, C_PREV_ROW], cand[kind, C_PW], cand[kind, C_AW]
+        if row < r0 or (row == r0 and (pw < p0 or (pw == p0 and aw <= a0))):
+            return
+    info = nodes[x, N_INFO]
+    xa = nodes[x, N_AGENT]
+    cand[kind, C_VALID] = 1
+    cand[kind, C_PREV_ROW] = row
+    cand[kind, C_PW] = pw
+    cand[kind, C_AW] = aw
+    cand[kind, C_PREV_BLOCK] = ag[xa, AG_BLOCK]
+    cand[kind, C_PREV_THREAD] = ag[xa, AG_THREAD]
+    cand[kind, C_PREV_OP] = info & I_OP_MASK
+    cand[kind, C_PREV_TS] = nodes[x, N_TS]
+    cand[kind, C_PREV_SITE] = nodes[x, N_SITE]
+    cand[kind, C_PREV_ASYNC] = 1 if info & I_ASYNC else 0
+    cand[kind, C_PREV_BAR] = nodes[x, N_BAR]
+    cand[kind, C_PREV_BARGEN] = nodes[x, N_BARGEN]
+    cand[kind, C_SPACE] = space
+    cand[kind, C_OWNER] = owner
+    xlo = nodes[x, N_ADDR]
+    xhi = xlo + nodes[x, N_SIZE]
+    cand[kind, C_LO] = max(xlo, lo_addr)
+    cand[kind, C_HI] = min(xhi, hi_addr)
+    if kind == _K_INFLIGHT:
+        cand[kind, C_CODE] = (info >> I_COPY_SHIFT) & 3
+        cand[kind, C_AUX] = nodes[x, N_EPOCH]
+    else:
+        cand[kind, C_CODE] = 0
+        cand[kind, C_AUX] = 0
+
+
+@jit
+def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, bar, bargen):
+    for kind in range(N_KINDS):
+        if cand[kind, C_VALID] != 1:
+            continue
+        cand[kind, C_VALID] = 0
+        k = emit(find, sv, kind, row, launch, block, thread, op, ts, site)
+        find[k, F_SPACE] = cand[kind, C_SPACE]
+        find[k, F_OWNER] = cand[kind, C_OWNER]
+        find[k, F_ADDR] = cand[kind, C_LO]
+        find[k, F_SIZE] = cand[kind, C_HI] - cand[kind, C_LO]
+        find[k, F_BAR_OBJ] = bar
+        find[k, F_BAR_GEN] = bargen
+        if kind == _K_UNINIT:
+            continue
+        find[k, F_PREV_ROW] = cand[kind, C_PREV_ROW]
+        find[k, F_PREV_LAUNCH] = launch
+        find[k, F_PREV_BLOCK] = cand[kind, C_PREV_BLOCK]
+        find[k, F_PREV_THREAD] = cand[kind, C_PREV_THREAD]
+        find[k, F_PREV_OP] = cand[kind, C_PREV_OP]
+        find[k, F_PREV_TS] = cand[kind, C_PREV_TS]
+        find[k, F_PREV_SITE] = cand[kind, C_PREV_SITE]
+        find[k, F_PREV_ASYNC] = cand[kind, C_PREV_ASYNC]
+        find[k, F_PREV_BAR_OBJ] = cand[kind, C_PREV_BAR]
+        find[k, F_PREV_BAR_GEN] = cand[kind, C_PREV_BARGEN]
+        find[k, F_CODE] = cand[kind, C_CODE]
+        find[k, F_AUX] = cand[kind, C_AUX]
+
+
+# ---------------------------------------------------------------------------
+# One access against shadow memory.
+@jit
+def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
+           region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
+    """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
+    whose clock orders it: ``a`` itself, or the issuer of a copy) and record
+    it. ``info`` carries op, write/atomic/async/proxy bits and scope."""
+    if size <= 0:
+        return
+    is_write = (info & I_WRITE) != 0
+    is_atomic = (info & I_ATOMIC) != 0
+    is_copy = (info & I_ASYNC) != 0
+    is_proxy = (info & I_PROXY) != 0
+    reads = (not is_write) or is_atomic
+    scope = (info >> I_SCOPE_SHIFT) & 7
+    aw = 1 if is_write else 0
+    end = addr + size
+    uninit_lo = np.int64(-1)
+    uninit_hi = np.int64(-1)
+    g0 = addr >> GRANULE_SHIFT
+    g1 = (end - 1) >> GRANULE_SHIFT
+    last_row = np.empty(8, np.int64)
+    last_node = np.empty(8, np.int64)
+    for g in range(g0, g1 + 1):
+        base = g << GRANULE_SHIFT
+        lo = max(addr, base) - base
+        hi = min(end, base + 8) - base
+        m = ((1 << hi) - 1) ^ ((1 << lo) - 1)
+        slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT)
+        if reads:
+            un = m & ~gran[slot, G_INIT]
+            if un:
+                for b in range(8):
+                    if un & (1 << b):
+                        if uninit_lo < 0:
+                            uninit_lo = base + b
+                        uninit_hi = base + b
+        # Writes: conflict with every access (atomic pairs aside).
+        if is_proxy:
+            for b in range(8):
+                last_row[b] = -1
+        x = gran[slot, G_WRITES]
+        while x >= 0:
+            xinfo = nodes[x, N_INFO]
+            xm = (xinfo >> I_MASK_SHIFT) & 0xFF
+            if xm & m:
+                xa = nodes[x, N_AGENT]
+                if is_proxy:
+                    for b in range(8):
+                        if (xm & m) & (1 << b) and nodes[x, N_ROW] > last_row[b]:
+                            last_row[b] = nodes[x, N_ROW]
+                            last_node[b] = x
+                skip = False
+                if is_atomic and (xinfo & I_ATOMIC) and not (xinfo & I_ASYNC):
+                    xs = (xinfo >> I_SCOPE_SHIFT) & 7
+                    if scope_contains(ag, xs, xa, t) and scope_contains(ag, scope, t, xa):
+                        skip = True
+                if not skip and known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
+                    if (xinfo & I_ASYNC) and ag[xa, AG_RETIRED] < nodes[x, N_EPOCH]:
+                        kind = _K_INFLIGHT
+                    elif is_write:
+                        kind = _K_WAW
+                    else:
+                        kind = _K_RAW
+                    offer(cand, kind, ag, nodes, x, 1, aw, space, owner, addr, end)
+            x = nodes[x, N_NEXT]
+        if is_proxy:
+            for b in range(8):
+                if not (m & (1 << b)) or last_row[b] < 0:
+                    continue
+                x = last_node[b]
+                xinfo = nodes[x, N_INFO]
+                if xinfo & (I_PROXY | I_ASYNC):
+                    continue
+                xa = nodes[x, N_AGENT]
+                kn = known(ag, snaps, arena_a, arena_e, t, xa)
+                if kn >= nodes[x, N_EPOCH] and not proxy_fenced(ag, fen, xa, nodes[x, N_EPOCH], kn):
+                    offer(cand, _K_PROXY, ag, nodes, x, 1, aw, space, owner, addr, end)
+        # Reads: conflict with writes.
+        if is_write:
+            x = gran[slot, G_READS]
+            while x >= 0:
+                xinfo = nodes[x, N_INFO]
+                if ((xinfo >> I_MASK_SHIFT) & 0xFF) & m:
+                    xa = nodes[x, N_AGENT]
+                    if known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
+                        if (xinfo & I_ASYNC) and ag[xa, AG_RETIRED] < nodes[x, N_EPOCH]:
+                            kind = _K_INFLIGHT
+                        else:
+                            kind = _K_WAR
+                        offer(cand, kind, ag, nodes, x, 0, aw, space, owner, addr, end)
+                x = nodes[x, N_NEXT]
+        # Record: prune what this access makes redundant, then link it in.
+        head_col = G_WRITES if is_write else G_READS
+        if not is_copy:
+            prev = -1
+            x = gran[slot, head_col]
+            while x >= 0:
+                nxt = nodes[x, N_NEXT]
+                xinfo = nodes[x, N_INFO]
+                xm = (xinfo >> I_MASK_SHIFT) & 0xFF
+                drop = False
+                if xm & m:
+                    xa = nodes[x, N_AGENT]
+                    if not is_atomic:
+                        drop = True
+                    elif (xinfo & I_ATOMIC) and not (xinfo & I_ASYNC) and xa == a and \
+                            ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope:
+                        drop = True
+                    if drop and known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
+                        drop = False
+                if drop:
+                    xm &= ~m
+                    nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+                    if xm == 0:
+                        if prev < 0:
+                            gran[slot, head_col] = nxt
+                        else:
+                            nodes[prev, N_NEXT] = nxt
+                        pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+                        x = nxt
+                        continue
+                prev = x
+                x = nxt
+        n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
+        nodes[n, N_NEXT] = gran[slot, head_col]
+        gran[slot, head_col] = n
+        nodes[n, N_ROW] = row
+        nodes[n, N_AGENT] = a
+        nodes[n, N_EPOCH] = epoch
+        nodes[n, N_ADDR] = addr
+        nodes[n, N_SIZE] = size
+        nodes[n, N_INFO] = info | (m << I_MASK_SHIFT)
+        nodes[n, N_TS] = ts
+        nodes[n, N_SITE] = site
+        nodes[n, N_BAR] = ag[t, AG_BAROBJ]
+        nodes[n, N_BARGEN] = ag[t, AG_BARGEN]
+        if is_write:
+            gran[slot, G_INIT] |= m
+    if uninit_lo >= 0 and cand[_K_UNINIT, C_VALID] == 0:
+        cand[_K_UNINIT, C_VALID] = 1
+        cand[_K_UNINIT, C_SPACE] = space
+        cand[_K_UNINIT, C_OWNER] = owner
+        cand[_K_UNINIT, C_LO] = uninit_lo
+        cand[_K_UNINIT, C_HI] = uninit_hi + 1
+
+
+@jit
+def region_of(space, owner_block, agent):
+    if space == O.SPACE_GLOBAL:
+        return np.int64(0)
+    if space == O.SPACE_SHARED:
+        return REGION_SHARED | owner_block
+    return REGION_LOCAL | agent
+
+
+@jit
+def async_agent(ag, sv, async_map, t, lane, key):
+    k = (t, np.int64(lane), key)
+    a = dget(async_map, k, -1)
+    if a < 0:
+        a = new_agent(ag, sv, ag[t, AG_BLOCK], ag[t, AG_THREAD], ag[t, AG_CLUSTER], lane)
+        async_map[k] = a
+    return a
+
+
+@jit
+def copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, t, ca, epoch, proxy_bits,
+         copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
+    """A copy's source read then destination write, by copy agent ``ca``."""
+    info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
+    sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
+    access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
+           region_of(space2, block, t), space2, sowner, addr2, size, ca, epoch, t, info, row, ts, site)
+    downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
+    access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
+           region_of(space, peer, t), space, downer, addr, size, ca, epoch, t, info | I_WRITE,
+           row, ts, site)
+
+
+# ---------------------------------------------------------------------------
+# Arrival lists: barrier generations and mbarrier phases.
+@jit
+def add_arrival(arr, sv, snaps, head, base, agent, epoch, flag):
+    k = pool_alloc(arr, sv, SV_ARR_TOP, SV_ARR_FREE, SV_ARR_USED)
+    incref(snaps, base)
+    arr[k, AR_NEXT] = head
+    arr[k, AR_BASE] = base
+    arr[k, AR_AGENT] = agent
+    arr[k, AR_EPOCH] = epoch
+    arr[k, AR_FLAG] = flag
+    return k
+
+
+@jit
+def join_arrivals(arr, sv, snaps, arena_a, arena_e, head, scratch, touched):
+    n = 0
+    k = head
+    while k >= 0:
+        n += 1
+        k = arr[k, AR_NEXT]
+    bases = np.empty(n, np.int64)
+    agents = np.empty(n, np.int64)
+    epochs = np.empty(n, np.int64)
+    k = head
+    i = 0
+    while k >= 0:
+        bases[i] = arr[k, AR_BASE]
+        agents[i] = arr[k, AR_AGENT]
+        epochs[i] = arr[k, AR_EPOCH]
+        i += 1
+        k = arr[k, AR_NEXT]
+    return merge_many(snaps, arena_a, arena_e, sv, bases, agents, epochs, n, scratch, touched)
+
+
+@jit
+def free_arrivals(arr, sv, snaps, head):
+    k = head
+    while k >= 0:
+        nxt = arr[k, AR_NEXT]
+        decref(snaps, sv, arr[k, AR_BASE])
+        pool_free(arr, sv, SV_ARR_FREE, SV_ARR_USED, k)
+        k = nxt
+
+
+@jit
+def misuse(find, sv, ag, a, code, row, launch, block, thread, op, ts, site, peer, obj):
+    k = emit(find, sv, _K_MBMIS, row, launch, block, thread, op, ts, site)
+    find[k, F_SPACE] = O.SPACE_SHARED
+    find[k, F_OWNER] = peer
+    find[k, F_ADDR] = obj
+    find[k, F_SIZE] = 8
+    find[k, F_OBJ] = obj
+    find[k, F_CODE] = code
+    find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
+    find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+    return k
+
+
+@jit
+def complete_phase(mbs, m, arr, ag, sv, snaps, arena_a, arena_e, scratch, touched, find, a,
+                   row, launch, block, thread, op, ts, site, peer, obj):
+    if mbs[m, MB_PENDING] > 0 or mbs[m, MB_TX] > 0:
+        return
+    if mbs[m, MB_TX] < 0:
+        misuse(find, sv, ag, a, R.MBAR_TX_UNDERFLOW, row, launch, block, thread, op, ts, site,
+               peer, obj)
+    head = mbs[m, MB_ARRIVALS]
+    snap = join_arrivals(arr, sv, snaps, arena_a, arena_e, head, scratch, touched)
+    col = MB_DONE0 + (mbs[m, MB_PHASE] & 1)
+    incref(snaps, snap)
+    if mbs[m, col] >= 0:
+        decref(snaps, sv, mbs[m, col])
+    mbs[m, col] = snap
+    k = head
+    while k >= 0:
+        if arr[k, AR_FLAG] == ARF_TMA:
+            u = arr[k, AR_AGENT]
+            if arr[k, AR_EPOCH] > ag[u, AG_RETIRED]:
+                ag[u, AG_RETIRED] = arr[k, AR_EPOCH]
+        k = arr[k, AR_NEXT]
+    free_arrivals(arr, sv, snaps, head)
+    mbs[m, MB_ARRIVALS] = -1
+    mbs[m, MB_PHASE] += 1
+    mbs[m, MB_PENDING] = mbs[m, MB_EXPECTED]
+    mbs[m, MB_TX] = 0
+
+
+# ---------------------------------------------------------------------------
+@jit
+def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, addr2_c, space2_c,
+           peer_c, cluster_c, obj_c, arg_c, scope_c, sem_c, proxy_c, site_c, row0, start,
+           sv, ag, agent_map, async_map, snaps, arena_a, arena_e, scratch, touched,
+           nodes, gran, gens, bar_map, arr, sigs, flag_map, fq, mbs, mb_map, lock_map,
+           rels, atom_map, fen, find, cand):
+    n = op_c.shape[0]
+    for i in range(start, n):
+        row = row0 + i
+        op = np.int64(op_c[i])
+        launch = np.int64(launch_c[i])
+        # -- a new launch: the driver closes the old one first.
+        if launch != sv[SV_LAUNCH]:
+            if launch < sv[SV_LAUNCH]:
+                sv[SV_ERR_A] = launch
+                sv[SV_ERR_B] = sv[SV_LAUNCH]
+                return E_LAUNCH_ORDER, i
+            return NEW_LAUNCH, i
+        size = np.int64(size_c[i])
+        # -- room for the worst this event can need, before touching anything.
+        grow = 0
+        na = sv[SV_N_AGENTS]
+        if na + 4 > ag.shape[0]:
+            grow |= GR_AGENTS
+        if sv[SV_SNAP_FREE] < 0 and sv[SV_SNAP_N] + 8 > snaps.shape[0]:
+            grow |= GR_SNAPS
+        need = 4 * (na + 8)
+        if arena_a.shape[0] - sv[SV_ARENA_TOP] < need:
+            compact(snaps, arena_a, arena_e, sv)
+            if arena_a.shape[0] - sv[SV_ARENA_TOP] < 2 * need:
+                grow |= GR_ARENA
+        ng = 2 * ((size >> GRANULE_SHIFT) + 2)
+        if sv[SV_NODE_USED] + ng > nodes.shape[0]:
+            grow |= GR_NODES
+        if 2 * (sv[SV_GRAN_COUNT] + ng) > gran.shape[0]:
+            grow |= GR_GRAN
+        if sv[SV_GEN_N] + 1 > gens.shape[0]:
+            grow |= GR_GENS
+        if sv[SV_ARR_USED] + 4 > arr.shape[0]:
+            grow |= GR_ARR
+        if sv[SV_SIG_USED] + 2 > sigs.shape[0]:
+            grow |= GR_SIG
+        if sv[SV_FQ_N] + 1 > fq.shape[0]:
+            grow |= GR_FQ
+        if sv[SV_MB_N] + 1 > mbs.shape[0]:
+            grow |= GR_MB
+        if sv[SV_AR_USED] + 2 > rels.shape[0]:
+            grow |= GR_RL
+        if sv[SV_FEN_TOP] + 1 > fen.shape[0]:
+            grow |= GR_FEN
+        if sv[SV_NFIND] + 8 > find.shape[0]:
+            grow |= GR_FIND
+        if grow:
+            sv[SV_GROW] = grow
+            return NEED_GROW, i
+
+        block = np.int64(block_c[i])
+        thread = np.int64(thread_c[i])
+        ts = np.int64(ts_c[i])
+        site = np.int64(site_c[i])
+        key = (block << 32) | thread
+        a = dget(agent_map, key, -1)
+        if a < 0:
+            a = new_agent(ag, sv, block, thread, np.int64(cluster_c[i]), KIND_THREAD)
+            agent_map[key] = a
+        if ag[a, AG_BLOCKED] >= 0:
+            sv[SV_ERR_A] = block
+            sv[SV_ERR_B] = thread
+            sv[SV_ERR_C] = gens[ag[a, AG_BLOCKED], GN_KEYOBJ]
+            sv[SV_ERR_D] = ag[a, AG_BLOCKNUM]
+            return E_BARRIER_ORDER, i
+        ag[a, AG_EPOCH] += 1
+        epoch = ag[a, AG_EPOCH]
+
+        if op <= O.ATOMIC:
+            space = np.int64(space_c[i])
+            addr = np.int64(addr_c[i])
+            peer = np.int64(peer_c[i])
+            scope = np.int64(scope_c[i])
+            sem = np.int64(sem_c[i])
+            region = region_of(space, peer, a)
+            owner = peer if space == O.SPACE_SHARED else (thread if space == O.SPACE_LOCAL else 0)
+            info = op | (scope << I_SCOPE_SHIFT)
+            if op != O.READ:
+                info |= I_WRITE
+            if op == O.ATOMIC:
+                info |= I_ATOMIC
+                # Acquire side: every releasing atomic on the address whose scope
+                # contains this agent.
+                akey = (region, addr)
+                h = dget(atom_map, akey, -1)
+                cnt = 0
+                r = h
+                while r >= 0:
+                    cnt += 1
+                    r = rels[r, RL_NEXT]
+                if cnt > 0:
+                    bases = np.empty(cnt + 1, np.int64)
+                    agents = np.empty(cnt + 1, np.int64)
+                    epochs = np.empty(cnt + 1, np.int64)
+                    acq = sem == O.SEM_ACQUIRE or sem == O.SEM_ACQ_REL
+                    bases[0] = ag[a, AG_BASE] if acq else ag[a, AG_PACQ]
+                    agents[0] = -1
+                    epochs[0] = 0
+                    m = 1
+                    r = h
+                    while r >= 0:
+                        if scope_contains(ag, rels[r, RL_SCOPE], rels[r, RL_AGENT], a):
+                            bases[m] = rels[r, RL_BASE]
+                            agents[m] = rels[r, RL_AGENT]
+                            epochs[m] = rels[r, RL_EPOCH]
+                            m += 1
+                        r = rels[r, RL_NEXT]
+                    if m > 1:
+                        snap = merge_many(snaps, arena_a, arena_e, sv, bases, agents, epochs, m,
+                                          scratch, touched)
+                        if acq:
+                            set_base(ag, snaps, sv, a, snap)
+                        else:
+                            incref(snaps, snap)
+                            decref(snaps, sv, ag[a, AG_PACQ])
+                            ag[a, AG_PACQ] = snap
+            if proxy_c[i] == 1:
+                info |= I_PROXY
+            access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, region, space, owner,
+                   addr, size, a, epoch, a, info, row, ts, site)
+            flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
+                             ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+            if op == O.ATOMIC:
+                rb = np.int64(-1)
+                re = np.int64(0)
+                if sem == O.SEM_RELEASE or sem == O.SEM_ACQ_REL:
+                    rb = ag[a, AG_BASE]
+                    re = epoch
+                elif ag[a, AG_FREL_BASE] >= 0:
+                    rb = ag[a, AG_FREL_BASE]
+                    re = ag[a, AG_FREL_EPOCH]
+                if rb >= 0:
+                    akey = (region, addr)
+                    h = dget(atom_map, akey, -1)
+                    r = h
+                    while r >= 0:
+                        if rels[r, RL_AGENT] == a and rels[r, RL_SCOPE] == scope:
+                            break
+                        r = rels[r, RL_NEXT]
+                    if r >= 0:
+                        snap = merge(snaps, arena_a, arena_e, sv, rels[r, RL_BASE], rb, -1, 0)
+                        incref(snaps, snap)
+                        decref(snaps, sv, rels[r, RL_BASE])
+                        rels[r, RL_BASE] = snap
+                        rels[r, RL_EPOCH] = max(rels[r, RL_EPOCH], re)
+                    else:
+                        r = pool_alloc(rels, sv, SV_AR_TOP, SV_AR_FREE, SV_AR_USED)
+                        rels[r, RL_NEXT] = h
+                        rels[r, RL_SCOPE] = scope
+                        rels[r, RL_AGENT] = a
+                        incref(snaps, rb)
+                        rels[r, RL_BASE] = rb
+                        rels[r, RL_EPOCH] = re
+                        atom_map[akey] = r
+        elif op == O.INIT:
+            space = np.int64(space_c[i])
+            addr = np.int64(addr_c[i])
+            region = region_of(space, np.int64(peer_c[i]), a)
+            if size > 0:
+                end = addr + size
+                for g in range(addr >> GRANULE_SHIFT, ((end - 1) >> GRANULE_SHIFT) + 1):
+                    base = g << GRANULE_SHIFT
+                    lo = max(addr, base) - base
+                    hi = min(end, base + 8) - base
+                    slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT)
+                    gran[slot, G_INIT] |= ((1 << hi) - 1) ^ ((1 << lo) - 1)
+        elif op == O.BAR_SYNC or op == O.BAR_ARRIVE or op == O.WARP_SYNC:
+            arg = np.int64(arg_c[i])
+            obj = np.int64(obj_c[i])
+            if op == O.WARP_SYNC:
+                mask = arg & 0xFFFFFFFF
+                count = np.int64(0)
+                mm = mask
+                while mm:
+                    mm &= mm - 1
+                    count += 1
+                bkey = (np.int64(1), block, thread // 32)
+                bar_obj = np.int64(WARP_BARRIER)
+                mis_obj = arg
+                if count == 0:
+                    return E_WARP_MASK, i
+            else:
+                count = arg
+                mask = np.int64(0)
+                bkey = (np.int64(0), block, obj)
+                bar_obj = obj
+                mis_obj = obj
+                if count <= 0:
+                    sv[SV_ERR_A] = obj
+                    sv[SV_ERR_B] = count
+                    return E_BAR_COUNT, i
+            gslot = dget(bar_map, bkey, -1)
+            if gslot < 0:
+                gslot = sv[SV_GEN_N]
+                sv[SV_GEN_N] += 1
+                bar_map[bkey] = gslot
+                gens[gslot, GN_OPEN] = 0
+                gens[gslot, GN_NUMBER] = 0
+            if gens[gslot, GN_OPEN] == 0:
+                gens[gslot, GN_OPEN] = 1
+                gens[gslot, GN_ARG] = count
+                gens[gslot, GN_MASK] = mask
+                gens[gslot, GN_COUNT] = 0
+                gens[gslot, GN_ARRIVALS] = -1
+                gens[gslot, GN_BAROBJ] = bar_obj
+                gens[gslot, GN_KEYOBJ] = bkey[2]
+                gens[gslot, GN_F_ROW] = row
+                gens[gslot, GN_F_LAUNCH] = launch
+                gens[gslot, GN_F_BLOCK] = block
+                gens[gslot, GN_F_THREAD] = thread
+                gens[gslot, GN_F_OP] = op
+                gens[gslot, GN_F_TS] = ts
+                gens[gslot, GN_F_SITE] = site
+            elif count != gens[gslot, GN_ARG] or mask != gens[gslot, GN_MASK]:
+                k = emit(find, sv, _K_BARMIS, row, launch, block, thread, op, ts, site)
+                find[k, F_PREV_ROW] = gens[gslot, GN_F_ROW]
+                find[k, F_PREV_LAUNCH] = gens[gslot, GN_F_LAUNCH]
+                find[k, F_PREV_BLOCK] = gens[gslot, GN_F_BLOCK]
+                find[k, F_PREV_THREAD] = gens[gslot, GN_F_THREAD]
+                find[k, F_PREV_OP] = gens[gslot, GN_F_OP]
+                find[k, F_PREV_TS] = gens[gslot, GN_F_TS]
+                find[k, F_PREV_SITE] = gens[gslot, GN_F_SITE]
+                find[k, F_OBJ] = mis_obj
+                find[k, F_CODE] = R.BAR_ARG_DISAGREES
+                find[k, F_AUX] = gens[gslot, GN_ARG]
+                find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
+                find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+            gens[gslot, GN_COUNT] += 1
+            gens[gslot, GN_L_ROW] = row
+            gens[gslot, GN_L_LAUNCH] = launch
+            gens[gslot, GN_L_BLOCK] = block
+            gens[gslot, GN_L_THREAD] = thread
+            gens[gslot, GN_L_OP] = op
+            gens[gslot, GN_L_TS] = ts
+            gens[gslot, GN_L_SITE] = site
+            gens[gslot, GN_L_OBJ] = mis_obj
+            flag = ARF_WAITER if op != O.BAR_ARRIVE else 0
+            gens[gslot, GN_ARRIVALS] = add_arrival(arr, sv, snaps, gens[gslot, GN_ARRIVALS],
+                                                   ag[a, AG_BASE], a, epoch, flag)
+            if flag:
+                ag[a, AG_BLOCKED] = gslot
+                ag[a, AG_BLOCKNUM] = gens[gslot, GN_NUMBER]
+            if gens[gslot, GN_COUNT] >= gens[gslot, GN_ARG]:
+                head = gens[gslot, GN_ARRIVALS]
+                snap = join_arrivals(arr, sv, snaps, arena_a, arena_e, head, scratch, touched)
+                k = head
+                while k >= 0:
+                    if arr[k, AR_FLAG] == ARF_WAITER:
+                        w = arr[k, AR_AGENT]
+                        set_base(ag, snaps, sv, w, snap)
+                        ag[w, AG_BLOCKED] = -1
+                        ag[w, AG_BAROBJ] = gens[gslot, GN_BAROBJ]
+                        ag[w, AG_BARGEN] = gens[gslot, GN_NUMBER]
+                    k = arr[k, AR_NEXT]
+                free_arrivals(arr, sv, snaps, head)
+                gens[gslot, GN_ARRIVALS] = -1
+                gens[gslot, GN_NUMBER] += 1
+                gens[gslot, GN_OPEN] = 0
+        elif op == O.FENCE:
+            sem = np.int64(sem_c[i])
+            if sem == O.SEM_ACQUIRE or sem == O.SEM_ACQ_REL:
+                join_into(ag, snaps, arena_a, arena_e, sv, a, ag[a, AG_PACQ], -1, 0)
+                decref(snaps, sv, ag[a, AG_PACQ])
+                ag[a, AG_PACQ] = 0
+            if sem == O.SEM_RELEASE or sem == O.SEM_ACQ_REL:
+                incref(snaps, ag[a, AG_BASE])
+                if ag[a, AG_FREL_BASE] >= 0:
+                    decref(snaps, sv, ag[a, AG_FREL_BASE])
+                ag[a, AG_FREL_BASE] = ag[a, AG_BASE]
+                ag[a, AG_FREL_EPOCH] = epoch
+        elif op == O.FENCE_PROXY_ASYNC:
+            f = sv[SV_FEN_TOP]
+            sv[SV_FEN_TOP] += 1
+            fen[f, FN_NEXT] = ag[a, AG_FENCES]
+            fen[f, FN_EPOCH] = epoch
+            ag[a, AG_FENCES] = f
+        elif op == O.RELEASE or op == O.ACQUIRE:
+            obj = np.int64(obj_c[i])
+            lock = dget(lock_map, obj, 0)
+            if op == O.RELEASE:
+                snap = merge(snaps, arena_a, arena_e, sv, lock, ag[a, AG_BASE], a, epoch)
+                incref(snaps, snap)
+                decref(snaps, sv, lock)
+                lock_map[obj] = snap
+            else:
+                join_into(ag, snaps, arena_a, arena_e, sv, a, lock, -1, 0)
+        elif op == O.SIGNAL:
+            obj = np.int64(obj_c[i])
+            arg = np.int64(arg_c[i])
+            q = dget(flag_map, obj, -1)
+            if q < 0:
+                q = sv[SV_FQ_N]
+                sv[SV_FQ_N] += 1
+                flag_map[obj] = q
+                fq[q, FQ_HEAD] = -1
+                fq[q, FQ_TAIL] = -1
+                fq[q, FQ_TOTAL] = 0
+            s = pool_alloc(sigs, sv, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED)
+            sigs[s, SG_COUNT] = arg if arg > 0 else 1
+            incref(snaps, ag[a, AG_BASE])
+            sigs[s, SG_BASE] = ag[a, AG_BASE]
+            sigs[s, SG_AGENT] = a
+            sigs[s, SG_EPOCH] = epoch
+            if fq[q, FQ_TAIL] >= 0:
+                sigs[fq[q, FQ_TAIL], SG_NEXT] = s
+            else:
+                fq[q, FQ_HEAD] = s
+            fq[q, FQ_TAIL] = s
+            fq[q, FQ_TOTAL] += sigs[s, SG_COUNT]
+        elif op == O.WAIT:
+            obj = np.int64(obj_c[i])
+            arg = np.int64(arg_c[i])
+            need = arg if arg > 0 else 1
+            q = dget(flag_map, obj, -1)
+            avail = fq[q, FQ_TOTAL] if q >= 0 else 0
+            if avail < need:
+                sv[SV_ERR_A] = obj
+                sv[SV_ERR_B] = need
+                sv[SV_ERR_C] = avail
+                return E_WAIT, i
+            bases = np.empty(need + 1, np.int64)
+            agents = np.empty(need + 1, np.int64)
+            epochs = np.empty(need + 1, np.int64)
+            used = np.empty(need + 1, np.int64)
+            bases[0] = ag[a, AG_BASE]
+            agents[0] = -1
+            epochs[0] = 0
+            m = 1
+            nused = 0
+            while need > 0:
+                s = fq[q, FQ_HEAD]
+                take = min(need, sigs[s, SG_COUNT])
+                bases[m] = sigs[s, SG_BASE]
+                agents[m] = sigs[s, SG_AGENT]
+                epochs[m] = sigs[s, SG_EPOCH]
+                m += 1
+                sigs[s, SG_COUNT] -= take
+                fq[q, FQ_TOTAL] -= take
+                need -= take
+                if sigs[s, SG_COUNT] == 0:
+                    fq[q, FQ_HEAD] = sigs[s, SG_NEXT]
+                    if fq[q, FQ_HEAD] < 0:
+                        fq[q, FQ_TAIL] = -1
+                    used[nused] = s
+                    nused += 1
+            snap = merge_many(snaps, arena_a, arena_e, sv, bases, agents, epochs, m, scratch, touched)
+            set_base(ag, snaps, sv, a, snap)
+            # Consumed signals go only after the merge has read their clocks.
+            for p in range(nused):
+                decref(snaps, sv, sigs[used[p], SG_BASE])
+                pool_free(sigs, sv, SV_SIG_FREE, SV_SIG_USED, used[p])
+        elif op == O.CP_ASYNC or op == O.TMA_STORE:
+            if op == O.CP_ASYNC:
+                ca = ag[a, AG_CP_AGENT]
+                if ca < 0:
+                    ca = async_agent(ag, sv, async_map, a, KIND_CP, 0)
+                    ag[a, AG_CP_AGENT] = ca
+                g = ag[a, AG_CP_OPEN]
+                bits = 0
+                kind = R.INFLIGHT_CP_ASYNC
+            else:
+                ca = ag[a, AG_BULK_AGENT]
+                if ca < 0:
+                    ca = async_agent(ag, sv, async_map, a, KIND_BULK, 0)
+                    ag[a, AG_BULK_AGENT] = ca
+                g = ag[a, AG_BULK_OPEN]
+                bits = I_PROXY
+                kind = R.INFLIGHT_BULK_STORE
+            copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, a, ca, g, bits, kind,
+                 row, ts, site, op, np.int64(space_c[i]), np.int64(addr_c[i]), size,
+                 np.int64(space2_c[i]), np.int64(addr2_c[i]), block, np.int64(peer_c[i]))
+            flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
+                             ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+        elif op == O.CP_ASYNC_COMMIT:
+            ag[a, AG_CP_OPEN] += 1
+        elif op == O.BULK_COMMIT:
+            ag[a, AG_BULK_OPEN] += 1
+        elif op == O.CP_ASYNC_WAIT or op == O.BULK_WAIT:
+            pending = np.int64(arg_c[i])
+            if pending < 0:
+                sv[SV_ERR_A] = pending
+                return E_WAIT_GROUP, i
+            if op == O.CP_ASYNC_WAIT:
+                ca = ag[a, AG_CP_AGENT]
+                if ca < 0:
+                    ca = async_agent(ag, sv, async_map, a, KIND_CP, 0)
+                    ag[a, AG_CP_AGENT] = ca
+                upto = max(ag[a, AG_CP_RET], ag[a, AG_CP_OPEN] - 1 - pending)
+                ag[a, AG_CP_RET] = upto
+            else:
+                ca = ag[a, AG_BULK_AGENT]
+                if ca < 0:
+                    ca = async_agent(ag, sv, async_map, a, KIND_BULK, 0)
+                    ag[a, AG_BULK_AGENT] = ca
+                upto = max(ag[a, AG_BULK_RET], ag[a, AG_BULK_OPEN] - 1 - pending)
+                ag[a, AG_BULK_RET] = upto
+            if upto > 0:
+                join_into(ag, snaps, arena_a, arena_e, sv, a, 0, ca, upto)
+            ag[ca, AG_RETIRED] = max(ag[ca, AG_RETIRED], upto)
+        elif op >= O.MBAR_INIT and op <= O.TMA_LOAD:
+            peer = np.int64(peer_c[i])
+            obj = np.int64(obj_c[i])
+            arg = np.int64(arg_c[i])
+            mkey = (peer, obj)
+            mslot = dget(mb_map, mkey, -1)
+            if mslot < 0:
+                mslot = sv[SV_MB_N]
+                sv[SV_MB_N] += 1
+                mb_map[mkey] = mslot
+                for f in range(MB_FIELDS):
+                    mbs[mslot, f] = 0
+                mbs[mslot, MB_ARRIVALS] = -1
+                mbs[mslot, MB_DONE0] = -1
+                mbs[mslot, MB_DONE1] = -1
+            valid = mbs[mslot, MB_VALID] == 1
+            if op == O.TMA_LOAD:
+                ta = async_agent(ag, sv, async_map, a, KIND_TMA, mslot)
+                ag[ta, AG_EPOCH] += 1
+                cnt = ag[ta, AG_EPOCH]
+                copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, a, ta, cnt, I_PROXY,
+                     R.INFLIGHT_TMA_LOAD, row, ts, site, op, np.int64(space_c[i]),
+                     np.int64(addr_c[i]), size, np.int64(space2_c[i]), np.int64(addr2_c[i]),
+                     block, peer)
+                flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
+                                 ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+                if not valid:
+                    misuse(find, sv, ag, a, R.MBAR_BEFORE_INIT, row, launch, block, thread, op,
+                           ts, site, peer, obj)
+                else:
+                    mbs[mslot, MB_TX] -= size
+                    h = add_arrival(arr, sv, snaps, mbs[mslot, MB_ARRIVALS], ag[a, AG_BASE], a,
+                                    epoch, 0)
+                    mbs[mslot, MB_ARRIVALS] = add_arrival(arr, sv, snaps, h, 0, ta, cnt, ARF_TMA)
+                    complete_phase(mbs, mslot, arr, ag, sv, snaps, arena_a, arena_e, scratch,
+                                   touched, find, a, row, launch, block, thread, op, ts, site,
+                                   peer, obj)
+            elif op == O.MBAR_INIT:
+                if arg <= 0:
+                    sv[SV_ERR_A] = obj
+                    sv[SV_ERR_B] = arg
+                    return E_MBAR_COUNT, i
+                if valid:
+                    k = misuse(find, sv, ag, a, R.MBAR_REINIT, row, launch, block, thread, op, ts,
+                               site, peer, obj)
+                    find[k, F_PREV_ROW] = mbs[mslot, MB_I_ROW]
+                    find[k, F_PREV_LAUNCH] = mbs[mslot, MB_I_LAUNCH]
+                    find[k, F_PREV_BLOCK] = mbs[mslot, MB_I_BLOCK]
+                    find[k, F_PREV_THREAD] = mbs[mslot, MB_I_THREAD]
+                    find[k, F_PREV_OP] = mbs[mslot, MB_I_OP]
+                    find[k, F_PREV_TS] = mbs[mslot, MB_I_TS]
+                    find[k, F_PREV_SITE] = mbs[mslot, MB_I_SITE]
+                free_arrivals(arr, sv, snaps, mbs[mslot, MB_ARRIVALS])
+                for col in (MB_DONE0, MB_DONE1):
+                    if mbs[mslot, col] >= 0:
+                        decref(snaps, sv, mbs[mslot, col])
+                    mbs[mslot, col] = -1
+                mbs[mslot, MB_ARRIVALS] = -1
+                mbs[mslot, MB_VALID] = 1
+                mbs[mslot, MB_EXPECTED] = arg
+                mbs[mslot, MB_PENDING] = arg
+                mbs[mslot, MB_TX] = 0
+                mbs[mslot, MB_PHASE] = 0
+                mbs[mslot, MB_I_ROW] = row
+                mbs[mslot, MB_I_LAUNCH] = launch
+                mbs[mslot, MB_I_BLOCK] = block
+                mbs[mslot, MB_I_THREAD] = thread
+                mbs[mslot, MB_I_OP] = op
+                mbs[mslot, MB_I_TS] = ts
+                mbs[mslot, MB_I_SITE] = site
+            elif not valid:
+                misuse(find, sv, ag, a, R.MBAR_BEFORE_INIT, row, launch, block, thread, op, ts,
+                       site, peer, obj)
+            elif op == O.MBAR_ARRIVE:
+                count = arg if arg > 0 else 1
+                if count > mbs[mslot, MB_PENDING]:
+                    misuse(find, sv, ag, a, R.MBAR_ARRIVAL_UNDERFLOW, row, launch, block, thread,
+                           op, ts, site, peer, obj)
+                    count = mbs[mslot, MB_PENDING]
+                mbs[mslot, MB_PENDING] -= count
+                mbs[mslot, MB_ARRIVALS] = add_arrival(arr, sv, snaps, mbs[mslot, MB_ARRIVALS],
+                                                      ag[a, AG_BASE], a, epoch, 0)
+                complete_phase(mbs, mslot, arr, ag, sv, snaps, arena_a, arena_e, scratch, touched,
+                               find, a, row, launch, block, thread, op, ts, site, peer, obj)
+            elif op == O.MBAR_EXPECT_TX:
+                mbs[mslot, MB_TX] += arg
+                complete_phase(mbs, mslot, arr, ag, sv, snaps, arena_a, arena_e, scratch, touched,
+                               find, a, row, launch, block, thread, op, ts, site, peer, obj)
+            elif op == O.MBAR_WAIT:
+                done = mbs[mslot, MB_DONE0 + (arg & 1)]
+                if done < 0:
+                    misuse(find, sv, ag, a, R.MBAR_PHASE_NEVER_COMPLETED, row, launch, block,
+                           thread, op, ts, site, peer, obj)
+                else:
+                    join_into(ag, snaps, arena_a, arena_e, sv, a, done, -1, 0)
+            else:  # MBAR_INVAL
+                mbs[mslot, MB_VALID] = 0
+    return OK, n
+
+
+@jit
+def finish_launch(gens, sv, find):
+    """End of a launch: every generation still open is a barrier_mismatch."""
+    for g in range(sv[SV_GEN_N]):
+        if gens[g, GN_OPEN] == 1:
+            emit(find, sv, _K_BARMIS, gens[g, GN_L_ROW], gens[g, GN_L_LAUNCH], gens[g, GN_L_BLOCK],
+                 gens[g, GN_L_THREAD], gens[g, GN_L_OP], gens[g, GN_L_TS], gens[g, GN_L_SITE])
+            k = sv[SV_NFIND] - 1
+            find[k, F_OBJ] = gens[g, GN_L_OBJ]
+            find[k, F_CODE] = R.BAR_INCOMPLETE
+            find[k, F_AUX] = gens[g, GN_COUNT]
+
+
+# ---------------------------------------------------------------------------
+# The driver.
+
+_I64 = types.int64
+_KEY2 = types.UniTuple(types.int64, 2)
+_KEY3 = types.UniTuple(types.int64, 3)
+
+# pool name -> (grow bit, columns, initial rows, fill)
+_POOLS = {
+    "ag": (GR_AGENTS, AG_FIELDS, 1 << 10, 0),
+    "snaps": (GR_SNAPS, SN_FIELDS, 1 << 12, 0),
+    "nodes": (GR_NODES, N_FIELDS, 1 << 14, 0),
+    "gran": (GR_GRAN, G_FIELDS, 1 << 15, -1),
+    "gens": (GR_GENS, GN_FIELDS, 1 << 8, 0),
+    "arr": (GR_ARR, AR_FIELDS, 1 << 10, 0),
+    "sigs": (GR_SIG, SG_FIELDS, 1 << 8, 0),
+    "fq": (GR_FQ, FQ_FIELDS, 1 << 6, 0),
+    "mbs": (GR_MB, MB_FIELDS, 1 << 6, 0),
+    "rels": (GR_RL, RL_FIELDS, 1 << 8, 0),
+    "fen": (GR_FEN, FN_FIELDS, 1 << 8, 0),
+    "find": (GR_FIND, NF, 1 << 8, 0),
+}
+
+_ERRORS = {
+    E_BARRIER_ORDER: "barrier-order",
+    E_WAIT: "wait-without-signal",
+    E_BAR_COUNT: "barrier-count",
+    E_WARP_MASK: "barrier-count",
+    E_LAUNCH_ORDER: "launch-order",
+    E_MBAR_COUNT: "mbarrier-count",
+    E_WAIT_GROUP: "bad-value",
+}
+
+
+class EngineState:
+    """Every array the kernels keep across batches, and their growth."""
+
+    def __init__(self) -> None:
+        self.sv = np.zeros(SV_FIELDS, np.int64)
+        self.sv[SV_LAUNCH] = -1
+        self.findings: list[np.ndarray] = []
+        self.arrays: dict[str, np.ndarray] = {}
+        for name, (_, cols, rows, fill) in _POOLS.items():
+            self.arrays[name] = np.full((rows, cols), fill, np.int64)
+        self.arena_a = np.zeros(1 << 14, np.int64)
+        self.arena_e = np.zeros(1 << 14, np.int64)
+        self.cand = np.zeros((N_KINDS, C_FIELDS), np.int64)
+        self.reset_launch(-1)
+
+    def reset_launch(self, launch: int) -> None:
+        """Forget everything of the finished launch (see the module docstring)."""
+        sv = self.sv
+        keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED}
+        for k in range(SV_FIELDS):
+            if k not in keep:
+                sv[k] = 0
+        sv[SV_LAUNCH] = launch
+        for k in (SV_SNAP_FREE, SV_NODE_FREE, SV_ARR_FREE, SV_AR_FREE):
+            sv[k] = -1
+        sv[SV_SNAP_N] = 1  # snapshot 0: the empty clock
+        snaps = self.arrays["snaps"]
+        snaps[0] = (0, 0, 1, 0)
+        # Signals survive a launch (their counts pair with later waits) but
+        # their clocks name only agents of the old launch: make them empty.
+        sigs = self.arrays["sigs"]
+        fq = self.arrays["fq"]
+        for q in range(int(sv[SV_FQ_N])):
+            s = fq[q, FQ_HEAD]
+            while s >= 0:
+                sigs[s, SG_BASE] = 0
+                sigs[s, SG_AGENT] = -1
+                s = sigs[s, SG_NEXT]
+        gran = self.arrays["gran"]
+        fresh = np.full_like(gran, -1)
+        sv[SV_GRAN_COUNT] = rehash(gran, fresh, True)
+        self.arrays["gran"] = fresh
+        self.scratch = np.full(self.arrays["ag"].shape[0], -1, np.int64)
+        self.touched = np.zeros(self.arrays["ag"].shape[0], np.int64)
+        self.agent_map = Dict.empty(_I64, _I64)
+        self.async_map = Dict.empty(_KEY3, _I64)
+        self.bar_map = Dict.empty(_KEY3, _I64)
+        self.mb_map = Dict.empty(_KEY2, _I64)
+        self.lock_map = Dict.empty(_I64, _I64)
+        self.atom_map = Dict.empty(_KEY2, _I64)
+        if not hasattr(self, "flag_map"):
+            self.flag_map = Dict.empty(_I64, _I64)
+
+    def grow(self, mask: int) -> None:
+        for name, (bit, _, _, fill) in _POOLS.items():
+            if mask & bit:
+                old = self.arrays[name]
+                if name == "gran":
+                    new = np.full((old.shape[0] * 2, old.shape[1]), -1, np.int64)
+                    rehash(old, new, False)
+                else:
+                    new = np.full((old.shape[0] * 2, old.shape[1]), fill, np.int64)
+                    new[: old.shape[0]] = old
+                self.arrays[name] = new
+        if mask & GR_AGENTS:
+            n = self.arrays["ag"].shape[0]
+            scratch = np.full(n, -1, np.int64)
+            scratch[: self.scratch.shape[0]] = self.scratch
+            self.scratch = scratch
+            self.touched = np.zeros(n, np.int64)
+        if mask & GR_ARENA:
+            n = self.arena_a.shape[0] * 2
+            for attr in ("arena_a", "arena_e"):
+                old = getattr(self, attr)
+                new = np.zeros(n, np.int64)
+                new[: old.shape[0]] = old
+                setattr(self, attr, new)
+
+    def take_findings(self) -> np.ndarray:
+        n = int(self.sv[SV_NFIND])
+        return self.arrays["find"][:n]
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values()) + self.arena_a.nbytes * 2
+
+
+def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
+    a, b, c, d = (int(sv[k]) for k in (SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D))
+    rule = _ERRORS[status]
+    if status == E_BARRIER_ORDER:
+        msg = (f"thread ({a},{b}) has an event while its bar_sync on barrier {c} generation {d} "
+               f"has not completed")
+    elif status == E_WAIT:
+        msg = f"wait on flag {a} consumes {b} signal(s) but only {c} are pending"
+    elif status == E_BAR_COUNT:
+        msg = f"barrier {a} arrival names {b} participating threads"
+    elif status == E_WARP_MASK:
+        msg = "warp_sync with an empty lane mask"
+    elif status == E_LAUNCH_ORDER:
+        msg = f"launch {a} after launch {b}: launches must not interleave"
+    elif status == E_MBAR_COUNT:
+        msg = f"mbar_init of {a:#x} expects {b} arrivals; it must be > 0"
+    else:
+        msg = f"wait_group {a}: the group count must be >= 0"
+    raise TraceError(msg, path=path, row=row, rule=rule)
+
+
+def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> CheckResult:
+    """Replay ``reader`` (a TraceReader) through the Numba engine."""
+    st = EngineState()
+    path = reader.meta.path
+    events = 0
+    for batch in reader:
+        c = batch.cols
+        cols = tuple(c[name] for name in COLUMN_NAMES)
+        start = 0
+        while True:
+            ar = st.arrays
+            status, start = replay(*cols, batch.row0, start, st.sv, ar["ag"], st.agent_map,
+                                   st.async_map, ar["snaps"], st.arena_a, st.arena_e, st.scratch,
+                                   st.touched, ar["nodes"], ar["gran"], ar["gens"], st.bar_map,
+                                   ar["arr"], ar["sigs"], st.flag_map, ar["fq"], ar["mbs"],
+                                   st.mb_map, st.lock_map, ar["rels"], st.atom_map, ar["fen"],
+                                   ar["find"], st.cand)
+            if status == OK:
+                break
+            if status == NEED_GROW:
+                st.grow(int(st.sv[SV_GROW]))
+            elif status == NEW_LAUNCH:
+                _close_launch(st)
+                st.reset_launch(int(c["launch"][start]))
+            else:
+                _raise(status, st.sv, batch.row0 + start, path)
+        events += batch.n
+        if progress is not None:
+            progress(events)
+    _close_launch(st)
+    raw = st.take_findings()
+    out = empty_findings(raw.shape[0])
+    for name, i in F.items():
+        out[name] = raw[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
+    out["severity"] = int(O.Severity.ERROR)
+    return CheckResult(events, out)
+
+
+def _close_launch(st: EngineState) -> None:
+    if st.sv[SV_LAUNCH] < 0:
+        return
+    if st.sv[SV_NFIND] + st.sv[SV_GEN_N] + 8 > st.arrays["find"].shape[0]:
+        st.grow(GR_FIND)
+        while st.sv[SV_NFIND] + st.sv[SV_GEN_N] + 8 > st.arrays["find"].shape[0]:
+            st.grow(GR_FIND)
+    finish_launch(st.arrays["gens"], st.sv, st.arrays["find"])

@@ -1,0 +1,102 @@
+"""Shadow memory: per 8-byte granule, the accesses that may still race.
+
+A granule is found by open addressing on (region, granule index); a region
+is a space and its owner (global: 0; shared: ``1 << 40 | block``; local:
+``2 << 40 | agent``). Each granule keeps two lists of nodes, writes (plain,
+atomic, copy destinations) and reads (plain, copy sources), and the mask of
+its bytes that some write or ``init`` has covered.
+
+A node is one access restricted to one granule: ``mask`` says which of the
+granule's bytes it still stands for. The lists are antichains, pruned when a
+new access ``a`` makes an older ``x`` redundant for every later query: ``x``
+happens before ``a`` and any later event racing ``x`` also races ``a`` with
+the same hazard kind, and ``a`` is later in replay order. That holds for a
+read dropping reads, for a plain write dropping writes and atomics, and for an
+atomic dropping its own agent's atomics of a scope at least as wide; it does
+not hold for copies (an in-flight copy races as ``async_inflight``), so copies
+drop nothing. The latest write of every byte is never dropped (only later
+writes drop writes), which the proxy rule relies on.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import jit
+
+GRANULE_SHIFT = 3
+GRANULE = 1 << GRANULE_SHIFT
+REGION_SHARED = np.int64(1) << 40
+REGION_LOCAL = np.int64(2) << 40
+
+# Granule table columns.
+G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT = 0, 1, 2, 3, 4
+G_FIELDS = 5
+EMPTY = -1
+
+# Node columns.
+N_NEXT, N_ROW, N_AGENT, N_EPOCH, N_ADDR, N_SIZE, N_INFO, N_TS, N_SITE, N_BAR, N_BARGEN = range(11)
+N_FIELDS = 11
+
+# N_INFO bit layout.
+I_OP_MASK = 0xFF
+I_WRITE = 1 << 8
+I_ATOMIC = 1 << 9
+I_ASYNC = 1 << 10      # made by a copy agent
+I_PROXY = 1 << 11      # async proxy
+I_SCOPE_SHIFT = 12     # 3 bits
+I_MASK_SHIFT = 16      # 8 bits: bytes of the granule this node stands for
+I_COPY_SHIFT = 24      # 2 bits: reasons.INFLIGHT_*
+
+
+@jit
+def _hash(region, index, cap):
+    h = (index * np.int64(-7046029254386353131)) ^ (region * np.int64(-4658895280553007687))
+    h ^= h >> 29
+    return h & (cap - 1)
+
+
+@jit
+def find_granule(gran, region, index, create, sv, count_slot):
+    """Slot of (region, index); -1 when absent and ``create`` is false."""
+    cap = gran.shape[0]
+    h = _hash(region, index, cap)
+    while True:
+        r = gran[h, G_REGION]
+        if r == EMPTY:
+            if not create:
+                return -1
+            gran[h, G_REGION] = region
+            gran[h, G_INDEX] = index
+            gran[h, G_WRITES] = -1
+            gran[h, G_READS] = -1
+            gran[h, G_INIT] = 0
+            sv[count_slot] += 1
+            return h
+        if r == region and gran[h, G_INDEX] == index:
+            return h
+        h = (h + 1) & (cap - 1)
+
+
+@jit
+def rehash(old, new, keep_global_only):
+    """Move entries into ``new`` (all EMPTY). With ``keep_global_only`` (a new
+    launch) only global granules with initialized bytes survive, listless."""
+    n = 0
+    cap = new.shape[0]
+    for s in range(old.shape[0]):
+        r = old[s, G_REGION]
+        if r == EMPTY:
+            continue
+        if keep_global_only and (r != 0 or old[s, G_INIT] == 0):
+            continue
+        h = _hash(r, old[s, G_INDEX], cap)
+        while new[h, G_REGION] != EMPTY:
+            h = (h + 1) & (cap - 1)
+        for f in range(G_FIELDS):
+            new[h, f] = old[s, f]
+        if keep_global_only:
+            new[h, G_WRITES] = -1
+            new[h, G_READS] = -1
+        n += 1
+    return n

@@ -173,3 +173,26 @@ def test_every_kind_and_code_gives_a_sentence_from_a_numpy_record():
         rec["site"] = rec["prev_site"] = SITE_NONE
         text = explain(rec, META)
         assert text and "None" not in text and "\n" not in text, (kind, code, prev)
+
+
+def test_explain_all_matches_explain_record_by_record():
+    import numpy as np
+
+    from tracerace.explain import explain_all
+
+    rng = np.random.default_rng(7)
+    f = empty_findings(400)
+    f["kind"] = rng.integers(0, len(HazardKind), len(f))
+    f["code"] = rng.integers(0, 6, len(f))
+    f["row"] = np.arange(len(f)) + 10
+    f["prev_row"] = np.where(rng.random(len(f)) < 0.3, -1, rng.integers(0, 9, len(f)))
+    for name in ("block", "thread", "prev_block", "prev_thread", "launch", "aux", "obj"):
+        f[name] = rng.integers(0, 3, len(f))
+    f["prev_launch"] = f["launch"]
+    for name in ("bar_gen", "prev_bar_gen", "bar_obj", "prev_bar_obj"):
+        f[name] = rng.integers(-1, 3, len(f))
+    f["site"] = rng.integers(0, 4, len(f))  # 3 is past the sites: no site
+    f["prev_site"] = rng.integers(0, 4, len(f))
+    f["op"] = rng.choice([int(Op.READ), int(Op.WRITE), int(Op.ATOMIC), int(Op.CP_ASYNC)], len(f))
+    f["addr"] = rng.integers(0, 1 << 20, len(f))  # not worded: memo hits across addresses
+    assert explain_all(f, META) == [explain(rec, META) for rec in f]

@@ -134,8 +134,19 @@ def test_element_names_through_a_2d_buffer():
 
 def test_group_locations_are_distinct_in_row_order():
     r = report(raw(12, 4, addr=out_addr(0, 1)), raw(13, 4, addr=out_addr(0, 0)),
-               raw(14, 4, addr=out_addr(0, 1)), raw(15, 4, addr=0x9000))
-    assert r.groups[0].locations == ("out[0, 1]", "out[0, 0]", "global 0x9000..0x9004")
+               raw(14, 4, addr=out_addr(0, 1)), raw(15, 4, addr=0x9000),
+               raw(16, 4, addr=out_addr(0, 1), size=2))  # other bytes, same element
+    group = r.groups[0]
+    assert group.locations == ("out[0, 1]", "out[0, 0]", "global 0x9000..0x9004")
+    assert group.locations_head(2) == ("out[0, 1]", "out[0, 0]")
+    assert group.byte_ranges == 4
+
+
+def test_hazards_match_the_examples_of_their_groups():
+    r = report(raw(30, 5), raw(12, 4), uninit(7), alias(40, Severity.WARNING))
+    by_row = {h.row: h for h in r.hazards}
+    for group in r.groups:
+        assert by_row[group.example.row] == group.example
 
 
 # -- JSON (shape pinned by the product spec) ---------------------------------------
@@ -271,3 +282,29 @@ def test_check_rejects_bad_options_before_reading():
 
     with pytest.raises(TraceError, match="unknown hazard kind 'racy'"):
         check("does-not-matter.arrow", select=["racy"])
+
+
+@pytest.mark.parametrize("progress, terminal, rows, shown", [
+    (None, True, 10, False), (None, True, 3_000_000, True), (None, True, None, True),
+    (None, False, 3_000_000, False), (True, False, 10, True), (False, True, None, False),
+])
+def test_progress_bar_when_asked_or_large_on_a_terminal(monkeypatch, progress, terminal, rows,
+                                                        shown):
+    from tracerace import api
+    from tracerace.findings import empty_findings
+    from tracerace.formats import text
+
+    monkeypatch.setattr(text, "is_terminal", lambda stream: terminal)
+    seen = []
+
+    def checker(reader, progress=None):
+        seen.append(progress)
+        if progress is not None:
+            progress(7)
+        return CheckResult(7, empty_findings())
+
+    class Reader:
+        meta = TraceMeta(num_rows=rows)
+
+    assert api._run(checker, Reader(), progress).events == 7
+    assert (seen[0] is not None) == shown

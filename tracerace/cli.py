@@ -90,6 +90,65 @@ def info_command(
     typer.echo(formats[fmt](summary))
 
 
+@app.command("demo")
+def demo_command(
+    name: str | None = typer.Argument(None, help="Scenario name (see --list)."),
+    list_: bool = typer.Option(False, "--list", help="List the scenarios and exit."),
+    fixed: bool = typer.Option(False, "--fixed", help="Trace the fixed program, not the bug."),
+    scale: int = typer.Option(1, "--scale", min=1,
+                              help="Size: a few thousand events at 1, linear in N."),
+    seed: int = typer.Option(0, "--seed", help="Picks the details of the schedule."),
+    out: str | None = typer.Option(None, "--out", "-o",
+                                   help="Trace path (default NAME.arrow or NAME-fixed.arrow)."),
+    engine: str = typer.Option("numba", "--engine", help="numba (fast) or reference."),
+) -> None:
+    """Write the trace of one of the incidents tracerace exists for, then check it.
+
+    Exit 1 when a hazard is an error, 0 otherwise, 2 on bad input.
+    """
+    from . import api, formats, scenarios
+
+    if list_:
+        for s in scenarios.SCENARIOS.values():
+            typer.echo(f"{s.name:<10} {s.title}")
+        return
+    try:
+        if name is None:
+            raise TraceError("name a scenario (tracerace demo --list shows them)",
+                             path="options", rule="usage")
+        scenario = scenarios.get(name)
+        path = scenario.write(out, fixed=fixed, scale=scale, seed=seed)
+        typer.echo(f"wrote {path}: {scenario.name}, "
+                   f"{'the fixed program' if fixed else 'the buggy schedule'}", err=True)
+        report = api.check(path, engine=engine)
+        formats.render(report, "text", None)
+    except TraceError as err:
+        raise _fail(err) from None
+    raise typer.Exit(report.exit_code)
+
+
+@app.command("convert")
+def convert_command(
+    src: str = typer.Argument(..., help="Input: .std, .arrow, .arrows or .parquet."),
+    dst: str = typer.Argument(..., help="Output: .std, .arrow, .arrows or .parquet."),
+    compression: str | None = typer.Option(None, "--compression",
+                                           help="lz4 or zstd (Arrow and Parquet outputs)."),
+) -> None:
+    """Convert a trace; formats by extension. STD text (T0|w(V12)|34 lines) imports
+    to and exports from trace format v1 (see tracerace.convert for the mapping).
+
+    Exit 0 when converted, 2 on bad input or a trace with no STD equivalent.
+    """
+    from .convert import convert
+
+    try:
+        result = convert(src, dst, compression=compression)
+    except TraceError as err:
+        raise _fail(err) from None
+    typer.echo(f"{result.src} -> {result.dst}: {result.rows_in:,} in, "
+               f"{result.rows_out:,} out", err=True)
+
+
 def main() -> None:
     try:
         app(standalone_mode=True)

@@ -642,7 +642,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             grow |= GR_RL
         if sv[SV_FEN_TOP] + 1 > fen.shape[0]:
             grow |= GR_FEN
-        if sv[SV_NFIND] + 8 > find.shape[0]:
+        if sv[SV_NFIND] + 16 > find.shape[0]:
             grow |= GR_FIND
         if grow:
             sv[SV_GROW] = grow
@@ -1149,7 +1149,7 @@ class EngineState:
 
     def __init__(self) -> None:
         self.sv = np.zeros(SV_FIELDS, np.int64)
-        self.sv[SV_LAUNCH] = -1
+        self.sv[SV_SIG_FREE] = -1
         self.findings: list[np.ndarray] = []
         self.arrays: dict[str, np.ndarray] = {}
         for name, (_, cols, rows, fill) in _POOLS.items():

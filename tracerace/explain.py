@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import reasons
+from .findings import FIELDS
 from .meta import TraceMeta
 from .ops import Op, HazardKind, Space
 
@@ -25,12 +26,6 @@ NO_GENERATION = -1
 COPY_OPS = frozenset({int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE)})
 """Ops whose memory access is made by an async agent, reported at the issue row."""
 
-# (earlier, later) access nouns of each race kind; an atomic counts as a write.
-_RACE_NOUNS = {
-    HazardKind.RAW: ("write", "read"),
-    HazardKind.WAR: ("read", "write"),
-    HazardKind.WAW: ("write", "write"),
-}
 KIND_TITLES = {
     HazardKind.RAW: "read-after-write race: a read not ordered after a conflicting write",
     HazardKind.WAR: "write-after-read race: a write not ordered after a conflicting read",
@@ -43,17 +38,22 @@ KIND_TITLES = {
     HazardKind.MBARRIER_MISUSE: "mbarrier used before init, re-initialized, underflowed, "
                                 "or waited on a phase that never completed",
 }
-"""One line per hazard kind: what it is (SARIF rule descriptions, text headers)."""
+"""One line per hazard kind: what it is (the SARIF rule descriptions)."""
 
+# (earlier, later) access nouns of each race kind; an atomic counts as a write.
+_RACE_NOUNS = {
+    HazardKind.RAW: ("write", "read"),
+    HazardKind.WAR: ("read", "write"),
+    HazardKind.WAW: ("write", "write"),
+}
 _VERB = {"write": "wrote", "read": "read", "atomic": "did an atomic"}
+
+_OP_LABELS = {int(op): op.label for op in Op}
 
 
 def op_name(code: int) -> str:
     """``"write"`` for 1; ``"op123"`` for a code outside :class:`Op`."""
-    try:
-        return Op(code).label
-    except ValueError:
-        return f"op{code}"
+    return _OP_LABELS.get(code) or f"op{code}"
 
 
 def agent_text(launch: int, block: int, thread: int) -> str:
@@ -63,29 +63,32 @@ def agent_text(launch: int, block: int, thread: int) -> str:
 
 
 class _View:
-    """A finding with the few derived words every sentence needs."""
+    """A finding's fields as int attributes (``v.prev_thread``), with the few words
+    every sentence needs."""
 
     def __init__(self, f: Mapping[str, Any], meta: TraceMeta | None) -> None:
-        self.f = f
+        # Plain int attributes: a sentence reads a dozen fields, and numpy
+        # scalars or __getattr__ would cost more than the words.
+        if isinstance(f, np.void):
+            self.__dict__.update(zip(FIELDS, f.tolist()))
+        else:  # a dict of the record's fields, as from explain_all
+            self.__dict__.update(f)
         self.meta = meta or TraceMeta()
-
-    def __getattr__(self, name: str) -> int:
-        return int(self.f[name])
 
     @property
     def has_first(self) -> bool:
         """The finding names an earlier event (only this is read of ``prev_row``)."""
-        return int(self.f["prev_row"]) >= 0
+        return self.prev_row >= 0
 
     def at(self, prev: bool = False) -> str:
         """`` at kernel.cu:12 ...``, or nothing when the event names no site."""
-        site = self.meta.site_text(int(self.f["prev_site" if prev else "site"]))
+        site = self.meta.site_text(self.prev_site if prev else self.site)
         return f" at {site}" if site else ""
 
     def agent(self, prev: bool = False, launch: bool = True) -> str:
-        p = "prev_" if prev else ""
-        return agent_text(int(self.f[p + "launch"]) if launch else 0,
-                          int(self.f[p + "block"]), int(self.f[p + "thread"]))
+        if prev:
+            return agent_text(self.prev_launch if launch else 0, self.prev_block, self.prev_thread)
+        return agent_text(self.launch if launch else 0, self.block, self.thread)
 
     def is_async(self, prev: bool = False) -> bool:
         if prev:
@@ -130,8 +133,8 @@ def _race(v: _View) -> str:
                 f"release/acquire atomic ordered the {n1} by {a} before the {n2} by {b}{launch}")
     if v.prev_bar_gen == NO_GENERATION and v.bar_gen == NO_GENERATION:
         if not (v.is_async(True) or v.is_async(False)):
-            a, b = v.agent(True, launch=False), b.removeprefix("thread ")
-            return f"threads {a} and {b} never synchronized between the accesses{launch}"
+            return (f"threads {v.agent(True, launch=False)} and {v.agent(False, launch=False)} "
+                    f"never synchronized between the accesses{launch}")
         return f"{a} and {b} never synchronized between the accesses{launch}"
     v1, v2 = _VERB[n1], _VERB[n2]
     if v.prev_bar_gen == NO_GENERATION:

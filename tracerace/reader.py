@@ -188,7 +188,6 @@ class TraceReader:
     def _raw(self) -> Iterator[pa.RecordBatch]:
         """The source's own record batches; pyarrow failures become ``not-arrow``."""
         rows = 0
-        it = None
         try:
             it = self._batches()
             while True:
@@ -199,8 +198,6 @@ class TraceReader:
                 rows += record.num_rows
                 if record.num_rows:
                     yield record
-        except TraceError:
-            raise
         except _ARROW_FAILURES as exc:
             raise self._error(f"cannot read the trace past this row (truncated or damaged?): "
                               f"{_one_line(exc)}", "not-arrow", rows) from exc

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .explain import COPY_OPS, explain, explain_all, op_name, reason_text
-from .findings import CheckResult, empty_findings
+from .findings import FIELDS, CheckResult
 from .meta import TraceMeta
 from .ops import HazardKind, Severity, Space
 
@@ -34,6 +34,9 @@ JSON_VERSION = 1
 
 NO_ROW = -1
 """``prev_row`` of a finding with a single event (``uninit_read``, ...)."""
+
+_BYTES_KEY = ("space", "owner", "addr", "size", "launch")
+"""The fields that say which bytes a finding is about (the arguments of :func:`locate`)."""
 
 KIND_NAMES = tuple(k.label for k in HazardKind)
 SEVERITY_NAMES = tuple(s.label for s in Severity)
@@ -130,23 +133,29 @@ class Hazard:
         return reason_text(HazardKind[self.kind.upper()], self.code)
 
 
-def hazard_from_record(rec: Any, meta: TraceMeta, explanation: str | None = None) -> Hazard:
-    """The :class:`Hazard` of one ``FINDING_DTYPE`` record (or a dict of its fields)."""
-    get = lambda name: int(rec[name])  # noqa: E731  (numpy scalars -> int)
-    second = Access(get("row"), get("launch"), get("block"), get("thread"), op_name(get("op")),
-                    get("ts"), meta.site_text(get("site")), get("op") in COPY_OPS)
+def hazard_from_record(rec: Any, meta: TraceMeta, explanation: str | None = None,
+                       located: tuple[str | None, str | None] | None = None) -> Hazard:
+    """The :class:`Hazard` of one ``FINDING_DTYPE`` record (or a dict of its fields).
+
+    ``explanation`` and ``located`` (element, location) may come precomputed
+    from :func:`~tracerace.explain.explain_all` and :func:`locate_all`.
+    """
+    r = rec if isinstance(rec, dict) else dict(zip(FIELDS, rec.tolist()))
+    second = Access(r["row"], r["launch"], r["block"], r["thread"], op_name(r["op"]), r["ts"],
+                    meta.site_text(r["site"]), r["op"] in COPY_OPS)
     first = None
-    if get("prev_row") != NO_ROW:
-        first = Access(get("prev_row"), get("prev_launch"), get("prev_block"), get("prev_thread"),
-                       op_name(get("prev_op")), get("prev_ts"), meta.site_text(get("prev_site")),
-                       bool(get("prev_async")) or get("prev_op") in COPY_OPS)
-    element, location = locate(meta, get("space"), get("owner"), get("addr"), get("size"),
-                               get("launch"))
-    return Hazard(kind=KIND_NAMES[get("kind")], severity=SEVERITY_NAMES[get("severity")],
-                  first=first, second=second, space=space_name(get("space")),
-                  owner=get("owner"), addr=get("addr"), size=get("size"), element=element,
-                  location=location, obj=get("obj"), code=get("code"), aux=get("aux"),
-                  explanation=explain(rec, meta) if explanation is None else explanation)
+    if r["prev_row"] != NO_ROW:
+        first = Access(r["prev_row"], r["prev_launch"], r["prev_block"], r["prev_thread"],
+                       op_name(r["prev_op"]), r["prev_ts"], meta.site_text(r["prev_site"]),
+                       bool(r["prev_async"]) or r["prev_op"] in COPY_OPS)
+    if located is None:
+        located = locate(meta, *(r[name] for name in _BYTES_KEY))
+    element, location = located
+    return Hazard(kind=KIND_NAMES[r["kind"]], severity=SEVERITY_NAMES[r["severity"]],
+                  first=first, second=second, space=space_name(r["space"]), owner=r["owner"],
+                  addr=r["addr"], size=r["size"], element=element, location=location,
+                  obj=r["obj"], code=r["code"], aux=r["aux"],
+                  explanation=explain(r, meta) if explanation is None else explanation)
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,8 +197,15 @@ class HazardGroup:
     @cached_property
     def byte_ranges(self) -> int:
         """Distinct (space, owner, addr, size, launch) among the members."""
-        keys = self._findings[["space", "owner", "addr", "size", "launch"]][self.indices]
-        return int(len(np.unique(keys)))
+        if len(self.indices) < 2:
+            return len(self.indices)
+        keys = [self._findings[name][self.indices] for name in _BYTES_KEY]
+        order = np.lexsort(keys)
+        new = np.zeros(len(order) - 1, dtype=bool)
+        for key in keys:
+            sorted_key = key[order]
+            new |= sorted_key[1:] != sorted_key[:-1]
+        return 1 + int(np.count_nonzero(new))
 
     def to_json(self) -> dict[str, Any]:
         """The pinned JSON shape of a group; the example supplies bytes and accesses."""
@@ -223,10 +239,6 @@ class Report:
         if options is not None and len(findings):
             findings = findings[np.isin(findings["kind"], sorted(options.kinds))]
         return cls(result.events, meta, findings, _group(findings, meta), options)
-
-    @classmethod
-    def empty(cls, events: int = 0, meta: TraceMeta | None = None) -> Report:
-        return cls(events, meta or TraceMeta(), empty_findings(), ())
 
     # -- counts ---------------------------------------------------------------
 
@@ -286,17 +298,13 @@ class Report:
 
     # -- hazards --------------------------------------------------------------
 
-    def hazard(self, i: int) -> Hazard:
-        """The :class:`Hazard` of ``findings[i]``."""
-        return hazard_from_record(self.findings[i], self.meta)
-
     @cached_property
     def hazards(self) -> list[Hazard]:
         """One :class:`Hazard` per finding, by row (built on first use)."""
-        names = self.findings.dtype.names
-        texts = explain_all(self.findings, self.meta)
-        return [hazard_from_record(dict(zip(names, values)), self.meta, text)
-                for values, text in zip(self.findings.tolist(), texts)]
+        f, meta = self.findings, self.meta
+        return [hazard_from_record(dict(zip(FIELDS, values)), meta, text, located)
+                for values, text, located in zip(f.tolist(), explain_all(f, meta),
+                                                 locate_all(f, meta))]
 
     # -- exports --------------------------------------------------------------
 
@@ -379,7 +387,7 @@ def locate_all(findings: np.ndarray, meta: TraceMeta,
     if indices is not None:
         findings = findings[indices]
     memo: dict[tuple[int, ...], tuple[str | None, str | None]] = {}
-    cols = [findings[name].tolist() for name in ("space", "owner", "addr", "size", "launch")]
+    cols = [findings[name].tolist() for name in _BYTES_KEY]
     out = []
     for key in zip(*cols):
         if key not in memo:

@@ -16,7 +16,7 @@ NAME = "text"
 BINARY = False
 
 MAX_LOCATIONS = 6
-"""Distinct elements / byte ranges listed per group before ``and N more``."""
+"""Distinct elements / byte ranges listed per group before the count of all of them."""
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow"}
 NO_SITE = "<no site>"

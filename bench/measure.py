@@ -1,0 +1,149 @@
+"""One measurement, meant to run in a fresh process: ``python -m bench.measure MODE ...``.
+
+Modes (the result is one JSON object on the last line of stdout):
+
+* ``check PATH [--engine numba|reference]``: ``tracerace.check(PATH)`` after a
+  warm-up check of a two-row trace (so Numba's cached kernels are loaded and
+  the timed call measures the trace, not the import). ``read_seconds`` is
+  the part of the call spent producing batches (reading, decoding and
+  validating); the rest is checking and building the report.
+* ``read PATH``: the read-only floor: iterate ``open_trace(PATH)`` and touch
+  every column of every batch.
+* ``startup``: import tracerace and check a two-row trace; with an empty
+  ``NUMBA_CACHE_DIR`` this is the cold start (the kernels compile), with the
+  usual cache the warm start. The parent times the whole process.
+
+The parent (``bench.run``) reads the child's peak RSS from ``os.wait4``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import sys
+import time
+from collections.abc import Iterator
+
+
+def _tiny():
+    from tracerace.writer import make_table
+
+    return make_table({"ts": [0, 1], "op": ["write", "read"], "launch": 0, "block": 0,
+                       "thread": [0, 1], "addr": 0, "size": 4})
+
+
+def _max_rss_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+class TimedReader:
+    """A TraceReader whose batch production is timed (the engine sees the same batches)."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self.seconds = 0.0
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def __iter__(self) -> Iterator:
+        it = iter(self._inner)
+        clock = time.perf_counter
+        while True:
+            t0 = clock()
+            try:
+                batch = next(it)
+            except StopIteration:
+                self.seconds += clock() - t0
+                return
+            self.seconds += clock() - t0
+            yield batch
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def run_check(path: str, engine: str = "numba") -> dict:
+    import tracerace
+    import tracerace.reader as reader_module
+
+    t0 = time.perf_counter()
+    tracerace.check(_tiny(), engine=engine, progress=False)
+    warmup = time.perf_counter() - t0
+    base_rss = _max_rss_bytes()
+
+    opened: list[TimedReader] = []
+    original = reader_module.open_trace
+
+    def timed_open(*args, **kwargs):
+        reader = TimedReader(original(*args, **kwargs))
+        opened.append(reader)
+        return reader
+
+    reader_module.open_trace = timed_open  # api.check imports it at call time
+    try:
+        t0 = time.perf_counter()
+        report = tracerace.check(path, engine=engine, progress=False)
+        seconds = time.perf_counter() - t0
+    finally:
+        reader_module.open_trace = original
+    summary = report.summary
+    return {"mode": "check", "engine": engine, "seconds": seconds,
+            "read_seconds": sum(r.seconds for r in opened), "events": report.events,
+            "hazards": int(len(report.findings)), "errors": report.errors,
+            "racy_rows": summary["racy_rows"],
+            "by_kind": {k: v for k, v in summary["by_kind"].items() if v},
+            "warmup_seconds": warmup, "base_rss_bytes": base_rss,
+            "process_max_rss_bytes": _max_rss_bytes()}
+
+
+def run_read(path: str) -> dict:
+    from tracerace.reader import open_trace
+
+    for _ in open_trace(_tiny()):  # first-use costs, as the check's warm-up pays them
+        pass
+    t0 = time.perf_counter()
+    events = 0
+    touched = 0
+    with open_trace(path) as reader:
+        for batch in reader:
+            for values in batch.cols.values():
+                touched ^= int(values.max())  # reads every byte of the column
+            events += batch.n
+    seconds = time.perf_counter() - t0
+    return {"mode": "read", "seconds": seconds, "events": events,
+            "process_max_rss_bytes": _max_rss_bytes()}
+
+
+def run_startup() -> dict:
+    t0 = time.perf_counter()
+    import tracerace
+    import tracerace.engine  # noqa: F401  (numba and the kernels' module)
+    imported = time.perf_counter()
+    tracerace.check(_tiny(), progress=False)
+    done = time.perf_counter()
+    return {"mode": "startup", "import_seconds": imported - t0,
+            "first_check_seconds": done - imported,
+            "process_max_rss_bytes": _max_rss_bytes()}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench.measure")
+    parser.add_argument("mode", choices=("check", "read", "startup"))
+    parser.add_argument("path", nargs="?")
+    parser.add_argument("--engine", default="numba")
+    args = parser.parse_args(argv)
+    if args.mode != "startup" and not args.path:
+        parser.error(f"{args.mode} needs a trace path")
+    if args.mode == "check":
+        result = run_check(args.path, args.engine)
+    elif args.mode == "read":
+        result = run_read(args.path)
+    else:
+        result = run_startup()
+    sys.stdout.write(json.dumps(result) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""Random traces for property tests: every op, many agents, racy and tricky.
+
+The generator plays a small scheduler so that most traces are valid input:
+a thread blocked in ``bar_sync`` is not scheduled until its generation
+completes, and a ``wait`` is drawn only when signals are pending on its flag
+(except, rarely, on purpose). Addresses come from a few small windows so
+accesses overlap at odd offsets; objects come from tiny sets so sync objects
+are shared, aliased and misused.
+"""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from tracerace.ops import Op
+
+ACCESS_OPS = [Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT]
+SYNC_OPS = [Op.BAR_SYNC, Op.BAR_ARRIVE, Op.WARP_SYNC, Op.FENCE, Op.FENCE_PROXY_ASYNC,
+            Op.SIGNAL, Op.WAIT, Op.ACQUIRE, Op.RELEASE]
+ASYNC_OPS = [Op.CP_ASYNC, Op.CP_ASYNC_COMMIT, Op.CP_ASYNC_WAIT, Op.MBAR_INIT, Op.MBAR_ARRIVE,
+             Op.MBAR_EXPECT_TX, Op.MBAR_WAIT, Op.MBAR_INVAL, Op.TMA_LOAD, Op.TMA_STORE,
+             Op.BULK_COMMIT, Op.BULK_WAIT]
+
+
+@st.composite
+def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: int = 2):
+    n_launch = draw(st.integers(1, max_launches))
+    events: list[dict] = []
+    pending_signals: dict[int, int] = {}
+    ts = 0
+    for launch in range(n_launch):
+        n_blocks = draw(st.integers(1, 3))
+        n_threads = draw(st.integers(1, 5))
+        wide = draw(st.booleans())  # threads 0.. or spread over two warps
+        threads = [t * 17 if wide else t for t in range(n_threads)]
+        clusters = {b: draw(st.integers(0, 1)) for b in range(n_blocks)}
+        blocked: set[tuple[int, int]] = set()
+        gens: dict[tuple, list] = {}
+        n_events = draw(st.integers(1, max_events // n_launch))
+        ops = ACCESS_OPS * 3 + SYNC_OPS + (ASYNC_OPS if async_ops else [])
+        for _ in range(n_events):
+            free = [(b, t) for b in range(n_blocks) for t in threads if (b, t) not in blocked]
+            if not free:
+                break
+            block, thread = draw(st.sampled_from(free))
+            op = draw(st.sampled_from(ops))
+            ev = dict(op=int(op), launch=launch, block=block, thread=thread,
+                      cluster=clusters[block])
+            if op in (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT):
+                ev["space"] = draw(st.sampled_from([0, 0, 1, 1, 2]))
+                ev["addr"] = draw(st.integers(0, 24))
+                ev["size"] = draw(st.sampled_from([1, 2, 4, 4, 8, 3, 16]))
+                if ev["space"] == 1 and n_blocks > 1 and draw(st.integers(0, 4)) == 0:
+                    ev["peer"] = draw(st.integers(0, n_blocks - 1))
+                if op == Op.ATOMIC:
+                    ev["scope"] = draw(st.integers(0, 5))
+                    ev["sem"] = draw(st.integers(0, 3))
+                    ev["addr"] = draw(st.sampled_from([0, 4, 8]))
+                    ev["size"] = 4
+                if op in (Op.READ, Op.WRITE):
+                    ev["proxy"] = draw(st.sampled_from([0, 0, 0, 1]))
+            elif op in (Op.BAR_SYNC, Op.BAR_ARRIVE):
+                ev["obj"] = draw(st.sampled_from([0, 0, 1]))
+                same = [t for t in threads]
+                ev["arg"] = draw(st.sampled_from([len(same), len(same), max(1, len(same) - 1), 2]))
+            elif op == Op.WARP_SYNC:
+                lanes = [t for t in threads if t // 32 == thread // 32]
+                mask = 0
+                for t in lanes:
+                    mask |= 1 << (t % 32)
+                if draw(st.integers(0, 5)) == 0:
+                    mask |= 1 << 31
+                ev["arg"] = mask
+            elif op == Op.FENCE:
+                ev["sem"] = draw(st.integers(0, 3))
+                ev["scope"] = draw(st.integers(2, 4))
+            elif op == Op.SIGNAL:
+                ev["obj"] = draw(st.integers(0, 2))
+                ev["arg"] = draw(st.sampled_from([0, 1, 2]))
+                pending_signals[ev["obj"]] = pending_signals.get(ev["obj"], 0) + max(ev["arg"], 1)
+            elif op == Op.WAIT:
+                ready = [o for o, c in pending_signals.items() if c > 0]
+                if not ready and draw(st.integers(0, 20)) != 0:
+                    continue
+                ev["obj"] = draw(st.sampled_from(ready)) if ready else 7
+                have = pending_signals.get(ev["obj"], 0)
+                ev["arg"] = draw(st.integers(0, max(1, min(have, 2))))
+                pending_signals[ev["obj"]] = have - max(ev["arg"], 1)
+            elif op in (Op.ACQUIRE, Op.RELEASE):
+                ev["obj"] = draw(st.integers(0, 1))
+            elif op in (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE):
+                ev["size"] = draw(st.sampled_from([4, 8, 16]))
+                if op == Op.TMA_STORE:
+                    ev.update(space=0, addr=draw(st.integers(0, 24)),
+                              space2=1, addr2=draw(st.integers(0, 24)))
+                else:
+                    ev.update(space=1, addr=draw(st.integers(0, 24)),
+                              space2=0, addr2=draw(st.integers(0, 24)))
+                    if n_blocks > 1 and draw(st.integers(0, 3)) == 0:
+                        ev["peer"] = draw(st.integers(0, n_blocks - 1))
+                if op == Op.TMA_LOAD:
+                    ev["obj"] = draw(st.sampled_from([64, 72]))
+            elif op in (Op.CP_ASYNC_WAIT, Op.BULK_WAIT):
+                ev["arg"] = draw(st.integers(0, 2))
+            elif op in (Op.MBAR_INIT, Op.MBAR_ARRIVE, Op.MBAR_EXPECT_TX, Op.MBAR_WAIT,
+                        Op.MBAR_INVAL):
+                ev["obj"] = draw(st.sampled_from([64, 72]))
+                if op == Op.MBAR_INIT:
+                    ev["arg"] = draw(st.integers(1, 3))
+                elif op == Op.MBAR_ARRIVE:
+                    ev["arg"] = draw(st.integers(0, 2))
+                elif op == Op.MBAR_EXPECT_TX:
+                    ev["arg"] = draw(st.sampled_from([4, 8, 16, 32]))
+                elif op == Op.MBAR_WAIT:
+                    ev["arg"] = draw(st.integers(0, 1))
+                if n_blocks > 1 and draw(st.integers(0, 4)) == 0:
+                    ev["peer"] = draw(st.integers(0, n_blocks - 1))
+            ev["ts"] = ts
+            ev["site"] = draw(st.integers(0, 3))
+            ts += draw(st.integers(0, 2))
+            events.append(ev)
+            # Track barrier generations so blocked threads are not scheduled.
+            if op in (Op.BAR_SYNC, Op.BAR_ARRIVE, Op.WARP_SYNC):
+                if op == Op.WARP_SYNC:
+                    key = ("warp", block, thread // 32)
+                    need = bin(ev["arg"]).count("1")
+                else:
+                    key = ("bar", block, ev["obj"])
+                    need = ev["arg"]
+                gen = gens.setdefault(key, [need, []])
+                gen[1].append((block, thread, op != Op.BAR_ARRIVE))
+                if op != Op.BAR_ARRIVE:
+                    blocked.add((block, thread))
+                if len(gen[1]) >= gen[0]:
+                    for b, t, waits in gen[1]:
+                        blocked.discard((b, t))
+                    del gens[key]
+    return events

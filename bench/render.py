@@ -79,6 +79,12 @@ def table(results: dict) -> str:
             f"{_secs(r['read_in_check_seconds'])} | {_secs(r['check_only_seconds'])} | "
             f"{_secs(r['read_floor_seconds'])} | {_ratio(r['floor_ratio'])} | "
             f"{_secs(r.get('reference_seconds'))} | {_ratio(r.get('reference_ratio'))} | {hz} |")
+    versions: dict[str, int] = {}
+    for r in results["results"]:
+        versions[r.get("engine", "?")] = versions.get(r.get("engine", "?"), 0) + 1
+    lines += ["", "Engine kernels measured (hash of the engine, clocks, shadow, hashmap, "
+              "_jit and reader modules): " + ", ".join(f"`{v}` ({n} rows)" for v, n in
+                                                       versions.items()) + "."]
     return "\n".join(lines)
 
 

@@ -39,11 +39,15 @@ DEFAULT_README = HERE / "README.md"
 DEFAULT_PLOT = HERE / "scaling.png"
 DEFAULT_DATA = Path(tempfile.gettempdir()) / "tracerace-bench"
 
-SIZES = {"smoke": 20_000}
+SIZES = {"smoke": 10_000}
 """Named sizes; any other size is a number of events such as ``1e7``."""
 
 REFERENCE_MAX = 100_000
 """Largest trace (events) the reference checker is run on by default."""
+
+WARMUP_MAX = 50_000_000
+"""From this many events on, no untimed check first: it would double a long run, and
+each timed check warms up on a two-row trace in its process anyway."""
 
 
 def parse_size(label: str) -> int:
@@ -70,6 +74,16 @@ def generator_version() -> str:
         digest.update((HERE / name).read_bytes())
     for path in sorted((ROOT / "tracerace" / "scenarios").glob("*.py")):
         digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
+
+
+def engine_version() -> str:
+    """A hash of the checker's kernels, so results of different engine versions can be told apart."""
+    digest = hashlib.sha256()
+    for path in sorted((ROOT / "tracerace").glob("*.py")):
+        if path.name in ("engine.py", "clocks.py", "shadow.py", "hashmap.py", "_jit.py",
+                         "reader.py"):
+            digest.update(path.read_bytes())
     return digest.hexdigest()[:10]
 
 
@@ -191,7 +205,7 @@ def bench_one(name: str, label: str, args, log) -> dict:
     n = parse_size(label)
     run = run_inprocess if args.no_isolate else run_child
     rec = {"workload": name, "size": label, "target_events": n,
-           "measured_at": time.strftime("%Y-%m-%d %H:%M:%S")}
+           "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "engine": engine_version()}
     path, info = ensure_trace(name, n, label, Path(args.data_dir), args.compression,
                               args.regen, log)
     rec.update(events=info["events"], agents=info.get("agents"), info=info,
@@ -199,7 +213,8 @@ def bench_one(name: str, label: str, args, log) -> dict:
     reps = args.reps or default_reps(info["events"])
     rec["reps"] = reps
     try:
-        run(["check", str(path)])  # untimed: warm Numba cache and page cache
+        if info["events"] < WARMUP_MAX:
+            run(["check", str(path)])  # untimed: warm Numba cache and page cache
         checks = [run(["check", str(path)]) for _ in range(reps)]
         reads = [run(["read", str(path)]) for _ in range(reps)]
     except Exception as exc:  # a child that failed, or (in-process) the check itself
@@ -224,7 +239,7 @@ def bench_one(name: str, label: str, args, log) -> dict:
 
     rec["reference_seconds"] = rec["reference_ratio"] = None
     if info["events"] <= args.reference_max:
-        ref_reps = 3 if info["events"] <= SIZES["smoke"] else 1
+        ref_reps = args.reps or (3 if info["events"] <= SIZES["smoke"] else 1)
         try:
             refs = [run(["check", str(path), "--engine", "reference"]) for _ in range(ref_reps)]
         except Exception as exc:

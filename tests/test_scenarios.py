@@ -179,7 +179,9 @@ def test_generation_scales_linearly(tmp_path):
     for name, scenario in SCENARIOS.items():
         small = scenario.generate(tmp_path / f"{name}-1.arrow", scale=1)
         large = scenario.generate(tmp_path / f"{name}-8.arrow", scale=8)
+        assert small == scenario.events_per_scale, name
         assert 7.5 * small <= large <= 8.5 * small, name
+        assert scenario.scale_for(8 * small) == 8 and scenario.scale_for(1) == 1
 
 
 def test_demo_list():

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 
 SN_START, SN_LEN, SN_REF, SN_STAMP = 0, 1, 2, 3
 SN_FIELDS = 4
@@ -33,11 +33,21 @@ SV_ARENA_LIVE = 3
 SV_STAMP = 4
 
 
-@jit
+@jit_inline
 def lookup(snaps, arena_a, arena_e, snap, agent):
     """Epoch of ``agent`` in a snapshot, 0 when absent (binary search)."""
     lo = snaps[snap, SN_START]
-    hi = lo + snaps[snap, SN_LEN]
+    n = snaps[snap, SN_LEN]
+    if n == 0:
+        return 0
+    # Agents of a block get consecutive indices, so a snapshot taken at a
+    # barrier is usually a dense run: then the entry sits at a fixed offset.
+    off = agent - arena_a[lo]
+    if off < 0:
+        return 0
+    if off < n and arena_a[lo + off] == agent:
+        return arena_e[lo + off]
+    hi = lo + n
     while lo < hi:
         mid = (lo + hi) >> 1
         a = arena_a[mid]

@@ -22,21 +22,20 @@ from __future__ import annotations
 
 from typing import Callable
 
-import numba
 import numpy as np
-from numba import types
-from numba.typed import Dict
 
 from . import ops as O
 from . import reasons as R
-from ._jit import jit
+from ._jit import jit, jit_inline
 from .clocks import (SN_FIELDS, SN_LEN, SN_REF, SN_START, SV_ARENA_LIVE, SV_ARENA_TOP,
                      SV_SNAP_FREE, SV_SNAP_N, compact, decref, incref, lookup, merge,
                      merge_many)
 from .errors import TraceError
+from .hashmap import hm_get, hm_put, new_table
+from .hashmap import rehash as hm_rehash
 from .findings import FINDING_DTYPE, CheckResult, empty_findings
 from .schema import COLUMN_NAMES, SITE_NONE
-from .shadow import (G_FIELDS, G_INIT, G_READS, G_REGION, G_WRITES, GRANULE_SHIFT, I_ASYNC,
+from .shadow import (INIT_INTERVAL_MIN, IV_FIELDS, IV_REGION, iv_add, iv_covers, READ_PRUNE_MIN, G_NREADS, G_RLIMIT, G_FIELDS, G_INIT, G_READS, G_REGION, G_WRITES, GRANULE_SHIFT, I_ASYNC,
                      I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK, I_PROXY, I_SCOPE_SHIFT,
                      I_WRITE, N_ADDR, N_AGENT, N_BAR, N_BARGEN, N_EPOCH, N_FIELDS, N_INFO, N_NEXT,
                      N_ROW, N_SITE, N_SIZE, N_TS, REGION_LOCAL, REGION_SHARED, find_granule,
@@ -58,7 +57,10 @@ SV_NFIND = 23
 SV_LAUNCH = 24
 SV_GROW = 25
 SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D = 26, 27, 28, 29
-SV_FIELDS = 32
+SV_LOCK_N, SV_ATOM_N = 30, 31
+SV_IV_N = 32
+SV_PR_TOP, SV_ED_TOP = 33, 34
+SV_FIELDS = 35
 
 # Agents.
 (AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_CLUSTER, AG_KIND, AG_BLOCKED, AG_BLOCKNUM,
@@ -79,10 +81,18 @@ AR_FIELDS = 5
 ARF_WAITER, ARF_TMA = 1, 2
 
 # Signals queued on a flag.
-SG_NEXT, SG_COUNT, SG_BASE, SG_AGENT, SG_EPOCH = range(5)
-SG_FIELDS = 5
-FQ_HEAD, FQ_TAIL, FQ_TOTAL = range(3)
-FQ_FIELDS = 3
+(SG_NEXT, SG_COUNT, SG_BASE, SG_AGENT, SG_EPOCH, SG_ROW, SG_SITE, SG_LAUNCH, SG_BLOCK, SG_THREAD,
+ SG_TS) = range(11)
+SG_FIELDS = 11
+FQ_HEAD, FQ_TAIL, FQ_TOTAL, FQ_PAIRS, FQ_EDGES = range(5)
+FQ_FIELDS = 5
+
+# sync_alias: FIFO pairings of this launch, and (signal site, wait site) edges.
+(PR_NEXT, PR_S_ROW, PR_S_SITE, PR_S_AGENT, PR_S_EPOCH, PR_W_SITE, PR_W_AGENT, PR_W_EPOCH,
+ PR_S_LAUNCH, PR_S_BLOCK, PR_S_THREAD, PR_S_TS) = range(12)
+PR_FIELDS = 12
+ED_NEXT, ED_S, ED_W = range(3)
+ED_FIELDS = 3
 
 # mbarriers.
 (MB_VALID, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_ARRIVALS, MB_DONE0, MB_DONE1,
@@ -117,8 +127,15 @@ E_BARRIER_ORDER, E_WAIT, E_BAR_COUNT, E_WARP_MASK, E_LAUNCH_ORDER, E_MBAR_COUNT,
     range(10, 17)
 
 # Grow bits.
-GR_AGENTS, GR_SNAPS, GR_ARENA, GR_NODES, GR_GRAN, GR_GENS, GR_ARR, GR_SIG, GR_FQ, GR_MB, \
-    GR_RL, GR_FEN, GR_FIND = (1 << i for i in range(13))
+(GR_AGENTS, GR_SNAPS, GR_ARENA, GR_NODES, GR_GRAN, GR_GENS, GR_ARR, GR_SIG, GR_FQ, GR_MB,
+ GR_RL, GR_FEN, GR_FIND, GR_AMAP, GR_BMAP, GR_MMAP, GR_FMAP, GR_LMAP, GR_XMAP) = (
+    1 << i for i in range(19))
+GR_IV = 1 << 19
+GR_PR = 1 << 20
+GR_ED = 1 << 21
+# hash map name -> grow bit
+_MAPS = {"agent_map": GR_AMAP, "async_map": GR_AMAP, "bar_map": GR_BMAP, "mb_map": GR_MMAP,
+         "flag_map": GR_FMAP, "lock_map": GR_LMAP, "atom_map": GR_XMAP}
 
 WARP_BARRIER = -2
 SITE_NONE_I = np.int64(SITE_NONE)
@@ -126,11 +143,12 @@ SITE_NONE_I = np.int64(SITE_NONE)
 _K_RAW, _K_WAR, _K_WAW = O.K_RAW, O.K_WAR, O.K_WAW
 _K_UNINIT, _K_INFLIGHT, _K_PROXY = O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE
 _K_BARMIS, _K_MBMIS = O.K_BARRIER_MISMATCH, O.K_MBARRIER_MISUSE
+_WARNING = int(O.Severity.WARNING)
 
 
 # ---------------------------------------------------------------------------
 # Small pools with a free list threaded through column 0.
-@jit
+@jit_inline
 def pool_alloc(pool, sv, top_i, free_i, used_i):
     if sv[free_i] >= 0:
         k = sv[free_i]
@@ -143,19 +161,11 @@ def pool_alloc(pool, sv, top_i, free_i, used_i):
     return k
 
 
-@jit
+@jit_inline
 def pool_free(pool, sv, free_i, used_i, k):
     pool[k, 0] = sv[free_i]
     sv[free_i] = k
     sv[used_i] -= 1
-
-
-@jit
-def dget(d, key, default):
-    """``d.get(key, default)`` without Numba's optional type."""
-    if key in d:
-        return d[key]
-    return np.int64(default)
 
 
 # ---------------------------------------------------------------------------
@@ -182,7 +192,7 @@ def new_agent(ag, sv, block, thread, cluster, kind):
     return a
 
 
-@jit
+@jit_inline
 def known(ag, snaps, arena_a, arena_e, a, u):
     """What thread agent ``a`` knows of agent ``u``'s epoch."""
     if u == a:
@@ -204,7 +214,7 @@ def join_into(ag, snaps, arena_a, arena_e, sv, a, other, agent, epoch):
     set_base(ag, snaps, sv, a, snap)
 
 
-@jit
+@jit_inline
 def scope_contains(ag, scope, x, y):
     """Whether ``scope`` of an operation by thread agent ``x`` contains agent ``y``."""
     if scope == O.SCOPE_THREAD:
@@ -325,7 +335,7 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
 # ---------------------------------------------------------------------------
 # One access against shadow memory.
 @jit
-def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
+def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
            region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
     """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
     whose clock orders it: ``a`` itself, or the issuer of a copy) and record
@@ -344,8 +354,8 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
     uninit_hi = np.int64(-1)
     g0 = addr >> GRANULE_SHIFT
     g1 = (end - 1) >> GRANULE_SHIFT
-    last_row = np.empty(8, np.int64)
-    last_node = np.empty(8, np.int64)
+    last_row = cand[N_KINDS]      # scratch rows of the candidate table
+    last_node = cand[N_KINDS + 1]
     for g in range(g0, g1 + 1):
         base = g << GRANULE_SHIFT
         lo = max(addr, base) - base
@@ -354,18 +364,27 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
         slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT)
         if reads:
             un = m & ~gran[slot, G_INIT]
+            if un and sv[SV_IV_N] > 0:
+                for b in range(8):
+                    if un & (1 << b) and iv_covers(ivs, sv[SV_IV_N], region, base + b):
+                        gran[slot, G_INIT] |= 1 << b
+                        un &= ~(1 << b)
             if un:
                 for b in range(8):
                     if un & (1 << b):
                         if uninit_lo < 0:
                             uninit_lo = base + b
                         uninit_hi = base + b
-        # Writes: conflict with every access (atomic pairs aside).
+        # Writes conflict with every access (atomic pairs aside). One pass both
+        # checks them and, for a plain write or an atomic, prunes them.
         if is_proxy:
             for b in range(8):
                 last_row[b] = -1
+        prunes_writes = is_write and not is_copy
+        prev = np.int64(-1)
         x = gran[slot, G_WRITES]
         while x >= 0:
+            nxt = nodes[x, N_NEXT]
             xinfo = nodes[x, N_INFO]
             xm = (xinfo >> I_MASK_SHIFT) & 0xFF
             if xm & m:
@@ -375,20 +394,35 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
                         if (xm & m) & (1 << b) and nodes[x, N_ROW] > last_row[b]:
                             last_row[b] = nodes[x, N_ROW]
                             last_node[b] = x
-                skip = False
-                if is_atomic and (xinfo & I_ATOMIC) and not (xinfo & I_ASYNC):
-                    xs = (xinfo >> I_SCOPE_SHIFT) & 7
-                    if scope_contains(ag, xs, xa, t) and scope_contains(ag, scope, t, xa):
-                        skip = True
-                if not skip and known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
-                    if (xinfo & I_ASYNC) and ag[xa, AG_RETIRED] < nodes[x, N_EPOCH]:
-                        kind = _K_INFLIGHT
-                    elif is_write:
-                        kind = _K_WAW
-                    else:
-                        kind = _K_RAW
-                    offer(cand, kind, ag, nodes, x, 1, aw, space, owner, addr, end)
-            x = nodes[x, N_NEXT]
+                x_atomic = (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0
+                ordered = known(ag, snaps, arena_a, arena_e, t, xa) >= nodes[x, N_EPOCH]
+                if not ordered:
+                    skip = False
+                    if is_atomic and x_atomic:
+                        xs = (xinfo >> I_SCOPE_SHIFT) & 7
+                        skip = scope_contains(ag, xs, xa, t) and scope_contains(ag, scope, t, xa)
+                    if not skip:
+                        if (xinfo & I_ASYNC) and ag[xa, AG_RETIRED] < nodes[x, N_EPOCH]:
+                            kind = _K_INFLIGHT
+                        elif is_write:
+                            kind = _K_WAW
+                        else:
+                            kind = _K_RAW
+                        offer(cand, kind, ag, nodes, x, 1, aw, space, owner, addr, end)
+                elif prunes_writes and (not is_atomic or (
+                        x_atomic and xa == a and ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
+                    xm &= ~m
+                    if xm == 0:
+                        if prev < 0:
+                            gran[slot, G_WRITES] = nxt
+                        else:
+                            nodes[prev, N_NEXT] = nxt
+                        pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+                        x = nxt
+                        continue
+                    nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+            prev = x
+            x = nxt
         if is_proxy:
             for b in range(8):
                 if not (m & (1 << b)) or last_row[b] < 0:
@@ -401,7 +435,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
                 kn = known(ag, snaps, arena_a, arena_e, t, xa)
                 if kn >= nodes[x, N_EPOCH] and not proxy_fenced(ag, fen, xa, nodes[x, N_EPOCH], kn):
                     offer(cand, _K_PROXY, ag, nodes, x, 1, aw, space, owner, addr, end)
-        # Reads: conflict with writes.
+        # Reads conflict with writes.
         if is_write:
             x = gran[slot, G_READS]
             while x >= 0:
@@ -415,38 +449,33 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
                             kind = _K_WAR
                         offer(cand, kind, ag, nodes, x, 0, aw, space, owner, addr, end)
                 x = nodes[x, N_NEXT]
-        # Record: prune what this access makes redundant, then link it in.
+        # A read prunes the reads it makes redundant, once the list has doubled.
         head_col = G_WRITES if is_write else G_READS
-        if not is_copy:
-            prev = -1
-            x = gran[slot, head_col]
-            while x >= 0:
-                nxt = nodes[x, N_NEXT]
-                xinfo = nodes[x, N_INFO]
-                xm = (xinfo >> I_MASK_SHIFT) & 0xFF
-                drop = False
-                if xm & m:
-                    xa = nodes[x, N_AGENT]
-                    if not is_atomic:
-                        drop = True
-                    elif (xinfo & I_ATOMIC) and not (xinfo & I_ASYNC) and xa == a and \
-                            ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope:
-                        drop = True
-                    if drop and known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
-                        drop = False
-                if drop:
-                    xm &= ~m
-                    nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
-                    if xm == 0:
-                        if prev < 0:
-                            gran[slot, head_col] = nxt
-                        else:
-                            nodes[prev, N_NEXT] = nxt
-                        pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
-                        x = nxt
-                        continue
-                prev = x
-                x = nxt
+        if not is_write:
+            gran[slot, G_NREADS] += 1
+            if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
+                prev = -1
+                x = gran[slot, G_READS]
+                while x >= 0:
+                    nxt = nodes[x, N_NEXT]
+                    xinfo = nodes[x, N_INFO]
+                    xm = (xinfo >> I_MASK_SHIFT) & 0xFF
+                    if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= \
+                            nodes[x, N_EPOCH]:
+                        xm &= ~m
+                        if xm == 0:
+                            if prev < 0:
+                                gran[slot, G_READS] = nxt
+                            else:
+                                nodes[prev, N_NEXT] = nxt
+                            pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+                            gran[slot, G_NREADS] -= 1
+                            x = nxt
+                            continue
+                        nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+                    prev = x
+                    x = nxt
+                gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
         n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
         nodes[n, N_NEXT] = gran[slot, head_col]
         gran[slot, head_col] = n
@@ -470,7 +499,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
         cand[_K_UNINIT, C_HI] = uninit_hi + 1
 
 
-@jit
+@jit_inline
 def region_of(space, owner_block, agent):
     if space == O.SPACE_GLOBAL:
         return np.int64(0)
@@ -481,24 +510,23 @@ def region_of(space, owner_block, agent):
 
 @jit
 def async_agent(ag, sv, async_map, t, lane, key):
-    k = (t, np.int64(lane), key)
-    a = dget(async_map, k, -1)
+    a = hm_get(async_map, t, np.int64(lane), key)
     if a < 0:
         a = new_agent(ag, sv, ag[t, AG_BLOCK], ag[t, AG_THREAD], ag[t, AG_CLUSTER], lane)
-        async_map[k] = a
+        hm_put(async_map, t, np.int64(lane), key, a)
     return a
 
 
 @jit
-def copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, t, ca, epoch, proxy_bits,
+def copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, t, ca, epoch, proxy_bits,
          copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
     """A copy's source read then destination write, by copy agent ``ca``."""
     info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
     sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
-    access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
+    access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
            region_of(space2, block, t), space2, sowner, addr2, size, ca, epoch, t, info, row, ts, site)
     downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
-    access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand,
+    access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
            region_of(space, peer, t), space, downer, addr, size, ca, epoch, t, info | I_WRITE,
            row, ts, site)
 
@@ -591,13 +619,129 @@ def complete_phase(mbs, m, arr, ag, sv, snaps, arena_a, arena_e, scratch, touche
     mbs[m, MB_TX] = 0
 
 
+@jit
+def sig_knows(snaps, arena_a, arena_e, sigs, s, u):
+    """What signal ``s``'s clock knows of agent ``u``."""
+    if u == sigs[s, SG_AGENT]:
+        return sigs[s, SG_EPOCH]
+    return lookup(snaps, arena_a, arena_e, sigs[s, SG_BASE], u)
+
+
+@jit
+def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find, cons, ncons,
+               a, epoch, row, launch, block, thread, op, ts, site, obj):
+    """The reference's ``sync_alias`` rule over consumed signals ``cons``."""
+    warn = np.int64(-1)
+    for c in range(ncons):
+        s = cons[c]
+        if sigs[s, SG_LAUNCH] != launch:
+            continue
+        p = fq[q, FQ_PAIRS]
+        while p >= 0:
+            if pairs[p, PR_S_SITE] != sigs[s, SG_SITE] and pairs[p, PR_W_SITE] != site and \
+                    pairs[p, PR_S_LAUNCH] == launch:
+                w1 = sig_knows(snaps, arena_a, arena_e, sigs, s, pairs[p, PR_W_AGENT]) >= \
+                    pairs[p, PR_W_EPOCH]
+                s1 = sig_knows(snaps, arena_a, arena_e, sigs, s, pairs[p, PR_S_AGENT]) >= \
+                    pairs[p, PR_S_EPOCH]
+                if not w1 and not s1 and (warn < 0 or pairs[p, PR_S_ROW] > pairs[warn, PR_S_ROW]):
+                    warn = p
+            p = pairs[p, PR_NEXT]
+    for c in range(ncons):
+        s = cons[c]
+        p = sv[SV_PR_TOP]
+        sv[SV_PR_TOP] += 1
+        pairs[p, PR_NEXT] = fq[q, FQ_PAIRS]
+        fq[q, FQ_PAIRS] = p
+        pairs[p, PR_S_ROW] = sigs[s, SG_ROW]
+        pairs[p, PR_S_SITE] = sigs[s, SG_SITE]
+        pairs[p, PR_S_AGENT] = sigs[s, SG_AGENT]
+        pairs[p, PR_S_EPOCH] = sigs[s, SG_EPOCH]
+        pairs[p, PR_W_SITE] = site
+        pairs[p, PR_W_AGENT] = a
+        pairs[p, PR_W_EPOCH] = epoch
+        pairs[p, PR_S_LAUNCH] = sigs[s, SG_LAUNCH]
+        pairs[p, PR_S_BLOCK] = sigs[s, SG_BLOCK]
+        pairs[p, PR_S_THREAD] = sigs[s, SG_THREAD]
+        pairs[p, PR_S_TS] = sigs[s, SG_TS]
+        e = fq[q, FQ_EDGES]
+        while e >= 0 and not (edges[e, ED_S] == sigs[s, SG_SITE] and edges[e, ED_W] == site):
+            e = edges[e, ED_NEXT]
+        if e < 0:
+            e = sv[SV_ED_TOP]
+            sv[SV_ED_TOP] += 1
+            edges[e, ED_NEXT] = fq[q, FQ_EDGES]
+            edges[e, ED_S] = sigs[s, SG_SITE]
+            edges[e, ED_W] = site
+            fq[q, FQ_EDGES] = e
+    # Error: this wait site fed by >= 2 signal sites, one of which feeds another wait site.
+    nfed = 0
+    any_foreign = False
+    e = fq[q, FQ_EDGES]
+    while e >= 0:
+        if edges[e, ED_W] == site:
+            nfed += 1
+            if is_foreign(edges, fq[q, FQ_EDGES], edges[e, ED_S], site):
+                any_foreign = True
+        e = edges[e, ED_NEXT]
+    if nfed >= 2 and any_foreign:
+        pick = np.int64(-1)
+        for c in range(ncons):
+            s = cons[c]
+            if is_foreign(edges, fq[q, FQ_EDGES], sigs[s, SG_SITE], site) and \
+                    (pick < 0 or sigs[s, SG_ROW] > sigs[pick, SG_ROW]):
+                pick = s
+        if pick < 0:
+            for c in range(ncons):
+                s = cons[c]
+                if pick < 0 or sigs[s, SG_ROW] > sigs[pick, SG_ROW]:
+                    pick = s
+        k = emit(find, sv, O.K_SYNC_ALIAS, row, launch, block, thread, op, ts, site)
+        find[k, F_PREV_ROW] = sigs[pick, SG_ROW]
+        find[k, F_PREV_LAUNCH] = sigs[pick, SG_LAUNCH]
+        find[k, F_PREV_BLOCK] = sigs[pick, SG_BLOCK]
+        find[k, F_PREV_THREAD] = sigs[pick, SG_THREAD]
+        find[k, F_PREV_OP] = O.SIGNAL
+        find[k, F_PREV_TS] = sigs[pick, SG_TS]
+        find[k, F_PREV_SITE] = sigs[pick, SG_SITE]
+        find[k, F_OBJ] = obj
+        find[k, F_CODE] = R.ALIAS_CROSSED
+        find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
+        find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+    elif warn >= 0:
+        k = emit(find, sv, O.K_SYNC_ALIAS, row, launch, block, thread, op, ts, site)
+        find[k, F_SEVERITY] = _WARNING
+        find[k, F_PREV_ROW] = pairs[warn, PR_S_ROW]
+        find[k, F_PREV_LAUNCH] = pairs[warn, PR_S_LAUNCH]
+        find[k, F_PREV_BLOCK] = pairs[warn, PR_S_BLOCK]
+        find[k, F_PREV_THREAD] = pairs[warn, PR_S_THREAD]
+        find[k, F_PREV_OP] = O.SIGNAL
+        find[k, F_PREV_TS] = pairs[warn, PR_S_TS]
+        find[k, F_PREV_SITE] = pairs[warn, PR_S_SITE]
+        find[k, F_OBJ] = obj
+        find[k, F_CODE] = R.ALIAS_MAY_CROSS
+        find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
+        find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+
+
+@jit
+def is_foreign(edges, head, ssite, wsite):
+    """Signal site ``ssite`` has fed a wait site other than ``wsite``."""
+    e = head
+    while e >= 0:
+        if edges[e, ED_S] == ssite and edges[e, ED_W] != wsite:
+            return True
+        e = edges[e, ED_NEXT]
+    return False
+
+
 # ---------------------------------------------------------------------------
 @jit
 def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, addr2_c, space2_c,
            peer_c, cluster_c, obj_c, arg_c, scope_c, sem_c, proxy_c, site_c, row0, start,
            sv, ag, agent_map, async_map, snaps, arena_a, arena_e, scratch, touched,
            nodes, gran, gens, bar_map, arr, sigs, flag_map, fq, mbs, mb_map, lock_map,
-           rels, atom_map, fen, find, cand):
+           rels, atom_map, fen, find, cand, ivs, pairs, edges):
     n = op_c.shape[0]
     for i in range(start, n):
         row = row0 + i
@@ -644,6 +788,26 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             grow |= GR_FEN
         if sv[SV_NFIND] + 16 > find.shape[0]:
             grow |= GR_FIND
+        if sv[SV_IV_N] + 2 > ivs.shape[0]:
+            grow |= GR_IV
+        if op == O.WAIT:
+            wneed = max(np.int64(arg_c[i]), 1) + 2
+            if sv[SV_PR_TOP] + wneed > pairs.shape[0]:
+                grow |= GR_PR
+            if sv[SV_ED_TOP] + wneed > edges.shape[0]:
+                grow |= GR_ED
+        if 2 * (na + 4) > agent_map.shape[0] or 2 * (na + 4) > async_map.shape[0]:
+            grow |= GR_AMAP
+        if 2 * (sv[SV_GEN_N] + 2) > bar_map.shape[0]:
+            grow |= GR_BMAP
+        if 2 * (sv[SV_MB_N] + 2) > mb_map.shape[0]:
+            grow |= GR_MMAP
+        if 2 * (sv[SV_FQ_N] + 2) > flag_map.shape[0]:
+            grow |= GR_FMAP
+        if 2 * (sv[SV_LOCK_N] + 2) > lock_map.shape[0]:
+            grow |= GR_LMAP
+        if 2 * (sv[SV_ATOM_N] + 2) > atom_map.shape[0]:
+            grow |= GR_XMAP
         if grow:
             sv[SV_GROW] = grow
             return NEED_GROW, i
@@ -652,11 +816,10 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
         thread = np.int64(thread_c[i])
         ts = np.int64(ts_c[i])
         site = np.int64(site_c[i])
-        key = (block << 32) | thread
-        a = dget(agent_map, key, -1)
+        a = hm_get(agent_map, block, thread, 0)
         if a < 0:
             a = new_agent(ag, sv, block, thread, np.int64(cluster_c[i]), KIND_THREAD)
-            agent_map[key] = a
+            hm_put(agent_map, block, thread, 0, a)
         if ag[a, AG_BLOCKED] >= 0:
             sv[SV_ERR_A] = block
             sv[SV_ERR_B] = thread
@@ -681,8 +844,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 info |= I_ATOMIC
                 # Acquire side: every releasing atomic on the address whose scope
                 # contains this agent.
-                akey = (region, addr)
-                h = dget(atom_map, akey, -1)
+                h = hm_get(atom_map, region, addr, 0)
                 cnt = 0
                 r = h
                 while r >= 0:
@@ -716,7 +878,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                             ag[a, AG_PACQ] = snap
             if proxy_c[i] == 1:
                 info |= I_PROXY
-            access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, region, space, owner,
+            access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, region, space, owner,
                    addr, size, a, epoch, a, info, row, ts, site)
             flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
                              ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
@@ -730,8 +892,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                     rb = ag[a, AG_FREL_BASE]
                     re = ag[a, AG_FREL_EPOCH]
                 if rb >= 0:
-                    akey = (region, addr)
-                    h = dget(atom_map, akey, -1)
+                    h = hm_get(atom_map, region, addr, 0)
                     r = h
                     while r >= 0:
                         if rels[r, RL_AGENT] == a and rels[r, RL_SCOPE] == scope:
@@ -751,12 +912,14 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                         incref(snaps, rb)
                         rels[r, RL_BASE] = rb
                         rels[r, RL_EPOCH] = re
-                        atom_map[akey] = r
+                        sv[SV_ATOM_N] += hm_put(atom_map, region, addr, 0, r)
         elif op == O.INIT:
             space = np.int64(space_c[i])
             addr = np.int64(addr_c[i])
             region = region_of(space, np.int64(peer_c[i]), a)
-            if size > 0:
+            if size >= INIT_INTERVAL_MIN:
+                sv[SV_IV_N] = iv_add(ivs, sv[SV_IV_N], region, addr, addr + size)
+            elif size > 0:
                 end = addr + size
                 for g in range(addr >> GRANULE_SHIFT, ((end - 1) >> GRANULE_SHIFT) + 1):
                     base = g << GRANULE_SHIFT
@@ -774,7 +937,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 while mm:
                     mm &= mm - 1
                     count += 1
-                bkey = (np.int64(1), block, thread // 32)
+                bk0, bk2 = np.int64(1), thread // 32
                 bar_obj = np.int64(WARP_BARRIER)
                 mis_obj = arg
                 if count == 0:
@@ -782,18 +945,18 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             else:
                 count = arg
                 mask = np.int64(0)
-                bkey = (np.int64(0), block, obj)
+                bk0, bk2 = np.int64(0), obj
                 bar_obj = obj
                 mis_obj = obj
                 if count <= 0:
                     sv[SV_ERR_A] = obj
                     sv[SV_ERR_B] = count
                     return E_BAR_COUNT, i
-            gslot = dget(bar_map, bkey, -1)
+            gslot = hm_get(bar_map, bk0, block, bk2)
             if gslot < 0:
                 gslot = sv[SV_GEN_N]
                 sv[SV_GEN_N] += 1
-                bar_map[bkey] = gslot
+                hm_put(bar_map, bk0, block, bk2, gslot)
                 gens[gslot, GN_OPEN] = 0
                 gens[gslot, GN_NUMBER] = 0
             if gens[gslot, GN_OPEN] == 0:
@@ -803,7 +966,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 gens[gslot, GN_COUNT] = 0
                 gens[gslot, GN_ARRIVALS] = -1
                 gens[gslot, GN_BAROBJ] = bar_obj
-                gens[gslot, GN_KEYOBJ] = bkey[2]
+                gens[gslot, GN_KEYOBJ] = bk2
                 gens[gslot, GN_F_ROW] = row
                 gens[gslot, GN_F_LAUNCH] = launch
                 gens[gslot, GN_F_BLOCK] = block
@@ -876,26 +1039,34 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             ag[a, AG_FENCES] = f
         elif op == O.RELEASE or op == O.ACQUIRE:
             obj = np.int64(obj_c[i])
-            lock = dget(lock_map, obj, 0)
+            lock = max(hm_get(lock_map, obj, 0, 0), 0)
             if op == O.RELEASE:
                 snap = merge(snaps, arena_a, arena_e, sv, lock, ag[a, AG_BASE], a, epoch)
                 incref(snaps, snap)
                 decref(snaps, sv, lock)
-                lock_map[obj] = snap
+                sv[SV_LOCK_N] += hm_put(lock_map, obj, 0, 0, snap)
             else:
                 join_into(ag, snaps, arena_a, arena_e, sv, a, lock, -1, 0)
         elif op == O.SIGNAL:
             obj = np.int64(obj_c[i])
             arg = np.int64(arg_c[i])
-            q = dget(flag_map, obj, -1)
+            q = hm_get(flag_map, obj, 0, 0)
             if q < 0:
                 q = sv[SV_FQ_N]
                 sv[SV_FQ_N] += 1
-                flag_map[obj] = q
+                hm_put(flag_map, obj, 0, 0, q)
                 fq[q, FQ_HEAD] = -1
                 fq[q, FQ_TAIL] = -1
                 fq[q, FQ_TOTAL] = 0
+                fq[q, FQ_PAIRS] = -1
+                fq[q, FQ_EDGES] = -1
             s = pool_alloc(sigs, sv, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED)
+            sigs[s, SG_ROW] = row
+            sigs[s, SG_SITE] = site
+            sigs[s, SG_LAUNCH] = launch
+            sigs[s, SG_BLOCK] = block
+            sigs[s, SG_THREAD] = thread
+            sigs[s, SG_TS] = ts
             sigs[s, SG_COUNT] = arg if arg > 0 else 1
             incref(snaps, ag[a, AG_BASE])
             sigs[s, SG_BASE] = ag[a, AG_BASE]
@@ -911,7 +1082,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             obj = np.int64(obj_c[i])
             arg = np.int64(arg_c[i])
             need = arg if arg > 0 else 1
-            q = dget(flag_map, obj, -1)
+            q = hm_get(flag_map, obj, 0, 0)
             avail = fq[q, FQ_TOTAL] if q >= 0 else 0
             if avail < need:
                 sv[SV_ERR_A] = obj
@@ -922,6 +1093,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             agents = np.empty(need + 1, np.int64)
             epochs = np.empty(need + 1, np.int64)
             used = np.empty(need + 1, np.int64)
+            cons = np.empty(need + 1, np.int64)
+            ncons = 0
             bases[0] = ag[a, AG_BASE]
             agents[0] = -1
             epochs[0] = 0
@@ -930,6 +1103,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             while need > 0:
                 s = fq[q, FQ_HEAD]
                 take = min(need, sigs[s, SG_COUNT])
+                cons[ncons] = s
+                ncons += 1
                 bases[m] = sigs[s, SG_BASE]
                 agents[m] = sigs[s, SG_AGENT]
                 epochs[m] = sigs[s, SG_EPOCH]
@@ -945,6 +1120,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                     nused += 1
             snap = merge_many(snaps, arena_a, arena_e, sv, bases, agents, epochs, m, scratch, touched)
             set_base(ag, snaps, sv, a, snap)
+            sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find, cons, ncons,
+                       a, epoch, row, launch, block, thread, op, ts, site, obj)
             # Consumed signals go only after the merge has read their clocks.
             for p in range(nused):
                 decref(snaps, sv, sigs[used[p], SG_BASE])
@@ -966,7 +1143,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 g = ag[a, AG_BULK_OPEN]
                 bits = I_PROXY
                 kind = R.INFLIGHT_BULK_STORE
-            copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, a, ca, g, bits, kind,
+            copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, a, ca, g, bits, kind,
                  row, ts, site, op, np.int64(space_c[i]), np.int64(addr_c[i]), size,
                  np.int64(space2_c[i]), np.int64(addr2_c[i]), block, np.int64(peer_c[i]))
             flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
@@ -1001,12 +1178,11 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             peer = np.int64(peer_c[i])
             obj = np.int64(obj_c[i])
             arg = np.int64(arg_c[i])
-            mkey = (peer, obj)
-            mslot = dget(mb_map, mkey, -1)
+            mslot = hm_get(mb_map, peer, obj, 0)
             if mslot < 0:
                 mslot = sv[SV_MB_N]
                 sv[SV_MB_N] += 1
-                mb_map[mkey] = mslot
+                hm_put(mb_map, peer, obj, 0, mslot)
                 for f in range(MB_FIELDS):
                     mbs[mslot, f] = 0
                 mbs[mslot, MB_ARRIVALS] = -1
@@ -1017,7 +1193,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 ta = async_agent(ag, sv, async_map, a, KIND_TMA, mslot)
                 ag[ta, AG_EPOCH] += 1
                 cnt = ag[ta, AG_EPOCH]
-                copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, a, ta, cnt, I_PROXY,
+                copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, a, ta, cnt, I_PROXY,
                      R.INFLIGHT_TMA_LOAD, row, ts, site, op, np.int64(space_c[i]),
                      np.int64(addr_c[i]), size, np.int64(space2_c[i]), np.int64(addr2_c[i]),
                      block, peer)
@@ -1113,9 +1289,6 @@ def finish_launch(gens, sv, find):
 # ---------------------------------------------------------------------------
 # The driver.
 
-_I64 = types.int64
-_KEY2 = types.UniTuple(types.int64, 2)
-_KEY3 = types.UniTuple(types.int64, 3)
 
 # pool name -> (grow bit, columns, initial rows, fill)
 _POOLS = {
@@ -1131,6 +1304,9 @@ _POOLS = {
     "rels": (GR_RL, RL_FIELDS, 1 << 8, 0),
     "fen": (GR_FEN, FN_FIELDS, 1 << 8, 0),
     "find": (GR_FIND, NF, 1 << 8, 0),
+    "ivs": (GR_IV, IV_FIELDS, 1 << 6, 0),
+    "pairs": (GR_PR, PR_FIELDS, 1 << 6, 0),
+    "edges": (GR_ED, ED_FIELDS, 1 << 6, 0),
 }
 
 _ERRORS = {
@@ -1156,17 +1332,26 @@ class EngineState:
             self.arrays[name] = np.full((rows, cols), fill, np.int64)
         self.arena_a = np.zeros(1 << 14, np.int64)
         self.arena_e = np.zeros(1 << 14, np.int64)
-        self.cand = np.zeros((N_KINDS, C_FIELDS), np.int64)
+        self.cand = np.zeros((N_KINDS + 2, C_FIELDS), np.int64)
         self.reset_launch(-1)
 
     def reset_launch(self, launch: int) -> None:
         """Forget everything of the finished launch (see the module docstring)."""
         sv = self.sv
-        keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED}
+        keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP}
+        # Global init intervals survive; shared and local ones belong to the launch.
+        ivs = self.arrays["ivs"]
+        live = ivs[: int(sv[SV_IV_N])]
+        live = live[live[:, IV_REGION] == 0]
+        ivs[: len(live)] = live
+        n_iv = len(live)
         for k in range(SV_FIELDS):
             if k not in keep:
                 sv[k] = 0
         sv[SV_LAUNCH] = launch
+        sv[SV_IV_N] = n_iv
+        for q in range(int(sv[SV_FQ_N])):
+            self.arrays["fq"][q, FQ_PAIRS] = -1
         for k in (SV_SNAP_FREE, SV_NODE_FREE, SV_ARR_FREE, SV_AR_FREE):
             sv[k] = -1
         sv[SV_SNAP_N] = 1  # snapshot 0: the empty clock
@@ -1188,14 +1373,9 @@ class EngineState:
         self.arrays["gran"] = fresh
         self.scratch = np.full(self.arrays["ag"].shape[0], -1, np.int64)
         self.touched = np.zeros(self.arrays["ag"].shape[0], np.int64)
-        self.agent_map = Dict.empty(_I64, _I64)
-        self.async_map = Dict.empty(_KEY3, _I64)
-        self.bar_map = Dict.empty(_KEY3, _I64)
-        self.mb_map = Dict.empty(_KEY2, _I64)
-        self.lock_map = Dict.empty(_I64, _I64)
-        self.atom_map = Dict.empty(_KEY2, _I64)
-        if not hasattr(self, "flag_map"):
-            self.flag_map = Dict.empty(_I64, _I64)
+        for name in _MAPS:
+            if name != "flag_map" or not hasattr(self, "flag_map"):
+                setattr(self, name, new_table(1 << 8))
 
     def grow(self, mask: int) -> None:
         for name, (bit, _, _, fill) in _POOLS.items():
@@ -1214,6 +1394,12 @@ class EngineState:
             scratch[: self.scratch.shape[0]] = self.scratch
             self.scratch = scratch
             self.touched = np.zeros(n, np.int64)
+        for name, bit in _MAPS.items():
+            if mask & bit:
+                old = getattr(self, name)
+                new = new_table(old.shape[0] * 2)
+                hm_rehash(old, new)
+                setattr(self, name, new)
         if mask & GR_ARENA:
             n = self.arena_a.shape[0] * 2
             for attr in ("arena_a", "arena_e"):
@@ -1268,7 +1454,8 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
                                    st.touched, ar["nodes"], ar["gran"], ar["gens"], st.bar_map,
                                    ar["arr"], ar["sigs"], st.flag_map, ar["fq"], ar["mbs"],
                                    st.mb_map, st.lock_map, ar["rels"], st.atom_map, ar["fen"],
-                                   ar["find"], st.cand)
+                                   ar["find"], st.cand, ar["ivs"], ar["pairs"],
+                                   ar["edges"])
             if status == OK:
                 break
             if status == NEED_GROW:
@@ -1286,7 +1473,6 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
     out = empty_findings(raw.shape[0])
     for name, i in F.items():
         out[name] = raw[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
-    out["severity"] = int(O.Severity.ERROR)
     return CheckResult(events, out)
 
 

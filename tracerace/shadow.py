@@ -14,7 +14,12 @@ the same hazard kind, and ``a`` is later in replay order. That holds for a
 read dropping reads, for a plain write dropping writes and atomics, and for an
 atomic dropping its own agent's atomics of a scope at least as wide; it does
 not hold for copies (an in-flight copy races as ``async_inflight``), so copies
-drop nothing. The latest write of every byte is never dropped (only later
+drop nothing.
+
+Pruning never changes an answer (a dropped node is always shadowed by a later
+node of the same kind), so it is done when it is cheap: writes are pruned in
+the same pass that checks them, reads only when their list has doubled since
+the last prune (amortized constant work per read). The latest write of every byte is never dropped (only later
 writes drop writes), which the proxy rule relies on.
 """
 
@@ -22,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import jit, jit_inline
 
 GRANULE_SHIFT = 3
 GRANULE = 1 << GRANULE_SHIFT
@@ -30,8 +35,9 @@ REGION_SHARED = np.int64(1) << 40
 REGION_LOCAL = np.int64(2) << 40
 
 # Granule table columns.
-G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT = 0, 1, 2, 3, 4
-G_FIELDS = 5
+G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT, G_NREADS, G_RLIMIT = range(7)
+G_FIELDS = 7
+READ_PRUNE_MIN = 8
 EMPTY = -1
 
 # Node columns.
@@ -49,14 +55,14 @@ I_MASK_SHIFT = 16      # 8 bits: bytes of the granule this node stands for
 I_COPY_SHIFT = 24      # 2 bits: reasons.INFLIGHT_*
 
 
-@jit
+@jit_inline
 def _hash(region, index, cap):
     h = (index * np.int64(-7046029254386353131)) ^ (region * np.int64(-4658895280553007687))
     h ^= h >> 29
     return h & (cap - 1)
 
 
-@jit
+@jit_inline
 def find_granule(gran, region, index, create, sv, count_slot):
     """Slot of (region, index); -1 when absent and ``create`` is false."""
     cap = gran.shape[0]
@@ -71,6 +77,8 @@ def find_granule(gran, region, index, create, sv, count_slot):
             gran[h, G_WRITES] = -1
             gran[h, G_READS] = -1
             gran[h, G_INIT] = 0
+            gran[h, G_NREADS] = 0
+            gran[h, G_RLIMIT] = READ_PRUNE_MIN
             sv[count_slot] += 1
             return h
         if r == region and gran[h, G_INDEX] == index:
@@ -98,5 +106,71 @@ def rehash(old, new, keep_global_only):
         if keep_global_only:
             new[h, G_WRITES] = -1
             new[h, G_READS] = -1
+            new[h, G_NREADS] = 0
+            new[h, G_RLIMIT] = READ_PRUNE_MIN
         n += 1
+    return n
+
+
+# ---------------------------------------------------------------------------
+# Large ``init`` ranges: a sorted list of disjoint [lo, hi) intervals per
+# region, so initializing a 1 GiB tensor costs one row, not 2^27 granules.
+# A granule learns its covered bytes from here the first time a read finds
+# them missing from its own mask (then they are cached in ``G_INIT``).
+IV_REGION, IV_LO, IV_HI = 0, 1, 2
+IV_FIELDS = 3
+INIT_INTERVAL_MIN = 64  # bytes; smaller inits go straight to granule masks
+
+
+@jit
+def _iv_before(ivs, n, region, addr):
+    """Index of the last interval starting at or before (region, addr), or -1."""
+    lo, hi = 0, n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        r = ivs[mid, IV_REGION]
+        if r < region or (r == region and ivs[mid, IV_LO] <= addr):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo - 1
+
+
+@jit
+def iv_covers(ivs, n, region, addr):
+    k = _iv_before(ivs, n, region, addr)
+    return k >= 0 and ivs[k, IV_REGION] == region and addr < ivs[k, IV_HI]
+
+
+@jit
+def iv_add(ivs, n, region, lo, hi):
+    """Insert [lo, hi) into the list of ``n`` rows, merging; returns the new n.
+    The caller guarantees room for one more row."""
+    k = _iv_before(ivs, n, region, lo)
+    # Start merging at k when it touches [lo, hi), else at k + 1.
+    if k >= 0 and ivs[k, IV_REGION] == region and ivs[k, IV_HI] >= lo:
+        first = k
+        lo = ivs[k, IV_LO]
+        hi = max(hi, ivs[k, IV_HI])
+    else:
+        first = k + 1
+    last = first
+    while last < n and ivs[last, IV_REGION] == region and ivs[last, IV_LO] <= hi:
+        hi = max(hi, ivs[last, IV_HI])
+        last += 1
+    removed = last - first
+    if removed == 0:
+        for q in range(n, first, -1):
+            for f in range(IV_FIELDS):
+                ivs[q, f] = ivs[q - 1, f]
+        n += 1
+    elif removed > 1:
+        shift = removed - 1
+        for q in range(first + 1, n - shift):
+            for f in range(IV_FIELDS):
+                ivs[q, f] = ivs[q + shift, f]
+        n -= shift
+    ivs[first, IV_REGION] = region
+    ivs[first, IV_LO] = lo
+    ivs[first, IV_HI] = hi
     return n

@@ -1,16 +1,18 @@
 """Scenarios: traces of the five incidents tracerace exists for.
 
-Each incident (``/work/shared/incidents.md`` in the project's notes; the
-module docstrings retell them) is a module with a generator::
+Each incident is a module (its docstring retells the incident and says what
+the trace holds) with a generator::
 
     generate(target, *, fixed=False, scale=1, seed=0) -> int   # rows written
 
 ``target`` is a path (the file is written and closed) or an open
-:class:`~tracerace.writer.TraceWriter`. ``fixed=False`` records the buggy
-schedule, ``fixed=True`` the fixed program under the same load. ``scale=1``
-gives a trace of a few thousand to ten thousand events, small enough for the
-reference checker; events grow linearly with ``scale`` (about 10^8 near
-``scale=10_000``), generated with vectorised NumPy in bounded memory. ``seed``
+:class:`~tracerace.writer.TraceWriter` holding no events yet (pick the format
+and compression there: uncompressed, 10^8 events take about 7 GB).
+``fixed=False`` records the buggy schedule, ``fixed=True`` the fixed program
+under the same load. ``scale=1`` gives a trace of a thousand to twelve
+thousand events, small enough for the reference checker; events grow linearly
+with ``scale`` (:meth:`Scenario.scale_for` picks the scale for a size),
+generated with vectorised NumPy in chunks, in bounded memory. ``seed``
 picks the details of the schedule (which core is late, the permutation, ...).
 
 :data:`SCENARIOS` maps each name to a :class:`Scenario` that also says which
@@ -41,6 +43,12 @@ class Scenario:
     expected_sites: tuple[tuple[str, str | None, str], ...] = ()
     """(kind, earlier site, later site) of groups the buggy trace must show
     (earlier site None: a single-access hazard such as ``uninit_read``)."""
+    events_per_scale: int = 0
+    """Events of the buggy trace at ``scale=1``; about proportional above."""
+
+    def scale_for(self, events: int) -> int:
+        """The scale whose trace has about ``events`` events (at least 1)."""
+        return max(1, round(events / self.events_per_scale))
 
     def write(self, path: str | os.PathLike | None = None, *, fixed: bool = False,
               scale: int = 1, seed: int = 0) -> str:
@@ -62,8 +70,8 @@ class Scenario:
 
 def _scenario(module) -> Scenario:
     return Scenario(module.NAME, module.TITLE, module.EXPECTED_KINDS, module.generate,
-                    getattr(module, "PENDING_KINDS", frozenset()),
-                    getattr(module, "EXPECTED_SITES", ()))
+                    getattr(module, "PENDING_KINDS", frozenset()), module.EXPECTED_SITES,
+                    module.EVENTS_PER_SCALE)
 
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in map(_scenario, (

@@ -13,17 +13,18 @@ WRITER_BATCH = 1 << 18
 
 
 @contextmanager
-def open_writer(target, producer: str, compression: str | None = None) -> Iterator[TraceWriter]:
-    """A writer for ``target``. A path gets a writer that is closed (the file
-    appears) on success and aborted on error; a ``TraceWriter`` is used as is
-    and left open for its owner."""
+def open_writer(target, producer: str) -> Iterator[TraceWriter]:
+    """A writer for ``target``. A path gets a writer (uncompressed Arrow IPC file,
+    or what the suffix says) that is closed, making the file appear, on success
+    and aborted on error. A ``TraceWriter`` (any format or compression) is used
+    as is and left open for its owner; it should hold no events yet, since
+    the scenario numbers its launches from 0."""
     if isinstance(target, TraceWriter):
         yield target
         return
     if not isinstance(target, (str, os.PathLike)):
         raise TypeError(f"write a scenario to a path or a TraceWriter, not {type(target).__name__}")
-    with TraceWriter(target, producer=producer, compression=compression,
-                     batch_size=WRITER_BATCH) as writer:
+    with TraceWriter(target, producer=producer, batch_size=WRITER_BATCH) as writer:
         yield writer
 
 

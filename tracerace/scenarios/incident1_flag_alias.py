@@ -39,6 +39,7 @@ from ._target import open_writer, register_sites
 NAME = "incident1"
 TITLE = "paged-attention decode: flag 3 serves two handoffs, the reduce reads partials early"
 EXPECTED_KINDS = frozenset({"raw"})
+EVENTS_PER_SCALE = 3_718  # events of the buggy trace at scale 1
 PENDING_KINDS = frozenset({"sync_alias"})
 
 CORES = 4                # blocks; every head is split over all of them
@@ -130,7 +131,6 @@ def build_step(site: dict[str, int], *, fixed: bool, late: np.ndarray) -> dict[s
     L = Launch()
     h = np.arange(HEADS)[:, None]
     c = np.arange(CORES)[None, :]
-    g = int(Space.GLOBAL)
     qk_bytes = KEYS_PER_SPLIT * FP32
     tile_bytes = KEYS_PER_SPLIT * HEAD_DIM * FP16
     row_bytes = HEAD_DIM * FP16
@@ -141,10 +141,13 @@ def build_step(site: dict[str, int], *, fixed: bool, late: np.ndarray) -> dict[s
         L.add(-1, Op.INIT, 0, AIC, addr=BASE[f"{name}_cache"],
               size=HEADS * CONTEXT * row_bytes, site=site[f"init_{name}"])
 
-    # Cube, head h at step h: free slot, load q and K tile, store QK, set flag 3.
+    # Cube, head h at step h: wait for a free QK slot, load q and the K tile,
+    # store the scores, set flag 3.
     slot = BASE["qk_ws"] + (c * 2 + h % 2) * qk_bytes
     k_tile = BASE["k_cache"] + ((h * CONTEXT + c * KEYS_PER_SPLIT) * HEAD_DIM) * FP16
-    cube = lambda sub: _key(h, PH_CUBE, sub, c)  # noqa: E731
+
+    def cube(sub):
+        return _key(h, PH_CUBE, sub, c)
     L.add(cube(0)[2:], Op.WAIT, c, AIC, obj=flag(c, F_QK_FREE), arg=1, site=site["aic_wait_free"])
     L.add(cube(1), Op.READ, c, AIC, addr=BASE["q"] + h * row_bytes, size=row_bytes,
           site=site["aic_load_q"])
@@ -152,12 +155,15 @@ def build_step(site: dict[str, int], *, fixed: bool, late: np.ndarray) -> dict[s
     L.add(cube(3), Op.WRITE, c, AIC, addr=slot, size=qk_bytes, site=site["aic_store_qk"])
     L.add(cube(4), Op.SIGNAL, c, AIC, obj=flag(c, F_QK_READY), arg=1, scope=4,
           site=site["aic_set_qk"])
-    # The vector frees each slot once more than the cube reuses it: drain at the end.
+    # The vector frees a slot after every head, the cube reuses all but the last
+    # two: it consumes those at the end, so the next step starts with flag 2 at 0.
     L.add(_key(HEADS + 1, PH_DRAIN, np.arange(2)[:, None], c), Op.WAIT, c, AIC,
           obj=flag(c, F_QK_FREE), arg=1, site=site["aic_drain"])
 
     # Vector, head h at step h + 1.
-    vec = lambda sub: _key(h + 1, PH_DECODE, sub, c)  # noqa: E731
+    def vec(sub):
+        return _key(h + 1, PH_DECODE, sub, c)
+
     v_tile = BASE["v_cache"] + ((h * CONTEXT + c * KEYS_PER_SPLIT) * HEAD_DIM) * FP16
     partial = BASE["partials"] + (h * CORES + c) * HEAD_DIM * FP32
     lse = BASE["lse"] + (h * CORES + c) * FP32
@@ -181,7 +187,10 @@ def build_step(site: dict[str, int], *, fixed: bool, late: np.ndarray) -> dict[s
     r = reducer(hr)
     early = (late >= 0) & (not fixed)
     phase = np.where(early, PH_REDUCE_EARLY, PH_REDUCE)
-    red = lambda sub: _key(hr + 1, phase, sub, r)  # noqa: E731
+
+    def red(sub):
+        return _key(hr + 1, phase, sub, r)
+
     L.add(red(0), Op.WAIT, r, AIV, obj=flag(r, partials_flag), arg=CORES,
           site=site["red_wait_fixed" if fixed else "red_wait"])
     s = np.arange(CORES)[None, :]
@@ -204,5 +213,8 @@ def generate(target, *, fixed: bool = False, scale: int = 1, seed: int = 0) -> i
         declare_buffers(w)
         rng = np.random.default_rng(seed)
         steps = STEPS_PER_SCALE * scale
-        build = lambda rng: build_step(site, fixed=fixed, late=late_cores(rng))  # noqa: E731
+
+        def build(rng):
+            return build_step(site, fixed=fixed, late=late_cores(rng))
+
         return write_launches(w, variants(rng, steps, POOL, build))

@@ -35,6 +35,7 @@ from ._target import open_writer, register_sites
 NAME = "incident3"
 TITLE = "split-K matmul: an in-flight cp.async lands in the shared-memory epilogue buffer"
 EXPECTED_KINDS = frozenset({"async_inflight"})
+EVENTS_PER_SCALE = 11_523  # events of the buggy trace at scale 1
 
 BM = BN = BK = 32
 THREADS = 64

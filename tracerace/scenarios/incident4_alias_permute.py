@@ -31,6 +31,7 @@ from ._target import open_writer, register_sites
 NAME = "incident4"
 TITLE = "row permutation with input and output aliased: blocks overwrite rows not yet read"
 EXPECTED_KINDS = frozenset({"raw", "war"})
+EVENTS_PER_SCALE = 12_292  # events of the buggy trace at scale 1
 
 ROWS = 512                   # rows per launch at scale 1
 MAX_ROWS = ROWS * 64

@@ -6,15 +6,17 @@ CTA loads once and multicasts. Each CTA has a producer warpgroup and two
 consumer warpgroups; each warpgroup is recorded as one agent (its first
 thread: 0, 128, 256). Per k-step, two pipeline stages:
 
-* every producer waits until the stage is free (the ``empty`` mbarrier, owned
-  by the lead CTA, collects the arrivals of all the cluster's consumers), arms
-  its own ``full`` mbarrier (expect_tx + arrive) and TMA-loads its A tile;
+* every producer waits until the stage is free (its CTA's ``empty`` mbarrier;
+  the lead's collects the arrivals of all the cluster's consumers, since the
+  lead writes into every CTA), arms its own ``full`` mbarrier (expect_tx +
+  arrive) and TMA-loads its A tile;
 * the lead's producer then multicasts the B tile: one ``tma_load`` per box and
   destination CTA (``peer``), completing bytes on that CTA's ``full`` barrier.
   A 128-byte-swizzled box is at most 64 fp16 columns wide, so the 96 columns
   take two boxes (``sB_box0``: columns 0-63, ``sB_box1``: columns 64-95);
 * consumers wait on ``full``, read A and both B boxes (wgmma operands: the
-  async proxy) and arrive on the lead's ``empty``.
+  async proxy), arrive on their own CTA's ``empty`` and, outside the lead, on
+  the lead's (a remote arrive).
 
 The epilogue stores each consumer's C rows to shared memory (generic proxy),
 meets the producer at a named barrier, and the producer TMA-stores the tile.
@@ -43,6 +45,7 @@ from ._target import open_writer, register_sites
 NAME = "incident5"
 TITLE = "TMA multicast GEMM: a B-tile box is never loaded, a TMA store reads unfenced writes"
 EXPECTED_KINDS = frozenset({"uninit_read", "proxy_fence"})
+EVENTS_PER_SCALE = 1_316  # events of the buggy trace at scale 1
 
 CLUSTER = 4                    # CTAs per cluster; rank 0 is the lead
 PRODUCER = 0                   # thread ids: the first thread of each warpgroup
@@ -66,14 +69,14 @@ SB = (SA + STAGES * A_TILE, SA + STAGES * A_TILE + STAGES * BOX_BYTES[0])
 SC = SB[1] + STAGES * BOX_BYTES[1]
 MBAR = SC + BM * BN * FP16
 FULL = tuple(MBAR + 8 * s for s in range(STAGES))         # in every CTA
-EMPTY = tuple(MBAR + 8 * (STAGES + s) for s in range(STAGES))  # in the lead CTA
+EMPTY = tuple(MBAR + 8 * (STAGES + s) for s in range(STAGES))  # in every CTA
 A_BASE, B_BASE, C_BASE = 0x1000_0000, 0x2000_0000, 0x3000_0000
 
 SITES = {
     "init_a": "gemm_host.py:52 copy A",
     "init_b": "gemm_host.py:53 copy B",
     "mbar_init_full": "gemm_mcast.cu:140 mbarrier.init full[stage]",
-    "mbar_init_empty": "gemm_mcast.cu:142 mbarrier.init empty[stage] (lead)",
+    "mbar_init_empty": "gemm_mcast.cu:142 mbarrier.init empty[stage]",
     "prod_wait_empty": "gemm_mcast.cu:171 mbarrier.try_wait.parity empty[stage]",
     "prod_expect": "gemm_mcast.cu:173 mbarrier.expect_tx full[stage]",
     "prod_arrive": "gemm_mcast.cu:174 mbarrier.arrive full[stage]",
@@ -83,7 +86,8 @@ SITES = {
     "wgmma_a": "gemm_mcast.cu:209 wgmma.mma_async A",
     "wgmma_b0": "gemm_mcast.cu:209 wgmma.mma_async B cols 0-63",
     "wgmma_b1": "gemm_mcast.cu:209 wgmma.mma_async B cols 64-95",
-    "cons_arrive_empty": "gemm_mcast.cu:213 mbarrier.arrive.shared::cluster empty[stage]",
+    "cons_arrive_empty": "gemm_mcast.cu:213 mbarrier.arrive empty[stage]",
+    "cons_arrive_lead": "gemm_mcast.cu:215 mbarrier.arrive.shared::cluster lead empty[stage]",
     "st_c": "gemm_mcast.cu:240 st.shared C",
     "fence": "gemm_mcast.cu:242 fence.proxy.async.shared::cta",
     "bar_epi": "gemm_mcast.cu:243 bar.sync 1",
@@ -141,21 +145,21 @@ def build_launch(site: dict[str, int], *, fixed: bool, clusters: int) -> dict[st
           site=site["init_a"])
     L.add(-1, Op.INIT, 0, 0, addr=B_BASE, size=K * BN * FP16, site=site["init_b"])
 
-    # Prologue: barriers. full[s] in every CTA (one arrival: the producer's);
-    # empty[s] in the lead (one arrival per consumer of the cluster).
+    # Prologue: barriers. full[s]: one arrival, the producer's. empty[s]: one per
+    # consumer of the CTA, or, in the lead, of the cluster.
+    empty_arrivals = np.where(is_lead[:, None], CLUSTER, 1) * len(CONSUMERS)
     for s in range(STAGES):
         L.add(key(0, s), Op.MBAR_INIT, blk, PRODUCER, cluster=cl, space=shared, obj=FULL[s],
               arg=1, site=site["mbar_init_full"])
-        L.add(key(0, STAGES + s)[is_lead], Op.MBAR_INIT, blk[is_lead], PRODUCER,
-              cluster=cl[is_lead], space=shared, obj=EMPTY[s], arg=CLUSTER * len(CONSUMERS),
-              site=site["mbar_init_empty"])
+        L.add(key(0, STAGES + s), Op.MBAR_INIT, blk, PRODUCER, cluster=cl, space=shared,
+              obj=EMPTY[s], arg=empty_arrivals, site=site["mbar_init_empty"])
 
     for pos, (who, kt) in enumerate(pipeline_order(), start=1):
         s, use = kt % STAGES, kt // STAGES
         if who == "P":
             if use >= 1:
-                L.add(key(pos, 0), Op.MBAR_WAIT, blk, PRODUCER, cluster=cl, peer=lead,
-                      obj=EMPTY[s], arg=(use - 1) & 1, site=site["prod_wait_empty"])
+                L.add(key(pos, 0), Op.MBAR_WAIT, blk, PRODUCER, cluster=cl, obj=EMPTY[s],
+                      arg=(use - 1) & 1, site=site["prod_wait_empty"])
             L.add(key(pos, 1), Op.MBAR_EXPECT_TX, blk, PRODUCER, cluster=cl, obj=FULL[s],
                   arg=tx_bytes, site=site["prod_expect"])
             L.add(key(pos, 2), Op.MBAR_ARRIVE, blk, PRODUCER, cluster=cl, obj=FULL[s], arg=1,
@@ -182,8 +186,11 @@ def build_launch(site: dict[str, int], *, fixed: bool, clusters: int) -> dict[st
                 L.add(key(pos, 2 + j, role), Op.READ, blk, cons, cluster=cl, space=shared,
                       proxy=1, addr=SB[j] + s * BOX_BYTES[j], size=BOX_BYTES[j],
                       site=site[f"wgmma_b{j}"])
-            L.add(key(pos, 4, role), Op.MBAR_ARRIVE, blk, cons, cluster=cl, peer=lead,
-                  obj=EMPTY[s], arg=1, site=site["cons_arrive_empty"])
+            L.add(key(pos, 4, role), Op.MBAR_ARRIVE, blk, cons, cluster=cl, obj=EMPTY[s],
+                  arg=1, site=site["cons_arrive_empty"])
+            L.add(key(pos, 5, role)[~is_lead], Op.MBAR_ARRIVE, blk[~is_lead], cons,
+                  cluster=cl[~is_lead], peer=lead[~is_lead], obj=EMPTY[s], arg=1,
+                  site=site["cons_arrive_lead"])
 
     # Epilogue: consumers store their rows of C (two rows per store), the named
     # barrier, then the producer's TMA store of the tile.

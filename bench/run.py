@@ -238,7 +238,7 @@ def bench_one(name: str, label: str, args, log) -> dict:
     rec["isolated"] = not args.no_isolate
 
     rec["reference_seconds"] = rec["reference_ratio"] = None
-    if info["events"] <= args.reference_max:
+    if n <= args.reference_max:  # by the size asked for: a 1e5 run gets its reference
         ref_reps = args.reps or (3 if info["events"] <= SIZES["smoke"] else 1)
         try:
             refs = [run(["check", str(path), "--engine", "reference"]) for _ in range(ref_reps)]

@@ -1,0 +1,301 @@
+"""One racy and one fixed trace per happens-before rule and hazard kind.
+
+Each case runs through both checkers (which must agree) and asserts the exact
+(row, kind, earlier row) triples.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tracerace import engine, reference
+from tracerace.errors import TraceError
+from tracerace.ops import HazardKind as K
+from tracerace.ops import Severity
+
+from builders import Trace
+
+SH = dict(space=1)
+
+
+def check(t: Trace):
+    ref = reference.check_trace(t.reader())
+    eng = engine.check_trace(t.reader([2]))  # split batches too
+    assert ref.triples() == eng.triples()
+    assert ref.findings.tobytes() == eng.findings.tobytes()
+    return {(row, K(kind).label, prev) for row, kind, prev in ref.triples()}, ref
+
+
+def found(t: Trace):
+    return check(t)[0]
+
+
+# -- rule 1/3: program order and barriers ---------------------------------
+def test_barrier_orders_shared_write_then_read():
+    racy = Trace().init(0, 0, addr=0, size=8, **SH)
+    racy.write(0, 0, addr=0, size=4, **SH).read(0, 1, addr=0, size=4, **SH)
+    assert found(racy) == {(2, "raw", 1)}
+    fixed = Trace().init(0, 0, addr=0, size=8, **SH)
+    fixed.write(0, 0, addr=0, size=4, **SH).bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2)
+    fixed.read(0, 1, addr=0, size=4, **SH)
+    assert found(fixed) == set()
+
+
+def test_named_barrier_partial_count_orders_only_its_arrivals():
+    t = Trace().init(0, 0, addr=0, size=16, **SH)
+    t.write(0, 0, addr=0, size=4, **SH).write(0, 2, addr=8, size=4, **SH)
+    t.bar_arrive(0, 0, obj=1, arg=2).bar_sync(0, 1, obj=1, arg=2)   # producer/consumer
+    t.read(0, 1, addr=0, size=4, **SH)      # ordered after thread 0's write
+    t.read(0, 1, addr=8, size=4, **SH)      # thread 2 never arrived: race
+    assert found(t) == {(6, "raw", 2)}
+
+
+def test_warp_sync_orders_lanes_in_mask():
+    t = Trace().init(0, 0, addr=0, size=8, **SH)
+    t.write(0, 0, addr=0, size=4, **SH)
+    t.warp_sync(0, 0, arg=0b11).warp_sync(0, 1, arg=0b11).read(0, 1, addr=0, size=4, **SH)
+    assert found(t) == set()
+
+
+def test_shared_memory_is_per_block_and_peer_reaches_another():
+    t = Trace().init(0, 0, addr=0, size=8, **SH).init(1, 0, addr=0, size=8, **SH)
+    t.write(0, 0, addr=0, size=4, **SH).write(1, 0, addr=0, size=4, **SH)   # different blocks
+    assert found(t) == set()
+    t.write(1, 1, addr=0, size=4, peer=0, **SH)   # DSMEM write into block 0's memory
+    assert found(t) == {(4, "waw", 2)}
+
+
+def test_unaligned_overlap_is_byte_precise():
+    t = Trace().init(0, 0, addr=0, size=16)
+    t.write(0, 0, addr=3, size=2).read(0, 1, addr=5, size=4)
+    assert found(t) == set()
+    t.read(0, 1, addr=4, size=1)
+    facts, res = check(t)
+    assert facts == {(3, "raw", 1)}
+    assert (int(res.findings["addr"][0]), int(res.findings["size"][0])) == (4, 1)
+
+
+def test_latest_racing_write_is_named_not_just_the_last():
+    t = Trace().init(0, 0, addr=0, size=4)
+    t.write(0, 0, addr=0, size=4)                    # row 1
+    t.write(0, 1, addr=0, size=4)                    # row 2 races row 1
+    t.release(0, 1, obj=9).acquire(0, 2, obj=9)      # 2 -> thread 2
+    t.read(0, 2, addr=0, size=4)                     # ordered after row 2, not row 1
+    assert found(t) == {(2, "waw", 1), (5, "raw", 1)}
+
+
+# -- rule 2: launch order --------------------------------------------------
+def test_launches_are_ordered():
+    t = Trace().write(0, 0, addr=0, size=4)
+    t.launch = 1
+    t.read(5, 7, addr=0, size=4)
+    assert found(t) == set()
+
+
+def test_decreasing_launch_is_bad_input():
+    t = Trace().write(0, 0, addr=0, size=4, launch=1).write(0, 0, addr=0, size=4, launch=0)
+    with pytest.raises(TraceError) as err:
+        check(t)
+    assert err.value.rule == "launch-order" and err.value.row == 1
+
+
+# -- rule 4: release/acquire -----------------------------------------------
+def test_lock_orders_critical_sections():
+    t = Trace().init(0, 0, addr=0, size=4)
+    t.acquire(0, 0, obj=1).write(0, 0, addr=0, size=4).release(0, 0, obj=1)
+    t.acquire(1, 0, obj=1).write(1, 0, addr=0, size=4).release(1, 0, obj=1)
+    assert found(t) == set()
+    racy = Trace().init(0, 0, addr=0, size=4)
+    racy.acquire(0, 0, obj=1).write(0, 0, addr=0, size=4).release(0, 0, obj=1)
+    racy.acquire(1, 0, obj=2).write(1, 0, addr=0, size=4).release(1, 0, obj=2)
+    assert found(racy) == {(5, "waw", 2)}
+
+
+def test_signal_wait_fifo_pairs_with_oldest():
+    t = Trace().init(0, 0, addr=0, size=8)
+    t.write(0, 0, addr=0, size=4).signal(0, 0, obj=3)     # rows 1, 2
+    t.write(1, 0, addr=4, size=4).signal(1, 0, obj=3)     # rows 3, 4
+    t.wait(2, 0, obj=3)                                   # consumes row 2 only
+    t.read(2, 0, addr=0, size=4).read(2, 0, addr=4, size=4)
+    assert found(t) == {(7, "raw", 3)}
+
+
+def test_wait_without_signal_is_bad_input():
+    with pytest.raises(TraceError) as err:
+        check(Trace().signal(0, 0, obj=1).wait(0, 1, obj=1, arg=2))
+    assert err.value.rule == "wait-without-signal" and err.value.row == 1
+
+
+def test_scoped_atomics_synchronize_only_within_scope():
+    def flag(scope):
+        t = Trace().init(0, 0, addr=0, size=4).init(0, 0, addr=64, size=4)
+        t.write(0, 0, addr=0, size=4)
+        t.atomic(0, 0, addr=64, size=4, scope=scope, sem=2)       # release
+        t.atomic(1, 0, addr=64, size=4, scope=scope, sem=1)       # acquire
+        t.read(1, 0, addr=0, size=4)
+        return found(t)
+    assert flag(4) == set()                         # device scope: ordered
+    assert flag(2) == {(5, "raw", 2), (4, "waw", 3)}  # block scope cannot reach block 1
+
+
+def test_fence_then_relaxed_atomic_is_a_release():
+    t = Trace().init(0, 0, addr=0, size=4).init(0, 0, addr=64, size=4)
+    t.write(0, 0, addr=0, size=4).fence(0, 0, sem=2).atomic(0, 0, addr=64, size=4, sem=0)
+    t.atomic(1, 0, addr=64, size=4, sem=0).fence(1, 0, sem=1).read(1, 0, addr=0, size=4)
+    assert found(t) == set()
+    t2 = Trace().init(0, 0, addr=0, size=4).init(0, 0, addr=64, size=4)
+    t2.write(0, 0, addr=0, size=4).atomic(0, 0, addr=64, size=4, sem=0)
+    t2.atomic(1, 0, addr=64, size=4, sem=0).fence(1, 0, sem=1).read(1, 0, addr=0, size=4)
+    assert found(t2) == {(6, "raw", 2)}
+
+
+def test_atomics_of_device_scope_do_not_conflict():
+    t = Trace().init(0, 0, addr=0, size=4)
+    t.atomic(0, 0, addr=0, size=4).atomic(1, 0, addr=0, size=4)
+    assert found(t) == set()
+    t.write(2, 0, addr=0, size=4)
+    assert found(t) == {(3, "waw", 2)}
+
+
+# -- uninit and barrier_mismatch --------------------------------------------
+def test_uninit_read_and_init():
+    t = Trace().write(0, 0, addr=0, size=2).read(0, 0, addr=0, size=4)
+    facts, res = check(t)
+    assert facts == {(1, "uninit_read", -1)}
+    assert (int(res.findings["addr"][0]), int(res.findings["size"][0])) == (2, 2)
+    assert found(Trace().init(0, 0, addr=0, size=4).read(0, 0, addr=0, size=4)) == set()
+
+
+def test_shared_memory_is_uninitialized_in_each_launch():
+    t = Trace().write(0, 0, addr=0, size=4, **SH)
+    t.launch = 1
+    t.read(0, 0, addr=0, size=4, **SH)
+    assert found(t) == {(1, "uninit_read", -1)}
+
+
+def test_barrier_mismatch_on_count_and_incomplete_generation():
+    # The first arrival fixes the count: rows 0-1 complete a generation of 2,
+    # row 2 opens one that never completes.
+    t = Trace().bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=3).bar_sync(0, 2, arg=2)
+    assert found(t) == {(1, "barrier_mismatch", 0), (2, "barrier_mismatch", -1)}
+    assert found(Trace().bar_arrive(0, 0, arg=2)) == {(0, "barrier_mismatch", -1)}
+
+
+def test_event_while_blocked_in_bar_sync_is_bad_input():
+    with pytest.raises(TraceError) as err:
+        check(Trace().bar_sync(0, 0, arg=2).write(0, 0, addr=0, size=4))
+    assert err.value.rule == "barrier-order" and err.value.row == 1
+
+
+# -- rule 5: async copies -----------------------------------------------------
+def cp_pipeline(wait_pending: int) -> Trace:
+    t = Trace().init(0, 0, addr=1000, size=64)
+    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=1000).cp_async_commit(0, 0)   # group 1
+    t.cp_async(0, 0, addr=16, size=16, space=1, addr2=1016).cp_async_commit(0, 0)  # group 2
+    t.cp_async_wait(0, 0, arg=wait_pending)
+    t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2)
+    t.read(0, 1, addr=0, size=4, space=1)      # group 1's bytes
+    t.write(0, 1, addr=16, size=4, space=1)    # group 2's bytes
+    return t
+
+
+def test_cp_async_wait_group_retires_older_groups():
+    assert found(cp_pipeline(0)) == set()
+    facts, res = check(cp_pipeline(1))         # group 2 still in flight
+    assert facts == {(9, "async_inflight", 3)}
+    assert int(res.findings["aux"][0]) == 2    # its group
+
+
+def test_syncthreads_alone_does_not_retire_a_copy():
+    t = Trace().init(0, 0, addr=1000, size=16)
+    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=1000).cp_async_commit(0, 0)
+    t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2).write(0, 1, addr=0, size=4, space=1)
+    assert found(t) == {(5, "async_inflight", 1)}
+
+
+def test_write_to_copy_source_before_retire():
+    t = Trace().init(0, 0, addr=1000, size=16)
+    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=1000).write(0, 0, addr=1000, size=4)
+    assert found(t) == {(2, "async_inflight", 1)}
+
+
+def test_tma_store_source_reuse_needs_bulk_wait():
+    t = Trace().init(0, 0, addr=0, size=16, space=1)
+    t.fence_proxy_async(0, 0)
+    t.tma_store(0, 0, addr=4096, size=16, space2=1, addr2=0).bulk_commit(0, 0)
+    t.write(0, 0, addr=0, size=4, space=1)
+    assert found(t) == {(4, "async_inflight", 2)}
+    ok = Trace().init(0, 0, addr=0, size=16, space=1).fence_proxy_async(0, 0)
+    ok.tma_store(0, 0, addr=4096, size=16, space2=1, addr2=0).bulk_commit(0, 0)
+    ok.bulk_wait(0, 0, arg=0).write(0, 0, addr=0, size=4, space=1)
+    assert found(ok) == set()
+
+
+# -- rule 6: mbarriers ----------------------------------------------------------
+def tma_load(parity: int) -> Trace:
+    t = Trace().init(0, 0, addr=4096, size=64)
+    t.mbar_init(0, 0, obj=8, arg=1).mbar_expect_tx(0, 0, obj=8, arg=64).mbar_arrive(0, 0, obj=8)
+    t.tma_load(0, 0, addr=0, size=64, space=1, addr2=4096, obj=8)
+    t.mbar_wait(0, 1, obj=8, arg=parity).read(0, 1, addr=0, size=4, space=1)
+    return t
+
+
+def test_tma_load_completes_on_mbarrier_phase():
+    assert found(tma_load(0)) == set()
+    # Waiting on the wrong parity joins nothing: the load completed (so the
+    # read is a plain race, not an in-flight copy) but nothing ordered it.
+    assert found(tma_load(1)) == {(5, "mbarrier_misuse", -1), (6, "raw", 4)}
+
+
+def test_tma_load_not_yet_complete_is_in_flight():
+    t = Trace().init(0, 0, addr=4096, size=64)
+    t.mbar_init(0, 0, obj=8, arg=1).mbar_expect_tx(0, 0, obj=8, arg=128).mbar_arrive(0, 0, obj=8)
+    t.tma_load(0, 0, addr=0, size=64, space=1, addr2=4096, obj=8)   # 64 of 128 bytes
+    t.read(0, 1, addr=0, size=4, space=1)
+    assert found(t) == {(5, "async_inflight", 4)}
+
+
+def test_mbarrier_misuses():
+    t = Trace().mbar_arrive(0, 0, obj=8)                       # before init
+    t.mbar_init(0, 0, obj=8, arg=1).mbar_init(0, 0, obj=8, arg=1)   # re-init
+    t.mbar_arrive(0, 0, obj=8, arg=2)                          # arrival underflow
+    facts, res = check(t)
+    assert facts == {(0, "mbarrier_misuse", -1), (2, "mbarrier_misuse", 1),
+                     (3, "mbarrier_misuse", -1)}
+    assert sorted(res.findings["code"].tolist()) == [1, 2, 3]
+
+
+# -- rule 7: proxies ---------------------------------------------------------------
+def test_generic_write_read_by_async_proxy_needs_fence():
+    racy = Trace().write(0, 0, addr=0, size=16, space=1)
+    racy.tma_store(0, 0, addr=4096, size=16, space2=1, addr2=0)
+    assert found(racy) == {(1, "proxy_fence", 0)}
+    fixed = Trace().write(0, 0, addr=0, size=16, space=1).fence_proxy_async(0, 0)
+    fixed.tma_store(0, 0, addr=4096, size=16, space2=1, addr2=0)
+    assert found(fixed) == set()
+
+
+# -- sync_alias -------------------------------------------------------------------
+def test_sync_alias_error_when_protocols_cross():
+    t = Trace()
+    t.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)      # decode: set 1 -> wait 2
+    t.signal(1, 0, obj=3, site=1)                                # decode set, not yet waited
+    t.signal(2, 0, obj=3, site=3)                                # reduce set
+    t.wait(3, 0, obj=3, site=4).wait(3, 0, obj=3, site=4)        # reduce waits eat both
+    facts, res = check(t)
+    assert facts == {(5, "sync_alias", 3)}
+    assert res.findings["severity"][0] == Severity.ERROR
+
+
+def test_sync_alias_warning_when_protocols_could_cross():
+    t = Trace()
+    t.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)
+    t.signal(1, 0, obj=3, site=3).wait(1, 1, obj=3, site=4)
+    facts, res = check(t)
+    assert facts == {(3, "sync_alias", 0)}
+    assert res.findings["severity"][0] == Severity.WARNING
+    ordered = Trace()
+    ordered.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)
+    ordered.signal(0, 1, obj=9).wait(1, 0, obj=9)          # w1 happens before s2
+    ordered.signal(1, 0, obj=3, site=3).wait(1, 1, obj=3, site=4)
+    assert found(ordered) == set()

@@ -24,6 +24,9 @@ ENGINES = ("reference", "numba")
 # (kind, earlier site, later site) -> (count, first locations), for seed 0.
 GOLDEN = {
     "incident1": {
+        # Flag 3 serves two handoffs; the reduce's wait took the decode's set.
+        ("sync_alias", "decode.cpp:98 CrossCoreSetFlag(3) QK ready",
+         "combine_scale.cpp:40 CrossCoreWaitFlag(3) partials written"): (62, ()),
         ("raw", "decode.cpp:158 DataCopy partials", "combine_scale.cpp:47 DataCopy partials"):
             (62, ("partials[0, 3, 0]..partials[0, 3, 63]", "partials[1, 3, 0]..partials[1, 3, 63]",
                   "partials[2, 0, 0]..partials[2, 0, 63]")),
@@ -93,7 +96,7 @@ def test_registry_matches_golden():
         assert scenario.title and scenario.generate
         assert {kind for kind, _, _ in GOLDEN[name]} == set(scenario.expected_kinds)
         assert set(scenario.expected_sites) == set(GOLDEN[name])
-    assert SCENARIOS["incident1"].pending_kinds == {"sync_alias"}
+    assert all(not s.pending_kinds for s in SCENARIOS.values())
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -112,9 +115,9 @@ def test_buggy_trace_reports_the_incident(checked, name):
             assert group.severity == "error"
             assert group.count == count, (engine, sites)
             assert group.locations_head(len(first_locations)) == first_locations, (engine, sites)
-        # Groups of kinds the checkers do not detect yet (pending) are the only extras.
+        # Only more sync_alias groups of the same crossed flag may come on top.
         extra = set(groups) - set(GOLDEN[name])
-        assert all(kind in scenario.pending_kinds for kind, _, _ in extra), extra
+        assert all(kind == "sync_alias" and name == "incident1" for kind, _, _ in extra), extra
 
 
 @pytest.mark.parametrize("name", SCENARIOS)
@@ -143,6 +146,8 @@ def test_incident1_every_head_but_the_last_reads_one_late_partial(checked):
     report = reports["numba"]
     partials, lse = set(), set()
     for h in report.hazards:
+        if h.kind != "raw":
+            continue
         element = re.fullmatch(r"(partials|lse)\[(\d+), (\d+)(, 0)?\]", h.element)
         head, core = int(element[2]), int(element[3])
         assert core != head % 4 and h.second.block == head % 4

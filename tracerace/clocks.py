@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit, jit_inline
+from ._jit import jit, jit_inline, jit_leaf
 
 SN_START, SN_LEN, SN_REF, SN_STAMP = 0, 1, 2, 3
 SN_FIELDS = 4
@@ -60,13 +60,13 @@ def lookup(snaps, arena_a, arena_e, snap, agent):
     return 0
 
 
-@jit
+@jit_leaf
 def incref(snaps, snap):
     if snap > 0:
         snaps[snap, SN_REF] += 1
 
 
-@jit
+@jit_leaf
 def decref(snaps, sv, snap):
     if snap > 0:
         snaps[snap, SN_REF] -= 1
@@ -77,7 +77,7 @@ def decref(snaps, sv, snap):
             sv[SV_SNAP_FREE] = snap
 
 
-@jit
+@jit_leaf
 def _new_id(snaps, sv):
     if sv[SV_SNAP_FREE] >= 0:
         snap = sv[SV_SNAP_FREE]
@@ -90,7 +90,7 @@ def _new_id(snaps, sv):
     return snap
 
 
-@jit
+@jit_leaf
 def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     """The snapshot ``s1 ∪ s2 ∪ {agent: epoch}`` (``agent < 0``: none).
 

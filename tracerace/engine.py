@@ -26,7 +26,7 @@ import numpy as np
 
 from . import ops as O
 from . import reasons as R
-from ._jit import jit, jit_inline
+from ._jit import jit, jit_inline, jit_leaf
 from .clocks import (SN_FIELDS, SN_LEN, SN_REF, SN_START, SV_ARENA_LIVE, SV_ARENA_TOP,
                      SV_SNAP_FREE, SV_SNAP_N, compact, decref, incref, lookup, merge,
                      merge_many)
@@ -144,6 +144,7 @@ _K_RAW, _K_WAR, _K_WAW = O.K_RAW, O.K_WAR, O.K_WAW
 _K_UNINIT, _K_INFLIGHT, _K_PROXY = O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE
 _K_BARMIS, _K_MBMIS = O.K_BARRIER_MISMATCH, O.K_MBARRIER_MISUSE
 _WARNING = int(O.Severity.WARNING)
+_LAST_ROW, _LAST_NODE = N_KINDS, N_KINDS + 1  # scratch rows of the candidate table
 
 
 # ---------------------------------------------------------------------------
@@ -170,7 +171,7 @@ def pool_free(pool, sv, free_i, used_i, k):
 
 # ---------------------------------------------------------------------------
 # Agents and clocks.
-@jit
+@jit_leaf
 def new_agent(ag, sv, block, thread, cluster, kind):
     a = sv[SV_N_AGENTS]
     sv[SV_N_AGENTS] += 1
@@ -200,14 +201,14 @@ def known(ag, snaps, arena_a, arena_e, a, u):
     return lookup(snaps, arena_a, arena_e, ag[a, AG_BASE], u)
 
 
-@jit
+@jit_leaf
 def set_base(ag, snaps, sv, a, snap):
     incref(snaps, snap)
     decref(snaps, sv, ag[a, AG_BASE])
     ag[a, AG_BASE] = snap
 
 
-@jit
+@jit_leaf
 def join_into(ag, snaps, arena_a, arena_e, sv, a, other, agent, epoch):
     """Agent ``a`` acquires the clock value (other, agent, epoch)."""
     snap = merge(snaps, arena_a, arena_e, sv, ag[a, AG_BASE], other, agent, epoch)
@@ -228,7 +229,7 @@ def scope_contains(ag, scope, x, y):
     return True
 
 
-@jit
+@jit_leaf
 def proxy_fenced(ag, fen, w, w_epoch, known_epoch):
     """A fence_proxy_async by ``w`` after epoch ``w_epoch`` and at or before
     ``known_epoch`` (what the later access knows of ``w``)."""
@@ -243,7 +244,7 @@ def proxy_fenced(ag, fen, w, w_epoch, known_epoch):
 
 # ---------------------------------------------------------------------------
 # Findings.
-@jit
+@jit_leaf
 def emit(find, sv, kind, row, launch, block, thread, op, ts, site):
     k = sv[SV_NFIND]
     sv[SV_NFIND] += 1
@@ -266,7 +267,7 @@ def emit(find, sv, kind, row, launch, block, thread, op, ts, site):
     return k
 
 
-@jit
+@jit_leaf
 def offer(cand, kind, ag, nodes, x, pw, aw, space, owner, lo_addr, hi_addr):
     """Keep node ``x`` as the candidate for ``kind`` when it ranks higher:
     by row, then a write before a read, then (for the later side) a write."""
@@ -303,7 +304,7 @@ def offer(cand, kind, ag, nodes, x, pw, aw, space, owner, lo_addr, hi_addr):
         cand[kind, C_AUX] = 0
 
 
-@jit
+@jit_leaf
 def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, bar, bargen):
     for kind in range(N_KINDS):
         if cand[kind, C_VALID] != 1:
@@ -334,7 +335,7 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
 
 # ---------------------------------------------------------------------------
 # One access against shadow memory.
-@jit
+@jit_leaf
 def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
            region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
     """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
@@ -354,8 +355,6 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
     uninit_hi = np.int64(-1)
     g0 = addr >> GRANULE_SHIFT
     g1 = (end - 1) >> GRANULE_SHIFT
-    last_row = cand[N_KINDS]      # scratch rows of the candidate table
-    last_node = cand[N_KINDS + 1]
     for g in range(g0, g1 + 1):
         base = g << GRANULE_SHIFT
         lo = max(addr, base) - base
@@ -379,7 +378,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
         # checks them and, for a plain write or an atomic, prunes them.
         if is_proxy:
             for b in range(8):
-                last_row[b] = -1
+                cand[_LAST_ROW, b] = -1
         prunes_writes = is_write and not is_copy
         prev = np.int64(-1)
         x = gran[slot, G_WRITES]
@@ -391,9 +390,9 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
                 xa = nodes[x, N_AGENT]
                 if is_proxy:
                     for b in range(8):
-                        if (xm & m) & (1 << b) and nodes[x, N_ROW] > last_row[b]:
-                            last_row[b] = nodes[x, N_ROW]
-                            last_node[b] = x
+                        if (xm & m) & (1 << b) and nodes[x, N_ROW] > cand[_LAST_ROW, b]:
+                            cand[_LAST_ROW, b] = nodes[x, N_ROW]
+                            cand[_LAST_NODE, b] = x
                 x_atomic = (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0
                 ordered = known(ag, snaps, arena_a, arena_e, t, xa) >= nodes[x, N_EPOCH]
                 if not ordered:
@@ -425,9 +424,9 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
             x = nxt
         if is_proxy:
             for b in range(8):
-                if not (m & (1 << b)) or last_row[b] < 0:
+                if not (m & (1 << b)) or cand[_LAST_ROW, b] < 0:
                     continue
-                x = last_node[b]
+                x = cand[_LAST_NODE, b]
                 xinfo = nodes[x, N_INFO]
                 if xinfo & (I_PROXY | I_ASYNC):
                     continue
@@ -508,7 +507,7 @@ def region_of(space, owner_block, agent):
     return REGION_LOCAL | agent
 
 
-@jit
+@jit_leaf
 def async_agent(ag, sv, async_map, t, lane, key):
     a = hm_get(async_map, t, np.int64(lane), key)
     if a < 0:
@@ -517,7 +516,7 @@ def async_agent(ag, sv, async_map, t, lane, key):
     return a
 
 
-@jit
+@jit_leaf
 def copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, t, ca, epoch, proxy_bits,
          copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
     """A copy's source read then destination write, by copy agent ``ca``."""
@@ -533,7 +532,7 @@ def copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, t, ca, ep
 
 # ---------------------------------------------------------------------------
 # Arrival lists: barrier generations and mbarrier phases.
-@jit
+@jit_leaf
 def add_arrival(arr, sv, snaps, head, base, agent, epoch, flag):
     k = pool_alloc(arr, sv, SV_ARR_TOP, SV_ARR_FREE, SV_ARR_USED)
     incref(snaps, base)
@@ -566,7 +565,7 @@ def join_arrivals(arr, sv, snaps, arena_a, arena_e, head, scratch, touched):
     return merge_many(snaps, arena_a, arena_e, sv, bases, agents, epochs, n, scratch, touched)
 
 
-@jit
+@jit_leaf
 def free_arrivals(arr, sv, snaps, head):
     k = head
     while k >= 0:
@@ -576,7 +575,7 @@ def free_arrivals(arr, sv, snaps, head):
         k = nxt
 
 
-@jit
+@jit_leaf
 def misuse(find, sv, ag, a, code, row, launch, block, thread, op, ts, site, peer, obj):
     k = emit(find, sv, _K_MBMIS, row, launch, block, thread, op, ts, site)
     find[k, F_SPACE] = O.SPACE_SHARED
@@ -619,7 +618,7 @@ def complete_phase(mbs, m, arr, ag, sv, snaps, arena_a, arena_e, scratch, touche
     mbs[m, MB_TX] = 0
 
 
-@jit
+@jit_leaf
 def sig_knows(snaps, arena_a, arena_e, sigs, s, u):
     """What signal ``s``'s clock knows of agent ``u``."""
     if u == sigs[s, SG_AGENT]:
@@ -724,7 +723,7 @@ def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
         find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
 
 
-@jit
+@jit_leaf
 def is_foreign(edges, head, ssite, wsite):
     """Signal site ``ssite`` has fed a wait site other than ``wsite``."""
     e = head

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit, jit_inline
+from ._jit import jit, jit_inline, jit_leaf
 
 HM_FIELDS = 4
 HM_EMPTY = np.iinfo(np.int64).min
@@ -43,7 +43,7 @@ def hm_get(tbl, k0, k1, k2):
         h = (h + 1) & (cap - 1)
 
 
-@jit
+@jit_leaf
 def hm_put(tbl, k0, k1, k2, value):
     """Store ``value`` under the key; returns 1 when the key is new."""
     cap = tbl.shape[0]

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit, jit_inline
+from ._jit import jit, jit_inline, jit_leaf
 
 GRANULE_SHIFT = 3
 GRANULE = 1 << GRANULE_SHIFT
@@ -122,7 +122,7 @@ IV_FIELDS = 3
 INIT_INTERVAL_MIN = 64  # bytes; smaller inits go straight to granule masks
 
 
-@jit
+@jit_leaf
 def _iv_before(ivs, n, region, addr):
     """Index of the last interval starting at or before (region, addr), or -1."""
     lo, hi = 0, n
@@ -136,13 +136,13 @@ def _iv_before(ivs, n, region, addr):
     return lo - 1
 
 
-@jit
+@jit_leaf
 def iv_covers(ivs, n, region, addr):
     k = _iv_before(ivs, n, region, addr)
     return k >= 0 and ivs[k, IV_REGION] == region and addr < ivs[k, IV_HI]
 
 
-@jit
+@jit_leaf
 def iv_add(ivs, n, region, lo, hi):
     """Insert [lo, hi) into the list of ``n`` rows, merging; returns the new n.
     The caller guarantees room for one more row."""

@@ -6,7 +6,7 @@ For every workload and size, in one run:
    keyed by workload, size and a hash of the generators;
 2. ``tracerace.check`` (numba) runs once untimed (Numba cache and page cache
    warm), then ``reps`` times, each in a fresh process (``bench.measure``)
-   whose peak RSS comes from ``os.wait4``; the medians are kept, with the
+   that reports its own peak RSS; the medians are kept, with the
    part of the call spent producing batches (reading and decoding);
 3. the read-only floor: iterating the reader and touching every column;
 4. the reference checker, up to ``--reference-max`` events (no extrapolation);
@@ -97,7 +97,9 @@ def run_child(args: list[str], *, env: dict | None = None, timeout: float | None
               ) -> tuple[dict, int, float]:
     """Run ``python -m bench.measure ARGS`` in a fresh process.
 
-    Returns (its JSON result, its peak RSS in bytes, its wall time in seconds).
+    Returns (its JSON result, its peak RSS in bytes, its wall time in seconds). The
+    peak RSS is the child's own report (``VmHWM``), not ``wait4``'s ``ru_maxrss``,
+    which on Linux includes this parent's resident set at the fork.
     """
     cmd = [sys.executable, "-m", "bench.measure", *args]
     child_env = dict(os.environ if env is None else env)
@@ -126,8 +128,9 @@ def run_child(args: list[str], *, env: dict | None = None, timeout: float | None
             f"exit {proc.returncode}"
         tail = " | ".join((stderr.strip().splitlines() or ["(no output)"])[-3:])
         raise ChildFailed(f"{' '.join(args[:1])} {why}: {tail}")
-    lines = stdout.strip().splitlines()
-    return json.loads(lines[-1]), usage.ru_maxrss * 1024, wall
+    result = json.loads(stdout.strip().splitlines()[-1])
+    rss = result.get("process_max_rss_bytes") or usage.ru_maxrss * 1024
+    return result, rss, wall
 
 
 def run_inprocess(args: list[str]) -> tuple[dict, int, float]:

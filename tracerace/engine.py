@@ -766,7 +766,12 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             compact(snaps, arena_a, arena_e, sv)
             if arena_a.shape[0] - sv[SV_ARENA_TOP] < 2 * need:
                 grow |= GR_ARENA
-        ng = 2 * ((size >> GRANULE_SHIFT) + 2)
+        # Granules (and nodes) this event may add: accesses and copies only; a
+        # large init goes to the interval list instead.
+        ng = 0
+        if op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or (
+                op == O.INIT and size < INIT_INTERVAL_MIN):
+            ng = 2 * ((size >> GRANULE_SHIFT) + 2)
         if sv[SV_NODE_USED] + ng > nodes.shape[0]:
             grow |= GR_NODES
         if 2 * (sv[SV_GRAN_COUNT] + ng) > gran.shape[0]:

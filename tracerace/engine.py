@@ -4,7 +4,7 @@ The kernel :func:`replay` walks a batch's NumPy columns and keeps all state in
 arrays (and a few typed dicts) that persist across batches, so memory is
 bounded by what may still race, not by the trace. It never sees a Table.
 
-Representation (see ``docs/engine.md``):
+Representation:
 
 * agents get dense indices per launch; clocks are shared sparse snapshots
   (``tracerace.clocks``) plus the agent's own epoch;
@@ -35,7 +35,7 @@ from .hashmap import hm_get, hm_put, new_table
 from .hashmap import rehash as hm_rehash
 from .findings import FINDING_DTYPE, CheckResult, empty_findings
 from .schema import COLUMN_NAMES, SITE_NONE
-from .shadow import (INIT_INTERVAL_MIN, IV_FIELDS, IV_REGION, iv_add, iv_covers, READ_PRUNE_MIN, G_NREADS, G_RLIMIT, G_FIELDS, G_INIT, G_READS, G_REGION, G_WRITES, GRANULE_SHIFT, I_ASYNC,
+from .shadow import (GRANULE, INIT_INTERVAL_MIN, IV_FIELDS, IV_REGION, iv_add, iv_covers, READ_PRUNE_MIN, G_NREADS, G_RLIMIT, G_FIELDS, G_INIT, G_READS, G_REGION, G_WRITES, GRANULE_SHIFT, I_ASYNC,
                      I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK, I_PROXY, I_SCOPE_SHIFT,
                      I_WRITE, N_ADDR, N_AGENT, N_BAR, N_BARGEN, N_EPOCH, N_FIELDS, N_INFO, N_NEXT,
                      N_ROW, N_SITE, N_SIZE, N_TS, REGION_LOCAL, REGION_SHARED, find_granule,
@@ -358,18 +358,18 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
     for g in range(g0, g1 + 1):
         base = g << GRANULE_SHIFT
         lo = max(addr, base) - base
-        hi = min(end, base + 8) - base
+        hi = min(end, base + GRANULE) - base
         m = ((1 << hi) - 1) ^ ((1 << lo) - 1)
         slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT)
         if reads:
             un = m & ~gran[slot, G_INIT]
             if un and sv[SV_IV_N] > 0:
-                for b in range(8):
+                for b in range(GRANULE):
                     if un & (1 << b) and iv_covers(ivs, sv[SV_IV_N], region, base + b):
                         gran[slot, G_INIT] |= 1 << b
                         un &= ~(1 << b)
             if un:
-                for b in range(8):
+                for b in range(GRANULE):
                     if un & (1 << b):
                         if uninit_lo < 0:
                             uninit_lo = base + b
@@ -377,7 +377,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
         # Writes conflict with every access (atomic pairs aside). One pass both
         # checks them and, for a plain write or an atomic, prunes them.
         if is_proxy:
-            for b in range(8):
+            for b in range(GRANULE):
                 cand[_LAST_ROW, b] = -1
         prunes_writes = is_write and not is_copy
         prev = np.int64(-1)
@@ -389,7 +389,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
             if xm & m:
                 xa = nodes[x, N_AGENT]
                 if is_proxy:
-                    for b in range(8):
+                    for b in range(GRANULE):
                         if (xm & m) & (1 << b) and nodes[x, N_ROW] > cand[_LAST_ROW, b]:
                             cand[_LAST_ROW, b] = nodes[x, N_ROW]
                             cand[_LAST_NODE, b] = x
@@ -423,7 +423,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
             prev = x
             x = nxt
         if is_proxy:
-            for b in range(8):
+            for b in range(GRANULE):
                 if not (m & (1 << b)) or cand[_LAST_ROW, b] < 0:
                     continue
                 x = cand[_LAST_NODE, b]
@@ -928,7 +928,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 for g in range(addr >> GRANULE_SHIFT, ((end - 1) >> GRANULE_SHIFT) + 1):
                     base = g << GRANULE_SHIFT
                     lo = max(addr, base) - base
-                    hi = min(end, base + 8) - base
+                    hi = min(end, base + GRANULE) - base
                     slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT)
                     gran[slot, G_INIT] |= ((1 << hi) - 1) ^ ((1 << lo) - 1)
         elif op == O.BAR_SYNC or op == O.BAR_ARRIVE or op == O.WARP_SYNC:

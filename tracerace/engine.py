@@ -245,6 +245,18 @@ def proxy_fenced(ag, fen, w, w_epoch, known_epoch):
 # ---------------------------------------------------------------------------
 # Findings.
 @jit_leaf
+def set_prev(find, k, row, launch, block, thread, op, ts, site):
+    """The earlier event of finding ``k`` (one that is not a memory access)."""
+    find[k, F_PREV_ROW] = row
+    find[k, F_PREV_LAUNCH] = launch
+    find[k, F_PREV_BLOCK] = block
+    find[k, F_PREV_THREAD] = thread
+    find[k, F_PREV_OP] = op
+    find[k, F_PREV_TS] = ts
+    find[k, F_PREV_SITE] = site
+
+
+@jit_leaf
 def emit(find, sv, kind, row, launch, block, thread, op, ts, site):
     k = sv[SV_NFIND]
     sv[SV_NFIND] += 1
@@ -696,13 +708,8 @@ def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
                 if pick < 0 or sigs[s, SG_ROW] > sigs[pick, SG_ROW]:
                     pick = s
         k = emit(find, sv, O.K_SYNC_ALIAS, row, launch, block, thread, op, ts, site)
-        find[k, F_PREV_ROW] = sigs[pick, SG_ROW]
-        find[k, F_PREV_LAUNCH] = sigs[pick, SG_LAUNCH]
-        find[k, F_PREV_BLOCK] = sigs[pick, SG_BLOCK]
-        find[k, F_PREV_THREAD] = sigs[pick, SG_THREAD]
-        find[k, F_PREV_OP] = O.SIGNAL
-        find[k, F_PREV_TS] = sigs[pick, SG_TS]
-        find[k, F_PREV_SITE] = sigs[pick, SG_SITE]
+        set_prev(find, k, sigs[pick, SG_ROW], sigs[pick, SG_LAUNCH], sigs[pick, SG_BLOCK],
+                 sigs[pick, SG_THREAD], O.SIGNAL, sigs[pick, SG_TS], sigs[pick, SG_SITE])
         find[k, F_OBJ] = obj
         find[k, F_CODE] = R.ALIAS_CROSSED
         find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
@@ -710,13 +717,8 @@ def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
     elif warn >= 0:
         k = emit(find, sv, O.K_SYNC_ALIAS, row, launch, block, thread, op, ts, site)
         find[k, F_SEVERITY] = _WARNING
-        find[k, F_PREV_ROW] = pairs[warn, PR_S_ROW]
-        find[k, F_PREV_LAUNCH] = pairs[warn, PR_S_LAUNCH]
-        find[k, F_PREV_BLOCK] = pairs[warn, PR_S_BLOCK]
-        find[k, F_PREV_THREAD] = pairs[warn, PR_S_THREAD]
-        find[k, F_PREV_OP] = O.SIGNAL
-        find[k, F_PREV_TS] = pairs[warn, PR_S_TS]
-        find[k, F_PREV_SITE] = pairs[warn, PR_S_SITE]
+        set_prev(find, k, pairs[warn, PR_S_ROW], pairs[warn, PR_S_LAUNCH], pairs[warn, PR_S_BLOCK],
+                 pairs[warn, PR_S_THREAD], O.SIGNAL, pairs[warn, PR_S_TS], pairs[warn, PR_S_SITE])
         find[k, F_OBJ] = obj
         find[k, F_CODE] = R.ALIAS_MAY_CROSS
         find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
@@ -980,13 +982,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 gens[gslot, GN_F_SITE] = site
             elif count != gens[gslot, GN_ARG] or mask != gens[gslot, GN_MASK]:
                 k = emit(find, sv, _K_BARMIS, row, launch, block, thread, op, ts, site)
-                find[k, F_PREV_ROW] = gens[gslot, GN_F_ROW]
-                find[k, F_PREV_LAUNCH] = gens[gslot, GN_F_LAUNCH]
-                find[k, F_PREV_BLOCK] = gens[gslot, GN_F_BLOCK]
-                find[k, F_PREV_THREAD] = gens[gslot, GN_F_THREAD]
-                find[k, F_PREV_OP] = gens[gslot, GN_F_OP]
-                find[k, F_PREV_TS] = gens[gslot, GN_F_TS]
-                find[k, F_PREV_SITE] = gens[gslot, GN_F_SITE]
+                set_prev(find, k, gens[gslot, GN_F_ROW], gens[gslot, GN_F_LAUNCH], gens[gslot, GN_F_BLOCK],
+                         gens[gslot, GN_F_THREAD], gens[gslot, GN_F_OP], gens[gslot, GN_F_TS], gens[gslot, GN_F_SITE])
                 find[k, F_OBJ] = mis_obj
                 find[k, F_CODE] = R.BAR_ARG_DISAGREES
                 find[k, F_AUX] = gens[gslot, GN_ARG]
@@ -1222,13 +1219,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 if valid:
                     k = misuse(find, sv, ag, a, R.MBAR_REINIT, row, launch, block, thread, op, ts,
                                site, peer, obj)
-                    find[k, F_PREV_ROW] = mbs[mslot, MB_I_ROW]
-                    find[k, F_PREV_LAUNCH] = mbs[mslot, MB_I_LAUNCH]
-                    find[k, F_PREV_BLOCK] = mbs[mslot, MB_I_BLOCK]
-                    find[k, F_PREV_THREAD] = mbs[mslot, MB_I_THREAD]
-                    find[k, F_PREV_OP] = mbs[mslot, MB_I_OP]
-                    find[k, F_PREV_TS] = mbs[mslot, MB_I_TS]
-                    find[k, F_PREV_SITE] = mbs[mslot, MB_I_SITE]
+                    set_prev(find, k, mbs[mslot, MB_I_ROW], mbs[mslot, MB_I_LAUNCH], mbs[mslot, MB_I_BLOCK],
+                             mbs[mslot, MB_I_THREAD], mbs[mslot, MB_I_OP], mbs[mslot, MB_I_TS], mbs[mslot, MB_I_SITE])
                 free_arrivals(arr, sv, snaps, mbs[mslot, MB_ARRIVALS])
                 for col in (MB_DONE0, MB_DONE1):
                     if mbs[mslot, col] >= 0:

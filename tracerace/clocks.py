@@ -47,7 +47,13 @@ def lookup(snaps, arena_a, arena_e, snap, agent):
         return 0
     if off < n and arena_a[lo + off] == agent:
         return arena_e[lo + off]
+    # ... or a dense run at the top (a block whose thread 0 arrived first).
     hi = lo + n
+    top = arena_a[hi - 1] - agent
+    if top < 0:
+        return 0
+    if top < n and arena_a[hi - 1 - top] == agent:
+        return arena_e[hi - 1 - top]
     while lo < hi:
         mid = (lo + hi) >> 1
         a = arena_a[mid]

@@ -299,3 +299,35 @@ def test_sync_alias_warning_when_protocols_could_cross():
     ordered.signal(0, 1, obj=9).wait(1, 0, obj=9)          # w1 happens before s2
     ordered.signal(1, 0, obj=3, site=3).wait(1, 1, obj=3, site=4)
     assert found(ordered) == set()
+
+
+def test_text_report_links_a_race_to_the_alias_that_caused_it():
+    import io
+
+    import tracerace
+    from tracerace.formats import text
+    from tracerace.writer import make_table
+
+    t = Trace()
+    t.init(0, 0, addr=0, size=4)
+    t.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)      # decode protocol
+    t.signal(1, 0, obj=3, site=1)                                # decode set, not yet waited
+    t.write(2, 0, addr=0, size=4).signal(2, 0, obj=3, site=3)    # partials, then "written"
+    t.wait(3, 0, obj=3, site=4).wait(3, 0, obj=3, site=4)        # reduce takes both
+    t.read(3, 0, addr=0, size=4, site=5)                         # ordered by the 2nd wait
+    cols = t.columns()
+    sites = ["s0", "decode.cpp:120 set", "decode.cpp:130 wait", "reduce.cpp:480 set",
+             "reduce.cpp:490 wait", "reduce.cpp:500 ld"]
+    report = tracerace.check(make_table(cols, sites=sites), engine="reference")
+    assert {g.kind for g in report.groups} == {"sync_alias"}   # the read is ordered here
+    # Now let the reduce read right after its first (crossed) wait.
+    t2 = Trace()
+    t2.events = [e for e in t.events]
+    t2.events.insert(7, dict(op=0, launch=0, block=3, thread=0, ts=6, addr=0, size=4, site=5))
+    report = tracerace.check(make_table(t2.columns(), sites=sites), engine="numba")
+    assert {g.kind for g in report.groups} == {"sync_alias", "raw"}
+    out = io.StringIO()
+    text.write(report, out)
+    linked = [line for line in out.getvalue().splitlines() if line.strip().startswith("linked:")]
+    assert len(linked) == 1
+    assert "wait on flag 3 at reduce.cpp:490 wait (row 8) mixes two protocols" in linked[0]

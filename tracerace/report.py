@@ -306,6 +306,26 @@ class Report:
                 for values, text, located in zip(f.tolist(), explain_all(f, meta),
                                                  locate_all(f, meta))]
 
+    def alias_behind(self, group: HazardGroup) -> dict | None:
+        """For a race group: a crossed wait (a ``sync_alias`` error) of the later
+        access's thread in the same launch, as a finding record, or None: the
+        latest one before the access, else the first after it (the crossing is
+        only visible once the wait site has been fed by both protocols). A race
+        of a thread whose waits mix two protocols is most likely their doing."""
+        if group.kind not in ("raw", "war", "waw"):
+            return None
+        f = self.findings
+        ex = group.example.second
+        alias = ((f["kind"] == HazardKind.SYNC_ALIAS) & (f["severity"] == Severity.ERROR)
+                 & (f["launch"] == ex.launch) & (f["block"] == ex.block)
+                 & (f["thread"] == ex.thread))
+        rows = np.flatnonzero(alias)
+        if rows.size == 0:
+            return None
+        before = rows[f["row"][rows] < ex.row]
+        pick = before[np.argmax(f["row"][before])] if before.size else rows[np.argmin(f["row"][rows])]
+        return dict(zip(FIELDS, f[pick].tolist()))
+
     # -- exports --------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:

@@ -38,6 +38,13 @@ def render_lines(report: Report) -> list[Text]:
     lines: list[Text] = []
     for group in report.shown_groups:
         lines.extend(group_lines(group))
+        alias = report.alias_behind(group)
+        if alias is not None:
+            site = report.meta.site_text(alias["site"]) or f"row {alias['row']}"
+            lines.append(_field("linked", f"this thread's wait on flag {alias['obj']} at {site} "
+                                          f"(row {alias['row']}) mixes two protocols "
+                                          f"(sync_alias): a wait released by the other "
+                                          f"protocol's signal leaves this access unordered"))
         lines.append(Text())
     omitted = report.omitted_line()
     if omitted:

@@ -27,19 +27,19 @@ import numpy as np
 from . import ops as O
 from . import reasons as R
 from ._jit import jit, jit_inline, jit_leaf
-from .clocks import (SN_FIELDS, SN_LEN, SN_REF, SN_START, SV_ARENA_LIVE, SV_ARENA_TOP,
-                     SV_SNAP_FREE, SV_SNAP_N, compact, decref, incref, lookup, merge,
-                     merge_many)
+from .clocks import (SN_FIELDS, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N, compact, decref, incref,
+                     lookup, merge, merge_many)
 from .errors import TraceError
 from .hashmap import hm_get, hm_put, new_table
 from .hashmap import rehash as hm_rehash
 from .findings import FINDING_DTYPE, CheckResult, empty_findings
 from .schema import COLUMN_NAMES, SITE_NONE
-from .shadow import (GRANULE, INIT_INTERVAL_MIN, IV_FIELDS, IV_REGION, iv_add, iv_covers, READ_PRUNE_MIN, G_NREADS, G_RLIMIT, G_FIELDS, G_INIT, G_READS, G_REGION, G_WRITES, GRANULE_SHIFT, I_ASYNC,
-                     I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK, I_PROXY, I_SCOPE_SHIFT,
-                     I_WRITE, N_ADDR, N_AGENT, N_BAR, N_BARGEN, N_EPOCH, N_FIELDS, N_INFO, N_NEXT,
-                     N_ROW, N_SITE, N_SIZE, N_TS, REGION_LOCAL, REGION_SHARED, find_granule,
-                     rehash)
+from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GRANULE,
+                     GRANULE_SHIFT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK,
+                     I_PROXY, I_SCOPE_SHIFT, I_WRITE, INIT_INTERVAL_MIN, IV_FIELDS, IV_REGION,
+                     N_ADDR, N_AGENT, N_BAR, N_BARGEN, N_EPOCH, N_FIELDS, N_INFO, N_NEXT, N_ROW,
+                     N_SITE, N_SIZE, N_TS, READ_PRUNE_MIN, REGION_LOCAL, REGION_SHARED,
+                     find_granule, iv_add, iv_covers, rehash)
 
 # ---------------------------------------------------------------------------
 # State layout. Scalars 0-4 belong to tracerace.clocks.

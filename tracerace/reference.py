@@ -31,12 +31,10 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
-import numpy as np
-
 from . import ops as O
 from . import reasons as R
 from .errors import TraceError
-from .findings import CheckResult, FINDING_DTYPE, empty_findings
+from .findings import CheckResult, empty_findings
 from .schema import SITE_NONE
 
 THREAD, CP, BULK, TMA = 0, 1, 2, 3

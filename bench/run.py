@@ -244,7 +244,9 @@ def bench_one(name: str, label: str, args, log) -> dict:
     if n <= args.reference_max:  # by the size asked for: a 1e5 run gets its reference
         ref_reps = args.reps or (3 if info["events"] <= SIZES["smoke"] else 1)
         try:
-            refs = [run(["check", str(path), "--engine", "reference"]) for _ in range(ref_reps)]
+            limit = {} if args.no_isolate else {"timeout": args.reference_timeout}
+            refs = [run(["check", str(path), "--engine", "reference"], **limit)
+                    for _ in range(ref_reps)]
         except Exception as exc:
             rec["reference_error"] = str(exc)
         else:
@@ -324,6 +326,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="timed repetitions (default: 5 up to 1e5, 3 up to 1e7, else 1)")
     parser.add_argument("--reference-max", type=float, default=REFERENCE_MAX,
                         help="run the reference checker up to this many events")
+    parser.add_argument("--reference-timeout", type=float, default=900,
+                        help="give up on a reference run after this many seconds (n/a)")
     parser.add_argument("--compression", default="lz4", choices=("lz4", "zstd", "none"),
                         help="buffer compression of the generated traces")
     parser.add_argument("--regen", action="store_true", help="regenerate cached traces")

@@ -6,6 +6,7 @@ Each command catches :class:`~tracerace.errors.TraceError` through
 
 from __future__ import annotations
 
+import os
 import sys
 
 import typer
@@ -155,3 +156,9 @@ def main() -> None:
     except TraceError as err:  # a command that forgot to catch it
         typer.echo(f"tracerace: error: {err}", err=True)
         sys.exit(2)
+    except BrokenPipeError:
+        # The reader of stdout went away (``| head``): stop quietly, as
+        # command-line tools do. Point stdout at devnull so the interpreter's
+        # final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)

@@ -188,11 +188,13 @@ def _sync_alias(v: _View) -> str:
     wait = f"the wait{v.at()} by {v.agent()}"
     signal = f"the signal{v.at(True)} by {v.agent(True)}"
     if v.code == reasons.ALIAS_CROSSED:
-        return (f"sync object {v.obj} serves two protocols that crossed in this schedule: {wait} "
-                f"consumed {signal}, so one handoff released the other's waiter; "
+        return (f"sync object {v.obj} serves two protocols that crossed in this schedule: the "
+                f"waits at this site consumed signals from two signal sites, one of which also "
+                f"feeds another wait site; here {wait} consumed {signal}; "
                 f"give each handoff its own object")
-    return (f"sync object {v.obj} serves two protocols: {wait} consumed {signal} here, but another "
-            f"schedule lets it consume the other protocol's signal; give each handoff its own object")
+    return (f"sync object {v.obj} serves two protocols: {wait} could consume {signal} in "
+            f"another schedule (neither the signal nor that protocol's wait is ordered before "
+            f"this wait's own signal); give each handoff its own object")
 
 
 def _barrier_mismatch(v: _View) -> str:

@@ -34,7 +34,7 @@ from .hashmap import hm_get, hm_put, new_table
 from .hashmap import rehash as hm_rehash
 from .findings import FINDING_DTYPE, CheckResult, empty_findings
 from .schema import COLUMN_NAMES, SITE_NONE
-from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GRANULE,
+from .shadow import (I_SHADOW_SHIFT, N_SHADOW_AGENT, N_SHADOW_EPOCH, G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GRANULE,
                      GRANULE_SHIFT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK,
                      I_PROXY, I_SCOPE_SHIFT, I_WRITE, INIT_INTERVAL_MIN, IV_FIELDS, IV_REGION,
                      N_ADDR, N_AGENT, N_BAR, N_BARGEN, N_EPOCH, N_FIELDS, N_INFO, N_NEXT, N_ROW,
@@ -398,6 +398,22 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
             nxt = nodes[x, N_NEXT]
             xinfo = nodes[x, N_INFO]
             xm = (xinfo >> I_MASK_SHIFT) & 0xFF
+            sa = nodes[x, N_SHADOW_AGENT]
+            if sa >= 0 and ag[sa, AG_RETIRED] >= nodes[x, N_SHADOW_EPOCH]:
+                # A retired copy that x happens before covers these bytes.
+                xm &= ~((xinfo >> I_SHADOW_SHIFT) & 0xFF)
+                nodes[x, N_SHADOW_AGENT] = -1
+                if xm == 0:
+                    if prev < 0:
+                        gran[slot, G_WRITES] = nxt
+                    else:
+                        nodes[prev, N_NEXT] = nxt
+                    pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+                    x = nxt
+                    continue
+                xinfo = (xinfo & ~(np.int64(0xFF) << I_MASK_SHIFT)) & ~(np.int64(0xFF) << I_SHADOW_SHIFT)
+                xinfo |= xm << I_MASK_SHIFT
+                nodes[x, N_INFO] = xinfo
             if xm & m:
                 xa = nodes[x, N_AGENT]
                 if is_proxy:
@@ -432,6 +448,11 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
                         x = nxt
                         continue
                     nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+                elif is_copy and is_write:
+                    nodes[x, N_SHADOW_AGENT] = a
+                    nodes[x, N_SHADOW_EPOCH] = epoch
+                    nodes[x, N_INFO] = (xinfo & ~(np.int64(0xFF) << I_SHADOW_SHIFT)) | (
+                        (xm & m) << I_SHADOW_SHIFT)
             prev = x
             x = nxt
         if is_proxy:
@@ -500,6 +521,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
         nodes[n, N_SITE] = site
         nodes[n, N_BAR] = ag[t, AG_BAROBJ]
         nodes[n, N_BARGEN] = ag[t, AG_BARGEN]
+        nodes[n, N_SHADOW_AGENT] = -1
         if is_write:
             gran[slot, G_INIT] |= m
     if uninit_lo >= 0 and cand[_K_UNINIT, C_VALID] == 0:

@@ -16,6 +16,13 @@ atomic dropping its own agent's atomics of a scope at least as wide; it does
 not hold for copies (an in-flight copy races as ``async_inflight``), so copies
 drop nothing.
 
+A copy cannot drop what it makes redundant while it is in flight, but once
+it has retired it races as a plain access: so a copy write ``y`` marks each
+write ``x`` that happens before it (``N_SHADOW_AGENT``/``N_SHADOW_EPOCH`` and
+the covered bytes), and a later scan drops those bytes of ``x`` as soon as
+``y``'s agent has retired ``y``. Without this, the stage buffers of a cp.async
+pipeline collect one node per iteration.
+
 Pruning never changes an answer (a dropped node is always shadowed by a later
 node of the same kind), so it is done when it is cheap: writes are pruned in
 the same pass that checks them, reads only when their list has doubled since
@@ -46,8 +53,9 @@ READ_PRUNE_MIN = 8
 EMPTY = -1
 
 # Node columns.
-N_NEXT, N_ROW, N_AGENT, N_EPOCH, N_ADDR, N_SIZE, N_INFO, N_TS, N_SITE, N_BAR, N_BARGEN = range(11)
-N_FIELDS = 11
+(N_NEXT, N_ROW, N_AGENT, N_EPOCH, N_ADDR, N_SIZE, N_INFO, N_TS, N_SITE, N_BAR, N_BARGEN,
+ N_SHADOW_AGENT, N_SHADOW_EPOCH) = range(13)
+N_FIELDS = 13
 
 # N_INFO bit layout.
 I_OP_MASK = 0xFF
@@ -58,6 +66,7 @@ I_PROXY = 1 << 11      # async proxy
 I_SCOPE_SHIFT = 12     # 3 bits
 I_MASK_SHIFT = 16      # 8 bits: bytes of the granule this node stands for
 I_COPY_SHIFT = 24      # 2 bits: reasons.INFLIGHT_*
+I_SHADOW_SHIFT = 32    # 8 bits: bytes a later copy covers (N_SHADOW_*), see below
 
 
 @jit_inline

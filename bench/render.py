@@ -13,7 +13,7 @@ GiB = 1 << 30
 
 def _events(n: int) -> str:
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if n >= scale:
+        if n >= 0.9995 * scale:  # 999,994 is 1M, not 1e+03k
             return f"{n / scale:.3g}{unit}"
     return str(n)
 

@@ -197,8 +197,26 @@ def ensure_trace(name: str, n: int, label: str, data_dir: Path, compression: str
     info = write_workload(name, str(path), n, compression=compression)
     info["gen_seconds"] = time.perf_counter() - t0
     info["file_bytes"] = path.stat().st_size
+    if "agents" not in info:
+        info["agents"] = most_agents(path)
     side.write_text(json.dumps(info))
     return path, info
+
+
+def most_agents(path: Path) -> int:
+    """The largest number of agents (block, thread) in one launch of a trace."""
+    import numpy as np
+    from tracerace.reader import open_trace
+
+    per_launch: dict[int, set] = {}
+    with open_trace(str(path)) as reader:
+        for batch in reader:
+            c = batch.cols
+            agent = (c["block"].astype(np.uint64) << np.uint64(32)) | c["thread"]
+            pairs = np.unique(np.stack([c["launch"].astype(np.uint64), agent]), axis=1)
+            for launch, key in zip(*pairs.tolist()):
+                per_launch.setdefault(launch, set()).add(key)
+    return max((len(v) for v in per_launch.values()), default=0)
 
 
 def bench_one(name: str, label: str, args, log) -> dict:

@@ -112,6 +112,18 @@ def _clamp(x: float, lo: int, hi: int) -> int:
     return int(max(lo, min(hi, x)))
 
 
+def _matmul_buffers(w: TraceWriter, M: int, N: int, K: int) -> tuple[int, int, int]:
+    """Lay out and declare float32 ``A`` (M x K), ``B`` (K x N) and ``C``
+    (M x N), one after another from ``A_BASE``; returns their base addresses."""
+    A = A_BASE
+    B = A + M * K * 4
+    C = B + K * N * 4
+    w.buffer("A", GLOBAL, A, (M, K), 4)
+    w.buffer("B", GLOBAL, B, (K, N), 4)
+    w.buffer("C", GLOBAL, C, (M, N), 4)
+    return A, B, C
+
+
 def _grid(blocks: int) -> tuple[int, int]:
     gx = max(1, math.ceil(math.sqrt(blocks)))
     return gx, math.ceil(blocks / gx)
@@ -143,12 +155,7 @@ def tiled(w: TraceWriter, em: Emitter, n: int, rng, *, blocks: int | None = None
         ksteps = max(1, round((n / blocks / THREADS - 1) / TILED_STEP))
     gx, gy = _grid(blocks)
     M, N, K = gy * TILE, gx * TILE, ksteps * TILE
-    A = A_BASE
-    B = A + M * K * 4
-    C = B + K * N * 4
-    w.buffer("A", GLOBAL, A, (M, K), 4)
-    w.buffer("B", GLOBAL, B, (K, N), 4)
-    w.buffer("C", GLOBAL, C, (M, N), 4)
+    A, B, C = _matmul_buffers(w, M, N, K)
     s_ld_a = w.site("tiled.cu:31 ld.global.f32 A")
     s_st_a = w.site("tiled.cu:31 st.shared.f32 sA")
     s_ld_b = w.site("tiled.cu:32 ld.global.f32 B")
@@ -221,12 +228,7 @@ def pipeline(w: TraceWriter, em: Emitter, n: int, rng, *, stages: int = 3, wave:
     blocks = max(1, round(n / (THREADS * (ksteps * PIPE_STEP + per_thread_fixed))))
     gx, gy = _grid(blocks)
     M, N, K = gy * PIPE_TILE, gx * PIPE_TILE, ksteps * PIPE_K
-    A = A_BASE
-    B = A + M * K * 4
-    C = B + K * N * 4
-    w.buffer("A", GLOBAL, A, (M, K), 4)
-    w.buffer("B", GLOBAL, B, (K, N), 4)
-    w.buffer("C", GLOBAL, C, (M, N), 4)
+    A, B, C = _matmul_buffers(w, M, N, K)
     s_cp_a = w.site("pipeline.cu:58 cp.async.cg.shared.global [sA], [A], 16")
     s_cp_b = w.site("pipeline.cu:59 cp.async.cg.shared.global [sB], [B], 16")
     s_commit = w.site("pipeline.cu:60 cp.async.commit_group")

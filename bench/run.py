@@ -20,6 +20,7 @@ whole table is rewritten into bench/README.md, with the scaling plot.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -93,8 +94,35 @@ class ChildFailed(RuntimeError):
     pass
 
 
-def run_child(args: list[str], *, env: dict | None = None, timeout: float | None = None
-              ) -> tuple[dict, int, float]:
+RSS_LIMIT = 12 << 30
+"""A child whose resident set passes this is killed (``--rss-limit``): a shared
+machine must not swap or meet the OOM killer because a check outgrew it."""
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def _watch(proc: subprocess.Popen, limit: int, tripped: list) -> None:
+    """Kill ``proc`` when its RSS passes ``limit`` (polls /proc twice a second)."""
+    while proc.returncode is None and not tripped:
+        rss = _rss(proc.pid)
+        if rss > limit:
+            tripped.append(rss)
+            proc.kill()
+            return
+        time.sleep(0.5)
+
+
+def run_child(args: list[str], *, env: dict | None = None, timeout: float | None = None,
+              rss_limit: int | None = None) -> tuple[dict, int, float]:
     """Run ``python -m bench.measure ARGS`` in a fresh process.
 
     Returns (its JSON result, its peak RSS in bytes, its wall time in seconds). The
@@ -112,11 +140,15 @@ def run_child(args: list[str], *, env: dict | None = None, timeout: float | None
         if timeout is not None:
             timer = threading.Timer(timeout, proc.kill)
             timer.start()
+        tripped: list = []
+        if rss_limit:
+            threading.Thread(target=_watch, args=(proc, rss_limit, tripped), daemon=True).start()
         try:
             _, status, usage = os.wait4(proc.pid, 0)
         finally:
             if timer is not None:
                 timer.cancel()
+            tripped.append(0)  # stops the watcher
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
@@ -124,8 +156,12 @@ def run_child(args: list[str], *, env: dict | None = None, timeout: float | None
         stdout = out.read().decode(errors="replace")
         stderr = err.read().decode(errors="replace")
     if proc.returncode != 0:
-        why = f"killed after {timeout:.0f} s" if proc.returncode == -9 and timeout else \
-            f"exit {proc.returncode}"
+        if tripped and tripped[0]:
+            why = f"killed: resident set passed {rss_limit / 2**30:.1f} GiB"
+        elif proc.returncode == -9 and timeout:
+            why = f"killed after {timeout:.0f} s"
+        else:
+            why = f"exit {proc.returncode}"
         tail = " | ".join((stderr.strip().splitlines() or ["(no output)"])[-3:])
         raise ChildFailed(f"{' '.join(args[:1])} {why}: {tail}")
     result = json.loads(stdout.strip().splitlines()[-1])
@@ -224,7 +260,8 @@ def bench_one(name: str, label: str, args, log) -> dict:
 
     wl = workloads()[name]
     n = parse_size(label)
-    run = run_inprocess if args.no_isolate else run_child
+    run = run_inprocess if args.no_isolate else \
+        functools.partial(run_child, rss_limit=int(args.rss_limit * 2**30) or None)
     rec = {"workload": name, "size": label, "target_events": n,
            "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "engine": engine_version()}
     path, info = ensure_trace(name, n, label, Path(args.data_dir), args.compression,
@@ -346,6 +383,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="run the reference checker up to this many events")
     parser.add_argument("--reference-timeout", type=float, default=900,
                         help="give up on a reference run after this many seconds (n/a)")
+    parser.add_argument("--rss-limit", type=float, default=RSS_LIMIT / 2**30,
+                        help="kill a measurement whose resident set passes this many GiB "
+                             "(0: no limit)")
     parser.add_argument("--compression", default="lz4", choices=("lz4", "zstd", "none"),
                         help="buffer compression of the generated traces")
     parser.add_argument("--regen", action="store_true", help="regenerate cached traces")

@@ -47,6 +47,17 @@ def _function(symbol: str) -> str:
     if m:
         parts = m.group(1).split("::")[:-1] + [m.group(2)]
         return ".".join(parts[-2:])
+    if symbol.startswith("_ZN"):  # gdb left it mangled: _ZN<len><name><len><name>...
+        names, i = [], 3
+        while i < len(symbol) and symbol[i].isdigit():
+            j = i
+            while symbol[j].isdigit():
+                j += 1
+            names.append(symbol[j:j + int(symbol[i:j])])
+            i = j + int(symbol[i:j])
+        names = [n for n in names if n != "cpython"]
+        if names:
+            return ".".join(names[-2:])
     return symbol.split(" in section")[0].strip()[:60]
 
 

@@ -83,9 +83,11 @@ S_R, S_W, S_ACQ, S_REL, S_FORK, S_JOIN = range(6)
 _V1_OF_STD = np.array([O.READ, O.WRITE, O.ACQUIRE, O.RELEASE, O.SIGNAL, O.WAIT], dtype=np.uint8)
 
 _NAME = r"[^|\s()]+"
-_LINE = (rf"^\s*(?P<thread>{_NAME})\|(?P<op>{'|'.join(STD_OPS)})\((?P<obj>{_NAME})\)"
-         rf"\|(?P<loc>-?\d{{1,18}})\s*$")
-_BLANK = r"^\s*$"
+# Lines are trimmed first, and the op is any word here, checked against STD_OPS
+# afterwards: an alternation of the six ops makes RE2 three times slower.
+_LINE = (rf"^(?P<thread>{_NAME})\|(?P<op>[a-z]+)\((?P<obj>{_NAME})\)"
+         rf"\|(?P<loc>-?\d{{1,18}})$")
+_STD_OPS = pa.array(STD_OPS)
 _SITE_LOC = re.compile(r"^(?:loc:)?(-?\d{1,18})$")
 
 
@@ -226,25 +228,28 @@ class _StdImporter:
     # -- one chunk of lines --
 
     def chunk(self, lines: list[str], first_lineno: int) -> None:
-        arr = pa.array(lines, pa.string())
+        arr = pc.utf8_trim_whitespace(pa.array(lines, pa.string()))
         m = pc.extract_regex(arr, _LINE)
-        valid = m.is_valid().to_numpy(zero_copy_only=False)
+        op_all = pc.index_in(m.field("op"), value_set=_STD_OPS)
+        valid = (m.is_valid().to_numpy(zero_copy_only=False)
+                 & op_all.is_valid().to_numpy(zero_copy_only=False))
         if not valid.all():
-            blank = pc.match_substring_regex(arr, _BLANK).to_numpy(zero_copy_only=False)
+            blank = pc.equal(pc.utf8_length(arr), 0).to_numpy(zero_copy_only=False)
             bad = ~valid & ~blank
             if bad.any():
                 i = int(np.argmax(bad))
                 raise self.error(first_lineno + i, _diagnose(lines[i]))
             keep = np.flatnonzero(valid)
             m = m.filter(pa.array(valid))
+            op_all = op_all.filter(pa.array(valid))
         else:
             keep = np.arange(len(lines))
         n = len(keep)
         if n == 0:
             return
         lineno = first_lineno + keep
-        thread_s, op_s, obj_s, loc_s = (m.field(i) for i in range(4))
-        op = pc.index_in(op_s, value_set=pa.array(STD_OPS)).to_numpy().astype(np.int64)
+        thread_s, _, obj_s, loc_s = (m.field(i) for i in range(4))
+        op = op_all.to_numpy().astype(np.int64)
         tid = self.threads.ids(thread_s)
         loc = pc.cast(loc_s, pa.int64()).to_numpy()
         obj = np.zeros(n, dtype=np.int64)

@@ -150,6 +150,29 @@ def convert_command(
                f"{result.rows_out:,} out", err=True)
 
 
+@app.command("record", context_settings={"ignore_unknown_options": True})
+def record_command(
+    command: list[str] = typer.Argument(..., help="The program to run, after --."),
+    out: str = typer.Option(..., "--output", "-o", help="Trace path to write."),
+    backend: str = typer.Option("numba", "--backend",
+                                help="numba (CUDA simulator) or oclgrind (OpenCL)."),
+    schedule: str = typer.Option("serial", "--schedule",
+                                 help="serial, round-robin or random (numba backend)."),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random schedule."),
+) -> None:
+    """Run a program under a simulator and write a v1 trace of its kernels.
+
+    Exit 0 when recorded, 2 on bad usage or when the program cannot be recorded.
+    """
+    from .record import record
+
+    try:
+        result = record(list(command), out, backend=backend, schedule=schedule, seed=seed)
+    except TraceError as err:
+        raise _fail(err) from None
+    typer.echo(result.summary_line(), err=True)
+
+
 def main() -> None:
     try:
         app(standalone_mode=True)

@@ -1,0 +1,284 @@
+"""The oclgrind backend: building the plugin, converting its output, and the
+OpenCL corpus, where Oclgrind's own race detector and tracerace must say what
+``opencl_corpus/agreement.py`` states for every kernel form.
+
+Outside CI (``CI`` unset) the tests that run Oclgrind skip, with the reason,
+when it is not installed; in CI they fail instead (``.ci/run`` installs it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from opencl_corpus import agreement
+from tracerace.errors import TraceError
+from tracerace.ops import Op, Space
+from tracerace.record import oclgrind_build, oclgrind_convert
+from tracerace.record.oclgrind_convert import RECORD_DTYPE, Kind
+
+ON_CI = bool(os.environ.get("CI"))
+INSTALL = "apt-get install oclgrind liboclgrind-dev opencl-headers ocl-icd-opencl-dev"
+
+
+def unavailable(what: str) -> None:
+    """Fail in CI, skip (with the reason, also as a warning) elsewhere."""
+    if ON_CI:
+        pytest.fail(f"{what}: CI must run the Oclgrind tests (.ci/run installs it)")
+    reason = f"{what}; the Oclgrind backend tests skip ({INSTALL}; pip install pyopencl)"
+    warnings.warn(reason)
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def plugin(tmp_path_factory):
+    """The plugin, built once per session into a fresh cache (the first-use path)."""
+    if shutil.which("oclgrind") is None:
+        unavailable("Oclgrind is not installed")
+    patch = pytest.MonkeyPatch()
+    patch.setenv("TRACERACE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    yield oclgrind_build.plugin_library(oclgrind_build.find_oclgrind())
+    patch.undo()
+
+
+@pytest.fixture(scope="session")
+def c_host(plugin, tmp_path_factory):
+    """histogram_host.c, compiled with gcc against the OpenCL ICD loader."""
+    if shutil.which(os.environ.get("CC", "gcc")) is None:
+        unavailable("no C compiler for the C host program")
+    try:
+        return agreement.build_c_host(str(tmp_path_factory.mktemp("host")))
+    except subprocess.CalledProcessError:
+        unavailable("the C host program does not build (OpenCL headers or -lOpenCL missing)")
+
+
+@pytest.fixture(scope="session")
+def pyopencl_installed():
+    try:
+        import pyopencl  # noqa: F401
+    except ImportError:
+        unavailable("pyopencl is not installed")
+
+
+# --- the corpus ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("case", agreement.CASES, ids=lambda c: c.name)
+def test_corpus_case(case, plugin, request, tmp_path):
+    """Oclgrind --data-races and tracerace say what the table says."""
+    c_host = request.getfixturevalue("c_host") if case.host == "c" else None
+    if case.host == "pyopencl":
+        request.getfixturevalue("pyopencl_installed")
+    outcome = agreement.run_case(case, str(tmp_path), c_host)
+    assert outcome.events > 0
+    assert outcome.matches(case), f"{case.name}: expected {case}, got {outcome}"
+
+
+def test_reference_engine_agrees_on_the_corpus_traces(plugin, tmp_path):
+    """A few corpus traces give the same hazard kinds under the reference checker."""
+    import tracerace
+
+    for case in agreement.CASES[:4]:
+        agreement.run_case(case, str(tmp_path))
+        trace = tmp_path / f"{case.name}.arrow"
+        kinds = [{(g.kind, g.severity) for g in tracerace.check(trace, engine=e).groups}
+                 for e in ("numba", "reference")]
+        assert kinds[0] == kinds[1], case.name
+
+
+def test_every_difference_is_explained():
+    """A case has a `why` exactly when the two checkers' answers differ."""
+    for case in agreement.CASES:
+        assert (case.why is not None) == agreement.differs(case), case.name
+
+
+def test_corpus_covers_twenty_kernels_in_correct_and_broken_forms():
+    kernels = {c.kernel for c in agreement.CASES}
+    assert len(kernels) >= 20
+    for kernel in kernels:
+        forms = [c.form for c in agreement.CASES if c.kernel == kernel]
+        assert "ok" in forms and len(forms) >= 2, kernel
+    sources = {p.stem for p in agreement.CORPUS.glob("*.cl")}
+    assert sources == kernels
+    assert {c.host for c in agreement.CASES} == {"sim", "pyopencl", "c"}
+
+
+def test_docs_table_is_current():
+    """docs/oclgrind.md shows the table rendered from CASES (agreement.py --write)."""
+    document = agreement.DOC.read_text()
+    assert agreement.document_with_table(document, agreement.render_table()) == document
+
+
+# --- the recorded trace -------------------------------------------------------------
+
+def test_trace_of_the_tree_reduction(plugin, tmp_path):
+    """Blocks, threads, spaces, barriers, sites and buffers of a known kernel."""
+    from tracerace.reader import open_trace
+    from tracerace.record.oclgrind import record
+
+    out = tmp_path / "reduce.arrow"
+    result = record([str(agreement.CORPUS / "reduce.sim")], str(out))
+    assert (result.launches, result.exit_code) == (1, 0)
+    with open_trace(str(out)) as trace:
+        cols = {name: np.concatenate([b.cols[name] for b in trace]) for name in
+                ("ts", "op", "block", "thread", "space", "arg", "site")}
+        meta = trace.meta
+    assert len(cols["ts"]) == result.events
+    assert np.all(np.diff(cols["ts"].astype(np.int64)) > 0)
+    assert set(cols["block"]) == {0, 1} and set(cols["thread"]) == set(range(8))
+    bars = cols["op"] == Op.BAR_SYNC
+    assert np.all(cols["arg"][bars] == 8) and bars.sum() == 2 * 8 * 4  # 1 + 3 levels
+    assert {Space.GLOBAL, Space.SHARED} <= set(cols["space"].tolist())
+    assert all(site.startswith("reduce.cl:") for site in meta.sites)
+    assert {b.name for b in meta.buffers} == {"in", "out", "tile"}
+
+
+def test_two_launches_and_the_command_line(plugin, pyopencl_installed, tmp_path):
+    """`tracerace record --backend oclgrind` on a pyopencl host, then `check`."""
+    out = tmp_path / "dot.arrow"
+    record = subprocess.run(
+        [sys.executable, "-m", "tracerace", "record", "--backend", "oclgrind", "-o", str(out),
+         "--", sys.executable, str(agreement.CORPUS / "dot.py")],
+        capture_output=True, text=True)
+    assert record.returncode == 0, record.stderr
+    assert "2 launches" in record.stderr
+    check = subprocess.run([sys.executable, "-m", "tracerace", "check", str(out)],
+                           capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout
+
+
+def test_a_failing_host_program_is_an_error(plugin, tmp_path):
+    from tracerace.record.oclgrind import record
+
+    with pytest.raises(TraceError, match="exited with status 3"):
+        record([sys.executable, "-c", "raise SystemExit(3)"], str(tmp_path / "x.arrow"))
+    assert not (tmp_path / "x.arrow").exists()
+
+
+def test_a_program_without_opencl_is_an_error(plugin, tmp_path):
+    from tracerace.record.oclgrind import record
+
+    with pytest.raises(TraceError, match="no OpenCL context"):
+        record([sys.executable, "-c", "pass"], str(tmp_path / "x.arrow"))
+
+
+def test_the_plugin_is_built_once(plugin):
+    ocl = oclgrind_build.find_oclgrind()
+    built = os.stat(plugin).st_mtime_ns
+    assert oclgrind_build.plugin_library(ocl) == plugin
+    assert os.stat(plugin).st_mtime_ns == built
+
+
+# --- without Oclgrind ---------------------------------------------------------------
+
+def test_missing_oclgrind_names_the_package(monkeypatch, tmp_path):
+    from tracerace.record import record
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(TraceError, match="apt-get install oclgrind") as err:
+        record(["host"], str(tmp_path / "x.arrow"), backend="oclgrind")
+    assert err.value.rule == "missing-tool"
+
+
+def test_missing_compiler_names_one(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("CXX", raising=False)
+    with pytest.raises(TraceError, match="install g\\+\\+"):
+        oclgrind_build.find_compiler()
+
+
+def test_missing_llvm_headers_name_the_version(monkeypatch, tmp_path):
+    """The LLVM version comes from the libLLVM that liboclgrind links."""
+    library = tmp_path / "liboclgrind.so"
+    library.write_bytes(b"\x7fELF...libLLVM-999.so.1\x00...")
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert oclgrind_build.llvm_major(str(library)) == "999"
+    with pytest.raises(TraceError, match="install llvm-999-dev"):
+        oclgrind_build.find_llvm_include(str(library))
+
+
+def test_other_schedules_are_refused():
+    from tracerace.record.oclgrind import record
+
+    with pytest.raises(TraceError, match="Oclgrind's own schedule"):
+        record(["host"], "x.arrow", schedule="random")
+
+
+def test_the_cache_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("TRACERACE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert oclgrind_build.cache_dir() == tmp_path / "tracerace"
+
+
+def test_record_kinds_mirror_the_plugin():
+    """Kind and RECORD_DTYPE match the plugin's enum Kind and struct Record."""
+    import re
+
+    source = oclgrind_build.PLUGIN_SOURCE.read_text()
+    body = source[source.index("enum Kind"):]
+    body = body[:body.index("};")]
+    plugin = {name: int(code) for name, code in re.findall(r"(\w+) = (\d+),", body)}
+    assert plugin == {k.name: int(k) for k in Kind}
+    assert RECORD_DTYPE.itemsize == 32 and "sizeof(Record) == 32" in source
+
+
+def records(*rows: tuple) -> np.ndarray:
+    """Plugin records from (kind, group, item, count, space, address) tuples."""
+    out = np.zeros(len(rows), dtype=RECORD_DTYPE)
+    for i, (kind, group, item, count, space, address) in enumerate(rows):
+        out[i] = (kind, space, 0, 0, 4, group, item, address, 0xFFFFFFFF, count)
+    return out
+
+
+def test_a_divergent_barrier_becomes_a_count_mismatch():
+    """Work-items that finished arrive with the count of those that did arrive."""
+    recs = records((Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
+                   (Kind.ARRIVE, 0, 0, 4, 0, 0), (Kind.ARRIVE, 0, 1, 4, 0, 0),
+                   (Kind.RELEASE, 0, 0xFFFFFFFF, 4, 0, 0),
+                   (Kind.LOAD, 0, 0, 0, 3, 16))
+    cols, sites = oclgrind_convert.to_columns(recs, [])
+    assert cols["op"].tolist() == [Op.BAR_SYNC, Op.BAR_SYNC, Op.BAR_ARRIVE, Op.BAR_ARRIVE,
+                                   Op.READ]
+    assert cols["thread"].tolist() == [0, 1, 2, 3, 0]
+    assert cols["arg"].tolist()[:4] == [4, 4, 2, 2]
+    assert cols["space"][-1] == Space.SHARED
+    assert "finished before the barrier" in sites[cols["site"][2]]
+
+
+def test_a_group_copy_sits_inside_the_barrier():
+    """async_work_group_copy data moves between two complete generations."""
+    recs = records((Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
+                   (Kind.ARRIVE, 0, 0, 2, 0, 0), (Kind.ARRIVE, 0, 1, 2, 0, 0),
+                   (Kind.GROUP_LOAD, 0, 0xFFFFFFFF, 0, 1, 64),
+                   (Kind.GROUP_STORE, 0, 0xFFFFFFFF, 0, 3, 0),
+                   (Kind.RELEASE, 0, 0xFFFFFFFF, 2, 0, 0))
+    cols, _ = oclgrind_convert.to_columns(recs, [])
+    assert cols["op"].tolist() == [Op.BAR_SYNC] * 2 + [Op.READ, Op.WRITE] + [Op.BAR_SYNC] * 2
+    assert cols["space"].tolist()[2:4] == [Space.GLOBAL, Space.SHARED]
+    assert cols["thread"].tolist() == [0, 1, 0, 0, 0, 1]
+
+
+def test_host_writes_belong_to_the_next_launch():
+    recs = records((Kind.HOST_WRITE, 0, 0, 0, 1, 8), (Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
+                   (Kind.STORE, 1, 2, 0, 1, 8), (Kind.KERNEL_END, 0, 0, 0, 0, 0),
+                   (Kind.HOST_WRITE, 0, 0, 0, 1, 8), (Kind.KERNEL_BEGIN, 0, 0, 1, 0, 0),
+                   (Kind.LOAD, 0, 0, 0, 1, 8), (Kind.KERNEL_END, 0, 0, 1, 0, 0),
+                   (Kind.HOST_WRITE, 0, 0, 0, 1, 8))
+    cols, _ = oclgrind_convert.to_columns(recs, [])
+    assert cols["op"].tolist() == [Op.INIT, Op.WRITE, Op.INIT, Op.READ]
+    assert cols["launch"].tolist() == [0, 0, 1, 1]
+    assert cols["ts"].tolist() == [0, 1, 2, 3]
+
+
+def test_sim_program_names_the_source(tmp_path):
+    from tracerace.record.oclgrind import sim_program
+
+    sim = tmp_path / "k.sim"
+    sim.write_text("# a comment\n\n  kern.cl  # the program\nk\n1 1 1\n1 1 1\n")
+    assert sim_program(Path(sim)) == "kern.cl"

@@ -7,12 +7,15 @@ fail in both with the same rule at the same row.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tracerace import engine, reference
 from tracerace.errors import TraceError
+from tracerace.ops import Op
 
 from builders import SimpleReader, columns
 from tracegen import traces
@@ -61,3 +64,49 @@ def test_engine_matches_reference_all_ops(events, data):
 @given(events=traces(max_events=300, max_launches=3))
 def test_engine_matches_reference_long_traces(events):
     assert_agree(events, [])
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(events=traces(async_ops=True, max_events=200, max_launches=3), data=st.data())
+def test_engine_matches_reference_while_growing(events, data):
+    """Tiny starting pools: every table grows (and the granule table is
+    rehashed across launches) in the middle of a trace."""
+    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    with tiny_pools():
+        assert_agree(events, splits)
+
+
+@contextlib.contextmanager
+def tiny_pools():
+    saved = engine._POOLS, engine.ARENA_START, engine.MAP_START
+    engine._POOLS = {name: (bit, cols, 4 if name != "gran" else 8, fill)
+                     for name, (bit, cols, _, fill) in saved[0].items()}
+    engine.ARENA_START, engine.MAP_START = 8, 8
+    try:
+        yield
+    finally:
+        engine._POOLS, engine.ARENA_START, engine.MAP_START = saved
+
+
+def test_tiny_pools_grow():
+    """The test above exercises growth: a small trace outgrows tiny pools."""
+    grown = []
+    original = engine.EngineState.grow
+
+    def spy(self, mask):
+        grown.append(mask)
+        original(self, mask)
+
+    events = [dict(op=int(Op.WRITE if i % 3 else Op.READ), ts=i, launch=i // 20, block=0,
+                   thread=i % 5, space=i % 2, addr=4 * (i % 23), size=4)
+              for i in range(60)]
+    with tiny_pools():
+        engine.EngineState.grow = spy
+        try:
+            assert_agree(events, [])
+        finally:
+            engine.EngineState.grow = original
+    merged = 0
+    for mask in grown:
+        merged |= mask
+    assert merged & engine.GR_GRAN and merged & engine.GR_NODES and merged & engine.GR_AGENTS

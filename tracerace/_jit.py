@@ -8,7 +8,9 @@ debug a kernel (the cache key includes the flag).
 
 from __future__ import annotations
 
+import hashlib
 import os
+from pathlib import Path
 
 import numba
 
@@ -34,3 +36,44 @@ def jit_leaf(fn):
     Measured: calling the shadow-access kernel with ten array arguments cost
     ~390 ns with reference counting and a few ns without."""
     return numba.njit(_nrt=False, **OPTIONS)(fn)
+
+
+# The modules whose code or constants end up in compiled kernels.
+KERNEL_MODULES = ("_jit", "clocks", "engine", "findings", "hashmap", "ops", "reasons", "schema",
+                  "shadow")
+
+
+def _probe():
+    return 0
+
+
+def drop_stale_kernels() -> None:
+    """Delete cached kernels compiled from other sources than these.
+
+    Numba keys a cached function on its own file's time stamp only, yet the
+    kernels inline helpers from other modules (``shadow``, ``clocks``): after
+    an edit to a helper, a kernel from an unchanged file would load stale
+    machine code. So the cache directory carries a digest of every module of
+    the package; when it differs, the cached kernels there are dropped.
+    """
+    try:
+        cache_dir = Path(numba.njit(cache=True)(_probe)._cache._cache_path)
+    except AttributeError:  # another Numba: nothing to guard
+        return
+    here = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for name in KERNEL_MODULES:
+        digest.update(name.encode() + b"\0" + (here / f"{name}.py").read_bytes())
+    stamp = cache_dir / "tracerace-sources.sha256"
+    try:
+        if stamp.is_file() and stamp.read_text() == digest.hexdigest():
+            return
+        for path in list(cache_dir.glob("*.nbi")) + list(cache_dir.glob("*.nbc")):
+            path.unlink(missing_ok=True)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(digest.hexdigest())
+    except OSError:  # a read-only cache: Numba will not write there either
+        pass
+
+
+drop_stale_kernels()

@@ -33,6 +33,7 @@ from .errors import TraceError
 from .hashmap import hm_get, hm_put, new_table
 from .hashmap import rehash as hm_rehash
 from .findings import FINDING_DTYPE, CheckResult, empty_findings
+from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
 from .shadow import (I_SHADOW_SHIFT, N_SHADOW_AGENT, N_SHADOW_EPOCH, G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GRANULE,
                      GRANULE_SHIFT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK,
@@ -372,7 +373,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
         lo = max(addr, base) - base
         hi = min(end, base + GRANULE) - base
         m = ((1 << hi) - 1) ^ ((1 << lo) - 1)
-        slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT)
+        slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH])
         if reads:
             un = m & ~gran[slot, G_INIT]
             if un and sv[SV_IV_N] > 0:
@@ -953,7 +954,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                     base = g << GRANULE_SHIFT
                     lo = max(addr, base) - base
                     hi = min(end, base + GRANULE) - base
-                    slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT)
+                    slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH])
                     gran[slot, G_INIT] |= ((1 << hi) - 1) ^ ((1 << lo) - 1)
         elif op == O.BAR_SYNC or op == O.BAR_ARRIVE or op == O.WARP_SYNC:
             arg = np.int64(arg_c[i])
@@ -1327,6 +1328,11 @@ _POOLS = {
     "edges": (GR_ED, ED_FIELDS, 1 << 6, 0),
 }
 
+# Starting sizes of the clock arena and the hash maps (tests shrink these and
+# the pools' initial rows to make every growth path run).
+ARENA_START = 1 << 14
+MAP_START = 1 << 8
+
 _ERRORS = {
     E_BARRIER_ORDER: "barrier-order",
     E_WAIT: "wait-without-signal",
@@ -1348,15 +1354,17 @@ class EngineState:
         self.arrays: dict[str, np.ndarray] = {}
         for name, (_, cols, rows, fill) in _POOLS.items():
             self.arrays[name] = np.full((rows, cols), fill, np.int64)
-        self.arena_a = np.zeros(1 << 14, np.int64)
-        self.arena_e = np.zeros(1 << 14, np.int64)
+        self.arena_a = np.zeros(ARENA_START, np.int64)
+        self.arena_e = np.zeros(ARENA_START, np.int64)
         self.cand = np.zeros((N_KINDS + 2, C_FIELDS), np.int64)
         self.reset_launch(-1)
 
     def reset_launch(self, launch: int) -> None:
         """Forget everything of the finished launch (see the module docstring)."""
         sv = self.sv
-        keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP}
+        # The granule table is kept: its slots are stamped with their launch.
+        keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP,
+                SV_GRAN_COUNT}
         # Global init intervals survive; shared and local ones belong to the launch.
         ivs = self.arrays["ivs"]
         live = ivs[: int(sv[SV_IV_N])]
@@ -1385,15 +1393,11 @@ class EngineState:
                 sigs[s, SG_BASE] = 0
                 sigs[s, SG_AGENT] = -1
                 s = sigs[s, SG_NEXT]
-        gran = self.arrays["gran"]
-        fresh = np.full_like(gran, -1)
-        sv[SV_GRAN_COUNT] = rehash(gran, fresh, True)
-        self.arrays["gran"] = fresh
         self.scratch = np.full(self.arrays["ag"].shape[0], -1, np.int64)
         self.touched = np.zeros(self.arrays["ag"].shape[0], np.int64)
         for name in _MAPS:
             if name != "flag_map" or not hasattr(self, "flag_map"):
-                setattr(self, name, new_table(1 << 8))
+                setattr(self, name, new_table(MAP_START))
 
     def grow(self, mask: int) -> None:
         for name, (bit, _, _, fill) in _POOLS.items():
@@ -1401,7 +1405,14 @@ class EngineState:
                 old = self.arrays[name]
                 if name == "gran":
                     new = np.full((old.shape[0] * 2, old.shape[1]), -1, np.int64)
-                    rehash(old, new, False)
+                    self.sv[SV_GRAN_COUNT] = rehash(old, new, self.sv[SV_LAUNCH])
+                elif name == "nodes":
+                    # Every field of a node is written when it is allocated:
+                    # copy the rows in use and leave the rest untouched, so
+                    # the kernel faults pages in only as nodes are handed out.
+                    top = int(self.sv[SV_NODE_TOP])
+                    new = np.empty((old.shape[0] * 2, old.shape[1]), np.int64)
+                    new[:top] = old[:top]
                 else:
                     new = np.full((old.shape[0] * 2, old.shape[1]), fill, np.int64)
                     new[: old.shape[0]] = old
@@ -1420,10 +1431,11 @@ class EngineState:
                 setattr(self, name, new)
         if mask & GR_ARENA:
             n = self.arena_a.shape[0] * 2
+            top = int(self.sv[SV_ARENA_TOP])
             for attr in ("arena_a", "arena_e"):
                 old = getattr(self, attr)
-                new = np.zeros(n, np.int64)
-                new[: old.shape[0]] = old
+                new = np.empty(n, np.int64)  # entries past the top are never read
+                new[:top] = old[:top]
                 setattr(self, attr, new)
 
     def take_findings(self) -> np.ndarray:
@@ -1461,7 +1473,7 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
     st = EngineState()
     path = reader.meta.path
     events = 0
-    for batch in reader:
+    for batch in prefetch(reader):
         c = batch.cols
         cols = tuple(c[name] for name in COLUMN_NAMES)
         start = 0

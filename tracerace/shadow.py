@@ -46,9 +46,12 @@ GRANULE = 1 << GRANULE_SHIFT
 REGION_SHARED = np.int64(1) << 40
 REGION_LOCAL = np.int64(2) << 40
 
-# Granule table columns.
-G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT, G_NREADS, G_RLIMIT = range(7)
-G_FIELDS = 7
+# Granule table columns. ``G_LAUNCH`` stamps the launch that last used the
+# lists: a new launch forgets every list without touching the table (a slot
+# of an older launch is reset when it is next found, see ``find_granule``),
+# so a trace of many small launches does not pay for the table each time.
+G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT, G_NREADS, G_RLIMIT, G_LAUNCH = range(8)
+G_FIELDS = 8
 READ_PRUNE_MIN = 8
 EMPTY = -1
 
@@ -77,8 +80,22 @@ def _hash(region, index, cap):
 
 
 @jit_inline
-def find_granule(gran, region, index, create, sv, count_slot):
-    """Slot of (region, index); -1 when absent and ``create`` is false."""
+def _reset_slot(gran, h, launch):
+    """Empty lists for ``launch``; only global memory keeps its initialized
+    bytes across launches (shared and local memory start undefined)."""
+    gran[h, G_WRITES] = -1
+    gran[h, G_READS] = -1
+    gran[h, G_NREADS] = 0
+    gran[h, G_RLIMIT] = READ_PRUNE_MIN
+    gran[h, G_LAUNCH] = launch
+    if gran[h, G_REGION] != 0:
+        gran[h, G_INIT] = 0
+
+
+@jit_inline
+def find_granule(gran, region, index, create, sv, count_slot, launch):
+    """Slot of (region, index) with lists of ``launch``; -1 when absent and
+    ``create`` is false."""
     cap = gran.shape[0]
     h = _hash(region, index, cap)
     while True:
@@ -88,40 +105,37 @@ def find_granule(gran, region, index, create, sv, count_slot):
                 return -1
             gran[h, G_REGION] = region
             gran[h, G_INDEX] = index
-            gran[h, G_WRITES] = -1
-            gran[h, G_READS] = -1
             gran[h, G_INIT] = 0
-            gran[h, G_NREADS] = 0
-            gran[h, G_RLIMIT] = READ_PRUNE_MIN
+            _reset_slot(gran, h, launch)
             sv[count_slot] += 1
             return h
         if r == region and gran[h, G_INDEX] == index:
+            if gran[h, G_LAUNCH] != launch:
+                _reset_slot(gran, h, launch)
             return h
         h = (h + 1) & (cap - 1)
 
 
 @jit
-def rehash(old, new, keep_global_only):
-    """Move entries into ``new`` (all EMPTY). With ``keep_global_only`` (a new
-    launch) only global granules with initialized bytes survive, listless."""
+def rehash(old, new, launch):
+    """Move the entries of ``launch`` into ``new`` (all EMPTY), and of older
+    launches only global granules with initialized bytes (their stale lists
+    are reset when ``find_granule`` next meets them).
+    Returns the number of entries moved."""
     n = 0
     cap = new.shape[0]
     for s in range(old.shape[0]):
         r = old[s, G_REGION]
         if r == EMPTY:
             continue
-        if keep_global_only and (r != 0 or old[s, G_INIT] == 0):
+        stale = old[s, G_LAUNCH] != launch
+        if stale and (r != 0 or old[s, G_INIT] == 0):
             continue
         h = _hash(r, old[s, G_INDEX], cap)
         while new[h, G_REGION] != EMPTY:
             h = (h + 1) & (cap - 1)
         for f in range(G_FIELDS):
             new[h, f] = old[s, f]
-        if keep_global_only:
-            new[h, G_WRITES] = -1
-            new[h, G_READS] = -1
-            new[h, G_NREADS] = 0
-            new[h, G_RLIMIT] = READ_PRUNE_MIN
         n += 1
     return n
 

@@ -348,6 +348,23 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
 
 # ---------------------------------------------------------------------------
 # One access against shadow memory.
+@jit_inline
+def set_node(nodes, ag, n, row, a, epoch, addr, size, info, ts, site, t):
+    """Every field of node ``n`` but its link: the access of agent ``a``
+    (ordered by thread ``t``, whose barrier position it records)."""
+    nodes[n, N_ROW] = row
+    nodes[n, N_AGENT] = a
+    nodes[n, N_EPOCH] = epoch
+    nodes[n, N_ADDR] = addr
+    nodes[n, N_SIZE] = size
+    nodes[n, N_INFO] = info
+    nodes[n, N_TS] = ts
+    nodes[n, N_SITE] = site
+    nodes[n, N_BAR] = ag[t, AG_BAROBJ]
+    nodes[n, N_BARGEN] = ag[t, AG_BARGEN]
+    nodes[n, N_SHADOW_AGENT] = -1
+
+
 @jit_leaf
 def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
            region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
@@ -485,6 +502,17 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
         # A read prunes the reads it makes redundant, once the list has doubled.
         head_col = G_WRITES if is_write else G_READS
         if not is_write:
+            # ... and at once the newest read, when this read covers it and
+            # happens after it (the usual case of a variable read again after
+            # synchronization): its node is reused, so the list does not grow.
+            h = gran[slot, G_READS]
+            if h >= 0 and not is_copy:
+                hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & 0xFF
+                if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, nodes[h, N_AGENT]) >= \
+                        nodes[h, N_EPOCH]:
+                    set_node(nodes, ag, h, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
+                             ts, site, t)
+                    continue
             gran[slot, G_NREADS] += 1
             if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
                 prev = -1
@@ -512,17 +540,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
         n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
         nodes[n, N_NEXT] = gran[slot, head_col]
         gran[slot, head_col] = n
-        nodes[n, N_ROW] = row
-        nodes[n, N_AGENT] = a
-        nodes[n, N_EPOCH] = epoch
-        nodes[n, N_ADDR] = addr
-        nodes[n, N_SIZE] = size
-        nodes[n, N_INFO] = info | (m << I_MASK_SHIFT)
-        nodes[n, N_TS] = ts
-        nodes[n, N_SITE] = site
-        nodes[n, N_BAR] = ag[t, AG_BAROBJ]
-        nodes[n, N_BARGEN] = ag[t, AG_BARGEN]
-        nodes[n, N_SHADOW_AGENT] = -1
+        set_node(nodes, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT), ts, site, t)
         if is_write:
             gran[slot, G_INIT] |= m
     if uninit_lo >= 0 and cand[_K_UNINIT, C_VALID] == 0:

@@ -35,11 +35,12 @@ from .hashmap import rehash as hm_rehash
 from .findings import FINDING_DTYPE, CheckResult, empty_findings
 from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
-from .shadow import (I_SHADOW_SHIFT, N_SHADOW_AGENT, N_SHADOW_EPOCH, G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GRANULE,
+from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GRANULE,
                      GRANULE_SHIFT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK,
-                     I_PROXY, I_SCOPE_SHIFT, I_WRITE, INIT_INTERVAL_MIN, IV_FIELDS, IV_REGION,
-                     N_ADDR, N_AGENT, N_BAR, N_BARGEN, N_EPOCH, N_FIELDS, N_INFO, N_NEXT, N_ROW,
-                     N_SITE, N_SIZE, N_TS, READ_PRUNE_MIN, REGION_LOCAL, REGION_SHARED,
+                     I_PROXY, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, INIT_INTERVAL_MIN,
+                     IV_FIELDS, IV_REGION, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW,
+                     K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SITE, K_SIZE, K_TS, N_AGENT, N_EPOCH,
+                     N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL, REGION_SHARED,
                      find_granule, iv_add, iv_covers, rehash)
 
 # ---------------------------------------------------------------------------
@@ -281,10 +282,10 @@ def emit(find, sv, kind, row, launch, block, thread, op, ts, site):
 
 
 @jit_leaf
-def offer(cand, kind, ag, nodes, x, pw, aw, space, owner, lo_addr, hi_addr):
+def offer(cand, kind, ag, nodes, cold, x, pw, aw, space, owner, lo_addr, hi_addr):
     """Keep node ``x`` as the candidate for ``kind`` when it ranks higher:
     by row, then a write before a read, then (for the later side) a write."""
-    row = nodes[x, N_ROW]
+    row = cold[x, K_ROW]
     if cand[kind, C_VALID] == 1:
         r0, p0, a0 = cand[kind, C_PREV_ROW], cand[kind, C_PW], cand[kind, C_AW]
         if row < r0 or (row == r0 and (pw < p0 or (pw == p0 and aw <= a0))):
@@ -298,15 +299,15 @@ def offer(cand, kind, ag, nodes, x, pw, aw, space, owner, lo_addr, hi_addr):
     cand[kind, C_PREV_BLOCK] = ag[xa, AG_BLOCK]
     cand[kind, C_PREV_THREAD] = ag[xa, AG_THREAD]
     cand[kind, C_PREV_OP] = info & I_OP_MASK
-    cand[kind, C_PREV_TS] = nodes[x, N_TS]
-    cand[kind, C_PREV_SITE] = nodes[x, N_SITE]
+    cand[kind, C_PREV_TS] = cold[x, K_TS]
+    cand[kind, C_PREV_SITE] = cold[x, K_SITE]
     cand[kind, C_PREV_ASYNC] = 1 if info & I_ASYNC else 0
-    cand[kind, C_PREV_BAR] = nodes[x, N_BAR]
-    cand[kind, C_PREV_BARGEN] = nodes[x, N_BARGEN]
+    cand[kind, C_PREV_BAR] = cold[x, K_BAR]
+    cand[kind, C_PREV_BARGEN] = cold[x, K_BARGEN]
     cand[kind, C_SPACE] = space
     cand[kind, C_OWNER] = owner
-    xlo = nodes[x, N_ADDR]
-    xhi = xlo + nodes[x, N_SIZE]
+    xlo = cold[x, K_ADDR]
+    xhi = xlo + cold[x, K_SIZE]
     cand[kind, C_LO] = max(xlo, lo_addr)
     cand[kind, C_HI] = min(xhi, hi_addr)
     if kind == _K_INFLIGHT:
@@ -349,24 +350,24 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
 # ---------------------------------------------------------------------------
 # One access against shadow memory.
 @jit_inline
-def set_node(nodes, ag, n, row, a, epoch, addr, size, info, ts, site, t):
+def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     """Every field of node ``n`` but its link: the access of agent ``a``
-    (ordered by thread ``t``, whose barrier position it records)."""
-    nodes[n, N_ROW] = row
+    (ordered by thread ``t``, whose barrier position it records). ``info``
+    has no shadow bits: the node starts unshadowed."""
     nodes[n, N_AGENT] = a
     nodes[n, N_EPOCH] = epoch
-    nodes[n, N_ADDR] = addr
-    nodes[n, N_SIZE] = size
     nodes[n, N_INFO] = info
-    nodes[n, N_TS] = ts
-    nodes[n, N_SITE] = site
-    nodes[n, N_BAR] = ag[t, AG_BAROBJ]
-    nodes[n, N_BARGEN] = ag[t, AG_BARGEN]
-    nodes[n, N_SHADOW_AGENT] = -1
+    cold[n, K_ROW] = row
+    cold[n, K_ADDR] = addr
+    cold[n, K_SIZE] = size
+    cold[n, K_TS] = ts
+    cold[n, K_SITE] = site
+    cold[n, K_BAR] = ag[t, AG_BAROBJ]
+    cold[n, K_BARGEN] = ag[t, AG_BARGEN]
 
 
 @jit_leaf
-def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
+def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
            region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
     """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
     whose clock orders it: ``a`` itself, or the issuer of a copy) and record
@@ -416,11 +417,10 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
             nxt = nodes[x, N_NEXT]
             xinfo = nodes[x, N_INFO]
             xm = (xinfo >> I_MASK_SHIFT) & 0xFF
-            sa = nodes[x, N_SHADOW_AGENT]
-            if sa >= 0 and ag[sa, AG_RETIRED] >= nodes[x, N_SHADOW_EPOCH]:
+            if (xinfo >> I_SHADOW_SHIFT) & 0xFF and \
+                    ag[cold[x, K_SHADOW_AGENT], AG_RETIRED] >= cold[x, K_SHADOW_EPOCH]:
                 # A retired copy that x happens before covers these bytes.
                 xm &= ~((xinfo >> I_SHADOW_SHIFT) & 0xFF)
-                nodes[x, N_SHADOW_AGENT] = -1
                 if xm == 0:
                     if prev < 0:
                         gran[slot, G_WRITES] = nxt
@@ -436,8 +436,8 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
                 xa = nodes[x, N_AGENT]
                 if is_proxy:
                     for b in range(GRANULE):
-                        if (xm & m) & (1 << b) and nodes[x, N_ROW] > cand[_LAST_ROW, b]:
-                            cand[_LAST_ROW, b] = nodes[x, N_ROW]
+                        if (xm & m) & (1 << b) and cold[x, K_ROW] > cand[_LAST_ROW, b]:
+                            cand[_LAST_ROW, b] = cold[x, K_ROW]
                             cand[_LAST_NODE, b] = x
                 x_atomic = (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0
                 ordered = known(ag, snaps, arena_a, arena_e, t, xa) >= nodes[x, N_EPOCH]
@@ -453,7 +453,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
                             kind = _K_WAW
                         else:
                             kind = _K_RAW
-                        offer(cand, kind, ag, nodes, x, 1, aw, space, owner, addr, end)
+                        offer(cand, kind, ag, nodes, cold, x, 1, aw, space, owner, addr, end)
                 elif prunes_writes and (not is_atomic or (
                         x_atomic and xa == a and ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
                     xm &= ~m
@@ -467,8 +467,8 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
                         continue
                     nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
                 elif is_copy and is_write:
-                    nodes[x, N_SHADOW_AGENT] = a
-                    nodes[x, N_SHADOW_EPOCH] = epoch
+                    cold[x, K_SHADOW_AGENT] = a
+                    cold[x, K_SHADOW_EPOCH] = epoch
                     nodes[x, N_INFO] = (xinfo & ~(np.int64(0xFF) << I_SHADOW_SHIFT)) | (
                         (xm & m) << I_SHADOW_SHIFT)
             prev = x
@@ -484,7 +484,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
                 xa = nodes[x, N_AGENT]
                 kn = known(ag, snaps, arena_a, arena_e, t, xa)
                 if kn >= nodes[x, N_EPOCH] and not proxy_fenced(ag, fen, xa, nodes[x, N_EPOCH], kn):
-                    offer(cand, _K_PROXY, ag, nodes, x, 1, aw, space, owner, addr, end)
+                    offer(cand, _K_PROXY, ag, nodes, cold, x, 1, aw, space, owner, addr, end)
         # Reads conflict with writes.
         if is_write:
             x = gran[slot, G_READS]
@@ -497,7 +497,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
                             kind = _K_INFLIGHT
                         else:
                             kind = _K_WAR
-                        offer(cand, kind, ag, nodes, x, 0, aw, space, owner, addr, end)
+                        offer(cand, kind, ag, nodes, cold, x, 0, aw, space, owner, addr, end)
                 x = nodes[x, N_NEXT]
         # A read prunes the reads it makes redundant, once the list has doubled.
         head_col = G_WRITES if is_write else G_READS
@@ -510,7 +510,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
                 hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & 0xFF
                 if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, nodes[h, N_AGENT]) >= \
                         nodes[h, N_EPOCH]:
-                    set_node(nodes, ag, h, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
+                    set_node(nodes, cold, ag, h, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
                              ts, site, t)
                     continue
             gran[slot, G_NREADS] += 1
@@ -540,7 +540,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
         n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
         nodes[n, N_NEXT] = gran[slot, head_col]
         gran[slot, head_col] = n
-        set_node(nodes, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT), ts, site, t)
+        set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT), ts, site, t)
         if is_write:
             gran[slot, G_INIT] |= m
     if uninit_lo >= 0 and cand[_K_UNINIT, C_VALID] == 0:
@@ -570,15 +570,15 @@ def async_agent(ag, sv, async_map, t, lane, key):
 
 
 @jit_leaf
-def copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, t, ca, epoch, proxy_bits,
+def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, t, ca, epoch, proxy_bits,
          copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
     """A copy's source read then destination write, by copy agent ``ca``."""
     info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
     sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
-    access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
+    access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
            region_of(space2, block, t), space2, sowner, addr2, size, ca, epoch, t, info, row, ts, site)
     downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
-    access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs,
+    access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
            region_of(space, peer, t), space, downer, addr, size, ca, epoch, t, info | I_WRITE,
            row, ts, site)
 
@@ -782,7 +782,7 @@ def is_foreign(edges, head, ssite, wsite):
 def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, addr2_c, space2_c,
            peer_c, cluster_c, obj_c, arg_c, scope_c, sem_c, proxy_c, site_c, row0, start,
            sv, ag, agent_map, async_map, snaps, arena_a, arena_e, scratch, touched,
-           nodes, gran, gens, bar_map, arr, sigs, flag_map, fq, mbs, mb_map, lock_map,
+           nodes, cold, gran, gens, bar_map, arr, sigs, flag_map, fq, mbs, mb_map, lock_map,
            rels, atom_map, fen, find, cand, ivs, pairs, edges):
     n = op_c.shape[0]
     for i in range(start, n):
@@ -925,7 +925,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                             ag[a, AG_PACQ] = snap
             if proxy_c[i] == 1:
                 info |= I_PROXY
-            access(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, region, space, owner,
+            access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, region, space, owner,
                    addr, size, a, epoch, a, info, row, ts, site)
             flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
                              ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
@@ -1185,7 +1185,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 g = ag[a, AG_BULK_OPEN]
                 bits = I_PROXY
                 kind = R.INFLIGHT_BULK_STORE
-            copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, a, ca, g, bits, kind,
+            copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, a, ca, g, bits, kind,
                  row, ts, site, op, np.int64(space_c[i]), np.int64(addr_c[i]), size,
                  np.int64(space2_c[i]), np.int64(addr2_c[i]), block, np.int64(peer_c[i]))
             flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
@@ -1235,7 +1235,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 ta = async_agent(ag, sv, async_map, a, KIND_TMA, mslot)
                 ag[ta, AG_EPOCH] += 1
                 cnt = ag[ta, AG_EPOCH]
-                copy(ag, snaps, arena_a, arena_e, sv, nodes, gran, fen, cand, ivs, a, ta, cnt, I_PROXY,
+                copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, a, ta, cnt, I_PROXY,
                      R.INFLIGHT_TMA_LOAD, row, ts, site, op, np.int64(space_c[i]),
                      np.int64(addr_c[i]), size, np.int64(space2_c[i]), np.int64(addr2_c[i]),
                      block, peer)
@@ -1332,6 +1332,7 @@ _POOLS = {
     "ag": (GR_AGENTS, AG_FIELDS, 1 << 10, 0),
     "snaps": (GR_SNAPS, SN_FIELDS, 1 << 12, 0),
     "nodes": (GR_NODES, N_FIELDS, 1 << 14, 0),
+    "cold": (GR_NODES, K_FIELDS, 1 << 14, 0),
     "gran": (GR_GRAN, G_FIELDS, 1 << 15, -1),
     "gens": (GR_GENS, GN_FIELDS, 1 << 8, 0),
     "arr": (GR_ARR, AR_FIELDS, 1 << 10, 0),
@@ -1424,7 +1425,7 @@ class EngineState:
                 if name == "gran":
                     new = np.full((old.shape[0] * 2, old.shape[1]), -1, np.int64)
                     self.sv[SV_GRAN_COUNT] = rehash(old, new, self.sv[SV_LAUNCH])
-                elif name == "nodes":
+                elif name in ("nodes", "cold"):
                     # Every field of a node is written when it is allocated:
                     # copy the rows in use and leave the rest untouched, so
                     # the kernel faults pages in only as nodes are handed out.
@@ -1499,7 +1500,7 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
             ar = st.arrays
             status, start = replay(*cols, batch.row0, start, st.sv, ar["ag"], st.agent_map,
                                    st.async_map, ar["snaps"], st.arena_a, st.arena_e, st.scratch,
-                                   st.touched, ar["nodes"], ar["gran"], ar["gens"], st.bar_map,
+                                   st.touched, ar["nodes"], ar["cold"], ar["gran"], ar["gens"], st.bar_map,
                                    ar["arr"], ar["sigs"], st.flag_map, ar["fq"], ar["mbs"],
                                    st.mb_map, st.lock_map, ar["rels"], st.atom_map, ar["fen"],
                                    ar["find"], st.cand, ar["ivs"], ar["pairs"],

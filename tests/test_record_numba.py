@@ -1,0 +1,301 @@
+"""`tracerace record` with the numba backend: textbook kernels under numba-cuda's
+simulator, recorded under every schedule and checked.
+
+Each script in ``kernels_numba/`` holds a correct and a broken kernel (picked by
+its first argument); the lines of the broken one where racing accesses happen
+end in ``# race``. The broken ones must be reported at exactly those lines,
+the correct ones must be clean. Every recording starts a Python with numba
+(about a second), so the matrix is kept small.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_MISSING = [m for m in ("numba_cuda", "greenlet") if importlib.util.find_spec(m) is None]
+if _MISSING:
+    _WHY = f"the numba backend needs {', '.join(_MISSING)} (pip install '.[cuda-sim]')"
+    if os.environ.get("CI"):
+        pytest.fail(f"{_WHY}: CI must run these tests", pytrace=False)
+    pytest.skip(_WHY, allow_module_level=True)
+
+import tracerace  # noqa: E402
+from tracerace.errors import TraceError  # noqa: E402
+from tracerace.ops import Op, Scope, Sem, Space  # noqa: E402
+from tracerace.reader import open_trace  # noqa: E402
+from tracerace.record import record  # noqa: E402
+
+KERNELS = Path(__file__).parent / "kernels_numba"
+ALGORITHMS = ["reduce", "matmul", "scan", "histogram", "transpose"]
+BROKEN_SCHEDULES = [("serial", 0), ("round-robin", 0), ("random", 1), ("random", 7)]
+CORRECT_SCHEDULES = [("serial", 0), ("round-robin", 0), ("random", 3)]
+
+
+def record_script(tmp_path, script: str, *args: str, schedule: str = "serial",
+                  seed: int = 0, name: str = "trace") -> str:
+    out = tmp_path / f"{name}.arrow"
+    result = record(["python", str(KERNELS / script), *args], str(out), schedule=schedule,
+                    seed=seed)
+    assert result.exit_code == 0 and result.launches >= 1 and result.events > 0
+    return str(out)
+
+
+def race_lines(algorithm: str) -> set[str]:
+    """``file.py:line`` of every line marked ``# race``."""
+    source = (KERNELS / f"{algorithm}.py").read_text().splitlines()
+    return {f"{algorithm}.py:{n}" for n, line in enumerate(source, 1)
+            if line.rstrip().endswith("# race")}
+
+
+def reported_lines(report) -> set[str]:
+    return {os.path.basename(site) for g in report.groups
+            for site in (g.first_site, g.second_site) if site is not None}
+
+
+def read_columns(path: str) -> dict[str, np.ndarray]:
+    with open_trace(path) as trace:
+        batches = [batch.cols for batch in trace]
+        meta = trace.meta
+    cols = {name: np.concatenate([b[name] for b in batches]) for name in batches[0]}
+    return cols | {"meta": meta}
+
+
+# --- textbook kernels ------------------------------------------------------------------
+
+@pytest.mark.parametrize("schedule,seed", BROKEN_SCHEDULES)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_broken_kernel_is_reported_at_its_racy_lines(tmp_path, algorithm, schedule, seed):
+    report = tracerace.check(record_script(tmp_path, f"{algorithm}.py", "broken",
+                                           schedule=schedule, seed=seed))
+    assert report.errors > 0
+    assert {g.kind for g in report.groups} <= {"raw", "war", "waw"}
+    assert reported_lines(report) == race_lines(algorithm)
+
+
+@pytest.mark.parametrize("schedule,seed", CORRECT_SCHEDULES)
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_correct_kernel_is_clean(tmp_path, algorithm, schedule, seed):
+    report = tracerace.check(record_script(tmp_path, f"{algorithm}.py", "correct",
+                                           schedule=schedule, seed=seed))
+    assert not report.groups, report.summary_line()
+
+
+# --- what a trace holds ------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def features(tmp_path_factory) -> dict:
+    """The columns and metadata of ``features.py`` recorded serially."""
+    return read_columns(record_script(tmp_path_factory.mktemp("features"), "features.py"))
+
+
+def test_features_are_clean_and_every_launch_is_recorded(features):
+    assert set(features["launch"].tolist()) == {0, 1, 2, 3, 4}
+    assert np.all(np.diff(features["ts"].astype(np.int64)) >= 0)
+
+
+def test_barriers_count_the_threads_that_arrive(features):
+    bar = features["op"] == Op.BAR_SYNC
+    assert np.all(features["obj"][bar] == 0)
+    # features (launches 0, 1): count/and/or = 3 barriers of 8; dynamic: 1 of 8;
+    # early_exit: 4 of the 8 threads return first, so the barrier counts 4.
+    for launch, arrivals, barriers in ((0, 8, 3), (1, 8, 3), (2, 8, 1), (3, 4, 1)):
+        mine = bar & (features["launch"] == launch)
+        assert features["arg"][mine].tolist() == [arrivals] * (arrivals * barriers)
+
+
+def test_fences_and_atomics_carry_their_scope(features):
+    fence = features["op"] == Op.FENCE
+    assert sorted(set(features["scope"][fence].tolist())) == [Scope.BLOCK, Scope.DEVICE,
+                                                             Scope.SYSTEM]
+    assert np.all(features["sem"][fence] == Sem.ACQ_REL)
+    atomic = features["op"] == Op.ATOMIC
+    assert atomic.sum() == 2 * 2 * 8  # add and max, 8 threads, 2 launches
+    assert np.all(features["scope"][atomic] == Scope.DEVICE)
+    assert np.all(features["space"][atomic] == Space.GLOBAL)
+    assert np.all(features["size"][atomic] == 4)
+
+
+def test_every_space_is_recorded_with_element_sizes(features):
+    access = np.isin(features["op"], [Op.READ, Op.WRITE])
+    spaces = set(features["space"][access].tolist())
+    assert spaces == {Space.GLOBAL, Space.SHARED, Space.LOCAL}
+    assert set(features["size"][access].tolist()) == {4}
+
+
+def test_buffers_name_arguments_and_arrays(features):
+    buffers = {(b.name, b.launch): b for b in features["meta"].buffers}
+    assert {"x", "out", "counts", "a", "b", "scratch", "d", "mirrored"} <= {
+        name for name, _ in buffers}
+    assert buffers[("a", 0)].space == Space.SHARED and buffers[("b", 0)].space == Space.SHARED
+    assert buffers[("a", 0)].base != buffers[("b", 0)].base  # two arrays, not one
+    assert buffers[("scratch", 0)].space == Space.LOCAL
+    # A device array keeps its address across launches; host arrays are copied anew.
+    assert buffers[("out", 0)].base == buffers[("out", 1)].base
+    assert buffers[("x", 0)].base != buffers[("x", 1)].base
+
+
+def test_host_filled_arrays_are_initialized_once_per_copy(features):
+    init = features["op"] == Op.INIT
+    # launch 0: x, out, counts; launch 1: x, counts (out is the same device array);
+    # launch 2: out; launch 3: out, mirrored; launch 4: points.
+    assert np.bincount(features["launch"][init]).tolist() == [3, 2, 1, 2, 1]
+
+
+def test_record_fields_are_accessed_at_their_offsets(features):
+    access = np.isin(features["op"], [Op.READ, Op.WRITE]) & (features["launch"] == 4)
+    points = next(b for b in features["meta"].buffers if b.name == "points")
+    offsets = features["addr"][access].astype(np.int64) - points.base
+    assert features["op"][access].tolist() == [Op.READ, Op.WRITE] * 8  # .x read, .y written
+    assert offsets.tolist() == [off for t in range(8) for off in (8 * t, 8 * t + 4)]
+    assert set(features["size"][access].tolist()) == {4}
+
+
+def test_sites_are_the_users_lines(features):
+    sites = features["meta"].sites
+    source = (KERNELS / "features.py").read_text().splitlines()
+    store = next(n for n, line in enumerate(source, 1) if "# device function store" in line)
+    assert all(os.path.basename(site).startswith("features.py:") for site in sites)
+    assert any(site.endswith(f"features.py:{store}") for site in sites)
+
+
+def test_clean_trace_has_no_hazards(tmp_path):
+    report = tracerace.check(record_script(tmp_path, "features.py", schedule="random", seed=4))
+    assert not report.groups, report.summary_line()
+
+
+# --- the event log ---------------------------------------------------------------------
+
+def write_log(path, flush_every: int) -> None:
+    """Ten shared writes by changing agents and one patched bar_sync, flushed
+    every ``flush_every`` rows (0: once at the end)."""
+    from tracerace.record._numba_events import SITE_SHIFT, EventLog, pack
+    from tracerace.writer import TraceWriter
+
+    with TraceWriter(path) as writer:
+        log = EventLog(writer)
+        for i in range(10):
+            log.set_agent(0, i // 5, i % 3)
+            site = writer.site(f"k.py:{i}") << SITE_SHIFT
+            log.log(0x100 + 4 * i, pack(Op.WRITE, space=int(Space.SHARED), size=4) | site)
+            if flush_every and i % flush_every == flush_every - 1:
+                log.flush()
+        row = log.log(0, pack(Op.BAR_SYNC) | writer.site("k.py:99") << SITE_SHIFT)
+        log.set_arg(row, 3)
+        log.flush()
+
+
+def test_event_log_rows_do_not_depend_on_flushes(tmp_path):
+    write_log(tmp_path / "once.arrow", 0)
+    write_log(tmp_path / "often.arrow", 3)
+    once, often = read_columns(tmp_path / "once.arrow"), read_columns(tmp_path / "often.arrow")
+    for name in ("ts", "op", "launch", "block", "thread", "space", "addr", "size", "arg", "site"):
+        assert once[name].tolist() == often[name].tolist(), name
+    assert once["block"].tolist() == [0] * 5 + [1] * 6
+    assert once["thread"].tolist() == [i % 3 for i in range(10)] + [0]
+    assert once["op"][-1] == Op.BAR_SYNC and once["arg"][-1] == 3 and once["addr"][-1] == 0
+    assert once["size"][:10].tolist() == [4] * 10 and once["space"][0] == Space.SHARED
+
+
+def test_a_full_size_block_is_recorded_event_for_event(tmp_path):
+    """256 threads (greenlets start at the launcher's stack depth, not each
+    other's); per thread: load (2), barrier, 2 steps of 6, store (2)."""
+    path = record_script(tmp_path, "barrier_heavy.py", "1", "2")
+    report = tracerace.check(path)
+    assert not report.groups and report.events == 2 + 256 * (5 + 6 * 2)
+
+
+# --- determinism -------------------------------------------------------------------------
+
+def test_same_seed_gives_a_bit_identical_trace(tmp_path):
+    args = ("reduce.py", "broken")
+    first = record_script(tmp_path, *args, schedule="random", seed=5, name="a")
+    again = record_script(tmp_path, *args, schedule="random", seed=5, name="b")
+    other = record_script(tmp_path, *args, schedule="random", seed=6, name="c")
+    assert Path(first).read_bytes() == Path(again).read_bytes()
+    assert Path(first).read_bytes() != Path(other).read_bytes()
+
+
+# --- failures -------------------------------------------------------------------------
+
+def run_cli(tmp_path, source: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "bad.py"
+    script.write_text(source)
+    root = str(Path(tracerace.__file__).parent.parent)
+    env = dict(os.environ, PYTHONPATH=root)
+    return subprocess.run([sys.executable, "-m", "tracerace", "record", "-o",
+                           str(tmp_path / "out.arrow"), "--", "python", str(script)],
+                          capture_output=True, text=True, cwd=tmp_path, env=env)
+
+
+def test_a_failing_kernel_is_a_one_line_error(tmp_path):
+    result = run_cli(tmp_path, "import numpy as np\nfrom numba import cuda\n\n"
+                               "@cuda.jit\ndef k(a):\n    a[cuda.threadIdx.x + 4] = 1\n\n"
+                               "k[1, 8](np.zeros(8))\n")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tracerace: error: "), result.stderr
+    assert "IndexError" in lines[0] and "bad.py:6" in lines[0] and "threadIdx=(4, 0, 0)" in lines[0]
+    assert not (tmp_path / "out.arrow").exists()
+
+
+def test_a_program_without_kernels_is_an_error(tmp_path):
+    result = run_cli(tmp_path, "print('hello')\n")
+    assert result.returncode == 2
+    assert "launched no CUDA kernel" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_failure_after_the_launches_keeps_their_trace(tmp_path):
+    source = ("import numpy as np\nfrom numba import cuda\n\n@cuda.jit\ndef k(a):\n"
+              "    a[cuda.threadIdx.x] = 1\n\nk[1, 4](np.zeros(4))\nraise SystemError('late')\n")
+    (tmp_path / "late.py").write_text(source)
+    with pytest.raises(TraceError, match="SystemError: late at .*late.py:9.*completed launch"):
+        record(["python", str(tmp_path / "late.py")], str(tmp_path / "late.arrow"),
+               schedule="serial", seed=0)
+    assert tracerace.check(str(tmp_path / "late.arrow")).events == 5
+
+
+def test_a_caught_kernel_exception_still_fails_the_recording(tmp_path):
+    source = ("import numpy as np\nfrom numba import cuda\n\n@cuda.jit\ndef k(a):\n"
+              "    cuda.syncthreads()\n    a[cuda.threadIdx.x + 2] = 1\n\n"
+              "try:\n    k[1, 4](np.zeros(4))\nexcept IndexError:\n    pass\n"
+              "k[1, 2](np.zeros(4))\n")
+    (tmp_path / "caught.py").write_text(source)
+    with pytest.raises(TraceError, match="caught it"):
+        record(["python", str(tmp_path / "caught.py")], str(tmp_path / "c.arrow"),
+               schedule="round-robin", seed=0)
+    assert not (tmp_path / "c.arrow").exists()
+
+
+def test_exit_code_of_the_program_is_reported(tmp_path):
+    source = ("import sys\nimport numpy as np\nfrom numba import cuda\n\n@cuda.jit\n"
+              "def k(a):\n    a[0] = 1\n\nk[1, 1](np.zeros(1))\nsys.exit(3)\n")
+    (tmp_path / "three.py").write_text(source)
+    result = record(["python", str(tmp_path / "three.py")], str(tmp_path / "t.arrow"),
+                    schedule="serial", seed=0)
+    assert result.exit_code == 3 and result.launches == 1
+
+
+def test_a_command_that_is_not_python_is_a_usage_error(tmp_path):
+    with pytest.raises(TraceError, match="usage"):
+        record(["python", "-c", "print(1)"], str(tmp_path / "x.arrow"), schedule="serial",
+               seed=0)
+
+
+# --- the hooks ----------------------------------------------------------------------------
+
+def test_the_hooked_simulator_names_exist():
+    """An upgrade of numba-cuda that moves what the recorder hooks must fail here."""
+    code = "import json; from tracerace.record._numba_hooks import missing_hooks; " \
+           "print(json.dumps(missing_hooks()))"
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, check=True).stdout
+    assert json.loads(out) == []

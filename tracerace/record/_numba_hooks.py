@@ -1,0 +1,98 @@
+"""Where the recorder attaches to numba-cuda's simulator, and a check that it still can.
+
+The recorder patches one method, ``FakeCUDAKernel.__call__`` (a kernel launch
+goes to :meth:`Session.launch`; device-function calls and launches from
+inside a kernel keep the stock path), and relies on the names in
+:data:`HOOKS`: it subclasses ``FakeCUDAModule`` and ``FakeCUDAAtomic`` and
+calls the argument and context helpers. :func:`missing_hooks` lists what a
+numba-cuda version lacks, so an upgrade that moves them fails loudly
+(``tests/test_record_numba.py`` runs it) instead of recording nothing.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+SIM = "numba.cuda.simulator"
+
+HOOKS = {
+    f"{SIM}.kernel": ("FakeCUDAKernel.__call__", "_push_kernel_context", "_kernel_context",
+                      "normalize_kernel_dimensions"),
+    f"{SIM}.kernelapi": (
+        "FakeCUDAModule.threadIdx", "FakeCUDAModule.blockIdx", "FakeCUDAModule.laneid",
+        "FakeCUDAModule.shared", "FakeCUDAModule.local", "FakeCUDAModule.atomic",
+        "FakeCUDAModule.cg", "FakeCUDAModule.syncthreads", "FakeCUDAModule.syncthreads_count",
+        "FakeCUDAModule.syncthreads_and", "FakeCUDAModule.syncthreads_or",
+        "FakeCUDAModule.threadfence", "FakeCUDAModule.threadfence_block",
+        "FakeCUDAModule.threadfence_system", "FakeCUDAModule.grid",
+        "FakeCUDAAtomic.add", "FakeCUDAAtomic.sub", "FakeCUDAAtomic.and_",
+        "FakeCUDAAtomic.or_", "FakeCUDAAtomic.xor", "FakeCUDAAtomic.inc", "FakeCUDAAtomic.dec",
+        "FakeCUDAAtomic.exch", "FakeCUDAAtomic.max", "FakeCUDAAtomic.min",
+        "FakeCUDAAtomic.nanmax", "FakeCUDAAtomic.nanmin", "FakeCUDAAtomic.cas",
+        "FakeCUDAAtomic.compare_and_swap", "swapped_cuda_module"),
+    f"{SIM}.cudadrv.devicearray": ("FakeCUDAArray", "FakeWithinKernelCUDAArray"),
+    f"{SIM}.args": ("ArgHint", "InOut"),
+}
+"""Module -> the (dotted) names in it the recorder uses."""
+
+KERNEL_ATTRIBUTES = ("fn", "_device", "grid_dim", "block_dim", "dynshared_size", "extensions")
+"""Attributes of a ``FakeCUDAKernel`` instance that :meth:`Session.launch` reads."""
+
+
+def missing_hooks() -> list[str]:
+    """The hooked simulator names this numba-cuda lacks (empty when all is well)."""
+    missing = []
+    for module_name, names in HOOKS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            missing.append(module_name)
+            continue
+        missing += [f"{module_name}.{name}" for name in names if not _has(module, name)]
+    if not missing:
+        missing += _missing_instance_parts()
+    return missing
+
+
+def _has(obj, dotted: str) -> bool:
+    for part in dotted.split("."):
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
+
+
+def _missing_instance_parts() -> list[str]:
+    """What the recorder reads from instances: a kernel's launch settings, a
+    device array's NumPy array, and the module's constructor signature."""
+    from numba.cuda.simulator import kernel, kernelapi
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    missing = []
+    fake_kernel = kernel.FakeCUDAKernel(lambda: None, device=False)
+    missing += [f"FakeCUDAKernel().{a}" for a in KERNEL_ATTRIBUTES if not hasattr(fake_kernel, a)]
+    if not hasattr(FakeCUDAArray(None), "_ary"):
+        missing.append("FakeCUDAArray()._ary")
+    try:
+        kernelapi.FakeCUDAModule((1, 1, 1), (1, 1, 1), 0)
+    except TypeError:
+        missing.append("FakeCUDAModule(grid_dim, block_dim, dynshared_size)")
+    return missing
+
+
+def install(session) -> None:
+    """Route every kernel launch to ``session``; raise if the simulator moved."""
+    missing = missing_hooks()
+    if missing:
+        raise RuntimeError("this numba-cuda lacks what the recorder hooks: "
+                           + ", ".join(missing))
+    from numba.cuda.simulator import kernel
+
+    stock_call = kernel.FakeCUDAKernel.__call__
+
+    def call(fake_kernel, *args):
+        if fake_kernel._device or kernel._kernel_context:
+            return stock_call(fake_kernel, *args)
+        return session.launch(fake_kernel, args)
+
+    kernel.FakeCUDAKernel.__call__ = call

@@ -1,0 +1,235 @@
+"""The ``cuda`` module kernel code sees while it is recorded.
+
+The simulator swaps a ``FakeCUDAModule`` into the kernel's globals for the
+length of a launch; :class:`RecordingModule` is a subclass that answers
+``threadIdx`` and friends from the deterministic scheduler (not from
+``threading.current_thread()``) and logs barriers, fences and atomics.
+Its ``shared`` and ``local`` allocators give :class:`RecordedArray`\\ s, and
+shared arrays are per block, told apart by their allocation site.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from numba.cuda import types
+from numba.cuda.np import numpy_support
+from numba.cuda.simulator import kernelapi
+
+from ..ops import BAR_SYNC, FENCE, Scope, Sem, Space
+from ._numba_events import pack
+from ._numba_memory import RecordedArray, StaticLayout, assigned_name, recorded
+
+_getframe = sys._getframe
+
+ATOMIC_OPS = ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min",
+              "nanmax", "nanmin", "cas")
+"""Atomics of the form ``op(array, index, *values)`` (``compare_and_swap`` has no index)."""
+
+BARRIER_WORD = pack(BAR_SYNC)
+"""A ``bar_sync`` on barrier 0 (its ``arg`` is filled in when the generation completes)."""
+
+
+class Launch:
+    """What one kernel launch shares between its blocks: shared and local layouts."""
+
+    def __init__(self, session, index: int, dynshared_size: int) -> None:
+        self.session = session
+        self.index = index
+        self.dynshared_size = dynshared_size
+        self.shared = StaticLayout(Space.SHARED, dynshared_size, self.declare)
+        self.local = StaticLayout(Space.LOCAL, 0, self.declare)
+        self.dynamic_declared = False
+
+    def declare(self, name: str, space: Space, base: int, shape, itemsize: int) -> None:
+        self.session.writer.buffer(name, int(space), base, shape, itemsize, launch=self.index)
+
+    def site_word(self, frame) -> int:
+        return self.session.sites.word(frame)
+
+
+class RecordingModule(kernelapi.FakeCUDAModule):
+    """``cuda`` inside a recorded kernel."""
+
+    def __init__(self, grid_dim, block_dim, dynshared_size: int, launch: Launch) -> None:
+        super().__init__(grid_dim, block_dim, dynshared_size)
+        self._launch = launch
+        self._sched = launch.session.sched
+        self._log = launch.session.log
+        self._rec_shared = RecordingShared(launch)
+        self._rec_local = RecordingLocal(launch)
+        self._rec_atomic = RecordingAtomic()
+        self._rec_cg = RecordingCg(self)
+
+    # -- who is running --
+
+    @property
+    def threadIdx(self):
+        run = self._sched.block
+        return run.thread_idx[run.current]
+
+    @property
+    def blockIdx(self):
+        return self._sched.block.block_idx
+
+    @property
+    def laneid(self) -> int:
+        return self._sched.block.current % 32
+
+    # -- memory --
+
+    @property
+    def shared(self) -> "RecordingShared":
+        return self._rec_shared
+
+    @property
+    def local(self) -> "RecordingLocal":
+        return self._rec_local
+
+    @property
+    def atomic(self) -> "RecordingAtomic":
+        return self._rec_atomic
+
+    @property
+    def cg(self) -> "RecordingCg":
+        return self._rec_cg
+
+    # -- barriers and fences --
+
+    def syncthreads(self) -> None:
+        self.barrier(_getframe(1))
+
+    def syncthreads_count(self, value) -> int:
+        return sum(1 for v in self.barrier(_getframe(1), value) if v)
+
+    def syncthreads_and(self, value) -> int:
+        return int(all(self.barrier(_getframe(1), value)))
+
+    def syncthreads_or(self, value) -> int:
+        return int(any(self.barrier(_getframe(1), value)))
+
+    def barrier(self, frame, vote=None):
+        """Arrive at the block barrier (id 0) from ``frame``'s line and wait."""
+        if vote is not None:
+            vote = bool(vote)
+        return self._sched.block.barrier(BARRIER_WORD | self._launch.site_word(frame), vote)
+
+    def threadfence(self) -> None:
+        self._fence(Scope.DEVICE, _getframe(1))
+
+    def threadfence_block(self) -> None:
+        self._fence(Scope.BLOCK, _getframe(1))
+
+    def threadfence_system(self) -> None:
+        self._fence(Scope.SYSTEM, _getframe(1))
+
+    def _fence(self, scope: Scope, frame) -> None:
+        word = pack(FENCE, scope=int(scope), sem=int(Sem.ACQ_REL))
+        self._log.log(0, word | self._launch.site_word(frame))
+
+
+class RecordingCg:
+    """``cuda.cg``: a grid group whose ``sync`` is a block barrier, as in the
+    simulator (which runs cooperative grids of one block only)."""
+
+    def __init__(self, module: RecordingModule) -> None:
+        self._module = module
+
+    def this_grid(self) -> "RecordingCg":
+        return self
+
+    def sync(self) -> None:
+        self._module.barrier(_getframe(1))
+
+
+class RecordingShared:
+    """``cuda.shared.array``: one array per allocation site and block.
+
+    Static arrays follow the dynamic shared memory (``shape=0``: every such
+    array views the same ``dynshared_size`` bytes at offset 0).
+    """
+
+    def __init__(self, launch: Launch) -> None:
+        self._launch = launch
+
+    def array(self, shape, dtype, alignment=None) -> RecordedArray:
+        frame = _getframe(1)
+        dtype = _dtype(dtype)
+        if isinstance(shape, int) and shape == 0:
+            return self._dynamic(dtype, frame)
+        arrays = self._launch.session.sched.block.shared
+        key = (frame.f_code, frame.f_lasti)
+        array = arrays.get(key)
+        if array is None:
+            offset = self._launch.shared.offset(key, frame, shape, dtype)
+            array = arrays[key] = recorded(np.zeros(shape, dtype), offset, int(Space.SHARED),
+                                           self._launch.session)
+        return array
+
+    def _dynamic(self, dtype: np.dtype, frame) -> RecordedArray:
+        """A view of this block's dynamic shared memory; the first view in
+        the launch names the buffer."""
+        launch = self._launch
+        arrays = launch.session.sched.block.shared
+        memory = arrays.get("dynamic")
+        if memory is None:
+            memory = arrays["dynamic"] = np.zeros(launch.dynshared_size, dtype=np.uint8)
+        count = len(memory) // dtype.itemsize
+        if not launch.dynamic_declared and count:
+            launch.dynamic_declared = True
+            launch.declare(assigned_name(frame) or "dynamic_shared", Space.SHARED, 0, (count,),
+                           dtype.itemsize)
+        view = np.frombuffer(memory.data, dtype=dtype, count=count)
+        return recorded(view, 0, int(Space.SHARED), launch.session)
+
+
+class RecordingLocal:
+    """``cuda.local.array``: a fresh array per call, at its site's fixed offset."""
+
+    def __init__(self, launch: Launch) -> None:
+        self._launch = launch
+
+    def array(self, shape, dtype, alignment=None) -> RecordedArray:
+        frame = _getframe(1)
+        dtype = _dtype(dtype)
+        offset = self._launch.local.offset((frame.f_code, frame.f_lasti), frame, shape, dtype)
+        return recorded(np.zeros(shape, dtype), offset, int(Space.LOCAL), self._launch.session)
+
+
+class RecordingAtomic(kernelapi.FakeCUDAAtomic):
+    """``cuda.atomic``: the simulator's operations, each logged as one atomic
+    (device scope, relaxed) on the element it updates."""
+
+    def _apply(self, name: str, array, index, args, frame):
+        stock = getattr(kernelapi.FakeCUDAAtomic, name)
+        if not isinstance(array, RecordedArray):
+            return stock(self, array, *args)
+        array.preempt()
+        result = stock(self, array.ndarray, *args)
+        array.log_access(array.atomic_tag, index, frame)
+        return result
+
+    def compare_and_swap(self, array, old, val):
+        index = (0,) * array.ndim
+        return self._apply("compare_and_swap", array, index, (old, val), _getframe(1))
+
+
+def _atomic_method(name: str):
+    def method(self, array, index, *values):
+        return self._apply(name, array, index, (index, *values), _getframe(1))
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"``cuda.atomic.{name}``, logged."
+    return method
+
+
+for _name in ATOMIC_OPS:
+    setattr(RecordingAtomic, _name, _atomic_method(_name))
+del _name
+
+
+def _dtype(dtype) -> np.dtype:
+    """A NumPy dtype from a NumPy or Numba type."""
+    if isinstance(dtype, types.Type):
+        return numpy_support.as_dtype(dtype)
+    return np.dtype(dtype)

@@ -819,42 +819,43 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             grow |= GR_NODES
         if 2 * (sv[SV_GRAN_COUNT] + ng) > gran.shape[0]:
             grow |= GR_GRAN
-        if sv[SV_GEN_N] + 1 > gens.shape[0]:
-            grow |= GR_GENS
-        if sv[SV_ARR_USED] + 4 > arr.shape[0]:
-            grow |= GR_ARR
-        if sv[SV_SIG_USED] + 2 > sigs.shape[0]:
-            grow |= GR_SIG
-        if sv[SV_FQ_N] + 1 > fq.shape[0]:
-            grow |= GR_FQ
-        if sv[SV_MB_N] + 1 > mbs.shape[0]:
-            grow |= GR_MB
-        if sv[SV_AR_USED] + 2 > rels.shape[0]:
-            grow |= GR_RL
-        if sv[SV_FEN_TOP] + 1 > fen.shape[0]:
-            grow |= GR_FEN
         if sv[SV_NFIND] + 16 > find.shape[0]:
             grow |= GR_FIND
-        if sv[SV_IV_N] + 2 > ivs.shape[0]:
-            grow |= GR_IV
-        if op == O.WAIT:
-            wneed = max(np.int64(arg_c[i]), 1) + 2
-            if sv[SV_PR_TOP] + wneed > pairs.shape[0]:
-                grow |= GR_PR
-            if sv[SV_ED_TOP] + wneed > edges.shape[0]:
-                grow |= GR_ED
         if 2 * (na + 4) > agent_map.shape[0] or 2 * (na + 4) > async_map.shape[0]:
             grow |= GR_AMAP
-        if 2 * (sv[SV_GEN_N] + 2) > bar_map.shape[0]:
-            grow |= GR_BMAP
-        if 2 * (sv[SV_MB_N] + 2) > mb_map.shape[0]:
-            grow |= GR_MMAP
-        if 2 * (sv[SV_FQ_N] + 2) > flag_map.shape[0]:
-            grow |= GR_FMAP
-        if 2 * (sv[SV_LOCK_N] + 2) > lock_map.shape[0]:
-            grow |= GR_LMAP
-        if 2 * (sv[SV_ATOM_N] + 2) > atom_map.shape[0]:
-            grow |= GR_XMAP
+        if op > O.WRITE:  # a plain access needs none of the synchronization tables
+            if sv[SV_GEN_N] + 1 > gens.shape[0]:
+                grow |= GR_GENS
+            if sv[SV_ARR_USED] + 4 > arr.shape[0]:
+                grow |= GR_ARR
+            if sv[SV_SIG_USED] + 2 > sigs.shape[0]:
+                grow |= GR_SIG
+            if sv[SV_FQ_N] + 1 > fq.shape[0]:
+                grow |= GR_FQ
+            if sv[SV_MB_N] + 1 > mbs.shape[0]:
+                grow |= GR_MB
+            if sv[SV_AR_USED] + 2 > rels.shape[0]:
+                grow |= GR_RL
+            if sv[SV_FEN_TOP] + 1 > fen.shape[0]:
+                grow |= GR_FEN
+            if sv[SV_IV_N] + 2 > ivs.shape[0]:
+                grow |= GR_IV
+            if op == O.WAIT:
+                wneed = max(np.int64(arg_c[i]), 1) + 2
+                if sv[SV_PR_TOP] + wneed > pairs.shape[0]:
+                    grow |= GR_PR
+                if sv[SV_ED_TOP] + wneed > edges.shape[0]:
+                    grow |= GR_ED
+            if 2 * (sv[SV_GEN_N] + 2) > bar_map.shape[0]:
+                grow |= GR_BMAP
+            if 2 * (sv[SV_MB_N] + 2) > mb_map.shape[0]:
+                grow |= GR_MMAP
+            if 2 * (sv[SV_FQ_N] + 2) > flag_map.shape[0]:
+                grow |= GR_FMAP
+            if 2 * (sv[SV_LOCK_N] + 2) > lock_map.shape[0]:
+                grow |= GR_LMAP
+            if 2 * (sv[SV_ATOM_N] + 2) > atom_map.shape[0]:
+                grow |= GR_XMAP
         if grow:
             sv[SV_GROW] = grow
             return NEED_GROW, i

@@ -1491,39 +1491,50 @@ def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
 def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the Numba engine."""
     st = EngineState()
-    path = reader.meta.path
     events = 0
-    for batch in prefetch(reader):
-        c = batch.cols
-        cols = tuple(c[name] for name in COLUMN_NAMES)
-        start = 0
-        while True:
-            ar = st.arrays
-            status, start = replay(*cols, batch.row0, start, st.sv, ar["ag"], st.agent_map,
-                                   st.async_map, ar["snaps"], st.arena_a, st.arena_e, st.scratch,
-                                   st.touched, ar["nodes"], ar["cold"], ar["gran"], ar["gens"], st.bar_map,
-                                   ar["arr"], ar["sigs"], st.flag_map, ar["fq"], ar["mbs"],
-                                   st.mb_map, st.lock_map, ar["rels"], st.atom_map, ar["fen"],
-                                   ar["find"], st.cand, ar["ivs"], ar["pairs"],
-                                   ar["edges"])
-            if status == OK:
-                break
-            if status == NEED_GROW:
-                st.grow(int(st.sv[SV_GROW]))
-            elif status == NEW_LAUNCH:
-                _close_launch(st)
-                st.reset_launch(int(c["launch"][start]))
-            else:
-                _raise(status, st.sv, batch.row0 + start, path)
-        events += batch.n
-        if progress is not None:
-            progress(events)
+    # The read-ahead thread is stopped before returning or raising, so the
+    # caller may close the reader at once.
+    batches = prefetch(reader, depth=1)
+    try:
+        for batch in batches:
+            _replay_batch(st, batch, reader.meta.path)
+            events += batch.n
+            if progress is not None:
+                progress(events)
+    finally:
+        batches.close()
     _close_launch(st)
     raw = st.take_findings()
     out = empty_findings(raw.shape[0])
     for name, i in F.items():
         out[name] = raw[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
     return CheckResult(events, out)
+
+
+def _replay_batch(st: EngineState, batch, path: str | None) -> None:
+    """Run the kernel over one batch, growing pools and closing launches
+    whenever it stops to ask."""
+    c = batch.cols
+    cols = tuple(c[name] for name in COLUMN_NAMES)
+    start = 0
+    while True:
+        ar = st.arrays
+        status, start = replay(*cols, batch.row0, start, st.sv, ar["ag"], st.agent_map,
+                               st.async_map, ar["snaps"], st.arena_a, st.arena_e, st.scratch,
+                               st.touched, ar["nodes"], ar["cold"], ar["gran"], ar["gens"],
+                               st.bar_map, ar["arr"], ar["sigs"], st.flag_map, ar["fq"],
+                               ar["mbs"], st.mb_map, st.lock_map, ar["rels"], st.atom_map,
+                               ar["fen"], ar["find"], st.cand, ar["ivs"], ar["pairs"],
+                               ar["edges"])
+        if status == OK:
+            return
+        if status == NEED_GROW:
+            st.grow(int(st.sv[SV_GROW]))
+        elif status == NEW_LAUNCH:
+            _close_launch(st)
+            st.reset_launch(int(c["launch"][start]))
+        else:
+            _raise(status, st.sv, batch.row0 + start, path)
 
 
 def _close_launch(st: EngineState) -> None:

@@ -101,16 +101,17 @@ def check(source: Any, *, engine: str = "numba", max_reports: int | None = None,
                            progress=progress, batch_size=batch_size)
     path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
     try:
-        from .reader import open_trace
+        from .reader import decode_pool, open_trace
 
-        reader = open_trace(source, batch_size=options.batch_size)
-        try:
-            checker = importlib.import_module(ENGINES[options.engine]).check_trace
-            result = _run(checker, reader, options.progress)
-        finally:
-            close = getattr(reader, "close", None)
-            if close is not None:
-                close()
+        with decode_pool():
+            reader = open_trace(source, batch_size=options.batch_size)
+            try:
+                checker = importlib.import_module(ENGINES[options.engine]).check_trace
+                result = _run(checker, reader, options.progress)
+            finally:
+                close = getattr(reader, "close", None)
+                if close is not None:
+                    close()
     except TraceError as err:
         raise err.with_path(path) from None
     except OSError as err:

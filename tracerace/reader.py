@@ -20,6 +20,7 @@ before each new batch (see :class:`_MappedFile`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import mmap
 import os
@@ -483,6 +484,30 @@ def parse_buffer(entry, where: str, fail=None) -> Buffer:
 
 
 # --- containers ----------------------------------------------------------------
+
+@contextlib.contextmanager
+def decode_pool() -> Iterator[None]:
+    """Make jemalloc (where pyarrow has it, else the system allocator)
+    pyarrow's default memory pool while a trace is read.
+
+    pyarrow's usual default, mimalloc, hands the pages of each freed batch
+    back to the kernel, so every batch of a long trace faulted in fresh
+    zeroed pages. Measured on the tiled benchmark at 10^7 events: the
+    kernel's page clearing fell from 30% of the check to 6% with jemalloc
+    (11% with the system allocator). Buffers remember their pool, so
+    restoring the old default afterwards is safe.
+    """
+    old = pa.default_memory_pool()
+    try:
+        pool = pa.jemalloc_memory_pool()
+    except (NotImplementedError, AttributeError):
+        pool = pa.system_memory_pool()
+    pa.set_memory_pool(pool)
+    try:
+        yield
+    finally:
+        pa.set_memory_pool(old)
+
 
 def _open(source, *, batch_size: int, check_values: bool) -> TraceReader:
     """Shared by :func:`open_trace` and the writer (which converts types but

@@ -77,11 +77,21 @@ I_COPY_SHIFT = 24      # 2 bits: reasons.INFLIGHT_*
 I_SHADOW_SHIFT = 32    # 8 bits: bytes a later copy covers (K_SHADOW_*; 0: none), see below
 
 
+# The 16 granules of an aligned 64-byte line share a hash and take the 16
+# slots of one aligned group (in an order the hash permutes, so that strided
+# accesses spread over all offsets), so a large access walks contiguous memory
+# instead of one random slot per 4 bytes. Probing steps 17 slots: odd, so it
+# reaches every slot of the power-of-two table, and off the line's group.
+LINE_GRANULES = 16
+PROBE_STEP = LINE_GRANULES + 1
+
+
 @jit_inline
 def _hash(region, index, cap):
-    h = (index * np.int64(-7046029254386353131)) ^ (region * np.int64(-4658895280553007687))
+    line = index >> 4
+    h = (line * np.int64(-7046029254386353131)) ^ (region * np.int64(-4658895280553007687))
     h ^= h >> 29
-    return h & (cap - 1)
+    return ((h << 4) | ((index ^ (h >> 40)) & (LINE_GRANULES - 1))) & (cap - 1)
 
 
 @jit_inline
@@ -118,7 +128,7 @@ def find_granule(gran, region, index, create, sv, count_slot, launch):
             if gran[h, G_LAUNCH] != launch:
                 _reset_slot(gran, h, launch)
             return h
-        h = (h + 1) & (cap - 1)
+        h = (h + PROBE_STEP) & (cap - 1)
 
 
 @jit
@@ -138,7 +148,7 @@ def rehash(old, new, launch):
             continue
         h = _hash(r, old[s, G_INDEX], cap)
         while new[h, G_REGION] != EMPTY:
-            h = (h + 1) & (cap - 1)
+            h = (h + PROBE_STEP) & (cap - 1)
         for f in range(G_FIELDS):
             new[h, f] = old[s, f]
         n += 1

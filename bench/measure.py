@@ -5,8 +5,10 @@ Modes (the result is one JSON object on the last line of stdout):
 * ``check PATH [--engine numba|reference]``: ``tracerace.check(PATH)`` after a
   warm-up check of a two-row trace (so Numba's cached kernels are loaded and
   the timed call measures the trace, not the import). ``read_seconds`` is
-  the part of the call spent producing batches (reading, decoding and
-  validating); the rest is checking and building the report.
+  the time spent producing batches (reading, decoding and validating), on
+  the engine's read-ahead thread, so it overlaps the replay;
+  ``wait_seconds`` is the time the engine waited for a batch, and
+  ``seconds - wait_seconds`` is checking and building the report.
 * ``read PATH``: the read-only floor: iterate ``open_trace(PATH)`` and touch
   every column of every batch.
 * ``startup``: import tracerace and check a two-row trace; with an empty
@@ -79,6 +81,27 @@ class TimedReader:
         self._inner.close()
 
 
+class TimedBatches:
+    """The engine's read-ahead iterator, timing how long the engine waits."""
+
+    def __init__(self, inner) -> None:
+        self._inner = inner
+        self.seconds = 0.0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        t0 = time.perf_counter()
+        try:
+            return next(self._inner)
+        finally:
+            self.seconds += time.perf_counter() - t0
+
+    def close(self) -> None:
+        self._inner.close()
+
+
 def run_check(path: str, engine: str = "numba") -> dict:
     import tracerace
     import tracerace.reader as reader_module
@@ -96,16 +119,30 @@ def run_check(path: str, engine: str = "numba") -> dict:
         opened.append(reader)
         return reader
 
+    import tracerace.engine as engine_module
+
+    waits: list[TimedBatches] = []
+    original_prefetch = engine_module.prefetch
+
+    def timed_prefetch(*args, **kwargs):
+        batches = TimedBatches(original_prefetch(*args, **kwargs))
+        waits.append(batches)
+        return batches
+
     reader_module.open_trace = timed_open  # api.check imports it at call time
+    engine_module.prefetch = timed_prefetch
     try:
         t0 = time.perf_counter()
         report = tracerace.check(path, engine=engine, progress=False)
         seconds = time.perf_counter() - t0
     finally:
         reader_module.open_trace = original
+        engine_module.prefetch = original_prefetch
     summary = report.summary
     return {"mode": "check", "engine": engine, "seconds": seconds,
-            "read_seconds": sum(r.seconds for r in opened), "events": report.events,
+            "read_seconds": sum(r.seconds for r in opened),
+            "wait_seconds": sum(w.seconds for w in waits) if waits else None,
+            "events": report.events,
             "hazards": int(len(report.findings)), "errors": report.errors,
             "racy_rows": summary["racy_rows"],
             "by_kind": {k: v for k, v in summary["by_kind"].items() if v},

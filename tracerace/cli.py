@@ -171,6 +171,9 @@ def record_command(
     except TraceError as err:
         raise _fail(err) from None
     typer.echo(result.summary_line(), err=True)
+    if result.exit_code:
+        typer.echo(f"note: the recorded program exited with status {result.exit_code}; "
+                   "its trace is complete up to then", err=True)
 
 
 def main() -> None:

@@ -361,7 +361,8 @@ def merge(path: Path, new: dict) -> dict:
     results = {(r["workload"], r["size"]): r for r in old.get("results", [])}
     for r in new["results"]:
         results[(r["workload"], r["size"])] = r
-    merged = {"machine": new["machine"], "startup": new.get("startup") or old.get("startup"),
+    startup = {**(old.get("startup") or {}), **(new.get("startup") or {})}  # cold, warm
+    merged = {"machine": new["machine"], "startup": startup or None,
               "results": sorted(results.values(),
                                 key=lambda r: (r["workload"], r["target_events"]))}
     path.write_text(json.dumps(merged, indent=1) + "\n")

@@ -115,11 +115,16 @@ def write_plot(path: Path, results: dict) -> bool:
         if r.get("seconds") is not None and r["events"] >= 50_000:
             by_wl.setdefault(r["workload"], []).append(r)
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
-    for name, rs in sorted(by_wl.items()):
+    # More workloads than the palette has colours: the line style and marker
+    # change with each round of it, so no two lines look alike.
+    styles = [("-", "o"), ("--", "s"), (":", "^")]
+    for k, (name, rs) in enumerate(sorted(by_wl.items())):
         rs.sort(key=lambda r: r["events"])
         x = [r["events"] for r in rs]
-        ax1.plot(x, [r["events_per_second"] for r in rs], marker="o", label=name)
-        ax2.plot(x, [r["peak_rss_bytes"] / MiB for r in rs], marker="o", label=name)
+        line, marker = styles[(k // 10) % len(styles)]
+        look = dict(color=f"C{k % 10}", linestyle=line, marker=marker, label=name)
+        ax1.plot(x, [r["events_per_second"] for r in rs], **look)
+        ax2.plot(x, [r["peak_rss_bytes"] / MiB for r in rs], **look)
     for ax, title, unit in ((ax1, "throughput, end to end (warm)", "events/s"),
                             (ax2, "peak RSS of the checking process", "MiB")):
         ax.set_xscale("log")
@@ -129,7 +134,7 @@ def write_plot(path: Path, results: dict) -> bool:
         ax.set_title(title)
         ax.grid(True, which="both", alpha=0.3)
     if by_wl:
-        ax1.legend(fontsize=8)
+        ax1.legend(fontsize=7, ncol=2)
     m = results["machine"]
     fig.suptitle(f"tracerace numba engine: {m['nproc']} CPUs, {m['cpu']}", fontsize=10)
     fig.tight_layout()

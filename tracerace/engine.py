@@ -510,8 +510,8 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                 hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & 0xFF
                 if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, nodes[h, N_AGENT]) >= \
                         nodes[h, N_EPOCH]:
-                    set_node(nodes, cold, ag, h, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
-                             ts, site, t)
+                    set_node(nodes, cold, ag, h, row, a, epoch, addr, size,
+                             info | (m << I_MASK_SHIFT), ts, site, t)
                     continue
             gran[slot, G_NREADS] += 1
             if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
@@ -540,7 +540,8 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
         n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
         nodes[n, N_NEXT] = gran[slot, head_col]
         gran[slot, head_col] = n
-        set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT), ts, site, t)
+        set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
+                 ts, site, t)
         if is_write:
             gran[slot, G_INIT] |= m
     if uninit_lo >= 0 and cand[_K_UNINIT, C_VALID] == 0:
@@ -570,8 +571,8 @@ def async_agent(ag, sv, async_map, t, lane, key):
 
 
 @jit_leaf
-def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, t, ca, epoch, proxy_bits,
-         copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
+def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, t, ca, epoch,
+         proxy_bits, copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
     """A copy's source read then destination write, by copy agent ``ca``."""
     info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
     sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
@@ -926,8 +927,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                             ag[a, AG_PACQ] = snap
             if proxy_c[i] == 1:
                 info |= I_PROXY
-            access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, region, space, owner,
-                   addr, size, a, epoch, a, info, row, ts, site)
+            access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, region,
+                   space, owner, addr, size, a, epoch, a, info, row, ts, site)
             flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
                              ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
             if op == O.ATOMIC:

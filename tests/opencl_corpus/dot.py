@@ -1,22 +1,18 @@
 """pyopencl host for dot.cl: `partial` on 32 elements in 4 work-groups of 8,
 then `finish` (which overwrites the ONE_LAUNCH form's result with the same sum)."""
 
-import os
 import sys
 
 import numpy as np
 import pyopencl as cl
 
+from clhost import build
+
 N, GROUP = 32, 8
 
 
 def main() -> None:
-    context = cl.create_some_context(interactive=False)
-    queue = cl.CommandQueue(context)
-    source = open(os.path.join(os.path.dirname(__file__), "dot.cl")).read()
-    # No binary cache: Oclgrind may add build options (--build-options) that
-    # pyopencl does not know about, so a cached binary could be another form.
-    program = cl.Program(context, source).build(cache_dir=False)
+    context, queue, program = build("dot")
     flags = cl.mem_flags
     x = np.arange(N, dtype=np.float32)
     y = np.ones(N, dtype=np.float32)

@@ -1,21 +1,17 @@
 """pyopencl host for producer_consumer.cl: 2 work-groups of 4."""
 
-import os
 import sys
 
 import numpy as np
 import pyopencl as cl
 
+from clhost import build
+
 N = 8
 
 
 def main() -> None:
-    context = cl.create_some_context(interactive=False)
-    queue = cl.CommandQueue(context)
-    source = open(os.path.join(os.path.dirname(__file__), "producer_consumer.cl")).read()
-    # No binary cache: Oclgrind may add build options (--build-options) that
-    # pyopencl does not know about, so a cached binary could be another form.
-    program = cl.Program(context, source).build(cache_dir=False)
+    context, queue, program = build("producer_consumer")
     flags = cl.mem_flags
     data = cl.Buffer(context, flags.READ_WRITE, N * 4)
     flag = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR,

@@ -33,6 +33,7 @@ from .errors import TraceError
 from .hashmap import hm_get, hm_put, new_table
 from .hashmap import rehash as hm_rehash
 from .findings import FINDING_DTYPE, CheckResult, empty_findings
+from .mapped import MappedArray
 from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
 from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GRANULE,
@@ -808,7 +809,9 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
         need = 4 * (na + 8)
         if arena_a.shape[0] - sv[SV_ARENA_TOP] < need:
             compact(snaps, arena_a, arena_e, sv)
-            if arena_a.shape[0] - sv[SV_ARENA_TOP] < 2 * need:
+            # Grow unless compaction left at least as much room as is live,
+            # so each compaction is paid for by as many new entries.
+            if arena_a.shape[0] - sv[SV_ARENA_TOP] < max(2 * need, sv[SV_ARENA_TOP]):
                 grow |= GR_ARENA
         # Granules (and nodes) this event may add: accesses and copies only; a
         # large init goes to the interval list instead.
@@ -1349,6 +1352,9 @@ _POOLS = {
     "edges": (GR_ED, ED_FIELDS, 1 << 6, 0),
 }
 
+# Pools kept in tracerace.mapped arrays (grown in place, never filled).
+_MAPPED = ("nodes", "cold")
+
 # Starting sizes of the clock arena and the hash maps (tests shrink these and
 # the pools' initial rows to make every growth path run).
 ARENA_START = 1 << 14
@@ -1373,10 +1379,18 @@ class EngineState:
         self.sv[SV_SIG_FREE] = -1
         self.findings: list[np.ndarray] = []
         self.arrays: dict[str, np.ndarray] = {}
+        # The node pools and the clock arena grow in place (tracerace.mapped).
+        self.mapped: dict[str, MappedArray] = {}
         for name, (_, cols, rows, fill) in _POOLS.items():
-            self.arrays[name] = np.full((rows, cols), fill, np.int64)
-        self.arena_a = np.zeros(ARENA_START, np.int64)
-        self.arena_e = np.zeros(ARENA_START, np.int64)
+            if name in _MAPPED:
+                self.mapped[name] = MappedArray(rows, cols)
+                self.arrays[name] = self.mapped[name].array
+            else:
+                self.arrays[name] = np.full((rows, cols), fill, np.int64)
+        for name in ("arena_a", "arena_e"):
+            self.mapped[name] = MappedArray(ARENA_START)
+        self.arena_a = self.mapped["arena_a"].array
+        self.arena_e = self.mapped["arena_e"].array
         self.cand = np.zeros((N_KINDS + 2, C_FIELDS), np.int64)
         self.reset_launch(-1)
 
@@ -1427,13 +1441,12 @@ class EngineState:
                 if name == "gran":
                     new = np.full((old.shape[0] * 2, old.shape[1]), -1, np.int64)
                     self.sv[SV_GRAN_COUNT] = rehash(old, new, self.sv[SV_LAUNCH])
-                elif name in ("nodes", "cold"):
+                elif name in _MAPPED:
                     # Every field of a node is written when it is allocated:
-                    # copy the rows in use and leave the rest untouched, so
-                    # the kernel faults pages in only as nodes are handed out.
-                    top = int(self.sv[SV_NODE_TOP])
-                    new = np.empty((old.shape[0] * 2, old.shape[1]), np.int64)
-                    new[:top] = old[:top]
+                    # only the rows in use are kept.
+                    rows = old.shape[0] * 2
+                    del old, self.arrays[name]
+                    new = self.mapped[name].grow(rows, int(self.sv[SV_NODE_TOP]))
                 else:
                     new = np.full((old.shape[0] * 2, old.shape[1]), fill, np.int64)
                     new[: old.shape[0]] = old
@@ -1452,12 +1465,10 @@ class EngineState:
                 setattr(self, name, new)
         if mask & GR_ARENA:
             n = self.arena_a.shape[0] * 2
-            top = int(self.sv[SV_ARENA_TOP])
-            for attr in ("arena_a", "arena_e"):
-                old = getattr(self, attr)
-                new = np.empty(n, np.int64)  # entries past the top are never read
-                new[:top] = old[:top]
-                setattr(self, attr, new)
+            top = int(self.sv[SV_ARENA_TOP])  # entries past the top are never read
+            self.arena_a = self.arena_e = None
+            self.arena_a = self.mapped["arena_a"].grow(n, top)
+            self.arena_e = self.mapped["arena_e"].grow(n, top)
 
     def take_findings(self) -> np.ndarray:
         n = int(self.sv[SV_NFIND])

@@ -1,0 +1,54 @@
+"""MappedArray: growth in place keeps the rows in use; the engine's pools use it."""
+
+import numpy as np
+
+from tracerace import engine
+from tracerace.ops import Op, Space
+from tracerace.mapped import MappedArray
+from tracerace.writer import make_table
+
+
+def test_grow_in_place_keeps_rows_and_zero_fills():
+    m = MappedArray(4, 3)
+    m.array[:] = np.arange(12).reshape(4, 3)
+    grown = m.grow(1 << 16, used=4)
+    assert grown.shape == (1 << 16, 3)
+    assert grown[:4].tolist() == np.arange(12).reshape(4, 3).tolist()
+    assert not grown[4:].any()
+    assert m.copies == 0
+
+
+def test_grow_with_a_view_held_copies_the_used_rows():
+    m = MappedArray(8)
+    m.array[:] = np.arange(8)
+    held = m.array[2:5]  # a view the mapping cannot move under
+    grown = m.grow(64, used=6)
+    assert m.copies == 1
+    assert grown[:6].tolist() == list(range(6))
+    assert held.tolist() == [2, 3, 4]
+
+
+def test_engine_pools_grow_without_copying(monkeypatch):
+    """Many nodes and clocks from tiny starting pools: every growth is a resize."""
+    for name in engine._MAPPED:
+        bit, cols, _, fill = engine._POOLS[name]
+        monkeypatch.setitem(engine._POOLS, name, (bit, cols, 4, fill))
+    monkeypatch.setattr(engine, "ARENA_START", 16)
+    # Rounds of one shared read per thread (distinct addresses: nodes) and
+    # a bar_sync of all 64 threads (clock snapshots in the arena).
+    rounds, threads = 60, 64
+    op = np.tile(np.repeat([int(Op.READ), int(Op.BAR_SYNC)], threads), rounds)
+    thread = np.tile(np.arange(threads), 2 * rounds)
+    addr = np.arange(2 * rounds * threads) * 4
+    n = op.size
+    table = make_table({"ts": np.arange(n), "op": op, "launch": 0, "block": 0, "thread": thread,
+                        "space": int(Space.SHARED), "addr": addr, "size": 4, "obj": 0,
+                        "arg": threads})
+    from tracerace.reader import open_trace
+    st = engine.EngineState()
+    with open_trace(table) as reader:
+        for batch in reader:
+            engine._replay_batch(st, batch, None)
+    assert st.arrays["nodes"].shape[0] > 4
+    assert st.arena_a.shape[0] > 16
+    assert all(m.copies == 0 for m in st.mapped.values())

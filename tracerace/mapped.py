@@ -40,7 +40,18 @@ class MappedArray:
         self.cols = cols
         self.copies = 0  # growths that had to copy (for tests and curiosity)
         self._map = _anonymous(max(1, rows * max(cols, 1)) * _ITEM)
+        self._advise()
         self.array = self._view(rows)
+
+    def _advise(self) -> None:
+        # NumPy asks for transparent huge pages on its large arrays; so do
+        # we: random access over a large pool otherwise misses the TLB.
+        advice = getattr(mmap, "MADV_HUGEPAGE", None)
+        if advice is not None:
+            try:
+                self._map.madvise(advice)
+            except (OSError, ValueError):
+                pass
 
     def _view(self, rows: int) -> np.ndarray:
         flat = np.frombuffer(self._map, np.int64, count=rows * max(self.cols, 1))
@@ -60,6 +71,7 @@ class MappedArray:
             np.frombuffer(new_map, np.int64, count=used * width)[:] = old[: used * width]
             self._map = new_map
             self.copies += 1
+        self._advise()
         self.array = self._view(rows)
         return self.array
 

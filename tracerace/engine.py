@@ -809,9 +809,9 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
         need = 4 * (na + 8)
         if arena_a.shape[0] - sv[SV_ARENA_TOP] < need:
             compact(snaps, arena_a, arena_e, sv)
-            # Grow unless compaction left at least as much room as is live,
-            # so each compaction is paid for by as many new entries.
-            if arena_a.shape[0] - sv[SV_ARENA_TOP] < max(2 * need, sv[SV_ARENA_TOP]):
+            # Grow unless compaction left room for half as much as is live,
+            # so each compaction is paid for by half as many new entries.
+            if arena_a.shape[0] - sv[SV_ARENA_TOP] < max(2 * need, sv[SV_ARENA_TOP] // 2):
                 grow |= GR_ARENA
         # Granules (and nodes) this event may add: accesses and copies only; a
         # large init goes to the interval list instead.

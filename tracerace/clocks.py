@@ -152,9 +152,38 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     return snap
 
 
-@jit
-def merge_many(snaps, arena_a, arena_e, sv, bases, agents, epochs, n, scratch, touched):
-    """The join of ``n`` clock values (bases[k] ∪ {agents[k]: epochs[k]}).
+# Columns of the clock-value workspace ``cvs`` that merge_many reads.
+CV_BASE, CV_AGENT, CV_EPOCH = 0, 1, 2
+
+
+@jit_leaf
+def _heapsort(a, n):
+    """Sort ``a[:n]`` in place (no allocation: callers are compiled without NRT)."""
+    for start in range(n // 2 - 1, -1, -1):
+        _sift(a, start, n)
+    for end in range(n - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift(a, 0, end)
+
+
+@jit_inline
+def _sift(a, root, n):
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        if child + 1 < n and a[child + 1] > a[child]:
+            child += 1
+        if a[root] >= a[child]:
+            return
+        a[root], a[child] = a[child], a[root]
+        root = child
+
+
+@jit_leaf
+def merge_many(snaps, arena_a, arena_e, sv, cvs, n, scratch, touched):
+    """The join of the ``n`` clock values in the rows of ``cvs``
+    (base ∪ {agent: epoch}; agent < 0: none).
 
     Distinct bases are visited once (stamped), entries gathered in the dense
     ``scratch`` (epoch by agent, -1 = unset) and sorted on the way out.
@@ -163,7 +192,7 @@ def merge_many(snaps, arena_a, arena_e, sv, bases, agents, epochs, n, scratch, t
     stamp = sv[SV_STAMP]
     k = 0
     for m in range(n):
-        b = bases[m]
+        b = cvs[m, CV_BASE]
         if b > 0 and snaps[b, SN_STAMP] != stamp:
             snaps[b, SN_STAMP] = stamp
             start = snaps[b, SN_START]
@@ -175,23 +204,36 @@ def merge_many(snaps, arena_a, arena_e, sv, bases, agents, epochs, n, scratch, t
                     scratch[a] = arena_e[p]
                 elif arena_e[p] > scratch[a]:
                     scratch[a] = arena_e[p]
-        a = agents[m]
+        a = cvs[m, CV_AGENT]
         if a >= 0:
+            e = cvs[m, CV_EPOCH]
             if scratch[a] < 0:
                 touched[k] = a
                 k += 1
-                scratch[a] = epochs[m]
-            elif epochs[m] > scratch[a]:
-                scratch[a] = epochs[m]
+                scratch[a] = e
+            elif e > scratch[a]:
+                scratch[a] = e
     if k == 0:
         return 0
-    order = np.sort(touched[:k])
     top = sv[SV_ARENA_TOP]
-    for p in range(k):
-        a = order[p]
-        arena_a[top + p] = a
-        arena_e[top + p] = scratch[a]
-        scratch[a] = -1
+    if k * 32 >= scratch.shape[0]:
+        # A large join (crossblock: tens of thousands of agents): one pass
+        # over the dense scratch yields the agents in order, far faster than
+        # sorting them (measured: heapsort made crossblock 2.7x slower).
+        p = 0
+        for a in range(scratch.shape[0]):
+            if scratch[a] >= 0:
+                arena_a[top + p] = a
+                arena_e[top + p] = scratch[a]
+                scratch[a] = -1
+                p += 1
+    else:
+        _heapsort(touched, k)
+        for p in range(k):
+            a = touched[p]
+            arena_a[top + p] = a
+            arena_e[top + p] = scratch[a]
+            scratch[a] = -1
     snap = _new_id(snaps, sv)
     snaps[snap, SN_START] = top
     snaps[snap, SN_LEN] = k

@@ -74,7 +74,3 @@ class MappedArray:
         self._advise()
         self.array = self._view(rows)
         return self.array
-
-    @property
-    def nbytes(self) -> int:
-        return self.array.nbytes

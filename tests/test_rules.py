@@ -120,6 +120,25 @@ def test_signal_wait_fifo_pairs_with_oldest():
     assert found(t) == {(7, "raw", 3)}
 
 
+def test_counting_wait_of_a_huge_count_pairs_by_records():
+    """A semaphore released 10^12 times at once and acquired in one wait: the
+    engine sizes its work by signal records, not by the count (it once
+    allocated arrays as long as the count)."""
+    big = 10 ** 12
+    t = Trace().init(0, 0, addr=0, size=8)
+    t.write(0, 0, addr=0, size=4).signal(0, 0, obj=3, arg=big - 1)   # rows 1, 2
+    t.write(1, 0, addr=4, size=4).signal(1, 0, obj=3, arg=1)         # rows 3, 4
+    t.wait(2, 0, obj=3, arg=big)                                     # takes both
+    t.read(2, 0, addr=0, size=4).read(2, 0, addr=4, size=4)
+    assert found(t) == set()
+    short = Trace().init(0, 0, addr=0, size=8)
+    short.write(0, 0, addr=0, size=4).signal(0, 0, obj=3, arg=big)
+    short.write(1, 0, addr=4, size=4).signal(1, 0, obj=3, arg=1)
+    short.wait(2, 0, obj=3, arg=big)                                 # the first only
+    short.read(2, 0, addr=0, size=4).read(2, 0, addr=4, size=4)
+    assert found(short) == {(7, "raw", 3)}
+
+
 def test_wait_without_signal_is_bad_input():
     with pytest.raises(TraceError) as err:
         check(Trace().signal(0, 0, obj=1).wait(0, 1, obj=1, arg=2))

@@ -925,7 +925,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             if sv[SV_IV_N] + 2 > ivs.shape[0]:
                 grow |= GR_IV
             if op == O.WAIT:
-                wneed = max(np.int64(arg_c[i]), 1) + 2
+                # A pairing per signal record taken: at most the live records.
+                wneed = min(max(np.int64(arg_c[i]), 1), sv[SV_SIG_USED]) + 2
                 if sv[SV_PR_TOP] + wneed > pairs.shape[0]:
                     grow |= GR_PR
                 if sv[SV_ED_TOP] + wneed > edges.shape[0]:

@@ -152,8 +152,10 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     return snap
 
 
-# Columns of the clock-value workspace ``cvs`` that merge_many reads.
+# Columns of the clock-value workspace ``cvs`` that merge_many reads (callers
+# may add columns of their own after these).
 CV_BASE, CV_AGENT, CV_EPOCH = 0, 1, 2
+CV_FIELDS_MIN = 3
 
 
 @jit_leaf

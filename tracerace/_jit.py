@@ -13,6 +13,9 @@ import os
 from pathlib import Path
 
 import numba
+from llvmlite import ir
+from numba.core import cgutils, types
+from numba.extending import intrinsic
 
 BOUNDSCHECK = os.environ.get("TRACERACE_BOUNDSCHECK", "") == "1"
 
@@ -37,6 +40,33 @@ def jit_leaf(fn):
     ~390 ns with reference counting and a few ns without. Numba compiles a
     callee with its caller's flags, so nothing a leaf calls may allocate."""
     return numba.njit(_nrt=False, **OPTIONS)(fn)
+
+
+@intrinsic
+def prefetch_row(typingctx, arr, row):
+    """Ask the CPU to start loading the cache line of ``arr[row, 0]`` (LLVM's
+    ``llvm.prefetch``: read, keep in all cache levels). A hint only: it never
+    faults, whatever the index, and changes no result."""
+    if not isinstance(arr, types.Array) or not isinstance(row, types.Integer):
+        return None
+
+    def codegen(context, builder, sig, args):
+        aryty = sig.args[0]
+        ary = context.make_array(aryty)(context, builder, args[0])
+        zero = context.get_constant(types.intp, 0)
+        index = [context.cast(builder, args[1], sig.args[1], types.intp)] + [zero] * (aryty.ndim - 1)
+        ptr = cgutils.get_item_pointer2(context, builder, ary.data,
+                                        cgutils.unpack_tuple(builder, ary.shape),
+                                        cgutils.unpack_tuple(builder, ary.strides), aryty.layout,
+                                        index, wraparound=False, boundscheck=False)
+        i8p = ir.IntType(8).as_pointer()
+        i32 = ir.IntType(32)
+        fn = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0")
+        builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
+        return context.get_dummy_value()
+
+    return types.void(arr, row), codegen
 
 
 # The modules whose code or constants end up in compiled kernels.

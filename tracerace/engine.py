@@ -30,12 +30,13 @@ from ._jit import jit, jit_inline, jit_leaf
 from .clocks import (CV_AGENT, CV_BASE, CV_EPOCH, SN_FIELDS, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N,
                      compact, decref, incref, lookup, merge, merge_many)
 from .errors import TraceError
-from .hashmap import hm_get, hm_put, new_table
+from .hashmap import hm_get, hm_prefetch, hm_put, new_table
 from .hashmap import rehash as hm_rehash
 from .findings import FINDING_DTYPE, CheckResult, empty_findings
 from .mapped import MappedArray
 from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
+from .shadow import PF_FAR, PF_NEAR, prefetch_lists, prefetch_slots
 from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GRANULE,
                      GRANULE_SHIFT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK,
                      I_PROXY, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, INIT_INTERVAL_MIN,
@@ -860,6 +861,27 @@ def consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, 
         pool_free(sigs, sv, SV_SIG_FREE, SV_SIG_USED, cvs[p, CV_USED])
 
 
+@jit_inline
+def prefetch_ahead(op_c, block_c, thread_c, space_c, addr_c, size_c, peer_c, i, agent_map, gran,
+                   nodes, cold):
+    """Prefetch for the events ahead of ``i`` (see shadow.PF_FAR): the agent
+    table row and granule slots of event ``i + PF_FAR``, the list heads of
+    event ``i + PF_NEAR``. Global memory only: a block's shared tiles are
+    small and hot, and prefetching them measured slower (pipeline)."""
+    n = op_c.shape[0]
+    j = i + PF_FAR
+    if j < n:
+        hm_prefetch(agent_map, np.int64(block_c[j]), np.int64(thread_c[j]), 0)
+        if np.int64(op_c[j]) <= O.ATOMIC and np.int64(space_c[j]) == O.SPACE_GLOBAL:
+            prefetch_slots(gran, np.int64(0), np.int64(addr_c[j]), np.int64(size_c[j]))
+    j = i + PF_NEAR
+    if j < n:
+        op = np.int64(op_c[j])
+        if op <= O.ATOMIC and np.int64(space_c[j]) == O.SPACE_GLOBAL:
+            prefetch_lists(gran, nodes, cold, np.int64(0), np.int64(addr_c[j]),
+                           np.int64(size_c[j]), op == O.READ)
+
+
 # ``replay`` allocates nothing (the joins use the ``cvs`` workspace; clock
 # compaction, which sorts, runs in the driver), so it is compiled without
 # NRT and the access kernel can be inlined into it. Measured on tiled 10^7,
@@ -872,6 +894,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
            rels, atom_map, fen, find, cand, ivs, pairs, edges, cvs):
     n = op_c.shape[0]
     for i in range(start, n):
+        prefetch_ahead(op_c, block_c, thread_c, space_c, addr_c, size_c, peer_c, i, agent_map, gran,
+                       nodes, cold)
         row = row0 + i
         op = np.int64(op_c[i])
         launch = np.int64(launch_c[i])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit, jit_inline, jit_leaf
+from ._jit import jit, jit_inline, jit_leaf, prefetch_row
 
 HM_FIELDS = 4
 HM_EMPTY = np.iinfo(np.int64).min
@@ -28,6 +28,12 @@ def _slot(k0, k1, k2, cap):
         + k2 * np.int64(2654435761)
     h ^= h >> 31
     return h & (cap - 1)
+
+
+@jit_inline
+def hm_prefetch(tbl, k0, k1, k2):
+    """Start loading the row a lookup of the key probes first."""
+    prefetch_row(tbl, _slot(k0, k1, k2, tbl.shape[0]))
 
 
 @jit_inline

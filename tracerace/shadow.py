@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit, jit_inline, jit_leaf
+from ._jit import jit, jit_inline, jit_leaf, prefetch_row
 
 # 4-byte granules: two 4-byte elements in one granule would share read lists,
 # and pruning (which only drops bytes the new access covers) left the other
@@ -129,6 +129,51 @@ def find_granule(gran, region, index, create, sv, count_slot, launch):
                 _reset_slot(gran, h, launch)
             return h
         h = (h + PROBE_STEP) & (cap - 1)
+
+
+# Software prefetch. The replay loop knows the addresses of the events ahead
+# of the one it checks, and a granule's slot and list heads are usually cache
+# misses on large footprints (the cpu benchmark's 10^6 variables: a quarter of
+# its samples sat on the slot load). So the loop asks for the slot of the
+# access PF_FAR events ahead, and for the list heads of the access PF_NEAR
+# events ahead (its slot has arrived by then). Hints only: a wrong guess
+# (a probe that will step on, a list of an older launch) costs a load.
+PF_FAR = 10
+PF_NEAR = 5
+
+
+PF_GRANULES = 4  # of an access, the first this many granules (16 bytes)
+
+
+@jit_inline
+def prefetch_slots(gran, region, addr, size):
+    if size <= 0:
+        return
+    g0 = addr >> GRANULE_SHIFT
+    g1 = min((addr + size - 1) >> GRANULE_SHIFT, g0 + PF_GRANULES - 1)
+    for g in range(g0, g1 + 1):
+        prefetch_row(gran, _hash(region, g, gran.shape[0]))
+
+
+@jit_inline
+def prefetch_lists(gran, nodes, cold, region, addr, size, is_read):
+    if size <= 0:
+        return
+    g0 = addr >> GRANULE_SHIFT
+    g1 = min((addr + size - 1) >> GRANULE_SHIFT, g0 + PF_GRANULES - 1)
+    for g in range(g0, g1 + 1):
+        h = _hash(region, g, gran.shape[0])
+        if gran[h, G_REGION] == region and gran[h, G_INDEX] == g:
+            w = gran[h, G_WRITES]
+            if w >= 0:
+                prefetch_row(nodes, w)
+            r = gran[h, G_READS]
+            if r >= 0:
+                prefetch_row(nodes, r)
+                if is_read:  # a read that reuses the head rewrites its cold part
+                    prefetch_row(cold, r)
+        else:  # the slot is further along its probe sequence
+            prefetch_row(gran, (h + PROBE_STEP) & (gran.shape[0] - 1))
 
 
 @jit

@@ -37,13 +37,13 @@ from .mapped import MappedArray
 from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
 from .shadow import PF_FAR, PF_NEAR, prefetch_lists, prefetch_slots
-from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GRANULE,
+from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      GRANULE_SHIFT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK,
                      I_PROXY, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, INIT_INTERVAL_MIN,
                      IV_FIELDS, IV_REGION, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW,
                      K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SITE, K_SIZE, K_TS, N_AGENT, N_EPOCH,
                      N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL, REGION_SHARED,
-                     find_granule, iv_add, iv_covers, rehash)
+                     find_granule, granule_shift, iv_add, iv_covers, rehash)
 
 # ---------------------------------------------------------------------------
 # State layout. Scalars 0-4 belong to tracerace.clocks.
@@ -392,23 +392,25 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
     end = addr + size
     uninit_lo = np.int64(-1)
     uninit_hi = np.int64(-1)
-    g0 = addr >> GRANULE_SHIFT
-    g1 = (end - 1) >> GRANULE_SHIFT
+    gs = granule_shift(region)
+    gsize = np.int64(1) << gs
+    g0 = addr >> gs
+    g1 = (end - 1) >> gs
     for g in range(g0, g1 + 1):
-        base = g << GRANULE_SHIFT
+        base = g << gs
         lo = max(addr, base) - base
-        hi = min(end, base + GRANULE) - base
+        hi = min(end, base + gsize) - base
         m = ((1 << hi) - 1) ^ ((1 << lo) - 1)
         slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH])
         if reads:
             un = m & ~gran[slot, G_INIT]
             if un and sv[SV_IV_N] > 0:
-                for b in range(GRANULE):
+                for b in range(gsize):
                     if un & (1 << b) and iv_covers(ivs, sv[SV_IV_N], region, base + b):
                         gran[slot, G_INIT] |= 1 << b
                         un &= ~(1 << b)
             if un:
-                for b in range(GRANULE):
+                for b in range(gsize):
                     if un & (1 << b):
                         if uninit_lo < 0:
                             uninit_lo = base + b
@@ -416,7 +418,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
         # Writes conflict with every access (atomic pairs aside). One pass both
         # checks them and, for a plain write or an atomic, prunes them.
         if is_proxy:
-            for b in range(GRANULE):
+            for b in range(gsize):
                 cand[_LAST_ROW, b] = -1
         prunes_writes = is_write and not is_copy
         prev = np.int64(-1)
@@ -443,7 +445,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
             if xm & m:
                 xa = nodes[x, N_AGENT]
                 if is_proxy:
-                    for b in range(GRANULE):
+                    for b in range(gsize):
                         if (xm & m) & (1 << b) and cold[x, K_ROW] > cand[_LAST_ROW, b]:
                             cand[_LAST_ROW, b] = cold[x, K_ROW]
                             cand[_LAST_NODE, b] = x
@@ -482,7 +484,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
             prev = x
             x = nxt
         if is_proxy:
-            for b in range(GRANULE):
+            for b in range(gsize):
                 if not (m & (1 << b)) or cand[_LAST_ROW, b] < 0:
                     continue
                 x = cand[_LAST_NODE, b]
@@ -922,7 +924,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
         ng = 0
         if op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or (
                 op == O.INIT and size < INIT_INTERVAL_MIN):
-            ng = 2 * ((size >> GRANULE_SHIFT) + 2)
+            ng = 2 * ((size >> GRANULE_SHIFT) + 2)  # 4-byte granules: an upper bound
         if sv[SV_NODE_USED] + ng > nodes.shape[0]:
             grow |= GR_NODES
         if 2 * (sv[SV_GRAN_COUNT] + ng) > gran.shape[0]:
@@ -1046,10 +1048,11 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 sv[SV_IV_N] = iv_add(ivs, sv[SV_IV_N], region, addr, addr + size)
             elif size > 0:
                 end = addr + size
-                for g in range(addr >> GRANULE_SHIFT, ((end - 1) >> GRANULE_SHIFT) + 1):
-                    base = g << GRANULE_SHIFT
+                gs = granule_shift(region)
+                for g in range(addr >> gs, ((end - 1) >> gs) + 1):
+                    base = g << gs
                     lo = max(addr, base) - base
-                    hi = min(end, base + GRANULE) - base
+                    hi = min(end, base + (np.int64(1) << gs)) - base
                     slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH])
                     gran[slot, G_INIT] |= ((1 << hi) - 1) ^ ((1 << lo) - 1)
         elif op == O.BAR_SYNC or op == O.BAR_ARRIVE or op == O.WARP_SYNC:

@@ -43,8 +43,21 @@ from ._jit import jit, jit_inline, jit_leaf, prefetch_row
 # shared read there, 4-byte ones far less.
 GRANULE_SHIFT = 2
 GRANULE = 1 << GRANULE_SHIFT
+# Global memory uses 8-byte granules: there, 8-byte words are the common
+# variable (every STD trace `tracerace convert` imports, CPU-style programs,
+# pointers, doubles), and each granule is a slot and a list head that is
+# usually a cache miss on a large footprint. Masks and node fields hold 8
+# bytes either way.
+GLOBAL_GRANULE_SHIFT = 3
+MAX_GRANULE = 8
 REGION_SHARED = np.int64(1) << 40
 REGION_LOCAL = np.int64(2) << 40
+
+
+@jit_inline
+def granule_shift(region):
+    """log2 of the granule size in ``region`` (global: 0)."""
+    return GLOBAL_GRANULE_SHIFT if region == 0 else GRANULE_SHIFT
 
 # Granule table columns. ``G_LAUNCH`` stamps the launch that last used the
 # lists: a new launch forgets every list without touching the table (a slot
@@ -142,15 +155,16 @@ PF_FAR = 10
 PF_NEAR = 5
 
 
-PF_GRANULES = 4  # of an access, the first this many granules (16 bytes)
+PF_GRANULES = 4  # of an access, the first this many granules
 
 
 @jit_inline
 def prefetch_slots(gran, region, addr, size):
     if size <= 0:
         return
-    g0 = addr >> GRANULE_SHIFT
-    g1 = min((addr + size - 1) >> GRANULE_SHIFT, g0 + PF_GRANULES - 1)
+    gs = granule_shift(region)
+    g0 = addr >> gs
+    g1 = min((addr + size - 1) >> gs, g0 + PF_GRANULES - 1)
     for g in range(g0, g1 + 1):
         prefetch_row(gran, _hash(region, g, gran.shape[0]))
 
@@ -159,8 +173,9 @@ def prefetch_slots(gran, region, addr, size):
 def prefetch_lists(gran, nodes, cold, region, addr, size, is_read):
     if size <= 0:
         return
-    g0 = addr >> GRANULE_SHIFT
-    g1 = min((addr + size - 1) >> GRANULE_SHIFT, g0 + PF_GRANULES - 1)
+    gs = granule_shift(region)
+    g0 = addr >> gs
+    g1 = min((addr + size - 1) >> gs, g0 + PF_GRANULES - 1)
     for g in range(g0, g1 + 1):
         h = _hash(region, g, gran.shape[0])
         if gran[h, G_REGION] == region and gran[h, G_INDEX] == g:

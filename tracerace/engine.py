@@ -374,6 +374,41 @@ def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     cold[n, K_BARGEN] = ag[t, AG_BARGEN]
 
 
+# A read that reuses the list head (see ``access``) prunes the rest of a list
+# up to this long.
+EAGER_PRUNE_MAX = 64
+
+
+@jit_inline
+def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t):
+    """Drop, from the read list of ``slot`` after node ``first`` (-1: from
+    its head), the bytes ``m`` of every read that thread ``t`` has ordered
+    before it; a node left with no bytes is freed. Sets the next doubling
+    limit."""
+    prev = first
+    x = gran[slot, G_READS] if first < 0 else nodes[first, N_NEXT]
+    while x >= 0:
+        nxt = nodes[x, N_NEXT]
+        xinfo = nodes[x, N_INFO]
+        xm = (xinfo >> I_MASK_SHIFT) & 0xFF
+        if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= \
+                nodes[x, N_EPOCH]:
+            xm &= ~m
+            if xm == 0:
+                if prev < 0:
+                    gran[slot, G_READS] = nxt
+                else:
+                    nodes[prev, N_NEXT] = nxt
+                pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+                gran[slot, G_NREADS] -= 1
+                x = nxt
+                continue
+            nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+        prev = x
+        x = nxt
+    gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
+
+
 @jit_leaf
 def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
            region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
@@ -518,35 +553,23 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
             h = gran[slot, G_READS]
             if h >= 0 and not is_copy:
                 hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & 0xFF
-                if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, nodes[h, N_AGENT]) >= \
-                        nodes[h, N_EPOCH]:
+                ha = nodes[h, N_AGENT]
+                if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, ha) >= nodes[h, N_EPOCH]:
                     set_node(nodes, cold, ag, h, row, a, epoch, addr, size,
                              info | (m << I_MASK_SHIFT), ts, site, t)
+                    # Another agent's read ordered before this one: most likely
+                    # a new generation of readers after a barrier, so the rest
+                    # of the old one is redundant now. Dropping it at once keeps
+                    # the list one generation long for the next write's scan.
+                    # Bounded (EAGER_PRUNE_MAX) so a long list of unordered
+                    # readers is not rescanned at every such read.
+                    nr = gran[slot, G_NREADS]
+                    if ha != a and 1 < nr <= EAGER_PRUNE_MAX:
+                        prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, h, m, t)
                     continue
             gran[slot, G_NREADS] += 1
             if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
-                prev = -1
-                x = gran[slot, G_READS]
-                while x >= 0:
-                    nxt = nodes[x, N_NEXT]
-                    xinfo = nodes[x, N_INFO]
-                    xm = (xinfo >> I_MASK_SHIFT) & 0xFF
-                    if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= \
-                            nodes[x, N_EPOCH]:
-                        xm &= ~m
-                        if xm == 0:
-                            if prev < 0:
-                                gran[slot, G_READS] = nxt
-                            else:
-                                nodes[prev, N_NEXT] = nxt
-                            pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
-                            gran[slot, G_NREADS] -= 1
-                            x = nxt
-                            continue
-                        nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
-                    prev = x
-                    x = nxt
-                gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
+                prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, -1, m, t)
         n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
         nodes[n, N_NEXT] = gran[slot, head_col]
         gran[slot, head_col] = n

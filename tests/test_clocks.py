@@ -1,12 +1,14 @@
-"""merge_many against a plain dict join, on both of its output paths
-(in-place heapsort for small joins, a scan of the dense scratch for large)."""
+"""Clocks against plain dicts: merge_many on both of its output paths
+(in-place heapsort for small joins, a scan of the dense scratch for large),
+and delta snapshots through lookups, merges, compaction and reference counts."""
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracerace.clocks import (CV_FIELDS_MIN, SN_FIELDS, SN_LEN, SN_START, SV_ARENA_TOP,
-                              SV_SNAP_FREE, SV_SNAP_N, merge_many)
+from tracerace.clocks import (CV_FIELDS_MIN, DELTA_MAX, DELTA_MIN, SN_FIELDS, SN_LEN, SN_PARENT,
+                              SN_REF, SN_START, SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE,
+                              SV_SNAP_N, compact, decref, incref, lookup, merge, merge_many)
 
 clock = st.dictionaries(st.integers(0, 199), st.integers(1, 50), max_size=40)
 
@@ -53,3 +55,69 @@ def test_merge_many_is_the_pointwise_max(snapshots, data, scratch_rows):
         if agent >= 0:
             want[agent] = max(want.get(agent, 0), epoch)
     assert _join(snapshots, values, scratch_rows) == want
+
+
+def _state(rows=64, arena=1 << 14):
+    snaps = np.zeros((rows, SN_FIELDS), np.int64)
+    snaps[0, SN_REF] = 1
+    sv = np.zeros(8, np.int64)
+    sv[SV_SNAP_N] = 1
+    sv[SV_SNAP_FREE] = -1
+    return snaps, np.zeros(arena, np.int64), np.zeros(arena, np.int64), sv
+
+
+def _contents(snaps, arena_a, arena_e, snap, agents):
+    return {a: e for a in agents if (e := lookup(snaps, arena_a, arena_e, snap, a)) > 0}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.integers(0, 99), st.integers(1, 50), min_size=DELTA_MIN, max_size=60),
+       st.lists(st.tuples(st.integers(0, 119), st.integers(1, 80)), min_size=1, max_size=14),
+       st.data())
+def test_delta_snapshots_read_as_their_joins(root_clock, joins, data):
+    """Joining single agents into a large clock makes deltas (no copy of the
+    root); lookups, a general merge, merge_many and compaction all see the
+    joined clock, and giving back every reference frees every entry."""
+    snaps, arena_a, arena_e, sv = _state()
+    items = sorted(root_clock.items())
+    root = merge_many(snaps, arena_a, arena_e, sv,
+                      np.array([(0, a, e) for a, e in items], np.int64), len(items),
+                      np.full(128, -1, np.int64), np.zeros(128, np.int64))
+    incref(snaps, root)
+    incref(snaps, root)  # this test's own reference, given back at the end
+    want = dict(root_clock)
+    held = root
+    agents = range(120)
+    for agent, epoch in joins:
+        nxt = merge(snaps, arena_a, arena_e, sv, held, 0, agent, epoch)
+        incref(snaps, nxt)
+        decref(snaps, sv, held)
+        held = nxt
+        want[agent] = max(want.get(agent, 0), epoch)
+        assert _contents(snaps, arena_a, arena_e, held, agents) == want
+    if len(joins) <= DELTA_MAX and any(e > root_clock.get(a, 0) for a, e in joins):
+        assert snaps[held, SN_PARENT] == root  # a delta, not a copy
+    # A general merge (another clock) flattens the delta first.
+    other = data.draw(st.dictionaries(st.integers(0, 119), st.integers(1, 80), max_size=10))
+    oi = sorted(other.items())
+    osnap = merge_many(snaps, arena_a, arena_e, sv, np.array([(0, a, e) for a, e in oi] or
+                                                             [(0, -1, 0)], np.int64),
+                       max(len(oi), 1), np.full(128, -1, np.int64), np.zeros(128, np.int64))
+    incref(snaps, osnap)
+    joined = merge(snaps, arena_a, arena_e, sv, held, osnap, -1, 0)
+    both = dict(want)
+    for a, e in other.items():
+        both[a] = max(both.get(a, 0), e)
+    assert _contents(snaps, arena_a, arena_e, joined, agents) == both
+    # merge_many over the delta and the root reads the root once.
+    many = merge_many(snaps, arena_a, arena_e, sv, np.array([(held, -1, 0), (root, -1, 0)],
+                                                            np.int64), 2,
+                      np.full(128, -1, np.int64), np.zeros(128, np.int64))
+    assert _contents(snaps, arena_a, arena_e, many, agents) == want
+    # Compaction keeps what is held and reclaims the rest.
+    compact(snaps, arena_a, arena_e, sv)
+    assert _contents(snaps, arena_a, arena_e, held, agents) == want
+    decref(snaps, sv, held)
+    decref(snaps, sv, osnap)
+    decref(snaps, sv, root)
+    assert sv[SV_ARENA_LIVE] == 0

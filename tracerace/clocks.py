@@ -21,8 +21,22 @@ import numpy as np
 
 from ._jit import jit, jit_inline, jit_leaf
 
-SN_START, SN_LEN, SN_REF, SN_STAMP = 0, 1, 2, 3
-SN_FIELDS = 4
+SN_START, SN_LEN, SN_REF, SN_STAMP, SN_PARENT = 0, 1, 2, 3, 4
+SN_FIELDS = 8  # padded: a row is one cache line
+
+# Delta snapshots. Joining one (agent, epoch) into a large clock (a thread
+# retiring its cp.async groups: its base, a block-wide barrier snapshot, plus
+# its copy agent) used to copy the whole snapshot; every thread of a pipeline
+# block did it at every k-step, and the next barrier then read 256 distinct
+# copies. Now such a join makes a *delta*: ``SN_PARENT`` names a root
+# snapshot (a plain one) and the delta's own entries (at most DELTA_MAX,
+# sorted) override it; the parent is never itself a delta. ``SN_PARENT == 0``
+# means a root (snapshot 0, the empty clock, is nobody's parent). A held
+# delta holds its parent: the parent's reference is taken when the delta's
+# count goes 0 -> 1 and given back when it goes back to 0, so a delta that was
+# made and never held (compaction reclaims it) holds nothing.
+DELTA_MIN = 16  # a root at least this long gets deltas; shorter ones are copied
+DELTA_MAX = 8
 
 # Scalars in the shared state vector ``sv`` (see engine.SV_*); only the ones
 # the clock kernels use are named here.
@@ -36,6 +50,18 @@ SV_STAMP = 4
 @jit_inline
 def lookup(snaps, arena_a, arena_e, snap, agent):
     """Epoch of ``agent`` in a snapshot, 0 when absent (binary search)."""
+    parent = snaps[snap, SN_PARENT]
+    if parent > 0:
+        lo = snaps[snap, SN_START]
+        for k in range(lo, lo + snaps[snap, SN_LEN]):
+            if arena_a[k] == agent:
+                return arena_e[k]
+        snap = parent
+    return _lookup_root(snaps, arena_a, arena_e, snap, agent)
+
+
+@jit_inline
+def _lookup_root(snaps, arena_a, arena_e, snap, agent):
     lo = snaps[snap, SN_START]
     n = snaps[snap, SN_LEN]
     if n == 0:
@@ -69,18 +95,33 @@ def lookup(snaps, arena_a, arena_e, snap, agent):
 @jit_leaf
 def incref(snaps, snap):
     if snap > 0:
+        if snaps[snap, SN_REF] == 0 and snaps[snap, SN_PARENT] > 0:
+            snaps[snaps[snap, SN_PARENT], SN_REF] += 1
         snaps[snap, SN_REF] += 1
+
+
+@jit_inline
+def _release(snaps, sv, snap):
+    """One reference less; frees the id at zero. Returns the parent to give
+    back (0: none)."""
+    snaps[snap, SN_REF] -= 1
+    if snaps[snap, SN_REF] != 0:
+        return np.int64(0)
+    parent = snaps[snap, SN_PARENT]
+    sv[SV_ARENA_LIVE] -= snaps[snap, SN_LEN]
+    snaps[snap, SN_START] = sv[SV_SNAP_FREE]
+    snaps[snap, SN_LEN] = -1
+    snaps[snap, SN_PARENT] = 0
+    sv[SV_SNAP_FREE] = snap
+    return parent
 
 
 @jit_leaf
 def decref(snaps, sv, snap):
     if snap > 0:
-        snaps[snap, SN_REF] -= 1
-        if snaps[snap, SN_REF] == 0:
-            sv[SV_ARENA_LIVE] -= snaps[snap, SN_LEN]
-            snaps[snap, SN_START] = sv[SV_SNAP_FREE]
-            snaps[snap, SN_LEN] = -1
-            sv[SV_SNAP_FREE] = snap
+        parent = _release(snaps, sv, snap)
+        if parent > 0:
+            _release(snaps, sv, parent)  # a root: it has no parent of its own
 
 
 @jit_leaf
@@ -93,6 +134,7 @@ def _new_id(snaps, sv):
         sv[SV_SNAP_N] += 1
     snaps[snap, SN_REF] = 0
     snaps[snap, SN_STAMP] = 0
+    snaps[snap, SN_PARENT] = 0
     return snap
 
 
@@ -102,7 +144,20 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
 
     Returns ``s1`` itself when nothing changes, so repeated joins of what an
     agent already knows allocate nothing. The caller holds the reference.
+    Adding one agent to a large clock makes a delta (see DELTA_MIN); a
+    general merge flattens delta inputs first. At most ``3 * agents + 1``
+    new arena entries and three new ids.
     """
+    if agent >= 0 and (s2 == 0 or s2 == s1):
+        if lookup(snaps, arena_a, arena_e, s1, agent) >= epoch:
+            return s1
+        d = _add_delta(snaps, arena_a, arena_e, sv, s1, agent, epoch)
+        if d > 0:
+            return d
+    if snaps[s1, SN_PARENT] > 0:
+        s1 = _flatten(snaps, arena_a, arena_e, sv, s1)
+    if snaps[s2, SN_PARENT] > 0:
+        s2 = _flatten(snaps, arena_a, arena_e, sv, s2)
     top = sv[SV_ARENA_TOP]
     i, iend = snaps[s1, SN_START], snaps[s1, SN_START] + snaps[s1, SN_LEN]
     j, jend = snaps[s2, SN_START], snaps[s2, SN_START] + snaps[s2, SN_LEN]
@@ -152,6 +207,79 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     return snap
 
 
+@jit_leaf
+def _add_delta(snaps, arena_a, arena_e, sv, s1, agent, epoch):
+    """``s1 ∪ {agent: epoch}`` as a delta, or 0 when it should be copied
+    (``s1`` a short root, or a delta with DELTA_MAX entries already)."""
+    parent = snaps[s1, SN_PARENT]
+    if parent > 0:
+        if snaps[s1, SN_LEN] >= DELTA_MAX:
+            return 0
+    elif snaps[s1, SN_LEN] < DELTA_MIN:
+        return 0
+    top = sv[SV_ARENA_TOP]
+    out = top
+    placed = False
+    if parent > 0:
+        lo = snaps[s1, SN_START]
+        for k in range(lo, lo + snaps[s1, SN_LEN]):
+            a = arena_a[k]
+            if not placed and agent <= a:
+                arena_a[out] = agent
+                arena_e[out] = epoch
+                out += 1
+                placed = True
+                if a == agent:
+                    continue  # the new epoch is larger (checked by the caller)
+            arena_a[out] = a
+            arena_e[out] = arena_e[k]
+            out += 1
+    else:
+        parent = s1
+    if not placed:
+        arena_a[out] = agent
+        arena_e[out] = epoch
+        out += 1
+    snap = _new_id(snaps, sv)
+    snaps[snap, SN_START] = top
+    snaps[snap, SN_LEN] = out - top
+    snaps[snap, SN_PARENT] = parent
+    sv[SV_ARENA_TOP] = out
+    sv[SV_ARENA_LIVE] += out - top
+    return snap
+
+
+@jit_leaf
+def _flatten(snaps, arena_a, arena_e, sv, snap):
+    """A root snapshot (never held yet) with the contents of delta ``snap``."""
+    parent = snaps[snap, SN_PARENT]
+    i, iend = snaps[snap, SN_START], snaps[snap, SN_START] + snaps[snap, SN_LEN]
+    j, jend = snaps[parent, SN_START], snaps[parent, SN_START] + snaps[parent, SN_LEN]
+    top = sv[SV_ARENA_TOP]
+    out = top
+    while i < iend or j < jend:
+        if j >= jend or (i < iend and arena_a[i] < arena_a[j]):
+            arena_a[out] = arena_a[i]
+            arena_e[out] = arena_e[i]
+            i += 1
+        elif i >= iend or arena_a[j] < arena_a[i]:
+            arena_a[out] = arena_a[j]
+            arena_e[out] = arena_e[j]
+            j += 1
+        else:
+            arena_a[out] = arena_a[i]
+            arena_e[out] = max(arena_e[i], arena_e[j])
+            i += 1
+            j += 1
+        out += 1
+    flat = _new_id(snaps, sv)
+    snaps[flat, SN_START] = top
+    snaps[flat, SN_LEN] = out - top
+    sv[SV_ARENA_TOP] = out
+    sv[SV_ARENA_LIVE] += out - top
+    return flat
+
+
 # Columns of the clock-value workspace ``cvs`` that merge_many reads (callers
 # may add columns of their own after these).
 CV_BASE, CV_AGENT, CV_EPOCH = 0, 1, 2
@@ -195,10 +323,17 @@ def merge_many(snaps, arena_a, arena_e, sv, cvs, n, scratch, touched):
     k = 0
     for m in range(n):
         b = cvs[m, CV_BASE]
-        if b > 0 and snaps[b, SN_STAMP] != stamp:
-            snaps[b, SN_STAMP] = stamp
-            start = snaps[b, SN_START]
-            for p in range(start, start + snaps[b, SN_LEN]):
+        # A delta: its root (once for all its deltas), then its own entries.
+        for level in range(2):
+            if level == 0:
+                s = snaps[b, SN_PARENT] if b > 0 else 0
+            else:
+                s = b
+            if s <= 0 or snaps[s, SN_STAMP] == stamp:
+                continue
+            snaps[s, SN_STAMP] = stamp
+            start = snaps[s, SN_START]
+            for p in range(start, start + snaps[s, SN_LEN]):
                 a = arena_a[p]
                 if scratch[a] < 0:
                     touched[k] = a
@@ -262,6 +397,7 @@ def compact(snaps, arena_a, arena_e, sv):
         else:
             snaps[s, SN_LEN] = -1
             snaps[s, SN_REF] = 0
+            snaps[s, SN_PARENT] = 0
             snaps[s, SN_START] = sv[SV_SNAP_FREE]
             sv[SV_SNAP_FREE] = s
     starts = np.empty(m, np.int64)

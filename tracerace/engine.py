@@ -27,7 +27,7 @@ import numpy as np
 from . import ops as O
 from . import reasons as R
 from ._jit import jit, jit_inline, jit_leaf
-from .clocks import (CV_AGENT, CV_BASE, CV_EPOCH, SN_FIELDS, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N,
+from .clocks import (CV_AGENT, CV_BASE, CV_EPOCH, SN_FIELDS, SN_REF, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N,
                      compact, decref, incref, lookup, merge, merge_many)
 from .errors import TraceError
 from .hashmap import hm_get, hm_prefetch, hm_put, new_table
@@ -907,6 +907,12 @@ def prefetch_ahead(op_c, block_c, thread_c, space_c, addr_c, size_c, peer_c, i, 
                            np.int64(size_c[j]), op == O.READ)
 
 
+# Arena entries replay keeps free per event, per agent: a merge writes at most
+# 3 * agents + 1 (flattening two delta inputs, then the join; see
+# clocks.merge), and an event makes at most two merges.
+ARENA_NEED = 8
+
+
 # ``replay`` allocates nothing (the joins use the ``cvs`` workspace; clock
 # compaction, which sorts, runs in the driver), so it is compiled without
 # NRT and the access kernel can be inlined into it. Measured on tiled 10^7,
@@ -937,9 +943,9 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
         na = sv[SV_N_AGENTS]
         if na + 4 > ag.shape[0]:
             grow |= GR_AGENTS
-        if sv[SV_SNAP_FREE] < 0 and sv[SV_SNAP_N] + 8 > snaps.shape[0]:
+        if sv[SV_SNAP_N] + 16 > snaps.shape[0]:  # ids an event may take, free list or not
             grow |= GR_SNAPS
-        need = 4 * (na + 8)
+        need = ARENA_NEED * (na + 8)
         if arena_a.shape[0] - sv[SV_ARENA_TOP] < need:
             grow |= GR_ARENA  # the driver compacts first (compact allocates)
         # Granules (and nodes) this event may add: accesses and copies only; a
@@ -1483,7 +1489,8 @@ class EngineState:
             sv[k] = -1
         sv[SV_SNAP_N] = 1  # snapshot 0: the empty clock
         snaps = self.arrays["snaps"]
-        snaps[0] = (0, 0, 1, 0)
+        snaps[0] = 0
+        snaps[0, SN_REF] = 1
         # Signals survive a launch (their counts pair with later waits) but
         # their clocks name only agents of the old launch: make them empty.
         sigs = self.arrays["sigs"]
@@ -1536,7 +1543,7 @@ class EngineState:
 
     def _compact_or_grow_arena(self) -> None:
         compact(self.arrays["snaps"], self.arena_a, self.arena_e, self.sv)
-        need = 4 * (int(self.sv[SV_N_AGENTS]) + 8)  # what replay asks to be free
+        need = ARENA_NEED * (int(self.sv[SV_N_AGENTS]) + 8)  # what replay asks to be free
         top = int(self.sv[SV_ARENA_TOP])  # entries past the top are never read
         # Grow unless compaction left room for half as much as is live, so
         # each compaction is paid for by half as many new entries.

@@ -1,4 +1,5 @@
-"""Shadow memory: per 4-byte granule, the accesses that may still race.
+"""Shadow memory: per granule (8 bytes of global memory, 4 of shared or
+local), the accesses that may still race.
 
 A granule is found by open addressing on (region, granule index); a region
 is a space and its owner (global: 0; shared: ``1 << 40 | block``; local:

@@ -144,6 +144,18 @@ def _new_id(snaps, sv):
     return snap
 
 
+@jit_inline
+def _publish(snaps, sv, top, out, parent):
+    """A new snapshot of the entries just written at ``arena[top:out]``."""
+    snap = _new_id(snaps, sv)
+    snaps[snap, SN_START] = top
+    snaps[snap, SN_LEN] = out - top
+    snaps[snap, SN_PARENT] = parent
+    sv[SV_ARENA_TOP] = out
+    sv[SV_ARENA_LIVE] += out - top
+    return snap
+
+
 @jit_leaf
 def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     """The snapshot ``s1 ∪ s2 ∪ {agent: epoch}`` (``agent < 0``: none).
@@ -205,12 +217,7 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
         out += 1
     if not changed:
         return s1
-    snap = _new_id(snaps, sv)
-    snaps[snap, SN_START] = top
-    snaps[snap, SN_LEN] = out - top
-    sv[SV_ARENA_TOP] = out
-    sv[SV_ARENA_LIVE] += out - top
-    return snap
+    return _publish(snaps, sv, top, out, 0)
 
 
 @jit_leaf
@@ -246,13 +253,7 @@ def _add_delta(snaps, arena_a, arena_e, sv, s1, agent, epoch):
         arena_a[out] = agent
         arena_e[out] = epoch
         out += 1
-    snap = _new_id(snaps, sv)
-    snaps[snap, SN_START] = top
-    snaps[snap, SN_LEN] = out - top
-    snaps[snap, SN_PARENT] = parent
-    sv[SV_ARENA_TOP] = out
-    sv[SV_ARENA_LIVE] += out - top
-    return snap
+    return _publish(snaps, sv, top, out, parent)
 
 
 @jit_leaf
@@ -278,12 +279,7 @@ def _flatten(snaps, arena_a, arena_e, sv, snap):
             i += 1
             j += 1
         out += 1
-    flat = _new_id(snaps, sv)
-    snaps[flat, SN_START] = top
-    snaps[flat, SN_LEN] = out - top
-    sv[SV_ARENA_TOP] = out
-    sv[SV_ARENA_LIVE] += out - top
-    return flat
+    return _publish(snaps, sv, top, out, 0)
 
 
 # Columns of the clock-value workspace ``cvs`` that merge_many reads (callers
@@ -377,12 +373,7 @@ def merge_many(snaps, arena_a, arena_e, sv, cvs, n, scratch, touched):
             arena_a[top + p] = a
             arena_e[top + p] = scratch[a]
             scratch[a] = -1
-    snap = _new_id(snaps, sv)
-    snaps[snap, SN_START] = top
-    snaps[snap, SN_LEN] = k
-    sv[SV_ARENA_TOP] = top + k
-    sv[SV_ARENA_LIVE] += k
-    return snap
+    return _publish(snaps, sv, top, top + k, 0)
 
 
 @jit

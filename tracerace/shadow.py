@@ -160,24 +160,24 @@ PF_GRANULES = 4  # of an access, the first this many granules
 
 
 @jit_inline
-def prefetch_slots(gran, region, addr, size):
-    if size <= 0:
-        return
+def _prefetch_granules(region, addr, size):
+    """The first granules of an access, as a range (empty when size <= 0)."""
     gs = granule_shift(region)
     g0 = addr >> gs
-    g1 = min((addr + size - 1) >> gs, g0 + PF_GRANULES - 1)
-    for g in range(g0, g1 + 1):
+    if size <= 0:
+        return range(g0, g0)
+    return range(g0, min((addr + size - 1) >> gs, g0 + PF_GRANULES - 1) + 1)
+
+
+@jit_inline
+def prefetch_slots(gran, region, addr, size):
+    for g in _prefetch_granules(region, addr, size):
         prefetch_row(gran, _hash(region, g, gran.shape[0]))
 
 
 @jit_inline
 def prefetch_lists(gran, nodes, cold, region, addr, size, is_read):
-    if size <= 0:
-        return
-    gs = granule_shift(region)
-    g0 = addr >> gs
-    g1 = min((addr + size - 1) >> gs, g0 + PF_GRANULES - 1)
-    for g in range(g0, g1 + 1):
+    for g in _prefetch_granules(region, addr, size):
         h = _hash(region, g, gran.shape[0])
         if gran[h, G_REGION] == region and gran[h, G_INDEX] == g:
             w = gran[h, G_WRITES]

@@ -374,6 +374,17 @@ def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     cold[n, K_BARGEN] = ag[t, AG_BARGEN]
 
 
+@jit_inline
+def unlink(gran, slot, col, nodes, sv, prev, x, nxt):
+    """Take node ``x`` (after ``prev``, -1: the head; followed by ``nxt``)
+    out of list ``col`` of ``slot`` and free it."""
+    if prev < 0:
+        gran[slot, col] = nxt
+    else:
+        nodes[prev, N_NEXT] = nxt
+    pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+
+
 # A read that reuses the list head (see ``access``) prunes the rest of a list
 # up to this long.
 EAGER_PRUNE_MAX = 64
@@ -395,11 +406,7 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
                 nodes[x, N_EPOCH]:
             xm &= ~m
             if xm == 0:
-                if prev < 0:
-                    gran[slot, G_READS] = nxt
-                else:
-                    nodes[prev, N_NEXT] = nxt
-                pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+                unlink(gran, slot, G_READS, nodes, sv, prev, x, nxt)
                 gran[slot, G_NREADS] -= 1
                 x = nxt
                 continue
@@ -467,11 +474,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                 # A retired copy that x happens before covers these bytes.
                 xm &= ~((xinfo >> I_SHADOW_SHIFT) & 0xFF)
                 if xm == 0:
-                    if prev < 0:
-                        gran[slot, G_WRITES] = nxt
-                    else:
-                        nodes[prev, N_NEXT] = nxt
-                    pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+                    unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
                     x = nxt
                     continue
                 xinfo = (xinfo & ~(np.int64(0xFF) << I_MASK_SHIFT)) & ~(np.int64(0xFF) << I_SHADOW_SHIFT)
@@ -503,11 +506,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                         x_atomic and xa == a and ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
                     xm &= ~m
                     if xm == 0:
-                        if prev < 0:
-                            gran[slot, G_WRITES] = nxt
-                        else:
-                            nodes[prev, N_NEXT] = nxt
-                        pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+                        unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
                         x = nxt
                         continue
                     nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)

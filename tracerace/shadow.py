@@ -37,20 +37,18 @@ import numpy as np
 
 from ._jit import jit, jit_inline, jit_leaf, prefetch_row
 
-# 4-byte granules: two 4-byte elements in one granule would share read lists,
-# and pruning (which only drops bytes the new access covers) left the other
-# element's stale readers behind; with 4 bytes the tiled benchmark's read
+# 4-byte granules in shared and local memory: two 4-byte elements in one
+# granule would share read lists, and pruning (which only drops bytes the new
+# access covers) left the other element's stale readers behind; with 4 bytes the tiled benchmark's read
 # lists stay one generation long. Measured: 8-byte granules ~0.9 us per
 # shared read there, 4-byte ones far less.
 GRANULE_SHIFT = 2
-GRANULE = 1 << GRANULE_SHIFT
 # Global memory uses 8-byte granules: there, 8-byte words are the common
 # variable (every STD trace `tracerace convert` imports, CPU-style programs,
 # pointers, doubles), and each granule is a slot and a list head that is
 # usually a cache miss on a large footprint. Masks and node fields hold 8
 # bytes either way.
 GLOBAL_GRANULE_SHIFT = 3
-MAX_GRANULE = 8
 REGION_SHARED = np.int64(1) << 40
 REGION_LOCAL = np.int64(2) << 40
 

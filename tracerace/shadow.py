@@ -39,8 +39,8 @@ from ._jit import jit, jit_inline, jit_leaf, prefetch_row
 
 # 4-byte granules in shared and local memory: two 4-byte elements in one
 # granule would share read lists, and pruning (which only drops bytes the new
-# access covers) left the other element's stale readers behind; with 4 bytes the tiled benchmark's read
-# lists stay one generation long. Measured: 8-byte granules ~0.9 us per
+# access covers) left the other element's stale readers behind; with 4 bytes
+# the tiled benchmark's read lists stay one generation long. Measured: 8-byte granules ~0.9 us per
 # shared read there, 4-byte ones far less.
 GRANULE_SHIFT = 2
 # Global memory uses 8-byte granules: there, 8-byte words are the common

@@ -4,7 +4,7 @@ import numpy as np
 
 from tracerace import engine
 from tracerace.ops import Op, Space
-from tracerace.mapped import MappedArray
+from tracerace.mapped import MappedArray, can_populate
 from tracerace.writer import make_table
 
 
@@ -52,3 +52,29 @@ def test_engine_pools_grow_without_copying(monkeypatch):
     assert st.arrays["nodes"].shape[0] > 4
     assert st.arena_a.shape[0] > 16
     assert all(m.copies == 0 for m in st.mapped.values())
+
+
+def test_populate_keeps_contents_and_stops_at_the_mapping():
+    m = MappedArray(64, 2, reserve=1 << 12)
+    assert m.capacity == 1 << 12
+    m.array[:] = 5
+    faulted = m.populate(1 << 20)  # asks for more than the mapping holds
+    if can_populate():
+        assert faulted and m.populated == m.capacity
+        assert not m.populate(1 << 20)  # nothing left to do
+    else:  # no MADV_POPULATE_WRITE here: a no-op
+        assert not faulted and m.populated == 0
+    assert (m.array == 5).all()
+    grown = m.grow(1 << 11, used=64)  # within the reservation: no resize, no copy
+    assert grown.shape == (1 << 11, 2) and (grown[:64] == 5).all() and not grown[64:].any()
+    assert m.copies == 0
+
+
+def test_engine_prefault_runs_ahead_of_the_pools():
+    st = engine.EngineState()
+    while st.prefault():
+        pass
+    for name in ("nodes", "cold", "arena_a", "arena_e"):
+        m = st.mapped[name]
+        expect = min(m.capacity, engine.FAULT_AHEAD) if can_populate() else 0
+        assert m.populated == expect

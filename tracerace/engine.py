@@ -20,6 +20,7 @@ driver grows them and resumes at that row. So no event is ever half applied.
 
 from __future__ import annotations
 
+import threading
 from typing import Callable
 
 import numpy as np
@@ -33,7 +34,7 @@ from .errors import TraceError
 from .hashmap import hm_get, hm_prefetch, hm_put, new_table
 from .hashmap import rehash as hm_rehash
 from .findings import FINDING_DTYPE, CheckResult, empty_findings
-from .mapped import MappedArray
+from .mapped import MappedArray, can_populate
 from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
 from .shadow import PF_FAR, PF_NEAR, prefetch_lists, prefetch_slots
@@ -41,7 +42,7 @@ from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      GRANULE_SHIFT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK,
                      I_PROXY, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, INIT_INTERVAL_MIN,
                      IV_FIELDS, IV_REGION, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW,
-                     K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SITE, K_SIZE, K_TS, N_AGENT, N_EPOCH,
+                     K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SIZE_SITE, K_TS, N_AGENT, N_EPOCH,
                      N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL, REGION_SHARED,
                      find_granule, granule_shift, iv_add, iv_covers, rehash)
 
@@ -308,14 +309,14 @@ def offer(cand, kind, ag, nodes, cold, x, pw, aw, space, owner, lo_addr, hi_addr
     cand[kind, C_PREV_THREAD] = ag[xa, AG_THREAD]
     cand[kind, C_PREV_OP] = info & I_OP_MASK
     cand[kind, C_PREV_TS] = cold[x, K_TS]
-    cand[kind, C_PREV_SITE] = cold[x, K_SITE]
+    cand[kind, C_PREV_SITE] = (cold[x, K_SIZE_SITE] >> 32) & 0xFFFFFFFF
     cand[kind, C_PREV_ASYNC] = 1 if info & I_ASYNC else 0
     cand[kind, C_PREV_BAR] = cold[x, K_BAR]
     cand[kind, C_PREV_BARGEN] = cold[x, K_BARGEN]
     cand[kind, C_SPACE] = space
     cand[kind, C_OWNER] = owner
     xlo = cold[x, K_ADDR]
-    xhi = xlo + cold[x, K_SIZE]
+    xhi = xlo + (cold[x, K_SIZE_SITE] & 0xFFFFFFFF)
     cand[kind, C_LO] = max(xlo, lo_addr)
     cand[kind, C_HI] = min(xhi, hi_addr)
     if kind == _K_INFLIGHT:
@@ -367,9 +368,8 @@ def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     nodes[n, N_INFO] = info
     cold[n, K_ROW] = row
     cold[n, K_ADDR] = addr
-    cold[n, K_SIZE] = size
+    cold[n, K_SIZE_SITE] = (site << 32) | size
     cold[n, K_TS] = ts
-    cold[n, K_SITE] = site
     cold[n, K_BAR] = ag[t, AG_BAROBJ]
     cold[n, K_BARGEN] = ag[t, AG_BARGEN]
 
@@ -565,6 +565,11 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                     nr = gran[slot, G_NREADS]
                     if ha != a and 1 < nr <= EAGER_PRUNE_MAX:
                         prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, h, m, t)
+                        # The old generation's size predicts the new one's:
+                        # the next doubling prune waits until the list has
+                        # outgrown it (else it would scan a generation of
+                        # unordered readers and drop none of them).
+                        gran[slot, G_RLIMIT] = max(gran[slot, G_RLIMIT], 2 * nr)
                     continue
             gran[slot, G_NREADS] += 1
             if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
@@ -1430,6 +1435,46 @@ _MAPPED = ("nodes", "cold")
 ARENA_START = 1 << 14
 MAP_START = 1 << 8
 
+# The faulter (see ``Faulter``) keeps this many rows past the top of the node
+# pools and the arena faulted in, a chunk at a time.
+FAULT_AHEAD = 1 << 17
+FAULT_CHUNK = 1 << 15
+
+
+class Faulter:
+    """A thread that faults in the engine's pools ahead of the replay.
+
+    On some machines the first write to a page costs far more than the work
+    done on it (this VM: ~3 ms per MB, a third or more of a check at 10^7
+    events), and the replay writes fresh node rows all the time. The read
+    thread leaves the second core partly idle, so this thread populates the
+    rows the replay will take next (``MappedArray.populate``: the contents
+    stay as they are, so it never races with the replay's writes). Without
+    kernel support it stops at once.
+    """
+
+    def __init__(self, st: "EngineState") -> None:
+        self._st = st
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="tracerace-fault", daemon=True)
+
+    def __enter__(self) -> "Faulter":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        st = self._st
+        while can_populate() and not self._stop.is_set():
+            try:
+                if not st.prefault():
+                    self._stop.wait(0.002)
+            except Exception:  # a hint only: never the check's problem
+                return
+
 _ERRORS = {
     E_BARRIER_ORDER: "barrier-order",
     E_WAIT: "wait-without-signal",
@@ -1453,12 +1498,12 @@ class EngineState:
         self.mapped: dict[str, MappedArray] = {}
         for name, (_, cols, rows, fill) in _POOLS.items():
             if name in _MAPPED:
-                self.mapped[name] = MappedArray(rows, cols)
+                self.mapped[name] = MappedArray(rows, cols, reserve=FAULT_AHEAD)
                 self.arrays[name] = self.mapped[name].array
             else:
                 self.arrays[name] = np.full((rows, cols), fill, np.int64)
         for name in ("arena_a", "arena_e"):
-            self.mapped[name] = MappedArray(ARENA_START)
+            self.mapped[name] = MappedArray(ARENA_START, reserve=FAULT_AHEAD)
         self.arena_a = self.mapped["arena_a"].array
         self.arena_e = self.mapped["arena_e"].array
         self.cand = np.zeros((N_KINDS + 2, C_FIELDS), np.int64)
@@ -1540,6 +1585,20 @@ class EngineState:
         if mask & GR_ARENA:
             self._compact_or_grow_arena()
 
+    def prefault(self) -> bool:
+        """Fault in the node pools' and the clock arena's rows up to
+        FAULT_AHEAD past their tops, at most FAULT_CHUNK rows per pool per
+        call, from the calling thread (see :class:`Faulter`). Returns
+        whether it faulted anything."""
+        did = False
+        for name, top in (("nodes", SV_NODE_TOP), ("cold", SV_NODE_TOP),
+                          ("arena_a", SV_ARENA_TOP), ("arena_e", SV_ARENA_TOP)):
+            m = self.mapped[name]
+            want = int(self.sv[top]) + FAULT_AHEAD
+            if m.populated < want:
+                did = m.populate(min(want, m.populated + FAULT_CHUNK)) or did
+        return did
+
     def _compact_or_grow_arena(self) -> None:
         compact(self.arrays["snaps"], self.arena_a, self.arena_e, self.sv)
         need = ARENA_NEED * (int(self.sv[SV_N_AGENTS]) + 8)  # what replay asks to be free
@@ -1594,11 +1653,12 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
     # caller may close the reader at once.
     batches = prefetch(reader, depth=1)
     try:
-        for batch in batches:
-            _replay_batch(st, batch, reader.meta.path)
-            events += batch.n
-            if progress is not None:
-                progress(events)
+        with Faulter(st):
+            for batch in batches:
+                _replay_batch(st, batch, reader.meta.path)
+                events += batch.n
+                if progress is not None:
+                    progress(events)
     finally:
         batches.close()
     _close_launch(st)

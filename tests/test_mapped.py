@@ -78,3 +78,16 @@ def test_engine_prefault_runs_ahead_of_the_pools():
         m = st.mapped[name]
         expect = min(m.capacity, engine.FAULT_AHEAD) if can_populate() else 0
         assert m.populated == expect
+
+
+def test_engine_prefault_fills_the_next_granule_table():
+    st = engine.EngineState()
+    gran = st.arrays["gran"]
+    st.sv[engine.SV_GRAN_COUNT] = gran.shape[0] // 4 + 1  # past a quarter: time to make it
+    while st.prefault():
+        pass
+    spare = st.spare_gran
+    assert spare.shape == (2 * gran.shape[0], gran.shape[1]) and (spare == -1).all()
+    st.sv[engine.SV_GRAN_COUNT] = 0  # an empty table: growing it only moves nothing
+    st.grow(engine.GR_GRAN)
+    assert st.arrays["gran"] is spare and st.spare_gran is None

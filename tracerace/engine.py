@@ -1450,7 +1450,8 @@ class Faulter:
     thread leaves the second core partly idle, so this thread populates the
     rows the replay will take next (``MappedArray.populate``: the contents
     stay as they are, so it never races with the replay's writes). Without
-    kernel support it stops at once.
+    kernel support it stops at once. ``start`` it once the check is long
+    enough to profit; leaving the ``with`` block stops it.
     """
 
     def __init__(self, st: "EngineState") -> None:
@@ -1458,13 +1459,17 @@ class Faulter:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tracerace-fault", daemon=True)
 
+    def start(self) -> None:
+        if not self._thread.is_alive():
+            self._thread.start()
+
     def __enter__(self) -> "Faulter":
-        self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
-        self._thread.join()
+        if self._thread.is_alive():
+            self._thread.join()
 
     def _run(self) -> None:
         st = self._st
@@ -1671,9 +1676,12 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
     # caller may close the reader at once.
     batches = prefetch(reader, depth=1)
     try:
-        with Faulter(st):
+        with Faulter(st) as faulter:
             for batch in batches:
                 _replay_batch(st, batch, reader.meta.path)
+                # From the second batch on: a one-batch check is over before
+                # faulting ahead could pay for itself.
+                faulter.start()
                 events += batch.n
                 if progress is not None:
                     progress(events)

@@ -83,7 +83,7 @@ def test_engine_prefault_runs_ahead_of_the_pools():
 def test_engine_prefault_fills_the_next_granule_table():
     st = engine.EngineState()
     gran = st.arrays["gran"]
-    st.sv[engine.SV_GRAN_COUNT] = gran.shape[0] // 4 + 1  # past a quarter: time to make it
+    st.sv[engine.SV_GRAN_COUNT] = 2 * gran.shape[0] // 5 + 1  # past 40%: time to make it
     while st.prefault():
         pass
     spare = st.spare_gran

@@ -1605,13 +1605,14 @@ class EngineState:
             want = int(self.sv[top]) + FAULT_AHEAD
             if m.populated < want:
                 did = m.populate(min(want, m.populated + FAULT_CHUNK)) or did
-        # The granule table doubles when half full: once a quarter full, the
-        # next one is made and filled here (a chunk at a time, so the GIL
-        # changes hands), not by the replay's thread when it must grow.
+        # The granule table doubles when half full: once 40% full, the next
+        # one is made and filled here (a chunk at a time, so the GIL changes
+        # hands), not by the replay's thread when it must grow. (At a
+        # quarter, right after a growth, the spare doubled the tables' peak.)
         gran = self.arrays["gran"]
         shape = (2 * gran.shape[0], G_FIELDS)
         spare = self.spare_gran
-        if 4 * int(self.sv[SV_GRAN_COUNT]) > gran.shape[0] and (
+        if 5 * int(self.sv[SV_GRAN_COUNT]) > 2 * gran.shape[0] and (
                 spare is None or spare.shape != shape):
             spare = np.empty(shape, np.int64)
             flat = spare.reshape(-1)

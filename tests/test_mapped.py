@@ -91,3 +91,25 @@ def test_engine_prefault_fills_the_next_granule_table():
     st.sv[engine.SV_GRAN_COUNT] = 0  # an empty table: growing it only moves nothing
     st.grow(engine.GR_GRAN)
     assert st.arrays["gran"] is spare and st.spare_gran is None
+
+
+def test_check_of_many_batches_without_populate_support(monkeypatch):
+    """Where the kernel cannot populate, the faulter ends at once; a check of
+    many batches (each one starts it again) still runs to the same answer."""
+    from tracerace.reader import open_trace
+
+    n = 4000
+    table = make_table({"ts": np.arange(n), "op": int(Op.WRITE), "launch": 0, "block": 0,
+                        "thread": np.arange(n) % 2, "addr": (np.arange(n) // 2 % 64) * 4,
+                        "size": 4})
+
+    def run():
+        with open_trace(table, batch_size=500) as reader:
+            return engine.check_trace(reader)
+
+    expected = run()
+    monkeypatch.setattr(engine, "can_populate", lambda: False)
+    got = run()
+    assert got.events == expected.events == n
+    assert len(got.findings) == len(expected.findings) > 0
+    assert (got.findings == expected.findings).all()

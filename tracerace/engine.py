@@ -1458,9 +1458,13 @@ class Faulter:
         self._st = st
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tracerace-fault", daemon=True)
+        self._started = False
 
     def start(self) -> None:
-        if not self._thread.is_alive():
+        """Start the thread; later calls do nothing (the thread may have
+        ended already: no kernel support)."""
+        if not self._started:
+            self._started = True
             self._thread.start()
 
     def __enter__(self) -> "Faulter":
@@ -1468,7 +1472,7 @@ class Faulter:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
-        if self._thread.is_alive():
+        if self._started:
             self._thread.join()
 
     def _run(self) -> None:

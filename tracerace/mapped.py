@@ -113,7 +113,6 @@ class MappedArray:
             self.populated = stop
             return True
 
-
     def grow(self, rows: int, used: int) -> np.ndarray:
         """Room for ``rows`` rows, keeping the first ``used``; returns the new view."""
         with self.lock:

@@ -80,19 +80,6 @@ def test_engine_prefault_runs_ahead_of_the_pools():
         assert m.populated == expect
 
 
-def test_engine_prefault_fills_the_next_granule_table():
-    st = engine.EngineState()
-    gran = st.arrays["gran"]
-    st.sv[engine.SV_GRAN_COUNT] = 2 * gran.shape[0] // 5 + 1  # past 40%: time to make it
-    while st.prefault():
-        pass
-    spare = st.spare_gran
-    assert spare.shape == (2 * gran.shape[0], gran.shape[1]) and (spare == -1).all()
-    st.sv[engine.SV_GRAN_COUNT] = 0  # an empty table: growing it only moves nothing
-    st.grow(engine.GR_GRAN)
-    assert st.arrays["gran"] is spare and st.spare_gran is None
-
-
 def test_check_of_many_batches_without_populate_support(monkeypatch):
     """Where the kernel cannot populate, the faulter ends at once; a check of
     many batches (each one starts it again) still runs to the same answer."""

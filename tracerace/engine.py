@@ -1517,7 +1517,6 @@ class EngineState:
         self.arena_e = self.mapped["arena_e"].array
         self.cand = np.zeros((N_KINDS + 2, C_FIELDS), np.int64)
         self.cvs = np.empty((self._cvs_rows(), CV_FIELDS), np.int64)
-        self.spare_gran: np.ndarray | None = None  # the next granule table, filled ahead
         self.reset_launch(-1)
 
     def reset_launch(self, launch: int) -> None:
@@ -1566,9 +1565,7 @@ class EngineState:
             if mask & bit:
                 old = self.arrays[name]
                 if name == "gran":
-                    new, self.spare_gran = self.spare_gran, None
-                    if new is None or new.shape != (old.shape[0] * 2, old.shape[1]):
-                        new = np.full((old.shape[0] * 2, old.shape[1]), -1, np.int64)
+                    new = np.full((old.shape[0] * 2, old.shape[1]), -1, np.int64)
                     self.sv[SV_GRAN_COUNT] = rehash(old, new, self.sv[SV_LAUNCH])
                 elif name in _MAPPED:
                     # Every field of a node is written when it is allocated:
@@ -1609,22 +1606,6 @@ class EngineState:
             want = int(self.sv[top]) + FAULT_AHEAD
             if m.populated < want:
                 did = m.populate(min(want, m.populated + FAULT_CHUNK)) or did
-        # The granule table doubles when half full: once 40% full, the next
-        # one is made and filled here (a chunk at a time, so the GIL changes
-        # hands), not by the replay's thread when it must grow. (At a
-        # quarter, right after a growth, the spare doubled the tables' peak.)
-        gran = self.arrays["gran"]
-        shape = (2 * gran.shape[0], G_FIELDS)
-        spare = self.spare_gran
-        if 5 * int(self.sv[SV_GRAN_COUNT]) > 2 * gran.shape[0] and (
-                spare is None or spare.shape != shape):
-            spare = np.empty(shape, np.int64)
-            flat = spare.reshape(-1)
-            for k in range(0, flat.size, FAULT_CHUNK * G_FIELDS):
-                flat[k: k + FAULT_CHUNK * G_FIELDS] = -1
-            if self.arrays["gran"].shape[0] * 2 == shape[0]:  # not grown meanwhile
-                self.spare_gran = spare
-            did = True
         return did
 
     def _compact_or_grow_arena(self) -> None:

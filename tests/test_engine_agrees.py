@@ -78,14 +78,15 @@ def test_engine_matches_reference_while_growing(events, data):
 
 @contextlib.contextmanager
 def tiny_pools():
-    saved = engine._POOLS, engine.ARENA_START, engine.MAP_START
+    saved = engine._POOLS, engine.ARENA_START, engine.ARENA_SLACK, engine.MAP_START
     engine._POOLS = {name: (bit, cols, 4 if name != "gran" else 16, fill)
                      for name, (bit, cols, _, fill) in saved[0].items()}
-    engine.ARENA_START, engine.MAP_START = 8, 8
+    # No slack: the arena is compacted (not grown) whenever that leaves room.
+    engine.ARENA_START, engine.ARENA_SLACK, engine.MAP_START = 8, 0, 8
     try:
         yield
     finally:
-        engine._POOLS, engine.ARENA_START, engine.MAP_START = saved
+        engine._POOLS, engine.ARENA_START, engine.ARENA_SLACK, engine.MAP_START = saved
 
 
 def test_tiny_pools_grow():

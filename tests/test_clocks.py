@@ -121,3 +121,48 @@ def test_delta_snapshots_read_as_their_joins(root_clock, joins, data):
     decref(snaps, sv, osnap)
     decref(snaps, sv, root)
     assert sv[SV_ARENA_LIVE] == 0
+
+
+def _delta_clock(snaps, arena_a, arena_e, sv, root_clock, joins):
+    """A held snapshot: ``root_clock`` as a root, then ``joins`` added one
+    agent at a time (deltas while they fit). Returns (snapshot, contents)."""
+    items = sorted(root_clock.items()) or [(-1, 0)]
+    held = merge_many(snaps, arena_a, arena_e, sv, np.array([(0, a, e) for a, e in items],
+                                                            np.int64), len(items),
+                      np.full(128, -1, np.int64), np.zeros(128, np.int64))
+    incref(snaps, held)
+    want = dict(root_clock)
+    for agent, epoch in joins:
+        nxt = merge(snaps, arena_a, arena_e, sv, held, 0, agent, epoch)
+        incref(snaps, nxt)
+        decref(snaps, sv, held)
+        held = nxt
+        want[agent] = max(want.get(agent, 0), epoch)
+    return held, want
+
+
+big_clock = st.dictionaries(st.integers(0, 99), st.integers(1, 50), max_size=60)
+few_joins = st.lists(st.tuples(st.integers(0, 119), st.integers(1, 80)), max_size=10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(big_clock, few_joins, big_clock, few_joins, st.integers(-1, 119), st.integers(1, 80))
+def test_merge_of_two_deltas_is_the_pointwise_max(c1, j1, c2, j2, agent, epoch):
+    """A general merge reads either side as a delta over its root (a lock's
+    clock is a delta of its last releaser's), with an extra entry or not;
+    it returns the first side itself when that already covers the rest."""
+    snaps, arena_a, arena_e, sv = _state()
+    s1, w1 = _delta_clock(snaps, arena_a, arena_e, sv, c1, j1)
+    s2, w2 = _delta_clock(snaps, arena_a, arena_e, sv, c2, j2)
+    want = dict(w1)
+    for a, e in list(w2.items()) + ([(agent, epoch)] if agent >= 0 else []):
+        want[a] = max(want.get(a, 0), e)
+    got = merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch)
+    agents = range(120)
+    assert _contents(snaps, arena_a, arena_e, got, agents) == want
+    if want == w1:
+        assert got == s1
+    elif agent < 0 or s2 not in (0, s1):
+        assert snaps[got, SN_PARENT] == 0  # a general merge writes a root
+        lo, n = snaps[got, SN_START], snaps[got, SN_LEN]
+        assert arena_a[lo:lo + n].tolist() == sorted(set(arena_a[lo:lo + n].tolist()))

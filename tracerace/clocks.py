@@ -21,8 +21,11 @@ import numpy as np
 
 from ._jit import jit, jit_inline, jit_leaf
 
-SN_START, SN_LEN, SN_REF, SN_STAMP, SN_PARENT = 0, 1, 2, 3, 4
+SN_START, SN_LEN, SN_REF, SN_STAMP, SN_PARENT, SN_SERIAL = 0, 1, 2, 3, 4, 5
 SN_FIELDS = 8  # padded: a row is one cache line
+# ``SN_SERIAL`` numbers snapshots in the order they are made (from 1; never
+# reused, unlike ids), so "the same snapshot as before" is a comparison of
+# serials that a freed and reused id cannot fool.
 
 # Delta snapshots. Joining one (agent, epoch) into a large clock (a thread
 # retiring its cp.async groups: its base, a block-wide barrier snapshot, plus
@@ -45,6 +48,7 @@ SV_SNAP_FREE = 1    # head of the free-id list (linked through SN_START), -1 non
 SV_ARENA_TOP = 2
 SV_ARENA_LIVE = 3
 SV_STAMP = 4
+SV_SNAP_SERIAL = 5
 
 
 @jit_inline
@@ -141,6 +145,8 @@ def _new_id(snaps, sv):
     snaps[snap, SN_REF] = 0
     snaps[snap, SN_STAMP] = 0
     snaps[snap, SN_PARENT] = 0
+    sv[SV_SNAP_SERIAL] += 1
+    snaps[snap, SN_SERIAL] = sv[SV_SNAP_SERIAL]
     return snap
 
 
@@ -156,6 +162,21 @@ def _publish(snaps, sv, top, out, parent):
     return snap
 
 
+_END = np.int64(1) << 62  # past every agent: an exhausted side
+
+
+@jit_inline
+def _side(snaps, s):
+    """Cursors over snapshot ``s``: its root's entries, and for a delta its
+    own (an empty range for a root)."""
+    parent = snaps[s, SN_PARENT]
+    start = snaps[s, SN_START]
+    if parent > 0:
+        root = snaps[parent, SN_START]
+        return root, root + snaps[parent, SN_LEN], start, start + snaps[s, SN_LEN]
+    return start, start + snaps[s, SN_LEN], start, start
+
+
 @jit_leaf
 def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     """The snapshot ``s1 ∪ s2 ∪ {agent: epoch}`` (``agent < 0``: none).
@@ -163,8 +184,9 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     Returns ``s1`` itself when nothing changes, so repeated joins of what an
     agent already knows allocate nothing. The caller holds the reference.
     Adding one agent to a large clock makes a delta (see DELTA_MIN); a
-    general merge flattens delta inputs first. At most ``3 * agents + 1``
-    new arena entries and three new ids.
+    general merge reads delta inputs as their root overlaid by their own
+    entries (no flattened copy) and writes a root. At most ``agents + 1``
+    new arena entries and two new ids.
     """
     if agent >= 0 and (s2 == 0 or s2 == s1):
         if lookup(snaps, arena_a, arena_e, s1, agent) >= epoch:
@@ -172,39 +194,47 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
         d = _add_delta(snaps, arena_a, arena_e, sv, s1, agent, epoch)
         if d > 0:
             return d
-    if snaps[s1, SN_PARENT] > 0:
-        s1 = _flatten(snaps, arena_a, arena_e, sv, s1)
-    if snaps[s2, SN_PARENT] > 0:
-        s2 = _flatten(snaps, arena_a, arena_e, sv, s2)
+    # Four sorted streams (each side's root and its delta entries, empty for
+    # a root) and the extra entry. A delta's entry overrides its root's and is
+    # never smaller, so taking the larger is right. The delta streams are
+    # short (DELTA_MAX), so their checks are cheap and well predicted.
+    i1, i1end, d1, d1end = _side(snaps, s1)
+    i2, i2end, d2, d2end = _side(snaps, s2)
     top = sv[SV_ARENA_TOP]
-    i, iend = snaps[s1, SN_START], snaps[s1, SN_START] + snaps[s1, SN_LEN]
-    j, jend = snaps[s2, SN_START], snaps[s2, SN_START] + snaps[s2, SN_LEN]
     extra = agent >= 0
     out = top
     changed = False
-    while i < iend or j < jend or extra:
-        # Pick the smallest agent among the three heads.
-        best = np.int64(1) << 62
-        if i < iend:
-            best = arena_a[i]
-        if j < jend and arena_a[j] < best:
-            best = arena_a[j]
+    while i1 < i1end or i2 < i2end or d1 < d1end or d2 < d2end or extra:
+        best = _END
+        if i1 < i1end:
+            best = arena_a[i1]
+        if i2 < i2end and arena_a[i2] < best:
+            best = arena_a[i2]
+        if d1 < d1end and arena_a[d1] < best:
+            best = arena_a[d1]
+        if d2 < d2end and arena_a[d2] < best:
+            best = arena_a[d2]
         if extra and agent < best:
             best = agent
-        e = np.int64(0)
-        from1 = False
-        if i < iend and arena_a[i] == best:
-            e = arena_e[i]
-            i += 1
-            from1 = True
-        if j < jend and arena_a[j] == best:
-            if arena_e[j] > e:
-                e = arena_e[j]
-                changed = True
-            elif not from1:
-                e = arena_e[j]
-                changed = True
-            j += 1
+        e1 = np.int64(-1)
+        if i1 < i1end and arena_a[i1] == best:
+            e1 = arena_e[i1]
+            i1 += 1
+        if d1 < d1end and arena_a[d1] == best:
+            e1 = max(e1, arena_e[d1])
+            d1 += 1
+        e2 = np.int64(-1)
+        if i2 < i2end and arena_a[i2] == best:
+            e2 = arena_e[i2]
+            i2 += 1
+        if d2 < d2end and arena_a[d2] == best:
+            e2 = max(e2, arena_e[d2])
+            d2 += 1
+        from1 = e1 >= 0
+        e = max(e1, np.int64(0))
+        if e2 >= 0 and (e2 > e or not from1):
+            e = e2
+            changed = True
         if extra and agent == best:
             if epoch > e:
                 e = epoch
@@ -254,32 +284,6 @@ def _add_delta(snaps, arena_a, arena_e, sv, s1, agent, epoch):
         arena_e[out] = epoch
         out += 1
     return _publish(snaps, sv, top, out, parent)
-
-
-@jit_leaf
-def _flatten(snaps, arena_a, arena_e, sv, snap):
-    """A root snapshot (never held yet) with the contents of delta ``snap``."""
-    parent = snaps[snap, SN_PARENT]
-    i, iend = snaps[snap, SN_START], snaps[snap, SN_START] + snaps[snap, SN_LEN]
-    j, jend = snaps[parent, SN_START], snaps[parent, SN_START] + snaps[parent, SN_LEN]
-    top = sv[SV_ARENA_TOP]
-    out = top
-    while i < iend or j < jend:
-        if j >= jend or (i < iend and arena_a[i] < arena_a[j]):
-            arena_a[out] = arena_a[i]
-            arena_e[out] = arena_e[i]
-            i += 1
-        elif i >= iend or arena_a[j] < arena_a[i]:
-            arena_a[out] = arena_a[j]
-            arena_e[out] = arena_e[j]
-            j += 1
-        else:
-            arena_a[out] = arena_a[i]
-            arena_e[out] = max(arena_e[i], arena_e[j])
-            i += 1
-            j += 1
-        out += 1
-    return _publish(snaps, sv, top, out, 0)
 
 
 # Columns of the clock-value workspace ``cvs`` that merge_many reads (callers

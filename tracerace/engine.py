@@ -28,7 +28,7 @@ import numpy as np
 from . import ops as O
 from . import reasons as R
 from ._jit import jit, jit_inline, jit_leaf
-from .clocks import (CV_AGENT, CV_BASE, CV_EPOCH, SN_FIELDS, SN_REF, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N,
+from .clocks import (CV_AGENT, CV_BASE, CV_EPOCH, SN_FIELDS, SN_REF, SN_SERIAL, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N,
                      compact, decref, incref, lookup, merge, merge_many)
 from .errors import TraceError
 from .hashmap import hm_get, hm_prefetch, hm_put, new_table
@@ -47,31 +47,32 @@ from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      find_granule, granule_shift, iv_add, iv_covers, rehash)
 
 # ---------------------------------------------------------------------------
-# State layout. Scalars 0-4 belong to tracerace.clocks.
-SV_GRAN_COUNT = 5
-SV_N_AGENTS = 6
-SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED = 7, 8, 9
-SV_ARR_TOP, SV_ARR_FREE, SV_ARR_USED = 10, 11, 12
-SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED = 13, 14, 15
-SV_AR_TOP, SV_AR_FREE, SV_AR_USED = 16, 17, 18
-SV_FEN_TOP = 19
-SV_GEN_N = 20
-SV_FQ_N = 21
-SV_MB_N = 22
-SV_NFIND = 23
-SV_LAUNCH = 24
-SV_GROW = 25
-SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D = 26, 27, 28, 29
-SV_LOCK_N, SV_ATOM_N = 30, 31
-SV_IV_N = 32
-SV_PR_TOP, SV_ED_TOP = 33, 34
-SV_FIELDS = 35
+# State layout. Scalars 0-5 belong to tracerace.clocks.
+SV_GRAN_COUNT = 6
+SV_N_AGENTS = 7
+SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED = 8, 9, 10
+SV_ARR_TOP, SV_ARR_FREE, SV_ARR_USED = 11, 12, 13
+SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED = 14, 15, 16
+SV_AR_TOP, SV_AR_FREE, SV_AR_USED = 17, 18, 19
+SV_FEN_TOP = 20
+SV_GEN_N = 21
+SV_FQ_N = 22
+SV_MB_N = 23
+SV_NFIND = 24
+SV_LAUNCH = 25
+SV_GROW = 26
+SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D = 27, 28, 29, 30
+SV_LOCK_N, SV_ATOM_N = 31, 32
+SV_IV_N = 33
+SV_PR_TOP, SV_ED_TOP = 34, 35
+SV_FIELDS = 36
 
 # Agents.
 (AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_CLUSTER, AG_KIND, AG_BLOCKED, AG_BLOCKNUM,
  AG_BAROBJ, AG_BARGEN, AG_FREL_BASE, AG_FREL_EPOCH, AG_PACQ, AG_FENCES, AG_CP_OPEN,
- AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET, AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT) = range(21)
-AG_FIELDS = 21
+ AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET, AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT,
+ AG_ACQ_SERIAL) = range(22)
+AG_FIELDS = 22
 KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
 
 # Barrier generations, one slot per (kind, block, obj) key, reused per generation.
@@ -1197,12 +1198,20 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             obj = np.int64(obj_c[i])
             lock = max(hm_get(lock_map, obj, 0, 0), 0)
             if op == O.RELEASE:
-                snap = merge(snaps, arena_a, arena_e, sv, lock, ag[a, AG_BASE], a, epoch)
+                # The lock's clock joins the releaser's. When it is still the
+                # snapshot this thread acquired (the usual critical section),
+                # the thread's clock already covers it, and the join is the
+                # thread's clock plus its own epoch: a delta, not a merge.
+                if lock == 0 or snaps[lock, SN_SERIAL] == ag[a, AG_ACQ_SERIAL]:
+                    snap = merge(snaps, arena_a, arena_e, sv, ag[a, AG_BASE], 0, a, epoch)
+                else:
+                    snap = merge(snaps, arena_a, arena_e, sv, lock, ag[a, AG_BASE], a, epoch)
                 incref(snaps, snap)
                 decref(snaps, sv, lock)
                 sv[SV_LOCK_N] += hm_put(lock_map, obj, 0, 0, snap)
             else:
                 join_into(ag, snaps, arena_a, arena_e, sv, a, lock, -1, 0)
+                ag[a, AG_ACQ_SERIAL] = snaps[lock, SN_SERIAL]
         elif op == O.SIGNAL:
             obj = np.int64(obj_c[i])
             arg = np.int64(arg_c[i])

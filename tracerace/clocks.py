@@ -204,7 +204,31 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     extra = agent >= 0
     out = top
     changed = False
-    while i1 < i1end or i2 < i2end or d1 < d1end or d2 < d2end or extra:
+    while True:
+        # The common stretch: both roots name the same agent, and no delta
+        # entry or extra entry comes first. A tight loop with one branch.
+        nxt = _END
+        if d1 < d1end:
+            nxt = arena_a[d1]
+        if d2 < d2end and arena_a[d2] < nxt:
+            nxt = arena_a[d2]
+        if extra and agent < nxt:
+            nxt = agent
+        while i1 < i1end and i2 < i2end:
+            x = arena_a[i1]
+            if x != arena_a[i2] or x >= nxt:
+                break
+            e = arena_e[i1]
+            if arena_e[i2] > e:
+                e = arena_e[i2]
+                changed = True
+            arena_a[out] = x
+            arena_e[out] = e
+            out += 1
+            i1 += 1
+            i2 += 1
+        if not (i1 < i1end or i2 < i2end or d1 < d1end or d2 < d2end or extra):
+            break
         best = _END
         if i1 < i1end:
             best = arena_a[i1]

@@ -97,7 +97,7 @@ def test_delta_snapshots_read_as_their_joins(root_clock, joins, data):
         assert _contents(snaps, arena_a, arena_e, held, agents) == want
     if len(joins) <= DELTA_MAX and any(e > root_clock.get(a, 0) for a, e in joins):
         assert snaps[held, SN_PARENT] == root  # a delta, not a copy
-    # A general merge (another clock) flattens the delta first.
+    # A general merge with another clock reads the delta in place.
     other = data.draw(st.dictionaries(st.integers(0, 119), st.integers(1, 80), max_size=10))
     oi = sorted(other.items())
     osnap = merge_many(snaps, arena_a, arena_e, sv, np.array([(0, a, e) for a, e in oi] or

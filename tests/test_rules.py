@@ -111,6 +111,25 @@ def test_lock_orders_critical_sections():
     assert found(racy) == {(5, "waw", 2)}
 
 
+def test_release_keeps_what_another_thread_released_into_the_lock():
+    """A release joins the lock's clock even when the releaser acquired the
+    lock before: here thread 1 released it in between (without holding it),
+    so thread 0's release must keep thread 1's write in the lock. (The
+    engine's shortcut for a release whose lock is unchanged since its
+    acquire must not fire.)"""
+    def trace(b_releases: bool) -> Trace:
+        t = Trace().init(0, 0, addr=0, size=4)
+        t.acquire(0, 0, obj=1)
+        t.write(1, 0, addr=0, size=4)
+        if b_releases:
+            t.release(1, 0, obj=1)
+        t.release(0, 0, obj=1)
+        t.acquire(2, 0, obj=1).read(2, 0, addr=0, size=4)
+        return t
+    assert found(trace(True)) == set()
+    assert found(trace(False)) == {(5, "raw", 2)}
+
+
 def test_signal_wait_fifo_pairs_with_oldest():
     t = Trace().init(0, 0, addr=0, size=8)
     t.write(0, 0, addr=0, size=4).signal(0, 0, obj=3)     # rows 1, 2

@@ -186,7 +186,7 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     Adding one agent to a large clock makes a delta (see DELTA_MIN); a
     general merge reads delta inputs as their root overlaid by their own
     entries (no flattened copy) and writes a root. At most ``agents + 1``
-    new arena entries and two new ids.
+    new arena entries and one new id.
     """
     if agent >= 0 and (s2 == 0 or s2 == s1):
         if lookup(snaps, arena_a, arena_e, s1, agent) >= epoch:

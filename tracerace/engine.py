@@ -913,8 +913,9 @@ def prefetch_ahead(op_c, block_c, thread_c, space_c, addr_c, size_c, peer_c, i, 
 
 
 # Arena entries replay keeps free per event, per agent: a merge writes at most
-# 3 * agents + 1 (flattening two delta inputs, then the join; see
-# clocks.merge), and an event makes at most two merges.
+# agents + 1 (see clocks.merge), merge_many as many, and an event makes at
+# most two joins; the rest is headroom (it was 3 * agents + 1 per merge when
+# merges flattened their delta inputs first).
 ARENA_NEED = 8
 
 

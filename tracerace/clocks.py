@@ -177,6 +177,20 @@ def _side(snaps, s):
     return start, start + snaps[s, SN_LEN], start, start
 
 
+@jit_inline
+def _take(arena_a, arena_e, agent, i, iend, d, dend):
+    """A side's epoch of ``agent`` (-1: it names none), taken from the heads
+    of its root and delta cursors, and the cursors moved past it."""
+    e = np.int64(-1)
+    if i < iend and arena_a[i] == agent:
+        e = arena_e[i]
+        i += 1
+    if d < dend and arena_a[d] == agent:
+        e = max(e, arena_e[d])
+        d += 1
+    return e, i, d
+
+
 @jit_leaf
 def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
     """The snapshot ``s1 ∪ s2 ∪ {agent: epoch}`` (``agent < 0``: none).
@@ -240,20 +254,8 @@ def merge(snaps, arena_a, arena_e, sv, s1, s2, agent, epoch):
             best = arena_a[d2]
         if extra and agent < best:
             best = agent
-        e1 = np.int64(-1)
-        if i1 < i1end and arena_a[i1] == best:
-            e1 = arena_e[i1]
-            i1 += 1
-        if d1 < d1end and arena_a[d1] == best:
-            e1 = max(e1, arena_e[d1])
-            d1 += 1
-        e2 = np.int64(-1)
-        if i2 < i2end and arena_a[i2] == best:
-            e2 = arena_e[i2]
-            i2 += 1
-        if d2 < d2end and arena_a[d2] == best:
-            e2 = max(e2, arena_e[d2])
-            d2 += 1
+        e1, i1, d1 = _take(arena_a, arena_e, best, i1, i1end, d1, d1end)
+        e2, i2, d2 = _take(arena_a, arena_e, best, i2, i2end, d2, d2end)
         from1 = e1 >= 0
         e = max(e1, np.int64(0))
         if e2 >= 0 and (e2 > e or not from1):

@@ -1,8 +1,9 @@
 """Kernel-only replay rate: ``python -m bench.kernel TRACE [--reps N]``.
 
-Decodes every batch into memory first, then times only the engine's replay
-(fresh state per repetition) and prints the minimum and median over the
-repetitions. For comparing engine changes on a noisy machine: the end-to-end
+Decodes every batch into memory first (with the list of its global-memory
+accesses, which a check computes on its read-ahead thread), then times only
+the engine's replay (fresh state per repetition) and prints the minimum and
+median over the repetitions. For comparing engine changes on a noisy machine: the end-to-end
 figures come from ``bench.run``.
 """
 
@@ -16,10 +17,12 @@ from tracerace import engine
 from tracerace.reader import open_trace
 
 
-def replay_all(batches, path):
+def replay_all(batches, path, plans=None):
+    """Replay ``batches``; ``plans``: their ``engine.global_accesses`` (else
+    computed here, on this thread)."""
     st = engine.EngineState()
-    for b in batches:
-        engine._replay_batch(st, b, path)
+    for k, b in enumerate(batches):
+        engine._replay_batch(st, b, path, None if plans is None else plans[k])
     engine._close_launch(st)
     return st
 
@@ -31,12 +34,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with open_trace(args.trace) as reader:
         batches = list(reader)
+    plans = [engine.global_accesses(b) for b in batches]
     n = sum(b.n for b in batches)
     replay_all(batches[:1], args.trace)  # compile / load the cache
     times = []
     for _ in range(args.reps):
         t0 = time.perf_counter()
-        st = replay_all(batches, args.trace)
+        st = replay_all(batches, args.trace, plans)
         times.append(time.perf_counter() - t0)
     print(f"{n} events  min {min(times):.3f} s ({n / min(times) / 1e6:.2f} M/s)  "
           f"median {statistics.median(times):.3f} s  nodes {int(st.sv[engine.SV_NODE_TOP])}  "

@@ -422,9 +422,12 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
            region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
     """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
     whose clock orders it: ``a`` itself, or the issuer of a copy) and record
-    it. ``info`` carries op, write/atomic/async/proxy bits and scope."""
+    it. ``info`` carries op, write/atomic/async/proxy bits and scope.
+    Returns 1 when it left a candidate in ``cand`` (the caller then flushes
+    them), else 0: most accesses find nothing and skip the flush."""
     if size <= 0:
-        return
+        return 0
+    found = 0
     is_write = (info & I_WRITE) != 0
     is_atomic = (info & I_ATOMIC) != 0
     is_copy = (info & I_ASYNC) != 0
@@ -503,6 +506,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                         else:
                             kind = _K_RAW
                         offer(cand, kind, ag, nodes, cold, x, 1, aw, space, owner, addr, end)
+                        found = 1
                 elif prunes_writes and (not is_atomic or (
                         x_atomic and xa == a and ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
                     xm &= ~m
@@ -530,6 +534,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                 kn = known(ag, snaps, arena_a, arena_e, t, xa)
                 if kn >= nodes[x, N_EPOCH] and not proxy_fenced(ag, fen, xa, nodes[x, N_EPOCH], kn):
                     offer(cand, _K_PROXY, ag, nodes, cold, x, 1, aw, space, owner, addr, end)
+                    found = 1
         # Reads conflict with writes.
         if is_write:
             x = gran[slot, G_READS]
@@ -543,6 +548,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                         else:
                             kind = _K_WAR
                         offer(cand, kind, ag, nodes, cold, x, 0, aw, space, owner, addr, end)
+                        found = 1
                 x = nodes[x, N_NEXT]
         # A read prunes the reads it makes redundant, once the list has doubled.
         head_col = G_WRITES if is_write else G_READS
@@ -583,11 +589,13 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
         if is_write:
             gran[slot, G_INIT] |= m
     if uninit_lo >= 0 and cand[_K_UNINIT, C_VALID] == 0:
+        found = 1
         cand[_K_UNINIT, C_VALID] = 1
         cand[_K_UNINIT, C_SPACE] = space
         cand[_K_UNINIT, C_OWNER] = owner
         cand[_K_UNINIT, C_LO] = uninit_lo
         cand[_K_UNINIT, C_HI] = uninit_hi + 1
+    return found
 
 
 # The same kernel inlined into ``replay`` (which, allocating nothing, is
@@ -892,24 +900,39 @@ def consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, 
 
 
 @jit_inline
-def prefetch_ahead(op_c, block_c, thread_c, space_c, addr_c, size_c, peer_c, i, agent_map, gran,
-                   nodes, cold):
-    """Prefetch for the events ahead of ``i`` (see shadow.PF_FAR): the agent
-    table row and granule slots of event ``i + PF_FAR``, the list heads of
-    event ``i + PF_NEAR``. Global memory only: a block's shared tiles are
-    small and hot, and prefetching them measured slower (pipeline)."""
-    n = op_c.shape[0]
-    j = i + PF_FAR
-    if j < n:
-        hm_prefetch(agent_map, np.int64(block_c[j]), np.int64(thread_c[j]), 0)
-        if np.int64(op_c[j]) <= O.ATOMIC and np.int64(space_c[j]) == O.SPACE_GLOBAL:
-            prefetch_slots(gran, np.int64(0), np.int64(addr_c[j]), np.int64(size_c[j]))
-    j = i + PF_NEAR
-    if j < n:
-        op = np.int64(op_c[j])
-        if op <= O.ATOMIC and np.int64(space_c[j]) == O.SPACE_GLOBAL:
-            prefetch_lists(gran, nodes, cold, np.int64(0), np.int64(addr_c[j]),
-                           np.int64(size_c[j]), op == O.READ)
+def prefetch_ahead(op_c, addr_c, size_c, gpos, k, gran, nodes, cold):
+    """Prefetch for the global accesses ahead of the one at ``gpos[k]`` (see
+    shadow.PF_FAR): the granule slots of the access ``PF_FAR`` ahead, the
+    list heads of the one ``PF_NEAR`` ahead (its slot has arrived by then).
+
+    ``gpos`` lists the batch's global-memory accesses (computed by
+    :func:`global_accesses` on the read-ahead thread), and only they
+    prefetch: a block's shared tiles are small and hot (prefetching them
+    measured slower, pipeline), and a look at the op and space of the
+    events ahead at every event cost the tiled benchmark ~50 instructions
+    per event (valgrind), where nearly every access is to shared memory."""
+    j = k + PF_FAR
+    if j < gpos.shape[0]:
+        e = gpos[j]
+        prefetch_slots(gran, np.int64(0), np.int64(addr_c[e]), np.int64(size_c[e]))
+    j = k + PF_NEAR
+    if j < gpos.shape[0]:
+        e = gpos[j]
+        prefetch_lists(gran, nodes, cold, np.int64(0), np.int64(addr_c[e]), np.int64(size_c[e]),
+                       np.int64(op_c[e]) == O.READ)
+
+
+# Above this many agents the agent table outgrows the caches, and an access
+# prefetches the table row of the event PF_FAR ahead (tiled_wide: 262,144
+# agents); below, the ~22 instructions a prefetch costs buy nothing.
+AGENT_PREFETCH_MIN = 8192
+
+
+def global_accesses(batch) -> np.ndarray:
+    """Rows of ``batch`` (0-based) that are plain or atomic accesses to global
+    memory: the events whose shadow is worth prefetching."""
+    c = batch.cols
+    return np.flatnonzero((c["op"] <= O.ATOMIC) & (c["space"] == O.SPACE_GLOBAL)).astype(np.int64)
 
 
 # Arena entries replay keeps free per event, per agent: a merge writes at most
@@ -928,11 +951,10 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
            peer_c, cluster_c, obj_c, arg_c, scope_c, sem_c, proxy_c, site_c, row0, start,
            sv, ag, agent_map, async_map, snaps, arena_a, arena_e, scratch, touched,
            nodes, cold, gran, gens, bar_map, arr, sigs, flag_map, fq, mbs, mb_map, lock_map,
-           rels, atom_map, fen, find, cand, ivs, pairs, edges, cvs):
+           rels, atom_map, fen, find, cand, ivs, pairs, edges, cvs, gpos):
     n = op_c.shape[0]
+    gk = np.searchsorted(gpos, start)  # gpos[gk]: the next global access
     for i in range(start, n):
-        prefetch_ahead(op_c, block_c, thread_c, space_c, addr_c, size_c, peer_c, i, agent_map, gran,
-                       nodes, cold)
         row = row0 + i
         op = np.int64(op_c[i])
         launch = np.int64(launch_c[i])
@@ -1024,12 +1046,18 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
         epoch = ag[a, AG_EPOCH]
 
         if op <= O.ATOMIC:
+            if sv[SV_N_AGENTS] > AGENT_PREFETCH_MIN and i + PF_FAR < n:
+                hm_prefetch(agent_map, np.int64(block_c[i + PF_FAR]),
+                            np.int64(thread_c[i + PF_FAR]), 0)
             space = np.int64(space_c[i])
             addr = np.int64(addr_c[i])
             peer = np.int64(peer_c[i])
             scope = np.int64(scope_c[i])
             sem = np.int64(sem_c[i])
             region = region_of(space, peer, a)
+            if space == O.SPACE_GLOBAL:
+                prefetch_ahead(op_c, addr_c, size_c, gpos, gk, gran, nodes, cold)
+                gk += 1
             owner = peer if space == O.SPACE_SHARED else (thread if space == O.SPACE_LOCAL else 0)
             info = op | (scope << I_SCOPE_SHIFT)
             if op != O.READ:
@@ -1040,10 +1068,10 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                                cvs, a, region, addr, sem)
             if proxy_c[i] == 1:
                 info |= I_PROXY
-            access_inline(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-                          region, space, owner, addr, size, a, epoch, a, info, row, ts, site)
-            flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
-                             ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+            if access_inline(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                             region, space, owner, addr, size, a, epoch, a, info, row, ts, site):
+                flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
+                                 ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
             if op == O.ATOMIC:
                 rb = np.int64(-1)
                 re = np.int64(0)
@@ -1675,11 +1703,11 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
     events = 0
     # The read-ahead thread is stopped before returning or raising, so the
     # caller may close the reader at once.
-    batches = prefetch(reader, depth=1)
+    batches = prefetch(((b, global_accesses(b)) for b in reader), depth=1)
     try:
         with Faulter(st) as faulter:
-            for batch in batches:
-                _replay_batch(st, batch, reader.meta.path)
+            for batch, gpos in batches:
+                _replay_batch(st, batch, reader.meta.path, gpos)
                 # From the second batch on: a one-batch check is over before
                 # faulting ahead could pay for itself.
                 faulter.start()
@@ -1696,10 +1724,14 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
     return CheckResult(events, out)
 
 
-def _replay_batch(st: EngineState, batch, path: str | None) -> None:
+def _replay_batch(st: EngineState, batch, path: str | None,
+                  gpos: np.ndarray | None = None) -> None:
     """Run the kernel over one batch, growing pools and closing launches
-    whenever it stops to ask."""
+    whenever it stops to ask. ``gpos``: :func:`global_accesses` of the batch,
+    when the read-ahead thread has computed it."""
     c = batch.cols
+    if gpos is None:
+        gpos = global_accesses(batch)
     cols = tuple(c[name] for name in COLUMN_NAMES)
     start = 0
     while True:
@@ -1710,7 +1742,7 @@ def _replay_batch(st: EngineState, batch, path: str | None) -> None:
                                st.bar_map, ar["arr"], ar["sigs"], st.flag_map, ar["fq"],
                                ar["mbs"], st.mb_map, st.lock_map, ar["rels"], st.atom_map,
                                ar["fen"], ar["find"], st.cand, ar["ivs"], ar["pairs"],
-                               ar["edges"], st.cvs)
+                               ar["edges"], st.cvs, gpos)
         if status == OK:
             return
         if status == NEED_GROW:

@@ -121,3 +121,24 @@ def test_strided_granules_fill_the_table():
     with tiny_pools():
         ref = assert_agree(events, [1000, 3333])
     assert len(ref.findings) > 0  # the threads race: the comparison saw hazards
+
+
+def test_global_accesses_lists_the_rows_that_prefetch():
+    """The read-ahead thread's list of a batch's global accesses: plain and
+    atomic accesses to global memory, in row order; not shared or local
+    accesses, not copies, inits or synchronization."""
+    events = [
+        dict(op=int(Op.WRITE), space=0, addr=0, size=4),     # 0: yes
+        dict(op=int(Op.READ), space=1, addr=0, size=4),      # 1: shared
+        dict(op=int(Op.BAR_SYNC), obj=0, arg=1),             # 2: sync
+        dict(op=int(Op.ATOMIC), space=0, addr=8, size=4),    # 3: yes
+        dict(op=int(Op.READ), space=2, addr=0, size=4),      # 4: local
+        dict(op=int(Op.INIT), space=0, addr=64, size=64),    # 5: init
+        dict(op=int(Op.READ), space=0, addr=16, size=8),     # 6: yes
+    ]
+    for k, e in enumerate(events):
+        e.update(ts=k, launch=0, block=0, thread=0)
+    (batch,) = SimpleReader(columns(events))
+    got = engine.global_accesses(batch)
+    assert got.dtype == np.int64
+    assert got.tolist() == [0, 3, 6]

@@ -148,10 +148,11 @@ def find_granule(gran, region, index, create, sv, count_slot, launch):
 # Software prefetch. The replay loop knows the addresses of the events ahead
 # of the one it checks, and a granule's slot and list heads are usually cache
 # misses on large footprints (the cpu benchmark's 10^6 variables: a quarter of
-# its samples sat on the slot load). So the loop asks for the slot of the
-# access PF_FAR events ahead, and for the list heads of the access PF_NEAR
-# events ahead (its slot has arrived by then). Hints only: a wrong guess
-# (a probe that will step on, a list of an older launch) costs a load.
+# its samples sat on the slot load). So each global access asks for the
+# slots of the global access PF_FAR accesses ahead of it, and for the list
+# heads of the one PF_NEAR ahead (its slot has arrived by then); see
+# engine.prefetch_ahead. Hints only: a wrong guess (a probe that will step
+# on, a list of an older launch) costs a load.
 PF_FAR = 10
 PF_NEAR = 5
 

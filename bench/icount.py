@@ -16,8 +16,9 @@ simulated first-level cache misses (slower; the simulated last level is the
 host's, which on this VM holds every benchmark's working set, so its misses
 say little).
 
-Needs ``valgrind`` and a C compiler (for the two-function library that
-switches instrumentation with callgrind's client requests).
+Needs ``valgrind`` with its headers (``valgrind/callgrind.h``) and a C
+compiler, for the two-function library that switches instrumentation with
+callgrind's client requests.
 """
 
 from __future__ import annotations

@@ -85,16 +85,13 @@ def test_delta_snapshots_read_as_their_joins(root_clock, joins, data):
                       np.full(128, -1, np.int64), np.zeros(128, np.int64))
     incref(snaps, root)
     incref(snaps, root)  # this test's own reference, given back at the end
-    want = dict(root_clock)
-    held = root
     agents = range(120)
-    for agent, epoch in joins:
-        nxt = merge(snaps, arena_a, arena_e, sv, held, 0, agent, epoch)
-        incref(snaps, nxt)
-        decref(snaps, sv, held)
-        held = nxt
-        want[agent] = max(want.get(agent, 0), epoch)
+
+    def reads_as_joined(held, want):
         assert _contents(snaps, arena_a, arena_e, held, agents) == want
+
+    held, want = _join_each(snaps, arena_a, arena_e, sv, root, root_clock, joins,
+                            reads_as_joined)
     if len(joins) <= DELTA_MAX and any(e > root_clock.get(a, 0) for a, e in joins):
         assert snaps[held, SN_PARENT] == root  # a delta, not a copy
     # A general merge with another clock reads the delta in place.
@@ -131,13 +128,22 @@ def _delta_clock(snaps, arena_a, arena_e, sv, root_clock, joins):
                                                             np.int64), len(items),
                       np.full(128, -1, np.int64), np.zeros(128, np.int64))
     incref(snaps, held)
-    want = dict(root_clock)
+    return _join_each(snaps, arena_a, arena_e, sv, held, root_clock, joins)
+
+
+def _join_each(snaps, arena_a, arena_e, sv, held, clock, joins, each=None):
+    """Join ``joins`` into the held snapshot ``held`` (contents ``clock``)
+    one agent at a time, giving back each previous snapshot; ``each(held,
+    want)`` runs after every join. Returns (snapshot, contents)."""
+    want = dict(clock)
     for agent, epoch in joins:
         nxt = merge(snaps, arena_a, arena_e, sv, held, 0, agent, epoch)
         incref(snaps, nxt)
         decref(snaps, sv, held)
         held = nxt
         want[agent] = max(want.get(agent, 0), epoch)
+        if each is not None:
+            each(held, want)
     return held, want
 
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracerace.reader import Batch, TraceReader, open_trace
+from tracerace.reader import Batch, TraceReader, glue_limit, open_trace
 from tracerace.schema import COLUMN_NAMES, COLUMNS, SITE_NONE
 from tracerace.writer import make_table
 
@@ -216,7 +216,14 @@ def test_rechunking_keeps_rows_and_bounds_batches(chunks, batch_size):
     batches = list(open_trace(reader, batch_size=batch_size))
     assert [b.row0 for b in batches] == list(np.cumsum([0] + [b.n for b in batches])[:-1])
     assert all(0 < b.n <= batch_size for b in batches)
-    assert all(b.n == batch_size for b in batches[:-1])  # small inputs are glued
+    # Small inputs are glued: a batch falls short only where a large record
+    # starts or ends.
+    large = [(lo, hi) for lo, hi in zip(bounds, bounds[1:]) if hi - lo >= glue_limit(batch_size)]
+    large_starts = {lo for lo, _ in large}
+    edges = large_starts | {hi for _, hi in large}
+    assert all(b.n == batch_size or b.row0 + b.n in edges for b in batches[:-1])
+    # ... and large ones are not copied into glued batches.
+    assert all(lo in {b.row0 for b in batches} for lo in large_starts if lo < n)
     got = np.concatenate([b["addr"] for b in batches]) if batches else np.zeros(0)
     np.testing.assert_array_equal(got, np.arange(n) * 3)
 
@@ -227,7 +234,9 @@ def test_rechunking_a_file(tmp_path, batch_size):
     table = make_table(required(n, obj=np.arange(n) ** 2))
     write_ipc(tmp_path / "t.arrows", table, stream=True, chunk=41, compression="lz4")
     batches = list(open_trace(tmp_path / "t.arrows", batch_size=batch_size))
-    assert max(b.n for b in batches) == min(batch_size, n)
+    # Records of 41 rows are glued up to batch_size, or (when that large) cut.
+    biggest = min(batch_size, 41) if 41 >= glue_limit(batch_size) else min(batch_size, n)
+    assert max(b.n for b in batches) == biggest
     np.testing.assert_array_equal(np.concatenate([b["obj"] for b in batches]), np.arange(n) ** 2)
 
 

@@ -32,6 +32,11 @@ def _ratio(x: float | None) -> str:
     return "n/a" if x is None else f"{x:,.1f}x" if x < 100 else f"{x:,.0f}x"
 
 
+def _share(x: float | None) -> str:
+    """A fraction as a percentage; blank when not measured (older rows)."""
+    return "" if x is None else f"{x:.0%}"
+
+
 def machine_lines(m: dict) -> list[str]:
     ram = f"{m['ram_bytes'] / GiB:.1f} GiB" if m.get("ram_bytes") else "?"
     load = m.get("load_at_start")
@@ -59,14 +64,14 @@ def table(results: dict) -> str:
     lines += [
         "| workload | size | events | agents | check s | events/s | peak RSS | "
         "read s (in check) | check-only s | read floor s | x floor | reference s | "
-        "x reference | hazards |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|",
+        "x reference | hazards | CPU stolen |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
     ]
     for r in results["results"]:
         if r.get("seconds") is None:
             lines.append(f"| {r['workload']} | {r['size']} | {_events(r.get('events', 0))} | "
                          f"{r.get('agents') or ''} | failed: {r.get('error', '?')} "
-                         "| | | | | | | | | |")
+                         "| | | | | | | | | | |")
             continue
         hz = "none" if not r["hazards"] else ", ".join(f"{k} {v:,}" for k, v in
                                                         r["by_kind"].items())
@@ -78,7 +83,8 @@ def table(results: dict) -> str:
             f"{_rate(r['events_per_second'])} | {r['peak_rss_bytes'] / MiB:,.0f} MiB | "
             f"{_secs(r['read_in_check_seconds'])} | {_secs(r['check_only_seconds'])} | "
             f"{_secs(r['read_floor_seconds'])} | {_ratio(r['floor_ratio'])} | "
-            f"{_secs(r.get('reference_seconds'))} | {_ratio(r.get('reference_ratio'))} | {hz} |")
+            f"{_secs(r.get('reference_seconds'))} | {_ratio(r.get('reference_ratio'))} | {hz} | "
+            f"{_share(r.get('stolen'))} |")
     versions: dict[str, int] = {}
     for r in results["results"]:
         versions[r.get("engine", "?")] = versions.get(r.get("engine", "?"), 0) + 1

@@ -169,6 +169,29 @@ def run_child(args: list[str], *, env: dict | None = None, timeout: float | None
     return result, rss, wall
 
 
+def cpu_jiffies() -> tuple[int, int] | None:
+    """(stolen, total) CPU time of the whole machine so far, in jiffies, from
+    ``/proc/stat``; None where there is no such file. On a VM, "stolen" is
+    time the host ran something else while this guest had work: timings
+    taken while it is high are slow for reasons outside the code."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu" or len(fields) < 9:
+        return None
+    ticks = [int(x) for x in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return ticks[7], sum(ticks)
+
+
+def stolen_fraction(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """The share of CPU time stolen by the host between two ``cpu_jiffies``."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return (after[0] - before[0]) / (after[1] - before[1])
+
+
 def run_inprocess(args: list[str]) -> tuple[dict, int, float]:
     """The same measurement in this process (tests): RSS is this process's maximum."""
     from . import measure
@@ -273,7 +296,9 @@ def bench_one(name: str, label: str, args, log) -> dict:
     try:
         if info["events"] < WARMUP_MAX:
             run(["check", str(path)])  # untimed: warm Numba cache and page cache
+        jiffies = cpu_jiffies()
         checks = [run(["check", str(path)]) for _ in range(reps)]
+        rec["stolen"] = stolen_fraction(jiffies, cpu_jiffies())
         reads = [run(["read", str(path)]) for _ in range(reps)]
     except Exception as exc:  # a child that failed, or (in-process) the check itself
         rec["error"] = str(exc)
@@ -327,6 +352,7 @@ def bench_one(name: str, label: str, args, log) -> dict:
         f"{rec['events_per_second'] / 1e6:.2f} M events/s, peak RSS "
         f"{rec['peak_rss_bytes'] / 2**20:,.0f} MiB, floor x{rec['floor_ratio']:.1f}"
         + (f", reference x{rec['reference_ratio']:.0f}" if rec["reference_ratio"] else "")
+        + (f", {rec['stolen']:.0%} of the CPU stolen by the host" if rec["stolen"] else "")
         + ("" if rec["ok"] else f"  UNEXPECTED: {rec.get('error')}"))
     return rec
 

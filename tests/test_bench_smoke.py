@@ -31,6 +31,7 @@ RESULT_FIELDS = {
     "workload", "size", "events", "agents", "seconds", "events_per_second", "peak_rss_bytes",
     "read_in_check_seconds", "check_only_seconds", "read_floor_seconds", "floor_ratio",
     "reference_seconds", "reference_ratio", "hazards", "racy_rows", "by_kind", "ok", "reps",
+    "stolen",
 }
 
 
@@ -60,6 +61,7 @@ def test_smoke(tmp_path):
         assert RESULT_FIELDS <= set(r), f"{name}: missing {RESULT_FIELDS - set(r)}"
         assert r["size"] == "smoke" and 0.5 * parse_size("smoke") <= r["events"] <= 2e5
         assert r["events_per_second"] > 0 and r["peak_rss_bytes"] > 0
+        assert r["stolen"] is None or 0 <= r["stolen"] <= 1
         # The reference checker runs at this size, and both checkers agree.
         assert r["reference_seconds"] is not None
         assert r["reference_hazards"] == r["hazards"]
@@ -99,3 +101,13 @@ def test_scale(tmp_path):
         # In-process, this is the whole process's peak: an upper bound of the check's.
         assert r["peak_rss_bytes"] < 8 * GiB, name
     assert got["tiled_wide"]["peak_rss_bytes"] < 4 * GiB
+
+
+def test_stolen_fraction_is_the_share_of_stolen_jiffies():
+    from bench.run import cpu_jiffies, stolen_fraction
+
+    assert stolen_fraction((10, 100), (20, 300)) == 0.05
+    assert stolen_fraction(None, (20, 300)) is None
+    assert stolen_fraction((20, 300), (20, 300)) is None  # no time passed
+    now = cpu_jiffies()
+    assert now is None or 0 <= now[0] <= now[1]

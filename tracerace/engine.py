@@ -932,7 +932,8 @@ def global_accesses(batch) -> np.ndarray:
     """Rows of ``batch`` (0-based) that are plain or atomic accesses to global
     memory: the events whose shadow is worth prefetching."""
     c = batch.cols
-    return np.flatnonzero((c["op"] <= O.ATOMIC) & (c["space"] == O.SPACE_GLOBAL)).astype(np.int64)
+    rows = np.flatnonzero((c["op"] <= O.ATOMIC) & (c["space"] == O.SPACE_GLOBAL))
+    return rows.astype(np.int64, copy=False)  # already int64 where intp is
 
 
 # Arena entries replay keeps free per event, per agent: a merge writes at most
@@ -942,9 +943,13 @@ def global_accesses(batch) -> np.ndarray:
 ARENA_NEED = 8
 
 
+# Findings one event may emit: at most one per hazard kind.
+EVENT_FINDINGS = 16
+assert N_KINDS <= EVENT_FINDINGS
+
 # A plain read or write of at most PLAIN_MAX bytes takes at most PLAIN_NG
-# nodes and granules (4-byte granules: an upper bound), at most one finding
-# per hazard kind (< 16), and nothing from the other pools; a new agent
+# nodes and granules (4-byte granules: an upper bound), at most
+# EVENT_FINDINGS findings, and nothing from the other pools; a new agent
 # resets the budget, so the agent tables' margins (4 agents) cover it.
 PLAIN_MAX = 16
 PLAIN_NG = 2 * ((PLAIN_MAX >> GRANULE_SHIFT) + 2)
@@ -977,7 +982,7 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
         grow |= GR_NODES
     if 2 * (sv[SV_GRAN_COUNT] + ng) > gran.shape[0]:
         grow |= GR_GRAN
-    if sv[SV_NFIND] + 16 > find.shape[0]:
+    if sv[SV_NFIND] + EVENT_FINDINGS > find.shape[0]:
         grow |= GR_FIND
     if 2 * (na + 4) > agent_map.shape[0] or 2 * (na + 4) > async_map.shape[0]:
         grow |= GR_AMAP
@@ -1022,7 +1027,7 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
         return 0
     return max(min((nodes.shape[0] - sv[SV_NODE_USED]) // PLAIN_NG,
                    (gran.shape[0] // 2 - sv[SV_GRAN_COUNT]) // PLAIN_NG,
-                   (find.shape[0] - sv[SV_NFIND]) // 16) - 1, 0)
+                   (find.shape[0] - sv[SV_NFIND]) // EVENT_FINDINGS) - 1, 0)
 
 
 # ``replay`` allocates nothing (the joins use the ``cvs`` workspace; clock

@@ -74,10 +74,72 @@ def test_engine_prefault_runs_ahead_of_the_pools():
     st = engine.EngineState()
     while st.prefault():
         pass
-    for name in ("nodes", "cold", "arena_a", "arena_e"):
+    for name in ("nodes", "cold", "arena_a", "arena_e", "ag"):
         m = st.mapped[name]
-        expect = min(m.capacity, engine.FAULT_AHEAD) if can_populate() else 0
+        ahead = engine.AG_FAULT_AHEAD if name == "ag" else engine.FAULT_AHEAD
+        expect = min(m.capacity, ahead) if can_populate() else 0
         assert m.populated == expect
+
+
+def _shared_reads(n_granules: int):
+    """One thread writing ``n_granules`` distinct shared granules."""
+    return make_table({"ts": np.arange(n_granules), "op": int(Op.WRITE), "launch": 0,
+                       "block": 0, "thread": 0, "space": int(Space.SHARED),
+                       "addr": np.arange(n_granules) * 4, "size": 4})
+
+
+def _replay_with_prefault(monkeypatch, rows_total, batch_size=64):
+    """Replay a trace that fills a tiny granule table many times, running
+    ``prefault`` (as the faulter would) between batches."""
+    from tracerace.reader import open_trace
+
+    bit, cols, _, fill = engine._POOLS["gran"]
+    monkeypatch.setitem(engine._POOLS, "gran", (bit, cols, 64, fill))
+    table = _shared_reads(4096)
+    st = engine.EngineState()
+    st.rows_total = rows_total
+    with open_trace(table, batch_size=batch_size) as reader:
+        for batch in reader:
+            engine._replay_batch(st, batch, None)
+            st.rows_done += batch.n
+            while st.prefault():
+                pass
+    return st
+
+
+def test_spare_granule_table_is_taken_by_the_next_growth(monkeypatch):
+    st = _replay_with_prefault(monkeypatch, rows_total=4096)
+    # 4,096 granules from a 64-row table: eight doublings (a table grows
+    # before an access could fill it past half). The last four go into a
+    # table the faulter had filled; the first ones pass from 40% to half
+    # full within one batch of 64 rows, before the faulter could look.
+    assert st.arrays["gran"].shape[0] == 1 << 14
+    assert st.spares_taken >= 4
+    assert int(st.sv[engine.SV_GRAN_COUNT]) == 4096
+    # No spare is left: the last table is a quarter full and the trace is over.
+    assert st.spare_gran is None
+
+
+def test_no_spare_when_the_trace_ends_before_the_table_fills(monkeypatch):
+    """A trace said to be long gets spares; told it is as long as what was
+    replayed, the engine expects no growth and makes none."""
+    from tracerace.reader import open_trace
+
+    bit, cols, _, fill = engine._POOLS["gran"]
+    monkeypatch.setitem(engine._POOLS, "gran", (bit, cols, 1024, fill))
+    st = engine.EngineState()
+    with open_trace(_shared_reads(450)) as reader:  # 44% of the table: over 40%, under half
+        for batch in reader:
+            engine._replay_batch(st, batch, None)
+            st.rows_done += batch.n
+    st.rows_total = st.rows_done
+    while st.prefault():
+        pass
+    assert st.spare_gran is None
+    st.rows_total = 10 * st.rows_done
+    st.prefault()
+    assert st.spare_gran is not None and st.spare_gran.shape[0] == 2048
+    assert (st.spare_gran == -1).all()
 
 
 def test_check_of_many_batches_without_populate_support(monkeypatch):

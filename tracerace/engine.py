@@ -1030,6 +1030,21 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
                    (find.shape[0] - sv[SV_NFIND]) // EVENT_FINDINGS) - 1, 0)
 
 
+@jit_inline
+def thread_agent(ag, sv, agent_map, block, thread, last_a, last_block, last_thread):
+    """The agent of (block, thread), or -1 when it has none yet. A block's
+    threads mostly appear in order and get consecutive agents on their first
+    event, so the agent is usually the last event's (``last_a``, of
+    ``last_block`` and ``last_thread``) plus the difference of their
+    threads: verified against its row, which the event reads next anyway,
+    instead of a probe of the agent map."""
+    a = last_a + (thread - last_thread)
+    if block == last_block and 0 <= a < sv[SV_N_AGENTS] and ag[a, AG_THREAD] == thread and \
+            ag[a, AG_BLOCK] == block and ag[a, AG_KIND] == KIND_THREAD:
+        return a
+    return hm_get(agent_map, block, thread, 0)
+
+
 # ``replay`` allocates nothing (the joins use the ``cvs`` workspace; clock
 # compaction, which sorts, runs in the driver), so it is compiled without
 # NRT and the access kernel can be inlined into it. Measured on tiled 10^7,
@@ -1043,6 +1058,9 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
     n = op_c.shape[0]
     gk = np.searchsorted(gpos, start)  # gpos[gk]: the next global access
     budget = np.int64(0)  # small plain accesses that need no room check (replay_room)
+    last_a = np.int64(-1)  # the agent of the last event, and its block and thread
+    last_block = np.int64(-1)
+    last_thread = np.int64(0)
     for i in range(start, n):
         row = row0 + i
         op = np.int64(op_c[i])
@@ -1074,11 +1092,14 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
         thread = np.int64(thread_c[i])
         ts = np.int64(ts_c[i])
         site = np.int64(site_c[i])
-        a = hm_get(agent_map, block, thread, 0)
+        a = thread_agent(ag, sv, agent_map, block, thread, last_a, last_block, last_thread)
         if a < 0:
             a = new_agent(ag, sv, block, thread, np.int64(cluster_c[i]), KIND_THREAD)
             hm_put(agent_map, block, thread, 0, a)
             budget = 0  # the room for agents was checked for the old count
+        last_a = a
+        last_block = block
+        last_thread = thread
         if ag[a, AG_BLOCKED] >= 0:
             sv[SV_ERR_A] = block
             sv[SV_ERR_B] = thread
@@ -1089,7 +1110,10 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
         epoch = ag[a, AG_EPOCH]
 
         if op <= O.ATOMIC:
-            if sv[SV_N_AGENTS] > AGENT_PREFETCH_MIN and i + PF_FAR < n:
+            # The agent map is probed only where the agent is not the last
+            # event's neighbour (see above): mostly where the block changes.
+            if sv[SV_N_AGENTS] > AGENT_PREFETCH_MIN and i + PF_FAR < n and \
+                    block_c[i + PF_FAR] != block_c[i + PF_FAR - 1]:
                 hm_prefetch(agent_map, np.int64(block_c[i + PF_FAR]),
                             np.int64(thread_c[i + PF_FAR]), 0)
             space = np.int64(space_c[i])

@@ -44,7 +44,8 @@ from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      IV_FIELDS, IV_REGION, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW,
                      K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SIZE_SITE, K_TS, N_AGENT, N_EPOCH,
                      N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL, REGION_SHARED,
-                     find_granule, granule_shift, iv_add, iv_covers, rehash)
+                     MASK_ALL, REGION_WIDE, WIDE_GRANULE_SHIFT, find_granule, granule_shift, iv_add, iv_covers,
+                     rehash)
 
 # ---------------------------------------------------------------------------
 # State layout. Scalars 0-5 belong to tracerace.clocks.
@@ -65,7 +66,8 @@ SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D = 27, 28, 29, 30
 SV_LOCK_N, SV_ATOM_N = 31, 32
 SV_IV_N = 33
 SV_PR_TOP, SV_ED_TOP = 34, 35
-SV_FIELDS = 36
+SV_SHARED_REGION = 36  # REGION_SHARED, with REGION_WIDE in a launch of 16-byte granules
+SV_FIELDS = 37
 
 # Agents.
 (AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_CLUSTER, AG_KIND, AG_BLOCKED, AG_BLOCKNUM,
@@ -402,7 +404,7 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
     while x >= 0:
         nxt = nodes[x, N_NEXT]
         xinfo = nodes[x, N_INFO]
-        xm = (xinfo >> I_MASK_SHIFT) & 0xFF
+        xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
         if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= \
                 nodes[x, N_EPOCH]:
             xm &= ~m
@@ -411,7 +413,7 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
                 gran[slot, G_NREADS] -= 1
                 x = nxt
                 continue
-            nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+            nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
         prev = x
         x = nxt
     gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
@@ -472,16 +474,16 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
         while x >= 0:
             nxt = nodes[x, N_NEXT]
             xinfo = nodes[x, N_INFO]
-            xm = (xinfo >> I_MASK_SHIFT) & 0xFF
-            if (xinfo >> I_SHADOW_SHIFT) & 0xFF and \
+            xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
+            if (xinfo >> I_SHADOW_SHIFT) & MASK_ALL and \
                     ag[cold[x, K_SHADOW_AGENT], AG_RETIRED] >= cold[x, K_SHADOW_EPOCH]:
                 # A retired copy that x happens before covers these bytes.
-                xm &= ~((xinfo >> I_SHADOW_SHIFT) & 0xFF)
+                xm &= ~((xinfo >> I_SHADOW_SHIFT) & MASK_ALL)
                 if xm == 0:
                     unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
                     x = nxt
                     continue
-                xinfo = (xinfo & ~(np.int64(0xFF) << I_MASK_SHIFT)) & ~(np.int64(0xFF) << I_SHADOW_SHIFT)
+                xinfo = (xinfo & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)) & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)
                 xinfo |= xm << I_MASK_SHIFT
                 nodes[x, N_INFO] = xinfo
             if xm & m:
@@ -514,11 +516,11 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                         unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
                         x = nxt
                         continue
-                    nodes[x, N_INFO] = (xinfo & ~(0xFF << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+                    nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
                 elif is_copy and is_write:
                     cold[x, K_SHADOW_AGENT] = a
                     cold[x, K_SHADOW_EPOCH] = epoch
-                    nodes[x, N_INFO] = (xinfo & ~(np.int64(0xFF) << I_SHADOW_SHIFT)) | (
+                    nodes[x, N_INFO] = (xinfo & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (
                         (xm & m) << I_SHADOW_SHIFT)
             prev = x
             x = nxt
@@ -540,7 +542,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
             x = gran[slot, G_READS]
             while x >= 0:
                 xinfo = nodes[x, N_INFO]
-                if ((xinfo >> I_MASK_SHIFT) & 0xFF) & m:
+                if ((xinfo >> I_MASK_SHIFT) & MASK_ALL) & m:
                     xa = nodes[x, N_AGENT]
                     if known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
                         if (xinfo & I_ASYNC) and ag[xa, AG_RETIRED] < nodes[x, N_EPOCH]:
@@ -558,7 +560,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
             # synchronization): its node is reused, so the list does not grow.
             h = gran[slot, G_READS]
             if h >= 0 and not is_copy:
-                hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & 0xFF
+                hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & MASK_ALL
                 ha = nodes[h, N_AGENT]
                 if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, ha) >= nodes[h, N_EPOCH]:
                     set_node(nodes, cold, ag, h, row, a, epoch, addr, size,
@@ -607,11 +609,11 @@ access_inline = jit_inline(access.py_func)
 
 
 @jit_inline
-def region_of(space, owner_block, agent):
+def region_of(space, owner_block, agent, sv):
     if space == O.SPACE_GLOBAL:
         return np.int64(0)
     if space == O.SPACE_SHARED:
-        return REGION_SHARED | owner_block
+        return sv[SV_SHARED_REGION] | owner_block
     return REGION_LOCAL | agent
 
 
@@ -631,11 +633,12 @@ def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, t, 
     info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
     sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
     access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-           region_of(space2, block, t), space2, sowner, addr2, size, ca, epoch, t, info, row, ts, site)
+           region_of(space2, block, t, sv), space2, sowner, addr2, size, ca, epoch, t, info, row,
+           ts, site)
     downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
     access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-           region_of(space, peer, t), space, downer, addr, size, ca, epoch, t, info | I_WRITE,
-           row, ts, site)
+           region_of(space, peer, t, sv), space, downer, addr, size, ca, epoch, t,
+           info | I_WRITE, row, ts, site)
 
 
 # ---------------------------------------------------------------------------
@@ -1121,7 +1124,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             peer = np.int64(peer_c[i])
             scope = np.int64(scope_c[i])
             sem = np.int64(sem_c[i])
-            region = region_of(space, peer, a)
+            region = region_of(space, peer, a, sv)
             if space == O.SPACE_GLOBAL:
                 prefetch_ahead(op_c, addr_c, size_c, gpos, gk, gran, nodes, cold)
                 gk += 1
@@ -1173,7 +1176,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
         elif op == O.INIT:
             space = np.int64(space_c[i])
             addr = np.int64(addr_c[i])
-            region = region_of(space, np.int64(peer_c[i]), a)
+            region = region_of(space, np.int64(peer_c[i]), a, sv)
             if size >= INIT_INTERVAL_MIN:
                 sv[SV_IV_N] = iv_add(ivs, sv[SV_IV_N], region, addr, addr + size)
             elif size > 0:
@@ -1641,8 +1644,10 @@ class EngineState:
         self.rows_total: int | None = None
         self.reset_launch(-1)
 
-    def reset_launch(self, launch: int) -> None:
-        """Forget everything of the finished launch (see the module docstring)."""
+    def reset_launch(self, launch: int, shared_shift: int | None = None) -> None:
+        """Forget everything of the finished launch (see the module docstring).
+        ``shared_shift``: log2 of the new launch's shared-memory granule
+        (default: 4-byte granules; see :func:`shared_shift_for`)."""
         sv = self.sv
         # The granule table is kept: its slots are stamped with their launch.
         keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP,
@@ -1658,6 +1663,8 @@ class EngineState:
                 sv[k] = 0
         sv[SV_LAUNCH] = launch
         sv[SV_IV_N] = n_iv
+        sv[SV_SHARED_REGION] = REGION_SHARED | (
+            REGION_WIDE if shared_shift == WIDE_GRANULE_SHIFT else 0)
         for q in range(int(sv[SV_FQ_N])):
             self.arrays["fq"][q, FQ_PAIRS] = -1
         for k in (SV_SNAP_FREE, SV_NODE_FREE, SV_ARR_FREE, SV_AR_FREE):
@@ -1870,9 +1877,46 @@ def _replay_batch(st: EngineState, batch, path: str | None,
             st.grow(int(st.sv[SV_GROW]))
         elif status == NEW_LAUNCH:
             _close_launch(st)
-            st.reset_launch(int(c["launch"][start]))
+            st.reset_launch(int(c["launch"][start]), shared_shift_for(c, start))
         else:
             _raise(status, st.sv, batch.row0 + start, path)
+
+
+# How a launch's shared-memory granule size is chosen (shared_shift_for):
+# from the first SHIFT_SAMPLE events of the launch in the batch at hand, if
+# at least SHIFT_MIN_ACCESSES of them access shared memory and at most
+# 1/SHIFT_NARROW_SHARE of those are not aligned 16-byte multiples.
+SHIFT_SAMPLE = 1 << 16
+SHIFT_MIN_ACCESSES = 64
+SHIFT_NARROW_SHARE = 16
+# Tests set this to force a granule size on every launch.
+FORCE_SHARED_SHIFT: int | None = None
+
+
+def shared_shift_for(cols: dict, start: int) -> int:
+    """log2 of the shared-memory granule for the launch that starts at row
+    ``start`` of a batch's columns: 16 bytes where its shared accesses are
+    nearly all aligned 16-byte vectors, else 4. Results never depend on the
+    choice, only speed: masks keep every byte apart either way. With 4-byte
+    elements read by many threads (a tiled matmul), 16-byte granules would
+    put four elements' readers in one list; with 16-byte vectors (a
+    cp.async pipeline), 4-byte granules cost four of everything per access.
+    Shared memory starts afresh at a launch, so each launch may choose."""
+    if FORCE_SHARED_SHIFT is not None:
+        return FORCE_SHARED_SHIFT
+    stop = min(cols["op"].shape[0], start + SHIFT_SAMPLE)
+    launch = cols["launch"][start:stop]
+    same = launch == launch[0]
+    op = cols["op"][start:stop]
+    shared = same & (cols["space"][start:stop] == O.SPACE_SHARED) & (
+        (op <= O.ATOMIC) | (op == O.CP_ASYNC))
+    n = int(np.count_nonzero(shared))
+    if n < SHIFT_MIN_ACCESSES:
+        return GRANULE_SHIFT
+    size = cols["size"][start:stop][shared].astype(np.int64)
+    addr = cols["addr"][start:stop][shared].astype(np.int64)
+    narrow = np.count_nonzero(((size & 15) != 0) | ((addr & 15) != 0) | (size == 0))
+    return WIDE_GRANULE_SHIFT if narrow * SHIFT_NARROW_SHARE <= n else GRANULE_SHIFT
 
 
 def _close_launch(st: EngineState) -> None:

@@ -53,10 +53,26 @@ REGION_SHARED = np.int64(1) << 40
 REGION_LOCAL = np.int64(2) << 40
 
 
+# Shared memory may use 16-byte granules instead, chosen per launch: where a
+# launch's shared accesses are nearly all aligned 16-byte vectors
+# (``ld.shared.v4``, ``cp.async`` of 16 bytes), each of them is one granule
+# instead of four, and no two elements share a read list (see
+# ``engine.shared_shift_for``). Such a launch's shared regions carry
+# ``REGION_WIDE``, so the region alone says the granule size, and masks hold
+# 16 bytes.
+WIDE_GRANULE_SHIFT = 4
+REGION_WIDE = np.int64(1) << 39  # above any block index (uint32) or agent
+MASK_ALL = 0xFFFF
+
+
 @jit_inline
 def granule_shift(region):
-    """log2 of the granule size in ``region`` (global: 0)."""
-    return GLOBAL_GRANULE_SHIFT if region == 0 else GRANULE_SHIFT
+    """log2 of the granule size in ``region`` (global: 0; shared: 1 << 40
+    and up, with REGION_WIDE for 16-byte granules; local: 2 << 40 and up)."""
+    if region == 0:
+        return GLOBAL_GRANULE_SHIFT
+    return GRANULE_SHIFT + ((region >> 38) & 2)
+
 
 # Granule table columns. ``G_LAUNCH`` stamps the launch that last used the
 # lists: a new launch forgets every list without touching the table (a slot
@@ -86,9 +102,9 @@ I_ATOMIC = 1 << 9
 I_ASYNC = 1 << 10      # made by a copy agent
 I_PROXY = 1 << 11      # async proxy
 I_SCOPE_SHIFT = 12     # 3 bits
-I_MASK_SHIFT = 16      # 8 bits: bytes of the granule this node stands for
-I_COPY_SHIFT = 24      # 2 bits: reasons.INFLIGHT_*
-I_SHADOW_SHIFT = 32    # 8 bits: bytes a later copy covers (K_SHADOW_*; 0: none), see below
+I_MASK_SHIFT = 16      # 16 bits: bytes of the granule this node stands for
+I_COPY_SHIFT = 32      # 2 bits: reasons.INFLIGHT_*
+I_SHADOW_SHIFT = 40    # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none), see below
 
 
 # The 16 granules of an aligned 64-byte line share a hash and take the 16

@@ -101,7 +101,7 @@ def _replay_with_prefault(monkeypatch, rows_total, batch_size=64):
     with open_trace(table, batch_size=batch_size) as reader:
         for batch in reader:
             engine._replay_batch(st, batch, None)
-            st.rows_done += batch.n
+            st.batch_done(st.rows_done + batch.n)
             while st.prefault():
                 pass
     return st
@@ -121,17 +121,18 @@ def test_spare_granule_table_is_taken_by_the_next_growth(monkeypatch):
 
 
 def test_no_spare_when_the_trace_ends_before_the_table_fills(monkeypatch):
-    """A trace said to be long gets spares; told it is as long as what was
-    replayed, the engine expects no growth and makes none."""
+    """A trace said to be long gets spares (once two batches show the pace
+    of new granules); told it is as long as what was replayed, the engine
+    expects no growth and makes none, and drops a spare made before."""
     from tracerace.reader import open_trace
 
     bit, cols, _, fill = engine._POOLS["gran"]
     monkeypatch.setitem(engine._POOLS, "gran", (bit, cols, 1024, fill))
     st = engine.EngineState()
-    with open_trace(_shared_reads(450)) as reader:  # 44% of the table: over 40%, under half
+    with open_trace(_shared_reads(450), batch_size=225) as reader:  # 44%: over 40%, under half
         for batch in reader:
             engine._replay_batch(st, batch, None)
-            st.rows_done += batch.n
+            st.batch_done(st.rows_done + batch.n)
     st.rows_total = st.rows_done
     while st.prefault():
         pass
@@ -140,6 +141,9 @@ def test_no_spare_when_the_trace_ends_before_the_table_fills(monkeypatch):
     st.prefault()
     assert st.spare_gran is not None and st.spare_gran.shape[0] == 2048
     assert (st.spare_gran == -1).all()
+    st.rows_total = st.rows_done
+    st.prefault()
+    assert st.spare_gran is None
 
 
 def test_check_of_many_batches_without_populate_support(monkeypatch):
@@ -162,3 +166,27 @@ def test_check_of_many_batches_without_populate_support(monkeypatch):
     assert got.events == expected.events == n
     assert len(got.findings) == len(expected.findings) > 0
     assert (got.findings == expected.findings).all()
+
+
+def test_no_spare_when_granules_stop_coming(monkeypatch):
+    """The same 450 granules written over and over (the cpu benchmark's
+    variables, all touched in its first phase): however long the trace,
+    the pace of the last batches says the table will not grow."""
+    from tracerace.reader import open_trace
+
+    bit, cols, _, fill = engine._POOLS["gran"]
+    monkeypatch.setitem(engine._POOLS, "gran", (bit, cols, 1024, fill))
+    n = 450 * 8
+    table = make_table({"ts": np.arange(n), "op": int(Op.WRITE), "launch": 0, "block": 0,
+                        "thread": 0, "space": int(Space.SHARED),
+                        "addr": np.arange(n) % 450 * 4, "size": 4})
+    st = engine.EngineState()
+    st.rows_total = 100 * n
+    with open_trace(table, batch_size=450) as reader:
+        for batch in reader:
+            engine._replay_batch(st, batch, None)
+            st.batch_done(st.rows_done + batch.n)
+            while st.prefault():
+                pass
+    assert int(st.sv[engine.SV_GRAN_COUNT]) == 450
+    assert st.spare_gran is None

@@ -20,6 +20,7 @@ driver grows them and resumes at that row. So no event is ever half applied.
 
 from __future__ import annotations
 
+import collections
 import threading
 from typing import Callable
 
@@ -1557,6 +1558,8 @@ FAULT_CHUNK = 1 << 15
 AG_FAULT_AHEAD = 1 << 13
 # The largest spare granule table (rows) made for a trace of unknown length.
 SPARE_BLIND_MAX = 1 << 19
+# The pace of new granules is judged over this many batches.
+TREND_BATCHES = 4
 
 
 class Faulter:
@@ -1642,6 +1645,9 @@ class EngineState:
         self.spares_taken = 0  # growths that found their table ready
         self.rows_done = 0
         self.rows_total: int | None = None
+        # (rows replayed, granules) after each of the last batches.
+        self.trend: collections.deque[tuple[int, int]] = collections.deque(
+            maxlen=TREND_BATCHES)
         self.reset_launch(-1)
 
     def reset_launch(self, launch: int, shared_shift: int | None = None) -> None:
@@ -1742,32 +1748,46 @@ class EngineState:
         return did
 
     def _prepare_spare(self) -> bool:
-        """Fill the granule table the next growth will take, if it looks
-        like one is coming: more than 40% full (it grows at half), and on
-        course to pass half by the end of the trace (the count extrapolated
-        from the rows replayed so far) or, when the length of the trace is
-        unknown, small (so an unneeded spare wastes little). Growing took
-        ~0.1 s of a 1.4 s tiled 10^7 check on the replay thread, nearly all
-        of it the kernel clearing the new table's pages; here the other
-        core pays. The replay only takes a spare of exactly the size it
-        needs, so one made for a table that has grown since is dropped."""
+        """Fill the granule table the next growth will take, if one looks
+        like it is coming: more than 40% full (it grows at half), and on
+        course to pass half by the end of the trace at the pace of the last
+        batches or, when the length of the trace is unknown, small (so an
+        unneeded spare wastes little). A spare that is no longer called for
+        is dropped. Growing took ~0.1 s of a 1.4 s tiled 10^7 check on the
+        replay thread, nearly all of it the kernel clearing the new table's
+        pages; here the other core pays. The replay only takes a spare of
+        exactly the size it needs."""
         cap = self.arrays["gran"].shape[0]
-        spare = self.spare_gran
-        if spare is not None:
-            if spare.shape[0] > cap:
-                return False
-            self.spare_gran = None  # stale: made for a smaller table
         count = int(self.sv[SV_GRAN_COUNT])
-        if 5 * count < 2 * cap:
-            return False
         total, done = self.rows_total, self.rows_done
-        if total is None:
-            if 2 * cap > SPARE_BLIND_MAX:
-                return False
-        elif done <= 0 or 2 * count * total < cap * done:
+        if 5 * count < 2 * cap:
+            wanted = False
+        elif total is None:
+            wanted = 2 * cap <= SPARE_BLIND_MAX
+        else:
+            wanted = 2 * (self._expected_granules(count, total, done) + PLAIN_NG) > cap
+        spare = self.spare_gran
+        if spare is not None and (spare.shape[0] != 2 * cap or not wanted):
+            self.spare_gran = spare = None  # made for a smaller table, or not needed now
+        if spare is not None or not wanted:
             return False
         self.spare_gran = np.full((2 * cap, G_FIELDS), -1, np.int64)
         return True
+
+    def _expected_granules(self, count: int, total: int, done: int) -> float:
+        """Granules at the end of the trace, at the pace of the last batches
+        (none is expected before two batches are in): a workload whose
+        variables were all touched early (the cpu benchmark's 10^6) stops
+        adding granules, and a spare table would be wasted."""
+        for rows, granules in list(self.trend):
+            if rows < done:
+                return count + (count - granules) * (total - done) / (done - rows)
+        return count
+
+    def batch_done(self, rows: int) -> None:
+        """``rows`` rows are replayed (what ``_prepare_spare`` goes by)."""
+        self.rows_done = rows
+        self.trend.append((rows, int(self.sv[SV_GRAN_COUNT])))
 
     @staticmethod
     def _ahead(name: str) -> int:
@@ -1839,7 +1859,7 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
                 # faulting ahead could pay for itself.
                 faulter.start()
                 events += batch.n
-                st.rows_done = events
+                st.batch_done(events)
                 if progress is not None:
                     progress(events)
     finally:

@@ -44,9 +44,9 @@ from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      I_PROXY, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, INIT_INTERVAL_MIN,
                      IV_FIELDS, IV_REGION, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW,
                      K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SIZE_SITE, K_TS, N_AGENT, N_EPOCH,
-                     N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL, REGION_SHARED,
-                     MASK_ALL, REGION_WIDE, WIDE_GRANULE_SHIFT, find_granule, granule_shift, iv_add, iv_covers,
-                     rehash)
+                     MASK_ALL, N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL,
+                     REGION_SHARED, REGION_WIDE, WIDE_GRANULE_SHIFT, find_granule,
+                     granule_shift, iv_add, iv_covers, rehash)
 
 # ---------------------------------------------------------------------------
 # State layout. Scalars 0-5 belong to tracerace.clocks.

@@ -71,7 +71,7 @@ def granule_shift(region):
     and up, with REGION_WIDE for 16-byte granules; local: 2 << 40 and up)."""
     if region == 0:
         return GLOBAL_GRANULE_SHIFT
-    return GRANULE_SHIFT + ((region >> 38) & 2)
+    return GRANULE_SHIFT + ((region >> 38) & 2)  # REGION_WIDE (bit 39) adds 2
 
 
 # Granule table columns. ``G_LAUNCH`` stamps the launch that last used the

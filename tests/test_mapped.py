@@ -121,9 +121,9 @@ def test_spare_granule_table_is_taken_by_the_next_growth(monkeypatch):
 
 
 def test_no_spare_when_the_trace_ends_before_the_table_fills(monkeypatch):
-    """A trace said to be long gets spares (once two batches show the pace
-    of new granules); told it is as long as what was replayed, the engine
-    expects no growth and makes none, and drops a spare made before."""
+    """A trace said to be long gets a spare; told it is as long as what was
+    replayed, the engine expects no growth and makes none, and drops a
+    spare made before."""
     from tracerace.reader import open_trace
 
     bit, cols, _, fill = engine._POOLS["gran"]

@@ -1776,13 +1776,18 @@ class EngineState:
 
     def _expected_granules(self, count: int, total: int, done: int) -> float:
         """Granules at the end of the trace, at the pace of the last batches
-        (none is expected before two batches are in): a workload whose
+        (of all rows so far, until a second batch is in): a workload whose
         variables were all touched early (the cpu benchmark's 10^6) stops
-        adding granules, and a spare table would be wasted."""
+        adding granules, and a spare table would be wasted (it is dropped
+        once the pace says so)."""
+        r0, c0 = 0, 0
         for rows, granules in list(self.trend):
             if rows < done:
-                return count + (count - granules) * (total - done) / (done - rows)
-        return count
+                r0, c0 = rows, granules
+                break
+        if done <= r0:
+            return count
+        return count + (count - c0) * (total - done) / (done - r0)
 
     def batch_done(self, rows: int) -> None:
         """``rows`` rows are replayed (what ``_prepare_spare`` goes by)."""

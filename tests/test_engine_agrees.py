@@ -80,12 +80,12 @@ def test_engine_matches_reference_while_growing(events, data):
 def shared_granules(shift):
     """Every launch gets ``1 << shift``-byte shared-memory granules (the
     engine otherwise picks 16 bytes only for launches of 16-byte vectors)."""
-    saved = engine.FORCE_SHARED_SHIFT
-    engine.FORCE_SHARED_SHIFT = shift
+    saved = engine.shared_shift_for
+    engine.shared_shift_for = lambda cols, start: shift
     try:
         yield
     finally:
-        engine.FORCE_SHARED_SHIFT = saved
+        engine.shared_shift_for = saved
 
 
 @settings(max_examples=400, **SETTINGS)

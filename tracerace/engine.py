@@ -1914,8 +1914,6 @@ def _replay_batch(st: EngineState, batch, path: str | None,
 SHIFT_SAMPLE = 1 << 16
 SHIFT_MIN_ACCESSES = 64
 SHIFT_NARROW_SHARE = 16
-# Tests set this to force a granule size on every launch.
-FORCE_SHARED_SHIFT: int | None = None
 
 
 def shared_shift_for(cols: dict, start: int) -> int:
@@ -1927,8 +1925,6 @@ def shared_shift_for(cols: dict, start: int) -> int:
     put four elements' readers in one list; with 16-byte vectors (a
     cp.async pipeline), 4-byte granules cost four of everything per access.
     Shared memory starts afresh at a launch, so each launch may choose."""
-    if FORCE_SHARED_SHIFT is not None:
-        return FORCE_SHARED_SHIFT
     stop = min(cols["op"].shape[0], start + SHIFT_SAMPLE)
     launch = cols["launch"][start:stop]
     same = launch == launch[0]

@@ -1,0 +1,70 @@
+"""The write-list stamp (``shadow.G_WSTAMP``): a plain read skips the scan
+of a granule's writes when its thread's base snapshot is known to know all
+of them. These traces are built so that a stamp kept too long, or set from
+what the reading thread alone knows, would hide a race."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tracerace import engine, reference
+from tracerace.ops import K_RAW, Op, Space
+
+from builders import SimpleReader, columns
+
+THREADS = 4
+
+
+def _trace(steps):
+    """Events of block 0 from (thread, op, addr) steps; "bar" is a bar_sync
+    of all threads."""
+    events = []
+    for step in steps:
+        if step == "bar":
+            for t in range(THREADS):
+                events.append(dict(op=Op.BAR_SYNC, block=0, thread=t, obj=0, arg=THREADS))
+            continue
+        thread, op, addr = step
+        events.append(dict(op=op, block=0, thread=thread, space=Space.SHARED, addr=addr,
+                           size=4))
+    return [dict(ev, ts=i, launch=0) for i, ev in enumerate(events)]
+
+
+def _raw_rows(steps, splits=()):
+    cols = columns(_trace(steps))
+    want = reference.check_trace(SimpleReader(cols, list(splits)))
+    got = engine.check_trace(SimpleReader(cols, list(splits)))
+    assert want.triples() == got.triples()
+    for name in want.findings.dtype.names:
+        np.testing.assert_array_equal(want.findings[name], got.findings[name], err_msg=name)
+    f = got.findings
+    return sorted(int(r) for r in f["row"][f["kind"] == K_RAW])
+
+
+R, W = Op.READ, Op.WRITE
+
+
+@pytest.mark.parametrize("splits", [(), (6,), (7, 8)])
+def test_a_new_write_takes_the_stamp_away(splits):
+    # rows: 0 write, 1-4 barrier, 5-6 two reads (the first stamps, the second
+    # skips), 7 a second write by thread 0, 8-9 reads that race with it.
+    steps = [(0, W, 0), "bar", (1, R, 0), (2, R, 0), (0, W, 0), (3, R, 0), (1, R, 0)]
+    assert _raw_rows(steps, splits) == [8, 9]
+
+
+def test_a_stamp_is_what_the_snapshot_knows_not_what_the_reader_knows():
+    # Thread 1 writes again after the barrier: it knows its own write, but
+    # the barrier snapshot it shares with thread 2 does not. Thread 1's read
+    # must not stamp the granule, or thread 2's read would skip the write.
+    steps = [(1, W, 0), "bar", (1, W, 0), (1, R, 0), (2, R, 0)]
+    assert _raw_rows(steps) == [7]
+
+
+def test_other_granules_and_snapshots_keep_their_own_stamps():
+    # Thread 0 writes two words; after the barrier a read of the first word
+    # stamps only that granule. A rewrite of the second word races with the
+    # reads of it, but not with reads of the first word.
+    steps = [(0, W, 0), (0, W, 4), "bar", (1, R, 0), (0, W, 4), (2, R, 0), (2, R, 4),
+             "bar", (3, R, 4), (3, R, 0)]
+    assert _raw_rows(steps) == [9]

@@ -39,8 +39,7 @@ from .mapped import MappedArray, can_populate
 from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
 from .shadow import PF_FAR, PF_NEAR, prefetch_lists, prefetch_slots
-from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_WRITES, G_WSTAMP, NO_STAMP,
-                     READ_COUNT, READ_LIMIT_SHIFT,
+from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      GRANULE_SHIFT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK,
                      I_PROXY, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, INIT_INTERVAL_MIN,
                      IV_FIELDS, IV_REGION, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW,
@@ -418,8 +417,7 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
             nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
         prev = x
         x = nxt
-    nr = gran[slot, G_NREADS] & READ_COUNT
-    gran[slot, G_NREADS] = nr | (max(READ_PRUNE_MIN, 2 * nr) << READ_LIMIT_SHIFT)
+    gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
 
 
 @jit_leaf
@@ -443,13 +441,6 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
     end = addr + size
     uninit_lo = np.int64(-1)
     uninit_hi = np.int64(-1)
-    # A plain read may skip a write list that its thread's base snapshot is
-    # known to know (G_WSTAMP); -1: not a plain read.
-    stamp = np.int64(-1)
-    known_snap = np.int64(0)  # the thread's base snapshot
-    if (info & (I_WRITE | I_ATOMIC | I_ASYNC | I_PROXY)) == 0:
-        known_snap = ag[t, AG_BASE]
-        stamp = snaps[known_snap, SN_SERIAL]
     gs = granule_shift(region)
     gsize = np.int64(1) << gs
     g0 = addr >> gs
@@ -481,12 +472,6 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
         prunes_writes = is_write and not is_copy
         prev = np.int64(-1)
         x = gran[slot, G_WRITES]
-        stamping = False
-        if stamp >= 0:
-            if gran[slot, G_WSTAMP] == stamp:
-                x = -1  # every write node is ordered before this read
-            else:
-                stamping = True
         while x >= 0:
             nxt = nodes[x, N_NEXT]
             xinfo = nodes[x, N_INFO]
@@ -502,9 +487,6 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                 xinfo = (xinfo & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)) & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)
                 xinfo |= xm << I_MASK_SHIFT
                 nodes[x, N_INFO] = xinfo
-            if stamping and lookup(snaps, arena_a, arena_e, known_snap, nodes[x, N_AGENT]) < \
-                    nodes[x, N_EPOCH]:
-                stamping = False
             if xm & m:
                 xa = nodes[x, N_AGENT]
                 if is_proxy:
@@ -543,8 +525,6 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                         (xm & m) << I_SHADOW_SHIFT)
             prev = x
             x = nxt
-        if stamping:
-            gran[slot, G_WSTAMP] = stamp
         if is_proxy:
             for b in range(gsize):
                 if not (m & (1 << b)) or cand[_LAST_ROW, b] < 0:
@@ -592,20 +572,17 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                     # the list one generation long for the next write's scan.
                     # Bounded (EAGER_PRUNE_MAX) so a long list of unordered
                     # readers is not rescanned at every such read.
-                    nr = gran[slot, G_NREADS] & READ_COUNT
+                    nr = gran[slot, G_NREADS]
                     if ha != a and 1 < nr <= EAGER_PRUNE_MAX:
                         prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, h, m, t)
                         # The old generation's size predicts the new one's:
                         # the next doubling prune waits until the list has
                         # outgrown it (else it would scan a generation of
                         # unordered readers and drop none of them).
-                        v = gran[slot, G_NREADS]
-                        gran[slot, G_NREADS] = (v & READ_COUNT) | (
-                            max(v >> READ_LIMIT_SHIFT, 2 * nr) << READ_LIMIT_SHIFT)
+                        gran[slot, G_RLIMIT] = max(gran[slot, G_RLIMIT], 2 * nr)
                     continue
-            v = gran[slot, G_NREADS] + 1
-            gran[slot, G_NREADS] = v
-            if not is_copy and (v & READ_COUNT) > (v >> READ_LIMIT_SHIFT):
+            gran[slot, G_NREADS] += 1
+            if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
                 prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, -1, m, t)
         n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
         nodes[n, N_NEXT] = gran[slot, head_col]
@@ -614,7 +591,6 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                  ts, site, t)
         if is_write:
             gran[slot, G_INIT] |= m
-            gran[slot, G_WSTAMP] = NO_STAMP
     if uninit_lo >= 0 and cand[_K_UNINIT, C_VALID] == 0:
         found = 1
         cand[_K_UNINIT, C_VALID] = 1

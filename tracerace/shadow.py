@@ -78,20 +78,10 @@ def granule_shift(region):
 # lists: a new launch forgets every list without touching the table (a slot
 # of an older launch is reset when it is next found, see ``find_granule``),
 # so a trace of many small launches does not pay for the table each time.
-G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT, G_NREADS, G_WSTAMP, G_LAUNCH = range(8)
+G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT, G_NREADS, G_RLIMIT, G_LAUNCH = range(8)
 G_FIELDS = 8
 READ_PRUNE_MIN = 8
 EMPTY = -1
-# ``G_NREADS`` holds two counts: the read list's length (low 32 bits) and the
-# length at which a read next prunes it (high 32 bits, see engine.prune_reads).
-READ_COUNT = np.int64(0xFFFFFFFF)
-READ_LIMIT_SHIFT = 32
-# ``G_WSTAMP``: the serial (clocks.SN_SERIAL) of a snapshot that knows every
-# write node of the granule, i.e. holds each writer at its node's epoch or
-# later; -1 for none. A plain read by a thread whose base snapshot has that
-# serial needs no scan of the write list: nothing in it can race with the
-# read. Pushing a write node resets it; taking nodes out keeps it true.
-NO_STAMP = -1
 
 # A node is split in two arrays with the same row: the hot part, which every
 # scan of a list reads (32 bytes: two nodes to a cache line), and the cold
@@ -140,8 +130,8 @@ def _reset_slot(gran, h, launch):
     bytes across launches (shared and local memory start undefined)."""
     gran[h, G_WRITES] = -1
     gran[h, G_READS] = -1
-    gran[h, G_NREADS] = np.int64(READ_PRUNE_MIN) << READ_LIMIT_SHIFT
-    gran[h, G_WSTAMP] = NO_STAMP
+    gran[h, G_NREADS] = 0
+    gran[h, G_RLIMIT] = READ_PRUNE_MIN
     gran[h, G_LAUNCH] = launch
     if gran[h, G_REGION] != 0:
         gran[h, G_INIT] = 0

@@ -1,7 +1,9 @@
-"""The write-list stamp (``shadow.G_WSTAMP``): a plain read skips the scan
-of a granule's writes when its thread's base snapshot is known to know all
-of them. These traces are built so that a stamp kept too long, or set from
-what the reading thread alone knows, would hide a race."""
+"""Reads by threads that share one base snapshot (the threads of a block
+after a barrier). A shortcut that remembered "this snapshot knows every
+write of this granule" would be wrong in each of these traces: kept after a
+new write, set from what one reader alone knows (its own writes), or
+applied to other bytes. Session 10 tried such a stamp (docs/status.md);
+these tests stay for whoever tries again."""
 
 from __future__ import annotations
 
@@ -46,25 +48,25 @@ R, W = Op.READ, Op.WRITE
 
 
 @pytest.mark.parametrize("splits", [(), (6,), (7, 8)])
-def test_a_new_write_takes_the_stamp_away(splits):
-    # rows: 0 write, 1-4 barrier, 5-6 two reads (the first stamps, the second
-    # skips), 7 a second write by thread 0, 8-9 reads that race with it.
+def test_a_write_after_the_readers_races_with_later_readers(splits):
+    # rows: 0 write, 1-4 barrier, 5-6 two reads under the barrier's snapshot,
+    # 7 a second write by thread 0, 8-9 reads that race with it.
     steps = [(0, W, 0), "bar", (1, R, 0), (2, R, 0), (0, W, 0), (3, R, 0), (1, R, 0)]
     assert _raw_rows(steps, splits) == [8, 9]
 
 
-def test_a_stamp_is_what_the_snapshot_knows_not_what_the_reader_knows():
+def test_what_the_snapshot_knows_is_not_what_one_reader_knows():
     # Thread 1 writes again after the barrier: it knows its own write, but
-    # the barrier snapshot it shares with thread 2 does not. Thread 1's read
-    # must not stamp the granule, or thread 2's read would skip the write.
+    # the barrier snapshot it shares with thread 2 does not: thread 2's read
+    # races with it.
     steps = [(1, W, 0), "bar", (1, W, 0), (1, R, 0), (2, R, 0)]
     assert _raw_rows(steps) == [7]
 
 
-def test_other_granules_and_snapshots_keep_their_own_stamps():
-    # Thread 0 writes two words; after the barrier a read of the first word
-    # stamps only that granule. A rewrite of the second word races with the
-    # reads of it, but not with reads of the first word.
+def test_a_rewrite_of_one_word_leaves_reads_of_the_other_alone():
+    # Thread 0 writes two words; after the barrier thread 1 reads the first.
+    # A rewrite of the second word races with the read of it, not with
+    # reads of the first word.
     steps = [(0, W, 0), (0, W, 4), "bar", (1, R, 0), (0, W, 4), (2, R, 0), (2, R, 4),
              "bar", (3, R, 4), (3, R, 0)]
     assert _raw_rows(steps) == [9]

@@ -7,13 +7,11 @@ these tests stay for whoever tries again."""
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from tracerace import engine, reference
 from tracerace.ops import K_RAW, Op, Space
 
-from builders import SimpleReader, columns
+from test_engine_agrees import assert_agree
 
 THREADS = 4
 
@@ -34,13 +32,9 @@ def _trace(steps):
 
 
 def _raw_rows(steps, splits=()):
-    cols = columns(_trace(steps))
-    want = reference.check_trace(SimpleReader(cols, list(splits)))
-    got = engine.check_trace(SimpleReader(cols, list(splits)))
-    assert want.triples() == got.triples()
-    for name in want.findings.dtype.names:
-        np.testing.assert_array_equal(want.findings[name], got.findings[name], err_msg=name)
-    f = got.findings
+    """Rows reported as the later access of a raw hazard, once the engine
+    is shown to agree with the reference on the trace."""
+    f = assert_agree(_trace(steps), list(splits)).findings
     return sorted(int(r) for r in f["row"][f["kind"] == K_RAW])
 
 

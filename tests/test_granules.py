@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
-from tracerace import engine, reference
+from tracerace import engine
 from tracerace.ops import Op, Space
 from tracerace.shadow import GRANULE_SHIFT, REGION_WIDE, WIDE_GRANULE_SHIFT
 
-from builders import SimpleReader, columns
+from builders import columns
+from test_engine_agrees import assert_agree
 
 
 def _vectors(n, *, size=16, stride=16, offset=0, launch=0, op=Op.READ):
@@ -68,7 +68,6 @@ def test_the_choice_reaches_the_replay_and_leaves_the_findings_alone():
                                           for i, ev in enumerate(_vectors(128))]
     narrow = [dict(ev, ts=256 + i) for i, ev in
               enumerate(_vectors(128, size=4, stride=4, launch=1, op=Op.WRITE))]
-    cols = columns(racy + narrow)
     chosen = []
     original = engine.EngineState.reset_launch
 
@@ -78,12 +77,8 @@ def test_the_choice_reaches_the_replay_and_leaves_the_findings_alone():
 
     engine.EngineState.reset_launch = spy
     try:
-        got = engine.check_trace(SimpleReader(cols, [100, 300]))
+        want = assert_agree(racy + narrow, [100, 300])
     finally:
         engine.EngineState.reset_launch = original
     assert chosen[1:] == [(0, True), (1, False)]
-    want = reference.check_trace(SimpleReader(cols))
     assert len(want.findings) > 0
-    assert want.triples() == got.triples()
-    for name in want.findings.dtype.names:
-        np.testing.assert_array_equal(want.findings[name], got.findings[name], err_msg=name)

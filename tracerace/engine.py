@@ -46,7 +46,7 @@ from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SIZE_SITE, K_TS, N_AGENT, N_EPOCH,
                      MASK_ALL, N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL,
                      REGION_SHARED, REGION_WIDE, WIDE_GRANULE_SHIFT, find_granule,
-                     granule_shift, iv_add, iv_covers, rehash)
+                     granule_shift, iv_add, iv_init_mask, rehash)
 
 # ---------------------------------------------------------------------------
 # State layout. Scalars 0-5 belong to tracerace.clocks.
@@ -454,10 +454,9 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
         if reads:
             un = m & ~gran[slot, G_INIT]
             if un and sv[SV_IV_N] > 0:
-                for b in range(gsize):
-                    if un & (1 << b) and iv_covers(ivs, sv[SV_IV_N], region, base + b):
-                        gran[slot, G_INIT] |= 1 << b
-                        un &= ~(1 << b)
+                covered = iv_init_mask(ivs, sv[SV_IV_N], region, base, un)
+                gran[slot, G_INIT] |= covered
+                un &= ~covered
             if un:
                 for b in range(gsize):
                     if un & (1 << b):
@@ -630,16 +629,18 @@ def async_agent(ag, sv, async_map, t, lane, key):
 @jit_leaf
 def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, t, ca, epoch,
          proxy_bits, copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
-    """A copy's source read then destination write, by copy agent ``ca``."""
+    """A copy's source read then destination write, by copy agent ``ca``.
+    Returns 1 when either left a candidate in ``cand`` (see ``access``)."""
     info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
     sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
-    access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+    found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
            region_of(space2, block, t, sv), space2, sowner, addr2, size, ca, epoch, t, info, row,
            ts, site)
     downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
-    access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+    found |= access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
            region_of(space, peer, t, sv), space, downer, addr, size, ca, epoch, t,
            info | I_WRITE, row, ts, site)
+    return found
 
 
 # ---------------------------------------------------------------------------
@@ -1374,11 +1375,11 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 g = ag[a, AG_BULK_OPEN]
                 bits = I_PROXY
                 kind = R.INFLIGHT_BULK_STORE
-            copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, a, ca, g, bits, kind,
-                 row, ts, site, op, np.int64(space_c[i]), np.int64(addr_c[i]), size,
-                 np.int64(space2_c[i]), np.int64(addr2_c[i]), block, np.int64(peer_c[i]))
-            flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
-                             ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+            if copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, a, ca, g, bits,
+                    kind, row, ts, site, op, np.int64(space_c[i]), np.int64(addr_c[i]), size,
+                    np.int64(space2_c[i]), np.int64(addr2_c[i]), block, np.int64(peer_c[i])):
+                flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
+                                 ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
         elif op == O.CP_ASYNC_COMMIT:
             ag[a, AG_CP_OPEN] += 1
         elif op == O.BULK_COMMIT:
@@ -1424,12 +1425,12 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 ta = async_agent(ag, sv, async_map, a, KIND_TMA, mslot)
                 ag[ta, AG_EPOCH] += 1
                 cnt = ag[ta, AG_EPOCH]
-                copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, a, ta, cnt, I_PROXY,
-                     R.INFLIGHT_TMA_LOAD, row, ts, site, op, np.int64(space_c[i]),
-                     np.int64(addr_c[i]), size, np.int64(space2_c[i]), np.int64(addr2_c[i]),
-                     block, peer)
-                flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
-                                 ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+                if copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, a, ta, cnt,
+                        I_PROXY, R.INFLIGHT_TMA_LOAD, row, ts, site, op, np.int64(space_c[i]),
+                        np.int64(addr_c[i]), size, np.int64(space2_c[i]), np.int64(addr2_c[i]),
+                        block, peer):
+                    flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
+                                     ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
                 if not valid:
                     misuse(find, sv, ag, a, R.MBAR_BEFORE_INIT, row, launch, block, thread, op,
                            ts, site, peer, obj)

@@ -258,9 +258,25 @@ def _iv_before(ivs, n, region, addr):
 
 
 @jit_leaf
-def iv_covers(ivs, n, region, addr):
-    k = _iv_before(ivs, n, region, addr)
-    return k >= 0 and ivs[k, IV_REGION] == region and addr < ivs[k, IV_HI]
+def iv_init_mask(ivs, n, region, base, un):
+    """Of the bytes ``un`` (a mask) of the granule at ``base``, those some
+    interval covers: one search per interval met, not one per byte."""
+    covered = 0
+    b = 0
+    while un >> b:
+        if not (un >> b) & 1:
+            b += 1
+            continue
+        k = _iv_before(ivs, n, region, base + b)
+        if k >= 0 and ivs[k, IV_REGION] == region and base + b < ivs[k, IV_HI]:
+            # The interval covers bytes [b, end) of the granule (masks hold
+            # at most 16 bytes, so 32 stands for "to its end").
+            end = min(ivs[k, IV_HI] - base, 32)
+            covered |= un & (((np.int64(1) << end) - 1) ^ ((np.int64(1) << b) - 1))
+            b = end
+        else:
+            b += 1
+    return covered
 
 
 @jit_leaf

@@ -634,12 +634,12 @@ def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, t, 
     info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
     sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
     found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-           region_of(space2, block, t, sv), space2, sowner, addr2, size, ca, epoch, t, info, row,
-           ts, site)
+                   region_of(space2, block, t, sv), space2, sowner, addr2, size, ca, epoch, t,
+                   info, row, ts, site)
     downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
     found |= access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-           region_of(space, peer, t, sv), space, downer, addr, size, ca, epoch, t,
-           info | I_WRITE, row, ts, site)
+                    region_of(space, peer, t, sv), space, downer, addr, size, ca, epoch, t,
+                    info | I_WRITE, row, ts, site)
     return found
 
 

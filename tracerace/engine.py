@@ -45,8 +45,10 @@ from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      IV_FIELDS, IV_REGION, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW,
                      K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SIZE_SITE, K_TS, N_AGENT, N_EPOCH,
                      MASK_ALL, N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL,
-                     REGION_SHARED, REGION_WIDE, WIDE_GRANULE_SHIFT, find_granule,
-                     granule_shift, iv_add, iv_init_mask, rehash)
+                     REGION_SHARED, REGION_WIDE, SV_GLOBAL_REGION, SV_GLOBAL_SIZES,
+                     GLOBAL_GRANULE_SHIFT,
+                     WIDE_GRANULE_SHIFT, find_granule, granule_shift, is_global, iv_add,
+                     iv_init_mask, rehash)
 
 # ---------------------------------------------------------------------------
 # State layout. Scalars 0-5 belong to tracerace.clocks.
@@ -68,7 +70,8 @@ SV_LOCK_N, SV_ATOM_N = 31, 32
 SV_IV_N = 33
 SV_PR_TOP, SV_ED_TOP = 34, 35
 SV_SHARED_REGION = 36  # REGION_SHARED, with REGION_WIDE in a launch of 16-byte granules
-SV_FIELDS = 37
+# SV_GLOBAL_SIZES = 37, SV_GLOBAL_REGION = 38 (0, or REGION_WIDE): see shadow.py
+SV_FIELDS = 39
 
 # Agents.
 (AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_CLUSTER, AG_KIND, AG_BLOCKED, AG_BLOCKNUM,
@@ -454,7 +457,8 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
         if reads:
             un = m & ~gran[slot, G_INIT]
             if un and sv[SV_IV_N] > 0:
-                covered = iv_init_mask(ivs, sv[SV_IV_N], region, base, un)
+                covered = iv_init_mask(ivs, sv[SV_IV_N],
+                                       np.int64(0) if is_global(region) else region, base, un)
                 gran[slot, G_INIT] |= covered
                 un &= ~covered
             if un:
@@ -611,7 +615,7 @@ access_inline = jit_inline(access.py_func)
 @jit_inline
 def region_of(space, owner_block, agent, sv):
     if space == O.SPACE_GLOBAL:
-        return np.int64(0)
+        return sv[SV_GLOBAL_REGION]
     if space == O.SPACE_SHARED:
         return sv[SV_SHARED_REGION] | owner_block
     return REGION_LOCAL | agent
@@ -905,7 +909,7 @@ def consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, 
 
 
 @jit_inline
-def prefetch_ahead(op_c, addr_c, size_c, gpos, k, gran, nodes, cold):
+def prefetch_ahead(op_c, addr_c, size_c, gpos, k, gran, nodes, cold, gregion):
     """Prefetch for the global accesses ahead of the one at ``gpos[k]`` (see
     shadow.PF_FAR): the granule slots of the access ``PF_FAR`` ahead, the
     list heads of the one ``PF_NEAR`` ahead (its slot has arrived by then).
@@ -919,11 +923,11 @@ def prefetch_ahead(op_c, addr_c, size_c, gpos, k, gran, nodes, cold):
     j = k + PF_FAR
     if j < gpos.shape[0]:
         e = gpos[j]
-        prefetch_slots(gran, np.int64(0), np.int64(addr_c[e]), np.int64(size_c[e]))
+        prefetch_slots(gran, gregion, np.int64(addr_c[e]), np.int64(size_c[e]))
     j = k + PF_NEAR
     if j < gpos.shape[0]:
         e = gpos[j]
-        prefetch_lists(gran, nodes, cold, np.int64(0), np.int64(addr_c[e]), np.int64(size_c[e]),
+        prefetch_lists(gran, nodes, cold, gregion, np.int64(addr_c[e]), np.int64(size_c[e]),
                        np.int64(op_c[e]) == O.READ)
 
 
@@ -1128,7 +1132,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             sem = np.int64(sem_c[i])
             region = region_of(space, peer, a, sv)
             if space == O.SPACE_GLOBAL:
-                prefetch_ahead(op_c, addr_c, size_c, gpos, gk, gran, nodes, cold)
+                prefetch_ahead(op_c, addr_c, size_c, gpos, gk, gran, nodes, cold, region)
                 gk += 1
             owner = peer if space == O.SPACE_SHARED else (thread if space == O.SPACE_LOCAL else 0)
             info = op | (scope << I_SCOPE_SHIFT)
@@ -1179,8 +1183,9 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             space = np.int64(space_c[i])
             addr = np.int64(addr_c[i])
             region = region_of(space, np.int64(peer_c[i]), a, sv)
-            if size >= INIT_INTERVAL_MIN:
-                sv[SV_IV_N] = iv_add(ivs, sv[SV_IV_N], region, addr, addr + size)
+            if size >= INIT_INTERVAL_MIN:  # global intervals: region 0 whatever the granule
+                sv[SV_IV_N] = iv_add(ivs, sv[SV_IV_N], np.int64(0) if is_global(region) else region,
+                                     addr, addr + size)
             elif size > 0:
                 end = addr + size
                 gs = granule_shift(region)
@@ -1651,14 +1656,16 @@ class EngineState:
             maxlen=TREND_BATCHES)
         self.reset_launch(-1)
 
-    def reset_launch(self, launch: int, shared_shift: int | None = None) -> None:
+    def reset_launch(self, launch: int, shared_shift: int | None = None,
+                     global_shift: int | None = None) -> None:
         """Forget everything of the finished launch (see the module docstring).
-        ``shared_shift``: log2 of the new launch's shared-memory granule
-        (default: 4-byte granules; see :func:`shared_shift_for`)."""
+        ``shared_shift``, ``global_shift``: log2 of the new launch's shared-
+        and global-memory granules (default: 4 and 8 bytes; see
+        :func:`shared_shift_for` and :func:`global_shift_for`)."""
         sv = self.sv
         # The granule table is kept: its slots are stamped with their launch.
         keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP,
-                SV_GRAN_COUNT}
+                SV_GRAN_COUNT, SV_GLOBAL_SIZES}
         # Global init intervals survive; shared and local ones belong to the launch.
         ivs = self.arrays["ivs"]
         live = ivs[: int(sv[SV_IV_N])]
@@ -1672,6 +1679,8 @@ class EngineState:
         sv[SV_IV_N] = n_iv
         sv[SV_SHARED_REGION] = REGION_SHARED | (
             REGION_WIDE if shared_shift == WIDE_GRANULE_SHIFT else 0)
+        sv[SV_GLOBAL_REGION] = REGION_WIDE if global_shift == WIDE_GRANULE_SHIFT else 0
+        sv[SV_GLOBAL_SIZES] |= 1 + (int(sv[SV_GLOBAL_REGION]) >> 39)  # shadow.size_bit
         for q in range(int(sv[SV_FQ_N])):
             self.arrays["fq"][q, FQ_PAIRS] = -1
         for k in (SV_SNAP_FREE, SV_NODE_FREE, SV_ARR_FREE, SV_AR_FREE):
@@ -1903,7 +1912,8 @@ def _replay_batch(st: EngineState, batch, path: str | None,
             st.grow(int(st.sv[SV_GROW]))
         elif status == NEW_LAUNCH:
             _close_launch(st)
-            st.reset_launch(int(c["launch"][start]), shared_shift_for(c, start))
+            st.reset_launch(int(c["launch"][start]), shared_shift_for(c, start),
+                            global_shift_for(c, start))
         else:
             _raise(status, st.sv, batch.row0 + start, path)
 
@@ -1939,6 +1949,29 @@ def shared_shift_for(cols: dict, start: int) -> int:
     addr = cols["addr"][start:stop][shared].astype(np.int64)
     narrow = np.count_nonzero(((size & 15) != 0) | ((addr & 15) != 0) | (size == 0))
     return WIDE_GRANULE_SHIFT if narrow * SHIFT_NARROW_SHARE <= n else GRANULE_SHIFT
+
+
+def global_shift_for(cols: dict, start: int) -> int:
+    """log2 of the global-memory granule for the launch that starts at row
+    ``start``: 16 bytes where its global accesses and cp.async sources are
+    nearly all aligned 16-byte vectors (a cp.async pipeline: each source is
+    then one granule and one node, not two), else 8 (8-byte words, the
+    common variable of CPU-style traces, keep lists of their own). Results
+    never depend on the choice (see shadow.SV_GLOBAL_SIZES for the
+    initialized bytes, which outlive a launch)."""
+    stop = min(cols["op"].shape[0], start + SHIFT_SAMPLE)
+    same = cols["launch"][start:stop] == cols["launch"][start]
+    op = cols["op"][start:stop]
+    direct = same & (cols["space"][start:stop] == O.SPACE_GLOBAL) & (op <= O.ATOMIC)
+    source = same & (cols["space2"][start:stop] == O.SPACE_GLOBAL) & (op == O.CP_ASYNC)
+    n = int(np.count_nonzero(direct)) + int(np.count_nonzero(source))
+    if n < SHIFT_MIN_ACCESSES:
+        return GLOBAL_GRANULE_SHIFT
+    size = cols["size"][start:stop].astype(np.int64)
+    addr = np.where(source, cols["addr2"][start:stop], cols["addr"][start:stop]).astype(np.int64)
+    bad = ((size & 15) != 0) | ((addr & 15) != 0) | (size == 0)
+    narrow = int(np.count_nonzero(bad & (direct | source)))
+    return WIDE_GRANULE_SHIFT if narrow * SHIFT_NARROW_SHARE <= n else GLOBAL_GRANULE_SHIFT
 
 
 def _close_launch(st: EngineState) -> None:

@@ -64,6 +64,28 @@ WIDE_GRANULE_SHIFT = 4
 REGION_WIDE = np.int64(1) << 39  # above any block index (uint32) or agent
 MASK_ALL = 0xFFFF
 
+# Global memory may take 16-byte granules too, per launch (see
+# ``engine.global_shift_for``): its region is then REGION_WIDE instead of 0.
+# Unlike shared memory, global memory's initialized bytes outlive a launch, so
+# a launch that meets a global granule first (slot made, or reset from an
+# older launch) takes the initialized bytes of the other size's slots, once
+# any launch has used the other size (``SV_GLOBAL_SIZES``, a slot of the
+# engine's state vector: bit 1 for 8-byte, bit 2 for 16-byte granules).
+# Init intervals are kept under region 0 whatever the granule size.
+SV_GLOBAL_SIZES = 37
+SV_GLOBAL_REGION = 38
+
+
+@jit_inline
+def is_global(region):
+    return region < REGION_SHARED
+
+
+@jit_inline
+def size_bit(region):
+    """SV_GLOBAL_SIZES bit of a global region: 1 (8-byte), 2 (16-byte)."""
+    return 1 + (region >> 39)
+
 
 @jit_inline
 def granule_shift(region):
@@ -133,8 +155,37 @@ def _reset_slot(gran, h, launch):
     gran[h, G_NREADS] = 0
     gran[h, G_RLIMIT] = READ_PRUNE_MIN
     gran[h, G_LAUNCH] = launch
-    if gran[h, G_REGION] != 0:
+    if not is_global(gran[h, G_REGION]):
         gran[h, G_INIT] = 0
+
+
+@jit_inline
+def _probe(gran, region, index):
+    """Slot of (region, index), or -1; changes nothing."""
+    cap = gran.shape[0]
+    h = _hash(region, index, cap)
+    while True:
+        r = gran[h, G_REGION]
+        if r == EMPTY:
+            return -1
+        if r == region and gran[h, G_INDEX] == index:
+            return h
+        h = (h + PROBE_STEP) & (cap - 1)
+
+
+@jit_leaf
+def carry_init(gran, h, region, index):
+    """Add to global slot ``h`` the initialized bytes its other-size slots
+    hold (see SV_GLOBAL_SIZES)."""
+    if region == 0:  # 8-byte granule: a half of a 16-byte one
+        w = _probe(gran, REGION_WIDE, index >> 1)
+        if w >= 0:
+            gran[h, G_INIT] |= (gran[w, G_INIT] >> (8 * (index & 1))) & 0xFF
+    else:  # 16-byte granule: two 8-byte ones
+        for half in range(2):
+            n = _probe(gran, np.int64(0), 2 * index + half)
+            if n >= 0:
+                gran[h, G_INIT] |= (gran[n, G_INIT] & 0xFF) << (8 * half)
 
 
 @jit_inline
@@ -153,10 +204,14 @@ def find_granule(gran, region, index, create, sv, count_slot, launch):
             gran[h, G_INIT] = 0
             _reset_slot(gran, h, launch)
             sv[count_slot] += 1
+            if is_global(region) and sv[SV_GLOBAL_SIZES] & (3 - size_bit(region)):
+                carry_init(gran, h, region, index)
             return h
         if r == region and gran[h, G_INDEX] == index:
             if gran[h, G_LAUNCH] != launch:
                 _reset_slot(gran, h, launch)
+                if is_global(region) and sv[SV_GLOBAL_SIZES] & (3 - size_bit(region)):
+                    carry_init(gran, h, region, index)
             return h
         h = (h + PROBE_STEP) & (cap - 1)
 
@@ -222,7 +277,7 @@ def rehash(old, new, launch):
         if r == EMPTY:
             continue
         stale = old[s, G_LAUNCH] != launch
-        if stale and (r != 0 or old[s, G_INIT] == 0):
+        if stale and (not is_global(r) or old[s, G_INIT] == 0):
             continue
         h = _hash(r, old[s, G_INDEX], cap)
         while new[h, G_REGION] != EMPTY:

@@ -71,8 +71,8 @@ def test_the_choice_reaches_the_replay_and_leaves_the_findings_alone():
     chosen = []
     original = engine.EngineState.reset_launch
 
-    def spy(self, launch, shared_shift=None):
-        original(self, launch, shared_shift)
+    def spy(self, launch, shared_shift=None, global_shift=None):
+        original(self, launch, shared_shift, global_shift)
         chosen.append((launch, int(self.sv[engine.SV_SHARED_REGION]) & int(REGION_WIDE) != 0))
 
     engine.EngineState.reset_launch = spy

@@ -1,9 +1,10 @@
 """Shadow memory: per granule (8 bytes of global memory, 4 of shared or
-local), the accesses that may still race.
+local; 16 of global or shared memory in a launch of aligned 16-byte
+vectors), the accesses that may still race.
 
 A granule is found by open addressing on (region, granule index); a region
-is a space and its owner (global: 0; shared: ``1 << 40 | block``; local:
-``2 << 40 | agent``). Each granule keeps two lists of nodes, writes (plain,
+is a space and its owner (global: 0, or ``REGION_WIDE`` for 16-byte
+granules; shared: ``1 << 40 | block``; local: ``2 << 40 | agent``). Each granule keeps two lists of nodes, writes (plain,
 atomic, copy destinations) and reads (plain, copy sources), and the mask of
 its bytes that some write or ``init`` has covered.
 
@@ -46,8 +47,9 @@ GRANULE_SHIFT = 2
 # Global memory uses 8-byte granules: there, 8-byte words are the common
 # variable (every STD trace `tracerace convert` imports, CPU-style programs,
 # pointers, doubles), and each granule is a slot and a list head that is
-# usually a cache miss on a large footprint. Masks and node fields hold 8
-# bytes either way.
+# usually a cache miss on a large footprint. A launch of aligned 16-byte
+# vectors (a cp.async pipeline's sources) takes 16-byte granules instead
+# (see SV_GLOBAL_SIZES below).
 GLOBAL_GRANULE_SHIFT = 3
 REGION_SHARED = np.int64(1) << 40
 REGION_LOCAL = np.int64(2) << 40

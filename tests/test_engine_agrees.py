@@ -31,6 +31,11 @@ def outcome(mod, cols, splits):
         return err
 
 
+def split_rows(events, max_size=3):
+    """Rows to split the batches at (awkward places included)."""
+    return st.lists(st.integers(0, max(1, len(events))), max_size=max_size)
+
+
 def assert_agree(events, splits):
     cols = columns(events)
     ref = outcome(reference, cols, splits)
@@ -49,14 +54,14 @@ def assert_agree(events, splits):
 @settings(max_examples=400, **SETTINGS)
 @given(events=traces(async_ops=False), data=st.data())
 def test_engine_matches_reference_sync_ops(events, data):
-    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    splits = data.draw(split_rows(events))
     assert_agree(events, splits)
 
 
 @settings(max_examples=600, **SETTINGS)
 @given(events=traces(async_ops=True), data=st.data())
 def test_engine_matches_reference_all_ops(events, data):
-    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    splits = data.draw(split_rows(events))
     assert_agree(events, splits)
 
 
@@ -71,7 +76,7 @@ def test_engine_matches_reference_long_traces(events):
 def test_engine_matches_reference_while_growing(events, data):
     """Tiny starting pools: every table grows (and the granule table is
     rehashed across launches) in the middle of a trace."""
-    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    splits = data.draw(split_rows(events))
     with tiny_pools():
         assert_agree(events, splits)
 
@@ -94,7 +99,7 @@ def test_engine_matches_reference_with_16_byte_shared_granules(events, data):
     """The granule size is the engine's business: with 16-byte shared
     granules (and 16-bit masks) the findings are the same, for accesses of
     any size and alignment."""
-    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    splits = data.draw(split_rows(events))
     with shared_granules(engine.WIDE_GRANULE_SHIFT):
         assert_agree(events, splits)
 
@@ -102,7 +107,7 @@ def test_engine_matches_reference_with_16_byte_shared_granules(events, data):
 @settings(max_examples=100, **SETTINGS)
 @given(events=traces(async_ops=True, max_events=200, max_launches=3), data=st.data())
 def test_engine_matches_reference_with_16_byte_shared_granules_while_growing(events, data):
-    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    splits = data.draw(split_rows(events))
     with tiny_pools(), shared_granules(engine.WIDE_GRANULE_SHIFT):
         assert_agree(events, splits)
 

@@ -17,7 +17,7 @@ from tracerace.ops import K_UNINIT_READ, Op, Space
 from tracerace.shadow import GLOBAL_GRANULE_SHIFT, WIDE_GRANULE_SHIFT
 
 from builders import columns
-from test_engine_agrees import SETTINGS, assert_agree
+from test_engine_agrees import SETTINGS, assert_agree, split_rows
 
 WIDE_EVENTS = 72  # at least engine.SHIFT_MIN_ACCESSES
 
@@ -55,8 +55,7 @@ def mixed_launches(draw):
 @settings(max_examples=200, **SETTINGS)
 @given(events=mixed_launches(), data=st.data())
 def test_launches_of_both_granule_sizes_agree(events, data):
-    splits = data.draw(st.lists(st.integers(0, len(events)), max_size=2))
-    assert_agree(events, splits)
+    assert_agree(events, data.draw(split_rows(events, max_size=2)))
 
 
 def _launch_starts(cols):

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from tracerace.ops import K_UNINIT_READ, Op, Space
 from tracerace.shadow import INIT_INTERVAL_MIN
 
-from test_engine_agrees import SETTINGS, assert_agree
+from test_engine_agrees import SETTINGS, assert_agree, split_rows
 
 
 @st.composite
@@ -43,8 +43,7 @@ def interval_traces(draw):
 @settings(max_examples=300, **SETTINGS)
 @given(events=interval_traces(), data=st.data())
 def test_reads_over_init_intervals_agree(events, data):
-    splits = data.draw(st.lists(st.integers(0, len(events)), max_size=2))
-    assert_agree(events, splits)
+    assert_agree(events, data.draw(split_rows(events, max_size=2)))
 
 
 def test_a_gap_between_two_intervals_is_reported_and_their_bytes_are_not():

@@ -46,9 +46,8 @@ from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SIZE_SITE, K_TS, N_AGENT, N_EPOCH,
                      MASK_ALL, N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL,
                      REGION_SHARED, REGION_WIDE, SV_GLOBAL_REGION, SV_GLOBAL_SIZES,
-                     GLOBAL_GRANULE_SHIFT,
-                     WIDE_GRANULE_SHIFT, find_granule, granule_shift, is_global, iv_add,
-                     iv_init_mask, rehash)
+                     GLOBAL_GRANULE_SHIFT, GS_NARROW, GS_WIDE, WIDE_GRANULE_SHIFT,
+                     find_granule, granule_shift, iv_add, iv_init_mask, iv_region, rehash)
 
 # ---------------------------------------------------------------------------
 # State layout. Scalars 0-5 belong to tracerace.clocks.
@@ -457,8 +456,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
         if reads:
             un = m & ~gran[slot, G_INIT]
             if un and sv[SV_IV_N] > 0:
-                covered = iv_init_mask(ivs, sv[SV_IV_N],
-                                       np.int64(0) if is_global(region) else region, base, un)
+                covered = iv_init_mask(ivs, sv[SV_IV_N], iv_region(region), base, un)
                 gran[slot, G_INIT] |= covered
                 un &= ~covered
             if un:
@@ -1183,9 +1181,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             space = np.int64(space_c[i])
             addr = np.int64(addr_c[i])
             region = region_of(space, np.int64(peer_c[i]), a, sv)
-            if size >= INIT_INTERVAL_MIN:  # global intervals: region 0 whatever the granule
-                sv[SV_IV_N] = iv_add(ivs, sv[SV_IV_N], np.int64(0) if is_global(region) else region,
-                                     addr, addr + size)
+            if size >= INIT_INTERVAL_MIN:
+                sv[SV_IV_N] = iv_add(ivs, sv[SV_IV_N], iv_region(region), addr, addr + size)
             elif size > 0:
                 end = addr + size
                 gs = granule_shift(region)
@@ -1679,8 +1676,9 @@ class EngineState:
         sv[SV_IV_N] = n_iv
         sv[SV_SHARED_REGION] = REGION_SHARED | (
             REGION_WIDE if shared_shift == WIDE_GRANULE_SHIFT else 0)
-        sv[SV_GLOBAL_REGION] = REGION_WIDE if global_shift == WIDE_GRANULE_SHIFT else 0
-        sv[SV_GLOBAL_SIZES] |= 1 + (int(sv[SV_GLOBAL_REGION]) >> 39)  # shadow.size_bit
+        wide = global_shift == WIDE_GRANULE_SHIFT
+        sv[SV_GLOBAL_REGION] = REGION_WIDE if wide else 0
+        sv[SV_GLOBAL_SIZES] |= GS_WIDE if wide else GS_NARROW
         for q in range(int(sv[SV_FQ_N])):
             self.arrays["fq"][q, FQ_PAIRS] = -1
         for k in (SV_SNAP_FREE, SV_NODE_FREE, SV_ARR_FREE, SV_AR_FREE):
@@ -1927,6 +1925,26 @@ SHIFT_MIN_ACCESSES = 64
 SHIFT_NARROW_SHARE = 16
 
 
+def _launch_sample(cols: dict, start: int) -> slice:
+    """Rows of the launch that starts at ``start``, at most SHIFT_SAMPLE of
+    them (launches come in order, so a binary search finds its end: a trace
+    of many short launches does not scan 2^16 rows for each)."""
+    launch = cols["launch"][start:start + SHIFT_SAMPLE]
+    return slice(start, start + int(np.searchsorted(launch, launch[0], side="right")))
+
+
+def _mostly_vectors(size: np.ndarray, addr: np.ndarray) -> bool:
+    """Whether enough accesses (sizes and addresses) are sampled, and at
+    most 1/SHIFT_NARROW_SHARE of them are not aligned 16-byte multiples."""
+    n = size.shape[0]
+    if n < SHIFT_MIN_ACCESSES:
+        return False
+    size = size.astype(np.int64)
+    addr = addr.astype(np.int64)
+    narrow = np.count_nonzero(((size & 15) != 0) | ((addr & 15) != 0) | (size == 0))
+    return narrow * SHIFT_NARROW_SHARE <= n
+
+
 def shared_shift_for(cols: dict, start: int) -> int:
     """log2 of the shared-memory granule for the launch that starts at row
     ``start`` of a batch's columns: 16 bytes where its shared accesses are
@@ -1936,19 +1954,11 @@ def shared_shift_for(cols: dict, start: int) -> int:
     put four elements' readers in one list; with 16-byte vectors (a
     cp.async pipeline), 4-byte granules cost four of everything per access.
     Shared memory starts afresh at a launch, so each launch may choose."""
-    stop = min(cols["op"].shape[0], start + SHIFT_SAMPLE)
-    launch = cols["launch"][start:stop]
-    same = launch == launch[0]
-    op = cols["op"][start:stop]
-    shared = same & (cols["space"][start:stop] == O.SPACE_SHARED) & (
-        (op <= O.ATOMIC) | (op == O.CP_ASYNC))
-    n = int(np.count_nonzero(shared))
-    if n < SHIFT_MIN_ACCESSES:
-        return GRANULE_SHIFT
-    size = cols["size"][start:stop][shared].astype(np.int64)
-    addr = cols["addr"][start:stop][shared].astype(np.int64)
-    narrow = np.count_nonzero(((size & 15) != 0) | ((addr & 15) != 0) | (size == 0))
-    return WIDE_GRANULE_SHIFT if narrow * SHIFT_NARROW_SHARE <= n else GRANULE_SHIFT
+    rows = _launch_sample(cols, start)
+    op = cols["op"][rows]
+    shared = (cols["space"][rows] == O.SPACE_SHARED) & ((op <= O.ATOMIC) | (op == O.CP_ASYNC))
+    wide = _mostly_vectors(cols["size"][rows][shared], cols["addr"][rows][shared])
+    return WIDE_GRANULE_SHIFT if wide else GRANULE_SHIFT
 
 
 def global_shift_for(cols: dict, start: int) -> int:
@@ -1959,19 +1969,14 @@ def global_shift_for(cols: dict, start: int) -> int:
     common variable of CPU-style traces, keep lists of their own). Results
     never depend on the choice (see shadow.SV_GLOBAL_SIZES for the
     initialized bytes, which outlive a launch)."""
-    stop = min(cols["op"].shape[0], start + SHIFT_SAMPLE)
-    same = cols["launch"][start:stop] == cols["launch"][start]
-    op = cols["op"][start:stop]
-    direct = same & (cols["space"][start:stop] == O.SPACE_GLOBAL) & (op <= O.ATOMIC)
-    source = same & (cols["space2"][start:stop] == O.SPACE_GLOBAL) & (op == O.CP_ASYNC)
-    n = int(np.count_nonzero(direct)) + int(np.count_nonzero(source))
-    if n < SHIFT_MIN_ACCESSES:
-        return GLOBAL_GRANULE_SHIFT
-    size = cols["size"][start:stop].astype(np.int64)
-    addr = np.where(source, cols["addr2"][start:stop], cols["addr"][start:stop]).astype(np.int64)
-    bad = ((size & 15) != 0) | ((addr & 15) != 0) | (size == 0)
-    narrow = int(np.count_nonzero(bad & (direct | source)))
-    return WIDE_GRANULE_SHIFT if narrow * SHIFT_NARROW_SHARE <= n else GLOBAL_GRANULE_SHIFT
+    rows = _launch_sample(cols, start)
+    op = cols["op"][rows]
+    direct = (cols["space"][rows] == O.SPACE_GLOBAL) & (op <= O.ATOMIC)
+    source = (cols["space2"][rows] == O.SPACE_GLOBAL) & (op == O.CP_ASYNC)
+    size = cols["size"][rows]
+    wide = _mostly_vectors(np.concatenate([size[direct], size[source]]),
+                           np.concatenate([cols["addr"][rows][direct], cols["addr2"][rows][source]]))
+    return WIDE_GRANULE_SHIFT if wide else GLOBAL_GRANULE_SHIFT
 
 
 def _close_launch(st: EngineState) -> None:

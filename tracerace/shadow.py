@@ -4,9 +4,10 @@ vectors), the accesses that may still race.
 
 A granule is found by open addressing on (region, granule index); a region
 is a space and its owner (global: 0, or ``REGION_WIDE`` for 16-byte
-granules; shared: ``1 << 40 | block``; local: ``2 << 40 | agent``). Each granule keeps two lists of nodes, writes (plain,
-atomic, copy destinations) and reads (plain, copy sources), and the mask of
-its bytes that some write or ``init`` has covered.
+granules; shared: ``1 << 40 | block``; local: ``2 << 40 | agent``). Each
+granule keeps two lists of nodes, writes (plain, atomic, copy destinations)
+and reads (plain, copy sources), and the mask of its bytes that some write
+or ``init`` has covered.
 
 A node is one access restricted to one granule: ``mask`` says which of the
 granule's bytes it still stands for. The lists are antichains, pruned when a
@@ -72,10 +73,11 @@ MASK_ALL = 0xFFFF
 # a launch that meets a global granule first (slot made, or reset from an
 # older launch) takes the initialized bytes of the other size's slots, once
 # any launch has used the other size (``SV_GLOBAL_SIZES``, a slot of the
-# engine's state vector: bit 1 for 8-byte, bit 2 for 16-byte granules).
-# Init intervals are kept under region 0 whatever the granule size.
+# engine's state vector: GS_NARROW, GS_WIDE). Init intervals are kept under
+# region 0 whatever the granule size (``iv_region``).
 SV_GLOBAL_SIZES = 37
 SV_GLOBAL_REGION = 38
+GS_NARROW, GS_WIDE = 1, 2
 
 
 @jit_inline
@@ -84,9 +86,9 @@ def is_global(region):
 
 
 @jit_inline
-def size_bit(region):
-    """SV_GLOBAL_SIZES bit of a global region: 1 (8-byte), 2 (16-byte)."""
-    return 1 + (region >> 39)
+def iv_region(region):
+    """The region init intervals are kept under: 0 for global memory."""
+    return np.int64(0) if is_global(region) else region
 
 
 @jit_inline
@@ -175,10 +177,18 @@ def _probe(gran, region, index):
         h = (h + PROBE_STEP) & (cap - 1)
 
 
+@jit_inline
+def _carry_if_mixed(gran, h, region, index, sv):
+    """``carry_init`` where slot ``h`` is global and a launch has used the
+    other granule size (see SV_GLOBAL_SIZES)."""
+    if is_global(region) and sv[SV_GLOBAL_SIZES] & (GS_NARROW if region else GS_WIDE):
+        carry_init(gran, h, region, index)
+
+
 @jit_leaf
 def carry_init(gran, h, region, index):
     """Add to global slot ``h`` the initialized bytes its other-size slots
-    hold (see SV_GLOBAL_SIZES)."""
+    hold."""
     if region == 0:  # 8-byte granule: a half of a 16-byte one
         w = _probe(gran, REGION_WIDE, index >> 1)
         if w >= 0:
@@ -206,14 +216,12 @@ def find_granule(gran, region, index, create, sv, count_slot, launch):
             gran[h, G_INIT] = 0
             _reset_slot(gran, h, launch)
             sv[count_slot] += 1
-            if is_global(region) and sv[SV_GLOBAL_SIZES] & (3 - size_bit(region)):
-                carry_init(gran, h, region, index)
+            _carry_if_mixed(gran, h, region, index, sv)
             return h
         if r == region and gran[h, G_INDEX] == index:
             if gran[h, G_LAUNCH] != launch:
                 _reset_slot(gran, h, launch)
-                if is_global(region) and sv[SV_GLOBAL_SIZES] & (3 - size_bit(region)):
-                    carry_init(gran, h, region, index)
+                _carry_if_mixed(gran, h, region, index, sv)
             return h
         h = (h + PROBE_STEP) & (cap - 1)
 

@@ -73,11 +73,18 @@ SV_SHARED_REGION = 36  # REGION_SHARED, with REGION_WIDE in a launch of 16-byte 
 SV_FIELDS = 39
 
 # Agents.
-(AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_CLUSTER, AG_KIND, AG_BLOCKED, AG_BLOCKNUM,
- AG_BAROBJ, AG_BARGEN, AG_FREL_BASE, AG_FREL_EPOCH, AG_PACQ, AG_FENCES, AG_CP_OPEN,
+# The first eight fields are what every access reads (finding the agent, its
+# clock, its barrier position for the node it makes): with rows of 24 fields
+# (three aligned cache lines; the tables are page-aligned) an access touches
+# one line of its agent's row. Rows of 22 fields, hot fields spread over the
+# first ten, touched two and often three lines: the pipeline benchmark sweeps
+# ~17k agents (~3 MB) per instruction of its lockstep schedule, so each event
+# missed the caches there.
+(AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_KIND, AG_BLOCKED, AG_BAROBJ, AG_BARGEN,
+ AG_CLUSTER, AG_BLOCKNUM, AG_FREL_BASE, AG_FREL_EPOCH, AG_PACQ, AG_FENCES, AG_CP_OPEN,
  AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET, AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT,
  AG_ACQ_SERIAL) = range(22)
-AG_FIELDS = 22
+AG_FIELDS = 24
 KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
 
 # Barrier generations, one slot per (kind, block, obj) key, reused per generation.
@@ -1038,6 +1045,12 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
 
 
 @jit_inline
+def _agent_is(ag, sv, a, block, thread):
+    return 0 <= a < sv[SV_N_AGENTS] and ag[a, AG_THREAD] == thread and \
+        ag[a, AG_BLOCK] == block and ag[a, AG_KIND] == KIND_THREAD
+
+
+@jit_inline
 def thread_agent(ag, sv, agent_map, block, thread, last_a, last_block, last_thread):
     """The agent of (block, thread), or -1 when it has none yet. A block's
     threads mostly appear in order and get consecutive agents on their first
@@ -1045,10 +1058,18 @@ def thread_agent(ag, sv, agent_map, block, thread, last_a, last_block, last_thre
     ``last_block`` and ``last_thread``) plus the difference of their
     threads: verified against its row, which the event reads next anyway,
     instead of a probe of the agent map."""
-    a = last_a + (thread - last_thread)
-    if block == last_block and 0 <= a < sv[SV_N_AGENTS] and ag[a, AG_THREAD] == thread and \
-            ag[a, AG_BLOCK] == block and ag[a, AG_KIND] == KIND_THREAD:
-        return a
+    if block == last_block:
+        d = thread - last_thread
+        a = last_a + d
+        if _agent_is(ag, sv, a, block, thread):
+            return a
+        # Threads that each issued a cp.async (or a bulk copy) at their first
+        # event made their copy agent next: their agents are two apart. A
+        # probe instead missed the caches at every event of the pipeline
+        # benchmark (its agent map is ~1 MB, visited in no useful order).
+        a += d
+        if _agent_is(ag, sv, a, block, thread):
+            return a
     return hm_get(agent_map, block, thread, 0)
 
 
@@ -1678,7 +1699,8 @@ class EngineState:
             REGION_WIDE if shared_shift == WIDE_GRANULE_SHIFT else 0)
         wide = global_shift == WIDE_GRANULE_SHIFT
         sv[SV_GLOBAL_REGION] = REGION_WIDE if wide else 0
-        sv[SV_GLOBAL_SIZES] |= GS_WIDE if wide else GS_NARROW
+        if launch >= 0:  # not the state's first reset: no launch has run yet
+            sv[SV_GLOBAL_SIZES] |= GS_WIDE if wide else GS_NARROW
         for q in range(int(sv[SV_FQ_N])):
             self.arrays["fq"][q, FQ_PAIRS] = -1
         for k in (SV_SNAP_FREE, SV_NODE_FREE, SV_ARR_FREE, SV_AR_FREE):

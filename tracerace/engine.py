@@ -28,7 +28,7 @@ import numpy as np
 
 from . import ops as O
 from . import reasons as R
-from ._jit import jit, jit_inline, jit_leaf
+from ._jit import jit, jit_inline, jit_leaf, store_row_nt
 from .clocks import (CV_AGENT, CV_BASE, CV_EPOCH, SN_FIELDS, SN_REF, SN_SERIAL, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N,
                      compact, decref, incref, lookup, merge, merge_many)
 from .errors import TraceError
@@ -371,6 +371,11 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
 
 # ---------------------------------------------------------------------------
 # One access against shadow memory.
+
+# set_node writes a cold row in this order, whole (store_row_nt).
+assert (K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN, K_SHADOW_AGENT, K_SHADOW_EPOCH,
+        K_FIELDS) == (0, 1, 2, 3, 4, 5, 6, 7, 8)
+
 @jit_inline
 def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     """Every field of node ``n`` but its link: the access of agent ``a``
@@ -379,12 +384,13 @@ def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     nodes[n, N_AGENT] = a
     nodes[n, N_EPOCH] = epoch
     nodes[n, N_INFO] = info
-    cold[n, K_ROW] = row
-    cold[n, K_ADDR] = addr
-    cold[n, K_SIZE_SITE] = (site << 32) | size
-    cold[n, K_TS] = ts
-    cold[n, K_BAR] = ag[t, AG_BAROBJ]
-    cold[n, K_BARGEN] = ag[t, AG_BARGEN]
+    # The cold row is written whole, past the caches (see store_row_nt):
+    # a read node's row is rarely read again (only to report it), and a
+    # cp.async pipeline writes one per shared read, ~0.5 GB per 10^7 events,
+    # which used to evict the lists and slots the next accesses need.
+    # K_SHADOW_*: meaningless until a copy sets the node's shadow bits.
+    store_row_nt(cold, n, row, addr, (site << 32) | size, ts, ag[t, AG_BAROBJ],
+                 ag[t, AG_BARGEN], np.int64(0), np.int64(0))
 
 
 @jit_inline

@@ -166,7 +166,6 @@ def store_row_nt(typingctx, arr, row, v0, v1, v2, v3, v4, v5, v6, v7):
     def codegen(context, builder, sig, args):
         aryty = sig.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
-        i64 = ir.IntType(64)
         start = builder.mul(context.cast(builder, args[1], sig.args[1], types.intp),
                             context.get_constant(types.intp, 8))
         base = builder.gep(ary.data, [start])

@@ -88,3 +88,16 @@ def test_initialized_bytes_cross_granule_sizes_both_ways():
     un = f[f["kind"] == K_UNINIT_READ]
     assert sorted(zip(un["row"].tolist(), un["addr"].tolist(), un["size"].tolist())) == [
         (1, 0, 8), (len(events) - 1, 24, 8)]
+
+
+def test_only_real_launches_mark_a_global_granule_size():
+    """A fresh state has run no launch, so no size is marked; a trace of
+    16-byte launches alone then never pays for carrying initialized bytes
+    across sizes (the state's first reset used to mark 8 bytes)."""
+    from tracerace.shadow import GS_NARROW, GS_WIDE, SV_GLOBAL_SIZES
+    st = engine.EngineState()
+    assert st.sv[SV_GLOBAL_SIZES] == 0
+    st.reset_launch(0, global_shift=WIDE_GRANULE_SHIFT)
+    assert st.sv[SV_GLOBAL_SIZES] == GS_WIDE
+    st.reset_launch(1, global_shift=GLOBAL_GRANULE_SHIFT)
+    assert st.sv[SV_GLOBAL_SIZES] == GS_WIDE | GS_NARROW

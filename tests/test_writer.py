@@ -46,6 +46,7 @@ def every_column(n: int = 500, seed: int = 0) -> dict[str, np.ndarray]:
         "proxy": ints(np.uint8, 0, max(Proxy)),
         "site": np.where(rng.random(n) < 0.3, SITE_NONE,
                          rng.integers(0, len(SITES), n)).astype(np.uint32),
+        "fence_spaces": ints(np.uint8, 0, 7),
     }
     assert list(cols) == list(COLUMN_NAMES)
     return cols

@@ -1085,7 +1085,7 @@ def thread_agent(ag, sv, agent_map, block, thread, last_a, last_block, last_thre
 # kernel only, alternating old and new: ~2.5 s -> ~1.5 s.
 @jit_leaf
 def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, addr2_c, space2_c,
-           peer_c, cluster_c, obj_c, arg_c, scope_c, sem_c, proxy_c, site_c, row0, start,
+           peer_c, cluster_c, obj_c, arg_c, scope_c, sem_c, proxy_c, site_c, fence_c, row0, start,
            sv, ag, agent_map, async_map, snaps, arena_a, arena_e, scratch, touched,
            nodes, cold, gran, gens, bar_map, arr, sigs, flag_map, fq, mbs, mb_map, lock_map,
            rels, atom_map, fen, find, cand, ivs, pairs, edges, cvs, gpos):

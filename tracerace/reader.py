@@ -36,7 +36,7 @@ from .errors import TraceError
 from .meta import Buffer, TraceMeta
 from .ops import OP_CODES, Proxy, Scope, Sem, Space
 from .schema import (COLUMN_BY_NAME, COLUMN_NAMES, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION,
-                     META_BUFFERS, META_PRODUCER, META_SITES, META_VERSION, REQUIRED,
+                     META_BUFFERS, META_PRODUCER, META_SITES, META_VERSION, REQUIRED, FENCE_ALL,
                      SITE_NONE, Column)
 
 DEFAULT_BATCH_SIZE = 1 << 20
@@ -57,6 +57,7 @@ ENUM_LIMITS: dict[str, tuple[int, type]] = {
     "scope": (int(max(Scope)), Scope),
     "sem": (int(max(Sem)), Sem),
     "proxy": (int(max(Proxy)), Proxy),
+    "fence_spaces": (FENCE_ALL, None),
 }
 
 _KNOWN_OP = np.zeros(256, dtype=bool)
@@ -372,7 +373,9 @@ def _unknown_op_message(code: int) -> str:
     return f"op code {code} is not in trace format v{FORMAT_VERSION}"
 
 
-def _enum_message(name: str, value: int, enum: type) -> str:
+def _enum_message(name: str, value: int, enum: type | None) -> str:
+    if enum is None:
+        return f"{name} {value} is not a bit mask of 1 global, 2 shared, 4 local"
     choices = ", ".join(f"{int(m)} {m.name.lower()}" for m in enum)
     return f"{name} {value} is not one of {choices}"
 

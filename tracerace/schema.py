@@ -59,7 +59,13 @@ COLUMNS: tuple[Column, ...] = (
     Column("sem", pa.uint8(), False, 0, "0 relaxed, 1 acquire, 2 release, 3 acq_rel"),
     Column("proxy", pa.uint8(), False, 0, "0 generic, 1 async"),
     Column("site", pa.uint32(), False, SITE_NONE, "index into tracerace.sites"),
+    Column("fence_spaces", pa.uint8(), False, 7,
+           "barriers: the memory spaces the barrier orders, bits 1 global, 2 shared, 4 local"),
 )
+
+FENCE_GLOBAL, FENCE_SHARED, FENCE_LOCAL = 1, 2, 4
+FENCE_ALL = FENCE_GLOBAL | FENCE_SHARED | FENCE_LOCAL
+"""Bits of ``fence_spaces``; the default, all three, is a barrier that orders all memory."""
 
 COLUMN_BY_NAME: dict[str, Column] = {c.name: c for c in COLUMNS}
 REQUIRED = tuple(c.name for c in COLUMNS if c.required)

@@ -280,9 +280,10 @@ def tma_load(parity: int) -> Trace:
 
 def test_tma_load_completes_on_mbarrier_phase():
     assert found(tma_load(0)) == set()
-    # Waiting on the wrong parity joins nothing: the load completed (so the
-    # read is a plain race, not an in-flight copy) but nothing ordered it.
-    assert found(tma_load(1)) == {(5, "mbarrier_misuse", -1), (6, "raw", 4)}
+    # Waiting on the wrong parity returns on no phase: the load's phase
+    # completed, but no wait returned on it, so the load is still in flight
+    # for the read (the contract's retirement of a tma_load), not a plain raw.
+    assert found(tma_load(1)) == {(5, "mbarrier_misuse", -1), (6, "async_inflight", 4)}
 
 
 def test_tma_load_not_yet_complete_is_in_flight():

@@ -81,11 +81,25 @@ SV_FIELDS = 39
 # ~17k agents (~3 MB) per instruction of its lockstep schedule, so each event
 # missed the caches there.
 (AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_KIND, AG_BLOCKED, AG_BAROBJ, AG_BARGEN,
- AG_CLUSTER, AG_BLOCKNUM, AG_FREL_BASE, AG_FREL_EPOCH, AG_PACQ, AG_FENCES, AG_CP_OPEN,
- AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET, AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT,
- AG_ACQ_SERIAL) = range(22)
-AG_FIELDS = 24
+ AG_CLUSTER, AG_BLOCKNUM, AG_FENCES, AG_CP_OPEN, AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET,
+ AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT, AG_ACQ_SERIAL, AG_ISSUER, AG_MBAR,
+ AG_WEAK_AGENT, AG_WEAK_EPOCH, AG_WEAK_AUX, AG_WEAK_OBJ) = range(25)
+# Per scope level (WARP..DEVICE at offset scope - 1): the release fences
+# (base snapshot and epoch of the latest release fence of that scope or
+# wider; base -1: none) and the releases read by relaxed atomics waiting for
+# an acquire fence (a snapshot per reach; 0: none).
+N_LEVELS = 4
+AG_FREL_BASE = 25
+AG_FREL_EPOCH = AG_FREL_BASE + N_LEVELS
+AG_PACQ = AG_FREL_EPOCH + N_LEVELS
+AG_FIELDS = 40  # five aligned cache lines
+assert AG_PACQ + N_LEVELS <= AG_FIELDS
 KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
+# AG_FENCES heads the agent's log in ``fen``: fence_proxy_async epochs for a
+# thread, retiring waits for a cp.async agent, phases for a TMA agent (below).
+# AG_ISSUER: an async agent's thread; AG_MBAR: a TMA agent's mbarrier address.
+# AG_WEAK_*: the last release the thread's atomics read without synchronizing
+# (releaser, its epoch, reasons.weak_sync_aux, the address; agent -1: none).
 
 # Barrier generations, one slot per (kind, block, obj) key, reused per generation.
 (GN_OPEN, GN_ARG, GN_MASK, GN_COUNT, GN_ARRIVALS, GN_NUMBER, GN_BAROBJ, GN_KEYOBJ,
@@ -114,8 +128,12 @@ ED_FIELDS = 3
 
 # mbarriers.
 (MB_VALID, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_ARRIVALS, MB_DONE0, MB_DONE1,
- MB_I_ROW, MB_I_LAUNCH, MB_I_BLOCK, MB_I_THREAD, MB_I_OP, MB_I_TS, MB_I_SITE) = range(15)
-MB_FIELDS = 15
+ MB_I_ROW, MB_I_LAUNCH, MB_I_BLOCK, MB_I_THREAD, MB_I_OP, MB_I_TS, MB_I_SITE, MB_INITS,
+ MB_TMA0, MB_TMA1) = range(18)
+MB_FIELDS = 18
+# MB_INITS: mbar_inits so far (a phase is known by (init number << 32) | phase).
+# MB_TMA0/1: per parity, the tma_loads (arrival records: agent, load number)
+# that completed the latest completed phase, until a wait retires them.
 
 # The clock-value workspace ``cvs`` (rows: at least the arrival, signal and
 # releasing-atomic pools', so a join of any of them fits): merge_many reads
@@ -127,9 +145,14 @@ CV_FIELDS = 5
 RL_NEXT, RL_SCOPE, RL_AGENT, RL_BASE, RL_EPOCH = range(5)
 RL_FIELDS = 5
 
-# fence_proxy_async log per agent.
-FN_NEXT, FN_EPOCH = 0, 1
-FN_FIELDS = 2
+# Agent logs, newest first (head: AG_FENCES):
+# - thread: fence_proxy_async, at FN_EPOCH;
+# - cp.async agent: waits that retired groups: FN_EPOCH the issuer's epoch at
+#   the wait, FN_VAL the groups retired up to, FN_AUX the wait's site;
+# - TMA agent: phases its loads complete: FN_EPOCH the first load number in
+#   the phase, FN_VAL the phase key, FN_AUX 1 once a wait returned on it.
+FN_NEXT, FN_EPOCH, FN_VAL, FN_AUX = range(4)
+FN_FIELDS = 4
 
 NF = len(FINDING_DTYPE.names)
 F = {name: i for i, name in enumerate(FINDING_DTYPE.names)}
@@ -141,8 +164,8 @@ F = {name: i for i, name in enumerate(FINDING_DTYPE.names)}
 # Candidate slots per hazard kind for the current event.
 (C_VALID, C_PREV_ROW, C_PW, C_AW, C_PREV_BLOCK, C_PREV_THREAD, C_PREV_OP, C_PREV_TS,
  C_PREV_SITE, C_PREV_ASYNC, C_PREV_BAR, C_PREV_BARGEN, C_SPACE, C_OWNER, C_LO, C_HI, C_CODE,
- C_AUX, C_BAR, C_BARGEN) = range(20)
-C_FIELDS = 20
+ C_AUX, C_BAR, C_BARGEN, C_OBJ) = range(21)
+C_FIELDS = 21
 N_KINDS = 9
 
 # Return codes.
@@ -208,12 +231,15 @@ def new_agent(ag, sv, block, thread, cluster, kind):
     ag[a, AG_BLOCKED] = -1
     ag[a, AG_BAROBJ] = -1
     ag[a, AG_BARGEN] = -1
-    ag[a, AG_FREL_BASE] = -1
+    for lvl in range(N_LEVELS):
+        ag[a, AG_FREL_BASE + lvl] = -1
     ag[a, AG_FENCES] = -1
     ag[a, AG_CP_OPEN] = 1
     ag[a, AG_BULK_OPEN] = 1
     ag[a, AG_CP_AGENT] = -1
     ag[a, AG_BULK_AGENT] = -1
+    ag[a, AG_ISSUER] = -1
+    ag[a, AG_WEAK_AGENT] = -1
     return a
 
 
@@ -240,17 +266,16 @@ def join_into(ag, snaps, arena_a, arena_e, sv, a, other, agent, epoch):
 
 
 @jit_inline
-def scope_contains(ag, scope, x, y):
-    """Whether ``scope`` of an operation by thread agent ``x`` contains agent ``y``."""
-    if scope == O.SCOPE_THREAD:
-        return x == y
-    if scope == O.SCOPE_WARP:
-        return ag[x, AG_BLOCK] == ag[y, AG_BLOCK] and ag[x, AG_THREAD] // 32 == ag[y, AG_THREAD] // 32
-    if scope == O.SCOPE_BLOCK:
-        return ag[x, AG_BLOCK] == ag[y, AG_BLOCK]
-    if scope == O.SCOPE_CLUSTER:
-        return ag[x, AG_CLUSTER] == ag[y, AG_CLUSTER]
-    return True
+def reach(ag, x, y):
+    """The narrowest scope containing thread agents ``x`` and ``y`` (the
+    reference's ``reach``): an operation of scope s contains both when s >= it."""
+    if ag[x, AG_BLOCK] == ag[y, AG_BLOCK]:
+        tx = ag[x, AG_THREAD]
+        ty = ag[y, AG_THREAD]
+        if tx == ty:
+            return O.SCOPE_THREAD
+        return O.SCOPE_WARP if tx // 32 == ty // 32 else O.SCOPE_BLOCK
+    return O.SCOPE_CLUSTER if ag[x, AG_CLUSTER] == ag[y, AG_CLUSTER] else O.SCOPE_DEVICE
 
 
 @jit_leaf
@@ -264,6 +289,37 @@ def proxy_fenced(ag, fen, w, w_epoch, known_epoch):
             return e > w_epoch
         f = fen[f, FN_NEXT]
     return False
+
+
+@jit_inline
+def retiring_wait(ag, fen, ca, group):
+    """The log entry of the wait that retired ``group`` of cp.async agent
+    ``ca`` (the oldest with FN_VAL >= group), or -1 when none has."""
+    found = np.int64(-1)
+    f = ag[ca, AG_FENCES]
+    while f >= 0 and fen[f, FN_VAL] >= group:
+        found = f
+        f = fen[f, FN_NEXT]
+    return found
+
+
+@jit_inline
+def phase_entry(ag, fen, ta, k):
+    """The log entry of the phase that load ``k`` of TMA agent ``ta`` completes."""
+    f = ag[ta, AG_FENCES]
+    while f >= 0 and fen[f, FN_EPOCH] > k:
+        f = fen[f, FN_NEXT]
+    return f
+
+
+@jit_inline
+def copy_retired(ag, fen, u, k):
+    """Copy ``k`` of async agent ``u`` is retired: its group retired by a wait
+    of its issuer, or (a tma_load) its phase returned by some mbar_wait."""
+    if ag[u, AG_KIND] == KIND_TMA:
+        f = phase_entry(ag, fen, u, k)
+        return f >= 0 and fen[f, FN_AUX] == 1
+    return ag[u, AG_RETIRED] >= k
 
 
 # ---------------------------------------------------------------------------
@@ -304,9 +360,10 @@ def emit(find, sv, kind, row, launch, block, thread, op, ts, site):
 
 
 @jit_leaf
-def offer(cand, kind, ag, nodes, cold, x, pw, aw, space, owner, lo_addr, hi_addr):
+def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi_addr, t):
     """Keep node ``x`` as the candidate for ``kind`` when it ranks higher:
-    by row, then a write before a read, then (for the later side) a write."""
+    by row, then a write before a read, then (for the later side) a write.
+    ``t``: the thread whose clock orders the later access."""
     row = cold[x, K_ROW]
     if cand[kind, C_VALID] == 1:
         r0, p0, a0 = cand[kind, C_PREV_ROW], cand[kind, C_PW], cand[kind, C_AW]
@@ -332,12 +389,28 @@ def offer(cand, kind, ag, nodes, cold, x, pw, aw, space, owner, lo_addr, hi_addr
     xhi = xlo + (cold[x, K_SIZE_SITE] & 0xFFFFFFFF)
     cand[kind, C_LO] = max(xlo, lo_addr)
     cand[kind, C_HI] = min(xhi, hi_addr)
+    # What was missing (the reference's ``reason``).
+    cand[kind, C_CODE] = 0
+    cand[kind, C_AUX] = 0
+    cand[kind, C_OBJ] = 0
     if kind == _K_INFLIGHT:
-        cand[kind, C_CODE] = (info >> I_COPY_SHIFT) & 3
-        cand[kind, C_AUX] = nodes[x, N_EPOCH]
-    else:
-        cand[kind, C_CODE] = 0
-        cand[kind, C_AUX] = 0
+        ck = (info >> I_COPY_SHIFT) & 3
+        cand[kind, C_CODE] = ck
+        if ck == R.INFLIGHT_TMA_LOAD:
+            f = phase_entry(ag, fen, xa, nodes[x, N_EPOCH])
+            cand[kind, C_AUX] = fen[f, FN_VAL] & 0xFFFFFFFF
+            cand[kind, C_OBJ] = ag[xa, AG_MBAR]
+        else:
+            cand[kind, C_AUX] = nodes[x, N_EPOCH]
+    elif kind == _K_PROXY:
+        if info & I_ASYNC:
+            cand[kind, C_CODE] = R.PROXY_CP_ASYNC_DEST
+            cand[kind, C_AUX] = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
+    elif kind != _K_UNINIT and (info & I_ASYNC) == 0 and ag[t, AG_WEAK_AGENT] == xa and \
+            ag[t, AG_WEAK_EPOCH] >= nodes[x, N_EPOCH]:
+        cand[kind, C_CODE] = R.RACE_WEAK_SYNC
+        cand[kind, C_AUX] = ag[t, AG_WEAK_AUX]
+        cand[kind, C_OBJ] = ag[t, AG_WEAK_OBJ]
 
 
 @jit_leaf
@@ -367,6 +440,7 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
         find[k, F_PREV_BAR_GEN] = cand[kind, C_PREV_BARGEN]
         find[k, F_CODE] = cand[kind, C_CODE]
         find[k, F_AUX] = cand[kind, C_AUX]
+        find[k, F_OBJ] = cand[kind, C_OBJ]
 
 
 # ---------------------------------------------------------------------------
@@ -491,7 +565,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
             xinfo = nodes[x, N_INFO]
             xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
             if (xinfo >> I_SHADOW_SHIFT) & MASK_ALL and \
-                    ag[cold[x, K_SHADOW_AGENT], AG_RETIRED] >= cold[x, K_SHADOW_EPOCH]:
+                    copy_retired(ag, fen, cold[x, K_SHADOW_AGENT], cold[x, K_SHADOW_EPOCH]):
                 # A retired copy that x happens before covers these bytes.
                 xm &= ~((xinfo >> I_SHADOW_SHIFT) & MASK_ALL)
                 if xm == 0:
@@ -514,15 +588,15 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                     skip = False
                     if is_atomic and x_atomic:
                         xs = (xinfo >> I_SCOPE_SHIFT) & 7
-                        skip = scope_contains(ag, xs, xa, t) and scope_contains(ag, scope, t, xa)
+                        skip = min(xs, scope) >= reach(ag, xa, t)
                     if not skip:
-                        if (xinfo & I_ASYNC) and ag[xa, AG_RETIRED] < nodes[x, N_EPOCH]:
+                        if (xinfo & I_ASYNC) and not copy_retired(ag, fen, xa, nodes[x, N_EPOCH]):
                             kind = _K_INFLIGHT
                         elif is_write:
                             kind = _K_WAW
                         else:
                             kind = _K_RAW
-                        offer(cand, kind, ag, nodes, cold, x, 1, aw, space, owner, addr, end)
+                        offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
                         found = 1
                 elif prunes_writes and (not is_atomic or (
                         x_atomic and xa == a and ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
@@ -545,12 +619,21 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                     continue
                 x = cand[_LAST_NODE, b]
                 xinfo = nodes[x, N_INFO]
-                if xinfo & (I_PROXY | I_ASYNC):
+                if xinfo & I_PROXY:
                     continue
                 xa = nodes[x, N_AGENT]
-                kn = known(ag, snaps, arena_a, arena_e, t, xa)
-                if kn >= nodes[x, N_EPOCH] and not proxy_fenced(ag, fen, xa, nodes[x, N_EPOCH], kn):
-                    offer(cand, _K_PROXY, ag, nodes, cold, x, 1, aw, space, owner, addr, end)
+                if known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
+                    continue  # not ordered: reported as a race
+                if xinfo & I_ASYNC:
+                    # A cp.async destination (the one generic-proxy copy): its
+                    # issuer's write, performed at the wait that retired it.
+                    w = ag[xa, AG_ISSUER]
+                    after = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_EPOCH]
+                else:
+                    w = xa
+                    after = nodes[x, N_EPOCH]
+                if not proxy_fenced(ag, fen, w, after, known(ag, snaps, arena_a, arena_e, t, w)):
+                    offer(cand, _K_PROXY, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
                     found = 1
         # Reads conflict with writes.
         if is_write:
@@ -560,11 +643,11 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                 if ((xinfo >> I_MASK_SHIFT) & MASK_ALL) & m:
                     xa = nodes[x, N_AGENT]
                     if known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
-                        if (xinfo & I_ASYNC) and ag[xa, AG_RETIRED] < nodes[x, N_EPOCH]:
+                        if (xinfo & I_ASYNC) and not copy_retired(ag, fen, xa, nodes[x, N_EPOCH]):
                             kind = _K_INFLIGHT
                         else:
                             kind = _K_WAR
-                        offer(cand, kind, ag, nodes, cold, x, 0, aw, space, owner, addr, end)
+                        offer(cand, kind, ag, nodes, cold, fen, x, 0, aw, space, owner, addr, end, t)
                         found = 1
                 x = nodes[x, N_NEXT]
         # A read prunes the reads it makes redundant, once the list has doubled.
@@ -637,6 +720,7 @@ def async_agent(ag, sv, async_map, t, lane, key):
     a = hm_get(async_map, t, np.int64(lane), key)
     if a < 0:
         a = new_agent(ag, sv, ag[t, AG_BLOCK], ag[t, AG_THREAD], ag[t, AG_CLUSTER], lane)
+        ag[a, AG_ISSUER] = t
         hm_put(async_map, t, np.int64(lane), key, a)
     return a
 
@@ -726,14 +810,21 @@ def complete_phase(mbs, m, arr, ag, sv, snaps, arena_a, arena_e, scratch, touche
     if mbs[m, col] >= 0:
         decref(snaps, sv, mbs[m, col])
     mbs[m, col] = snap
+    # The phase's tma_loads wait, per parity, for a wait to retire them; the
+    # loads of an older phase of that parity nobody waited on stay in flight.
+    tcol = MB_TMA0 + (mbs[m, MB_PHASE] & 1)
+    free_arrivals(arr, sv, snaps, mbs[m, tcol])
+    mbs[m, tcol] = -1
     k = head
     while k >= 0:
+        nxt = arr[k, AR_NEXT]
         if arr[k, AR_FLAG] == ARF_TMA:
-            u = arr[k, AR_AGENT]
-            if arr[k, AR_EPOCH] > ag[u, AG_RETIRED]:
-                ag[u, AG_RETIRED] = arr[k, AR_EPOCH]
-        k = arr[k, AR_NEXT]
-    free_arrivals(arr, sv, snaps, head)
+            arr[k, AR_NEXT] = mbs[m, tcol]
+            mbs[m, tcol] = k
+        else:
+            decref(snaps, sv, arr[k, AR_BASE])
+            pool_free(arr, sv, SV_ARR_FREE, SV_ARR_USED, k)
+        k = nxt
     mbs[m, MB_ARRIVALS] = -1
     mbs[m, MB_PHASE] += 1
     mbs[m, MB_PENDING] = mbs[m, MB_EXPECTED]
@@ -849,34 +940,80 @@ def is_foreign(edges, head, ssite, wsite):
 # ---------------------------------------------------------------------------
 @jit_leaf
 def acquire_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, scratch, touched, cvs, a,
-                   region, addr, sem):
-    """The acquire side of an atomic by ``a``: join every releasing atomic
-    on the address whose scope contains ``a``, into its clock (acquire) or
-    its pending acquire (relaxed, for a later fence)."""
+                   region, addr, sem, scope):
+    """The acquire side of an atomic by ``a`` (the reference's
+    ``atomic_acquire``): every release on the address whose scope and this
+    atomic's both reach the pair is joined, into the clock (acquire) or the
+    pending acquire of its reach (relaxed, for a later fence). The newest
+    release it reads without joining is remembered in AG_WEAK_*."""
     h = hm_get(atom_map, region, addr, 0)
     if h < 0:
         return
     acq = sem == O.SEM_ACQUIRE or sem == O.SEM_ACQ_REL
-    cvs[0, CV_BASE] = ag[a, AG_BASE] if acq else ag[a, AG_PACQ]
+    cvs[0, CV_BASE] = ag[a, AG_BASE]
     cvs[0, CV_AGENT] = -1
     cvs[0, CV_EPOCH] = 0
     m = 1
+    weak = False
     r = h
     while r >= 0:
-        if scope_contains(ag, rels[r, RL_SCOPE], rels[r, RL_AGENT], a):
-            cvs[m, CV_BASE] = rels[r, RL_BASE]
-            cvs[m, CV_AGENT] = rels[r, RL_AGENT]
-            cvs[m, CV_EPOCH] = rels[r, RL_EPOCH]
-            m += 1
+        u = rels[r, RL_AGENT]
+        if u != a:
+            need = reach(ag, u, a)
+            how = R.WEAK_SCOPE
+            if rels[r, RL_SCOPE] >= need and scope >= need:
+                how = R.WEAK_RELAXED
+                if acq:
+                    cvs[m, CV_BASE] = rels[r, RL_BASE]
+                    cvs[m, CV_AGENT] = u
+                    cvs[m, CV_EPOCH] = rels[r, RL_EPOCH]
+                    m += 1
+                else:
+                    lvl = AG_PACQ + need - 1
+                    snap = merge(snaps, arena_a, arena_e, sv, ag[a, lvl], rels[r, RL_BASE], u,
+                                 rels[r, RL_EPOCH])
+                    incref(snaps, snap)
+                    decref(snaps, sv, ag[a, lvl])
+                    ag[a, lvl] = snap
+            if not weak and not acq or not weak and how == R.WEAK_SCOPE:
+                weak = True
+                ag[a, AG_WEAK_AGENT] = u
+                ag[a, AG_WEAK_EPOCH] = rels[r, RL_EPOCH]
+                ag[a, AG_WEAK_AUX] = rels[r, RL_SCOPE] | (scope << 4) | (need << 8) | (how << 12)
+                ag[a, AG_WEAK_OBJ] = addr
         r = rels[r, RL_NEXT]
     if m > 1:
         snap = merge_many(snaps, arena_a, arena_e, sv, cvs, m, scratch, touched)
-        if acq:
-            set_base(ag, snaps, sv, a, snap)
-        else:
-            incref(snaps, snap)
-            decref(snaps, sv, ag[a, AG_PACQ])
-            ag[a, AG_PACQ] = snap
+        set_base(ag, snaps, sv, a, snap)
+
+
+@jit_leaf
+def release_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, a, region, addr, scope,
+                   base, epoch):
+    """Record a release of clock (``base``, ``a`` at ``epoch``) at ``scope`` on
+    the address: merged into ``a``'s record of that scope, else a new record
+    at the head of the address's list (the reference's creation order)."""
+    h = hm_get(atom_map, region, addr, 0)
+    r = h
+    while r >= 0:
+        if rels[r, RL_AGENT] == a and rels[r, RL_SCOPE] == scope:
+            break
+        r = rels[r, RL_NEXT]
+    if r >= 0:
+        snap = merge(snaps, arena_a, arena_e, sv, rels[r, RL_BASE], base, -1, 0)
+        incref(snaps, snap)
+        decref(snaps, sv, rels[r, RL_BASE])
+        rels[r, RL_BASE] = snap
+        rels[r, RL_EPOCH] = max(rels[r, RL_EPOCH], epoch)
+    else:
+        r = pool_alloc(rels, sv, SV_AR_TOP, SV_AR_FREE, SV_AR_USED)
+        rels[r, RL_NEXT] = h
+        rels[r, RL_SCOPE] = scope
+        rels[r, RL_AGENT] = a
+        incref(snaps, base)
+        rels[r, RL_BASE] = base
+        rels[r, RL_EPOCH] = epoch
+        sv[SV_ATOM_N] += hm_put(atom_map, region, addr, 0, r)
 
 
 @jit_leaf
@@ -1017,7 +1154,7 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
             grow |= GR_FQ
         if sv[SV_MB_N] + 1 > mbs.shape[0]:
             grow |= GR_MB
-        if sv[SV_AR_USED] + 2 > rels.shape[0]:
+        if sv[SV_AR_USED] + N_LEVELS + 1 > rels.shape[0]:  # a relaxed atomic: a record per level
             grow |= GR_RL
         if sv[SV_FEN_TOP] + 1 > fen.shape[0]:
             grow |= GR_FEN
@@ -1166,7 +1303,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             if op == O.ATOMIC:
                 info |= I_ATOMIC
                 acquire_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, scratch, touched,
-                               cvs, a, region, addr, sem)
+                               cvs, a, region, addr, sem, scope)
             if proxy_c[i] == 1:
                 info |= I_PROXY
             if access_inline(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
@@ -1174,36 +1311,19 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
                                  ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
             if op == O.ATOMIC:
-                rb = np.int64(-1)
-                re = np.int64(0)
+                # The release side (the reference's ``atomic_release``): a
+                # release atomic releases the clock at its scope; a relaxed
+                # one, the clock at each level's latest release fence, at the
+                # narrower of the two scopes.
                 if sem == O.SEM_RELEASE or sem == O.SEM_ACQ_REL:
-                    rb = ag[a, AG_BASE]
-                    re = epoch
-                elif ag[a, AG_FREL_BASE] >= 0:
-                    rb = ag[a, AG_FREL_BASE]
-                    re = ag[a, AG_FREL_EPOCH]
-                if rb >= 0:
-                    h = hm_get(atom_map, region, addr, 0)
-                    r = h
-                    while r >= 0:
-                        if rels[r, RL_AGENT] == a and rels[r, RL_SCOPE] == scope:
-                            break
-                        r = rels[r, RL_NEXT]
-                    if r >= 0:
-                        snap = merge(snaps, arena_a, arena_e, sv, rels[r, RL_BASE], rb, -1, 0)
-                        incref(snaps, snap)
-                        decref(snaps, sv, rels[r, RL_BASE])
-                        rels[r, RL_BASE] = snap
-                        rels[r, RL_EPOCH] = max(rels[r, RL_EPOCH], re)
-                    else:
-                        r = pool_alloc(rels, sv, SV_AR_TOP, SV_AR_FREE, SV_AR_USED)
-                        rels[r, RL_NEXT] = h
-                        rels[r, RL_SCOPE] = scope
-                        rels[r, RL_AGENT] = a
-                        incref(snaps, rb)
-                        rels[r, RL_BASE] = rb
-                        rels[r, RL_EPOCH] = re
-                        sv[SV_ATOM_N] += hm_put(atom_map, region, addr, 0, r)
+                    release_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, a, region,
+                                   addr, scope, ag[a, AG_BASE], epoch)
+                else:
+                    for lvl in range(N_LEVELS):
+                        if ag[a, AG_FREL_BASE + lvl] >= 0:
+                            release_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, a,
+                                           region, addr, min(lvl + 1, scope),
+                                           ag[a, AG_FREL_BASE + lvl], ag[a, AG_FREL_EPOCH + lvl])
         elif op == O.INIT:
             space = np.int64(space_c[i])
             addr = np.int64(addr_c[i])
@@ -1307,17 +1427,22 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 gens[gslot, GN_NUMBER] += 1
                 gens[gslot, GN_OPEN] = 0
         elif op == O.FENCE:
+            # The reference's ``on_fence``: levels WARP up to the fence's scope.
             sem = np.int64(sem_c[i])
+            top = min(np.int64(scope_c[i]), O.SCOPE_DEVICE)
             if sem == O.SEM_ACQUIRE or sem == O.SEM_ACQ_REL:
-                join_into(ag, snaps, arena_a, arena_e, sv, a, ag[a, AG_PACQ], -1, 0)
-                decref(snaps, sv, ag[a, AG_PACQ])
-                ag[a, AG_PACQ] = 0
+                for lvl in range(top):
+                    if ag[a, AG_PACQ + lvl] != 0:
+                        join_into(ag, snaps, arena_a, arena_e, sv, a, ag[a, AG_PACQ + lvl], -1, 0)
+                        decref(snaps, sv, ag[a, AG_PACQ + lvl])
+                        ag[a, AG_PACQ + lvl] = 0
             if sem == O.SEM_RELEASE or sem == O.SEM_ACQ_REL:
-                incref(snaps, ag[a, AG_BASE])
-                if ag[a, AG_FREL_BASE] >= 0:
-                    decref(snaps, sv, ag[a, AG_FREL_BASE])
-                ag[a, AG_FREL_BASE] = ag[a, AG_BASE]
-                ag[a, AG_FREL_EPOCH] = epoch
+                for lvl in range(top):
+                    incref(snaps, ag[a, AG_BASE])
+                    if ag[a, AG_FREL_BASE + lvl] >= 0:
+                        decref(snaps, sv, ag[a, AG_FREL_BASE + lvl])
+                    ag[a, AG_FREL_BASE + lvl] = ag[a, AG_BASE]
+                    ag[a, AG_FREL_EPOCH + lvl] = epoch
         elif op == O.FENCE_PROXY_ASYNC:
             f = sv[SV_FEN_TOP]
             sv[SV_FEN_TOP] += 1
@@ -1424,6 +1549,14 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                     ca = async_agent(ag, sv, async_map, a, KIND_CP, 0)
                     ag[a, AG_CP_AGENT] = ca
                 upto = max(ag[a, AG_CP_RET], ag[a, AG_CP_OPEN] - 1 - pending)
+                if upto > ag[a, AG_CP_RET]:  # a retiring wait: rule 7 fences go after it
+                    f = sv[SV_FEN_TOP]
+                    sv[SV_FEN_TOP] += 1
+                    fen[f, FN_NEXT] = ag[ca, AG_FENCES]
+                    fen[f, FN_EPOCH] = epoch
+                    fen[f, FN_VAL] = upto
+                    fen[f, FN_AUX] = site
+                    ag[ca, AG_FENCES] = f
                 ag[a, AG_CP_RET] = upto
             else:
                 ca = ag[a, AG_BULK_AGENT]
@@ -1449,11 +1582,25 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 mbs[mslot, MB_ARRIVALS] = -1
                 mbs[mslot, MB_DONE0] = -1
                 mbs[mslot, MB_DONE1] = -1
+                mbs[mslot, MB_TMA0] = -1
+                mbs[mslot, MB_TMA1] = -1
             valid = mbs[mslot, MB_VALID] == 1
             if op == O.TMA_LOAD:
                 ta = async_agent(ag, sv, async_map, a, KIND_TMA, mslot)
+                ag[ta, AG_MBAR] = obj
                 ag[ta, AG_EPOCH] += 1
                 cnt = ag[ta, AG_EPOCH]
+                # The phase this load completes, logged when it changes.
+                key = (mbs[mslot, MB_INITS] << 32) | mbs[mslot, MB_PHASE]
+                f = ag[ta, AG_FENCES]
+                if f < 0 or fen[f, FN_VAL] != key:
+                    f = sv[SV_FEN_TOP]
+                    sv[SV_FEN_TOP] += 1
+                    fen[f, FN_NEXT] = ag[ta, AG_FENCES]
+                    fen[f, FN_EPOCH] = cnt
+                    fen[f, FN_VAL] = key
+                    fen[f, FN_AUX] = 0
+                    ag[ta, AG_FENCES] = f
                 if copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, a, ta, cnt,
                         I_PROXY, R.INFLIGHT_TMA_LOAD, row, ts, site, op, np.int64(space_c[i]),
                         np.int64(addr_c[i]), size, np.int64(space2_c[i]), np.int64(addr2_c[i]),
@@ -1486,7 +1633,11 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                     if mbs[mslot, col] >= 0:
                         decref(snaps, sv, mbs[mslot, col])
                     mbs[mslot, col] = -1
+                for col in (MB_TMA0, MB_TMA1):
+                    free_arrivals(arr, sv, snaps, mbs[mslot, col])
+                    mbs[mslot, col] = -1
                 mbs[mslot, MB_ARRIVALS] = -1
+                mbs[mslot, MB_INITS] += 1
                 mbs[mslot, MB_VALID] = 1
                 mbs[mslot, MB_EXPECTED] = arg
                 mbs[mslot, MB_PENDING] = arg
@@ -1524,6 +1675,15 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                            thread, op, ts, site, peer, obj)
                 else:
                     join_into(ag, snaps, arena_a, arena_e, sv, a, done, -1, 0)
+                    # The first wait on the phase retires its tma_loads.
+                    tcol = MB_TMA0 + (arg & 1)
+                    k = mbs[mslot, tcol]
+                    while k >= 0:
+                        f = phase_entry(ag, fen, arr[k, AR_AGENT], arr[k, AR_EPOCH])
+                        fen[f, FN_AUX] = 1
+                        k = arr[k, AR_NEXT]
+                    free_arrivals(arr, sv, snaps, mbs[mslot, tcol])
+                    mbs[mslot, tcol] = -1
             else:  # MBAR_INVAL
                 mbs[mslot, MB_VALID] = 0
     return OK, n
@@ -1584,7 +1744,7 @@ MAP_START = 1 << 8
 # pools and the arena faulted in, a chunk at a time.
 FAULT_AHEAD = 1 << 17
 FAULT_CHUNK = 1 << 15
-# Agents come a wave of blocks at a time; a row is 22 words.
+# Agents come a wave of blocks at a time; a row is AG_FIELDS words.
 AG_FAULT_AHEAD = 1 << 13
 # The largest spare granule table (rows) made for a trace of unknown length.
 SPARE_BLIND_MAX = 1 << 19

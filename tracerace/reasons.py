@@ -5,14 +5,31 @@ Both checkers set them identically; the report layer turns them into words.
 
 from __future__ import annotations
 
-# raw / war / waw / uninit_read / proxy_fence: no sub-reason.
+# uninit_read: no sub-reason.
 NONE = 0
+
+# raw / war / waw: the later agent's atomic read a release by the earlier
+# agent, made after the earlier access, that did not synchronize with it.
+# obj: the atomic's address; aux: weak_sync_aux(...).
+RACE_WEAK_SYNC = 1
+
+# proxy_fence
+PROXY_GENERIC_WRITE = 0  # a thread's generic-proxy store (the fence goes after it)
+PROXY_CP_ASYNC_DEST = 1  # a cp.async destination: aux is the site of the cp_async_wait
+                         # that retired it (the fence goes after that wait)
+
+# weak_sync_aux's ``how``
+WEAK_SCOPE = 0    # a scope (release or acquire side) does not contain both agents
+WEAK_RELAXED = 1  # scopes fit, but the atomic was relaxed and no acquire fence of
+                  # the needed scope followed it
 
 # barrier_mismatch
 BAR_ARG_DISAGREES = 1   # prev_row: first arrival of the generation; aux: its arg
 BAR_INCOMPLETE = 2      # row: last arrival of the open generation; aux: arrivals so far
 
-# async_inflight: which copy was still in flight (aux: the copy's group number)
+# async_inflight: which copy was still in flight (aux: the copy's group number;
+# for a TMA load: obj is the mbarrier and aux the phase the load completes,
+# counted from the mbarrier's init)
 INFLIGHT_CP_ASYNC = 1
 INFLIGHT_BULK_STORE = 2
 INFLIGHT_TMA_LOAD = 3
@@ -40,3 +57,14 @@ NAMES = {
                         MBAR_TX_UNDERFLOW: "transaction-count underflow",
                         MBAR_PHASE_NEVER_COMPLETED: "wait on a phase that never completed"},
 }
+
+
+def weak_sync_aux(release_scope: int, acquire_scope: int, needed: int, how: int) -> int:
+    """``aux`` of a RACE_WEAK_SYNC race: the release's and the acquire's scopes,
+    the narrowest scope containing both agents, and WEAK_SCOPE/WEAK_RELAXED."""
+    return release_scope | (acquire_scope << 4) | (needed << 8) | (how << 12)
+
+
+def weak_sync_parts(aux: int) -> tuple[int, int, int, int]:
+    """(release scope, acquire scope, needed scope, how) of a RACE_WEAK_SYNC ``aux``."""
+    return aux & 15, (aux >> 4) & 15, (aux >> 8) & 15, (aux >> 12) & 15

@@ -23,6 +23,12 @@ concurrent with everything, its issuer included, until something retires it:
 
 A copy's own clock is its issuer's clock at the issue, without an entry for
 the copy agent itself: two in-flight copies are never ordered.
+
+Scopes (the PTX memory model's *morally strong*): ``reach(x, y)`` is the
+narrowest scope that contains both agents; an operation of scope ``s``
+contains both when ``s >= reach``. A release/acquire pair synchronizes only
+when every scope involved (each atomic's, and a fence's that supplies a
+half) reaches.
 """
 
 from __future__ import annotations
@@ -73,6 +79,8 @@ class Access:
     bar: tuple  # (bar_obj, bar_gen) of the issuing thread at the access
     copy_kind: int = 0  # reasons.INFLIGHT_* when made by a copy agent
     copy_group: int = 0
+    phase: tuple | None = None  # a tma_load's phase: (mbarrier key, init number, phase)
+    mbar_obj: int = 0  # a tma_load's mbarrier address
 
 
 @dataclass
@@ -83,11 +91,20 @@ class AgentState:
     cluster: int = 0
     blocked_on: tuple | None = None  # (barrier key, generation) of a pending bar_sync
     bar: tuple = (-1, -1)
-    fence_release: Clock | None = None
-    pending_acquire: Clock = field(default_factory=dict)
+    # Release fences: scope -> the clock at the latest release fence of that
+    # scope or wider (an earlier fence, or a narrower one, releases less).
+    fence_release: dict = field(default_factory=dict)
+    # Releases read by relaxed atomics, waiting for an acquire fence: reach ->
+    # clock. A fence of scope s takes those of reach <= s.
+    pending_acquire: dict = field(default_factory=dict)
+    # The last release this thread's atomics read without synchronizing:
+    # (releaser key, releaser epoch, release scope, acquire scope, reach, how, address).
+    weak: tuple | None = None
     fences: list = field(default_factory=list)  # epochs of fence_proxy_async
     cp_open: int = 1        # group number of the uncommitted cp.async group
     cp_retired: int = 0
+    # cp_async_waits that retired groups: (groups retired up to, epoch, site).
+    cp_retire_log: list = field(default_factory=list)
     bulk_open: int = 1
     bulk_retired: int = 0
     tma_count: dict = field(default_factory=dict)  # mbarrier key -> loads issued
@@ -110,27 +127,28 @@ class MBarrier:
     tx: int = 0
     phase: int = 0
     valid: bool = False
-    ever_init: bool = False
+    inits: int = 0  # mbar_inits so far: a phase is (mbarrier, init number, phase)
     clock: Clock = field(default_factory=dict)
     completed: dict = field(default_factory=dict)  # parity -> clock of the latest completed phase
-    tma_done: dict = field(default_factory=dict)   # tma agent -> highest epoch in the open phase
+    completed_phase: dict = field(default_factory=dict)  # parity -> that phase's key
 
 
-def scope_contains(scope: int, a: Access | None, launch: int, block: int, thread: int,
-                   cluster: int, *, a_fields: tuple | None = None) -> bool:
-    """Whether ``scope`` (of an access by agent ``a``) contains the other agent."""
-    la, ba, ta, ca = a_fields if a_fields is not None else (a.launch, a.block, a.thread, a.cluster)
-    if la != launch:
-        return scope >= O.SCOPE_DEVICE
-    if scope == O.SCOPE_THREAD:
-        return ba == block and ta == thread
-    if scope == O.SCOPE_WARP:
-        return ba == block and ta // 32 == thread // 32
-    if scope == O.SCOPE_BLOCK:
-        return ba == block
-    if scope == O.SCOPE_CLUSTER:
-        return ca == cluster
-    return True
+def reach(x: tuple, y: tuple) -> int:
+    """The narrowest scope containing agents ``x`` and ``y``, each given as
+    (launch, block, thread, cluster). A block lies in its own cluster."""
+    lx, bx, tx, cx = x
+    ly, by, ty, cy = y
+    if lx != ly:
+        return O.SCOPE_DEVICE
+    if bx == by:
+        if tx == ty:
+            return O.SCOPE_THREAD
+        return O.SCOPE_WARP if tx // 32 == ty // 32 else O.SCOPE_BLOCK
+    return O.SCOPE_CLUSTER if cx == cy else O.SCOPE_DEVICE
+
+
+def fields_of(a: Access) -> tuple:
+    return (a.launch, a.block, a.thread, a.cluster)
 
 
 class ReferenceChecker:
@@ -144,9 +162,11 @@ class ReferenceChecker:
         self.gen_count: dict[tuple, int] = defaultdict(int)
         self.locks: dict[int, Clock] = defaultdict(dict)
         self.flags: dict[int, deque] = defaultdict(deque)
-        self.atomic_releases: dict[tuple, list] = defaultdict(list)
+        # address -> {(releaser key, scope): [fields, clock]}, in creation order
+        self.atomic_releases: dict[tuple, dict] = defaultdict(dict)
         self.mbarriers: dict[tuple, MBarrier] = defaultdict(MBarrier)
         self.async_retired: dict[tuple, int] = defaultdict(int)
+        self.waited_phases: set[tuple] = set()  # phases some mbar_wait returned on
         self.pairs: dict[int, list] = {}
         self.alias_edges: dict[int, set] = {}
         self.findings: list[dict] = []
@@ -274,12 +294,11 @@ class ReferenceChecker:
                 if not (x.is_write or acc.is_write):
                     continue  # both reads
                 if x.is_atomic and acc.is_atomic and \
-                        scope_contains(x.scope, x, launch, ev["block"], ev["thread"], st.cluster) and \
-                        scope_contains(acc.scope, acc, x.launch, x.block, x.thread, x.cluster):
+                        min(x.scope, acc.scope) >= reach(fields_of(x), fields_of(acc)):
                     continue  # atomics whose scopes both contain both agents
                 if self.hb(x, launch, clock):
                     continue
-                if x.is_async_agent and self.async_retired[x.agent] < x.epoch:
+                if x.is_async_agent and self.in_flight(x):
                     kind = O.K_ASYNC_INFLIGHT
                 elif x.is_write:
                     kind = O.K_WAW if acc.is_write else O.K_RAW
@@ -287,7 +306,6 @@ class ReferenceChecker:
                     kind = O.K_WAR
                 self.offer(found, kind, x, acc)
             if acc.proxy_async and last_write is not None and not last_write.proxy_async \
-                    and not last_write.is_async_agent \
                     and last_write.launch == launch and self.hb(last_write, launch, clock) \
                     and not self.proxy_fenced(last_write, clock):
                 self.offer(found, O.K_PROXY_FENCE, last_write, acc)
@@ -303,11 +321,26 @@ class ReferenceChecker:
             if acc.is_write:
                 self.initialized.add(key)
 
+    def in_flight(self, x: Access) -> bool:
+        """Whether copy access ``x`` is not retired yet: a cp.async or bulk group
+        no wait of its issuer retired, or a tma_load whose phase no mbar_wait
+        (of any thread) has returned on."""
+        if x.copy_kind == R.INFLIGHT_TMA_LOAD:
+            return x.phase not in self.waited_phases
+        return self.async_retired[x.agent] < x.epoch
+
+    def retiring_wait(self, w: Access) -> tuple:
+        """(epoch, site) of the cp_async_wait that retired cp.async copy ``w``."""
+        st = self.agents[w.agent[:4]]
+        return next((epoch, site) for upto, epoch, site in st.cp_retire_log if upto >= w.epoch)
+
     def proxy_fenced(self, w: Access, clock: Clock) -> bool:
-        """A fence_proxy_async by w's thread after w that happens before the clock."""
-        st = self.agents[w.agent]
-        known = clock.get(w.agent, 0)
-        return any(w.epoch < f <= known for f in st.fences)
+        """A fence_proxy_async by w's thread after w (after the wait that
+        retired it, for a cp.async destination) that happens before the clock."""
+        thread = w.agent[:4]
+        after = self.retiring_wait(w)[0] if w.is_async_agent else w.epoch
+        known = clock.get(thread, 0)
+        return any(after < f <= known for f in self.agents[thread].fences)
 
     @staticmethod
     def offer(found: dict, kind: int, prev: Access, acc: Access) -> None:
@@ -316,7 +349,8 @@ class ReferenceChecker:
         if cur is None or rank > cur[:3]:
             found[kind] = rank + (prev, acc)
 
-    def emit_found(self, row: int, ev: dict, found: dict, space_of: dict) -> None:
+    def emit_found(self, row: int, ev: dict, found: dict, space_of: dict,
+                   st: AgentState) -> None:
         for kind, cand in found.items():
             if kind == O.K_UNINIT_READ:
                 _, _, _, _, acc, space, owner, lo, size = cand
@@ -326,10 +360,26 @@ class ReferenceChecker:
             lo = max(prev.addr, acc.addr)
             hi = min(prev.addr + prev.size, acc.addr + acc.size)
             space, owner = space_of[id(acc)]
-            code = prev.copy_kind if kind == O.K_ASYNC_INFLIGHT else 0
-            aux = prev.copy_group if kind == O.K_ASYNC_INFLIGHT else 0
+            code, aux, obj = self.reason(kind, prev, st)
             self.emit(kind, row, ev, prev=prev, space=space, owner=owner, addr=lo, size=hi - lo,
-                      code=code, aux=aux, bar=acc.bar)
+                      obj=obj, code=code, aux=aux, bar=acc.bar)
+
+    def reason(self, kind: int, prev: Access, st: AgentState) -> tuple[int, int, int]:
+        """(code, aux, obj) of a two-access finding: what was missing."""
+        if kind == O.K_ASYNC_INFLIGHT:
+            if prev.copy_kind == R.INFLIGHT_TMA_LOAD:
+                return prev.copy_kind, prev.phase[2], prev.mbar_obj
+            return prev.copy_kind, prev.copy_group, 0
+        if kind == O.K_PROXY_FENCE:
+            if prev.is_async_agent:
+                return R.PROXY_CP_ASYNC_DEST, self.retiring_wait(prev)[1], 0
+            return R.PROXY_GENERIC_WRITE, 0, 0
+        weak = st.weak
+        if kind in (O.K_RAW, O.K_WAR, O.K_WAW) and weak is not None and \
+                not prev.is_async_agent and weak[0] == prev.agent and weak[1] >= prev.epoch:
+            _, _, rel_scope, acq_scope, need, how, address = weak
+            return R.RACE_WEAK_SYNC, R.weak_sync_aux(rel_scope, acq_scope, need, how), address
+        return 0, 0, 0
 
     def on_access(self, row: int, ev: dict, st: AgentState) -> None:
         op = ev["op"]
@@ -341,7 +391,7 @@ class ReferenceChecker:
             self.atomic_acquire(ev, st)
         found: dict = {}
         self.access(row, ev, st, acc, st.clock, space, found)
-        self.emit_found(row, ev, found, {id(acc): (space, self.owner_field(ev, space))})
+        self.emit_found(row, ev, found, {id(acc): (space, self.owner_field(ev, space))}, st)
         if op == O.ATOMIC:
             self.atomic_release(ev, st)
 
@@ -355,40 +405,60 @@ class ReferenceChecker:
         return self.owner_key(ev, ev["space"], ev["launch"]) + (ev["addr"],)
 
     def atomic_acquire(self, ev: dict, st: AgentState) -> None:
-        got: Clock = {}
-        for (scope, fields, clock) in self.atomic_releases.get(self.atomic_key(ev), ()):
-            if scope_contains(scope, None, ev["launch"], ev["block"], ev["thread"], st.cluster,
-                              a_fields=fields):
-                join(got, clock)
-        if ev["sem"] in (O.SEM_ACQUIRE, O.SEM_ACQ_REL):
-            join(st.clock, got)
-        else:
-            join(st.pending_acquire, got)
+        """The acquire side of an atomic: it reads every release on its address
+        so far, and synchronizes with one when both are morally strong (each
+        scope contains both agents): at once when it has acquire semantics,
+        else through a later acquire fence that reaches too (``pending_acquire``).
+        A release it reads but cannot synchronize with is remembered (``weak``)
+        to explain the races that follow."""
+        me = (ev["launch"], ev["block"], ev["thread"], st.cluster)
+        acquires = ev["sem"] in (O.SEM_ACQUIRE, O.SEM_ACQ_REL)
+        for (releaser, scope), (fields, clock) in self.atomic_releases.get(self.atomic_key(ev), {}).items():
+            if releaser == st.key:
+                continue  # its own release: program order already has it
+            need = reach(fields, me)
+            if scope >= need and ev["scope"] >= need:
+                if acquires:
+                    join(st.clock, clock)
+                    continue
+                join(st.pending_acquire.setdefault(need, {}), clock)
+                how = R.WEAK_RELAXED
+            else:
+                how = R.WEAK_SCOPE
+            st.weak = (releaser, clock[releaser], scope, ev["scope"], need, how, ev["addr"])
 
     def atomic_release(self, ev: dict, st: AgentState) -> None:
+        """A release atomic releases the thread's clock at its own scope; a
+        relaxed one after release fences releases, for each fence scope, the
+        clock at the fence, at the narrower of the two scopes."""
         if ev["sem"] in (O.SEM_RELEASE, O.SEM_ACQ_REL):
-            clock = dict(st.clock)
-        elif st.fence_release is not None:
-            clock = st.fence_release
+            releases = [(ev["scope"], st.clock)]
         else:
-            return
+            releases = [(min(scope, ev["scope"]), clock) for scope, clock in st.fence_release.items()]
         fields = (ev["launch"], ev["block"], ev["thread"], st.cluster)
-        self.atomic_releases[self.atomic_key(ev)].append((ev["scope"], fields, clock))
+        records = self.atomic_releases[self.atomic_key(ev)]
+        for scope, clock in releases:
+            record = records.setdefault((st.key, scope), [fields, {}])
+            join(record[1], clock)
 
     def on_fence(self, row: int, ev: dict, st: AgentState) -> None:
-        sem = ev["sem"]
+        sem, scope = ev["sem"], ev["scope"]
         if sem in (O.SEM_ACQUIRE, O.SEM_ACQ_REL):
-            join(st.clock, st.pending_acquire)
-            st.pending_acquire = {}
+            for need in [n for n in st.pending_acquire if n <= scope]:
+                join(st.clock, st.pending_acquire.pop(need))
         if sem in (O.SEM_RELEASE, O.SEM_ACQ_REL):
-            st.fence_release = dict(st.clock)
+            # This fence, at its scope and every narrower one, supersedes older
+            # fences (thread scope orders nothing for others; system is device's
+            # reach for every pair of agents).
+            for s in range(O.SCOPE_WARP, min(scope, O.SCOPE_DEVICE) + 1):
+                st.fence_release[s] = dict(st.clock)
 
     def on_fence_proxy(self, row: int, ev: dict, st: AgentState) -> None:
         st.fences.append(st.epoch)
 
     # -- asynchronous copies (rule 5) ------------------------------------
     def copy(self, row: int, ev: dict, st: AgentState, agent: tuple, epoch: int, *,
-             proxy_async: bool, copy_kind: int) -> None:
+             proxy_async: bool, copy_kind: int, phase: tuple | None = None) -> Clock:
         """Check and record a copy's source read and destination write, made by
         ``agent`` with its issuer's clock (no entry for the copy agent itself)."""
         clock = dict(st.clock)
@@ -397,13 +467,15 @@ class ReferenceChecker:
                                proxy_async=proxy_async, copy_kind=copy_kind, copy_group=epoch)
         dst = self.make_access(row, ev, st, agent, epoch, ev["addr"], size, is_write=True,
                                proxy_async=proxy_async, copy_kind=copy_kind, copy_group=epoch)
+        src.phase = dst.phase = phase
+        src.mbar_obj = dst.mbar_obj = ev["obj"]
         found: dict = {}
         self.access(row, ev, st, src, clock, ev["space2"], found, source=True)
         self.access(row, ev, st, dst, clock, ev["space"], found)
         self.emit_found(row, ev, found, {
             id(src): (ev["space2"], self.owner_field(ev, ev["space2"], source=True)),
             id(dst): (ev["space"], self.owner_field(ev, ev["space"])),
-        })
+        }, st)
         return clock
 
     def on_cp_async(self, row: int, ev: dict, st: AgentState) -> None:
@@ -432,14 +504,21 @@ class ReferenceChecker:
         return upto
 
     def on_cp_wait(self, row: int, ev: dict, st: AgentState) -> None:
-        st.cp_retired = self.retire(row, ev, st, CP, st.cp_open, st.cp_retired)
+        upto = self.retire(row, ev, st, CP, st.cp_open, st.cp_retired)
+        if upto > st.cp_retired:
+            st.cp_retire_log.append((upto, st.epoch, ev["site"]))
+        st.cp_retired = upto
 
     def on_bulk_wait(self, row: int, ev: dict, st: AgentState) -> None:
         st.bulk_retired = self.retire(row, ev, st, BULK, st.bulk_open, st.bulk_retired)
 
     # -- mbarriers (rule 6) ------------------------------------------------
+    @staticmethod
+    def mbar_key(ev: dict) -> tuple:
+        return (ev["launch"], ev["peer"], ev["obj"])
+
     def mbar(self, ev: dict) -> tuple[tuple, MBarrier]:
-        key = (ev["launch"], ev["peer"], ev["obj"])
+        key = self.mbar_key(ev)
         return key, self.mbarriers[key]
 
     def misuse(self, row: int, ev: dict, st: AgentState, code: int, *, prev_row: int = -1,
@@ -453,14 +532,14 @@ class ReferenceChecker:
         count = st.tma_count.get(key, 0) + 1
         st.tma_count[key] = count
         agent = st.key + (TMA, key)
-        clock = self.copy(row, ev, st, agent, count, proxy_async=True, copy_kind=R.INFLIGHT_TMA_LOAD)
+        clock = self.copy(row, ev, st, agent, count, proxy_async=True, copy_kind=R.INFLIGHT_TMA_LOAD,
+                          phase=(key, mb.inits, mb.phase))
         if not mb.valid:
             self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
             return
         mb.tx -= ev["size"]
         join(mb.clock, clock)
         mb.clock[agent] = count
-        mb.tma_done[agent] = count
         self.complete_phase(row, ev, st, mb)
 
     def complete_phase(self, row: int, ev: dict, st: AgentState, mb: MBarrier) -> None:
@@ -469,13 +548,11 @@ class ReferenceChecker:
         if mb.tx < 0:
             self.misuse(row, ev, st, R.MBAR_TX_UNDERFLOW)
         mb.completed[mb.phase % 2] = mb.clock
-        for agent, count in mb.tma_done.items():
-            self.async_retired[agent] = max(self.async_retired[agent], count)
+        mb.completed_phase[mb.phase % 2] = (self.mbar_key(ev), mb.inits, mb.phase)
         mb.phase += 1
         mb.pending = mb.expected
         mb.tx = 0
         mb.clock = {}
-        mb.tma_done = {}
 
     def on_mbar_init(self, row: int, ev: dict, st: AgentState) -> None:
         key, mb = self.mbar(ev)
@@ -484,7 +561,8 @@ class ReferenceChecker:
                              f"mbar_init of {ev['obj']:#x} expects {ev['arg']} arrivals; it must be > 0")
         if mb.valid:
             self.misuse(row, ev, st, R.MBAR_REINIT, prev_row=mb.init_row, prev_ev=mb.init_ev)
-        self.mbarriers[key] = mb = MBarrier(expected=ev["arg"], pending=ev["arg"], valid=True)
+        self.mbarriers[key] = mb = MBarrier(expected=ev["arg"], pending=ev["arg"], valid=True,
+                                            inits=mb.inits + 1)
         mb.init_row, mb.init_ev = row, ev
 
     def on_mbar_arrive(self, row: int, ev: dict, st: AgentState) -> None:
@@ -518,6 +596,7 @@ class ReferenceChecker:
             self.misuse(row, ev, st, R.MBAR_PHASE_NEVER_COMPLETED)
             return
         join(st.clock, done)
+        self.waited_phases.add(mb.completed_phase[ev["arg"] & 1])  # retires its tma_loads
 
     def on_mbar_inval(self, row: int, ev: dict, st: AgentState) -> None:
         _, mb = self.mbar(ev)
@@ -655,6 +734,9 @@ class ReferenceChecker:
         self.generations.clear()
         for st in self.agents.values():
             st.blocked_on = None
+        # Launch order covers every release of this launch: later launches
+        # need none of them (and no explanation may name them).
+        self.atomic_releases.clear()
 
 
 HANDLERS: dict[int, Callable] = {

@@ -21,6 +21,58 @@ ASYNC_OPS = [Op.CP_ASYNC, Op.CP_ASYNC_COMMIT, Op.CP_ASYNC_WAIT, Op.MBAR_INIT, Op
              Op.MBAR_EXPECT_TX, Op.MBAR_WAIT, Op.MBAR_INVAL, Op.TMA_LOAD, Op.TMA_STORE,
              Op.BULK_COMMIT, Op.BULK_WAIT]
 
+# Short sequences by one thread that real kernels use, so the generated
+# traces hold the patterns whose rules are subtle: a flag hand-off with mixed
+# atomic and fence scopes (fence before a relaxed release, fence after a
+# relaxed acquire), a TMA load read with or without a wait, and cp.async
+# copies handed to the async proxy with the fence before or after the wait.
+RELEASE, ACQUIRE, TMA_READ, CP_TO_PROXY = "release", "acquire", "tma_read", "cp_to_proxy"
+SYNC_MACROS = [RELEASE, ACQUIRE]
+ASYNC_MACROS = [TMA_READ, CP_TO_PROXY]
+FLAG = 8  # the hand-off flag's address (atomics also use 0 and 4)
+
+
+def _macro(draw, name: str, base: dict) -> list[dict]:
+    """The events of one macro (``base``: op-less fields of its thread)."""
+    def ev(op, **kw):
+        return {**base, "op": int(op), **kw}
+
+    scope = st.integers(0, 5)
+    if name == RELEASE:
+        out = [ev(Op.WRITE, space=0, addr=draw(st.sampled_from([16, 20])), size=4)]
+        if draw(st.booleans()):
+            out.append(ev(Op.FENCE, sem=draw(st.sampled_from([2, 3])), scope=draw(scope)))
+        out.append(ev(Op.ATOMIC, space=0, addr=FLAG, size=4, sem=draw(st.sampled_from([0, 2, 3])),
+                      scope=draw(scope)))
+        return out
+    if name == ACQUIRE:
+        out = [ev(Op.ATOMIC, space=0, addr=FLAG, size=4, sem=draw(st.sampled_from([0, 1, 3])),
+                  scope=draw(scope))]
+        if draw(st.booleans()):
+            out.append(ev(Op.FENCE, sem=draw(st.sampled_from([1, 3])), scope=draw(scope)))
+        out.append(ev(Op.READ, space=0, addr=draw(st.sampled_from([16, 20])), size=4))
+        return out
+    if name == TMA_READ:
+        obj = draw(st.sampled_from([64, 72]))
+        out = [ev(Op.TMA_LOAD, space=1, addr=32, size=16, space2=0, addr2=0, obj=obj)]
+        if draw(st.booleans()):
+            out.append(ev(Op.MBAR_WAIT, obj=obj, arg=draw(st.integers(0, 1))))
+        out.append(ev(Op.READ, space=1, addr=draw(st.sampled_from([32, 40])), size=4))
+        return out
+    # CP_TO_PROXY: cp.async into shared 48.., then a TMA store (async proxy) of it.
+    out = [ev(Op.CP_ASYNC, space=1, addr=48, size=16, space2=0, addr2=draw(st.integers(0, 8))),
+           ev(Op.CP_ASYNC_COMMIT)]
+    fence_at = draw(st.sampled_from(["none", "before", "after", "after"]))
+    if fence_at == "before":
+        out.append(ev(Op.FENCE_PROXY_ASYNC))
+    if draw(st.integers(0, 4)):
+        out.append(ev(Op.CP_ASYNC_WAIT, arg=0))
+    if fence_at == "after":
+        out.append(ev(Op.FENCE_PROXY_ASYNC))
+    out.append(ev(Op.TMA_STORE, space=0, addr=draw(st.sampled_from([0, 4096])), size=16,
+                  space2=1, addr2=draw(st.sampled_from([48, 56]))))
+    return out
+
 
 @st.composite
 def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: int = 2):
@@ -37,13 +89,21 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
         blocked: set[tuple[int, int]] = set()
         gens: dict[tuple, list] = {}
         n_events = draw(st.integers(1, max_events // n_launch))
-        ops = ACCESS_OPS * 3 + SYNC_OPS + (ASYNC_OPS if async_ops else [])
+        ops = ACCESS_OPS * 3 + SYNC_OPS + SYNC_MACROS + (ASYNC_OPS + ASYNC_MACROS if async_ops else [])
         for _ in range(n_events):
             free = [(b, t) for b in range(n_blocks) for t in threads if (b, t) not in blocked]
             if not free:
                 break
             block, thread = draw(st.sampled_from(free))
             op = draw(st.sampled_from(ops))
+            if isinstance(op, str):
+                base = dict(launch=launch, block=block, thread=thread, cluster=clusters[block])
+                for ev in _macro(draw, op, base):
+                    ev["ts"] = ts
+                    ev["site"] = draw(st.integers(0, 3))
+                    ts += draw(st.integers(0, 2))
+                    events.append(ev)
+                continue
             ev = dict(op=int(op), launch=launch, block=block, thread=thread,
                       cluster=clusters[block])
             if op in (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT):
@@ -73,7 +133,7 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                 ev["arg"] = mask
             elif op == Op.FENCE:
                 ev["sem"] = draw(st.integers(0, 3))
-                ev["scope"] = draw(st.integers(2, 4))
+                ev["scope"] = draw(st.integers(0, 5))
             elif op == Op.SIGNAL:
                 ev["obj"] = draw(st.integers(0, 2))
                 ev["arg"] = draw(st.sampled_from([0, 1, 2]))

@@ -975,7 +975,10 @@ def acquire_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, scratch, tou
                     incref(snaps, snap)
                     decref(snaps, sv, ag[a, lvl])
                     ag[a, lvl] = snap
-            if not weak and not acq or not weak and how == R.WEAK_SCOPE:
+            # The newest release read in vain (ties: the record made last,
+            # met first here; the reference meets it last).
+            if (not acq or how == R.WEAK_SCOPE) and (
+                    not weak or rels[r, RL_EPOCH] > ag[a, AG_WEAK_EPOCH]):
                 weak = True
                 ag[a, AG_WEAK_AGENT] = u
                 ag[a, AG_WEAK_EPOCH] = rels[r, RL_EPOCH]

@@ -18,7 +18,7 @@ import numpy as np
 from . import reasons
 from .findings import FIELDS
 from .meta import TraceMeta
-from .ops import Op, HazardKind, Space
+from .ops import Op, HazardKind, Scope, Space
 
 NO_GENERATION = -1
 """``bar_gen``/``prev_bar_gen`` of an agent that completed no barrier yet."""
@@ -117,8 +117,35 @@ class _View:
         return f"0x{self.obj:x}"
 
 
+def scope_name(scope: int) -> str:
+    """``"block"`` for 2 (PTX says cta, CUDA says block)."""
+    return Scope(scope).name.lower() if scope in Scope._value2member_map_ else f"scope {scope}"
+
+
+def _weak_sync(v: _View, n1: str) -> str:
+    """A race after a release/acquire that did not synchronize (RACE_WEAK_SYNC)."""
+    rel, acq, need, how = reasons.weak_sync_parts(v.aux)
+    who_rel, who_acq = f"thread {v.agent(True)}", f"thread {v.agent()}"
+    read = (f"{who_acq}'s atomic on {v.obj_hex} read the release {who_rel} made after its {n1}, "
+            f"but did not synchronize with it")
+    if how == reasons.WEAK_RELAXED:
+        return (f"{read}: the atomic is relaxed and no acquire fence of {scope_name(need)} scope "
+                f"or wider followed it; make it an acquire of {scope_name(need)} scope, or put "
+                f"such a fence after it")
+    narrow = []
+    if rel < need:
+        narrow.append(f"the release has {scope_name(rel)} scope")
+    if acq < need:
+        narrow.append(f"the acquire has {scope_name(acq)} scope")
+    return (f"{read}: {' and '.join(narrow)}, which does not contain both threads; they need "
+            f"{scope_name(need)} scope (widen it on that side, and on the fence that supplies "
+            f"it, if one does)")
+
+
 def _race(v: _View) -> str:
     n1, n2 = _RACE_NOUNS[HazardKind(v.kind)]
+    if v.code == reasons.RACE_WEAK_SYNC and v.prev_launch == v.launch:
+        return _weak_sync(v, "atomic" if v.prev_op == int(Op.ATOMIC) else n1)
     if v.prev_launch != v.launch:
         return (f"launch {v.prev_launch} ends before launch {v.launch} begins, so "
                 f"{v.access(True, n1)} and {v.access(False, n2)} cannot race; "
@@ -172,13 +199,20 @@ def _async_inflight(v: _View) -> str:
         return (f"bulk/TMA store issued{at} by {issuer} in {bulk_group} was still in flight: "
                 f"no bulk_wait retired its group before {access}")
     if v.code == reasons.INFLIGHT_TMA_LOAD:
-        bar = f" on mbarrier {v.obj_hex}" if v.obj else ""
-        return (f"TMA load issued{at} by {issuer}{bar} had not landed: no mbar_wait on the phase "
-                f"it completes ordered it before {access}")
+        return (f"TMA load issued{at} by {issuer} completes phase {v.aux} (parity {v.aux & 1}) of "
+                f"mbarrier {v.obj_hex}, and no mbar_wait had returned on that phase before "
+                f"{access}: wait on mbarrier {v.obj_hex} with parity {v.aux & 1} first")
     return f"an async copy issued{at} by {issuer} was still in flight at {access}"
 
 
 def _proxy_fence(v: _View) -> str:
+    if v.code == reasons.PROXY_CP_ASYNC_DEST:
+        site = v.meta.site_text(v.aux)
+        wait = f"the cp_async_wait at {site}" if site else "the cp_async_wait"
+        return (f"the cp.async copy issued{v.at(True)} by {v.agent(True)} wrote these bytes "
+                f"through the generic proxy when {wait} retired it, and the async-proxy "
+                f"{op_name(v.op)} by {v.agent()}{v.at()} reads them with no fence.proxy.async by "
+                f"{v.agent(True)} after {wait}: a fence before that wait does not cover the copy")
     return (f"the generic-proxy write by thread {v.agent(True)}{v.at(True)} reaches the async-proxy "
             f"{op_name(v.op)} by {v.agent()}{v.at()} with no fence.proxy.async by "
             f"{v.agent(True)} between the write and the release that orders them")

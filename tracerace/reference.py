@@ -413,6 +413,7 @@ class ReferenceChecker:
         to explain the races that follow."""
         me = (ev["launch"], ev["block"], ev["thread"], st.cluster)
         acquires = ev["sem"] in (O.SEM_ACQUIRE, O.SEM_ACQ_REL)
+        weak = None
         for (releaser, scope), (fields, clock) in self.atomic_releases.get(self.atomic_key(ev), {}).items():
             if releaser == st.key:
                 continue  # its own release: program order already has it
@@ -425,7 +426,11 @@ class ReferenceChecker:
                 how = R.WEAK_RELAXED
             else:
                 how = R.WEAK_SCOPE
-            st.weak = (releaser, clock[releaser], scope, ev["scope"], need, how, ev["addr"])
+            # The newest release read in vain (ties: the record made last).
+            if weak is None or clock[releaser] >= weak[1]:
+                weak = (releaser, clock[releaser], scope, ev["scope"], need, how, ev["addr"])
+        if weak is not None:
+            st.weak = weak
 
     def atomic_release(self, ev: dict, st: AgentState) -> None:
         """A release atomic releases the thread's clock at its own scope; a

@@ -210,3 +210,21 @@ def test_generator_reaches_the_memory_model_reasons(kind, code, how):
                   settings=settings(max_examples=3000, database=None, phases=[Phase.generate],
                                     **SETTINGS))
     assert_agree(events, [])
+
+
+def _fences_change_findings(events):
+    """The trace's findings differ when every barrier fences all memory."""
+    full = [{k: v for k, v in ev.items() if k != "fence_spaces"} for ev in events]
+    try:
+        with_fences = reference.check_trace(SimpleReader(columns(events))).triples()
+        without = reference.check_trace(SimpleReader(columns(full))).triples()
+    except TraceError:
+        return False
+    return with_fences != without
+
+
+def test_generator_reaches_barriers_that_fence_some_memory():
+    events = find(traces(async_ops=True), _fences_change_findings,
+                  settings=settings(max_examples=3000, database=None, phases=[Phase.generate],
+                                    **SETTINGS))
+    assert_agree(events, [])

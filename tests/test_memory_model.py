@@ -216,3 +216,63 @@ def test_cp_async_destination_not_yet_retired_is_in_flight_not_proxy_fence():
     t.cp_async(0, 0, addr=0, size=16, space=1, addr2=0).cp_async_commit(0, 0)
     t.fence_proxy_async(0, 0).tma_store(0, 0, addr=4096, size=16, space2=1, addr2=0)
     assert findings(t)[0] == {(4, "async_inflight", 1)}
+
+
+# -- barriers that fence only some memory (fence_spaces) ---------------------
+GLOBAL_ONLY, SHARED_ONLY, BOTH, NONE = 1, 2, 3, 0
+
+
+def across_barrier(fences: int, space: int, *, second_fences: int | None = None) -> Trace:
+    """Thread 0 writes, both threads pass barrier 0, thread 1 reads."""
+    t = Trace().write(0, 0, addr=0, size=4, space=space)
+    t.bar_sync(0, 0, arg=2, fence_spaces=fences)
+    t.bar_sync(0, 1, arg=2, fence_spaces=fences if second_fences is None else second_fences)
+    return t.read(0, 1, addr=0, size=4, space=space)
+
+
+@pytest.mark.parametrize("fences, space, racy", [
+    (SHARED_ONLY, 0, True),    # OpenCL barrier(CLK_LOCAL_MEM_FENCE), then global memory
+    (SHARED_ONLY, 1, False),
+    (GLOBAL_ONLY, 1, True),    # barrier(CLK_GLOBAL_MEM_FENCE), then local (shared) memory
+    (GLOBAL_ONLY, 0, False),
+    (BOTH, 0, False), (BOTH, 1, False),
+    (NONE, 0, True), (NONE, 1, True),   # an execution barrier only
+])
+def test_a_barrier_orders_only_the_memory_it_fences(fences, space, racy):
+    t = across_barrier(fences, space)
+    if space == 1:
+        t.events.insert(0, dict(t.events[0], op=3, thread=0))  # init the shared bytes
+        for k, ev in enumerate(t.events):
+            ev["ts"] = k
+    want = {(len(t.events) - 1, "raw", len(t.events) - 4)} if racy else set()
+    assert findings(t)[0] == want
+
+
+def test_an_arrival_that_does_not_fence_gives_nothing_even_to_a_waiter_that_does():
+    assert findings(across_barrier(SHARED_ONLY, 0, second_fences=BOTH))[0] == {(3, "raw", 0)}
+    assert findings(across_barrier(BOTH, 0, second_fences=SHARED_ONLY))[0] == {(3, "raw", 0)}
+
+
+def test_a_local_only_barrier_does_not_carry_global_order_to_a_later_full_barrier():
+    t = Trace().write(0, 0, addr=0, size=4)
+    t.bar_sync(0, 0, arg=2, fence_spaces=SHARED_ONLY).bar_sync(0, 1, arg=2, fence_spaces=SHARED_ONLY)
+    t.bar_sync(0, 1, obj=1, arg=2).bar_sync(0, 2, obj=1, arg=2)   # thread 1 and 2, full
+    t.read(0, 2, addr=0, size=4)
+    assert findings(t)[0] == {(5, "raw", 0)}
+    # Other synchronization orders both memories.
+    t = Trace().write(0, 0, addr=0, size=4)
+    t.bar_sync(0, 0, arg=2, fence_spaces=SHARED_ONLY).bar_sync(0, 1, arg=2, fence_spaces=SHARED_ONLY)
+    t.signal(0, 0, obj=3).wait(0, 1, obj=3).read(0, 1, addr=0, size=4)
+    assert findings(t)[0] == set()
+
+
+def test_the_two_memories_are_checked_side_by_side_from_the_first_partial_barrier_on():
+    # A copy from global to shared memory races in both memories at once; the
+    # partial barrier comes in a later batch than the first race.
+    t = Trace().init(0, 0, addr=64, size=16).write(0, 1, addr=64, size=4)
+    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=64)        # raw (global, source)
+    t.write(0, 1, addr=0, size=4, space=1)                       # async_inflight (shared)
+    t.bar_sync(0, 0, arg=2, fence_spaces=GLOBAL_ONLY).bar_sync(0, 1, arg=2, fence_spaces=GLOBAL_ONLY)
+    t.cp_async(0, 1, addr=8, size=8, space=1, addr2=64)         # war on shared row 3, raw on 1
+    facts, _ = findings(t)
+    assert facts == {(2, "raw", 1), (3, "async_inflight", 2), (6, "async_inflight", 2)}

@@ -77,6 +77,8 @@ def _macro(draw, name: str, base: dict) -> list[dict]:
 @st.composite
 def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: int = 2):
     n_launch = draw(st.integers(1, max_launches))
+    # Barriers that fence only some memory, in about a third of the traces.
+    partial_fences = draw(st.integers(0, 2)) == 0
     events: list[dict] = []
     pending_signals: dict[int, int] = {}
     ts = 0
@@ -121,6 +123,8 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                     ev["proxy"] = draw(st.sampled_from([0, 0, 0, 1]))
             elif op in (Op.BAR_SYNC, Op.BAR_ARRIVE):
                 ev["obj"] = draw(st.sampled_from([0, 0, 1]))
+                if partial_fences:  # OpenCL's barrier(CLK_LOCAL_MEM_FENCE) and friends
+                    ev["fence_spaces"] = draw(st.sampled_from([7, 7, 3, 1, 2, 0, 6]))
                 same = [t for t in threads]
                 ev["arg"] = draw(st.sampled_from([len(same), len(same), max(1, len(same) - 1), 2]))
             elif op == Op.WARP_SYNC:
@@ -131,6 +135,8 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                 if draw(st.integers(0, 5)) == 0:
                     mask |= 1 << 31
                 ev["arg"] = mask
+                if partial_fences:
+                    ev["fence_spaces"] = draw(st.sampled_from([7, 2, 1]))
             elif op == Op.FENCE:
                 ev["sem"] = draw(st.integers(0, 3))
                 ev["scope"] = draw(st.integers(0, 5))

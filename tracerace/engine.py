@@ -70,7 +70,12 @@ SV_IV_N = 33
 SV_PR_TOP, SV_ED_TOP = 34, 35
 SV_SHARED_REGION = 36  # REGION_SHARED, with REGION_WIDE in a launch of 16-byte granules
 # SV_GLOBAL_SIZES = 37, SV_GLOBAL_REGION = 38 (0, or REGION_WIDE): see shadow.py
-SV_FIELDS = 39
+# The memory spaces this state checks (fence_spaces bits: 1 global, 2 shared,
+# 4 local): all of them, or, once a barrier orders only some memory, one of
+# the two views the driver runs side by side (see ``check_trace``).
+SV_VIEW = 39
+SV_FIELDS = 40
+VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 
 # Agents.
 # The first eight fields are what every access reads (finding the agent, its
@@ -111,6 +116,7 @@ GN_FIELDS = 23
 AR_NEXT, AR_BASE, AR_AGENT, AR_EPOCH, AR_FLAG = range(5)
 AR_FIELDS = 5
 ARF_WAITER, ARF_TMA = 1, 2
+ARF_NOJOIN = 4  # a barrier arrival that does not fence this view's memory: no clock given or taken
 
 # Signals queued on a flag.
 (SG_NEXT, SG_COUNT, SG_BASE, SG_AGENT, SG_EPOCH, SG_ROW, SG_SITE, SG_LAUNCH, SG_BLOCK, SG_THREAD,
@@ -156,6 +162,10 @@ FN_FIELDS = 4
 
 NF = len(FINDING_DTYPE.names)
 F = {name: i for i, name in enumerate(FINDING_DTYPE.names)}
+# One more column past the finding's fields: its rank among candidates
+# (prev is a write, 2; this access writes, 1), which the driver needs to merge
+# the findings of two views.
+F_RANK = NF
 (F_KIND, F_SEVERITY, F_ROW, F_LAUNCH, F_BLOCK, F_THREAD, F_OP, F_TS, F_SITE, F_PREV_ROW,
  F_PREV_LAUNCH, F_PREV_BLOCK, F_PREV_THREAD, F_PREV_OP, F_PREV_TS, F_PREV_SITE, F_PREV_ASYNC,
  F_SPACE, F_OWNER, F_ADDR, F_SIZE, F_OBJ, F_BAR_OBJ, F_BAR_GEN, F_PREV_BAR_OBJ, F_PREV_BAR_GEN,
@@ -340,7 +350,7 @@ def set_prev(find, k, row, launch, block, thread, op, ts, site):
 def emit(find, sv, kind, row, launch, block, thread, op, ts, site):
     k = sv[SV_NFIND]
     sv[SV_NFIND] += 1
-    for f in range(NF):
+    for f in range(NF + 1):
         find[k, f] = 0
     find[k, F_KIND] = kind
     find[k, F_ROW] = row
@@ -428,6 +438,7 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
         find[k, F_BAR_GEN] = bargen
         if kind == _K_UNINIT:
             continue
+        find[k, F_RANK] = 2 * cand[kind, C_PW] + cand[kind, C_AW]
         find[k, F_PREV_ROW] = cand[kind, C_PREV_ROW]
         find[k, F_PREV_LAUNCH] = launch
         find[k, F_PREV_BLOCK] = cand[kind, C_PREV_BLOCK]
@@ -731,14 +742,17 @@ def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, t, 
     """A copy's source read then destination write, by copy agent ``ca``.
     Returns 1 when either left a candidate in ``cand`` (see ``access``)."""
     info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
-    sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
-    found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-                   region_of(space2, block, t, sv), space2, sowner, addr2, size, ca, epoch, t,
-                   info, row, ts, site)
-    downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
-    found |= access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-                    region_of(space, peer, t, sv), space, downer, addr, size, ca, epoch, t,
-                    info | I_WRITE, row, ts, site)
+    found = 0
+    if sv[SV_VIEW] & (1 << space2):
+        sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
+        found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                       region_of(space2, block, t, sv), space2, sowner, addr2, size, ca, epoch, t,
+                       info, row, ts, site)
+    if sv[SV_VIEW] & (1 << space):
+        downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
+        found |= access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                        region_of(space, peer, t, sv), space, downer, addr, size, ca, epoch, t,
+                        info | I_WRITE, row, ts, site)
     return found
 
 
@@ -764,7 +778,7 @@ def join_arrivals(arr, sv, snaps, arena_a, arena_e, head, scratch, touched, cvs)
     n = 0
     while k >= 0:
         cvs[n, CV_BASE] = arr[k, AR_BASE]
-        cvs[n, CV_AGENT] = arr[k, AR_AGENT]
+        cvs[n, CV_AGENT] = -1 if arr[k, AR_FLAG] & ARF_NOJOIN else arr[k, AR_AGENT]
         cvs[n, CV_EPOCH] = arr[k, AR_EPOCH]
         n += 1
         k = arr[k, AR_NEXT]
@@ -1309,8 +1323,9 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                                cvs, a, region, addr, sem, scope)
             if proxy_c[i] == 1:
                 info |= I_PROXY
-            if access_inline(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-                             region, space, owner, addr, size, a, epoch, a, info, row, ts, site):
+            if sv[SV_VIEW] & (1 << space) and access_inline(
+                    ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                    region, space, owner, addr, size, a, epoch, a, info, row, ts, site):
                 flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
                                  ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
             if op == O.ATOMIC:
@@ -1407,9 +1422,16 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             gens[gslot, GN_L_TS] = ts
             gens[gslot, GN_L_SITE] = site
             gens[gslot, GN_L_OBJ] = mis_obj
+            # An arrival whose barrier does not fence this view's memory
+            # gives no clock, and (a bar_sync) takes none.
+            fences = (np.int64(fence_c[i]) & sv[SV_VIEW] & 3) != 0
             flag = ARF_WAITER if op != O.BAR_ARRIVE else 0
-            gens[gslot, GN_ARRIVALS] = add_arrival(arr, sv, snaps, gens[gslot, GN_ARRIVALS],
-                                                   ag[a, AG_BASE], a, epoch, flag)
+            if fences:
+                gens[gslot, GN_ARRIVALS] = add_arrival(arr, sv, snaps, gens[gslot, GN_ARRIVALS],
+                                                       ag[a, AG_BASE], a, epoch, flag)
+            else:
+                gens[gslot, GN_ARRIVALS] = add_arrival(arr, sv, snaps, gens[gslot, GN_ARRIVALS],
+                                                       0, a, epoch, flag | ARF_NOJOIN)
             if flag:
                 ag[a, AG_BLOCKED] = gslot
                 ag[a, AG_BLOCKNUM] = gens[gslot, GN_NUMBER]
@@ -1418,9 +1440,10 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 snap = join_arrivals(arr, sv, snaps, arena_a, arena_e, head, scratch, touched, cvs)
                 k = head
                 while k >= 0:
-                    if arr[k, AR_FLAG] == ARF_WAITER:
+                    if arr[k, AR_FLAG] & ARF_WAITER:
                         w = arr[k, AR_AGENT]
-                        set_base(ag, snaps, sv, w, snap)
+                        if arr[k, AR_FLAG] & ARF_NOJOIN == 0:
+                            set_base(ag, snaps, sv, w, snap)
                         ag[w, AG_BLOCKED] = -1
                         ag[w, AG_BAROBJ] = gens[gslot, GN_BAROBJ]
                         ag[w, AG_BARGEN] = gens[gslot, GN_NUMBER]
@@ -1723,7 +1746,7 @@ _POOLS = {
     "mbs": (GR_MB, MB_FIELDS, 1 << 6, 0),
     "rels": (GR_RL, RL_FIELDS, 1 << 8, 0),
     "fen": (GR_FEN, FN_FIELDS, 1 << 8, 0),
-    "find": (GR_FIND, NF, 1 << 8, 0),
+    "find": (GR_FIND, NF + 1, 1 << 8, 0),
     "ivs": (GR_IV, IV_FIELDS, 1 << 6, 0),
     "pairs": (GR_PR, PR_FIELDS, 1 << 6, 0),
     "edges": (GR_ED, ED_FIELDS, 1 << 6, 0),
@@ -1815,6 +1838,7 @@ class EngineState:
     def __init__(self) -> None:
         self.sv = np.zeros(SV_FIELDS, np.int64)
         self.sv[SV_SIG_FREE] = -1
+        self.sv[SV_VIEW] = VIEW_ALL
         self.findings: list[np.ndarray] = []
         self.arrays: dict[str, np.ndarray] = {}
         # The node pools and the clock arena grow in place (tracerace.mapped).
@@ -1852,7 +1876,7 @@ class EngineState:
         sv = self.sv
         # The granule table is kept: its slots are stamped with their launch.
         keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP,
-                SV_GRAN_COUNT, SV_GLOBAL_SIZES}
+                SV_GRAN_COUNT, SV_GLOBAL_SIZES, SV_VIEW}
         # Global init intervals survive; shared and local ones belong to the launch.
         ivs = self.arrays["ivs"]
         live = ivs[: int(sv[SV_IV_N])]
@@ -2018,8 +2042,30 @@ class EngineState:
         return max(ar["arr"].shape[0], ar["rels"].shape[0], ar["sigs"].shape[0]) + 2
 
     def take_findings(self) -> np.ndarray:
+        """The findings so far, with the F_RANK column."""
         n = int(self.sv[SV_NFIND])
         return self.arrays["find"][:n]
+
+    def fork(self, view: int) -> "EngineState":
+        """A copy of this state that checks ``view``'s memory from now on,
+        with no findings yet (those so far stay with this state)."""
+        twin = EngineState.__new__(EngineState)
+        twin.__dict__.update(self.__dict__)
+        twin.mapped = {}
+        for name, m in self.mapped.items():
+            twin.mapped[name] = MappedArray(m.array.shape[0], m.cols, reserve=m.capacity)
+            twin.mapped[name].array[...] = m.array
+        twin.arrays = {name: twin.mapped[name].array if name in twin.mapped else a.copy()
+                       for name, a in self.arrays.items()}
+        twin.arena_a = twin.mapped["arena_a"].array
+        twin.arena_e = twin.mapped["arena_e"].array
+        for name in ("sv", "cand", "cvs", "scratch", "touched", *_MAPS):
+            setattr(twin, name, getattr(self, name).copy())
+        twin.spare_gran = None
+        twin.trend = collections.deque(self.trend, maxlen=TREND_BATCHES)
+        twin.sv[SV_NFIND] = 0
+        twin.sv[SV_VIEW] = view
+        return twin
 
     @property
     def nbytes(self) -> int:
@@ -2048,9 +2094,18 @@ def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
 
 
 def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> CheckResult:
-    """Replay ``reader`` (a TraceReader) through the Numba engine."""
+    """Replay ``reader`` (a TraceReader) through the Numba engine.
+
+    A barrier that orders only some memory (``fence_spaces``) splits
+    happens-before in two: one relation for global memory, one for shared.
+    From the first batch that holds such a barrier on, the state is forked
+    and two views replay every batch, one checking global (and local) memory
+    and one shared memory, each joining clocks only at the barriers that
+    fence its memory; their findings are merged as one checker would have
+    kept them (the reference's shared-memory clock entries)."""
     st = EngineState()
     st.rows_total = reader.meta.num_rows
+    views = [st]
     events = 0
     # The read-ahead thread is stopped before returning or raising, so the
     # caller may close the reader at once.
@@ -2058,7 +2113,11 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
     try:
         with Faulter(st) as faulter:
             for batch, gpos in batches:
-                _replay_batch(st, batch, reader.meta.path, gpos)
+                if len(views) == 1 and _fences_some_memory(batch.cols):
+                    views.append(st.fork(VIEW_SHARED))
+                    st.sv[SV_VIEW] = VIEW_GLOBAL
+                for view in views:
+                    _replay_batch(view, batch, reader.meta.path, gpos)
                 # From the second batch on: a one-batch check is over before
                 # faulting ahead could pay for itself.
                 faulter.start()
@@ -2068,12 +2127,39 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
                     progress(events)
     finally:
         batches.close()
-    _close_launch(st)
-    raw = st.take_findings()
+    for view in views:
+        _close_launch(view)
+    raw = _merge_views([view.take_findings() for view in views])
     out = empty_findings(raw.shape[0])
     for name, i in F.items():
         out[name] = raw[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
     return CheckResult(events, out)
+
+
+_MEMORY_KINDS = np.array([_K_RAW, _K_WAR, _K_WAW, _K_UNINIT, _K_INFLIGHT, _K_PROXY])
+
+
+def _fences_some_memory(cols: dict) -> bool:
+    """Whether a barrier of the batch leaves global or shared memory unfenced."""
+    op = cols["op"]
+    barrier = (op == O.BAR_SYNC) | (op == O.BAR_ARRIVE) | (op == O.WARP_SYNC)
+    return bool(np.any(barrier & ((cols["fence_spaces"] & 3) != 3)))
+
+
+def _merge_views(found: list[np.ndarray]) -> np.ndarray:
+    """The findings of one or two views (global first) as one checker keeps
+    them: per (row, kind), the candidate of highest (earlier row, rank). Only
+    the global view reports what is not about memory, and the views never
+    tie (a tie would need one access in both)."""
+    if len(found) == 1:
+        return found[0]
+    g, s = found
+    memory = np.isin(g[:, F_KIND], _MEMORY_KINDS)
+    both = np.concatenate([g[memory], s[np.isin(s[:, F_KIND], _MEMORY_KINDS)]])
+    both = both[np.lexsort((both[:, F_RANK], both[:, F_PREV_ROW], both[:, F_KIND], both[:, F_ROW]))]
+    last = np.ones(both.shape[0], bool)
+    last[:-1] = (both[1:, F_ROW] != both[:-1, F_ROW]) | (both[1:, F_KIND] != both[:-1, F_KIND])
+    return np.concatenate([g[~memory], both[last]])
 
 
 def _replay_batch(st: EngineState, batch, path: str | None,

@@ -46,13 +46,80 @@ from .schema import SITE_NONE
 THREAD, CP, BULK, TMA = 0, 1, 2, 3
 WARP_BARRIER = -2  # bar_obj of a warp_sync generation
 
-Clock = dict  # agent key -> epoch
+Clock = dict  # agent key -> epoch; SHARED -> {agent key: epoch} (below)
+
+# A barrier whose ``fence_spaces`` leaves out global or shared memory splits
+# happens-before in two relations, one per memory; every other edge belongs
+# to both. A clock holds the global relation's entries, and under SHARED the
+# shared relation's entries that differ from them (none until such a barrier).
+SHARED = "shared"
+GLOBAL_FENCE, SHARED_FENCE = 1, 2
+
+
+def shared_epoch(clock: Clock, agent) -> int:
+    """What ``clock`` knows of ``agent`` for shared memory."""
+    return clock.get(SHARED, {}).get(agent, clock.get(agent, 0))
+
+
+def set_shared(clock: Clock, agent, epoch: int) -> None:
+    """Make the shared relation know ``epoch`` of ``agent`` (stored only where
+    it differs from the global one)."""
+    if epoch == clock.get(agent, 0):
+        shared = clock.get(SHARED)
+        if shared is not None:
+            shared.pop(agent, None)
+            if not shared:
+                del clock[SHARED]
+    else:
+        clock.setdefault(SHARED, {})[agent] = epoch
 
 
 def join(into: Clock, other: Clock) -> None:
-    for agent, epoch in other.items():
-        if into.get(agent, -1) < epoch:
-            into[agent] = epoch
+    """into := into joined with other, in both relations."""
+    if SHARED not in into and SHARED not in other:
+        for agent, epoch in other.items():
+            if into.get(agent, -1) < epoch:
+                into[agent] = epoch
+        return
+    agents = [a for a in other if a != SHARED] + list(other.get(SHARED, ()))
+    shared = {a: max(shared_epoch(into, a), shared_epoch(other, a)) for a in agents}
+    join_relation(into, {a: e for a, e in other.items() if a != SHARED}, GLOBAL_FENCE)
+    for agent, epoch in shared.items():
+        set_shared(into, agent, epoch)
+
+
+def copy_clock(clock: Clock) -> Clock:
+    out = dict(clock)
+    if SHARED in out:
+        out[SHARED] = dict(out[SHARED])
+    return out
+
+
+def relation(clock: Clock, which: int) -> dict:
+    """One relation's entries of ``clock``, as a plain agent -> epoch dict."""
+    if which == GLOBAL_FENCE:
+        return {a: e for a, e in clock.items() if a != SHARED}
+    agents = [a for a in clock if a != SHARED] + list(clock.get(SHARED, ()))
+    return {a: shared_epoch(clock, a) for a in agents}
+
+
+def join_relation(into: Clock, entries: dict, which: int) -> None:
+    """Join plain ``entries`` into one relation of ``into``, leaving the other."""
+    for agent, epoch in entries.items():
+        if which == GLOBAL_FENCE:
+            if into.get(agent, 0) < epoch:
+                before = shared_epoch(into, agent)
+                into[agent] = epoch
+                set_shared(into, agent, before)
+        elif shared_epoch(into, agent) < epoch:
+            set_shared(into, agent, epoch)
+
+
+def raise_entry(clock: Clock, agent, epoch: int) -> None:
+    """Both relations know at least ``epoch`` of ``agent``."""
+    shared = max(shared_epoch(clock, agent), epoch)
+    clock[agent] = max(clock.get(agent, 0), epoch)
+    set_shared(clock, agent, shared)
 
 
 @dataclass
@@ -118,6 +185,9 @@ class Generation:
     clock: Clock = field(default_factory=dict)
     waiters: list = field(default_factory=list)
     mask: int = 0
+    # Arrivals whose barrier fences one memory only: that relation's entries.
+    global_only: dict = field(default_factory=dict)
+    shared_only: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -184,8 +254,13 @@ class ReferenceChecker:
             self.agents[key] = st
         return st
 
-    def hb(self, x: Access, launch: int, clock: Clock) -> bool:
-        return x.launch < launch or clock.get(x.agent, 0) >= x.epoch
+    def hb(self, x: Access, launch: int, clock: Clock, space: int = O.SPACE_GLOBAL) -> bool:
+        """``x`` happens before an access to ``space`` made with ``clock``."""
+        if x.launch < launch:
+            return True
+        if space == O.SPACE_SHARED:
+            return shared_epoch(clock, x.agent) >= x.epoch
+        return clock.get(x.agent, 0) >= x.epoch
 
     def emit(self, kind: int, row: int, ev: dict, *, prev: Access | None = None,
              prev_row: int = -1, prev_ev: dict | None = None, severity: int = O.Severity.ERROR,
@@ -241,7 +316,7 @@ class ReferenceChecker:
                              f"thread ({ev['block']},{ev['thread']}) has an event while its bar_sync on "
                              f"barrier {bkey[-1]} generation {gen} has not completed")
         st.epoch += 1
-        st.clock[st.key] = st.epoch
+        st.clock[st.key] = st.epoch  # (no shared entry of its own: it differs from no one's)
         handler = HANDLERS.get(op)
         if handler is not None:
             handler(self, row, ev, st)
@@ -296,7 +371,7 @@ class ReferenceChecker:
                 if x.is_atomic and acc.is_atomic and \
                         min(x.scope, acc.scope) >= reach(fields_of(x), fields_of(acc)):
                     continue  # atomics whose scopes both contain both agents
-                if self.hb(x, launch, clock):
+                if self.hb(x, launch, clock, space):
                     continue
                 if x.is_async_agent and self.in_flight(x):
                     kind = O.K_ASYNC_INFLIGHT
@@ -306,8 +381,8 @@ class ReferenceChecker:
                     kind = O.K_WAR
                 self.offer(found, kind, x, acc)
             if acc.proxy_async and last_write is not None and not last_write.proxy_async \
-                    and last_write.launch == launch and self.hb(last_write, launch, clock) \
-                    and not self.proxy_fenced(last_write, clock):
+                    and last_write.launch == launch and self.hb(last_write, launch, clock, space) \
+                    and not self.proxy_fenced(last_write, clock, space):
                 self.offer(found, O.K_PROXY_FENCE, last_write, acc)
         if uninit_lo is not None:
             cur = found.get(O.K_UNINIT_READ)
@@ -334,12 +409,12 @@ class ReferenceChecker:
         st = self.agents[w.agent[:4]]
         return next((epoch, site) for upto, epoch, site in st.cp_retire_log if upto >= w.epoch)
 
-    def proxy_fenced(self, w: Access, clock: Clock) -> bool:
+    def proxy_fenced(self, w: Access, clock: Clock, space: int) -> bool:
         """A fence_proxy_async by w's thread after w (after the wait that
         retired it, for a cp.async destination) that happens before the clock."""
         thread = w.agent[:4]
         after = self.retiring_wait(w)[0] if w.is_async_agent else w.epoch
-        known = clock.get(thread, 0)
+        known = shared_epoch(clock, thread) if space == O.SPACE_SHARED else clock.get(thread, 0)
         return any(after < f <= known for f in self.agents[thread].fences)
 
     @staticmethod
@@ -437,7 +512,7 @@ class ReferenceChecker:
         relaxed one after release fences releases, for each fence scope, the
         clock at the fence, at the narrower of the two scopes."""
         if ev["sem"] in (O.SEM_RELEASE, O.SEM_ACQ_REL):
-            releases = [(ev["scope"], st.clock)]
+            releases = [(ev["scope"], copy_clock(st.clock))]
         else:
             releases = [(min(scope, ev["scope"]), clock) for scope, clock in st.fence_release.items()]
         fields = (ev["launch"], ev["block"], ev["thread"], st.cluster)
@@ -456,7 +531,7 @@ class ReferenceChecker:
             # fences (thread scope orders nothing for others; system is device's
             # reach for every pair of agents).
             for s in range(O.SCOPE_WARP, min(scope, O.SCOPE_DEVICE) + 1):
-                st.fence_release[s] = dict(st.clock)
+                st.fence_release[s] = copy_clock(st.clock)
 
     def on_fence_proxy(self, row: int, ev: dict, st: AgentState) -> None:
         st.fences.append(st.epoch)
@@ -466,7 +541,7 @@ class ReferenceChecker:
              proxy_async: bool, copy_kind: int, phase: tuple | None = None) -> Clock:
         """Check and record a copy's source read and destination write, made by
         ``agent`` with its issuer's clock (no entry for the copy agent itself)."""
-        clock = dict(st.clock)
+        clock = copy_clock(st.clock)
         size = ev["size"]
         src = self.make_access(row, ev, st, agent, epoch, ev["addr2"], size, is_write=False,
                                proxy_async=proxy_async, copy_kind=copy_kind, copy_group=epoch)
@@ -504,7 +579,7 @@ class ReferenceChecker:
             raise self.error(row, "bad-value", f"wait_group {pending}: the group count must be >= 0")
         upto = max(retired, open_group - 1 - pending)
         agent = st.key + (lane,)
-        st.clock[agent] = upto
+        raise_entry(st.clock, agent, upto)
         self.async_retired[agent] = upto
         return upto
 
@@ -544,7 +619,7 @@ class ReferenceChecker:
             return
         mb.tx -= ev["size"]
         join(mb.clock, clock)
-        mb.clock[agent] = count
+        raise_entry(mb.clock, agent, count)
         self.complete_phase(row, ev, st, mb)
 
     def complete_phase(self, row: int, ev: dict, st: AgentState, mb: MBarrier) -> None:
@@ -619,7 +694,7 @@ class ReferenceChecker:
 
     def on_signal(self, row: int, ev: dict, st: AgentState) -> None:
         count = ev["arg"] if ev["arg"] > 0 else 1
-        self.flags[ev["obj"]].append([count, dict(st.clock), row, ev, st.key, st.epoch])
+        self.flags[ev["obj"]].append([count, copy_clock(st.clock), row, ev, st.key, st.epoch])
 
     def on_wait(self, row: int, ev: dict, st: AgentState) -> None:
         obj = ev["obj"]
@@ -716,14 +791,28 @@ class ReferenceChecker:
             gen.first_ev = ev
         gen.rows.append(row)
         gen.last_ev = ev
-        join(gen.clock, st.clock)
+        fences = ev["fence_spaces"] & (GLOBAL_FENCE | SHARED_FENCE)
+        if fences == GLOBAL_FENCE | SHARED_FENCE:
+            join(gen.clock, st.clock)
+        elif fences:
+            gen_only = gen.global_only if fences == GLOBAL_FENCE else gen.shared_only
+            join(gen_only, relation(st.clock, fences))
         number = self.gen_count[bkey]
         if op != O.BAR_ARRIVE:
-            gen.waiters.append(st)
+            gen.waiters.append((st, fences))
             st.blocked_on = (bkey, number)
         if len(gen.rows) >= gen.arg:
-            for waiter in gen.waiters:
-                join(waiter.clock, gen.clock)
+            for waiter, fences in gen.waiters:
+                # Each relation joins what the arrivals that fence its memory gave.
+                if fences == GLOBAL_FENCE | SHARED_FENCE:
+                    join(waiter.clock, gen.clock)
+                for which in (GLOBAL_FENCE, SHARED_FENCE):
+                    if fences & which:
+                        if fences != GLOBAL_FENCE | SHARED_FENCE:
+                            join_relation(waiter.clock, relation(gen.clock, which), which)
+                        join_relation(waiter.clock,
+                                      gen.global_only if which == GLOBAL_FENCE else gen.shared_only,
+                                      which)
                 waiter.blocked_on = None
                 waiter.bar = (bar_obj, number)
             self.gen_count[bkey] += 1

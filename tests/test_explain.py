@@ -112,10 +112,11 @@ def test_async_inflight_bulk_store_and_tma_load():
     assert "bulk/TMA store issued by (0,1) in bulk group 2" in explain(store, META)
     assert "no bulk_wait retired its group" in explain(store, META)
     load = finding(kind=HazardKind.ASYNC_INFLIGHT, code=reasons.INFLIGHT_TMA_LOAD, obj=0x80,
-                   prev_row=1, prev_thread=1, prev_op=Op.TMA_LOAD, op=Op.READ)
+                   aux=3, prev_row=1, prev_thread=1, prev_op=Op.TMA_LOAD, op=Op.READ)
     text = explain(load, META)
-    assert "TMA load issued by (0,1) on mbarrier 0x80 had not landed" in text
+    assert "TMA load issued by (0,1) completes phase 3 (parity 1) of mbarrier 0x80" in text
     assert "before the read by thread (0,0)" in text
+    assert "wait on mbarrier 0x80 with parity 1" in text
 
 
 def test_proxy_fence_names_the_writer_and_the_missing_fence():

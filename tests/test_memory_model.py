@@ -276,3 +276,12 @@ def test_the_two_memories_are_checked_side_by_side_from_the_first_partial_barrie
     t.cp_async(0, 1, addr=8, size=8, space=1, addr2=64)         # war on shared row 3, raw on 1
     facts, _ = findings(t)
     assert facts == {(2, "raw", 1), (3, "async_inflight", 2), (6, "async_inflight", 2)}
+
+
+def test_a_race_across_a_barrier_that_does_not_fence_its_memory_says_so():
+    facts, found = findings(across_barrier(SHARED_ONLY, 0))
+    f = one(found, "raw")
+    assert (int(f["code"]), int(f["aux"])) == (R.RACE_UNFENCED_BARRIER, SHARED_ONLY)
+    text = explain(f)
+    assert "fences only shared memory, not global memory" in text
+    assert "CLK_GLOBAL_MEM_FENCE" in text

@@ -88,13 +88,13 @@ VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 (AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_KIND, AG_BLOCKED, AG_BAROBJ, AG_BARGEN,
  AG_CLUSTER, AG_BLOCKNUM, AG_FENCES, AG_CP_OPEN, AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET,
  AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT, AG_ACQ_SERIAL, AG_ISSUER, AG_MBAR,
- AG_WEAK_AGENT, AG_WEAK_EPOCH, AG_WEAK_AUX, AG_WEAK_OBJ) = range(25)
+ AG_WEAK_AGENT, AG_WEAK_EPOCH, AG_WEAK_AUX, AG_WEAK_OBJ, AG_BARFENCE) = range(26)
 # Per scope level (WARP..DEVICE at offset scope - 1): the release fences
 # (base snapshot and epoch of the latest release fence of that scope or
 # wider; base -1: none) and the releases read by relaxed atomics waiting for
 # an acquire fence (a snapshot per reach; 0: none).
 N_LEVELS = 4
-AG_FREL_BASE = 25
+AG_FREL_BASE = 26
 AG_FREL_EPOCH = AG_FREL_BASE + N_LEVELS
 AG_PACQ = AG_FREL_EPOCH + N_LEVELS
 AG_FIELDS = 40  # five aligned cache lines
@@ -105,6 +105,7 @@ KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
 # AG_ISSUER: an async agent's thread; AG_MBAR: a TMA agent's mbarrier address.
 # AG_WEAK_*: the last release the thread's atomics read without synchronizing
 # (releaser, its epoch, reasons.weak_sync_aux, the address; agent -1: none).
+# AG_BARFENCE: the fence_spaces of its arrival at the generation AG_BARGEN.
 
 # Barrier generations, one slot per (kind, block, obj) key, reused per generation.
 (GN_OPEN, GN_ARG, GN_MASK, GN_COUNT, GN_ARRIVALS, GN_NUMBER, GN_BAROBJ, GN_KEYOBJ,
@@ -117,6 +118,7 @@ AR_NEXT, AR_BASE, AR_AGENT, AR_EPOCH, AR_FLAG = range(5)
 AR_FIELDS = 5
 ARF_WAITER, ARF_TMA = 1, 2
 ARF_NOJOIN = 4  # a barrier arrival that does not fence this view's memory: no clock given or taken
+ARF_FENCE_SHIFT = 4  # a barrier arrival's fence_spaces, in its flag
 
 # Signals queued on a flag.
 (SG_NEXT, SG_COUNT, SG_BASE, SG_AGENT, SG_EPOCH, SG_ROW, SG_SITE, SG_LAUNCH, SG_BLOCK, SG_THREAD,
@@ -250,6 +252,7 @@ def new_agent(ag, sv, block, thread, cluster, kind):
     ag[a, AG_BULK_AGENT] = -1
     ag[a, AG_ISSUER] = -1
     ag[a, AG_WEAK_AGENT] = -1
+    ag[a, AG_BARFENCE] = 7
     return a
 
 
@@ -416,11 +419,16 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
         if info & I_ASYNC:
             cand[kind, C_CODE] = R.PROXY_CP_ASYNC_DEST
             cand[kind, C_AUX] = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
-    elif kind != _K_UNINIT and (info & I_ASYNC) == 0 and ag[t, AG_WEAK_AGENT] == xa and \
-            ag[t, AG_WEAK_EPOCH] >= nodes[x, N_EPOCH]:
-        cand[kind, C_CODE] = R.RACE_WEAK_SYNC
-        cand[kind, C_AUX] = ag[t, AG_WEAK_AUX]
-        cand[kind, C_OBJ] = ag[t, AG_WEAK_OBJ]
+    elif kind != _K_UNINIT and (info & I_ASYNC) == 0:
+        if ag[t, AG_WEAK_AGENT] == xa and ag[t, AG_WEAK_EPOCH] >= nodes[x, N_EPOCH]:
+            cand[kind, C_CODE] = R.RACE_WEAK_SYNC
+            cand[kind, C_AUX] = ag[t, AG_WEAK_AUX]
+            cand[kind, C_OBJ] = ag[t, AG_WEAK_OBJ]
+        elif ag[t, AG_BARGEN] >= 0 and (cold[x, K_BARGEN] < 0 or (
+                cold[x, K_BAR] == ag[t, AG_BAROBJ] and cold[x, K_BARGEN] < ag[t, AG_BARGEN])) \
+                and not ag[t, AG_BARFENCE] & (1 << space):
+            cand[kind, C_CODE] = R.RACE_UNFENCED_BARRIER
+            cand[kind, C_AUX] = ag[t, AG_BARFENCE]
 
 
 @jit_leaf
@@ -1425,7 +1433,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             # An arrival whose barrier does not fence this view's memory
             # gives no clock, and (a bar_sync) takes none.
             fences = (np.int64(fence_c[i]) & sv[SV_VIEW] & 3) != 0
-            flag = ARF_WAITER if op != O.BAR_ARRIVE else 0
+            flag = (ARF_WAITER | (np.int64(fence_c[i]) << ARF_FENCE_SHIFT)) if op != O.BAR_ARRIVE else 0
             if fences:
                 gens[gslot, GN_ARRIVALS] = add_arrival(arr, sv, snaps, gens[gslot, GN_ARRIVALS],
                                                        ag[a, AG_BASE], a, epoch, flag)
@@ -1447,6 +1455,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                         ag[w, AG_BLOCKED] = -1
                         ag[w, AG_BAROBJ] = gens[gslot, GN_BAROBJ]
                         ag[w, AG_BARGEN] = gens[gslot, GN_NUMBER]
+                        ag[w, AG_BARFENCE] = (arr[k, AR_FLAG] >> ARF_FENCE_SHIFT) & 7
                     k = arr[k, AR_NEXT]
                 free_arrivals(arr, sv, snaps, head)
                 gens[gslot, GN_ARRIVALS] = -1

@@ -142,10 +142,27 @@ def _weak_sync(v: _View, n1: str) -> str:
             f"it, if one does)")
 
 
+_FENCE_NAMES = {1: "global", 2: "shared", 4: "local"}
+_OPENCL_FENCE = {0: "CLK_GLOBAL_MEM_FENCE", 1: "CLK_LOCAL_MEM_FENCE"}
+
+
+def _unfenced_barrier(v: _View, n1: str, n2: str) -> str:
+    """A race across a barrier whose fence_spaces leave out the memory (RACE_UNFENCED_BARRIER)."""
+    memory = Space(v.space).name.lower()
+    fenced = [name for bit, name in _FENCE_NAMES.items() if v.aux & bit and bit != 4]
+    fences = f"fences only {' and '.join(fenced)} memory" if fenced else "fences no memory"
+    hint = _OPENCL_FENCE.get(v.space)
+    return (f"{v.who(True)} {_VERB[n1]} before generation {v.bar_gen} of barrier {v.bar_obj} and "
+            f"{v.who()} {_VERB[n2]} after it, but that barrier {fences}, not {memory} memory: "
+            f"make it fence {memory} memory too" + (f" ({hint} in OpenCL)" if hint else ""))
+
+
 def _race(v: _View) -> str:
     n1, n2 = _RACE_NOUNS[HazardKind(v.kind)]
     if v.code == reasons.RACE_WEAK_SYNC and v.prev_launch == v.launch:
         return _weak_sync(v, "atomic" if v.prev_op == int(Op.ATOMIC) else n1)
+    if v.code == reasons.RACE_UNFENCED_BARRIER and v.prev_launch == v.launch:
+        return _unfenced_barrier(v, n1, n2)
     if v.prev_launch != v.launch:
         return (f"launch {v.prev_launch} ends before launch {v.launch} begins, so "
                 f"{v.access(True, n1)} and {v.access(False, n2)} cannot race; "

@@ -12,6 +12,10 @@ NONE = 0
 # agent, made after the earlier access, that did not synchronize with it.
 # obj: the atomic's address; aux: weak_sync_aux(...).
 RACE_WEAK_SYNC = 1
+# raw / war / waw: the earlier access came before the barrier generation the
+# later agent passed last, and that barrier does not fence the memory of the
+# bytes (fence_spaces). aux: the barrier's fence_spaces.
+RACE_UNFENCED_BARRIER = 2
 
 # proxy_fence
 PROXY_GENERIC_WRITE = 0  # a thread's generic-proxy store (the fence goes after it)

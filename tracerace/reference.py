@@ -158,6 +158,7 @@ class AgentState:
     cluster: int = 0
     blocked_on: tuple | None = None  # (barrier key, generation) of a pending bar_sync
     bar: tuple = (-1, -1)
+    bar_fences: int = 7  # fence_spaces of its arrival at that generation
     # Release fences: scope -> the clock at the latest release fence of that
     # scope or wider (an earlier fence, or a narrower one, releases less).
     fence_release: dict = field(default_factory=dict)
@@ -188,6 +189,7 @@ class Generation:
     # Arrivals whose barrier fences one memory only: that relation's entries.
     global_only: dict = field(default_factory=dict)
     shared_only: dict = field(default_factory=dict)
+    waiter_fences: dict = field(default_factory=dict)  # id(agent state) -> its fence_spaces
 
 
 @dataclass
@@ -435,11 +437,11 @@ class ReferenceChecker:
             lo = max(prev.addr, acc.addr)
             hi = min(prev.addr + prev.size, acc.addr + acc.size)
             space, owner = space_of[id(acc)]
-            code, aux, obj = self.reason(kind, prev, st)
+            code, aux, obj = self.reason(kind, prev, st, space)
             self.emit(kind, row, ev, prev=prev, space=space, owner=owner, addr=lo, size=hi - lo,
                       obj=obj, code=code, aux=aux, bar=acc.bar)
 
-    def reason(self, kind: int, prev: Access, st: AgentState) -> tuple[int, int, int]:
+    def reason(self, kind: int, prev: Access, st: AgentState, space: int) -> tuple[int, int, int]:
         """(code, aux, obj) of a two-access finding: what was missing."""
         if kind == O.K_ASYNC_INFLIGHT:
             if prev.copy_kind == R.INFLIGHT_TMA_LOAD:
@@ -449,11 +451,17 @@ class ReferenceChecker:
             if prev.is_async_agent:
                 return R.PROXY_CP_ASYNC_DEST, self.retiring_wait(prev)[1], 0
             return R.PROXY_GENERIC_WRITE, 0, 0
+        if kind not in (O.K_RAW, O.K_WAR, O.K_WAW) or prev.is_async_agent:
+            return 0, 0, 0
         weak = st.weak
-        if kind in (O.K_RAW, O.K_WAR, O.K_WAW) and weak is not None and \
-                not prev.is_async_agent and weak[0] == prev.agent and weak[1] >= prev.epoch:
+        if weak is not None and weak[0] == prev.agent and weak[1] >= prev.epoch:
             _, _, rel_scope, acq_scope, need, how, address = weak
             return R.RACE_WEAK_SYNC, R.weak_sync_aux(rel_scope, acq_scope, need, how), address
+        # The earlier access came before the barrier generation this thread
+        # passed last, and that barrier does not fence the memory.
+        before = prev.bar[1] < 0 or (prev.bar[0] == st.bar[0] and prev.bar[1] < st.bar[1])
+        if st.bar[1] >= 0 and before and not st.bar_fences & (1 << space):
+            return R.RACE_UNFENCED_BARRIER, st.bar_fences, 0
         return 0, 0, 0
 
     def on_access(self, row: int, ev: dict, st: AgentState) -> None:
@@ -800,8 +808,10 @@ class ReferenceChecker:
         number = self.gen_count[bkey]
         if op != O.BAR_ARRIVE:
             gen.waiters.append((st, fences))
+            gen.waiter_fences[id(st)] = ev["fence_spaces"]
             st.blocked_on = (bkey, number)
         if len(gen.rows) >= gen.arg:
+            ev_fences = gen.waiter_fences
             for waiter, fences in gen.waiters:
                 # Each relation joins what the arrivals that fence its memory gave.
                 if fences == GLOBAL_FENCE | SHARED_FENCE:
@@ -815,6 +825,7 @@ class ReferenceChecker:
                                       which)
                 waiter.blocked_on = None
                 waiter.bar = (bar_obj, number)
+                waiter.bar_fences = ev_fences[id(waiter)]
             self.gen_count[bkey] += 1
             del self.generations[bkey]
 

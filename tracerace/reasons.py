@@ -49,7 +49,12 @@ MBAR_ARRIVAL_UNDERFLOW = 3
 MBAR_TX_UNDERFLOW = 4
 MBAR_PHASE_NEVER_COMPLETED = 5
 
+_RACE_NAMES = {RACE_WEAK_SYNC: "release/acquire read without synchronizing",
+               RACE_UNFENCED_BARRIER: "barrier does not fence this memory"}
+
 NAMES = {
+    "raw": _RACE_NAMES, "war": _RACE_NAMES, "waw": _RACE_NAMES,
+    "proxy_fence": {PROXY_CP_ASYNC_DEST: "cp.async destination not fenced after its wait"},
     "barrier_mismatch": {BAR_ARG_DISAGREES: "arrivals disagree on the thread count",
                          BAR_INCOMPLETE: "generation never completed"},
     "async_inflight": {INFLIGHT_CP_ASYNC: "cp.async copy in flight",

@@ -2,8 +2,8 @@
 interpreter, recorded and checked.
 
 Each script in ``kernels_triton/`` takes its variant as its first argument;
-the lines where racing accesses happen end in ``# race`` and the line of an
-uninitialized read ends in ``# uninit``. A broken variant must be reported at
+the lines where racing accesses happen end in ``# race`` (``# race cta``: in
+that variant only) and the line of an uninitialized read ends in ``# uninit``. A broken variant must be reported at
 exactly those lines with exactly the expected hazard kinds; a correct one must
 be clean. Every recording starts a Python with torch and Triton (about two
 seconds), so the matrix is kept small.
@@ -47,11 +47,11 @@ def record_script(tmp_path, script: str, *args: str, name: str = "trace") -> str
     return str(out)
 
 
-def marked_lines(script: str, mark: str) -> set[str]:
-    """``file.py:line`` of every line of ``script`` that ends in ``# mark``."""
+def marked_lines(script: str, *marks: str) -> set[str]:
+    """``file.py:line`` of every line of ``script`` that ends in ``# MARK`` for a mark."""
     source = (KERNELS / script).read_text().splitlines()
     return {f"{script}:{n}" for n, line in enumerate(source, 1)
-            if line.rstrip().endswith(f"# {mark}")}
+            if any(line.rstrip().endswith(f"# {mark}") for mark in marks)}
 
 
 def reported_lines(report) -> set[str]:
@@ -74,9 +74,10 @@ def buffer_named(cols: dict, name: str, launch: int = 0):
 # --- correct and broken kernels --------------------------------------------------------
 
 BROKEN = [
-    ("permute.py", "aliased", {"raw", "war"}),
-    ("histogram.py", "plain", {"raw", "war", "waw"}),
-    ("flag.py", "relaxed", {"raw"}),
+    ("permute.py", "aliased", {"raw", "war"}, ("race",)),
+    ("histogram.py", "plain", {"raw", "war", "waw"}, ("race",)),
+    ("flag.py", "relaxed", {"raw"}, ("race",)),
+    ("flag.py", "cta", {"raw", "waw"}, ("race", "race cta")),
 ]
 
 CORRECT = [
@@ -87,15 +88,16 @@ CORRECT = [
     ("uninit.py", "zeros"),
     ("uninit.py", "filled"),
     ("uninit.py", "numpy"),
+    ("uninit.py", "late"),
     ("transpose.py",),
 ]
 
 
-@pytest.mark.parametrize("script,variant,kinds", BROKEN)
-def test_broken_kernel_is_reported_at_its_racy_lines(tmp_path, script, variant, kinds):
+@pytest.mark.parametrize("script,variant,kinds,marks", BROKEN)
+def test_broken_kernel_is_reported_at_its_racy_lines(tmp_path, script, variant, kinds, marks):
     report = tracerace.check(record_script(tmp_path, script, variant))
     assert {g.kind for g in report.groups} == kinds
-    assert reported_lines(report) == marked_lines(script, "race")
+    assert reported_lines(report) == marked_lines(script, *marks)
 
 
 @pytest.mark.parametrize("args", CORRECT, ids=lambda a: " ".join(a))
@@ -178,13 +180,15 @@ def test_programs_are_blocks_of_one_agent_on_a_2d_grid(tmp_path):
 
 
 def test_atomics_carry_their_sem_and_scope(tmp_path):
-    cols = read_columns(record_script(tmp_path, "flag.py", "acq_rel"))
-    atomic = cols["op"] == Op.ATOMIC
-    assert list(zip(cols["block"][atomic].tolist(), cols["sem"][atomic].tolist())) == [
-        (0, Sem.RELEASE), (1, Sem.ACQUIRE)]
-    assert set(cols["scope"][atomic].tolist()) == {Scope.DEVICE}
-    relaxed = read_columns(record_script(tmp_path, "flag.py", "relaxed", name="relaxed"))
-    assert set(relaxed["sem"][relaxed["op"] == Op.ATOMIC].tolist()) == {Sem.RELAXED}
+    """(block, sem, scope) of the flag's exchange (program 0) and compare-and-swap (1)."""
+    def atomics(variant: str) -> list[tuple[int, int, int]]:
+        cols = read_columns(record_script(tmp_path, "flag.py", variant, name=variant))
+        atomic = cols["op"] == Op.ATOMIC
+        return list(zip(*(cols[c][atomic].tolist() for c in ("block", "sem", "scope"))))
+
+    assert atomics("acq_rel") == [(0, Sem.RELEASE, Scope.DEVICE), (1, Sem.ACQUIRE, Scope.DEVICE)]
+    assert atomics("cta") == [(0, Sem.RELEASE, Scope.BLOCK), (1, Sem.ACQUIRE, Scope.DEVICE)]
+    assert atomics("relaxed") == [(0, Sem.RELAXED, Scope.DEVICE), (1, Sem.RELAXED, Scope.DEVICE)]
 
 
 def test_debug_barrier_is_a_barrier_of_one_program(tmp_path):
@@ -281,7 +285,7 @@ def test_a_tensor_off_the_cpu_fails_the_recording(tmp_path):
     line = one_error_line(run_source(
         tmp_path, KERNEL + "copy[(1,)](torch.ones(8, device='meta'), torch.empty(8), "
                            "BLOCK=8)\n"))
-    assert "argument x_ptr of kernel copy is a tensor on meta" in line
+    assert "cannot record the program: argument x_ptr of kernel copy is a tensor on meta" in line
 
 
 def test_a_caught_failure_still_fails_the_recording(tmp_path):

@@ -5,7 +5,9 @@ bytes nothing wrote. ``half``: the host zeroes the first half only, so only
 the second half is read uninitialized. ``filled``: the host fills the
 ``torch.empty`` tensor before the launch (clean). ``numpy``: the host fills it
 through NumPy, which the recorder cannot follow, so it counts as written
-(clean). ``zeros``: ``torch.zeros`` (clean).
+(clean). ``late``: a first launch sees ``out`` but reads none of it (every
+lane masked off), then the host fills it before the second (clean).
+``zeros``: ``torch.zeros`` (clean).
 """
 
 import sys
@@ -37,6 +39,9 @@ def main(mode: str) -> None:
             out[: N // 2] = 0.0
         elif mode == "numpy":
             out.numpy()[:] = 0.0
+        elif mode == "late":
+            accumulate[(N // BLOCK,)](x, out, 0, BLOCK=BLOCK)
+            out.fill_(0.0)
     accumulate[(N // BLOCK,)](x, out, N, BLOCK=BLOCK)
 
 

@@ -74,7 +74,10 @@ class Session:
         start = perf_counter()
         try:
             with self.host.paused():
-                self._begin(kernel, args, kwargs)
+                try:
+                    self._begin(kernel, args, kwargs)
+                except RecordError as exc:
+                    raise self.fail(str(exc)) from None
                 return run()
         except BaseException:
             self.incomplete = True

@@ -3,10 +3,10 @@ interpreter, recorded and checked.
 
 Each script in ``kernels_triton/`` takes its variant as its first argument;
 the lines where racing accesses happen end in ``# race`` (``# race cta``: in
-that variant only) and the line of an uninitialized read ends in ``# uninit``. A broken variant must be reported at
-exactly those lines with exactly the expected hazard kinds; a correct one must
-be clean. Every recording starts a Python with torch and Triton (about two
-seconds), so the matrix is kept small.
+that variant only) and the line of an uninitialized read ends in ``# uninit``.
+A broken variant must be reported at exactly those lines with exactly the
+expected hazard kinds; a correct one must be clean. Every recording starts a
+Python with torch and Triton (about two seconds), so the matrix is kept small.
 """
 
 from __future__ import annotations

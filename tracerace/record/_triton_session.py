@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from .. import __version__
-from ..ops import ATOMIC, BAR_SYNC, INIT, READ, WRITE, Scope, Sem, Space
+from ..ops import ATOMIC, BAR_SYNC, INIT, READ, Scope, Sem, Space
 from ..writer import TraceWriter
 from ._numba_events import FLUSH_ROWS, NO_SITE_WORD, SITE_SHIFT, SIZE_LIMIT, SIZE_SHIFT, \
     EventLog, pack

@@ -90,6 +90,7 @@ CORRECT = [
     ("uninit.py", "numpy"),
     ("uninit.py", "late"),
     ("transpose.py",),
+    ("descriptor.py",),
 ]
 
 
@@ -217,6 +218,16 @@ def test_sites_are_the_kernel_lines(tmp_path):
     assert sorted(os.path.basename(s) for s in cols["meta"].sites) == sorted(
         f"vector_add.py:{_line_of('vector_add.py', f'# {what}')}"
         for what in ("load x", "load y", "store out"))
+
+
+def test_descriptor_tiles_and_device_function_lines(tmp_path):
+    cols = read_columns(record_script(tmp_path, "descriptor.py"))
+    sites = {os.path.basename(s) for s in cols["meta"].sites}
+    assert sites == {f"descriptor.py:{_line_of('descriptor.py', text)}"
+                     for text in ("# helper load", "# descriptor load", "tl.store(")}
+    x = buffer_named(cols, "x_desc")
+    tile = (cols["op"] == Op.READ) & (cols["addr"] >= x.base) & (cols["addr"] < x.base + 128)
+    assert cols["size"][tile].tolist() == [64, 64]  # each program's 4 x 4 tile, one run
 
 
 def test_same_program_gives_a_bit_identical_trace(tmp_path):

@@ -97,7 +97,7 @@ class Session:
             self._initialized(virt, span)
         ranges: list[tuple[int, int, int]] = []
         views: dict[tuple, list[str]] = {}
-        for name, tensor, itemsize in kernel_tensors(kernel.fn, args, kwargs):
+        for name, tensor in kernel_tensors(kernel.fn, args, kwargs):
             storage = tensor.untyped_storage()
             virt, new = self.storages.place(storage)
             if new:
@@ -106,7 +106,7 @@ class Session:
             if tensor.numel():
                 base = virt + tensor.data_ptr() - storage.data_ptr()
                 strides = None if tensor.is_contiguous() else tuple(tensor.stride())
-                key = (base, tuple(tensor.shape) or (1,), itemsize, strides)
+                key = (base, tuple(tensor.shape) or (1,), tensor.element_size(), strides)
                 views.setdefault(key, []).append(name)
         for (base, shape, itemsize, strides), names in views.items():
             # Arguments that are one view of one memory get one buffer: "x=out".
@@ -235,9 +235,9 @@ def element_size(ptrs) -> int:
 # --- the launch's tensors ------------------------------------------------------------------
 
 def kernel_tensors(fn, args: tuple, kwargs: dict):
-    """(name, tensor, element size) of every tensor a launch passes, as the interpreter
-    binds them: keywords it does not take are dropped; tuples give ``name.i``; a
-    tensor descriptor gives its base tensor."""
+    """(name, tensor) of every tensor a launch passes, as the interpreter binds them:
+    keywords it does not take are dropped; tuples give ``name.i``; a tensor
+    descriptor gives its base tensor, ``triton.reinterpret`` the tensor it wraps."""
     from triton.runtime.jit import TensorWrapper
     from triton.tools.tensor_descriptor import TensorDescriptor
 
@@ -246,12 +246,12 @@ def kernel_tensors(fn, args: tuple, kwargs: dict):
 
     def walk(name: str, value):
         if isinstance(value, TensorWrapper):
-            yield name, value.base, value.dtype.primitive_bitwidth // 8
+            yield from walk(name, value.base)
         elif isinstance(value, torch.Tensor):
             if value.device.type != "cpu":
                 raise RecordError(f"argument {name} of kernel {fn.__name__} is a tensor on "
                                   f"{value.device}; the triton backend records CPU tensors")
-            yield name, value, value.element_size()
+            yield name, value
         elif isinstance(value, TensorDescriptor):
             yield from walk(name, value.base)
         elif isinstance(value, tuple):
@@ -278,9 +278,13 @@ class KernelSites:
     """
 
     def __init__(self, writer) -> None:
+        from triton.runtime.interpreter import InterpretedFunction
+
         self.writer = writer
         self.cache: dict[tuple, int] = {}
+        self._rewritten = InterpretedFunction.rewritten_fn  # function -> its rewrite
         self._codes: set = set()
+        self._known = 0  # rewrites in self._codes
         self._cwd = os.path.join(os.getcwd(), "")
 
     def word(self) -> int:
@@ -297,21 +301,16 @@ class KernelSites:
         return self._text(self._kernel_frame())
 
     def _kernel_frame(self):
-        for attempt in range(2):
-            frame = sys._getframe(2)
-            while frame is not None and frame.f_code not in self._codes:
-                frame = frame.f_back
-            if frame is not None:
-                return frame
-            if attempt == 0:
-                self._refresh()
-        raise RecordError("cannot find the kernel line of a Triton memory operation")
-
-    def _refresh(self) -> None:
-        from triton.runtime.interpreter import InterpretedFunction
-
-        self._codes = {getattr(fn, "__code__", None)
-                       for fn in InterpretedFunction.rewritten_fn.values()}
+        # A device function is rewritten on its first call, inside a launch.
+        if self._known != len(self._rewritten):
+            self._codes = {getattr(fn, "__code__", None) for fn in self._rewritten.values()}
+            self._known = len(self._rewritten)
+        frame = sys._getframe(2)
+        while frame is not None and frame.f_code not in self._codes:
+            frame = frame.f_back
+        if frame is None:
+            raise RecordError("cannot find the kernel line of a Triton memory operation")
+        return frame
 
     def _text(self, frame) -> str:
         path = os.path.abspath(frame.f_code.co_filename)

@@ -40,11 +40,24 @@ TESTS = Path(__file__).parent
 KERNELS = TESTS / "kernels_triton"
 
 
-def record_script(tmp_path, script: str, *args: str, name: str = "trace") -> str:
-    out = tmp_path / f"{name}.arrow"
+def record_script(tmp_path, script: str, *args: str) -> str:
+    out = tmp_path / "trace.arrow"
     result = record(["python", str(KERNELS / script), *args], str(out), backend="triton")
     assert result.exit_code == 0 and result.launches >= 1 and result.events > 0
     return str(out)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """``recorded(script, *args)``: the trace of that run, recorded once per module."""
+    traces: dict[tuple[str, ...], str] = {}
+
+    def get(*args: str) -> str:
+        if args not in traces:
+            traces[args] = record_script(tmp_path_factory.mktemp("trace"), *args)
+        return traces[args]
+
+    return get
 
 
 def marked_lines(script: str, *marks: str) -> set[str]:
@@ -95,22 +108,22 @@ CORRECT = [
 
 
 @pytest.mark.parametrize("script,variant,kinds,marks", BROKEN)
-def test_broken_kernel_is_reported_at_its_racy_lines(tmp_path, script, variant, kinds, marks):
-    report = tracerace.check(record_script(tmp_path, script, variant))
+def test_broken_kernel_is_reported_at_its_racy_lines(recorded, script, variant, kinds, marks):
+    report = tracerace.check(recorded(script, variant))
     assert {g.kind for g in report.groups} == kinds
     assert reported_lines(report) == marked_lines(script, *marks)
 
 
 @pytest.mark.parametrize("args", CORRECT, ids=lambda a: " ".join(a))
-def test_correct_kernel_is_clean(tmp_path, args):
-    report = tracerace.check(record_script(tmp_path, *args))
+def test_correct_kernel_is_clean(recorded, args):
+    report = tracerace.check(recorded(*args))
     assert not report.groups, report.summary_line()
 
 
-def test_aliased_permutation_names_the_shared_rows(tmp_path):
+def test_aliased_permutation_names_the_shared_rows(recorded):
     """Incident 4 recorded: input and output are one tensor, so one buffer names both,
     and every launch (two autotuning configs, then the call) races."""
-    path = record_script(tmp_path, "permute.py", "aliased")
+    path = recorded("permute.py", "aliased")
     cols = read_columns(path)
     report = tracerace.check(path)
     assert {b.name for b in cols["meta"].buffers} == {"x_ptr=out_ptr", "dst_ptr"}
@@ -121,17 +134,17 @@ def test_aliased_permutation_names_the_shared_rows(tmp_path):
 
 # --- uninitialized memory ----------------------------------------------------------------
 
-def test_reading_torch_empty_memory_is_uninit_read(tmp_path):
-    report = tracerace.check(record_script(tmp_path, "uninit.py", "empty"))
+def test_reading_torch_empty_memory_is_uninit_read(recorded):
+    report = tracerace.check(recorded("uninit.py", "empty"))
     assert [g.kind for g in report.groups] == ["uninit_read"]
     assert reported_lines(report) == marked_lines("uninit.py", "uninit")
     assert report.groups[0].locations == tuple(f"out_ptr[{i}]..out_ptr[{i + 7}]"
                                                for i in range(0, 32, 8))
 
 
-def test_host_writes_initialize_only_the_elements_written(tmp_path):
+def test_host_writes_initialize_only_the_elements_written(recorded):
     """The host zeroes ``out[:16]`` of a torch.empty tensor: the other half is uninitialized."""
-    path = record_script(tmp_path, "uninit.py", "half")
+    path = recorded("uninit.py", "half")
     report = tracerace.check(path)
     assert [g.kind for g in report.groups] == ["uninit_read"]
     assert report.groups[0].locations == ("out_ptr[16]..out_ptr[23]", "out_ptr[24]..out_ptr[31]")
@@ -144,10 +157,10 @@ def test_host_writes_initialize_only_the_elements_written(tmp_path):
 
 # --- what a trace holds ---------------------------------------------------------------------
 
-def test_masked_lanes_are_not_recorded(tmp_path):
+def test_masked_lanes_are_not_recorded(recorded):
     """100 elements in blocks of 16: the last program's 12 lanes past the end are
     masked off, so it reads and writes 4 elements (16 bytes) of each tensor."""
-    cols = read_columns(record_script(tmp_path, "vector_add.py", "100"))
+    cols = read_columns(recorded("vector_add.py", "100"))
     access = np.isin(cols["op"], [Op.READ, Op.WRITE])
     last = access & (cols["block"] == 6)
     assert cols["size"][access & (cols["block"] < 6)].tolist() == [64] * 18
@@ -164,8 +177,8 @@ def test_masked_lanes_are_not_recorded(tmp_path):
                                                   buffer_named(cols, "y_ptr").base]
 
 
-def test_programs_are_blocks_of_one_agent_on_a_2d_grid(tmp_path):
-    cols = read_columns(record_script(tmp_path, "transpose.py"))
+def test_programs_are_blocks_of_one_agent_on_a_2d_grid(recorded):
+    cols = read_columns(recorded("transpose.py"))
     assert set(cols["block"].tolist()) == set(range(6))  # a 2 x 3 grid
     assert set(cols["thread"].tolist()) == {0}
     x = buffer_named(cols, "x_ptr")
@@ -180,10 +193,10 @@ def test_programs_are_blocks_of_one_agent_on_a_2d_grid(tmp_path):
     assert cols["size"][writes].tolist() == [16] * 4
 
 
-def test_atomics_carry_their_sem_and_scope(tmp_path):
+def test_atomics_carry_their_sem_and_scope(recorded):
     """(block, sem, scope) of the flag's exchange (program 0) and compare-and-swap (1)."""
     def atomics(variant: str) -> list[tuple[int, int, int]]:
-        cols = read_columns(record_script(tmp_path, "flag.py", variant, name=variant))
+        cols = read_columns(recorded("flag.py", variant))
         atomic = cols["op"] == Op.ATOMIC
         return list(zip(*(cols[c][atomic].tolist() for c in ("block", "sem", "scope"))))
 
@@ -192,18 +205,18 @@ def test_atomics_carry_their_sem_and_scope(tmp_path):
     assert atomics("relaxed") == [(0, Sem.RELAXED, Scope.DEVICE), (1, Sem.RELAXED, Scope.DEVICE)]
 
 
-def test_debug_barrier_is_a_barrier_of_one_program(tmp_path):
-    cols = read_columns(record_script(tmp_path, "flag.py", "relaxed"))
+def test_debug_barrier_is_a_barrier_of_one_program(recorded):
+    cols = read_columns(recorded("flag.py", "relaxed"))
     bar = cols["op"] == Op.BAR_SYNC
     assert cols["block"][bar].tolist() == [0] and cols["arg"][bar].tolist() == [1]
     assert cols["meta"].sites[cols["site"][bar][0]].endswith(
         f"flag.py:{_line_of('flag.py', 'tl.debug_barrier()')}")
 
 
-def test_autotuning_runs_every_config_once_then_the_call(tmp_path):
+def test_autotuning_runs_every_config_once_then_the_call(recorded):
     """Configs BLOCK=16 (4 programs) and 32 (2), then the call with the first config;
     each lane's atomic_add is one acq_rel atomic at device scope."""
-    cols = read_columns(record_script(tmp_path, "histogram.py", "atomic"))
+    cols = read_columns(recorded("histogram.py", "atomic"))
     programs = [len(set(cols["block"][cols["launch"] == launch].tolist())) for launch in range(3)]
     assert programs == [4, 2, 4]
     atomic = cols["op"] == Op.ATOMIC
@@ -213,15 +226,15 @@ def test_autotuning_runs_every_config_once_then_the_call(tmp_path):
     assert set(cols["space"][atomic].tolist()) == {Space.GLOBAL}
 
 
-def test_sites_are_the_kernel_lines(tmp_path):
-    cols = read_columns(record_script(tmp_path, "vector_add.py", "100"))
+def test_sites_are_the_kernel_lines(recorded):
+    cols = read_columns(recorded("vector_add.py", "100"))
     assert sorted(os.path.basename(s) for s in cols["meta"].sites) == sorted(
         f"vector_add.py:{_line_of('vector_add.py', f'# {what}')}"
         for what in ("load x", "load y", "store out"))
 
 
-def test_descriptor_tiles_and_device_function_lines(tmp_path):
-    cols = read_columns(record_script(tmp_path, "descriptor.py"))
+def test_descriptor_tiles_and_device_function_lines(recorded):
+    cols = read_columns(recorded("descriptor.py"))
     sites = {os.path.basename(s) for s in cols["meta"].sites}
     assert sites == {f"descriptor.py:{_line_of('descriptor.py', text)}"
                      for text in ("# helper load", "# descriptor load", "tl.store(")}
@@ -230,9 +243,9 @@ def test_descriptor_tiles_and_device_function_lines(tmp_path):
     assert cols["size"][tile].tolist() == [64, 64]  # each program's 4 x 4 tile, one run
 
 
-def test_same_program_gives_a_bit_identical_trace(tmp_path):
-    first = record_script(tmp_path, "permute.py", "aliased", name="a")
-    again = record_script(tmp_path, "permute.py", "aliased", name="b")
+def test_same_program_gives_a_bit_identical_trace(tmp_path, recorded):
+    first = recorded("permute.py", "aliased")
+    again = record_script(tmp_path, "permute.py", "aliased")
     assert Path(first).read_bytes() == Path(again).read_bytes()
 
 

@@ -155,7 +155,8 @@ def record_command(
     command: list[str] = typer.Argument(..., help="The program to run, after --."),
     out: str = typer.Option(..., "--output", "-o", help="Trace path to write."),
     backend: str = typer.Option("numba", "--backend",
-                                help="numba (CUDA simulator) or oclgrind (OpenCL)."),
+                                help="numba (CUDA simulator), oclgrind (OpenCL) or triton "
+                                     "(Triton's interpreter)."),
     schedule: str = typer.Option("serial", "--schedule",
                                  help="serial, round-robin or random (numba backend)."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random schedule."),

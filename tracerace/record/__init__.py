@@ -6,6 +6,7 @@ Each backend is a module of this package with one entry point::
 
 ``numba``     Numba's CUDA simulator (package numba-cuda), deterministic scheduler.
 ``oclgrind``  The Oclgrind OpenCL simulator with tracerace's plugin.
+``triton``    Triton's interpreter (``TRITON_INTERPRET=1``), torch tensors on the CPU.
 
 Backends import their simulator lazily, so ``import tracerace`` never needs them.
 """
@@ -20,6 +21,7 @@ from ..errors import TraceError
 BACKENDS = {
     "numba": "tracerace.record.numba_sim",
     "oclgrind": "tracerace.record.oclgrind",
+    "triton": "tracerace.record.triton_interp",
 }
 SCHEDULES = ("serial", "round-robin", "random")
 

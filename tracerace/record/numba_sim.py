@@ -22,69 +22,22 @@ the program's host code.
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
-import re
-import subprocess
-import sys
-import tempfile
 
 from ..errors import TraceError
 from . import RecordResult
+from ._program import record_program
 
 NEEDS = {"numba_cuda": "numba-cuda", "greenlet": "greenlet"}
 """Modules the recorded process imports -> the packages that provide them."""
 
 INSTALL_HINT = "pip install 'tracerace[cuda-sim]'"
 
-_PYTHON = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?$")
-
 
 def record(command: list[str], out: str, *, schedule: str, seed: int) -> RecordResult:
     """Run the Python program ``command`` under the simulator and write its trace to ``out``."""
-    kind, target, args = parse_command(command)
-    _check_installed()
-    out = os.path.abspath(out)
-    if not os.path.isdir(os.path.dirname(out)):
-        raise TraceError(f"the folder of {out} does not exist", path=out, rule="io")
-    with tempfile.TemporaryDirectory(prefix="tracerace-record-") as tmp:
-        status_path = os.path.join(tmp, "status.json")
-        child = [sys.executable, "-m", "tracerace.record._numba_boot", out, status_path,
-                 schedule, str(seed), kind, target, *args]
-        returncode = subprocess.run(child, env=_child_env()).returncode
-        status = _read_status(status_path, returncode, target)
-    if status["error"] is not None:
-        raise TraceError(_failure(status, out), path=target, rule="record")
-    return RecordResult(out=out, events=status["events"], launches=status["launches"],
-                        seconds=status["seconds"], exit_code=status["exit_code"])
-
-
-def parse_command(command: list[str]) -> tuple[str, str, list[str]]:
-    """("script", path, args) or ("module", name, args) from ``python script.py args``,
-    ``python -m module args`` or ``script.py args``. The program runs under this
-    interpreter, whichever ``python`` the command names."""
-    words = list(command)
-    python = bool(words) and _is_python(words[0])
-    if python:
-        words = words[1:]
-    if python and words[:1] == ["-m"]:
-        if len(words) < 2:
-            raise _usage("python -m needs a module name")
-        return "module", words[1], words[2:]
-    if not words or words[0].startswith("-") or not (python or words[0].endswith(".py")):
-        raise _usage("the numba backend records a Python program: give "
-                     "'python script.py [args]' or 'python -m module [args]' after --")
-    if not os.path.isfile(words[0]):
-        raise TraceError("no such file", path=words[0], rule="record")
-    return "script", words[0], words[1:]
-
-
-def _is_python(word: str) -> bool:
-    return bool(_PYTHON.match(os.path.basename(word))) or word == sys.executable
-
-
-def _usage(message: str) -> TraceError:
-    return TraceError(message, path="options", rule="usage")
+    return record_program("tracerace.record._numba_boot", command, out, backend="numba",
+                          options=[schedule, str(seed)], env={"NUMBA_ENABLE_CUDASIM": "1"},
+                          check_installed=_check_installed)
 
 
 def _check_installed() -> None:
@@ -93,31 +46,3 @@ def _check_installed() -> None:
     if missing:
         raise TraceError(f"the numba backend needs {' and '.join(missing)}: {INSTALL_HINT}",
                          path="options", rule="setup")
-
-
-def _child_env() -> dict[str, str]:
-    """The environment of the recorded process: the simulator on, and this
-    tracerace importable even when it is not installed."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    path = os.environ.get("PYTHONPATH")
-    return dict(os.environ, NUMBA_ENABLE_CUDASIM="1",
-                PYTHONPATH=root if not path else root + os.pathsep + path)
-
-
-def _read_status(path: str, returncode: int, target: str) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        raise TraceError(f"the program ended before its recording finished "
-                         f"(exit status {returncode})", path=target, rule="record") from None
-
-
-def _failure(status: dict, out: str) -> str:
-    """The error message of a recording that failed; it says whether ``out`` was written."""
-    message = status["error"]
-    if status["written"]:
-        launches = status["launches"]
-        message += (f"; the trace of its {launches} completed launch"
-                    f"{'es' if launches != 1 else ''} was written to {out}")
-    return message

@@ -1,0 +1,167 @@
+"""Recording a Python program in a child interpreter: what every Python backend shares.
+
+A Python backend (``numba``, ``triton``) records ``python script.py [args]`` or
+``python -m module [args]`` by starting a child interpreter on a *boot module*
+of its own (``python -m tracerace.record._numba_boot OUT STATUS [OPTIONS...]
+script|module TARGET [ARGS...]``). The boot module hooks its simulator, runs
+the program unmodified with :func:`run_program`, writes the trace and leaves a
+JSON status for the parent (:func:`write_status`): events, launches, seconds,
+the program's exit code, whether the trace was written, and ``error`` (why
+nothing useful was recorded) or null. The parent side is :func:`record_program`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import runpy
+import subprocess
+import sys
+import tempfile
+import traceback
+from collections.abc import Callable
+
+from ..errors import TraceError
+from . import RecordResult
+from ._numba_events import library_roots, shown_path
+
+_PYTHON = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?$")
+
+
+# --- the parent ------------------------------------------------------------------------
+
+def record_program(boot: str, command: list[str], out: str, *, backend: str,
+                   options: list[str], env: dict[str, str],
+                   check_installed: Callable[[], None]) -> RecordResult:
+    """Run the Python program ``command`` in a child on module ``boot`` and return
+    what it recorded into ``out``; a failed recording raises :class:`TraceError`.
+    ``check_installed`` raises when the backend's packages are missing (it runs
+    once the command is known to be a Python program)."""
+    kind, target, args = parse_command(command, backend)
+    check_installed()
+    out = os.path.abspath(out)
+    if not os.path.isdir(os.path.dirname(out)):
+        raise TraceError(f"the folder of {out} does not exist", path=out, rule="io")
+    with tempfile.TemporaryDirectory(prefix="tracerace-record-") as tmp:
+        status_path = os.path.join(tmp, "status.json")
+        child = [sys.executable, "-m", boot, out, status_path, *options, kind, target, *args]
+        returncode = subprocess.run(child, env=child_env(env)).returncode
+        status = _read_status(status_path, returncode, target)
+    if status["error"] is not None:
+        raise TraceError(_failure(status, out), path=target, rule="record")
+    return RecordResult(out=out, events=status["events"], launches=status["launches"],
+                        seconds=status["seconds"], exit_code=status["exit_code"])
+
+
+def parse_command(command: list[str], backend: str) -> tuple[str, str, list[str]]:
+    """("script", path, args) or ("module", name, args) from ``python script.py args``,
+    ``python -m module args`` or ``script.py args``. The program runs under this
+    interpreter, whichever ``python`` the command names."""
+    words = list(command)
+    python = bool(words) and _is_python(words[0])
+    if python:
+        words = words[1:]
+    if python and words[:1] == ["-m"]:
+        if len(words) < 2:
+            raise _usage("python -m needs a module name")
+        return "module", words[1], words[2:]
+    if not words or words[0].startswith("-") or not (python or words[0].endswith(".py")):
+        raise _usage(f"the {backend} backend records a Python program: give "
+                     "'python script.py [args]' or 'python -m module [args]' after --")
+    if not os.path.isfile(words[0]):
+        raise TraceError("no such file", path=words[0], rule="record")
+    return "script", words[0], words[1:]
+
+
+def child_env(extra: dict[str, str]) -> dict[str, str]:
+    """The environment of the recorded process: ``extra`` set, and this tracerace
+    importable even when it is not installed."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = os.environ.get("PYTHONPATH")
+    return dict(os.environ, **extra, PYTHONPATH=root if not path else root + os.pathsep + path)
+
+
+def _is_python(word: str) -> bool:
+    return bool(_PYTHON.match(os.path.basename(word))) or word == sys.executable
+
+
+def _usage(message: str) -> TraceError:
+    return TraceError(message, path="options", rule="usage")
+
+
+def _read_status(path: str, returncode: int, target: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        raise TraceError(f"the program ended before its recording finished "
+                         f"(exit status {returncode})", path=target, rule="record") from None
+
+
+def _failure(status: dict, out: str) -> str:
+    """The error message of a recording that failed; it says whether ``out`` was written."""
+    message = status["error"]
+    if status["written"]:
+        launches = status["launches"]
+        message += (f"; the trace of its {launches} completed launch"
+                    f"{'es' if launches != 1 else ''} was written to {out}")
+    return message
+
+
+# --- the child -------------------------------------------------------------------------
+
+def run_program(kind: str, target: str, args: list[str]) -> tuple[int, str | None]:
+    """Run the program as ``python`` would; (exit code, failure or None)."""
+    sys.argv = [target, *args]
+    try:
+        if kind == "module":
+            sys.path[0] = os.getcwd()
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+        else:
+            sys.path[0] = os.path.dirname(os.path.abspath(target))
+            runpy.run_path(target, run_name="__main__")
+    except SystemExit as exc:
+        return _exit_code(exc.code), None
+    except BaseException as exc:  # the program failed: say why, without a traceback
+        return 1, f"the program failed: {describe_failure(exc)}"
+    return 0, None
+
+
+def _exit_code(code) -> int:
+    """The status ``sys.exit(code)`` gives, as the interpreter computes it."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return 1
+
+
+def describe_failure(exc: BaseException) -> str:
+    """``ZeroDivisionError: division by zero at kernel.py:12 (in simulated ...)``."""
+    text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
+    first = text[0] if text else type(exc).__name__
+    notes = [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str)]
+    where = _user_line(exc.__traceback__)
+    return " ".join([first] + ([f"at {where}"] if where else []) +
+                    [f"({n})" for n in notes])
+
+
+def _user_line(tb) -> str | None:
+    """``file:line`` of the innermost traceback entry in the user's code."""
+    library, cwd = library_roots(), os.getcwd()
+    found = None
+    for frame, line in traceback.walk_tb(tb):
+        path = shown_path(frame.f_code.co_filename, library, cwd)
+        if path is not None:
+            found = f"{path}:{line}"
+    return found
+
+
+def write_status(path: str, **fields) -> None:
+    status = {"events": 0, "launches": 0, "seconds": 0.0, "exit_code": 0, "written": False,
+              "error": None}
+    status.update(fields)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(status, f)

@@ -1,0 +1,64 @@
+"""The recorded process: ``python -m tracerace.record._triton_boot OUT STATUS
+script|module TARGET [ARGS...]``.
+
+Started by :func:`tracerace.record.triton_interp.record` with
+``TRITON_INTERPRET=1``. It hooks the interpreter, follows the program's torch
+operations (:class:`~._triton_host.HostMemory`), runs the program unmodified
+(as ``python TARGET ARGS`` or ``python -m TARGET ARGS`` would), writes the
+trace, and leaves a JSON status in STATUS for the parent (see :mod:`._program`).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ._program import run_program, write_status
+
+INTERPRETER = "triton"
+
+
+def main(argv: list[str]) -> int:
+    out, status_path, kind, target, *args = argv
+    try:
+        session = _start(out)
+    except Exception as exc:  # noqa: BLE001 (any reason the interpreter cannot start)
+        write_status(status_path, error=f"cannot start the Triton interpreter: {exc}")
+        return 2
+    with session.host:
+        exit_code, failure = run_program(kind, target, args)
+    if session.failure is not None:  # the recorder's reason, not the program's symptom
+        failure = f"cannot record the program: {session.failure}"
+    elif failure is None and session.incomplete:
+        failure = "a kernel launch raised an exception (the program caught it)"
+    keep = session.launches > 0 and not session.incomplete
+    try:
+        written = session.finish(keep)
+    except OSError as exc:
+        written, failure = False, failure or f"cannot write {out}: {exc.strerror or exc}"
+    if failure is None and session.launches == 0:
+        failure = "the program launched no Triton kernel"
+    write_status(status_path, events=session.log.rows if written else 0,
+                 launches=session.launches, seconds=session.seconds, exit_code=exit_code,
+                 written=written, error=failure)
+    return exit_code
+
+
+def _start(out: str):
+    """Import the interpreter, hook it and return the recording session."""
+    if os.environ.get("TRITON_INTERPRET") != "1":
+        raise RuntimeError("TRITON_INTERPRET=1 is not set")
+    from importlib.metadata import version
+
+    from ._triton_hooks import install
+    from ._triton_host import follow_exports
+    from ._triton_session import Session
+
+    session = Session(out, f"{INTERPRETER} {version(INTERPRETER)}")
+    install(session)
+    follow_exports(session.host)
+    return session
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -329,10 +329,12 @@ def phase_entry(ag, fen, ta, k):
 def copy_retired(ag, fen, u, k):
     """Copy ``k`` of async agent ``u`` is retired: its group retired by a wait
     of its issuer, or (a tma_load) its phase returned by some mbar_wait."""
+    if ag[u, AG_RETIRED] >= k:  # (never for a TMA agent: its AG_RETIRED stays 0)
+        return True
     if ag[u, AG_KIND] == KIND_TMA:
         f = phase_entry(ag, fen, u, k)
         return f >= 0 and fen[f, FN_AUX] == 1
-    return ag[u, AG_RETIRED] >= k
+    return False
 
 
 # ---------------------------------------------------------------------------

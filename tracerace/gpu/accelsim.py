@@ -163,8 +163,9 @@ class _LineParser:
                 f"{self.info.name}{where} pc {pc:#06x} {opcode}")
         return site
 
-    def parse(self, lineno: int, text: str, block: int, warp: int) -> Record:
-        """One instruction line (for a raw .trace, ``block``/``warp`` come from it)."""
+    def parse(self, lineno: int, text: str, block: int, warp: int) -> Record | None:
+        """One instruction line (for a raw .trace, ``block``/``warp`` come from it);
+        None for an instruction without an effect (checked all the same)."""
         t = text.split()
         try:
             i = self.lead
@@ -225,6 +226,8 @@ class _LineParser:
                       f"{'LINE ' if self.lineinfo else ''}PC MASK NDST [Rd] OPCODE NSRC "
                       f"[Rs...] WIDTH [FORMAT ADDRESSES]{' IMM' if self.has_imm else ''} "
                       f"(tracer version {self.version})")
+        if decode(opcode).effect is Effect.NONE:
+            return None
         return Record(lineno, block, warp, opcode, self.site(pc, opcode, line), mask, addrs,
                       _operands(opcode, nsrc, imm), pc)
 
@@ -299,7 +302,9 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
             continue
         if text.startswith(("#", "-")):
             raise error(path, lineno, RULE, f"{_short(text)!r} among instruction lines")
-        order.record(parser.parse(lineno, text, 0, 0))
+        rec = parser.parse(lineno, text, 0, 0)
+        if rec is not None:
+            order.record(rec)
         count += 1
     order.finish()
     return info, count, "recorded"
@@ -326,7 +331,9 @@ def _grouped(path: str, it, parser: _LineParser, launch: Launch) -> int:
                 if s.startswith("#") or s.startswith(("warp", "insts", "thread block")):
                     raise error(path, lineno, "truncated", f"warp {warp} of block {block}: "
                                 f"'insts' announced {remaining} more lines")
-                replay.record(parser.parse(lineno, s, block, warp))
+                rec = parser.parse(lineno, s, block, warp)
+                if rec is not None:
+                    replay.record(rec)
                 remaining -= 1
                 count += 1
                 continue

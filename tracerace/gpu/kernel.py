@@ -27,6 +27,7 @@ arrival to the release changes no happens-before.
 
 from __future__ import annotations
 
+import bisect
 import os
 import shutil
 import tempfile
@@ -232,6 +233,10 @@ class Items:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.cols.values()) + self.flat.nbytes
 
+    def take(self, index: np.ndarray) -> "Items":
+        """The items at ``index``, in that order (their addresses stay in ``flat``)."""
+        return Items({name: a[index] for name, a in self.cols.items()}, self.flat)
+
     @staticmethod
     def concat(parts: list["Items"]) -> "Items":
         if len(parts) == 1:
@@ -347,9 +352,9 @@ class Emitter:
             "addr2": addr2, "obj": c["obj"][ii], "arg": c["arg"][ii], "scope": c["scope"][ii],
             "sem": c["sem"][ii], "proxy": c["proxy"][ii], "site": c["site"][ii],
         }
-        cols = self._with_global_init(cols)
-        self.writer.extend(**cols)
-        self.rows += len(cols["ts"])
+        for piece in self._with_global_init(cols):
+            self.writer.extend(**piece)
+            self.rows += len(piece["ts"])
 
     def _resolve(self, space: np.ndarray, addr: np.ndarray, launch: np.ndarray,
                  ii: np.ndarray, items: Items, used: np.ndarray) -> None:
@@ -397,14 +402,14 @@ class Emitter:
         src = self.sources[int(items.cols["src"][item])]
         raise error(src, int(items.cols["lineno"][item]), rule, message)
 
-    def _with_global_init(self, cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """``cols`` with ``init`` rows for the global windows read here for the first
-        time, each just before the first row of its launch in this chunk."""
+    def _with_global_init(self, cols: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
+        """``cols`` in pieces, with ``init`` rows for the global windows read here for
+        the first time, each just before the first row of its launch in this chunk."""
         op, space, addr, size = cols["op"], cols["space"], cols["addr"], cols["size"]
         reads = ((op == O.READ) | (op == O.ATOMIC)) & (space == O.SPACE_GLOBAL) & (size > 0)
         copies = (op == O.CP_ASYNC) & (cols["space2"] == O.SPACE_GLOBAL) & (size > 0)
         if not (reads.any() or copies.any()):
-            return cols
+            return [cols]
         lo = np.concatenate([addr[reads], cols["addr2"][copies]])
         hi = lo + np.concatenate([size[reads], size[copies]]).astype(np.uint64) - np.uint64(1)
         row = np.concatenate([np.flatnonzero(reads), np.flatnonzero(copies)])
@@ -414,7 +419,7 @@ class Emitter:
         wins, first = np.unique(win, return_index=True)
         fresh = np.array([w not in self._inited for w in wins.tolist()], dtype=bool)
         if not fresh.any():
-            return cols
+            return [cols]
         wins, at = wins[fresh], row[first[fresh]]
         self._inited.update(wins.tolist())
         # Before the first row of the launch that reads the window (launch ids never
@@ -432,9 +437,15 @@ class Emitter:
         init["size"][:] = GLOBAL_INIT_WINDOW
         init["scope"][:] = O.SCOPE_DEVICE
         init["site"][:] = np.uint32(0xFFFFFFFF)
-        key = np.concatenate([2 * np.arange(len(op), dtype=np.int64) + 1, 2 * pos])
-        order = np.argsort(key, kind="stable")
-        return {name: np.concatenate([a, init[name]])[order] for name, a in cols.items()}
+        out, prev = [], 0
+        for p in np.unique(pos).tolist():
+            if p > prev:
+                out.append({name: a[prev:p] for name, a in cols.items()})
+            sel = pos == p
+            out.append({name: a[sel] for name, a in init.items()})
+            prev = p
+        out.append({name: a[prev:] for name, a in cols.items()})
+        return out
 
 
 def _lowest_lane(lanes: np.ndarray) -> np.ndarray:
@@ -803,12 +814,23 @@ class RecordedOrder:
         self.launch.finish()
 
 
-class _Segment:
-    __slots__ = ("parts", "arrival")
+class _Warp:
+    """One warp's items in a block: frozen parts (in memory or spilled), the live
+    tail, and where its segments end (item counts at each barrier arrival)."""
+
+    __slots__ = ("parts", "starts", "live", "count", "ends", "arrivals")
 
     def __init__(self) -> None:
-        self.parts: list = []   # Items, or a path of a spilled Items
-        self.arrival: Arrival | None = None
+        self.parts: list = []        # Items, or the path of a spilled Items
+        self.starts: list[int] = []  # item index of each part's first item
+        self.live = ItemBuffer()
+        self.count = 0               # items in frozen parts
+        self.ends: list[int] = []
+        self.arrivals: list[Arrival] = []
+
+    @property
+    def total(self) -> int:
+        return self.count + len(self.live)
 
 
 class CtaReplay:
@@ -838,41 +860,38 @@ class CtaReplay:
         self.spill_root = spill_dir
         self._tmp: str | None = None
         self.block: int | None = None
-        self.block_line = 0
-        self.warps: dict[int, list[_Segment]] = {}
-        self.buffer = ItemBuffer()
-        self.warp: int | None = None
+        self.warps: dict[int, _Warp] = {}
         self.held = 0
         self.spilled = 0
 
     def begin_block(self, block: int, lineno: int) -> None:
-        self.block, self.block_line = block, lineno
+        self.block = block
         self.warps = {}
+        self.held = 0
 
     def begin_warp(self, warp: int) -> None:
-        self._close_part()
-        self.warp = warp
-        self.warps.setdefault(warp, [_Segment()])
+        self.warps.setdefault(warp, _Warp())
 
     def record(self, rec: Record) -> None:
-        arrival = self.launch.translate(rec, self.buffer)
-        if len(self.buffer) >= CHUNK_ITEMS:
-            self._close_part()
+        w = self.warps[rec.warp]
+        arrival = self.launch.translate(rec, w.live)
         if arrival is not None:
-            self._close_part()
-            self.warps[rec.warp][-1].arrival = arrival
-            self.warps[rec.warp].append(_Segment())
+            w.ends.append(w.total)
+            w.arrivals.append(arrival)
+        if len(w.live) >= CHUNK_ITEMS:
+            self._freeze(w)
 
-    def _close_part(self) -> None:
-        if self.warp is None or not len(self.buffer):
+    def _freeze(self, w: _Warp) -> None:
+        if not len(w.live):
             return
-        items = self.buffer.freeze()
-        seg = self.warps[self.warp][-1]
+        items = w.live.freeze()
+        w.starts.append(w.count)
+        w.count += len(items)
         if self.held + items.nbytes > SPILL_BYTES:
-            seg.parts.append(self._spill(items))
+            w.parts.append(self._spill(items))
         else:
             self.held += items.nbytes
-            seg.parts.append(items)
+            w.parts.append(items)
 
     def _spill(self, items: Items) -> str:
         if self._tmp is None:
@@ -887,43 +906,93 @@ class CtaReplay:
         if isinstance(part, Items):
             return part
         with np.load(part) as z:
-            cols = {name: z[name] for name in _FIELD_NAMES}
-            flat = z["flat"]
-        os.unlink(part)
-        return Items(cols, flat)
+            return Items({name: z[name] for name in _FIELD_NAMES}, z["flat"])
 
-    def end_block(self) -> None:
-        self._close_part()
-        self.warp = None
-        launch, em = self.launch, self.emitter
-        pos = {w: 0 for w in self.warps}
+    def _schedule(self) -> list:
+        """The emission order: ``(warp, lo, hi)`` item ranges and barrier releases."""
+        out: list = []
+        seg = {w: 0 for w in self.warps}
+        start = {w: 0 for w in self.warps}
         runnable = sorted(self.warps)
         while runnable:
             waiting: dict[int, Arrival] = {}
             for w in runnable:
-                seg = self.warps[w][pos[w]]
-                for part in seg.parts:
-                    em.add_items(self._load(part))
-                seg.parts = []
-                if seg.arrival is not None:
-                    waiting[w] = seg.arrival
+                st = self.warps[w]
+                k = seg[w]
+                end = st.ends[k] if k < len(st.ends) else st.count
+                if end > start[w]:
+                    out.append((w, start[w], end))
+                start[w] = end
+                if k < len(st.arrivals):
+                    waiting[w] = st.arrivals[k]
             if not waiting:
                 break
             barriers = sorted({a.barrier for a in waiting.values()})
             if len(barriers) > 1:
                 first = min(waiting.values(), key=lambda a: a.lineno)
-                raise error(launch.path, first.lineno, "gpu-barrier",
+                raise error(self.launch.path, first.lineno, "gpu-barrier",
                             f"block {self.block}: its live warps wait at different barriers "
                             f"({', '.join(map(str, barriers))}) without a count, so none can "
                             f"release (warps {', '.join(map(str, sorted(waiting)))})")
-            arrivals = [waiting[w] for w in sorted(waiting)]
-            launch.release(arrivals, em.buffer)
-            em.flush_buffer()
+            out.append([waiting[w] for w in sorted(waiting)])
             for w in waiting:
-                pos[w] += 1
+                seg[w] += 1
             runnable = sorted(waiting)
-        self.held = 0
+        return out
+
+    def end_block(self) -> None:
+        for st in self.warps.values():
+            self._freeze(st)
+        releases = ItemBuffer()
+        pieces: list[tuple] = []   # (part key, lo, hi) in emission order
+        n = 0
+        for step in self._schedule():
+            if isinstance(step, list):
+                lo = len(releases)
+                self.launch.release(step, releases)
+                pieces.append((None, lo, len(releases)))
+                n += len(releases) - lo
+                continue
+            w, lo, hi = step
+            st = self.warps[w]
+            i = bisect.bisect_right(st.starts, lo) - 1
+            while lo < hi:
+                part_lo = st.starts[i]
+                part_hi = part_lo + (st.starts[i + 1] - part_lo if i + 1 < len(st.starts)
+                                     else st.count - part_lo)
+                take = min(hi, part_hi)
+                pieces.append(((w, i), lo - part_lo, take - part_lo))
+                n += take - lo
+                lo = take
+                i += 1
+            if n >= CHUNK_ITEMS:
+                self._emit(pieces, releases)
+                pieces, n = [], 0
+        self._emit(pieces, releases)
         self.warps = {}
+        self.held = 0
+
+    def _emit(self, pieces: list[tuple], releases: ItemBuffer) -> None:
+        """Gather ``pieces`` (ranges of parts, in order) into one chunk for the emitter."""
+        if not pieces:
+            return
+        keys = list(dict.fromkeys(key for key, _, _ in pieces))
+        parts, offset = [], {}
+        total = 0
+        frozen_releases = releases.freeze() if None in keys else None
+        for key in keys:
+            if key is None:
+                part = frozen_releases
+            else:
+                w, i = key
+                part = self._load(self.warps[w].parts[i])
+            offset[key] = total
+            total += len(part)
+            parts.append(part)
+        # The release buffer was frozen above: later pieces index it from 0 again.
+        index = np.concatenate([np.arange(offset[key] + lo, offset[key] + hi, dtype=np.int64)
+                                for key, lo, hi in pieces])
+        self.emitter.add_items(Items.concat(parts).take(index))
 
     def finish(self) -> None:
         self.launch.finish()

@@ -405,3 +405,63 @@ def crossblock(shared_address: bool) -> Kernel:
                              addrs=[base + 4 * lane for lane in lanes()], nsrc=1))
         k.program.append(Ins((b, 0, 0), 0, 0x30, "EXIT ;"))
     return k
+
+
+# --- what an import must give ----------------------------------------------------------
+
+_OPS = {"LDG": "read", "LDS": "read", "STG": "write", "STS": "write", "ATOMG": "atomic",
+        "LDGSTS": "cp_async"}
+_SPACE = {"LDG": 0, "STG": 0, "ATOMG": 0, "LDS": 1, "STS": 1, "LDGSTS": 1}
+
+
+def expected_accesses(k: Kernel, launch: int = 0) -> set[tuple]:
+    """``(launch, op, block, thread, space, addr, size, addr2)`` of every access the
+    program makes, from its own description (one per active lane)."""
+    out = set()
+    for ins in k.program:
+        name = ins.opcode.split(".")[0]
+        if ins.addrs is None:
+            continue
+        size = _datawidth(ins.opcode)
+        srcs = ins.src if ins.src is not None else [0] * len(ins.addrs)
+        for lane, addr, src in zip(lanes(ins.mask), ins.addrs, srcs):
+            out.add((launch, _OPS[name], k.linear(ins.cta), 32 * ins.warp + lane, _SPACE[name],
+                     addr, size, src))
+    return out
+
+
+def imported_accesses(path) -> set[tuple]:
+    """The same tuples from an imported v1 trace."""
+    from tracerace.ops import Op
+    from tracerace.reader import open_trace
+
+    out = set()
+    names = {int(Op.READ): "read", int(Op.WRITE): "write", int(Op.ATOMIC): "atomic",
+             int(Op.CP_ASYNC): "cp_async"}
+    with open_trace(str(path)) as trace:
+        for b in trace:
+            c = b.cols
+            for i in range(b.n):
+                op = int(c["op"][i])
+                if op in names:
+                    out.add((int(c["launch"][i]), names[op], int(c["block"][i]),
+                             int(c["thread"][i]), int(c["space"][i]), int(c["addr"][i]),
+                             int(c["size"][i]), int(c["addr2"][i])))
+    return out
+
+
+def ops_of(path) -> list[tuple]:
+    """``(op name, block, thread, obj, arg)`` of every synchronisation row, in order."""
+    from tracerace.ops import Op
+    from tracerace.reader import open_trace
+
+    out = []
+    with open_trace(str(path)) as trace:
+        for b in trace:
+            c = b.cols
+            for i in range(b.n):
+                op = Op(int(c["op"][i]))
+                if op not in (Op.READ, Op.WRITE, Op.ATOMIC, Op.CP_ASYNC, Op.INIT):
+                    out.append((op.label, int(c["block"][i]), int(c["thread"][i]),
+                                int(c["obj"][i]), int(c["arg"][i])))
+    return out

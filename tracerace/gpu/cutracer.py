@@ -27,7 +27,10 @@ the warp that has not exited. A trace with memory records only (no
 ``opcode_only``/``reg_trace``) has no barriers or fences: the import says so
 in its notes, and every conflict between threads is then reported. A
 memory instruction whose instruction record comes without its address
-records fails the import. There are no generic-window bases either
+records fails the import, and so does a gap in ``trace_index`` (records lost
+while tracing). A file cut at a record boundary (an uncompressed one, or a
+zstd one at a frame boundary) cannot be told from a complete one: the format
+has no end marker. There are no generic-window bases either
 (``--shared-window``/``--local-window``/``--generic-global``).
 """
 
@@ -167,6 +170,7 @@ class _Kernel:
         self.awaiting: dict[tuple[int, int], tuple[int, int, str]] = {}
         self.instr_records = 0
         self.mem_records = 0
+        self.next_index = 0
 
     def site(self, pc: int, text: str) -> int:
         key = (pc, text)
@@ -183,6 +187,12 @@ class _Kernel:
                         "one kernel launch")
         if kind not in MEM_TYPES + INSTR_TYPES + OTHER_TYPES:
             raise error(path, lineno, RULE, f"unknown record type {kind!r}")
+        index = _int(path, lineno, obj, "trace_index")
+        if index != self.next_index:
+            raise error(path, lineno, "cutracer-missing", f"trace_index {index} where "
+                        f"{self.next_index} was due: records are missing or out of order "
+                        f"(CUTracer numbers a launch's records from 0)")
+        self.next_index += 1
         gl = _int(path, lineno, obj, "grid_launch_id")
         if self.grid_launch is None:
             self.grid_launch = gl

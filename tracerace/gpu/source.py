@@ -67,11 +67,51 @@ def open_binary(path: str) -> io.BufferedIOBase:
             raw.close()
             raise error(path, None, "usage", "reading zstd needs the zstandard package "
                         "(pip install 'tracerace[gpu]')") from None
-        # CUTracer writes one zstd frame per buffer flush: read across frames.
-        reader = zstandard.ZstdDecompressor().stream_reader(raw, read_across_frames=True,
-                                                            closefd=True)
-        return io.BufferedReader(reader, READ_BYTES)
+        return _ZstdFrames(raw, zstandard)
     return raw
+
+
+class _ZstdFrames(io.RawIOBase):
+    """The decompressed bytes of a stream of zstd frames (CUTracer writes one frame
+    per buffer flush). A stream that ends inside a frame raises ``EOFError``."""
+
+    def __init__(self, raw, zstandard) -> None:
+        self._raw = raw
+        self._zstd = zstandard
+        self._dobj = None
+        self._pending = b""
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        while not self._pending:
+            data = self._raw.read(READ_BYTES)
+            if not data:
+                if self._dobj is not None and not self._dobj.eof:
+                    raise EOFError("the zstd stream ends inside a frame")
+                return b""
+            while data:
+                if self._dobj is None:
+                    self._dobj = self._zstd.ZstdDecompressor().decompressobj()
+                try:
+                    self._pending += self._dobj.decompress(data)
+                except self._zstd.ZstdError as exc:
+                    raise EOFError(f"damaged zstd data: {exc}") from None
+                if self._dobj.eof:
+                    data = self._dobj.unused_data
+                    self._dobj = None
+                else:
+                    data = b""
+        if size is None or size < 0:
+            out, self._pending = self._pending, b""
+        else:
+            out, self._pending = self._pending[:size], self._pending[size:]
+        return out
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 def lines(path: str) -> Iterator[tuple[int, str]]:
@@ -89,21 +129,12 @@ def lines(path: str) -> Iterator[tuple[int, str]]:
                 lineno += 1
                 yield lineno, raw.decode("utf-8", errors="replace").rstrip("\r\n")
     except (EOFError, lzma.LZMAError) as exc:
+        kind = compression_of(path) or "compressed"
         raise error(path, lineno or None, "truncated",
-                    f"the xz stream is damaged or ends early ({exc}) after line {lineno}"
+                    f"the {kind} stream is damaged or ends early ({exc}) after line {lineno}"
                     ) from None
     except OSError as exc:
-        if type(exc).__module__.startswith("zstandard") or "zstd" in str(exc).lower():
-            raise error(path, lineno or None, "truncated",
-                        f"the zstd stream is damaged or ends early ({exc}) after line "
-                        f"{lineno}") from None
         raise error(path, lineno or None, "unreadable", f"cannot read: {exc}") from None
-    except Exception as exc:  # zstandard.ZstdError is not an OSError in every version
-        if type(exc).__module__.startswith("zstandard"):
-            raise error(path, lineno or None, "truncated",
-                        f"the zstd stream is damaged or ends early ({exc}) after line "
-                        f"{lineno}") from None
-        raise
 
 
 def _raw_lines(f, path: str) -> Iterator[bytes]:

@@ -465,3 +465,36 @@ def ops_of(path) -> list[tuple]:
                     out.append((op.label, int(c["block"][i]), int(c["thread"][i]),
                                 int(c["obj"][i]), int(c["arg"][i])))
     return out
+
+
+def named_barrier(arrive: bool) -> Kernel:
+    """Warp 0 produces a shared buffer and arrives at barrier 1 (``BAR.ARV 0x1,
+    0x40``); warp 1 waits there (``BAR.SYNC 0x1, 0x40``) and reads it. Without the
+    arrival the consumer's wait is not in the trace either: a race."""
+    k = Kernel("named_barrier_kernel", (1, 1, 1), (64, 1, 1))
+    p = k.program
+    p.append(Ins((0, 0, 0), 0, 0x10, "STS [R3+0x100], R2 ;",
+                 addrs=[0x100 + 4 * lane for lane in lanes()], nsrc=2))
+    if arrive:
+        p.append(Ins((0, 0, 0), 0, 0x20, "BAR.ARV 0x1, 0x40 ;", imm=0x40))
+        p.append(Ins((0, 0, 0), 1, 0x30, "BAR.SYNC 0x1, 0x40 ;", imm=0x40))
+    p.append(Ins((0, 0, 0), 1, 0x40, "LDS R5, [R3+0x100] ;",
+                 addrs=[0x100 + 4 * lane for lane in lanes()], nsrc=1))
+    for w in (0, 1):
+        p.append(Ins((0, 0, 0), w, 0x50, "EXIT ;"))
+    return k
+
+
+def warp_exchange(sync: bool) -> Kernel:
+    """The lanes of one warp swap words through shared memory, with or without
+    ``WARPSYNC 0xffffffff`` (``__syncwarp()``) between the store and the load."""
+    k = Kernel("warp_exchange_kernel", (1, 1, 1), (32, 1, 1))
+    p = k.program
+    p.append(Ins((0, 0, 0), 0, 0x10, "STS [R3+0x80], R2 ;",
+                 addrs=[0x80 + 4 * lane for lane in lanes()], nsrc=2))
+    if sync:
+        p.append(Ins((0, 0, 0), 0, 0x20, "WARPSYNC 0xffffffff ;", imm=0xFFFFFFFF))
+    p.append(Ins((0, 0, 0), 0, 0x30, "LDS R5, [R4+0x80] ;",
+                 addrs=[0x80 + 4 * (lane ^ 1) for lane in lanes()], nsrc=1))
+    p.append(Ins((0, 0, 0), 0, 0x40, "EXIT ;"))
+    return k

@@ -282,3 +282,20 @@ def test_options(tmp_path):
     result = import_trace(src, tmp_path / "t.parquet",
                           options=ImportOptions(compression="zstd"))
     assert validate_trace(str(tmp_path / "t.parquet")).num_rows == result.rows
+
+
+def test_warpsync_mask_from_the_immediate(tmp_path):
+    for sync, found in ((True, {}), (False, {"raw": 32})):
+        src = g.write(tmp_path / f"w{sync}.trace", g.accel_trace(g.warp_exchange(sync)))
+        convert(src, tmp_path / f"w{sync}.arrow")
+        assert kinds(tmp_path / f"w{sync}.arrow") == found
+    syncs = [r for r in g.ops_of(tmp_path / "wTrue.arrow") if r[0] == "warp_sync"]
+    assert len(syncs) == 32 and {r[4] for r in syncs} == {0xFFFFFFFF}
+
+
+def test_barrier_with_a_count_has_no_id_in_the_trace(tmp_path):
+    """Accel-Sim records one immediate: for BAR.ARV 0x1, 0x40 that is the count."""
+    src = g.write(tmp_path / "n.trace", g.accel_trace(g.named_barrier(True)))
+    with pytest.raises(TraceError, match="barrier's id and thread count") as info:
+        convert(src, tmp_path / "n.arrow")
+    assert info.value.rule == "sass-unfollowable"

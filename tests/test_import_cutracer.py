@@ -189,3 +189,30 @@ def test_truncated_zstd(tmp_path):
         convert(cut, tmp_path / "cut.arrow")
     assert info.value.rule == "truncated" and "inside a frame" in str(info.value)
     assert not (tmp_path / "cut.arrow").exists()
+
+
+def test_named_barrier_with_a_count(tmp_path):
+    for arrive, found in ((True, {}), (False, {"raw": 32})):
+        src = write(tmp_path, g.named_barrier(arrive), f"n{arrive}")
+        out = tmp_path / f"n{arrive}.arrow"
+        convert(src, out)
+        assert kinds(out) == found
+    bars = g.ops_of(tmp_path / "nTrue.arrow")
+    assert Counter((r[0], r[3], r[4]) for r in bars) == {("bar_arrive", 1, 64): 32,
+                                                         ("bar_sync", 1, 64): 32}
+
+
+def test_warpsync_orders_the_lanes_of_a_warp(tmp_path):
+    for sync, found in ((True, {}), (False, {"raw": 32})):
+        src = write(tmp_path, g.warp_exchange(sync), f"w{sync}")
+        out = tmp_path / f"w{sync}.arrow"
+        convert(src, out)
+        assert kinds(out) == found, sync
+
+
+def test_depbar_on_another_scoreboard_waits_for_no_copy(tmp_path):
+    text = g.cutracer_ndjson(g.pipeline(True)).replace("DEPBAR.LE SB0", "DEPBAR.LE SB1")
+    src = g.write(tmp_path / "p.ndjson", text)
+    convert(src, tmp_path / "p.arrow")
+    assert not [r for r in g.ops_of(tmp_path / "p.arrow") if r[0] == "cp_async_wait"]
+    assert kinds(tmp_path / "p.arrow")["async_inflight"] > 0

@@ -39,9 +39,8 @@ from __future__ import annotations
 import json
 import os
 
-from ..errors import TraceError
 from .kernel import A_LANES, Emitter, KernelInfo, Launch, Notes, Record, RecordedOrder
-from .sass import Effect, decode, split_text, sync_operands
+from .sass import decode, split_text, sync_operands
 from .source import error, lines
 
 RULE = "cutracer-syntax"
@@ -290,5 +289,3 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
         kernels.append(kernel.info)
     return kernels, records, "recorded"
 
-
-__all__ = ["claims", "claims_line", "read", "TraceError"]

@@ -290,7 +290,7 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
                       extra)
     lineinfo = header.number("enable lineinfo", default=0) != 0
     parser = _LineParser(path, info, version, lineinfo, writer, raw=not grouped)
-    launch = Launch(launch_id, info, emitter, src, masked=True, explicit_barriers=False,
+    launch = Launch(launch_id, info, emitter, src, explicit_barriers=False,
                     notes=notes, single_ldgsts=GROUPED_LDGSTS if grouped else None)
     if grouped:
         count = _grouped(path, it, parser, launch)

@@ -159,7 +159,7 @@ class _Kernel:
             extra["mangled_name"] = meta["mangled_name"]
         self.info = KernelInfo(name, grid, block, path, options.shared_window,
                                options.local_window, extra)
-        self.launch = Launch(launch_id, self.info, emitter, src, masked=False, notes=notes)
+        self.launch = Launch(launch_id, self.info, emitter, src, notes=notes)
         self.order = RecordedOrder(self.launch)
         self.sites: dict[tuple[int, str], int] = {}
         self.grid_launch: int | None = None

@@ -476,15 +476,15 @@ def _addresses(mode, a0, a1, lane, rank, first, flat) -> np.ndarray:
 class Launch:
     """One kernel launch being imported: translates records into items.
 
-    ``masked``: the format records each instruction's active lanes. When it
-    does not, the lanes of an access are those whose address is not 0
-    (:meth:`lanes_from_addresses`), and an instruction without addresses
-    (fence, cp.async commit or wait) applies to every lane of the warp that
-    has not exited.
+    A record with a ``mask`` names its active lanes. A record without one
+    (formats that record no active mask) is read this way: the lanes of an
+    access are those whose address is not 0 (:meth:`lanes_from_addresses`),
+    and an instruction without addresses (fence, cp.async commit or wait)
+    applies to every lane of the warp that has not exited.
     """
 
     def __init__(self, launch: int, info: KernelInfo, emitter: Emitter, src: int, *,
-                 masked: bool, lanes_per_warp: Callable[[int], int] | None = None,
+                 lanes_per_warp: Callable[[int], int] | None = None,
                  explicit_barriers: bool = True, notes: "Notes",
                  single_ldgsts: str | None = None) -> None:
         self.id = launch
@@ -492,7 +492,6 @@ class Launch:
         self.emitter = emitter
         self.src = src
         self.path = emitter.sources[src]
-        self.masked = masked
         self.explicit_barriers = explicit_barriers
         self.single_ldgsts = single_ldgsts   # why an LDGSTS cannot be followed, if it cannot
         self.notes = notes

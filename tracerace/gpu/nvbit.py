@@ -119,8 +119,7 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
             info = KernelInfo(m.group(2), grid, block, path, options.shared_window,
                               options.local_window,
                               {"tool": "NVBit mem_trace", "grid_launch_id": key[1]})
-            launch = Launch(len(kernels), info, emitter, src, masked=False,
-                            lanes_per_warp=lambda warp: 0xFFFFFFFF, notes=notes)
+            launch = Launch(len(kernels), info, emitter, src, lanes_per_warp=lambda warp: 0xFFFFFFFF, notes=notes)
             current = launches[key] = _Launch(launch)
             kernels.append(info)
             continue

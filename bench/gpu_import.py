@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -101,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lines", default="1e6", help="instruction lines (1e6, 1e7, ...)")
     ap.add_argument("--data-dir", default="/tmp/tracerace-bench")
     ap.add_argument("--check", action="store_true", help="also check the imported trace")
+    ap.add_argument("--compression", default=None, help="of the output: lz4 or zstd")
     args = ap.parse_args(argv)
     n = int(float(args.lines))
     data = Path(args.data_dir)
@@ -113,16 +115,20 @@ def main(argv: list[str] | None = None) -> int:
     count = sum(1 for line in open(src) if line[:1].isdigit() or line[:1] in "abcdef")
     dst = data / f"gpu-import-{n}.arrow"
     t = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "tracerace", "convert", str(src), str(dst)],
-                          capture_output=True, text=True)
+    cmd = [sys.executable, "-m", "tracerace", "convert", str(src), str(dst)]
+    if args.compression:
+        cmd += ["--compression", args.compression]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - t
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 2**20  # KiB -> GiB
     if proc.returncode:
         print(proc.stderr, file=sys.stderr)
         return 1
     events = int(proc.stderr.split(" records, ")[1].split(" events")[0].replace(",", ""))
     print(f"{count:,} instruction lines, {src.stat().st_size / 2**20:,.0f} MiB -> "
-          f"{events:,} events in {seconds:.1f} s: {count / seconds:,.0f} lines/s, "
-          f"{events / seconds:,.0f} events/s")
+          f"{events:,} events ({dst.stat().st_size / 2**30:.1f} GiB) in {seconds:.1f} s: "
+          f"{count / seconds:,.0f} lines/s, {events / seconds:,.0f} events/s, peak RSS "
+          f"{rss:.2f} GiB")
     if args.check:
         t = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "tracerace", "check", str(dst)],

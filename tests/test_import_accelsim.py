@@ -16,7 +16,8 @@ from tracerace.cli import app
 from tracerace.convert import convert
 from tracerace.errors import TraceError
 from tracerace.gpu import ImportOptions, import_trace
-from tracerace.gpu.kernel import GLOBAL_INIT_WINDOW, HOST_BLOCK
+from tracerace.gpu.kernel import GLOBAL_INIT_WINDOW
+from tracerace.info import trace_info
 from tracerace.reader import validate_trace
 
 sys.path.insert(0, os.path.dirname(__file__))
@@ -63,13 +64,19 @@ def test_global_memory_counts_as_initialized(tmp_path):
     convert(REAL, out)
     t = ipc.open_file(str(out)).read_all().to_pydict()
     inits = [i for i, op in enumerate(t["op"]) if op == 3]
-    assert inits and all(t["block"][i] == HOST_BLOCK and t["size"][i] == GLOBAL_INIT_WINDOW
-                         for i in inits)
-    # Every global read lies in a window declared before it.
+    assert inits and all(t["size"][i] == GLOBAL_INIT_WINDOW for i in inits)
+    # Every global read lies in a window declared before it; each declaration comes
+    # just before the read that needs it, by the same thread.
     for i, op in enumerate(t["op"]):
         if op == 0:
             window = t["addr"][i] // GLOBAL_INIT_WINDOW * GLOBAL_INIT_WINDOW
             assert any(t["addr"][j] == window for j in inits if j < i)
+    for i in inits:
+        nxt = next(j for j in range(i + 1, len(t["op"])) if t["op"][j] != 3)
+        assert (t["block"][i], t["thread"][i], t["ts"][i]) == (
+            t["block"][nxt], t["thread"][nxt], t["ts"][nxt])
+    summary = trace_info(str(out))
+    assert (summary.blocks, summary.agents) == (2, 256)
 
 
 # --- hand-written kernels: the trace they give, the hazards they have -------------------

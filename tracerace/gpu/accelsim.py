@@ -275,7 +275,7 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
         raise error(path, None, "truncated" if header.values else RULE,
                     "no '#traces format' line: not an Accel-Sim trace, or cut short")
     version = header.number("accelsim tracer version")
-    if version < 3:
+    if not 3 <= version <= 5:
         raise error(path, header.get("accelsim tracer version")[0], RULE,
                     f"tracer version {version}: tracerace reads versions 3 to 5")
     name = header.get("kernel name")[1]

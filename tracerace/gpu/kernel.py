@@ -42,9 +42,6 @@ from .source import error
 
 WARP = 32
 FULL_MASK = 0xFFFFFFFF
-HOST_BLOCK = 0xFFFFFFFF
-"""Block of the agent that holds the ``init`` rows declaring global memory
-initialized (one per launch; thread 0). It does nothing else."""
 GLOBAL_INIT_WINDOW = 1 << 16
 """Global memory is declared initialized in aligned windows of this many bytes,
 the first time a launch reads from one (see :class:`Emitter`)."""
@@ -268,11 +265,11 @@ class Emitter:
 
     Global memory the kernels read counts as initialized: the recording shows
     neither host copies nor memsets, and a GPU kernel reads what the host
-    prepared. The first time a launch reads (or cp.async-copies from) an
+    prepared. The first time the trace reads (or cp.async-copies from) an
     aligned :data:`GLOBAL_INIT_WINDOW` of global memory, an ``init`` row of the
-    whole window is written first, by the launch's host agent
-    (:data:`HOST_BLOCK`, thread 0). Shared and local memory start
-    uninitialized, so reading them before any write is an ``uninit_read``.
+    whole window comes just before, by the reading thread (an ``init`` is not an
+    access: it orders nothing and races with nothing). Shared and local memory
+    start uninitialized, so reading them before any write is an ``uninit_read``.
     """
 
     def __init__(self, writer, sources: list[str], *, generic: str = "fail") -> None:
@@ -404,7 +401,7 @@ class Emitter:
 
     def _with_global_init(self, cols: dict[str, np.ndarray]) -> list[dict[str, np.ndarray]]:
         """``cols`` in pieces, with ``init`` rows for the global windows read here for
-        the first time, each just before the first row of its launch in this chunk."""
+        the first time, each just before the row that first reads it."""
         op, space, addr, size = cols["op"], cols["space"], cols["addr"], cols["size"]
         reads = ((op == O.READ) | (op == O.ATOMIC)) & (space == O.SPACE_GLOBAL) & (size > 0)
         copies = (op == O.CP_ASYNC) & (cols["space2"] == O.SPACE_GLOBAL) & (size > 0)
@@ -422,21 +419,19 @@ class Emitter:
             return [cols]
         wins, at = wins[fresh], row[first[fresh]]
         self._inited.update(wins.tolist())
-        # Before the first row of the launch that reads the window (launch ids never
-        # decrease, so the init must not move into an earlier launch's rows).
-        launch = cols["launch"]
-        starts = np.flatnonzero(np.r_[True, launch[1:] != launch[:-1]])
-        pos = starts[np.searchsorted(starts, at, side="right") - 1]
+        # Just before the first read, by the reading thread (an init is not an access,
+        # and that thread is running, not waiting at a barrier).
         k = len(wins)
-        init = {name: np.zeros(k, dtype=a.dtype) for name, a in cols.items()}
-        init["ts"][:] = cols["ts"][pos]
-        init["op"][:] = O.INIT
-        init["launch"][:] = launch[pos]
-        init["block"][:] = HOST_BLOCK
-        init["addr"][:] = wins << shift
-        init["size"][:] = GLOBAL_INIT_WINDOW
-        init["scope"][:] = O.SCOPE_DEVICE
-        init["site"][:] = np.uint32(0xFFFFFFFF)
+        pos = at
+        init = {name: a[pos] for name, a in cols.items()}
+        init["op"] = np.full(k, O.INIT, dtype=cols["op"].dtype)
+        init["space"] = np.zeros(k, dtype=cols["space"].dtype)
+        init["addr"] = wins << shift
+        init["size"] = np.full(k, GLOBAL_INIT_WINDOW, dtype=cols["size"].dtype)
+        for name in ("space2", "addr2", "obj", "arg", "sem", "proxy"):
+            init[name] = np.zeros(k, dtype=cols[name].dtype)
+        init["scope"] = np.full(k, O.SCOPE_DEVICE, dtype=cols["scope"].dtype)
+        init["site"] = np.full(k, 0xFFFFFFFF, dtype=cols["site"].dtype)
         out, prev = [], 0
         for p in np.unique(pos).tolist():
             if p > prev:

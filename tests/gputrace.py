@@ -209,8 +209,9 @@ def write(path, text: str, xz: bool = False) -> str:
 # --- CUTracer --------------------------------------------------------------------------
 
 def cutracer_ndjson(k: Kernel, *, mem: bool = True, opcode_only: bool = True,
-                    launch_id: int = 0) -> str:
-    """CUTracer's per-kernel NDJSON (mem_addr_trace and/or opcode_only records)."""
+                    launch_id: int = 0, values: bool = False) -> str:
+    """CUTracer's per-kernel NDJSON: mem_addr_trace (or, with ``values``,
+    mem_value_trace, captured after the instruction) and/or opcode_only records."""
     table, ids = {}, {}
     for ins in k.program:
         if ins.pc not in ids:
@@ -236,11 +237,19 @@ def cutracer_ndjson(k: Kernel, *, mem: bool = True, opcode_only: bool = True,
     for ins in k.program:
         if ins.mask == 0:
             continue  # every lane predicated off: instrument_* return before pushing
-        if mem and ins.addrs is not None:
-            for addrs in ([ins.addrs, ins.src] if ins.src is not None else [ins.addrs]):
+        operands = [ins.addrs, ins.src] if ins.src is not None else [ins.addrs]
+        if mem and not values and ins.addrs is not None:
+            for addrs in operands:
                 record("mem_addr_trace", ins, ipoint="B", addrs=_full_addrs(ins, addrs))
         if opcode_only:
             record("opcode_only", ins)
+        if mem and values and ins.addrs is not None:  # IPOINT_AFTER: after the opcode record
+            name = ins.opcode.split(".")[0]
+            space = {"LDG": 3, "STG": 3, "ATOMG": 3, "LDS": 4, "STS": 4, "LDGSTS": 6}[name]
+            for addrs in operands:
+                record("mem_value_trace", ins, ipoint="A", addrs=_full_addrs(ins, addrs),
+                       mem_space=space, is_load=name.startswith("LD"),
+                       access_size=_datawidth(ins.opcode), values=[[0]] * 32)
     return "".join(f"{line}\n" for line in lines)
 
 

@@ -216,3 +216,24 @@ def test_depbar_on_another_scoreboard_waits_for_no_copy(tmp_path):
     convert(src, tmp_path / "p.arrow")
     assert not [r for r in g.ops_of(tmp_path / "p.arrow") if r[0] == "cp_async_wait"]
     assert kinds(tmp_path / "p.arrow")["async_inflight"] > 0
+
+
+def test_mem_value_records_come_after_the_instruction_record(tmp_path):
+    for kernel, found in ((g.pipeline(True), {}), (g.pipeline(False), {"async_inflight": 32}),
+                          (g.tile(False), {"raw": 64})):
+        src = g.write(tmp_path / "v.ndjson", g.cutracer_ndjson(kernel, values=True))
+        assert '"mem_value_trace"' in open(src).read()
+        convert(src, tmp_path / "v.arrow")
+        assert g.imported_accesses(tmp_path / "v.arrow") <= g.expected_accesses(kernel)
+        assert kinds(tmp_path / "v.arrow") == found
+
+
+def test_recontainer_keeps_the_import_metadata(tmp_path):
+    src = write(tmp_path, g.tile(True), "t")
+    convert(src, tmp_path / "t.arrow")
+    convert(tmp_path / "t.arrow", tmp_path / "t.parquet")
+    import pyarrow.parquet as pq
+
+    meta = pq.read_schema(str(tmp_path / "t.parquet")).metadata
+    assert json.loads(meta[b"tracerace.kernels"])[0]["name"] == "tile_kernel()"
+    assert b"tracerace.import" in meta

@@ -1,5 +1,8 @@
 """Converting traces: between v1 containers, and from and to STD text.
 
+Traces recorded on GPUs (Accel-Sim, CUTracer, NVBit mem_trace) are imported
+by :mod:`tracerace.gpu`; :func:`convert` hands them over.
+
 Formats are chosen by file extension: ``.std`` (STD text), ``.arrow`` (Arrow
 IPC file), ``.arrows`` (Arrow IPC stream), ``.parquet``.
 
@@ -172,7 +175,8 @@ def recontainer(src: str, dst: str, *, compression: str | None = None) -> Conver
     """Copy a v1 trace into another container, batch by batch (rows are validated)."""
     with open_trace(src) as reader:
         meta = reader.meta
-        schema = arrow_schema(trace_metadata(meta.sites, meta.buffers, meta.producer))
+        schema = arrow_schema(trace_metadata(meta.sites, meta.buffers, meta.producer,
+                                             meta.extra))
         sink = _Sink(dst, _format(dst, None), compression, schema)
         rows = 0
         try:

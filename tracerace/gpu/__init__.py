@@ -36,7 +36,7 @@ from ..errors import TraceError
 from ..writer import TraceWriter
 from . import accelsim, cutracer, nvbit
 from .kernel import Emitter, KernelInfo, Notes
-from .source import compression_of, lines
+from .source import lines
 
 FORMATS = ("accelsim", "cutracer", "memtrace")
 META_KERNELS = "tracerace.kernels"
@@ -155,4 +155,4 @@ def import_trace(src, dst, *, fmt: str | None = None,
 
 
 __all__ = ["FORMATS", "ImportOptions", "ImportResult", "KernelInfo", "detect", "import_trace",
-           "parse_window", "compression_of"]
+           "parse_window"]

@@ -306,3 +306,16 @@ def test_barrier_with_a_count_has_no_id_in_the_trace(tmp_path):
     with pytest.raises(TraceError, match="barrier's id and thread count") as info:
         convert(src, tmp_path / "n.arrow")
     assert info.value.rule == "sass-unfollowable"
+
+
+def test_bench_workload_imports_clean(tmp_path):
+    """bench.gpu_import's synthetic .traceg is race-free and imports whole."""
+    from bench.gpu_import import generate
+
+    src = tmp_path / "bench.traceg"
+    lines = generate(src, 3000, ksteps=2)
+    result = convert(src, tmp_path / "bench.arrow")
+    assert result.rows_in == lines
+    assert kinds(tmp_path / "bench.arrow") == {}
+    ops = Counter(r[0] for r in g.ops_of(tmp_path / "bench.arrow"))
+    assert ops == {"bar_sync": 2 * 2 * 256 * (lines // (8 * (58 * 2 + 2)))}

@@ -319,3 +319,11 @@ def test_bench_workload_imports_clean(tmp_path):
     assert kinds(tmp_path / "bench.arrow") == {}
     ops = Counter(r[0] for r in g.ops_of(tmp_path / "bench.arrow"))
     assert ops == {"bar_sync": 2 * 2 * 256 * (lines // (8 * (58 * 2 + 2)))}
+
+
+@pytest.mark.parametrize("scope", ["SM", "CTA"])
+def test_block_scope_release_does_not_reach_another_block(tmp_path, scope):
+    """SASS spells CTA scope ``.STRONG.SM``; ``.CTA`` reads the same."""
+    src = g.write(tmp_path / "f.trace", g.accel_trace(g.flag(scope)))
+    convert(src, tmp_path / "f.arrow")
+    assert kinds(tmp_path / "f.arrow") == {"raw": 32, "waw": 1}

@@ -130,24 +130,45 @@ def demo_command(
 
 @app.command("convert")
 def convert_command(
-    src: str = typer.Argument(..., help="Input: .std, .arrow, .arrows or .parquet."),
+    src: str = typer.Argument(..., help="Input: .std, .arrow, .arrows, .parquet, or a trace "
+                                        "recorded on a GPU (see --from)."),
     dst: str = typer.Argument(..., help="Output: .std, .arrow, .arrows or .parquet."),
     compression: str | None = typer.Option(None, "--compression",
                                            help="lz4 or zstd (Arrow and Parquet outputs)."),
+    fmt: str | None = typer.Option(None, "--from",
+                                   help="GPU trace format of SRC: accelsim (.trace, .traceg, "
+                                        "kernelslist[.g], plain or .xz), cutracer (.ndjson, "
+                                        ".ndjson.zst) or memtrace (NVBit mem_trace output); "
+                                        "detected when not given."),
+    shared_window: str | None = typer.Option(None, "--shared-window",
+                                             help="BASE[:SIZE] of the generic shared-memory "
+                                                  "window (GPU traces that do not record it)."),
+    local_window: str | None = typer.Option(None, "--local-window",
+                                            help="BASE[:SIZE] of the generic local-memory "
+                                                 "window."),
+    generic_global: bool = typer.Option(False, "--generic-global",
+                                        help="Read generic addresses as global when the trace "
+                                             "gives no windows."),
 ) -> None:
     """Convert a trace; formats by extension. STD text (T0|w(V12)|34 lines) imports
-    to and exports from trace format v1 (see tracerace.convert for the mapping).
+    to and exports from trace format v1 (see tracerace.convert for the mapping);
+    traces recorded on a GPU by Accel-Sim's tracer, CUTracer or NVBit's mem_trace
+    import to v1 (see tracerace.gpu).
 
-    Exit 0 when converted, 2 on bad input or a trace with no STD equivalent.
+    Exit 0 when converted, 2 on bad input, an instruction the import cannot
+    follow, or a trace with no STD equivalent.
     """
     from .convert import convert
 
     try:
-        result = convert(src, dst, compression=compression)
+        result = convert(src, dst, compression=compression, fmt=fmt,
+                         shared_window=shared_window, local_window=local_window,
+                         generic_global=generic_global)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(f"{result.src} -> {result.dst}: {result.rows_in:,} in, "
-               f"{result.rows_out:,} out", err=True)
+    typer.echo(result.summary_line(), err=True)
+    for note in result.notes:
+        typer.echo(f"note: {note}", err=True)
 
 
 @app.command("record", context_settings={"ignore_unknown_options": True})

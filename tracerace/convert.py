@@ -1,5 +1,8 @@
 """Converting traces: between v1 containers, and from and to STD text.
 
+Traces recorded on GPUs (Accel-Sim, CUTracer, NVBit mem_trace) are imported
+by :mod:`tracerace.gpu`; :func:`convert` hands them over.
+
 Formats are chosen by file extension: ``.std`` (STD text), ``.arrow`` (Arrow
 IPC file), ``.arrows`` (Arrow IPC stream), ``.parquet``.
 
@@ -97,6 +100,14 @@ class ConvertResult:
     dst: str
     rows_in: int
     rows_out: int
+    summary: str | None = None
+    """A one-line account of the conversion (GPU trace imports), else None."""
+    notes: tuple[str, ...] = ()
+    """What the input format did not record (GPU trace imports)."""
+
+    def summary_line(self) -> str:
+        return self.summary or (f"{self.src} -> {self.dst}: {self.rows_in:,} in, "
+                                f"{self.rows_out:,} out")
 
 
 def format_of(path: str) -> str:
@@ -110,17 +121,39 @@ def format_of(path: str) -> str:
                          f"(known: {known})", path=path, rule="usage") from None
 
 
-def convert(src, dst, *, compression: str | None = None) -> ConvertResult:
+def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
+            shared_window: str | tuple[int, int] | None = None,
+            local_window: str | tuple[int, int] | None = None,
+            generic_global: bool = False) -> ConvertResult:
     """Convert trace ``src`` to ``dst``; formats by extension (see the module doc).
 
+    A trace recorded on a GPU (Accel-Sim, CUTracer, NVBit mem_trace; ``fmt``
+    names the format, else it is detected) is imported by
+    :func:`tracerace.gpu.import_trace`; ``shared_window``/``local_window``
+    (``BASE[:SIZE]``) and ``generic_global`` tell it what the trace may not.
     ``compression`` (``lz4``/``zstd``) applies to Arrow and Parquet outputs.
     Raises :class:`TraceError` on bad input; ``dst`` appears only on success.
     """
+    from . import gpu
+
     src, dst = os.fspath(src), os.fspath(dst)
-    fin, fout = format_of(src), format_of(dst)
     if compression not in (None, "lz4", "zstd"):
         raise TraceError(f"unknown compression {compression!r} (choose lz4 or zstd)",
                          path="options", rule="usage")
+    windows = {}
+    for name, value in (("shared_window", shared_window), ("local_window", local_window)):
+        windows[name] = (gpu.parse_window(value, "--" + name.replace("_", "-"))
+                         if isinstance(value, str) else value)
+    if gpu.detect(src, fmt) is not None:
+        options = gpu.ImportOptions(compression=compression, generic_global=generic_global,
+                                    **windows)
+        result = gpu.import_trace(src, dst, fmt=fmt, options=options)
+        return ConvertResult(src, dst, result.records, result.rows, result.summary_line(),
+                             result.notes)
+    if any(windows.values()) or generic_global:
+        raise TraceError("--shared-window, --local-window and --generic-global apply to "
+                         "traces recorded on a GPU", path="options", rule="usage")
+    fin, fout = format_of(src), format_of(dst)
     if os.path.abspath(src) == os.path.abspath(dst):
         raise TraceError("input and output are the same file", path=dst, rule="usage")
     if fin == "std" and fout == "std":
@@ -142,7 +175,8 @@ def recontainer(src: str, dst: str, *, compression: str | None = None) -> Conver
     """Copy a v1 trace into another container, batch by batch (rows are validated)."""
     with open_trace(src) as reader:
         meta = reader.meta
-        schema = arrow_schema(trace_metadata(meta.sites, meta.buffers, meta.producer))
+        schema = arrow_schema(trace_metadata(meta.sites, meta.buffers, meta.producer,
+                                             meta.extra))
         sink = _Sink(dst, _format(dst, None), compression, schema)
         rows = 0
         try:

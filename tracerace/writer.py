@@ -41,9 +41,11 @@ COMPRESSIONS = (None, "lz4", "zstd")
 
 
 def trace_metadata(sites: Sequence[str] = (), buffers: Iterable[Buffer | Mapping] = (),
-                   producer: str | None = None) -> dict[str, str]:
-    """The v1 schema metadata for these sites, buffers and producer."""
-    meta = {
+                   producer: str | None = None,
+                   extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The v1 schema metadata for these sites, buffers and producer, plus
+    ``extra`` keys (extensions the format lets readers ignore)."""
+    meta = {**(extra or {}),
         META_VERSION: str(FORMAT_VERSION),
         META_SITES: json.dumps(list(sites)),
         META_BUFFERS: json.dumps([b.to_json() for b in _buffers(buffers)]),
@@ -122,6 +124,8 @@ class TraceWriter:
         self.batch_size = batch_size
         self.sites: list[str] = []
         self.buffers: list[Buffer] = []
+        self.metadata: dict[str, str] = {}
+        """Further schema metadata keys (extensions); set any time before ``close``."""
         self.rows = 0
         self._site_index: dict[str, int] = {}
         self._pending = {c.name: np.empty(batch_size, dtype=c.dtype) for c in COLUMNS}
@@ -194,7 +198,8 @@ class TraceWriter:
             return
         self._flush()
         self._closed = True
-        schema = arrow_schema(trace_metadata(self.sites, self.buffers, self.producer))
+        schema = arrow_schema(trace_metadata(self.sites, self.buffers, self.producer,
+                                             self.metadata))
         sink = _Sink(self.path, self.format, self.compression, schema)
         try:
             if self._spill is not None:

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import tempfile
 from dataclasses import dataclass
 
@@ -56,6 +57,7 @@ import pyarrow.compute as pc
 
 from . import ops as O
 from .errors import TraceError
+from .outfile import create_beside, io_error, refuse_inputs
 from .reader import open_trace
 from .schema import SITE_NONE, arrow_schema
 from .writer import TraceWriter, _format, _record_batch, _Sink, trace_metadata
@@ -110,30 +112,106 @@ def format_of(path: str) -> str:
                          f"(known: {known})", path=path, rule="usage") from None
 
 
+COMPRESSIONS = ("lz4", "zstd", "none")
+DEFAULT_COMPRESSION = "lz4"
+"""What an Arrow or Parquet output gets when neither the option nor the input says."""
+
+
 def convert(src, dst, *, compression: str | None = None) -> ConvertResult:
     """Convert trace ``src`` to ``dst``; formats by extension (see the module doc).
 
-    ``compression`` (``lz4``/``zstd``) applies to Arrow and Parquet outputs.
-    Raises :class:`TraceError` on bad input; ``dst`` appears only on success.
+    ``compression`` (``lz4``, ``zstd`` or ``none``) applies to Arrow and Parquet
+    outputs; by default the output keeps the input's codec when the input is
+    a v1 trace compressed with LZ4 or ZSTD, and is LZ4 otherwise (STD text,
+    an uncompressed trace). Raises
+    :class:`TraceError` on bad input, an output that is the input, or an
+    output that cannot be written; ``dst`` appears only on success.
     """
     src, dst = os.fspath(src), os.fspath(dst)
     fin, fout = format_of(src), format_of(dst)
-    if compression not in (None, "lz4", "zstd"):
-        raise TraceError(f"unknown compression {compression!r} (choose lz4 or zstd)",
+    if compression not in (None, *COMPRESSIONS):
+        raise TraceError(f"unknown compression {compression!r} (choose lz4, zstd or none)",
                          path="options", rule="usage")
-    if os.path.abspath(src) == os.path.abspath(dst):
-        raise TraceError("input and output are the same file", path=dst, rule="usage")
-    if fin == "std" and fout == "std":
-        with tempfile.TemporaryDirectory() as tmp:
-            mid = os.path.join(tmp, "trace.arrows")
-            first = import_std(src, mid)
-            second = export_std(mid, dst)
-        return ConvertResult(src, dst, first.rows_in, second.rows_out)
-    if fin == "std":
-        return import_std(src, dst, compression=compression)
-    if fout == "std":
-        return export_std(src, dst)
-    return recontainer(src, dst, compression=compression)
+    refuse_inputs(dst, [src])
+    try:
+        fd, probe = create_beside(dst)  # an output folder that is missing or read-only fails now
+        os.close(fd)
+        os.unlink(probe)
+        if fin == "std" and fout == "std":
+            with tempfile.TemporaryDirectory() as tmp:
+                mid = os.path.join(tmp, "trace.arrows")
+                first = import_std(src, mid)
+                second = export_std(mid, dst)
+            return ConvertResult(src, dst, first.rows_in, second.rows_out)
+        if fout == "std":
+            return export_std(src, dst)
+        if compression is None:
+            kept = trace_compression(src) if fin != "std" else None
+            compression = kept if kept in ("lz4", "zstd") else DEFAULT_COMPRESSION
+        codec = None if compression == "none" else compression
+        if fin == "std":
+            return import_std(src, dst, compression=codec)
+        return recontainer(src, dst, compression=codec)
+    except OSError as err:
+        raise io_error(err, dst) from None
+
+
+def trace_compression(path: str) -> str | None:
+    """``lz4``, ``zstd`` or ``none``: how v1 trace ``path`` is compressed (its
+    first record batch, or its first column chunk for Parquet); None when it
+    cannot tell (no rows, another codec, not a trace)."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic[:4] == b"PAR1":
+            import pyarrow.parquet as pq
+
+            meta = pq.ParquetFile(path).metadata
+            if meta.num_row_groups == 0 or meta.num_columns == 0:
+                return None
+            codec = meta.row_group(0).column(0).compression.lower()
+            return {"lz4": "lz4", "lz4_raw": "lz4", "zstd": "zstd",
+                    "uncompressed": "none"}.get(codec)
+        with pa.memory_map(path) as source:
+            if magic == b"ARROW1":
+                source.seek(8)
+            messages = pa.ipc.MessageReader.open_stream(source)
+            while True:
+                message = messages.read_next_message()
+                if message.type == "record batch":
+                    return _ipc_codec(message.metadata.to_pybytes())
+    except (OSError, ValueError, StopIteration, pa.ArrowException):
+        return None
+
+
+def _ipc_codec(message: bytes) -> str | None:
+    """The body compression of an IPC record-batch message, read from its
+    flatbuffer (``Message.header`` -> ``RecordBatch.compression`` ->
+    ``BodyCompression.codec``, Arrow's ``Message.fbs``): pyarrow does not say."""
+    def u16(at: int) -> int:
+        return struct.unpack_from("<H", message, at)[0]
+
+    def u32(at: int) -> int:
+        return struct.unpack_from("<I", message, at)[0]
+
+    def field(table: int, index: int) -> int | None:
+        vtable = table - struct.unpack_from("<i", message, table)[0]
+        slot = 4 + 2 * index
+        if slot >= u16(vtable):
+            return None
+        offset = u16(vtable + slot)
+        return table + offset if offset else None
+
+    def child(table: int, index: int) -> int | None:
+        at = field(table, index)
+        return None if at is None else at + u32(at)
+
+    batch = child(u32(0), 2)                    # Message.header (a RecordBatch)
+    compression = None if batch is None else child(batch, 3)
+    if compression is None:
+        return "none"
+    codec = field(compression, 0)               # CompressionType, default LZ4_FRAME
+    return {0: "lz4", 1: "zstd"}.get(message[codec] if codec is not None else 0)
 
 
 # --- v1 -> v1 -------------------------------------------------------------------------
@@ -584,8 +662,7 @@ def export_std(src: str, dst: str) -> ConvertResult:
         plan.finish(reader)
         site_loc = np.array([_site_location(i, s) for i, s in enumerate(reader.meta.sites)],
                             dtype=np.int64)
-        folder, name = os.path.split(os.path.abspath(dst))
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        fd, tmp = create_beside(dst)
         rows = lines = 0
         try:
             with os.fdopen(fd, "wb") as out:

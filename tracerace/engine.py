@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import badinput
 from . import ops as O
 from . import reasons as R
 from ._jit import jit, jit_inline, jit_leaf, store_row_nt
@@ -1588,6 +1589,9 @@ FAULT_CHUNK = 1 << 15
 AG_FAULT_AHEAD = 1 << 13
 # The largest spare granule table (rows) made for a trace of unknown length.
 SPARE_BLIND_MAX = 1 << 19
+# With a findings consumer, the findings pool is handed over rather than grown
+# past this many rows (14 MiB of int64 fields).
+FIND_HANDOVER_ROWS = 1 << 16
 # The pace of new granules is judged over this many batches.
 TREND_BATCHES = 4
 
@@ -1635,14 +1639,16 @@ class Faulter:
             except Exception:  # a hint only: never the check's problem
                 return
 
+# The kernel's error statuses -> (rule, message) (tracerace.badinput), from
+# the four values it leaves in SV_ERR_A..D.
 _ERRORS = {
-    E_BARRIER_ORDER: "barrier-order",
-    E_WAIT: "wait-without-signal",
-    E_BAR_COUNT: "barrier-count",
-    E_WARP_MASK: "barrier-count",
-    E_LAUNCH_ORDER: "launch-order",
-    E_MBAR_COUNT: "mbarrier-count",
-    E_WAIT_GROUP: "bad-value",
+    E_BARRIER_ORDER: lambda a, b, c, d: badinput.barrier_order(a, b, c, d),
+    E_WAIT: lambda a, b, c, d: badinput.wait_without_signal(a, b, c),
+    E_BAR_COUNT: lambda a, b, c, d: badinput.barrier_count(a, b),
+    E_WARP_MASK: lambda a, b, c, d: badinput.empty_warp_mask(),
+    E_LAUNCH_ORDER: lambda a, b, c, d: badinput.launch_order(a, b),
+    E_MBAR_COUNT: lambda a, b, c, d: badinput.mbarrier_count(a, b),
+    E_WAIT_GROUP: lambda a, b, c, d: badinput.wait_group(a),
 }
 
 
@@ -1855,8 +1861,16 @@ class EngineState:
         return max(ar["arr"].shape[0], ar["rels"].shape[0], ar["sigs"].shape[0]) + 2
 
     def take_findings(self) -> np.ndarray:
+        """The findings so far as ``FINDING_DTYPE`` records; the pool is emptied
+        (a finding is complete once its event is replayed: none refers to
+        another's slot)."""
         n = int(self.sv[SV_NFIND])
-        return self.arrays["find"][:n]
+        raw = self.arrays["find"][:n]
+        out = empty_findings(n)
+        for name, i in F.items():
+            out[name] = raw[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
+        self.sv[SV_NFIND] = 0
+        return out
 
     @property
     def nbytes(self) -> int:
@@ -1864,28 +1878,19 @@ class EngineState:
 
 
 def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
-    a, b, c, d = (int(sv[k]) for k in (SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D))
-    rule = _ERRORS[status]
-    if status == E_BARRIER_ORDER:
-        msg = (f"thread ({a},{b}) has an event while its bar_sync on barrier {c} generation {d} "
-               f"has not completed")
-    elif status == E_WAIT:
-        msg = f"wait on flag {a} consumes {b} signal(s) but only {c} are pending"
-    elif status == E_BAR_COUNT:
-        msg = f"barrier {a} arrival names {b} participating threads"
-    elif status == E_WARP_MASK:
-        msg = "warp_sync with an empty lane mask"
-    elif status == E_LAUNCH_ORDER:
-        msg = f"launch {a} after launch {b}: launches must not interleave"
-    elif status == E_MBAR_COUNT:
-        msg = f"mbar_init of {a:#x} expects {b} arrivals; it must be > 0"
-    else:
-        msg = f"wait_group {a}: the group count must be >= 0"
-    raise TraceError(msg, path=path, row=row, rule=rule)
+    values = (int(sv[k]) for k in (SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D))
+    rule, message = _ERRORS[status](*values)
+    raise TraceError(message, path=path, row=row, rule=rule)
 
 
-def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> CheckResult:
-    """Replay ``reader`` (a TraceReader) through the Numba engine."""
+def check_trace(reader, *, progress: Callable[[int], None] | None = None,
+                on_findings: Callable[[np.ndarray], None] | None = None) -> CheckResult:
+    """Replay ``reader`` (a TraceReader) through the Numba engine.
+
+    ``on_findings``: called with the findings (``FINDING_DTYPE``, in the order
+    found) after each batch, and whenever the findings pool reaches
+    ``FIND_HANDOVER_ROWS`` rows; the result then holds no findings, and memory
+    does not grow with them."""
     st = EngineState()
     st.rows_total = reader.meta.num_rows
     events = 0
@@ -1895,7 +1900,9 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
     try:
         with Faulter(st) as faulter:
             for batch, gpos in batches:
-                _replay_batch(st, batch, reader.meta.path, gpos)
+                _replay_batch(st, batch, reader.meta.path, gpos, on_findings)
+                if on_findings is not None:
+                    on_findings(st.take_findings())
                 # From the second batch on: a one-batch check is over before
                 # faulting ahead could pay for itself.
                 faulter.start()
@@ -1906,18 +1913,18 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
     finally:
         batches.close()
     _close_launch(st)
-    raw = st.take_findings()
-    out = empty_findings(raw.shape[0])
-    for name, i in F.items():
-        out[name] = raw[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
-    return CheckResult(events, out)
+    if on_findings is not None:
+        on_findings(st.take_findings())
+    return CheckResult(events, st.take_findings())
 
 
 def _replay_batch(st: EngineState, batch, path: str | None,
-                  gpos: np.ndarray | None = None) -> None:
+                  gpos: np.ndarray | None = None,
+                  on_findings: Callable[[np.ndarray], None] | None = None) -> None:
     """Run the kernel over one batch, growing pools and closing launches
     whenever it stops to ask. ``gpos``: :func:`global_accesses` of the batch,
-    when the read-ahead thread has computed it."""
+    when the read-ahead thread has computed it. ``on_findings``: takes a full
+    findings pool instead of its growth past ``FIND_HANDOVER_ROWS``."""
     c = batch.cols
     if gpos is None:
         gpos = global_accesses(batch)
@@ -1935,7 +1942,12 @@ def _replay_batch(st: EngineState, batch, path: str | None,
         if status == OK:
             return
         if status == NEED_GROW:
-            st.grow(int(st.sv[SV_GROW]))
+            mask = int(st.sv[SV_GROW])
+            if (mask & GR_FIND and on_findings is not None
+                    and st.arrays["find"].shape[0] >= FIND_HANDOVER_ROWS):
+                on_findings(st.take_findings())
+                mask &= ~GR_FIND
+            st.grow(mask)
         elif status == NEW_LAUNCH:
             _close_launch(st)
             st.reset_launch(int(c["launch"][start]), shared_shift_for(c, start),

@@ -34,7 +34,7 @@ import pyarrow.ipc as ipc
 
 from .errors import TraceError
 from .meta import Buffer, TraceMeta
-from .ops import OP_CODES, Proxy, Scope, Sem, Space
+from .ops import OP_CODES, Op, Proxy, Scope, Sem, Space
 from .schema import (COLUMN_BY_NAME, COLUMN_NAMES, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION,
                      META_BUFFERS, META_PRODUCER, META_SITES, META_VERSION, REQUIRED,
                      SITE_NONE, Column)
@@ -61,6 +61,14 @@ ENUM_LIMITS: dict[str, tuple[int, type]] = {
 
 _KNOWN_OP = np.zeros(256, dtype=bool)
 _KNOWN_OP[sorted(OP_CODES)] = True
+
+# Ops whose ``addr``/``size`` name bytes, and those (copies) whose ``addr2`` does too.
+_ADDRESSED = np.zeros(256, dtype=bool)
+_ADDRESSED[[Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE]] = True
+_COPIES = np.zeros(256, dtype=bool)
+_COPIES[[Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE]] = True
+ADDRESS_END = (1 << 64) - 1
+"""The largest end (``addr + size``) of a byte range: it must fit a uint64."""
 
 # pyarrow signals damaged input with these; they become ``not-arrow``.
 _ARROW_FAILURES = (pa.ArrowException, OSError, ValueError, EOFError)
@@ -359,6 +367,13 @@ class _RowChecks:
         site = cols["site"]
         first((site != SITE_NONE) & (site >= self.nsites), 10, "site-range",
               lambda r: _site_message(int(site[r]), self.nsites))
+
+        room = np.uint64(ADDRESS_END) - cols["size"].astype(np.uint64)
+        for order, (name, uses) in enumerate((("addr", _ADDRESSED), ("addr2", _COPIES)), 11):
+            addr = cols[name]
+            first(uses[op] & (addr > room), order, "address-overflow",
+                  lambda r, a=addr, nm=name: f"{nm} {int(a[r]):#x} + size {int(cols['size'][r])} "
+                                             f"passes the end of the 64-bit address space")
         return found
 
     def advance(self, cols: dict[str, np.ndarray]) -> None:

@@ -6,6 +6,7 @@ file or a pipe gets exactly the same words without escape codes.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import IO
 
 from rich.text import Text
@@ -23,21 +24,27 @@ NO_SITE = "<no site>"
 
 
 def write(report: Report, stream: IO[str]) -> None:
-    lines = render_lines(report)
+    """Group by group, as each is worded (a long report starts at once)."""
     if is_terminal(stream):
         from rich.console import Console
 
         console = Console(file=stream, highlight=False, soft_wrap=True)
-        for line in lines:
-            console.print(line)
+        for lines in blocks(report):
+            for line in lines:
+                console.print(line)
     else:
-        stream.write("".join(line.plain + "\n" for line in lines))
+        for lines in blocks(report):
+            stream.write("".join(line.plain + "\n" for line in lines))
 
 
 def render_lines(report: Report) -> list[Text]:
-    lines: list[Text] = []
+    return [line for lines in blocks(report) for line in lines]
+
+
+def blocks(report: Report) -> Iterator[list[Text]]:
+    """The lines of each shown group, then the closing lines."""
     for group in report.shown_groups:
-        lines.extend(group_lines(group))
+        lines = group_lines(group)
         alias = report.alias_behind(group)
         if alias is not None:
             site = report.meta.site_text(alias["site"]) or f"row {alias['row']}"
@@ -46,12 +53,14 @@ def render_lines(report: Report) -> list[Text]:
                                           f"(sync_alias): a wait released by the other "
                                           f"protocol's signal leaves this access unordered"))
         lines.append(Text())
+        yield lines
+    end = []
     omitted = report.omitted_line()
     if omitted:
-        lines.append(Text(omitted, style="dim"))
+        end.append(Text(omitted, style="dim"))
     style = "bold red" if report.errors else ("bold yellow" if report.warnings else "bold green")
-    lines.append(Text(report.summary_line(), style=style))
-    return lines
+    end.append(Text(report.summary_line(), style=style))
+    yield end
 
 
 def group_lines(group: HazardGroup) -> list[Text]:
@@ -89,11 +98,20 @@ def access_text(a: Access) -> str:
 
 
 def locations_text(group: HazardGroup) -> str:
-    """``out[0, 1], out[0, 2]``; past ``MAX_LOCATIONS``: ``..., ... (4,096 byte ranges in all)``."""
-    shown = ", ".join(group.locations_head(MAX_LOCATIONS))
-    if group.count > 1 and group.byte_ranges > MAX_LOCATIONS:
-        return f"{shown}, ... ({group.byte_ranges:,} byte ranges in all)"
-    return shown
+    """``out[0, 1], out[0, 2]``; past ``MAX_LOCATIONS``: ``..., ... (4,096 byte ranges in
+    all)``; when the report kept only the group's first members and they do not
+    cover its bytes: ``..., ... (all within out[0, 0]..out[63, 63])``."""
+    head = group.locations_head(MAX_LOCATIONS)
+    shown = ", ".join(head)
+    ranges = group.byte_ranges
+    if ranges is not None:
+        if group.count > 1 and ranges > MAX_LOCATIONS:
+            return f"{shown}, ... ({ranges:,} byte ranges in all)"
+        return shown
+    span = group.span
+    if span is None or head == (span,):
+        return shown
+    return f"{shown}, ... (all within {span})"
 
 
 def _field(label: str, value: str) -> Text:

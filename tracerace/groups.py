@@ -23,7 +23,7 @@ bytes touch, and the range of their spaces, owners and launches, so a caller
 can tell whether the span is one piece of memory); the first
 :data:`EXAMPLES` members in canonical order (row, then kind, then earlier row),
 whole ``FINDING_DTYPE`` records; and the first :data:`EXAMPLES` distinct byte
-ranges the members touch, in the order found, with whether there are more:
+ranges the members touch (the first found, by row), with whether there are more:
 the text report lists a group's first locations and, when there are no more,
 how many there are. Byte ranges are told apart as the report names them:
 by space, address and size, and by owner (block or thread) only outside the
@@ -146,7 +146,8 @@ class GroupTable:
     example_start: np.ndarray
     """Group ``g``'s examples are ``examples[example_start[g]:example_start[g + 1]]``."""
     locators: np.ndarray
-    """``LOCATOR_DTYPE``: every group's first distinct byte ranges, by group id, then row."""
+    """``LOCATOR_DTYPE``: every group's first distinct byte ranges found, by group
+    id, then row (the row of the first member that touched the range)."""
     locator_start: np.ndarray
     more_locators: np.ndarray
     """Whether group ``g``'s members touch more byte ranges than its locators."""
@@ -342,12 +343,11 @@ class GroupBuilder:
             "last": np.maximum.reduceat(
                 np.where(has_bytes, addr + (f["size"].astype(np.uint64) - np.uint64(1)), 0)
                 .astype(np.uint64), run_start),
-            "space_min": np.minimum.reduceat(f["space"], run_start),
-            "space_max": np.maximum.reduceat(f["space"], run_start),
-            "owner_min": np.minimum.reduceat(f["owner"], run_start),
-            "owner_max": np.maximum.reduceat(f["owner"], run_start),
-            "launch_min": np.minimum.reduceat(f["launch"], run_start),
-            "launch_max": np.maximum.reduceat(f["launch"], run_start),
+            **{f"{name}_{end}": reduce.reduceat(
+                np.where(has_bytes, f[name], _STATS[f"{name}_{end}"][1]).astype(f[name].dtype),
+                run_start)
+               for name in ("space", "owner", "launch")
+               for end, reduce in (("min", np.minimum), ("max", np.maximum))},
             "bytes": np.add.reduceat(has_bytes.astype(np.int64), run_start),
         }
         gid_of_run = ids[run_group]

@@ -70,7 +70,8 @@ _COPIES[[Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE]] = True
 ADDRESS_END = (1 << 64) - 1
 """The largest end (``addr + size``) of a byte range: it must fit a uint64."""
 
-# pyarrow signals damaged input with these; they become ``not-arrow``.
+# pyarrow signals damaged input with these; they become ``not-arrow`` (but
+# not its MemoryError, which is also an ArrowException: the check is out of memory).
 _ARROW_FAILURES = (pa.ArrowException, OSError, ValueError, EOFError)
 
 
@@ -221,6 +222,8 @@ class TraceReader:
                 rows += record.num_rows
                 if record.num_rows:
                     yield record
+        except MemoryError:  # the machine's, not the trace's: not a damaged file
+            raise
         except _ARROW_FAILURES as exc:
             raise self._error(f"cannot read the trace past this row (truncated or damaged?): "
                               f"{_one_line(exc)}", "not-arrow", rows) from exc
@@ -622,6 +625,9 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
 
             def batches() -> Iterator[pa.RecordBatch]:
                 return iter(ipc.open_stream(mapped.reader()))
+    except MemoryError:
+        mapped.close()
+        raise
     except _ARROW_FAILURES as exc:
         mapped.close()
         if head.startswith(IPC_FILE_MAGIC):
@@ -642,6 +648,8 @@ def _open_parquet(path: str, batch_size: int, check_values: bool, fail) -> Trace
         parquet = pq.ParquetFile(path)
         schema = parquet.schema_arrow
         num_rows = parquet.metadata.num_rows
+    except MemoryError:
+        raise
     except _ARROW_FAILURES as exc:
         raise fail(f"truncated or damaged Parquet file: {_one_line(exc)}") from None
     wanted = [name for name in schema.names if name in COLUMN_BY_NAME]

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .findings import FINDING_DTYPE, empty_findings, sort_findings
+from .findings import FINDING_DTYPE, empty_findings
 from .meta import TraceMeta
 from .ops import HazardKind, Op, Severity
 
@@ -97,10 +97,26 @@ def site_keys(meta: TraceMeta) -> np.ndarray:
     """Site index -> grouping key: equal texts share the smallest index; the
     last entry (any index past the list, such as "no site") is -1."""
     canon = np.full(len(meta.sites) + 1, -1, dtype=np.int64)
-    first: dict[str, int] = {}
-    for i, text in enumerate(meta.sites):
-        canon[i] = first.setdefault(text, i)
+    if meta.sites:
+        import pyarrow as pa
+
+        codes = pa.array(meta.sites, pa.string()).dictionary_encode().indices.to_numpy()
+        _, first = np.unique(codes, return_index=True)  # codes number texts by first use
+        canon[:-1] = first[codes]
     return canon
+
+
+def stable_order(values: np.ndarray) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` by two plain sorts: NumPy's stable
+    sort of 64-bit keys is about ten times slower than its plain one."""
+    n = len(values)
+    if n < 2:
+        return np.arange(n)
+    first = np.argsort(values)
+    ordered = values[first]
+    rank = np.empty(n, dtype=np.uint64)
+    rank[first] = np.concatenate(([0], np.cumsum(ordered[1:] != ordered[:-1])))
+    return np.argsort((rank << np.uint64(32)) | np.arange(n, dtype=np.uint64))
 
 
 def roles(findings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -263,11 +279,12 @@ class GroupBuilder:
         keep = self._keep[kinds]
         if not keep.all():
             self.filtered_by_kind += np.bincount(kinds[~keep], minlength=N_KINDS)[:N_KINDS]
-            findings = findings[keep]
+            findings = take_rows(findings, np.flatnonzero(keep))
         if len(findings) == 0:
             return findings, np.zeros(0, dtype=np.int64)
         if not is_canonical(findings):
-            findings = sort_findings(findings)
+            findings = take_rows(findings, np.lexsort(
+                (findings["prev_row"], findings["kind"], findings["row"])))
         self.by_kind += np.bincount(findings["kind"], minlength=N_KINDS)[:N_KINDS]
         errors = int(np.count_nonzero(findings["severity"] == Severity.ERROR))
         self.errors += errors
@@ -305,7 +322,7 @@ class GroupBuilder:
         cut = np.flatnonzero(key[1:] != key[:-1]) + 1
         run_start = np.concatenate(([0], cut))
         run_len = np.diff(np.append(run_start, n))
-        order = np.argsort(key[run_start], kind="stable")
+        order = stable_order(key[run_start])
         sorted_keys = key[run_start][order]
         head = np.ones(len(order), dtype=bool)
         head[1:] = sorted_keys[1:] != sorted_keys[:-1]
@@ -324,7 +341,7 @@ class GroupBuilder:
         new = np.flatnonzero(~found)
         if new.size:
             first_at = run_start[order[head]]       # first finding of each chunk group
-            new = new[np.argsort(first_at[new], kind="stable")]
+            new = new[np.argsort(first_at[new])]    # distinct positions
             ids[new] = np.arange(self._n, self._n + new.size)
             self._grow(self._n + new.size)
             self._key[ids[new]] = group_keys[new]
@@ -336,23 +353,30 @@ class GroupBuilder:
         # Statistics: per run (contiguous reduceat), then runs into groups.
         has_bytes = f["size"] > 0
         addr = f["addr"]
-        per_run = {
-            "count": run_len,
-            "severity": np.minimum.reduceat(f["severity"], run_start),
-            "lo": np.minimum.reduceat(np.where(has_bytes, addr, _U64_MAX), run_start),
-            "last": np.maximum.reduceat(
-                np.where(has_bytes, addr + (f["size"].astype(np.uint64) - np.uint64(1)), 0)
-                .astype(np.uint64), run_start),
-            **{f"{name}_{end}": reduce.reduceat(
-                np.where(has_bytes, f[name], _STATS[f"{name}_{end}"][1]).astype(f[name].dtype),
-                run_start)
-               for name in ("space", "owner", "launch")
-               for end, reduce in (("min", np.minimum), ("max", np.maximum))},
-            "bytes": np.add.reduceat(has_bytes.astype(np.int64), run_start),
+        per_finding = {
+            "count": np.ones(n, dtype=np.int64),
+            "severity": f["severity"],
+            "lo": np.where(has_bytes, addr, _U64_MAX),
+            "last": np.where(has_bytes, addr + (f["size"].astype(np.uint64) - np.uint64(1)),
+                             0).astype(np.uint64),
+            **{f"{name}_{end}": np.where(has_bytes, f[name], _STATS[f"{name}_{end}"][1])
+               for name in ("space", "owner", "launch") for end in ("min", "max")},
+            "bytes": has_bytes.astype(np.int64),
         }
+        if len(run_start) == n:  # every finding a run of its own
+            per_run = per_finding
+        else:
+            per_run = {name: _STATS[name][2].reduceat(values, run_start)
+                       for name, values in per_finding.items()}
         gid_of_run = ids[run_group]
+        one_run = len(order) == ng  # each group one run: ids are distinct, no ufunc.at
         for name, (dtype, _, merge) in _STATS.items():
-            merge.at(self._stats[name], gid_of_run, per_run[name].astype(dtype))
+            values = per_run[name].astype(dtype)
+            if one_run:
+                stat = self._stats[name]
+                stat[gid_of_run] = merge(stat[gid_of_run], values)
+            else:
+                merge.at(self._stats[name], gid_of_run, values)
 
         self._add_examples(f, run_start[order], run_len[order], local_sorted, ids)
         gids = np.repeat(gid_of_run, run_len)
@@ -386,11 +410,15 @@ class GroupBuilder:
         idx, gid = idx[accept], gid[accept]
         if idx.size == 0:
             return
-        cand = f[idx]
+        cand = take_rows(f, idx)
         self._ex_parts.append(cand)
         self._ex_gid_parts.append(gid)
-        np.add.at(self._ex_n, gid, 1)
-        np.maximum.at(self._ex_max_row, gid, cand["row"])
+        # ``gid`` comes group by group, each group's by row: its last is its latest.
+        last = np.flatnonzero(np.append(gid[1:] != gid[:-1], True))
+        first = np.concatenate(([0], last[:-1] + 1))
+        self._ex_n[gid[last]] += last - first + 1
+        rows = cand["row"][last]
+        self._ex_max_row[gid[last]] = np.maximum(self._ex_max_row[gid[last]], rows)
         if early[accept].any():
             self._trim_examples()
 
@@ -400,20 +428,35 @@ class GroupBuilder:
         if cand.size == 0:
             return
         g = gids[cand]
-        stored, stored_gid = _joined(self._loc_parts, self._loc_gid_parts, LOCATOR_DTYPE)
-        self._loc_parts, self._loc_gid_parts = [stored], [stored_gid]
-        involved = np.zeros(self._n, dtype=bool)
-        involved[g] = True
-        mine = involved[stored_gid]
-        old = stored[mine]
-        # The stored ranges of these groups and the candidates, sorted by
-        # (group, range, stored first, position): a run's head is the range's
-        # first appearance, and it is new when it is a candidate.
-        group = np.concatenate([stored_gid[mine], g])
-        source = np.concatenate([np.zeros(len(old), np.int8), np.ones(cand.size, np.int8)])
-        position = np.concatenate([np.zeros(len(old), np.int64), cand])
-        ident_old, ident_new = self._identity(old), self._identity(f[cand])
-        keys = [np.concatenate([a, b]) for a, b in zip(ident_old, ident_new)]
+        ident = self._identity(f, cand)
+        # A group with nothing stored that has one candidate: it is new (the
+        # common case when nearly every finding is a group of its own).
+        counts = np.bincount(g - g.min(), minlength=1) if g.size else g
+        alone = (counts[g - g.min()] == 1) & (self._loc_n[g] == 0)
+        if alone.any():
+            self._store_locators(f, g[alone], cand[alone])
+            keep = ~alone
+            cand, g, ident = cand[keep], g[keep], [a[keep] for a in ident]
+            if cand.size == 0:
+                return
+        # Ranges these groups stored before (only groups that have some).
+        seen = self._loc_n[g] > 0
+        if seen.any():
+            stored, stored_gid = _joined(self._loc_parts, self._loc_gid_parts, LOCATOR_DTYPE)
+            self._loc_parts, self._loc_gid_parts = [stored], [stored_gid]
+            involved = np.zeros(self._n, dtype=bool)
+            involved[g[seen]] = True
+            mine = involved[stored_gid]
+            old_g, old_ident = stored_gid[mine], self._identity(stored, np.flatnonzero(mine))
+        else:
+            old_g, old_ident = np.zeros(0, np.int64), [np.zeros(0, a.dtype) for a in ident]
+        # The stored ranges and the candidates, sorted by (group, range, stored
+        # first, position): a run's head is the range's first appearance, and
+        # it is new when it is a candidate.
+        group = np.concatenate([old_g, g])
+        source = np.concatenate([np.zeros(len(old_g), np.int8), np.ones(cand.size, np.int8)])
+        position = np.concatenate([np.zeros(len(old_g), np.int64), cand])
+        keys = [np.concatenate([a, b]) for a, b in zip(old_ident, ident)]
         order = np.lexsort((position, source, *reversed(keys), group))
         same = np.ones(len(order) - 1, dtype=bool)
         for key in (group, *keys):
@@ -423,6 +466,7 @@ class GroupBuilder:
         first = first[source[first] == 1]
         if first.size == 0:
             return
+        # ``first`` is by group, then range: put each group's new ranges by position.
         new_g, new_pos = group[first], position[first]
         o = np.lexsort((new_pos, new_g))
         new_g, new_pos = new_g[o], new_pos[o]
@@ -432,41 +476,43 @@ class GroupBuilder:
             np.where(starts, np.arange(len(new_g)), 0))
         accept = rank < self._k - self._loc_n[new_g]
         self._loc_more[new_g[~accept]] = True
-        new_g, new_pos = new_g[accept], new_pos[accept]
-        if new_g.size == 0:
-            return
-        part = np.zeros(new_g.size, dtype=LOCATOR_DTYPE)
-        for name in LOCATOR_DTYPE.names:
-            part[name] = f[name][new_pos]
-        self._loc_parts.append(part)
-        self._loc_gid_parts.append(new_g)
-        np.add.at(self._loc_n, new_g, 1)
+        if accept.any():
+            self._store_locators(f, new_g[accept], new_pos[accept])
 
-    def _identity(self, r: np.ndarray) -> list[np.ndarray]:
-        """What tells byte ranges apart in a report (see the module doc):
-        (space, owner, addr, size, launch) with the owner 0 inside a declared
-        buffer and the launch 0 outside buffers declared for one launch."""
-        named = np.zeros(len(r), dtype=bool)
-        for space, (starts, ends) in self._named.items():
-            mine = np.flatnonzero(r["space"] == space)
-            at = np.searchsorted(starts, r["addr"][mine], side="right") - 1
-            inside = at >= 0
-            inside[inside] = r["addr"][mine][inside] < ends[at[inside]]
+    def _store_locators(self, f: np.ndarray, gid: np.ndarray, at: np.ndarray) -> None:
+        part = np.zeros(gid.size, dtype=LOCATOR_DTYPE)
+        for name in LOCATOR_DTYPE.names:
+            part[name] = f[name][at]
+        self._loc_parts.append(part)
+        self._loc_gid_parts.append(gid)
+        np.add.at(self._loc_n, gid, 1)
+
+    def _identity(self, r: np.ndarray, at: np.ndarray) -> list[np.ndarray]:
+        """What tells the byte ranges ``r[at]`` apart in a report (see the module
+        doc): (space, owner, addr, size, launch) with the owner 0 inside a
+        declared buffer and the launch 0 outside buffers declared for one launch."""
+        space, addr = r["space"][at], r["addr"][at]
+        named = np.zeros(len(at), dtype=bool)
+        for sp, (starts, ends) in self._named.items():
+            mine = np.flatnonzero(space == sp)
+            where = np.searchsorted(starts, addr[mine], side="right") - 1
+            inside = where >= 0
+            inside[inside] = addr[mine][inside] < ends[where[inside]]
             named[mine[inside]] = True
-        owner = np.where(named, 0, r["owner"]).astype(np.uint32)
-        launch = (np.where(named, r["launch"], 0) if self._launch_named
-                  else np.zeros(len(r))).astype(np.uint32)
-        return [r["space"], owner, r["addr"], r["size"], launch]
+        owner = np.where(named, 0, r["owner"][at]).astype(np.uint32)
+        launch = (np.where(named, r["launch"][at], 0) if self._launch_named
+                  else np.zeros(len(at))).astype(np.uint32)
+        return [space, owner, addr, r["size"][at], launch]
 
     def _trim_examples(self) -> None:
         ex, gid = self._examples()
         order = np.lexsort((ex["prev_row"], ex["kind"], ex["row"], gid))
-        ex, gid = ex[order], gid[order]
+        ex, gid = take_rows(ex, order), gid[order]
         head = np.ones(len(gid), dtype=bool)
         head[1:] = gid[1:] != gid[:-1]
         start = np.maximum.accumulate(np.where(head, np.arange(len(gid)), 0))
         keep = np.arange(len(gid)) - start < self._k
-        ex, gid = ex[keep], gid[keep]
+        ex, gid = take_rows(ex, np.flatnonzero(keep)), gid[keep]
         self._ex_parts, self._ex_gid_parts = [ex], [gid]
         self._ex_n[:] = 0
         np.add.at(self._ex_n, gid, 1)
@@ -523,20 +569,22 @@ class GroupBuilder:
     def table(self) -> GroupTable:
         n = self._n
         ex, gid = self._examples()
-        order = np.lexsort((ex["prev_row"], ex["kind"], ex["row"], gid))
-        ex, gid = ex[order], gid[order]
+        # A group's examples are in canonical order already (a batch is; one
+        # that came before a group's last example made it sort them all).
+        order = stable_order(gid)
+        ex, gid = take_rows(ex, order), gid[order]
         start = np.searchsorted(gid, np.arange(n + 1))
         key = self._key[:n]
         loc, loc_gid = _joined(self._loc_parts, self._loc_gid_parts, LOCATOR_DTYPE)
-        order = np.lexsort((loc["row"], loc_gid))
-        loc, loc_gid = loc[order], loc_gid[order]
+        order = np.lexsort((np.ascontiguousarray(loc["row"]), loc_gid))
+        loc, loc_gid = take_rows(loc, order), loc_gid[order]
         findings = finding_groups = None
         if self._keep_findings:
             if self._kept_parts:
-                findings = np.concatenate(self._kept_parts)
+                findings = concat_rows(self._kept_parts)
                 finding_groups = np.concatenate(self._kept_gid_parts)
                 order = np.lexsort((findings["prev_row"], findings["kind"], findings["row"]))
-                findings, finding_groups = findings[order], finding_groups[order]
+                findings, finding_groups = take_rows(findings, order), finding_groups[order]
             else:
                 findings, finding_groups = empty_findings(), np.zeros(0, dtype=np.int64)
         aliases = (np.concatenate(self._alias_parts) if self._alias_parts
@@ -553,6 +601,21 @@ class GroupBuilder:
             finding_groups=finding_groups, aliases=aliases,
             by_kind=self.by_kind.copy(), filtered_by_kind=self.filtered_by_kind.copy(),
             errors=self.errors, warnings=self.warnings, racy_rows=self.racy_rows)
+
+
+def take_rows(records: np.ndarray, index: np.ndarray) -> np.ndarray:
+    """``records[index]`` for a structured array, as rows of bytes: NumPy copies
+    packed records field by field otherwise (ten times slower)."""
+    records = np.ascontiguousarray(records)
+    raw = records.view(np.uint8).reshape(len(records), records.dtype.itemsize)
+    return np.take(raw, index, axis=0).view(records.dtype).reshape(-1)
+
+
+def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
+    """``np.concatenate`` of structured arrays of one dtype, as opaque records."""
+    dtype = parts[0].dtype
+    void = np.dtype((np.void, dtype.itemsize))
+    return np.concatenate([np.ascontiguousarray(p).view(void) for p in parts]).view(dtype)
 
 
 def _buffer_ranges(meta: TraceMeta) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -581,7 +644,7 @@ def _joined(parts: list[np.ndarray], gid_parts: list[np.ndarray],
         return np.zeros(0, dtype=dtype), np.zeros(0, dtype=np.int64)
     if len(parts) == 1:
         return parts[0], gid_parts[0]
-    return np.concatenate(parts), np.concatenate(gid_parts)
+    return concat_rows(parts), np.concatenate(gid_parts)
 
 
 def group_findings(findings: np.ndarray, meta: TraceMeta, kinds: Iterable[int] | None = None,

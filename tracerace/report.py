@@ -23,7 +23,7 @@ import numpy as np
 
 from .explain import COPY_OPS, explain, explain_all, op_name, reason_text
 from .findings import FIELDS, CheckResult
-from .groups import ROLE_NAMES, GroupTable, group_findings
+from .groups import ROLE_NAMES, GroupTable, group_findings, stable_order
 from .meta import TraceMeta
 from .ops import HazardKind, Severity, Space
 
@@ -329,7 +329,7 @@ class Report:
     @cached_property
     def _members(self) -> tuple[np.ndarray, np.ndarray]:
         gid = self.group_of()
-        order = np.argsort(gid, kind="stable")
+        order = stable_order(gid)
         return order, np.searchsorted(gid[order], np.arange(len(self.table) + 1))
 
     def members(self, gid: int) -> np.ndarray:

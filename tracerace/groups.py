@@ -46,13 +46,15 @@ thread (:meth:`GroupTable.alias_behind`).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
+from ._jit import jit
 from .findings import FINDING_DTYPE, empty_findings
+from .mapped import MappedArray
 from .meta import TraceMeta
-from .ops import HazardKind, Op, Severity
+from .ops import HazardKind, Op, Severity, Space
 
 EXAMPLES = 8
 """Members kept per group, first in canonical order."""
@@ -76,28 +78,13 @@ ALIAS_DTYPE = np.dtype([("row", np.int64), ("launch", np.uint32), ("block", np.u
                         ("thread", np.uint32), ("site", np.uint32), ("obj", np.uint64)])
 """What is kept of a ``sync_alias`` error: the wait, its thread, its flag."""
 
-# Per-group statistics kept in arrays indexed by group id: name -> (dtype, start
-# value, how a batch's value merges in).
-_STATS = {
-    "count": (np.int64, 0, np.add),
-    "severity": (np.uint8, 255, np.minimum),
-    "lo": (np.uint64, _U64_MAX, np.minimum),      # lowest byte (members with bytes)
-    "last": (np.uint64, 0, np.maximum),           # highest byte
-    "space_min": (np.uint8, 255, np.minimum),
-    "space_max": (np.uint8, 0, np.maximum),
-    "owner_min": (np.uint32, np.iinfo(np.uint32).max, np.minimum),
-    "owner_max": (np.uint32, 0, np.maximum),
-    "launch_min": (np.uint32, np.iinfo(np.uint32).max, np.minimum),
-    "launch_max": (np.uint32, 0, np.maximum),
-    "bytes": (np.int64, 0, np.add),                # members with bytes (size > 0)
-}
-
-
 def site_keys(meta: TraceMeta) -> np.ndarray:
     """Site index -> grouping key: equal texts share the smallest index; the
     last entry (any index past the list, such as "no site") is -1."""
     canon = np.full(len(meta.sites) + 1, -1, dtype=np.int64)
-    if meta.sites:
+    if len(set(meta.sites)) == len(meta.sites):
+        canon[:-1] = np.arange(len(meta.sites))
+    elif meta.sites:
         import pyarrow as pa
 
         codes = pa.array(meta.sites, pa.string()).dictionary_encode().indices.to_numpy()
@@ -149,37 +136,47 @@ def _expand(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
     return np.repeat(starts - offsets, lengths) + np.arange(total)
 
 
-@dataclass(frozen=True)
 class GroupTable:
-    """The groups of one check, as arrays indexed by group id (see the module doc)."""
+    """The groups of one check, as arrays indexed by group id (see the module doc).
 
-    kind: np.ndarray
-    earlier_role: np.ndarray
-    later_role: np.ndarray
-    stats: dict[str, np.ndarray]
-    examples: np.ndarray
-    """``FINDING_DTYPE`` records: every group's first members, by group id, then canonical order."""
-    example_start: np.ndarray
-    """Group ``g``'s examples are ``examples[example_start[g]:example_start[g + 1]]``."""
-    locators: np.ndarray
-    """``LOCATOR_DTYPE``: every group's first distinct byte ranges found, by group
-    id, then row (the row of the first member that touched the range)."""
-    locator_start: np.ndarray
-    more_locators: np.ndarray
-    """Whether group ``g``'s members touch more byte ranges than its locators."""
-    findings: np.ndarray | None
-    """Every kept finding, in canonical order (only when asked to keep them)."""
-    finding_groups: np.ndarray | None
-    """The group id of each of :attr:`findings`."""
-    aliases: np.ndarray
-    """``ALIAS_DTYPE``: every ``sync_alias`` error, by row."""
-    by_kind: np.ndarray
-    """Kept findings per kind."""
-    filtered_by_kind: np.ndarray
-    """Findings the kind filter dropped, per kind."""
-    errors: int
-    warnings: int
-    racy_rows: int
+    Examples and locators stay in the pieces they were collected in until
+    something asks for all of them (:attr:`examples`, :attr:`locators`): a
+    report that shows a hundred groups reads a hundred first examples.
+    """
+
+    def __init__(self, *, key: np.ndarray, stats: dict[str, np.ndarray],
+                 example_parts: list[np.ndarray], example_gid_parts: list[np.ndarray],
+                 first_part: np.ndarray, first_index: np.ndarray, locator_log: np.ndarray,
+                 locator_head: np.ndarray, more_locators: np.ndarray,
+                 findings: np.ndarray | None, finding_groups: np.ndarray | None,
+                 aliases: np.ndarray, by_kind: np.ndarray, filtered_by_kind: np.ndarray,
+                 errors: int, warnings: int, racy_rows: int) -> None:
+        self.kind = ((key >> np.uint64(4)) & np.uint64(15)).astype(np.uint8)
+        self.earlier_role = ((key >> np.uint64(2)) & np.uint64(3)).astype(np.uint8)
+        self.later_role = (key & np.uint64(3)).astype(np.uint8)
+        self.stats = stats
+        """Per group: ``count``, ``severity``, the span (``lo``, ``last``: its first
+        and last byte; ``space_min`` .. ``launch_max``: the range of the spaces,
+        owners and launches of the members with bytes; ``bytes``: how many have
+        bytes) and ``first_row``."""
+        self._example_parts, self._example_gid_parts = example_parts, example_gid_parts
+        self._first_part, self._first_index = first_part, first_index
+        self._locator_log, self._locator_head = locator_log, locator_head
+        self.more_locators = more_locators
+        """Whether group ``g``'s members touch more byte ranges than its locators."""
+        self.findings = findings
+        """Every kept finding, in canonical order (only when asked to keep them)."""
+        self.finding_groups = finding_groups
+        """The group id of each of :attr:`findings`."""
+        self.aliases = aliases
+        """``ALIAS_DTYPE``: every ``sync_alias`` error, by row."""
+        self.by_kind = by_kind
+        """Kept findings per kind."""
+        self.filtered_by_kind = filtered_by_kind
+        """Findings the kind filter dropped, per kind."""
+        self.errors = errors
+        self.warnings = warnings
+        self.racy_rows = racy_rows
 
     def __len__(self) -> int:
         return len(self.kind)
@@ -193,21 +190,71 @@ class GroupTable:
         return self.stats["severity"]
 
     def example(self, g: int) -> np.void:
-        """The first member of group ``g``."""
-        return self.examples[int(self.example_start[g])]
+        """The first member of group ``g`` (canonical order)."""
+        return self._example_parts[int(self._first_part[g])][int(self._first_index[g])]
+
+    @cached_property
+    def _example_table(self) -> tuple[np.ndarray, np.ndarray]:
+        ex, gid = _joined(self._example_parts, self._example_gid_parts, FINDING_DTYPE)
+        # A group's examples are in canonical order already (a batch is; one
+        # that came before a group's last example made it sort them all).
+        order = stable_order(gid)
+        gid = gid[order]
+        return take_rows(ex, order), np.searchsorted(gid, np.arange(len(self) + 1))
+
+    @property
+    def examples(self) -> np.ndarray:
+        """``FINDING_DTYPE`` records: every group's first members, by group id, then
+        canonical order."""
+        return self._example_table[0]
+
+    @property
+    def example_start(self) -> np.ndarray:
+        """Group ``g``'s examples are ``examples[example_start[g]:example_start[g + 1]]``."""
+        return self._example_table[1]
+
+    def _locator_records(self, entries: np.ndarray) -> np.ndarray:
+        log = self._locator_log[entries]
+        out = np.zeros(len(entries), dtype=LOCATOR_DTYPE)
+        for name, col in (("row", L_ROW), ("space", L_SPACE), ("owner", L_OWNER),
+                          ("size", L_SIZE), ("launch", L_LAUNCH)):
+            out[name] = log[:, col]
+        out["addr"] = log[:, L_ADDR].view(np.uint64)
+        return out
+
+    @cached_property
+    def _locator_table(self) -> tuple[np.ndarray, np.ndarray]:
+        gid = self._locator_log[:, L_GID]
+        order = np.lexsort((self._locator_log[:, L_ROW], gid))
+        return (self._locator_records(order),
+                np.searchsorted(gid[order], np.arange(len(self) + 1)))
+
+    @property
+    def locators(self) -> np.ndarray:
+        """``LOCATOR_DTYPE``: every group's first distinct byte ranges found, by group
+        id, then row (the row of the first member that touched the range)."""
+        return self._locator_table[0]
+
+    @property
+    def locator_start(self) -> np.ndarray:
+        return self._locator_table[1]
 
     def locators_of(self, g: int) -> np.ndarray:
-        return self.locators[int(self.locator_start[g]):int(self.locator_start[g + 1])]
-
-    def first_rows(self) -> np.ndarray:
-        return self.examples["row"][self.example_start[:-1]]
+        """Group ``g``'s locators, by row (read from its list: no sorting of all)."""
+        entries = []
+        e = int(self._locator_head[g])
+        while e >= 0:
+            entries.append(e)
+            e = int(self._locator_log[e, L_NEXT])
+        records = self._locator_records(np.array(entries, dtype=np.int64))
+        return records[np.argsort(records["row"], kind="stable")]
 
     def display_order(self) -> np.ndarray:
         """Group ids, errors first, then by the row of their first member, then kind."""
         if len(self) == 0:
             return np.zeros(0, dtype=np.int64)
         warning = self.severity != Severity.ERROR
-        return np.lexsort((self.kind, self.first_rows(), warning))
+        return np.lexsort((self.kind, self.stats["first_row"], warning))
 
     def alias_behind(self, launch: int, block: int, thread: int, row: int) -> np.void | None:
         """The ``sync_alias`` error of thread ``(launch, block, thread)``: the
@@ -223,8 +270,173 @@ class GroupTable:
         return a[before[-1]] if before.size else a[mine[0]]
 
 
+# -- the fold kernel -------------------------------------------------------------
+#
+# Per-group state: one int64 row of ``gs`` per group id, a hash table from group
+# key to id (``table``: id + 1 per slot, 0 empty; the key is the group's
+# GS_KEY), and a log of locators, each group's a linked list (``loc``). ``gs`` and ``loc`` grow in place (tracerace.mapped: no copy,
+# pages faulted in as rows are written, which on a VM that clears pages at
+# ~300 MB/s is most of what a group costs). Capacities are made before a call
+# (GroupBuilder._room), so the kernel never runs out.
+(GS_KEY, GS_COUNT, GS_SEVERITY, GS_SPACE_MIN, GS_SPACE_MAX, GS_OWNER_MIN, GS_OWNER_MAX,
+ GS_LAUNCH_MIN, GS_LAUNCH_MAX, GS_BYTES, GS_LO, GS_LAST, GS_EX_N, GS_EX_MAX_ROW,
+ GS_FIRST_PART, GS_FIRST_INDEX, GS_LOC_N, GS_LOC_MORE, GS_LOC_HEAD, GS_LOC_TAIL) = range(20)
+GS_FIELDS = 20
+# GS_LO and GS_LAST hold uint64 addresses with the top bit flipped, as int64:
+# signed order on them is unsigned order on the addresses.
+_FLIP = np.uint64(1 << 63)
+(L_ROW, L_SPACE, L_OWNER, L_ADDR, L_SIZE, L_LAUNCH, L_ID_OWNER, L_ID_LAUNCH, L_NEXT,
+ L_GID) = range(10)
+L_FIELDS = 10
+# Counters in ``sv``.
+SV_GROUPS, SV_LOCATORS, SV_ERRORS, SV_RACY = range(4)
+SV_FIELDS = 4
+_I64_MAX = np.iinfo(np.int64).max
+_I64_MIN = np.iinfo(np.int64).min
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the product's high bits
+_U32_MAX = np.iinfo(np.uint32).max
+
+
+@jit
+def fold(f, canon, copy_ops, base, named, named_start, launch_named, k, part,
+         gs, table, loc, sv, by_kind, rows_seen, gid, ex_idx):
+    """Fold findings ``f`` (canonical order) into the groups; ``gid`` gets each
+    finding's group id, ``ex_idx`` the positions of the findings admitted as
+    examples. Returns (examples admitted, whether one of them comes no later
+    than an example its group had: the caller then re-sorts and trims)."""
+    nsites = canon.shape[0] - 1
+    mask = table.shape[0] - 1
+    n_ex = 0
+    early = False
+    last_row = np.int64(-1)
+    for i in range(f.shape[0]):
+        r = f[i]
+        # The group key (GroupBuilder.keys says the same with NumPy).
+        later_role = ROLE_COPY if copy_ops[r.op] else ROLE_THREAD
+        if r.prev_row == NO_ROW:
+            earlier, earlier_role = 0, ROLE_NONE
+        else:
+            earlier = canon[min(np.int64(r.prev_site), nsites)] + 2
+            earlier_role = ROLE_COPY if (r.prev_async != 0 or copy_ops[r.prev_op]) else ROLE_THREAD
+        later = canon[min(np.int64(r.site), nsites)] + 1
+        key = ((earlier * base + later) * 16 + r.kind) * 16 + earlier_role * 4 + later_role
+        # Its group.
+        h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
+        while table[h] != 0 and gs[table[h] - 1, GS_KEY] != key:
+            h = (h + 1) & mask
+        if table[h] == 0:
+            g = sv[SV_GROUPS]
+            sv[SV_GROUPS] += 1
+            table[h] = g + 1
+            s = gs[g]
+            s[:] = 0
+            s[GS_KEY] = key
+            s[GS_SEVERITY] = 255
+            s[GS_SPACE_MIN] = 255
+            s[GS_OWNER_MIN] = _U32_MAX
+            s[GS_LAUNCH_MIN] = _U32_MAX
+            s[GS_EX_MAX_ROW] = -1
+            s[GS_LOC_HEAD] = -1
+            s[GS_LOC_TAIL] = -1
+            s[GS_LO] = _I64_MAX
+            s[GS_LAST] = _I64_MIN
+        else:
+            g = np.int64(table[h]) - 1
+        gid[i] = g
+        s = gs[g]
+        # Totals and statistics.
+        by_kind[r.kind] += 1
+        if r.severity == 0:
+            sv[SV_ERRORS] += 1
+        if r.row != last_row:  # rows come in order: a new one is counted once
+            last_row = r.row
+            byte, bit = r.row >> 3, np.uint8(1) << np.uint8(r.row & 7)
+            if (rows_seen[byte] & bit) == 0:
+                rows_seen[byte] |= bit
+                sv[SV_RACY] += 1
+        s[GS_COUNT] += 1
+        s[GS_SEVERITY] = min(s[GS_SEVERITY], np.int64(r.severity))
+        # Examples: a group's first k, and any that comes before its last one.
+        if s[GS_EX_N] < k or r.row <= s[GS_EX_MAX_ROW]:
+            if r.row <= s[GS_EX_MAX_ROW]:
+                early = True
+            if s[GS_EX_N] == 0:
+                s[GS_FIRST_PART] = part
+                s[GS_FIRST_INDEX] = n_ex
+            s[GS_EX_N] += 1
+            s[GS_EX_MAX_ROW] = max(s[GS_EX_MAX_ROW], r.row)
+            ex_idx[n_ex] = i
+            n_ex += 1
+        if r.size == 0:
+            continue
+        s[GS_BYTES] += 1
+        addr = np.uint64(r.addr)
+        s[GS_LO] = min(s[GS_LO], np.int64(addr ^ _FLIP))
+        s[GS_LAST] = max(s[GS_LAST], np.int64((addr + np.uint64(r.size - 1)) ^ _FLIP))
+        space, owner, launch = np.int64(r.space), np.int64(r.owner), np.int64(r.launch)
+        s[GS_SPACE_MIN] = min(s[GS_SPACE_MIN], space)
+        s[GS_SPACE_MAX] = max(s[GS_SPACE_MAX], space)
+        s[GS_OWNER_MIN] = min(s[GS_OWNER_MIN], owner)
+        s[GS_OWNER_MAX] = max(s[GS_OWNER_MAX], owner)
+        s[GS_LAUNCH_MIN] = min(s[GS_LAUNCH_MIN], launch)
+        s[GS_LAUNCH_MAX] = max(s[GS_LAUNCH_MAX], launch)
+        if s[GS_LOC_MORE] != 0:
+            continue
+        # Locators: the byte range as the report names it (GroupBuilder.identity).
+        id_owner, id_launch = owner, np.int64(0)
+        if in_buffer(named, named_start, space, addr):
+            id_owner = 0
+            if launch_named:
+                id_launch = launch
+        e = s[GS_LOC_HEAD]
+        while e >= 0:
+            if (loc[e, L_SPACE] == space and loc[e, L_ID_OWNER] == id_owner
+                    and loc[e, L_ADDR] == np.int64(addr) and loc[e, L_SIZE] == r.size
+                    and loc[e, L_ID_LAUNCH] == id_launch):
+                break
+            e = loc[e, L_NEXT]
+        if e >= 0:
+            continue
+        if s[GS_LOC_N] == k:
+            s[GS_LOC_MORE] = 1
+            continue
+        e = sv[SV_LOCATORS]
+        sv[SV_LOCATORS] += 1
+        loc[e, L_ROW] = r.row
+        loc[e, L_SPACE] = space
+        loc[e, L_OWNER] = owner
+        loc[e, L_ADDR] = np.int64(addr)
+        loc[e, L_SIZE] = r.size
+        loc[e, L_LAUNCH] = launch
+        loc[e, L_ID_OWNER] = id_owner
+        loc[e, L_ID_LAUNCH] = id_launch
+        loc[e, L_NEXT] = -1
+        loc[e, L_GID] = g
+        if s[GS_LOC_TAIL] >= 0:
+            loc[s[GS_LOC_TAIL], L_NEXT] = e
+        else:
+            s[GS_LOC_HEAD] = e
+        s[GS_LOC_TAIL] = e
+        s[GS_LOC_N] += 1
+    return n_ex, early
+
+
+@jit
+def in_buffer(named, named_start, space, addr):
+    """Whether ``addr`` of ``space`` lies in a declared buffer (``named``: rows of
+    merged (lo, hi) ranges, each space's from ``named_start[space]``, by lo)."""
+    lo, hi = named_start[space], named_start[space + 1]
+    while lo < hi:  # the last range starting at or below addr
+        mid = (lo + hi) // 2
+        if named[mid, 0] <= addr:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo > named_start[space] and addr < named[lo - 1, 1]
+
+
 class GroupBuilder:
-    """Folds batches of findings into a :class:`GroupTable`.
+    """Folds batches of findings into a :class:`GroupTable` (see the module doc).
 
     ``kinds``: the hazard kinds kept (the others are counted as filtered and
     go no further). ``keep_findings``: keep every kept finding too.
@@ -237,38 +449,31 @@ class GroupBuilder:
         self._base = self._nsites + 3  # earlier keys 0 .. nsites + 2, later 0 .. nsites + 1
         if self._base ** 2 * 256 >= 1 << 63:
             raise ValueError(f"too many sites to group by ({self._nsites:,})")
-        self._named = _buffer_ranges(meta)
+        self._named, self._named_start = _buffer_ranges(meta)
         self._launch_named = any(b.launch is not None for b in meta.buffers)
         self._keep = np.zeros(256, dtype=bool)
         self._keep[list(range(N_KINDS)) if kinds is None else [int(k) for k in kinds]] = True
         self._keep_findings = keep_findings
         self._k = examples
-        # Groups, by id.
-        self._n = 0
-        self._key = np.zeros(16, dtype=np.uint64)
-        self._stats = {name: np.full(16, start, dtype) for name, (dtype, start, _) in
-                       _STATS.items()}
-        # The keys in order, for lookups.
-        self._sorted_keys = np.zeros(0, dtype=np.uint64)
-        self._sorted_ids = np.zeros(0, dtype=np.int64)
-        # Examples: appended parts, trimmed to ``examples`` per group when needed.
+        # Rows are written when a group (a locator) starts.
+        self._gs = MappedArray(0, GS_FIELDS)
+        self._loc = MappedArray(0, L_FIELDS)
+        self._table = np.zeros(0, dtype=np.int32)
+        self._sv = np.zeros(SV_FIELDS, dtype=np.int64)
+        self._rows_seen = np.zeros(0, dtype=np.uint8)  # bitmap of racy rows
+        self.by_kind = np.zeros(16, dtype=np.int64)
+        self.filtered_by_kind = np.zeros(N_KINDS, dtype=np.int64)
+        # Examples: parts in the order found, trimmed to ``examples`` per group
+        # when a batch came before a group's last example.
         self._ex_parts: list[np.ndarray] = []
         self._ex_gid_parts: list[np.ndarray] = []
-        self._ex_n = np.zeros(16, dtype=np.int64)
-        self._ex_max_row = np.full(16, -1, dtype=np.int64)
-        self._loc_parts: list[np.ndarray] = []
-        self._loc_gid_parts: list[np.ndarray] = []
-        self._loc_n = np.zeros(16, dtype=np.int64)
-        self._loc_more = np.zeros(16, dtype=bool)
         self._kept_parts: list[np.ndarray] = []
         self._kept_gid_parts: list[np.ndarray] = []
         self._alias_parts: list[np.ndarray] = []
-        self.by_kind = np.zeros(N_KINDS, dtype=np.int64)
-        self.filtered_by_kind = np.zeros(N_KINDS, dtype=np.int64)
-        self.errors = 0
-        self.warnings = 0
-        self._rows_seen = np.zeros(0, dtype=np.uint8)  # bitmap of racy rows
-        self.racy_rows = 0
+
+    @property
+    def groups(self) -> int:
+        return int(self._sv[SV_GROUPS])
 
     # -- adding ---------------------------------------------------------------
 
@@ -280,17 +485,28 @@ class GroupBuilder:
         if not keep.all():
             self.filtered_by_kind += np.bincount(kinds[~keep], minlength=N_KINDS)[:N_KINDS]
             findings = take_rows(findings, np.flatnonzero(keep))
-        if len(findings) == 0:
+        n = len(findings)
+        if n == 0:
             return findings, np.zeros(0, dtype=np.int64)
         if not is_canonical(findings):
             findings = take_rows(findings, np.lexsort(
                 (findings["prev_row"], findings["kind"], findings["row"])))
-        self.by_kind += np.bincount(findings["kind"], minlength=N_KINDS)[:N_KINDS]
-        errors = int(np.count_nonzero(findings["severity"] == Severity.ERROR))
-        self.errors += errors
-        self.warnings += len(findings) - errors
-        self._count_rows(findings["row"])
-        gids = self._fold(findings)
+        findings = np.ascontiguousarray(findings)
+        self._room(n, int(findings["row"][-1]))
+        gids = np.empty(n, dtype=np.int64)
+        ex_idx = np.empty(n, dtype=np.int64)
+        n_ex, early = fold(findings, self._canon, _COPY_OPS, self._base, self._named,
+                           self._named_start, self._launch_named, self._k, len(self._ex_parts),
+                           self._gs.array, self._table, self._loc.array, self._sv,
+                           self.by_kind, self._rows_seen, gids, ex_idx)
+        if n_ex:
+            # Kept in the batch's order: when every finding is an example (a
+            # group each), the batch itself is the part, uncopied.
+            idx = ex_idx[:n_ex]
+            self._ex_parts.append(findings if n_ex == n else take_rows(findings, idx))
+            self._ex_gid_parts.append(gids[idx])
+            if early:
+                self._trim_examples()
         alias = (findings["kind"] == HazardKind.SYNC_ALIAS) & (
             findings["severity"] == Severity.ERROR)
         if alias.any():
@@ -303,208 +519,26 @@ class GroupBuilder:
             self._kept_gid_parts.append(gids)
         return findings, gids
 
-    def _keys(self, f: np.ndarray) -> np.ndarray:
-        canon = self._canon
-        last = self._nsites
-        later = canon[np.minimum(f["site"].astype(np.int64), last)] + 1
-        earlier = canon[np.minimum(f["prev_site"].astype(np.int64), last)] + 2
-        earlier[f["prev_row"] == NO_ROW] = 0
-        r1, r2 = roles(f)
-        pair = (earlier * self._base + later).astype(np.uint64)
-        return ((pair * np.uint64(16) + f["kind"].astype(np.uint64)) * np.uint64(16)
-                + (r1.astype(np.uint64) * np.uint64(4) + r2))
-
-    def _fold(self, f: np.ndarray) -> np.ndarray:
-        n = len(f)
-        key = self._keys(f)
-        # Runs of equal keys (a kernel bug repeats one pair many times in a
-        # row), then the runs sorted by key: the common case sorts few keys.
-        cut = np.flatnonzero(key[1:] != key[:-1]) + 1
-        run_start = np.concatenate(([0], cut))
-        run_len = np.diff(np.append(run_start, n))
-        order = stable_order(key[run_start])
-        sorted_keys = key[run_start][order]
-        head = np.ones(len(order), dtype=bool)
-        head[1:] = sorted_keys[1:] != sorted_keys[:-1]
-        local_sorted = np.cumsum(head) - 1          # chunk group of each sorted run
-        group_keys = sorted_keys[head]
-        ng = len(group_keys)
-        run_group = np.empty(len(order), dtype=np.int64)
-        run_group[order] = local_sorted
-
-        # Chunk groups -> ids; new groups numbered by their first finding.
-        pos = np.searchsorted(self._sorted_keys, group_keys)
-        found = pos < len(self._sorted_keys)
-        found[found] = self._sorted_keys[pos[found]] == group_keys[found]
-        ids = np.empty(ng, dtype=np.int64)
-        ids[found] = self._sorted_ids[pos[found]]
-        new = np.flatnonzero(~found)
-        if new.size:
-            first_at = run_start[order[head]]       # first finding of each chunk group
-            new = new[np.argsort(first_at[new])]    # distinct positions
-            ids[new] = np.arange(self._n, self._n + new.size)
-            self._grow(self._n + new.size)
-            self._key[ids[new]] = group_keys[new]
-            self._n += new.size
-            ins = np.sort(new)                       # by key, as pos is
-            self._sorted_keys = np.insert(self._sorted_keys, pos[ins], group_keys[ins])
-            self._sorted_ids = np.insert(self._sorted_ids, pos[ins], ids[ins])
-
-        # Statistics: per run (contiguous reduceat), then runs into groups.
-        has_bytes = f["size"] > 0
-        addr = f["addr"]
-        per_finding = {
-            "count": np.ones(n, dtype=np.int64),
-            "severity": f["severity"],
-            "lo": np.where(has_bytes, addr, _U64_MAX),
-            "last": np.where(has_bytes, addr + (f["size"].astype(np.uint64) - np.uint64(1)),
-                             0).astype(np.uint64),
-            **{f"{name}_{end}": np.where(has_bytes, f[name], _STATS[f"{name}_{end}"][1])
-               for name in ("space", "owner", "launch") for end in ("min", "max")},
-            "bytes": has_bytes.astype(np.int64),
-        }
-        if len(run_start) == n:  # every finding a run of its own
-            per_run = per_finding
-        else:
-            per_run = {name: _STATS[name][2].reduceat(values, run_start)
-                       for name, values in per_finding.items()}
-        gid_of_run = ids[run_group]
-        one_run = len(order) == ng  # each group one run: ids are distinct, no ufunc.at
-        for name, (dtype, _, merge) in _STATS.items():
-            values = per_run[name].astype(dtype)
-            if one_run:
-                stat = self._stats[name]
-                stat[gid_of_run] = merge(stat[gid_of_run], values)
-            else:
-                merge.at(self._stats[name], gid_of_run, values)
-
-        self._add_examples(f, run_start[order], run_len[order], local_sorted, ids)
-        gids = np.repeat(gid_of_run, run_len)
-        self._add_locators(f, gids)
-        return gids
-
-    def _add_examples(self, f: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
-                      run_group: np.ndarray, ids: np.ndarray) -> None:
-        """Offer each chunk group's first members (runs sorted by group, then
-        position) as examples."""
-        k = self._k
-        ends = np.cumsum(lengths)
-        group_head = np.ones(len(starts), dtype=bool)
-        group_head[1:] = run_group[1:] != run_group[:-1]
-        base = np.maximum.accumulate(np.where(group_head, ends - lengths, 0))
-        before = ends - lengths - base                  # members of the group in earlier runs
-        take = np.clip(k - before, 0, lengths)
-        idx = _expand(starts[take > 0], take[take > 0])
-        if idx.size == 0:
-            return
-        gid = np.repeat(ids[run_group[take > 0]], take[take > 0])
-        # A finding no later than a group's last example may displace one (a
-        # batch nearly always comes after everything before it, and then only
-        # fills the groups that have room): those are added and trimmed.
-        early = f["row"][idx] <= self._ex_max_row[gid]
-        head = np.ones(len(gid), dtype=bool)
-        head[1:] = gid[1:] != gid[:-1]
-        rank = np.arange(len(gid)) - np.maximum.accumulate(
-            np.where(head, np.arange(len(gid)), 0))
-        accept = early | (rank < k - self._ex_n[gid])
-        idx, gid = idx[accept], gid[accept]
-        if idx.size == 0:
-            return
-        cand = take_rows(f, idx)
-        self._ex_parts.append(cand)
-        self._ex_gid_parts.append(gid)
-        # ``gid`` comes group by group, each group's by row: its last is its latest.
-        last = np.flatnonzero(np.append(gid[1:] != gid[:-1], True))
-        first = np.concatenate(([0], last[:-1] + 1))
-        self._ex_n[gid[last]] += last - first + 1
-        rows = cand["row"][last]
-        self._ex_max_row[gid[last]] = np.maximum(self._ex_max_row[gid[last]], rows)
-        if early[accept].any():
-            self._trim_examples()
-
-    def _add_locators(self, f: np.ndarray, gids: np.ndarray) -> None:
-        """Record the byte ranges of this batch that groups with room have not seen."""
-        cand = np.flatnonzero((f["size"] > 0) & ~self._loc_more[gids])
-        if cand.size == 0:
-            return
-        g = gids[cand]
-        ident = self._identity(f, cand)
-        # A group with nothing stored that has one candidate: it is new (the
-        # common case when nearly every finding is a group of its own).
-        counts = np.bincount(g - g.min(), minlength=1) if g.size else g
-        alone = (counts[g - g.min()] == 1) & (self._loc_n[g] == 0)
-        if alone.any():
-            self._store_locators(f, g[alone], cand[alone])
-            keep = ~alone
-            cand, g, ident = cand[keep], g[keep], [a[keep] for a in ident]
-            if cand.size == 0:
-                return
-        # Ranges these groups stored before (only groups that have some).
-        seen = self._loc_n[g] > 0
-        if seen.any():
-            stored, stored_gid = _joined(self._loc_parts, self._loc_gid_parts, LOCATOR_DTYPE)
-            self._loc_parts, self._loc_gid_parts = [stored], [stored_gid]
-            involved = np.zeros(self._n, dtype=bool)
-            involved[g[seen]] = True
-            mine = involved[stored_gid]
-            old_g, old_ident = stored_gid[mine], self._identity(stored, np.flatnonzero(mine))
-        else:
-            old_g, old_ident = np.zeros(0, np.int64), [np.zeros(0, a.dtype) for a in ident]
-        # The stored ranges and the candidates, sorted by (group, range, stored
-        # first, position): a run's head is the range's first appearance, and
-        # it is new when it is a candidate.
-        group = np.concatenate([old_g, g])
-        source = np.concatenate([np.zeros(len(old_g), np.int8), np.ones(cand.size, np.int8)])
-        position = np.concatenate([np.zeros(len(old_g), np.int64), cand])
-        keys = [np.concatenate([a, b]) for a, b in zip(old_ident, ident)]
-        order = np.lexsort((position, source, *reversed(keys), group))
-        same = np.ones(len(order) - 1, dtype=bool)
-        for key in (group, *keys):
-            k = key[order]
-            same &= k[1:] == k[:-1]
-        first = order[np.concatenate(([True], ~same))]
-        first = first[source[first] == 1]
-        if first.size == 0:
-            return
-        # ``first`` is by group, then range: put each group's new ranges by position.
-        new_g, new_pos = group[first], position[first]
-        o = np.lexsort((new_pos, new_g))
-        new_g, new_pos = new_g[o], new_pos[o]
-        starts = np.ones(len(new_g), dtype=bool)
-        starts[1:] = new_g[1:] != new_g[:-1]
-        rank = np.arange(len(new_g)) - np.maximum.accumulate(
-            np.where(starts, np.arange(len(new_g)), 0))
-        accept = rank < self._k - self._loc_n[new_g]
-        self._loc_more[new_g[~accept]] = True
-        if accept.any():
-            self._store_locators(f, new_g[accept], new_pos[accept])
-
-    def _store_locators(self, f: np.ndarray, gid: np.ndarray, at: np.ndarray) -> None:
-        part = np.zeros(gid.size, dtype=LOCATOR_DTYPE)
-        for name in LOCATOR_DTYPE.names:
-            part[name] = f[name][at]
-        self._loc_parts.append(part)
-        self._loc_gid_parts.append(gid)
-        np.add.at(self._loc_n, gid, 1)
-
-    def _identity(self, r: np.ndarray, at: np.ndarray) -> list[np.ndarray]:
-        """What tells the byte ranges ``r[at]`` apart in a report (see the module
-        doc): (space, owner, addr, size, launch) with the owner 0 inside a
-        declared buffer and the launch 0 outside buffers declared for one launch."""
-        space, addr = r["space"][at], r["addr"][at]
-        named = np.zeros(len(at), dtype=bool)
-        for sp, (starts, ends) in self._named.items():
-            mine = np.flatnonzero(space == sp)
-            where = np.searchsorted(starts, addr[mine], side="right") - 1
-            inside = where >= 0
-            inside[inside] = addr[mine][inside] < ends[where[inside]]
-            named[mine[inside]] = True
-        owner = np.where(named, 0, r["owner"][at]).astype(np.uint32)
-        launch = (np.where(named, r["launch"][at], 0) if self._launch_named
-                  else np.zeros(len(at))).astype(np.uint32)
-        return [space, owner, addr, r["size"][at], launch]
+    def _room(self, n: int, last_row: int) -> None:
+        """Capacities for ``n`` more findings (at most as many new groups and
+        locators), up to row ``last_row``."""
+        groups, locators = int(self._sv[SV_GROUPS]), int(self._sv[SV_LOCATORS])
+        for pool, used in ((self._gs, groups), (self._loc, locators)):
+            if used + n > pool.array.shape[0]:
+                pool.grow(max(used + n, 2 * pool.array.shape[0]), used)
+        need = (last_row >> 3) + 1
+        if need > len(self._rows_seen):
+            grown = np.zeros(max(need, 2 * len(self._rows_seen)), dtype=np.uint8)
+            grown[:len(self._rows_seen)] = self._rows_seen
+            self._rows_seen = grown
+        want = 2 * (groups + n)  # at most half full
+        if want > len(self._table):
+            old = self._table
+            self._table = np.zeros(1 << max(10, (want - 1).bit_length()), dtype=np.int32)
+            _rehash(old, self._table, self._gs.array)
 
     def _trim_examples(self) -> None:
+        """Keep each group's first ``examples`` in canonical order."""
         ex, gid = self._examples()
         order = np.lexsort((ex["prev_row"], ex["kind"], ex["row"], gid))
         ex, gid = take_rows(ex, order), gid[order]
@@ -514,70 +548,38 @@ class GroupBuilder:
         keep = np.arange(len(gid)) - start < self._k
         ex, gid = take_rows(ex, np.flatnonzero(keep)), gid[keep]
         self._ex_parts, self._ex_gid_parts = [ex], [gid]
-        self._ex_n[:] = 0
-        np.add.at(self._ex_n, gid, 1)
-        self._ex_max_row[:] = -1
-        np.maximum.at(self._ex_max_row, gid, ex["row"])
+        gs = self._gs.array
+        groups = self.groups
+        gs[:groups, GS_EX_N] = np.bincount(gid, minlength=groups)
+        gs[:groups, GS_EX_MAX_ROW] = -1
+        np.maximum.at(gs[:, GS_EX_MAX_ROW], gid, ex["row"])
+        heads = np.flatnonzero(np.concatenate(([True], gid[1:] != gid[:-1])))
+        gs[gid[heads], GS_FIRST_PART] = 0
+        gs[gid[heads], GS_FIRST_INDEX] = heads
 
     def _examples(self) -> tuple[np.ndarray, np.ndarray]:
         ex, gid = _joined(self._ex_parts, self._ex_gid_parts, FINDING_DTYPE)
         self._ex_parts, self._ex_gid_parts = [ex], [gid]
         return ex, gid
 
-    def _grow(self, n: int) -> None:
-        cap = len(self._key)
-        if n <= cap:
-            return
-        while cap < n:
-            cap *= 2
+    # -- the same key and byte-range identity with NumPy (for readers and tests) --
 
-        def grown(a: np.ndarray, fill) -> np.ndarray:
-            out = np.full(cap, fill, a.dtype)
-            out[:len(a)] = a
-            return out
-
-        self._key = grown(self._key, 0)
-        self._stats = {name: grown(self._stats[name], start)
-                       for name, (_, start, _) in _STATS.items()}
-        self._ex_n = grown(self._ex_n, 0)
-        self._ex_max_row = grown(self._ex_max_row, -1)
-        self._loc_n = grown(self._loc_n, 0)
-        self._loc_more = grown(self._loc_more, False)
-
-    def _count_rows(self, rows: np.ndarray) -> None:
-        """Add the distinct ``rows`` (sorted) to the racy-row bitmap and count the new ones."""
-        rows = rows[np.concatenate(([True], rows[1:] != rows[:-1]))]
-        byte = rows >> 3
-        need = int(byte[-1]) + 1
-        if need > len(self._rows_seen):
-            grown = np.zeros(max(need, 2 * len(self._rows_seen)), dtype=np.uint8)
-            grown[:len(self._rows_seen)] = self._rows_seen
-            self._rows_seen = grown
-        bits = (np.uint8(1) << (rows & 7).astype(np.uint8)).astype(np.uint8)
-        if np.all(byte[1:] > byte[:-1]):
-            starts = np.arange(len(byte))
-        else:  # rows are sorted, so bytes are; combine the bits of each byte
-            starts = np.flatnonzero(np.concatenate(([True], byte[1:] != byte[:-1])))
-            bits = np.bitwise_or.reduceat(bits, starts)
-        at = byte[starts]
-        fresh = bits & ~self._rows_seen[at]
-        self.racy_rows += int(_POPCOUNT[fresh].sum())
-        self._rows_seen[at] |= bits
+    def keys(self, f: np.ndarray) -> np.ndarray:
+        """The group key of each finding (what ``fold`` computes)."""
+        canon, last = self._canon, self._nsites
+        later = canon[np.minimum(f["site"].astype(np.int64), last)] + 1
+        earlier = canon[np.minimum(f["prev_site"].astype(np.int64), last)] + 2
+        earlier[f["prev_row"] == NO_ROW] = 0
+        r1, r2 = roles(f)
+        pair = (earlier * self._base + later).astype(np.uint64)
+        return ((pair * np.uint64(16) + f["kind"].astype(np.uint64)) * np.uint64(16)
+                + (r1.astype(np.uint64) * np.uint64(4) + r2))
 
     # -- the result -------------------------------------------------------------
 
     def table(self) -> GroupTable:
-        n = self._n
-        ex, gid = self._examples()
-        # A group's examples are in canonical order already (a batch is; one
-        # that came before a group's last example made it sort them all).
-        order = stable_order(gid)
-        ex, gid = take_rows(ex, order), gid[order]
-        start = np.searchsorted(gid, np.arange(n + 1))
-        key = self._key[:n]
-        loc, loc_gid = _joined(self._loc_parts, self._loc_gid_parts, LOCATOR_DTYPE)
-        order = np.lexsort((np.ascontiguousarray(loc["row"]), loc_gid))
-        loc, loc_gid = take_rows(loc, order), loc_gid[order]
+        n = self.groups
+        gs = self._gs.array[:n]
         findings = finding_groups = None
         if self._keep_findings:
             if self._kept_parts:
@@ -590,17 +592,43 @@ class GroupBuilder:
         aliases = (np.concatenate(self._alias_parts) if self._alias_parts
                    else np.zeros(0, dtype=ALIAS_DTYPE))
         aliases = aliases[np.argsort(aliases["row"], kind="stable")]
+        # A group's first example is its first member: its row is the group's first.
+        first_row = np.zeros(n, dtype=np.int64)
+        part = gs[:, GS_FIRST_PART]
+        for p, examples in enumerate(self._ex_parts):
+            mine = np.flatnonzero(part == p)
+            first_row[mine] = examples["row"][gs[mine, GS_FIRST_INDEX]]
+        flip = lambda col: gs[:, col].view(np.uint64) ^ _FLIP  # noqa: E731
+        stats = {"count": gs[:, GS_COUNT], "severity": gs[:, GS_SEVERITY],
+                 "lo": flip(GS_LO), "last": flip(GS_LAST),
+                 "space_min": gs[:, GS_SPACE_MIN], "space_max": gs[:, GS_SPACE_MAX],
+                 "owner_min": gs[:, GS_OWNER_MIN], "owner_max": gs[:, GS_OWNER_MAX],
+                 "launch_min": gs[:, GS_LAUNCH_MIN], "launch_max": gs[:, GS_LAUNCH_MAX],
+                 "bytes": gs[:, GS_BYTES], "first_row": first_row}
         return GroupTable(
-            kind=((key >> np.uint64(4)) & np.uint64(15)).astype(np.uint8),
-            earlier_role=((key >> np.uint64(2)) & np.uint64(3)).astype(np.uint8),
-            later_role=(key & np.uint64(3)).astype(np.uint8),
-            stats={name: a[:n].copy() for name, a in self._stats.items()},
-            examples=ex, example_start=start, locators=loc,
-            locator_start=np.searchsorted(loc_gid, np.arange(n + 1)),
-            more_locators=self._loc_more[:n].copy(), findings=findings,
-            finding_groups=finding_groups, aliases=aliases,
-            by_kind=self.by_kind.copy(), filtered_by_kind=self.filtered_by_kind.copy(),
-            errors=self.errors, warnings=self.warnings, racy_rows=self.racy_rows)
+            key=gs[:, GS_KEY].astype(np.uint64), stats=stats,
+            example_parts=self._ex_parts, example_gid_parts=self._ex_gid_parts,
+            first_part=gs[:, GS_FIRST_PART], first_index=gs[:, GS_FIRST_INDEX],
+            locator_log=self._loc.array[:int(self._sv[SV_LOCATORS])],
+            locator_head=gs[:, GS_LOC_HEAD], more_locators=gs[:, GS_LOC_MORE] != 0,
+            findings=findings, finding_groups=finding_groups, aliases=aliases,
+            by_kind=self.by_kind[:N_KINDS].copy(),
+            filtered_by_kind=self.filtered_by_kind.copy(), errors=int(self._sv[SV_ERRORS]),
+            warnings=int(self.by_kind.sum() - self._sv[SV_ERRORS]),
+            racy_rows=int(self._sv[SV_RACY]))
+
+
+@jit
+def _rehash(old, new, gs):
+    mask = new.shape[0] - 1
+    for s in range(old.shape[0]):
+        if old[s] == 0:
+            continue
+        key = gs[old[s] - 1, GS_KEY]
+        h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
+        while new[h] != 0:
+            h = (h + 1) & mask
+        new[h] = old[s]
 
 
 def take_rows(records: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -618,10 +646,12 @@ def concat_rows(parts: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([np.ascontiguousarray(p).view(void) for p in parts]).view(dtype)
 
 
-def _buffer_ranges(meta: TraceMeta) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per space, the declared buffers' byte ranges merged: sorted starts and their ends."""
-    out = {}
-    for space in sorted({b.space for b in meta.buffers}):
+def _buffer_ranges(meta: TraceMeta) -> tuple[np.ndarray, np.ndarray]:
+    """The declared buffers' byte ranges, merged, by space then start: rows of
+    (lo, hi), and where each space's rows start (``fold``'s ``named``)."""
+    rows: list[tuple[int, int]] = []
+    start = [0]
+    for space in range(len(Space)):
         spans = sorted((b.base, b.base + b.nbytes_span) for b in meta.buffers
                        if b.space == space and b.nbytes_span > 0)
         merged: list[list[int]] = []
@@ -630,11 +660,10 @@ def _buffer_ranges(meta: TraceMeta) -> dict[int, tuple[np.ndarray, np.ndarray]]:
                 merged[-1][1] = max(merged[-1][1], hi)
             else:
                 merged.append([lo, hi])
-        if merged:
-            starts = np.array([lo for lo, _ in merged], dtype=np.uint64)
-            ends = np.array([min(hi, _U64_MAX) for _, hi in merged], dtype=np.uint64)
-            out[space] = (starts, ends)
-    return out
+        rows.extend((lo, min(hi, int(_U64_MAX))) for lo, hi in merged)
+        start.append(len(rows))
+    return (np.array(rows, dtype=np.uint64).reshape(-1, 2),
+            np.array(start, dtype=np.int64))
 
 
 def _joined(parts: list[np.ndarray], gid_parts: list[np.ndarray],

@@ -217,3 +217,15 @@ def test_alias_errors_are_kept_for_the_linked_line(kinds):
     assert table.alias_behind(0, 1, 0, 10)["obj"] == 7   # the latest before the row
     assert table.alias_behind(0, 1, 0, 2)["row"] == 3     # else the first after it
     assert table.alias_behind(0, 2, 0, 10) is None
+
+
+def test_records_from_engine_rows_cast_each_field():
+    from tracerace.findings import FIELDS, records
+
+    rng = np.random.default_rng(7)
+    rows = rng.integers(-2**40, 2**40, (300, len(FIELDS)), dtype=np.int64)
+    rows[:, FIELDS.index("addr")] = rng.integers(0, 2**62, 300) * 3  # past 2**63 too
+    got = records(rows)
+    for i, name in enumerate(FIELDS):
+        want = rows[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
+        assert np.array_equal(got[name], want), name

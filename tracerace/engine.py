@@ -35,7 +35,7 @@ from .clocks import (CV_AGENT, CV_BASE, CV_EPOCH, SN_FIELDS, SN_REF, SN_SERIAL, 
 from .errors import TraceError
 from .hashmap import hm_get, hm_prefetch, hm_put, new_table
 from .hashmap import rehash as hm_rehash
-from .findings import FINDING_DTYPE, CheckResult, empty_findings
+from .findings import FINDING_DTYPE, CheckResult, records
 from .mapped import MappedArray, can_populate
 from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
@@ -1865,10 +1865,7 @@ class EngineState:
         (a finding is complete once its event is replayed: none refers to
         another's slot)."""
         n = int(self.sv[SV_NFIND])
-        raw = self.arrays["find"][:n]
-        out = empty_findings(n)
-        for name, i in F.items():
-            out[name] = raw[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
+        out = records(self.arrays["find"][:n])  # F is FINDING_DTYPE's order
         self.sv[SV_NFIND] = 0
         return out
 

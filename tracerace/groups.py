@@ -147,7 +147,7 @@ class GroupTable:
     def __init__(self, *, key: np.ndarray, stats: dict[str, np.ndarray],
                  example_parts: list[np.ndarray], example_gid_parts: list[np.ndarray],
                  first_part: np.ndarray, first_index: np.ndarray, locator_log: np.ndarray,
-                 locator_head: np.ndarray, more_locators: np.ndarray,
+                 locator_head: np.ndarray, locator_count: np.ndarray, more_locators: np.ndarray,
                  findings: np.ndarray | None, finding_groups: np.ndarray | None,
                  aliases: np.ndarray, by_kind: np.ndarray, filtered_by_kind: np.ndarray,
                  errors: int, warnings: int, racy_rows: int) -> None:
@@ -162,6 +162,8 @@ class GroupTable:
         self._example_parts, self._example_gid_parts = example_parts, example_gid_parts
         self._first_part, self._first_index = first_part, first_index
         self._locator_log, self._locator_head = locator_log, locator_head
+        self.locator_count = locator_count
+        """How many locators group ``g`` has."""
         self.more_locators = more_locators
         """Whether group ``g``'s members touch more byte ranges than its locators."""
         self.findings = findings
@@ -610,7 +612,8 @@ class GroupBuilder:
             example_parts=self._ex_parts, example_gid_parts=self._ex_gid_parts,
             first_part=gs[:, GS_FIRST_PART], first_index=gs[:, GS_FIRST_INDEX],
             locator_log=self._loc.array[:int(self._sv[SV_LOCATORS])],
-            locator_head=gs[:, GS_LOC_HEAD], more_locators=gs[:, GS_LOC_MORE] != 0,
+            locator_head=gs[:, GS_LOC_HEAD], locator_count=gs[:, GS_LOC_N],
+            more_locators=gs[:, GS_LOC_MORE] != 0,
             findings=findings, finding_groups=finding_groups, aliases=aliases,
             by_kind=self.by_kind[:N_KINDS].copy(),
             filtered_by_kind=self.filtered_by_kind.copy(), errors=int(self._sv[SV_ERRORS]),

@@ -242,7 +242,7 @@ class HazardGroup:
         table = self._report.table
         if table.more_locators[self.id]:
             return None
-        return int(table.locator_start[self.id + 1] - table.locator_start[self.id])
+        return int(table.locator_count[self.id])
 
     @cached_property
     def span(self) -> str | None:

@@ -16,7 +16,8 @@ INDENT = "  "
 
 
 class Items:
-    """A JSON array whose items come from an iterable, written as they come."""
+    """A JSON array whose items come from an iterable, written as they come
+    (each item plain JSON: no :class:`Items` inside)."""
 
     def __init__(self, items: Iterable[Any]) -> None:
         self.items = items
@@ -38,10 +39,14 @@ def dump(value: Any, stream: IO[str], level: int = 0) -> None:
     if isinstance(value, Items) or (isinstance(value, list) and _streams(value)):
         n = 0
         stream.write("[")
-        for item in (value.items if isinstance(value, Items) else value):
+        plain = isinstance(value, Items)
+        for item in (value.items if plain else value):
             stream.write(",\n" if n else "\n")
             stream.write(pad + INDENT)
-            dump(item, stream, level + 1)
+            if plain:
+                stream.write(json.dumps(item, indent=len(INDENT)).replace("\n", "\n" + pad + INDENT))
+            else:
+                dump(item, stream, level + 1)
             n += 1
         stream.write(f"\n{pad}]" if n else "]")
     elif isinstance(value, dict) and _streams(value):

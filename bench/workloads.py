@@ -138,7 +138,7 @@ A_BASE = 0x1000_0000
 
 
 def tiled(w: TraceWriter, em: Emitter, n: int, rng, *, blocks: int | None = None,
-          wave: int = 8, kmax: int = 16, second_barrier: bool = True) -> dict:
+          wave: int = 8, kmax: int = 16, kmin: int = 1, second_barrier: bool = True) -> dict:
     """``C = A @ B`` in 16x16 tiles: per k-step each thread loads one element
     of A and of B from global memory into shared tiles, ``bar_sync``, reads a
     row of the A tile and a column of the B tile (32 shared reads),
@@ -152,7 +152,7 @@ def tiled(w: TraceWriter, em: Emitter, n: int, rng, *, blocks: int | None = None
     of the one before (``war``).
     """
     if blocks is None:
-        ksteps = _clamp(n // (THREADS * TILED_STEP), 1, kmax)
+        ksteps = _clamp(n // (THREADS * TILED_STEP), kmin, kmax)
         blocks = max(1, round(n / (THREADS * (ksteps * TILED_STEP + 1))))
     else:
         ksteps = max(1, round((n / blocks / THREADS - 1) / TILED_STEP))
@@ -205,7 +205,7 @@ def tiled_racy(w, em, n, rng) -> dict:
     """``tiled`` without the second ``bar_sync``: GPU-style racy, about one
     ``war`` hazard per shared store after a block's first k-step (5*10^5 at
     10^7 events), at two site pairs."""
-    return tiled(w, em, n, rng, second_barrier=False)
+    return tiled(w, em, n, rng, kmin=2, second_barrier=False)
 
 
 def tiled_wide(w, em, n, rng) -> dict:

@@ -106,7 +106,9 @@ def open_trace(source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> "TraceReader"
 
 
 def validate_trace(source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> TraceMeta:
-    """Read a whole trace, checking every row; return its metadata with ``num_rows``."""
+    """Read a whole trace, checking every row against the reader's rules; return
+    its metadata with ``num_rows``. The rules only a replay can check are not
+    among them: ``tracerace.api.validate`` checks those too."""
     with open_trace(source, batch_size=batch_size) as reader:
         rows = sum(batch.n for batch in reader)
         return replace(reader.meta, num_rows=rows)

@@ -510,7 +510,7 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
 
 
 def cpu_racy(w, em, n, rng, *, threads: int = 32, variables: int = 100_000,
-             locks: int = 256, unlocked: float = 0.04, hot: int = 2_000,
+             locks: int = 256, unlocked: float = 0.2, hot: int = 500,
              locations: int = 1 << 16) -> dict:
     """CPU-style racy: ``cpu`` on 10^5 variables where ``unlocked`` of the
     critical sections skip their lock (they read the thread's private word

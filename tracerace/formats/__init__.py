@@ -87,7 +87,8 @@ class Output:
         self._target = stream
         writer = getattr(self.module, "FindingsWriter", None)
         if writer is not None:
-            self.sink = writer(stream, file=self.path is not None)
+            self.sink = _Sink(writer(stream, file=self.path is not None),
+                              self.path or "<stdout>")
         return self
 
     def _binary_stream(self) -> IO[bytes]:
@@ -139,3 +140,30 @@ class Output:
         finally:
             if not done and os.path.exists(self._temp):
                 os.unlink(self._temp)
+
+
+class _Sink:
+    """A format's findings writer whose I/O failures name the output, not the trace."""
+
+    def __init__(self, writer: Any, where: str) -> None:
+        self._writer = writer
+        self._where = where
+
+    @property
+    def opened(self) -> bool:
+        return self._writer.opened
+
+    def _guard(self, method: str, *args: Any) -> None:
+        try:
+            getattr(self._writer, method)(*args)
+        except OSError as err:
+            raise io_error(err, self._where) from None
+
+    def open(self, *args: Any) -> None:
+        self._guard("open", *args)
+
+    def write(self, findings: Any, groups: Any) -> None:
+        self._guard("write", findings, groups)
+
+    def close(self) -> None:
+        self._guard("close")

@@ -229,3 +229,15 @@ def test_records_from_engine_rows_cast_each_field():
     for i, name in enumerate(FIELDS):
         want = rows[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
         assert np.array_equal(got[name], want), name
+
+
+def test_the_numpy_key_partitions_findings_as_the_fold_does():
+    findings = random_findings(np.random.default_rng(9), 400)
+    builder = GroupBuilder(META)
+    _, gids = builder.add(findings)
+    _, by_key = np.unique(builder.keys(findings), return_inverse=True)
+    # the same partition: one key per group id and one group id per key
+    pairs = set(zip(by_key.tolist(), gids.tolist()))
+    assert len(pairs) == len(set(by_key.tolist())) == len(set(gids.tolist()))
+    table = builder.table()
+    assert np.array_equal(np.sort(table.kind[gids]), np.sort(findings["kind"]))

@@ -70,14 +70,20 @@ ROLE_NAMES = ("none", "thread", "async copy")
 
 N_KINDS = len(HazardKind)
 NO_ROW = -1
+KIND_SYNC_ALIAS = int(HazardKind.SYNC_ALIAS)
 
 _COPY_OPS = np.zeros(256, dtype=bool)
 _COPY_OPS[[int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE)]] = True
 _U64_MAX = np.iinfo(np.uint64).max
 
-LOCATOR_DTYPE = np.dtype([("row", np.int64), ("space", np.uint8), ("owner", np.uint32),
-                          ("addr", np.uint64), ("size", np.uint32), ("launch", np.uint32)])
-"""A byte range a group's members touch, and the row of the first that did."""
+LOCATOR_DTYPE = np.dtype([
+    ("row", np.int64), ("addr", np.uint64), ("next", np.int64), ("group", np.int64),
+    ("owner", np.uint32), ("launch", np.uint32), ("size", np.uint32), ("space", np.uint8),
+    ("named", np.uint8),
+], align=True)
+"""A byte range a group's members touch: the row of the first that did, the
+bytes, the group, the next of the group's (-1: the last), and whether a
+declared buffer holds the range (then the report names it by element)."""
 
 ALIAS_DTYPE = np.dtype([("row", np.int64), ("launch", np.uint32), ("block", np.uint32),
                         ("thread", np.uint32), ("site", np.uint32), ("obj", np.uint64)])
@@ -120,47 +126,29 @@ def roles(findings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return earlier, later
 
 
-def is_canonical(findings: np.ndarray) -> bool:
-    """Whether ``findings`` are in canonical order (row, kind, earlier row)."""
-    if len(findings) < 2:
-        return True
-    row, kind, prev = findings["row"], findings["kind"], findings["prev_row"]
-    up = row[1:] > row[:-1]
-    same = row[1:] == row[:-1]
-    kind_up = kind[1:] > kind[:-1]
-    same_kind = kind[1:] == kind[:-1]
-    return bool(np.all(up | (same & (kind_up | (same_kind & (prev[1:] >= prev[:-1]))))))
-
-
 class GroupTable:
-    """The groups of one check, as arrays indexed by group id (see the module doc).
+    """The groups of one check, indexed by group id (see the module doc).
 
-    Examples and locators stay in the pieces they were collected in until
-    something asks for all of them (:attr:`examples`, :attr:`locators`): a
-    report that shows a hundred groups reads a hundred first examples.
+    Examples and locators stay where they were collected until something asks
+    for all of them (:attr:`examples`, :attr:`locators`): a report that shows
+    a hundred groups reads a hundred first examples.
     """
 
-    def __init__(self, *, key: np.ndarray, stats: dict[str, np.ndarray],
-                 example_parts: list[np.ndarray], example_gid_parts: list[np.ndarray],
-                 first_part: np.ndarray, first_index: np.ndarray, locator_log: np.ndarray,
-                 locator_head: np.ndarray, locator_count: np.ndarray, more_locators: np.ndarray,
+    def __init__(self, *, groups: np.ndarray, example_parts: list[np.ndarray],
+                 example_gid_parts: list[np.ndarray], locator_log: np.ndarray,
                  findings: np.ndarray | None, finding_groups: np.ndarray | None,
                  aliases: np.ndarray, by_kind: np.ndarray, filtered_by_kind: np.ndarray,
                  errors: int, warnings: int, racy_rows: int) -> None:
+        key = groups["key"].astype(np.uint64)
         self.kind = ((key >> np.uint64(4)) & np.uint64(15)).astype(np.uint8)
         self.earlier_role = ((key >> np.uint64(2)) & np.uint64(3)).astype(np.uint8)
         self.later_role = (key & np.uint64(3)).astype(np.uint8)
-        self.stats = stats
-        """Per group: ``count``, ``severity``, the span (``lo``, ``last``: its first
-        and last byte; ``space_min`` .. ``launch_max``: the range of the spaces,
-        owners and launches of the members with bytes; ``bytes``: how many have
-        bytes) and ``first_row``."""
+        self._groups = groups
         self._example_parts, self._example_gid_parts = example_parts, example_gid_parts
-        self._first_part, self._first_index = first_part, first_index
-        self._locator_log, self._locator_head = locator_log, locator_head
-        self.locator_count = locator_count
+        self._locator_log = locator_log
+        self.locator_count = groups["loc_n"]
         """How many locators group ``g`` has."""
-        self.more_locators = more_locators
+        self.more_locators = groups["loc_more"] != 0
         """Whether group ``g``'s members touch more byte ranges than its locators."""
         self.findings = findings
         """Every kept finding, in canonical order (only when asked to keep them)."""
@@ -179,17 +167,36 @@ class GroupTable:
     def __len__(self) -> int:
         return len(self.kind)
 
+    @cached_property
+    def stats(self) -> dict[str, np.ndarray]:
+        """Per group: ``count``, ``severity``, the span (``lo``, ``last``: its first
+        and last byte; ``space_min`` .. ``launch_max``: the range of the spaces,
+        owners and launches of the members with bytes; ``bytes``: how many have
+        bytes) and ``first_row``."""
+        g = self._groups
+        out = {name: g[name] for name in ("count", "severity", "lo", "last", "space_min",
+                                          "space_max", "owner_min", "owner_max", "launch_min",
+                                          "launch_max", "bytes")}
+        # A group's first example is its first member: its row is the group's first.
+        first_row = np.zeros(len(g), dtype=np.int64)
+        for p, examples in enumerate(self._example_parts):
+            mine = np.flatnonzero(g["first_part"] == p)
+            first_row[mine] = examples["row"][g["first_index"][mine]]
+        out["first_row"] = first_row
+        return out
+
     @property
     def count(self) -> np.ndarray:
-        return self.stats["count"]
+        return self._groups["count"]
 
     @property
     def severity(self) -> np.ndarray:
-        return self.stats["severity"]
+        return self._groups["severity"]
 
     def example(self, g: int) -> np.void:
         """The first member of group ``g`` (canonical order)."""
-        return self._example_parts[int(self._first_part[g])][int(self._first_index[g])]
+        rec = self._groups[g]
+        return self._example_parts[int(rec["first_part"])][int(rec["first_index"])]
 
     @cached_property
     def _example_table(self) -> tuple[np.ndarray, np.ndarray]:
@@ -211,21 +218,12 @@ class GroupTable:
         """Group ``g``'s examples are ``examples[example_start[g]:example_start[g + 1]]``."""
         return self._example_table[1]
 
-    def _locator_records(self, entries: np.ndarray) -> np.ndarray:
-        log = self._locator_log[entries]
-        out = np.zeros(len(entries), dtype=LOCATOR_DTYPE)
-        for name, col in (("row", L_ROW), ("space", L_SPACE), ("owner", L_OWNER),
-                          ("size", L_SIZE), ("launch", L_LAUNCH)):
-            out[name] = log[:, col]
-        out["addr"] = log[:, L_ADDR].view(np.uint64)
-        return out
-
     @cached_property
     def _locator_table(self) -> tuple[np.ndarray, np.ndarray]:
-        gid = self._locator_log[:, L_GID]
-        order = np.lexsort((self._locator_log[:, L_ROW], gid))
-        return (self._locator_records(order),
-                np.searchsorted(gid[order], np.arange(len(self) + 1)))
+        log = self._locator_log
+        order = np.lexsort((log["row"], log["group"]))
+        return (take_rows(log, order),
+                np.searchsorted(log["group"][order], np.arange(len(self) + 1)))
 
     @property
     def locators(self) -> np.ndarray:
@@ -240,12 +238,12 @@ class GroupTable:
     def locators_of(self, g: int) -> np.ndarray:
         """Group ``g``'s locators, by row (read from its list: no sorting of all)."""
         entries = []
-        e = int(self._locator_head[g])
+        e = int(self._groups[g]["loc_head"])
         while e >= 0:
             entries.append(e)
-            e = int(self._locator_log[e, L_NEXT])
-        records = self._locator_records(np.array(entries, dtype=np.int64))
-        return records[np.argsort(records["row"], kind="stable")]
+            e = int(self._locator_log[e]["next"])
+        found = self._locator_log[entries]
+        return found[np.argsort(found["row"], kind="stable")]
 
     def display_order(self) -> np.ndarray:
         """Group ids, errors first, then by the row of their first member, then kind."""
@@ -270,41 +268,46 @@ class GroupTable:
 
 # -- the fold kernel -------------------------------------------------------------
 #
-# Per-group state: one int64 row of ``gs`` per group id, a hash table from group
-# key to id (``table``: id + 1 per slot, 0 empty; the key is the group's
-# GS_KEY), and a log of locators, each group's a linked list (``loc``). ``gs`` and ``loc`` grow in place (tracerace.mapped: no copy,
-# pages faulted in as rows are written, which on a VM that clears pages at
-# ~300 MB/s is most of what a group costs). Capacities are made before a call
-# (GroupBuilder._room), so the kernel never runs out.
-(GS_KEY, GS_COUNT, GS_SEVERITY, GS_SPACE_MIN, GS_SPACE_MAX, GS_OWNER_MIN, GS_OWNER_MAX,
- GS_LAUNCH_MIN, GS_LAUNCH_MAX, GS_BYTES, GS_LO, GS_LAST, GS_EX_N, GS_EX_MAX_ROW,
- GS_FIRST_PART, GS_FIRST_INDEX, GS_LOC_N, GS_LOC_MORE, GS_LOC_HEAD, GS_LOC_TAIL) = range(20)
-GS_FIELDS = 20
-# GS_LO and GS_LAST hold uint64 addresses with the top bit flipped, as int64:
-# signed order on them is unsigned order on the addresses.
-_FLIP = np.uint64(1 << 63)
-(L_ROW, L_SPACE, L_OWNER, L_ADDR, L_SIZE, L_LAUNCH, L_ID_OWNER, L_ID_LAUNCH, L_NEXT,
- L_GID) = range(10)
-L_FIELDS = 10
-# Counters in ``sv``.
+# State: a GROUP_DTYPE record per group id; a hash table from group key to id
+# (``table``: id + 1 per slot, 0 empty; the key is the group's ``key``); the
+# locators, each group's a linked list through ``next``. Records and locators
+# grow in place (tracerace.mapped: no copy, pages faulted in as records are
+# written, which on a VM that clears pages at ~300 MB/s is most of what a
+# group costs, so the records are kept small). Capacities are made before a
+# call (GroupBuilder._room), so the kernel never runs out.
+
+GROUP_DTYPE = np.dtype([
+    ("key", np.int64), ("count", np.int64), ("bytes", np.int64),
+    ("lo", np.uint64), ("last", np.uint64),          # the span's first and last byte
+    ("ex_max_row", np.int64), ("first_index", np.int64),  # examples: the last's row, the first
+    ("loc_head", np.int64), ("loc_tail", np.int64),  # locators: the list
+    ("owner_min", np.uint32), ("owner_max", np.uint32),
+    ("launch_min", np.uint32), ("launch_max", np.uint32),
+    ("first_part", np.uint32),                       # examples: the first's part
+    ("severity", np.uint8), ("space_min", np.uint8), ("space_max", np.uint8),
+    ("ex_n", np.uint8), ("loc_n", np.uint8), ("loc_more", np.uint8),
+], align=True)
+"""A group's state while findings are folded in."""
+
 SV_GROUPS, SV_LOCATORS, SV_ERRORS, SV_RACY = range(4)
 SV_FIELDS = 4
-_I64_MAX = np.iinfo(np.int64).max
-_I64_MIN = np.iinfo(np.int64).min
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the product's high bits
 _U32_MAX = np.iinfo(np.uint32).max
+assert GROUP_DTYPE.itemsize % 8 == 0 and LOCATOR_DTYPE.itemsize % 8 == 0  # int64 rows
 
 
 @jit
-def fold(f, canon, copy_ops, base, named, named_start, launch_named, k, part,
-         gs, table, loc, sv, by_kind, rows_seen, gid, ex_idx):
+def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
+         groups, table, loc, sv, by_kind, rows_seen, gid, ex_idx, alias_idx):
     """Fold findings ``f`` (canonical order) into the groups; ``gid`` gets each
     finding's group id, ``ex_idx`` the positions of the findings admitted as
-    examples. Returns (examples admitted, whether one of them comes no later
-    than an example its group had: the caller then re-sorts and trims)."""
+    examples, ``alias_idx`` those of the ``sync_alias`` errors. Returns
+    (examples admitted, whether one of them comes no later than an example its
+    group had: the caller then re-sorts and trims, aliases)."""
     nsites = canon.shape[0] - 1
     mask = table.shape[0] - 1
     n_ex = 0
+    n_alias = 0
     early = False
     last_row = np.int64(-1)
     for i in range(f.shape[0]):
@@ -320,117 +323,161 @@ def fold(f, canon, copy_ops, base, named, named_start, launch_named, k, part,
         key = ((earlier * base + later) * 16 + r.kind) * 16 + earlier_role * 4 + later_role
         # Its group.
         h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
-        while table[h] != 0 and gs[table[h] - 1, GS_KEY] != key:
+        while table[h] != 0 and groups[table[h] - 1].key != key:
             h = (h + 1) & mask
         if table[h] == 0:
             g = sv[SV_GROUPS]
             sv[SV_GROUPS] += 1
             table[h] = g + 1
-            s = gs[g]
-            s[:] = 0
-            s[GS_KEY] = key
-            s[GS_SEVERITY] = 255
-            s[GS_SPACE_MIN] = 255
-            s[GS_OWNER_MIN] = _U32_MAX
-            s[GS_LAUNCH_MIN] = _U32_MAX
-            s[GS_EX_MAX_ROW] = -1
-            s[GS_LOC_HEAD] = -1
-            s[GS_LOC_TAIL] = -1
-            s[GS_LO] = _I64_MAX
-            s[GS_LAST] = _I64_MIN
+            s = groups[g]  # a fresh record: zeros
+            s.key = key
+            s.lo = np.uint64(0xFFFFFFFFFFFFFFFF)
+            s.ex_max_row = -1
+            s.loc_head = -1
+            s.loc_tail = -1
+            s.owner_min = _U32_MAX
+            s.launch_min = _U32_MAX
+            s.severity = 255
+            s.space_min = 255
         else:
             g = np.int64(table[h]) - 1
+            s = groups[g]
         gid[i] = g
-        s = gs[g]
         # Totals and statistics.
         by_kind[r.kind] += 1
         if r.severity == 0:
             sv[SV_ERRORS] += 1
+            if r.kind == KIND_SYNC_ALIAS:
+                alias_idx[n_alias] = i
+                n_alias += 1
         if r.row != last_row:  # rows come in order: a new one is counted once
             last_row = r.row
             byte, bit = r.row >> 3, np.uint8(1) << np.uint8(r.row & 7)
             if (rows_seen[byte] & bit) == 0:
                 rows_seen[byte] |= bit
                 sv[SV_RACY] += 1
-        s[GS_COUNT] += 1
-        s[GS_SEVERITY] = min(s[GS_SEVERITY], np.int64(r.severity))
+        s.count += 1
+        s.severity = min(s.severity, r.severity)
         # Examples: a group's first k, and any that comes before its last one.
-        if s[GS_EX_N] < k or r.row <= s[GS_EX_MAX_ROW]:
-            if r.row <= s[GS_EX_MAX_ROW]:
+        if s.ex_n < k or r.row <= s.ex_max_row:
+            if r.row <= s.ex_max_row:
                 early = True
-            if s[GS_EX_N] == 0:
-                s[GS_FIRST_PART] = part
-                s[GS_FIRST_INDEX] = n_ex
-            s[GS_EX_N] += 1
-            s[GS_EX_MAX_ROW] = max(s[GS_EX_MAX_ROW], r.row)
+            if s.ex_n == 0:
+                s.first_part = part
+                s.first_index = n_ex
+            s.ex_n = min(s.ex_n + 1, 255)
+            s.ex_max_row = max(s.ex_max_row, r.row)
             ex_idx[n_ex] = i
             n_ex += 1
         if r.size == 0:
             continue
-        s[GS_BYTES] += 1
+        s.bytes += 1
         addr = np.uint64(r.addr)
-        s[GS_LO] = min(s[GS_LO], np.int64(addr ^ _FLIP))
-        s[GS_LAST] = max(s[GS_LAST], np.int64((addr + np.uint64(r.size - 1)) ^ _FLIP))
-        space, owner, launch = np.int64(r.space), np.int64(r.owner), np.int64(r.launch)
-        s[GS_SPACE_MIN] = min(s[GS_SPACE_MIN], space)
-        s[GS_SPACE_MAX] = max(s[GS_SPACE_MAX], space)
-        s[GS_OWNER_MIN] = min(s[GS_OWNER_MIN], owner)
-        s[GS_OWNER_MAX] = max(s[GS_OWNER_MAX], owner)
-        s[GS_LAUNCH_MIN] = min(s[GS_LAUNCH_MIN], launch)
-        s[GS_LAUNCH_MAX] = max(s[GS_LAUNCH_MAX], launch)
-        if s[GS_LOC_MORE] != 0:
+        s.lo = min(s.lo, addr)
+        s.last = max(s.last, addr + np.uint64(r.size - 1))
+        s.space_min = min(s.space_min, r.space)
+        s.space_max = max(s.space_max, r.space)
+        s.owner_min = min(s.owner_min, r.owner)
+        s.owner_max = max(s.owner_max, r.owner)
+        s.launch_min = min(s.launch_min, r.launch)
+        s.launch_max = max(s.launch_max, r.launch)
+        if s.loc_more != 0:
             continue
-        # Locators: the byte range as the report names it (GroupBuilder.identity).
-        id_owner, id_launch = owner, np.int64(0)
-        if in_buffer(named, named_start, space, addr):
-            id_owner = 0
-            if launch_named:
-                id_launch = launch
-        e = s[GS_LOC_HEAD]
+        # Locators, told apart as the report names byte ranges (module doc):
+        # the owner only outside buffers, the launch only in launch buffers.
+        named = in_buffer(buffers, buffer_start, np.int64(r.space), addr)
+        e = s.loc_head
         while e >= 0:
-            if (loc[e, L_SPACE] == space and loc[e, L_ID_OWNER] == id_owner
-                    and loc[e, L_ADDR] == np.int64(addr) and loc[e, L_SIZE] == r.size
-                    and loc[e, L_ID_LAUNCH] == id_launch):
+            x = loc[e]
+            if (x.space == r.space and x.addr == addr and x.size == r.size
+                    and (named or x.owner == r.owner)
+                    and (not (named and launch_named) or x.launch == r.launch)):
                 break
-            e = loc[e, L_NEXT]
+            e = x.next
         if e >= 0:
             continue
-        if s[GS_LOC_N] == k:
-            s[GS_LOC_MORE] = 1
+        if s.loc_n >= k:
+            s.loc_more = 1
             continue
         e = sv[SV_LOCATORS]
         sv[SV_LOCATORS] += 1
-        loc[e, L_ROW] = r.row
-        loc[e, L_SPACE] = space
-        loc[e, L_OWNER] = owner
-        loc[e, L_ADDR] = np.int64(addr)
-        loc[e, L_SIZE] = r.size
-        loc[e, L_LAUNCH] = launch
-        loc[e, L_ID_OWNER] = id_owner
-        loc[e, L_ID_LAUNCH] = id_launch
-        loc[e, L_NEXT] = -1
-        loc[e, L_GID] = g
-        if s[GS_LOC_TAIL] >= 0:
-            loc[s[GS_LOC_TAIL], L_NEXT] = e
+        x = loc[e]
+        x.row = r.row
+        x.addr = addr
+        x.next = -1
+        x.group = g
+        x.owner = r.owner
+        x.launch = r.launch
+        x.size = r.size
+        x.space = r.space
+        x.named = named
+        if s.loc_tail >= 0:
+            loc[s.loc_tail].next = e
         else:
-            s[GS_LOC_HEAD] = e
-        s[GS_LOC_TAIL] = e
-        s[GS_LOC_N] += 1
-    return n_ex, early
+            s.loc_head = e
+        s.loc_tail = e
+        s.loc_n += 1
+    return n_ex, early, n_alias
 
 
 @jit
-def in_buffer(named, named_start, space, addr):
-    """Whether ``addr`` of ``space`` lies in a declared buffer (``named``: rows of
-    merged (lo, hi) ranges, each space's from ``named_start[space]``, by lo)."""
-    lo, hi = named_start[space], named_start[space + 1]
+def in_buffer(buffers, buffer_start, space, addr):
+    """Whether ``addr`` of ``space`` lies in a declared buffer (``buffers``: rows
+    of merged (lo, hi) ranges, each space's from ``buffer_start[space]``, by lo)."""
+    lo, hi = buffer_start[space], buffer_start[space + 1]
     while lo < hi:  # the last range starting at or below addr
         mid = (lo + hi) // 2
-        if named[mid, 0] <= addr:
+        if buffers[mid, 0] <= addr:
             lo = mid + 1
         else:
             hi = mid
-    return lo > named_start[space] and addr < named[lo - 1, 1]
+    return lo > buffer_start[space] and addr < buffers[lo - 1, 1]
+
+
+@jit
+def is_canonical(f):
+    """Whether findings ``f`` are in canonical order (row, kind, earlier row)."""
+    for i in range(1, f.shape[0]):
+        a, b = f[i - 1], f[i]
+        if b.row != a.row:
+            if b.row < a.row:
+                return False
+        elif b.kind != a.kind:
+            if b.kind < a.kind:
+                return False
+        elif b.prev_row < a.prev_row:
+            return False
+    return True
+
+
+@jit
+def _rehash(old, new, groups):
+    mask = new.shape[0] - 1
+    for s in range(old.shape[0]):
+        if old[s] == 0:
+            continue
+        key = groups[old[s] - 1].key
+        h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
+        while new[h] != 0:
+            h = (h + 1) & mask
+        new[h] = old[s]
+
+
+class _Records:
+    """Records of ``dtype`` in a MappedArray of int64 rows: grown in place."""
+
+    def __init__(self, dtype: np.dtype) -> None:
+        self.dtype = dtype
+        self._pool = MappedArray(0, dtype.itemsize // 8)
+
+    @property
+    def array(self) -> np.ndarray:
+        return self._pool.array.view(self.dtype).reshape(-1)
+
+    def room(self, rows: int, used: int) -> None:
+        have = self._pool.array.shape[0]
+        if rows > have:
+            self._pool.grow(max(rows, 2 * have), used)
 
 
 class GroupBuilder:
@@ -442,6 +489,8 @@ class GroupBuilder:
 
     def __init__(self, meta: TraceMeta, kinds: Iterable[int] | None = None, *,
                  keep_findings: bool = False, examples: int = EXAMPLES) -> None:
+        if not 0 < examples < 255:
+            raise ValueError(f"examples must be in 1..254, not {examples}")
         self._canon = site_keys(meta)
         self._nsites = len(meta.sites)
         self._base = self._nsites + 3  # earlier keys 0 .. nsites + 2, later 0 .. nsites + 1
@@ -451,15 +500,15 @@ class GroupBuilder:
         self._launch_named = any(b.launch is not None for b in meta.buffers)
         self._keep = np.zeros(256, dtype=bool)
         self._keep[list(range(N_KINDS)) if kinds is None else [int(k) for k in kinds]] = True
+        self._keep_all = bool(self._keep[:N_KINDS].all())
         self._keep_findings = keep_findings
         self._k = examples
-        # Rows are written when a group (a locator) starts.
-        self._gs = MappedArray(0, GS_FIELDS)
-        self._loc = MappedArray(0, L_FIELDS)
+        self._groups = _Records(GROUP_DTYPE)
+        self._loc = _Records(LOCATOR_DTYPE)
         self._table = np.zeros(0, dtype=np.int32)
         self._sv = np.zeros(SV_FIELDS, dtype=np.int64)
         self._rows_seen = np.zeros(0, dtype=np.uint8)  # bitmap of racy rows
-        self.by_kind = np.zeros(16, dtype=np.int64)
+        self.by_kind = np.zeros(256, dtype=np.int64)
         self.filtered_by_kind = np.zeros(N_KINDS, dtype=np.int64)
         # Examples: parts in the order found, trimmed to ``examples`` per group
         # when a batch came before a group's last example.
@@ -478,25 +527,27 @@ class GroupBuilder:
     def add(self, findings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fold one batch in. Returns the kept findings, in canonical order,
         and the group id of each (what a streaming output writes)."""
-        kinds = findings["kind"]
-        keep = self._keep[kinds]
-        if not keep.all():
-            self.filtered_by_kind += np.bincount(kinds[~keep], minlength=N_KINDS)[:N_KINDS]
-            findings = take_rows(findings, np.flatnonzero(keep))
+        if not self._keep_all or (len(findings) and findings["kind"].max() >= N_KINDS):
+            kinds = findings["kind"]
+            keep = self._keep[kinds]
+            if not keep.all():
+                self.filtered_by_kind += np.bincount(kinds[~keep], minlength=N_KINDS)[:N_KINDS]
+                findings = take_rows(findings, np.flatnonzero(keep))
         n = len(findings)
         if n == 0:
             return findings, np.zeros(0, dtype=np.int64)
+        findings = np.ascontiguousarray(findings)
         if not is_canonical(findings):
             findings = take_rows(findings, np.lexsort(
                 (findings["prev_row"], findings["kind"], findings["row"])))
-        findings = np.ascontiguousarray(findings)
         self._room(n, int(findings["row"][-1]))
         gids = np.empty(n, dtype=np.int64)
         ex_idx = np.empty(n, dtype=np.int64)
-        n_ex, early = fold(findings, self._canon, _COPY_OPS, self._base, self._named,
-                           self._named_start, self._launch_named, self._k, len(self._ex_parts),
-                           self._gs.array, self._table, self._loc.array, self._sv,
-                           self.by_kind, self._rows_seen, gids, ex_idx)
+        alias_idx = np.empty(n, dtype=np.int64)
+        n_ex, early, n_alias = fold(
+            findings, self._canon, _COPY_OPS, self._base, self._named, self._named_start,
+            self._launch_named, self._k, len(self._ex_parts), self._groups.array, self._table,
+            self._loc.array, self._sv, self.by_kind, self._rows_seen, gids, ex_idx, alias_idx)
         if n_ex:
             # Kept in the batch's order: when every finding is an example (a
             # group each), the batch itself is the part, uncopied.
@@ -505,12 +556,11 @@ class GroupBuilder:
             self._ex_gid_parts.append(gids[idx])
             if early:
                 self._trim_examples()
-        alias = (findings["kind"] == HazardKind.SYNC_ALIAS) & (
-            findings["severity"] == Severity.ERROR)
-        if alias.any():
-            part = np.zeros(int(alias.sum()), dtype=ALIAS_DTYPE)
+        if n_alias:
+            at = alias_idx[:n_alias]
+            part = np.zeros(n_alias, dtype=ALIAS_DTYPE)
             for name in ALIAS_DTYPE.names:
-                part[name] = findings[name][alias]
+                part[name] = findings[name][at]
             self._alias_parts.append(part)
         if self._keep_findings:
             self._kept_parts.append(findings)
@@ -521,9 +571,8 @@ class GroupBuilder:
         """Capacities for ``n`` more findings (at most as many new groups and
         locators), up to row ``last_row``."""
         groups, locators = int(self._sv[SV_GROUPS]), int(self._sv[SV_LOCATORS])
-        for pool, used in ((self._gs, groups), (self._loc, locators)):
-            if used + n > pool.array.shape[0]:
-                pool.grow(max(used + n, 2 * pool.array.shape[0]), used)
+        self._groups.room(groups + n, groups)
+        self._loc.room(locators + n, locators)
         need = (last_row >> 3) + 1
         if need > len(self._rows_seen):
             grown = np.zeros(max(need, 2 * len(self._rows_seen)), dtype=np.uint8)
@@ -533,7 +582,7 @@ class GroupBuilder:
         if want > len(self._table):
             old = self._table
             self._table = np.zeros(1 << max(10, (want - 1).bit_length()), dtype=np.int32)
-            _rehash(old, self._table, self._gs.array)
+            _rehash(old, self._table, self._groups.array)
 
     def _trim_examples(self) -> None:
         """Keep each group's first ``examples`` in canonical order."""
@@ -546,24 +595,22 @@ class GroupBuilder:
         keep = np.arange(len(gid)) - start < self._k
         ex, gid = take_rows(ex, np.flatnonzero(keep)), gid[keep]
         self._ex_parts, self._ex_gid_parts = [ex], [gid]
-        gs = self._gs.array
-        groups = self.groups
-        gs[:groups, GS_EX_N] = np.bincount(gid, minlength=groups)
-        gs[:groups, GS_EX_MAX_ROW] = -1
-        np.maximum.at(gs[:, GS_EX_MAX_ROW], gid, ex["row"])
+        g = self._groups.array[:self.groups]
+        g["ex_n"] = np.bincount(gid, minlength=len(g))
+        max_row = np.full(len(g), -1, dtype=np.int64)
+        np.maximum.at(max_row, gid, ex["row"])
+        g["ex_max_row"] = max_row
         heads = np.flatnonzero(np.concatenate(([True], gid[1:] != gid[:-1])))
-        gs[gid[heads], GS_FIRST_PART] = 0
-        gs[gid[heads], GS_FIRST_INDEX] = heads
+        g["first_part"][gid[heads]] = 0
+        g["first_index"][gid[heads]] = heads
 
     def _examples(self) -> tuple[np.ndarray, np.ndarray]:
         ex, gid = _joined(self._ex_parts, self._ex_gid_parts, FINDING_DTYPE)
         self._ex_parts, self._ex_gid_parts = [ex], [gid]
         return ex, gid
 
-    # -- the same key and byte-range identity with NumPy (for readers and tests) --
-
     def keys(self, f: np.ndarray) -> np.ndarray:
-        """The group key of each finding (what ``fold`` computes)."""
+        """The group key of each finding, with NumPy (what ``fold`` computes)."""
         canon, last = self._canon, self._nsites
         later = canon[np.minimum(f["site"].astype(np.int64), last)] + 1
         earlier = canon[np.minimum(f["prev_site"].astype(np.int64), last)] + 2
@@ -576,8 +623,6 @@ class GroupBuilder:
     # -- the result -------------------------------------------------------------
 
     def table(self) -> GroupTable:
-        n = self.groups
-        gs = self._gs.array[:n]
         findings = finding_groups = None
         if self._keep_findings:
             if self._kept_parts:
@@ -590,44 +635,15 @@ class GroupBuilder:
         aliases = (np.concatenate(self._alias_parts) if self._alias_parts
                    else np.zeros(0, dtype=ALIAS_DTYPE))
         aliases = aliases[np.argsort(aliases["row"], kind="stable")]
-        # A group's first example is its first member: its row is the group's first.
-        first_row = np.zeros(n, dtype=np.int64)
-        part = gs[:, GS_FIRST_PART]
-        for p, examples in enumerate(self._ex_parts):
-            mine = np.flatnonzero(part == p)
-            first_row[mine] = examples["row"][gs[mine, GS_FIRST_INDEX]]
-        flip = lambda col: gs[:, col].view(np.uint64) ^ _FLIP  # noqa: E731
-        stats = {"count": gs[:, GS_COUNT], "severity": gs[:, GS_SEVERITY],
-                 "lo": flip(GS_LO), "last": flip(GS_LAST),
-                 "space_min": gs[:, GS_SPACE_MIN], "space_max": gs[:, GS_SPACE_MAX],
-                 "owner_min": gs[:, GS_OWNER_MIN], "owner_max": gs[:, GS_OWNER_MAX],
-                 "launch_min": gs[:, GS_LAUNCH_MIN], "launch_max": gs[:, GS_LAUNCH_MAX],
-                 "bytes": gs[:, GS_BYTES], "first_row": first_row}
+        errors = int(self._sv[SV_ERRORS])
         return GroupTable(
-            key=gs[:, GS_KEY].astype(np.uint64), stats=stats,
+            groups=self._groups.array[:self.groups],
             example_parts=self._ex_parts, example_gid_parts=self._ex_gid_parts,
-            first_part=gs[:, GS_FIRST_PART], first_index=gs[:, GS_FIRST_INDEX],
             locator_log=self._loc.array[:int(self._sv[SV_LOCATORS])],
-            locator_head=gs[:, GS_LOC_HEAD], locator_count=gs[:, GS_LOC_N],
-            more_locators=gs[:, GS_LOC_MORE] != 0,
             findings=findings, finding_groups=finding_groups, aliases=aliases,
             by_kind=self.by_kind[:N_KINDS].copy(),
-            filtered_by_kind=self.filtered_by_kind.copy(), errors=int(self._sv[SV_ERRORS]),
-            warnings=int(self.by_kind.sum() - self._sv[SV_ERRORS]),
-            racy_rows=int(self._sv[SV_RACY]))
-
-
-@jit
-def _rehash(old, new, gs):
-    mask = new.shape[0] - 1
-    for s in range(old.shape[0]):
-        if old[s] == 0:
-            continue
-        key = gs[old[s] - 1, GS_KEY]
-        h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
-        while new[h] != 0:
-            h = (h + 1) & mask
-        new[h] = old[s]
+            filtered_by_kind=self.filtered_by_kind.copy(), errors=errors,
+            warnings=int(self.by_kind.sum()) - errors, racy_rows=int(self._sv[SV_RACY]))
 
 
 def take_rows(records: np.ndarray, index: np.ndarray) -> np.ndarray:

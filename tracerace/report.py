@@ -225,8 +225,9 @@ class HazardGroup:
         order found."""
         meta = self._report.meta
         seen: dict[str, None] = {}
-        for rec in self._report.table.locators_of(self.id).tolist():
-            _, location = locate(meta, *rec[1:])
+        for rec in self._report.table.locators_of(self.id):
+            _, location = locate(meta, int(rec["space"]), int(rec["owner"]), int(rec["addr"]),
+                                 int(rec["size"]), int(rec["launch"]))
             if location is not None:
                 seen.setdefault(location)
         return tuple(seen)

@@ -241,3 +241,14 @@ def test_the_numpy_key_partitions_findings_as_the_fold_does():
     assert len(pairs) == len(set(by_key.tolist())) == len(set(gids.tolist()))
     table = builder.table()
     assert np.array_equal(np.sort(table.kind[gids]), np.sort(findings["kind"]))
+
+
+@pytest.mark.parametrize("limit", [0, 1, 5, 40, 1000])
+def test_the_first_groups_in_display_order_without_sorting_all(limit):
+    table = group_findings(random_findings(np.random.default_rng(4), 600), META)
+    assert len(table) > 40
+    full = table.display_order()
+    assert sorted(full.tolist()) == list(range(len(table)))
+    assert table.display_order(limit).tolist() == full[:limit].tolist()
+    errors_first = table.severity[full] != Severity.ERROR
+    assert not np.any(errors_first[:-1] > errors_first[1:])

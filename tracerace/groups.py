@@ -174,16 +174,9 @@ class GroupTable:
         owners and launches of the members with bytes; ``bytes``: how many have
         bytes) and ``first_row``."""
         g = self._groups
-        out = {name: g[name] for name in ("count", "severity", "lo", "last", "space_min",
-                                          "space_max", "owner_min", "owner_max", "launch_min",
-                                          "launch_max", "bytes")}
-        # A group's first example is its first member: its row is the group's first.
-        first_row = np.zeros(len(g), dtype=np.int64)
-        for p, examples in enumerate(self._example_parts):
-            mine = np.flatnonzero(g["first_part"] == p)
-            first_row[mine] = examples["row"][g["first_index"][mine]]
-        out["first_row"] = first_row
-        return out
+        return {name: g[name] for name in ("count", "severity", "lo", "last", "space_min",
+                                           "space_max", "owner_min", "owner_max", "launch_min",
+                                           "launch_max", "bytes", "first_row")}
 
     @property
     def count(self) -> np.ndarray:
@@ -245,12 +238,22 @@ class GroupTable:
         found = self._locator_log[entries]
         return found[np.argsort(found["row"], kind="stable")]
 
-    def display_order(self) -> np.ndarray:
-        """Group ids, errors first, then by the row of their first member, then kind."""
-        if len(self) == 0:
+    def display_order(self, limit: int | None = None) -> np.ndarray:
+        """Group ids, errors first, then by the row of their first member, then
+        kind, then id; only the first ``limit`` when given (without sorting all)."""
+        n = len(self)
+        warning = (self.severity != Severity.ERROR).astype(np.int64)
+        first, kind = self._groups["first_row"], self.kind
+        if limit is None or limit >= n:
+            return np.lexsort((kind, first, warning))
+        if limit <= 0:
             return np.zeros(0, dtype=np.int64)
-        warning = self.severity != Severity.ERROR
-        return np.lexsort((self.kind, self.stats["first_row"], warning))
+        # The same order as one int64 (rows stay below 2^57), ties apart.
+        key = (warning << 62) | (first << 4) | kind
+        kth = np.partition(key, limit - 1)[limit - 1]
+        candidates = np.flatnonzero(key <= kth)
+        order = np.lexsort((kind[candidates], first[candidates], warning[candidates]))
+        return candidates[order][:limit]
 
     def alias_behind(self, launch: int, block: int, thread: int, row: int) -> np.void | None:
         """The ``sync_alias`` error of thread ``(launch, block, thread)``: the
@@ -279,6 +282,7 @@ class GroupTable:
 GROUP_DTYPE = np.dtype([
     ("key", np.int64), ("count", np.int64), ("bytes", np.int64),
     ("lo", np.uint64), ("last", np.uint64),          # the span's first and last byte
+    ("first_row", np.int64),
     ("ex_max_row", np.int64), ("first_index", np.int64),  # examples: the last's row, the first
     ("loc_head", np.int64), ("loc_tail", np.int64),  # locators: the list
     ("owner_min", np.uint32), ("owner_max", np.uint32),
@@ -331,6 +335,7 @@ def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
             table[h] = g + 1
             s = groups[g]  # a fresh record: zeros
             s.key = key
+            s.first_row = r.row
             s.lo = np.uint64(0xFFFFFFFFFFFFFFFF)
             s.ex_max_row = -1
             s.loc_head = -1
@@ -357,6 +362,7 @@ def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
                 rows_seen[byte] |= bit
                 sv[SV_RACY] += 1
         s.count += 1
+        s.first_row = min(s.first_row, r.row)
         s.severity = min(s.severity, r.severity)
         # Examples: a group's first k, and any that comes before its last one.
         if s.ex_n < k or r.row <= s.ex_max_row:

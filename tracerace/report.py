@@ -395,7 +395,11 @@ class Report:
         (only these are built when there are more)."""
         if self.max_reports is None:
             return self.groups
-        return tuple(HazardGroup(self, int(g)) for g in self._display_order[:self.max_reports])
+        if "_display_order" in self.__dict__:
+            order = self._display_order[:self.max_reports]
+        else:
+            order = self.table.display_order(self.max_reports)
+        return tuple(HazardGroup(self, int(g)) for g in order)
 
     @property
     def omitted_groups(self) -> int:

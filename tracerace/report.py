@@ -432,8 +432,8 @@ class Report:
         if not left:
             return None
         return (f"{_count(left, 'more group')} not shown "
-                f"(showing {len(self.shown_groups)} of {self.group_count}; max reports "
-                f"{self.max_reports})")
+                f"(showing {len(self.shown_groups):,} of {self.group_count:,}; max reports "
+                f"{self.max_reports:,})")
 
     # -- hazards --------------------------------------------------------------
 

@@ -153,7 +153,7 @@ class Columns:
     def __init__(self, meta: TraceMeta) -> None:
         self.meta = meta
         self._sites = pa.array(list(meta.sites) + [None], pa.string())
-        self._memo: dict[tuple, str] = {}
+        self._memo: dict[tuple[int, int], str] = {}
 
     def batch(self, f: np.ndarray, groups: np.ndarray) -> pa.RecordBatch:
         meta = self.meta
@@ -216,32 +216,36 @@ class Columns:
 
     def explanations(self, f: np.ndarray) -> pa.Array:
         """:func:`~tracerace.explain.explain` of every finding, worded once per
-        distinct set of the fields a sentence reads (found by hashing them;
-        every member is compared field by field with the one worded)."""
+        distinct set of the fields a sentence reads. Within a batch the sets
+        are found by a hash and every member is compared field by field with
+        the one worded; across batches the sentences are remembered by two
+        independent 64-bit hashes of the set (a collision of both: 2^-128)."""
         n = len(f)
         if n == 0:
             return pa.array([], pa.string())
         cols = [f[name].astype(np.uint64) for name in _WORDED]
         cols.append((f["prev_row"] >= 0).astype(np.uint64))
-        h = np.zeros(n, dtype=np.uint64)
+        h1 = np.zeros(n, dtype=np.uint64)
+        h2 = np.full(n, 0x9E3779B97F4A7C15, dtype=np.uint64)
         for col in cols:
-            h ^= col
-            h *= np.uint64(0x100000001B3)
-            h ^= h >> np.uint64(29)
-        _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+            h1 ^= col
+            h1 *= np.uint64(0x100000001B3)
+            h1 ^= h1 >> np.uint64(29)
+            h2 += col
+            h2 *= np.uint64(0xBF58476D1CE4E5B9)
+            h2 ^= h2 >> np.uint64(31)
+        _, first, inverse = np.unique(h1, return_index=True, return_inverse=True)
         rep = first[inverse]
         same = np.ones(n, dtype=bool)
         for col in cols:
             same &= col == col[rep]
-        if not same.all():  # a hash collision: word those findings one by one
-            first = np.concatenate([first, np.flatnonzero(~same)])
+        if not same.all():  # h1 collided within the batch: word those one by one
+            odd = np.flatnonzero(~same)
             inverse = inverse.astype(np.int64)
-            inverse[~same] = len(first) - np.count_nonzero(~same) + np.arange(
-                np.count_nonzero(~same))
+            inverse[odd] = len(first) + np.arange(len(odd))
+            first = np.concatenate([first, odd])
         texts = []
-        worded = [f[name][first].tolist() for name in _WORDED]
-        signs = (f["prev_row"][first] >= 0).tolist()
-        for i, key in enumerate(zip(signs, *worded)):
+        for i, key in enumerate(zip(h1[first].tolist(), h2[first].tolist())):
             text = self._memo.get(key)
             if text is None:
                 text = self._memo[key] = explain(dict(zip(FIELDS, f[first[i]].tolist())),

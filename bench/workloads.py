@@ -517,7 +517,8 @@ def cpu_racy(w, em, n, rng, *, threads: int = 32, variables: int = 100_000,
     instead of acquiring and releasing) and touch the first ``hot``
     variables, and each access names one of ``locations`` program locations
     as its site (``loc:N``, as ``tracerace convert`` imports STD traces):
-    about 118k racy events and 120k groups (site pairs) at 2*10^6 events."""
+    about 120k racy rows and 137k hazards, nearly each a group (site pair)
+    of its own, at 2*10^6 events."""
     return cpu(w, em, n, rng, threads=threads, variables=variables, locks=locks,
                unlocked=unlocked, hot=hot, locations=locations)
 

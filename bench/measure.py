@@ -9,6 +9,10 @@ Modes (the result is one JSON object on the last line of stdout):
   the engine's read-ahead thread, so it overlaps the replay;
   ``wait_seconds`` is the time the engine waited for a batch, and
   ``seconds - wait_seconds`` is checking and building the report.
+  ``group_seconds`` is the part of the check spent grouping the findings
+  (``tracerace.groups``), and ``text_seconds`` / ``json_seconds`` the
+  rendering of the report as text and as JSON (default ``max_reports``) to
+  ``/dev/null`` afterwards, each from a fresh ``Report`` of the same groups.
 * ``read PATH``: the read-only floor: iterate ``open_trace(PATH)`` and touch
   every column of every batch.
 * ``startup``: import tracerace and check a two-row trace; with an empty
@@ -129,8 +133,25 @@ def run_check(path: str, engine: str = "numba") -> dict:
         waits.append(batches)
         return batches
 
+    import tracerace.groups as groups_module
+
+    grouping = [0.0]
+    originals = {name: getattr(groups_module.GroupBuilder, name)
+                 for name in ("__init__", "add", "table")}
+
+    def timed(method):
+        def run(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                grouping[0] += time.perf_counter() - t0
+        return run
+
     reader_module.open_trace = timed_open  # api.check imports it at call time
     engine_module.prefetch = timed_prefetch
+    for name, method in originals.items():
+        setattr(groups_module.GroupBuilder, name, timed(method))
     try:
         t0 = time.perf_counter()
         report = tracerace.check(path, engine=engine, progress=False)
@@ -138,16 +159,35 @@ def run_check(path: str, engine: str = "numba") -> dict:
     finally:
         reader_module.open_trace = original
         engine_module.prefetch = original_prefetch
+        for name, method in originals.items():
+            setattr(groups_module.GroupBuilder, name, method)
+    rendering = {fmt: _render_seconds(report, fmt) for fmt in ("text", "json")}
     summary = report.summary
     return {"mode": "check", "engine": engine, "seconds": seconds,
             "read_seconds": sum(r.seconds for r in opened),
             "wait_seconds": sum(w.seconds for w in waits) if waits else None,
+            "group_seconds": grouping[0], "text_seconds": rendering["text"],
+            "json_seconds": rendering["json"],
             "events": report.events,
-            "hazards": int(len(report.findings)), "errors": report.errors,
+            "hazards": report.total, "groups": report.group_count, "errors": report.errors,
             "racy_rows": summary["racy_rows"],
             "by_kind": {k: v for k, v in summary["by_kind"].items() if v},
             "warmup_seconds": warmup, "base_rss_bytes": base_rss,
             "process_max_rss_bytes": _max_rss_bytes()}
+
+
+def _render_seconds(report, fmt: str) -> float:
+    """Seconds to write ``report`` as ``fmt`` to /dev/null, from a fresh Report."""
+    import os
+
+    from tracerace import formats
+    from tracerace.report import Report
+
+    fresh = Report(report.events, report.meta, report.table, report.options)
+    with open(os.devnull, "w") as out:
+        t0 = time.perf_counter()
+        formats.render(fresh, fmt, out)
+        return time.perf_counter() - t0
 
 
 def run_read(path: str) -> dict:

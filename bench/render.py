@@ -37,6 +37,14 @@ def _share(x: float | None) -> str:
     return "" if x is None else f"{x:.0%}"
 
 
+def _report(r: dict) -> str:
+    """Grouping + text rendering over the replay, for a row with hazards (blank:
+    none, or measured before it was recorded)."""
+    if not r.get("hazards") or r.get("report_ratio") is None:
+        return ""
+    return f"{r['report_ratio']:.1%}"
+
+
 def machine_lines(m: dict) -> list[str]:
     ram = f"{m['ram_bytes'] / GiB:.1f} GiB" if m.get("ram_bytes") else "?"
     load = m.get("load_at_start")
@@ -64,14 +72,14 @@ def table(results: dict) -> str:
     lines += [
         "| workload | size | events | agents | check s | events/s | peak RSS | "
         "read s (in check) | check-only s | read floor s | x floor | reference s | "
-        "x reference | hazards | CPU stolen |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|",
+        "x reference | hazards | report / replay | CPU stolen |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for r in results["results"]:
         if r.get("seconds") is None:
             lines.append(f"| {r['workload']} | {r['size']} | {_events(r.get('events', 0))} | "
                          f"{r.get('agents') or ''} | failed: {r.get('error', '?')} "
-                         "| | | | | | | | | | |")
+                         "| | | | | | | | | | | |")
             continue
         hz = "none" if not r["hazards"] else ", ".join(f"{k} {v:,}" for k, v in
                                                         r["by_kind"].items())
@@ -84,7 +92,7 @@ def table(results: dict) -> str:
             f"{_secs(r['read_in_check_seconds'])} | {_secs(r['check_only_seconds'])} | "
             f"{_secs(r['read_floor_seconds'])} | {_ratio(r['floor_ratio'])} | "
             f"{_secs(r.get('reference_seconds'))} | {_ratio(r.get('reference_ratio'))} | {hz} | "
-            f"{_share(r.get('stolen'))} |")
+            f"{_report(r)} | {_share(r.get('stolen'))} |")
     versions: dict[str, int] = {}
     for r in results["results"]:
         versions[r.get("engine", "?")] = versions.get(r.get("engine", "?"), 0) + 1

@@ -138,7 +138,7 @@ A_BASE = 0x1000_0000
 
 
 def tiled(w: TraceWriter, em: Emitter, n: int, rng, *, blocks: int | None = None,
-          wave: int = 8, kmax: int = 16) -> dict:
+          wave: int = 8, kmax: int = 16, kmin: int = 1, second_barrier: bool = True) -> dict:
     """``C = A @ B`` in 16x16 tiles: per k-step each thread loads one element
     of A and of B from global memory into shared tiles, ``bar_sync``, reads a
     row of the A tile and a column of the B tile (32 shared reads),
@@ -147,9 +147,12 @@ def tiled(w: TraceWriter, em: Emitter, n: int, rng, *, blocks: int | None = None
 
     ``blocks`` fixes the grid (the k-steps then follow from ``n``);
     otherwise up to ``kmax`` k-steps and as many blocks as ``n`` needs.
+    ``second_barrier=False`` leaves out the ``bar_sync`` after the reads (the
+    classic bug): every tile store of the next k-step races with the reads
+    of the one before (``war``).
     """
     if blocks is None:
-        ksteps = _clamp(n // (THREADS * TILED_STEP), 1, kmax)
+        ksteps = _clamp(n // (THREADS * TILED_STEP), kmin, kmax)
         blocks = max(1, round(n / (THREADS * (ksteps * TILED_STEP + 1))))
     else:
         ksteps = max(1, round((n / blocks / THREADS - 1) / TILED_STEP))
@@ -190,11 +193,19 @@ def tiled(w: TraceWriter, em: Emitter, n: int, rng, *, blocks: int | None = None
             addr = np.where(which == 0, (ty * TILE + k) * 4, SB + (k * TILE + tx) * 4)
             em.emit(op=READ, space=SHARED, size=4, site=s_rd, addr=addr,
                     launch=0, block=blk[None, None], thread=t[None, None])
-            em.emit(op=BAR_SYNC, obj=0, arg=THREADS, site=s_bar2, **common)
+            if second_barrier:
+                em.emit(op=BAR_SYNC, obj=0, arg=THREADS, site=s_bar2, **common)
         em.emit(op=WRITE, space=GLOBAL, size=4, site=s_st_c,
                 addr=C + ((by * TILE + ty) * N + bx * TILE + tx) * 4, **common)
     return {"blocks": blocks, "threads_per_block": THREADS, "agents": blocks * THREADS,
             "ksteps": ksteps, "wave": wave}
+
+
+def tiled_racy(w, em, n, rng) -> dict:
+    """``tiled`` without the second ``bar_sync``: GPU-style racy, about one
+    ``war`` hazard per shared store after a block's first k-step (5*10^5 at
+    10^7 events), at two site pairs."""
+    return tiled(w, em, n, rng, kmin=2, second_barrier=False)
 
 
 def tiled_wide(w, em, n, rng) -> dict:
@@ -407,7 +418,8 @@ JOIN_FLAG = 2 << 40   # + child thread: the child's last event, the parent's joi
 
 def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
         variables: int = 1_000_000, locks: int = 256, read_fraction: float = 0.7,
-        private_fraction: float = 0.25, phases: int = 4) -> dict:
+        private_fraction: float = 0.25, phases: int = 4, unlocked: float = 0.0,
+        hot: int = 0, locations: int = 0) -> dict:
     """CPU-style threads: the main thread (thread 0) forks ``threads`` workers
     per phase and joins them at its end (fork/join as signal/wait on
     per-child flags, the way ``tracerace convert`` imports STD traces).
@@ -416,6 +428,10 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
     accesses to their own private variables; ``read_fraction`` of the
     accesses are reads. Shared variables are touched only under their lock:
     race-free. Small traces get fewer variables (down to 2*10^4) and phases.
+    ``unlocked``: the share of critical sections that skip their lock (racy)
+    and touch the first ``hot`` variables (all of them when 0);
+    ``locations``: when not 0, each access's site is one of this many
+    program locations drawn at random (``loc:N``), instead of one per line.
     """
     variables = int(min(variables, max(20_000, n // 4)))
     phases = _clamp(n // 2_000_000, 1, phases)
@@ -434,6 +450,8 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
     s_pwr = w.site("worker.c:31 store private")
     s_end = w.site("worker.c:35 thread exit")
     s_join = w.site("main.c:48 pthread_join")
+    if locations:
+        loc_sites = np.array([w.site(f"loc:{i}") for i in range(locations)])
 
     em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL, addr=np.array([VAR_BASE, PRIV]),
             size=np.array([variables * VAR_SIZE, (workers + 1) * private_per_thread * VAR_SIZE]))
@@ -456,6 +474,10 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
             slots = variables // locks
             v = lock[:, None] + locks * rng.integers(0, slots, (m, CS_ACCESSES))
             pv = rng.integers(0, private_per_thread, (m, CS_ACCESSES))
+            bare = private | (rng.random(m) < unlocked) if unlocked else private
+            if hot:
+                v = np.where((bare & ~private)[:, None],
+                             rng.integers(0, hot, (m, CS_ACCESSES)), v)
             addr = np.where(private[:, None],
                             PRIV + (who[:, None] * private_per_thread + pv) * VAR_SIZE,
                             VAR_BASE + v * VAR_SIZE)
@@ -463,15 +485,18 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
             acc_op = np.where(is_read, READ, WRITE)
             acc_site = np.where(private[:, None], np.where(is_read, s_prd, s_pwr),
                                 np.where(is_read, s_rd, s_wr))
+            if locations:
+                acc_site = loc_sites[rng.integers(0, locations, (m, CS_ACCESSES))]
             # Private bursts bracket their accesses with two more private reads
-            # so every segment has the same shape (seg rows).
-            edge_op = np.where(private, READ, ACQUIRE), np.where(private, READ, RELEASE)
+            # so every segment has the same shape (seg rows); so do the
+            # critical sections that skip their lock (racy).
+            edge_op = np.where(bare, READ, ACQUIRE), np.where(bare, READ, RELEASE)
             edge_addr = PRIV + (who * private_per_thread) * VAR_SIZE
             op = np.concatenate([edge_op[0][:, None], acc_op, edge_op[1][:, None]], axis=1)
             ad = np.concatenate([edge_addr[:, None], addr, edge_addr[:, None]], axis=1)
-            obj = np.where(private, 0, lock)[:, None]
-            site = np.concatenate([np.where(private, s_prd, s_acq)[:, None], acc_site,
-                                   np.where(private, s_prd, s_rel)[:, None]], axis=1)
+            obj = np.where(bare, 0, lock)[:, None]
+            site = np.concatenate([np.where(bare, s_prd, s_acq)[:, None], acc_site,
+                                   np.where(bare, s_prd, s_rel)[:, None]], axis=1)
             is_access = (op == READ) | (op == WRITE)
             em.emit(op=op, addr=np.where(is_access, ad, 0), size=np.where(is_access, VAR_SIZE, 0),
                     obj=np.where(is_access, 0, obj), site=site, launch=0, block=0,
@@ -481,7 +506,49 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
                 site=np.array([s_end, s_join])[None, :], launch=0, block=0,
                 thread=np.stack([kids, np.zeros_like(kids)], axis=1))
     return {"threads": threads, "agents": workers + 1, "variables": variables,
-            "locks": locks, "phases": phases}
+            "locks": locks, "phases": phases, "unlocked": unlocked, "hot": hot, "locations": locations}
+
+
+def cpu_racy(w, em, n, rng, *, threads: int = 32, variables: int = 100_000,
+             locks: int = 256, unlocked: float = 0.2, hot: int = 500,
+             locations: int = 1 << 16) -> dict:
+    """CPU-style racy: ``cpu`` on 10^5 variables where ``unlocked`` of the
+    critical sections skip their lock (they read the thread's private word
+    instead of acquiring and releasing) and touch the first ``hot``
+    variables, and each access names one of ``locations`` program locations
+    as its site (``loc:N``, as ``tracerace convert`` imports STD traces):
+    about 120k racy rows and 137k hazards, nearly each a group (site pair)
+    of its own, at 2*10^6 events."""
+    return cpu(w, em, n, rng, threads=threads, variables=variables, locks=locks,
+               unlocked=unlocked, hot=hot, locations=locations)
+
+
+def uninit_reads(w: TraceWriter, em: Emitter, n: int, rng, *, initialized: bool = False,
+                 blocks: int = 64, threads: int = 256, words: int = 16) -> dict:
+    """GPU-style reads of global memory no write or ``init`` covered: ``blocks``
+    x ``threads`` threads in lockstep, each reading its own ``words`` 4-byte
+    words in turn, at four sites: one ``uninit_read`` per read (10^7 at 10^7
+    events). ``initialized=True`` is the same trace after one ``init`` of the
+    whole buffer: no finding at all (``uninit_reads_init``)."""
+    agents = blocks * threads
+    rounds = max(1, (n - 1) // agents)
+    w.buffer("data", GLOBAL, A_BASE, (agents, words), 4)
+    sites = np.array([w.site(f"gather.cu:{40 + i} ld.global.f32") for i in range(4)])
+    if initialized:
+        em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL, addr=A_BASE,
+                size=agents * words * 4)
+    blk, t = _blocks_threads(np.arange(blocks), threads)
+    agent = blk * threads + t
+    for r0 in range(0, rounds, 64):
+        r = np.arange(r0, min(rounds, r0 + 64))[:, None, None]
+        em.emit(op=READ, space=GLOBAL, size=4, launch=0, block=blk[None], thread=t[None],
+                addr=A_BASE + (agent[None] * words + r % words) * 4, site=sites[r % 4])
+    return {"blocks": blocks, "agents": agents, "rounds": rounds, "initialized": initialized}
+
+
+def uninit_reads_init(w, em, n, rng) -> dict:
+    """``uninit_reads`` after an ``init`` of its buffer: the same replay, no findings."""
+    return uninit_reads(w, em, n, rng, initialized=True)
 
 
 def cpu_wide(w, em, n, rng) -> dict:
@@ -545,6 +612,17 @@ BUILTIN: dict[str, Workload] = {wl.name: wl for wl in (
              "32 CPU threads, 10^6 variables, 256 locks, fork/join, 70% reads"),
     Workload("cpu_wide", cpu_wide,
              "128 CPU threads, 2*10^4 variables, 64 locks, fork/join, 70% reads"),
+    Workload("cpu_racy", cpu_racy,
+             "cpu on 10^5 variables, 4% of critical sections unlocked, 2^16 sites",
+             frozenset({"raw", "war", "waw"})),
+    Workload("tiled_racy", tiled_racy,
+             "tiled without its second bar_sync: a war per shared store",
+             frozenset({"war"})),
+    Workload("uninit_reads", uninit_reads,
+             "16,384 threads reading never-written global words: an uninit_read each",
+             frozenset({"uninit_read"})),
+    Workload("uninit_reads_init", uninit_reads_init,
+             "uninit_reads after an init of its buffer: no findings"),
 )}
 
 

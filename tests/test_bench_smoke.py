@@ -97,7 +97,10 @@ def test_scale(tmp_path):
     assert set(got) == set(BUILTIN), proc.stdout + proc.stderr
     for name, r in got.items():
         assert not r.get("error"), f"{name}: {r.get('error')}"
-        assert r["hazards"] == 0, f"{name}: {r['by_kind']}"
+        if BUILTIN[name].race_free:
+            assert r["hazards"] == 0, f"{name}: {r['by_kind']}"
+        else:
+            assert BUILTIN[name].expect_kinds <= set(r["by_kind"]), f"{name}: {r['by_kind']}"
         # In-process, this is the whole process's peak: an upper bound of the check's.
         assert r["peak_rss_bytes"] < 8 * GiB, name
     assert got["tiled_wide"]["peak_rss_bytes"] < 4 * GiB

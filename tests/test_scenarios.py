@@ -81,7 +81,8 @@ def checked(tmp_path_factory):
             folder = tmp_path_factory.mktemp(name)
             path = folder / SCENARIOS[name].default_path(fixed)
             rows = SCENARIOS[name].generate(path, fixed=fixed, scale=1, seed=0)
-            cache[name, fixed] = rows, {e: tracerace.check(path, engine=e) for e in ENGINES}
+            cache[name, fixed] = rows, {e: tracerace.check(path, engine=e, keep_findings=True)
+                                           for e in ENGINES}
         return cache[name, fixed]
     return get
 

@@ -122,5 +122,7 @@ def test_prose_names_every_column_op_and_rule():
     for op in Op:  # written as `name` (code ...), possibly across a line break
         assert re.search(rf"`{op.label}`\s+\({int(op)}\b", text), op.label
     for rule in ("no-such-file", "not-arrow", "version", "metadata", "missing-column",
-                 "wrong-type", "bad-value", "unknown-op", "ts-decreasing", "site-range"):
+                 "wrong-type", "bad-value", "unknown-op", "ts-decreasing", "site-range",
+                 "address-overflow", "launch-order", "barrier-order", "barrier-count",
+                 "wait-without-signal", "mbarrier-count"):
         assert f"`{rule}`" in text

@@ -152,6 +152,13 @@ CASES = [
      "bad-value", 3, "space 5", None),
     ("late-batch", ipc_file(cols(3000, **with_value("op", 2500, 77, n=3000)), chunk=700),
      "unknown-op", 2500, "op code 77", 1000),
+    ("address-overflow", ipc_file(cols(**with_value("addr", 4, 2**64 - 4, dtype=np.uint64),
+                                       **with_value("size", 4, 4, dtype=np.uint32))),
+     "address-overflow", 4, "addr 0xfffffffffffffffc + size 4 passes the end", None),
+    ("copy-source-overflow", ipc_file(cols(op=np.full(10, 30, np.uint8),  # cp_async
+                                           **with_value("addr2", 6, 2**64 - 2, dtype=np.uint64),
+                                           size=np.full(10, 16, np.uint32))),
+     "address-overflow", 6, "addr2 0xfffffffffffffffe", None),
 ]
 
 

@@ -18,6 +18,8 @@ from tracerace.reader import open_trace
 from tracerace.schema import COLUMN_NAMES, COLUMNS, SITE_NONE, arrow_schema
 from tracerace.writer import TraceWriter, make_table, write_table
 
+COPIES = (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE)
+ADDRESSED = (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, *COPIES)
 SITES = ["k.cu:10 LDG", "k.cu:11 STS", "kernel.py:88 tl.store"]
 BUFFERS = [Buffer("a", 0, 4096, (4, 8), 4), Buffer("tile", 1, 0, (16, 16), 2, (1, 16), 3)]
 
@@ -49,6 +51,11 @@ def every_column(n: int = 500, seed: int = 0) -> dict[str, np.ndarray]:
         "fence_spaces": ints(np.uint8, 0, 7),
     }
     assert list(cols) == list(COLUMN_NAMES)
+    # A byte range must end within the 64-bit address space (address-overflow).
+    room = np.iinfo(np.uint64).max - cols["size"].astype(np.uint64)
+    for name, ops in (("addr", ADDRESSED), ("addr2", COPIES)):
+        uses = np.isin(cols["op"], [int(op) for op in ops])
+        cols[name] = np.where(uses, np.minimum(cols[name], room), cols[name])
     return cols
 
 

@@ -30,8 +30,9 @@ def check(
     output: str | None = typer.Option(None, "--output", "-o",
                                       help="Write the report here instead of stdout."),
     engine: str = typer.Option("numba", "--engine", help="numba (fast) or reference."),
-    max_reports: int | None = typer.Option(None, "--max-reports",
-                                           help="Show at most N groups (counts stay whole)."),
+    max_reports: str | None = typer.Option(None, "--max-reports",
+                                           help="Show at most N groups (default 100; 'all': "
+                                                "every group). Counts stay whole."),
     select: list[str] | None = typer.Option(None, "--select",
                                             help="Only these hazard kinds (comma-separated)."),
     ignore: list[str] | None = typer.Option(None, "--ignore",
@@ -46,11 +47,13 @@ def check(
     """
     from . import api, formats
 
+    if max_reports is None:
+        max_reports = api.DEFAULT_MAX_REPORTS
     try:
-        formats.resolve(fmt, output)
-        report = api.check(trace, engine=engine, max_reports=max_reports, select=select,
-                           ignore=ignore, progress=progress)
-        formats.render(report, fmt, output)
+        with formats.Output(fmt, output, inputs=[trace]) as out:
+            report = api.check(trace, engine=engine, max_reports=max_reports, select=select,
+                               ignore=ignore, progress=progress, sink=out.sink)
+            out.write(report)
     except TraceError as err:
         raise _fail(err) from None
     if output is not None:
@@ -62,11 +65,12 @@ def check(
 def validate_command(
     trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet."),
 ) -> None:
-    """Check that TRACE follows the trace format (exit 0: it does, 2: it does not)."""
-    from .reader import validate_trace
+    """Check that TRACE follows the trace format (exit 0: it does, 2: it does not):
+    every rule `check` enforces, including those the replay finds."""
+    from .api import validate
 
     try:
-        meta = validate_trace(trace)
+        meta = validate(trace)
     except TraceError as err:
         raise _fail(err) from None
     typer.echo(f"{trace}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
@@ -134,7 +138,8 @@ def convert_command(
                                         "recorded on a GPU (see --from)."),
     dst: str = typer.Argument(..., help="Output: .std, .arrow, .arrows or .parquet."),
     compression: str | None = typer.Option(None, "--compression",
-                                           help="lz4 or zstd (Arrow and Parquet outputs)."),
+                                           help="lz4, zstd or none (Arrow and Parquet outputs; "
+                                                "default: the input's LZ4 or ZSTD, else lz4)."),
     fmt: str | None = typer.Option(None, "--from",
                                    help="GPU trace format of SRC: accelsim (.trace, .traceg, "
                                         "kernelslist[.g], plain or .xz), cutracer (.ndjson, "
@@ -203,6 +208,9 @@ def main() -> None:
         app(standalone_mode=True)
     except TraceError as err:  # a command that forgot to catch it
         typer.echo(f"tracerace: error: {err}", err=True)
+        sys.exit(2)
+    except MemoryError:  # outside a check (the API turns its own into a TraceError)
+        typer.echo("tracerace: error: out-of-memory: not enough memory to finish", err=True)
         sys.exit(2)
     except BrokenPipeError:
         # The reader of stdout went away (``| head``): stop quietly, as

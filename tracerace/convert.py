@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import os
 import re
+import struct
 import tempfile
 from dataclasses import dataclass
 
@@ -59,6 +60,7 @@ import pyarrow.compute as pc
 
 from . import ops as O
 from .errors import TraceError
+from .outfile import create_beside, io_error, refuse_inputs
 from .reader import open_trace
 from .schema import SITE_NONE, arrow_schema
 from .writer import TraceWriter, _format, _record_batch, _Sink, trace_metadata
@@ -121,6 +123,11 @@ def format_of(path: str) -> str:
                          f"(known: {known})", path=path, rule="usage") from None
 
 
+COMPRESSIONS = ("lz4", "zstd", "none")
+DEFAULT_COMPRESSION = "lz4"
+"""What an Arrow or Parquet output gets when neither the option nor the input says."""
+
+
 def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
             shared_window: str | tuple[int, int] | None = None,
             local_window: str | tuple[int, int] | None = None,
@@ -131,42 +138,57 @@ def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
     names the format, else it is detected) is imported by
     :func:`tracerace.gpu.import_trace`; ``shared_window``/``local_window``
     (``BASE[:SIZE]``) and ``generic_global`` tell it what the trace may not.
-    ``compression`` (``lz4``/``zstd``) applies to Arrow and Parquet outputs.
-    Raises :class:`TraceError` on bad input; ``dst`` appears only on success.
+    ``compression`` (``lz4``, ``zstd`` or ``none``) applies to Arrow and Parquet
+    outputs; by default the output keeps the input's codec when the input is
+    a v1 trace compressed with LZ4 or ZSTD, and is LZ4 otherwise (STD text,
+    an uncompressed trace, a GPU trace). Raises
+    :class:`TraceError` on bad input, an output that is the input, or an
+    output that cannot be written; ``dst`` appears only on success.
     """
     from . import gpu
 
     src, dst = os.fspath(src), os.fspath(dst)
-    if compression not in (None, "lz4", "zstd"):
-        raise TraceError(f"unknown compression {compression!r} (choose lz4 or zstd)",
+    if compression not in (None, *COMPRESSIONS):
+        raise TraceError(f"unknown compression {compression!r} (choose lz4, zstd or none)",
                          path="options", rule="usage")
     windows = {}
     for name, value in (("shared_window", shared_window), ("local_window", local_window)):
         windows[name] = (gpu.parse_window(value, "--" + name.replace("_", "-"))
                          if isinstance(value, str) else value)
-    if gpu.detect(src, fmt) is not None:
-        options = gpu.ImportOptions(compression=compression, generic_global=generic_global,
-                                    **windows)
-        result = gpu.import_trace(src, dst, fmt=fmt, options=options)
-        return ConvertResult(src, dst, result.records, result.rows, result.summary_line(),
-                             result.notes)
-    if any(windows.values()) or generic_global:
+    gpu_format = gpu.detect(src, fmt)
+    if gpu_format is None and (any(windows.values()) or generic_global):
         raise TraceError("--shared-window, --local-window and --generic-global apply to "
                          "traces recorded on a GPU", path="options", rule="usage")
-    fin, fout = format_of(src), format_of(dst)
-    if os.path.abspath(src) == os.path.abspath(dst):
-        raise TraceError("input and output are the same file", path=dst, rule="usage")
-    if fin == "std" and fout == "std":
-        with tempfile.TemporaryDirectory() as tmp:
-            mid = os.path.join(tmp, "trace.arrows")
-            first = import_std(src, mid)
-            second = export_std(mid, dst)
-        return ConvertResult(src, dst, first.rows_in, second.rows_out)
-    if fin == "std":
-        return import_std(src, dst, compression=compression)
-    if fout == "std":
-        return export_std(src, dst)
-    return recontainer(src, dst, compression=compression)
+    refuse_inputs(dst, [src])
+    try:
+        fd, probe = create_beside(dst)  # an output folder that is missing or read-only fails now
+        os.close(fd)
+        os.unlink(probe)
+        if gpu_format is not None:
+            codec = compression or DEFAULT_COMPRESSION
+            options = gpu.ImportOptions(compression=None if codec == "none" else codec,
+                                        generic_global=generic_global, **windows)
+            result = gpu.import_trace(src, dst, fmt=fmt, options=options)
+            return ConvertResult(src, dst, result.records, result.rows, result.summary_line(),
+                                 result.notes)
+        fin, fout = format_of(src), format_of(dst)
+        if fin == "std" and fout == "std":
+            with tempfile.TemporaryDirectory() as tmp:
+                mid = os.path.join(tmp, "trace.arrows")
+                first = import_std(src, mid)
+                second = export_std(mid, dst)
+            return ConvertResult(src, dst, first.rows_in, second.rows_out)
+        if fout == "std":
+            return export_std(src, dst)
+        if compression is None:
+            kept = trace_compression(src) if fin != "std" else None
+            compression = kept if kept in ("lz4", "zstd") else DEFAULT_COMPRESSION
+        codec = None if compression == "none" else compression
+        if fin == "std":
+            return import_std(src, dst, compression=codec)
+        return recontainer(src, dst, compression=codec)
+    except OSError as err:
+        raise io_error(err, dst) from None
 
 
 # --- v1 -> v1 -------------------------------------------------------------------------
@@ -618,8 +640,7 @@ def export_std(src: str, dst: str) -> ConvertResult:
         plan.finish(reader)
         site_loc = np.array([_site_location(i, s) for i, s in enumerate(reader.meta.sites)],
                             dtype=np.int64)
-        folder, name = os.path.split(os.path.abspath(dst))
-        fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        fd, tmp = create_beside(dst)
         rows = lines = 0
         try:
             with os.fdopen(fd, "wb") as out:

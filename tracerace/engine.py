@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from . import badinput
 from . import ops as O
 from . import reasons as R
 from ._jit import jit, jit_inline, jit_leaf, store_row_nt
@@ -34,7 +35,7 @@ from .clocks import (CV_AGENT, CV_BASE, CV_EPOCH, SN_FIELDS, SN_REF, SN_SERIAL, 
 from .errors import TraceError
 from .hashmap import hm_get, hm_prefetch, hm_put, new_table
 from .hashmap import rehash as hm_rehash
-from .findings import FINDING_DTYPE, CheckResult, empty_findings
+from .findings import FINDING_DTYPE, CheckResult, records
 from .mapped import MappedArray, can_populate
 from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
@@ -1785,6 +1786,9 @@ FAULT_CHUNK = 1 << 15
 AG_FAULT_AHEAD = 1 << 13
 # The largest spare granule table (rows) made for a trace of unknown length.
 SPARE_BLIND_MAX = 1 << 19
+# With a findings consumer, the findings pool is handed over rather than grown
+# past this many rows (14 MiB of int64 fields).
+FIND_HANDOVER_ROWS = 1 << 16
 # The pace of new granules is judged over this many batches.
 TREND_BATCHES = 4
 
@@ -1832,14 +1836,16 @@ class Faulter:
             except Exception:  # a hint only: never the check's problem
                 return
 
+# The kernel's error statuses -> (rule, message) (tracerace.badinput), from
+# the four values it leaves in SV_ERR_A..D.
 _ERRORS = {
-    E_BARRIER_ORDER: "barrier-order",
-    E_WAIT: "wait-without-signal",
-    E_BAR_COUNT: "barrier-count",
-    E_WARP_MASK: "barrier-count",
-    E_LAUNCH_ORDER: "launch-order",
-    E_MBAR_COUNT: "mbarrier-count",
-    E_WAIT_GROUP: "bad-value",
+    E_BARRIER_ORDER: lambda a, b, c, d: badinput.barrier_order(a, b, c, d),
+    E_WAIT: lambda a, b, c, d: badinput.wait_without_signal(a, b, c),
+    E_BAR_COUNT: lambda a, b, c, d: badinput.barrier_count(a, b),
+    E_WARP_MASK: lambda a, b, c, d: badinput.empty_warp_mask(),
+    E_LAUNCH_ORDER: lambda a, b, c, d: badinput.launch_order(a, b),
+    E_MBAR_COUNT: lambda a, b, c, d: badinput.mbarrier_count(a, b),
+    E_WAIT_GROUP: lambda a, b, c, d: badinput.wait_group(a),
 }
 
 
@@ -2053,9 +2059,17 @@ class EngineState:
         return max(ar["arr"].shape[0], ar["rels"].shape[0], ar["sigs"].shape[0]) + 2
 
     def take_findings(self) -> np.ndarray:
-        """The findings so far, with the F_RANK column."""
+        """The findings so far as ``FINDING_DTYPE`` records; the pool is emptied
+        (a finding is complete once its event is replayed: none refers to
+        another's slot)."""
+        return records(self.take_rows())
+
+    def take_rows(self) -> np.ndarray:
+        """The findings pool's rows so far (with F_RANK), and empty it."""
         n = int(self.sv[SV_NFIND])
-        return self.arrays["find"][:n]
+        out = self.arrays["find"][:n].copy()  # F is FINDING_DTYPE's order
+        self.sv[SV_NFIND] = 0
+        return out
 
     def fork(self, view: int) -> "EngineState":
         """A copy of this state that checks ``view``'s memory from now on,
@@ -2084,39 +2098,32 @@ class EngineState:
 
 
 def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
-    a, b, c, d = (int(sv[k]) for k in (SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D))
-    rule = _ERRORS[status]
-    if status == E_BARRIER_ORDER:
-        msg = (f"thread ({a},{b}) has an event while its bar_sync on barrier {c} generation {d} "
-               f"has not completed")
-    elif status == E_WAIT:
-        msg = f"wait on flag {a} consumes {b} signal(s) but only {c} are pending"
-    elif status == E_BAR_COUNT:
-        msg = f"barrier {a} arrival names {b} participating threads"
-    elif status == E_WARP_MASK:
-        msg = "warp_sync with an empty lane mask"
-    elif status == E_LAUNCH_ORDER:
-        msg = f"launch {a} after launch {b}: launches must not interleave"
-    elif status == E_MBAR_COUNT:
-        msg = f"mbar_init of {a:#x} expects {b} arrivals; it must be > 0"
-    else:
-        msg = f"wait_group {a}: the group count must be >= 0"
-    raise TraceError(msg, path=path, row=row, rule=rule)
+    values = (int(sv[k]) for k in (SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D))
+    rule, message = _ERRORS[status](*values)
+    raise TraceError(message, path=path, row=row, rule=rule)
 
 
-def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> CheckResult:
+def check_trace(reader, *, progress: Callable[[int], None] | None = None,
+                on_findings: Callable[[np.ndarray], None] | None = None) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the Numba engine.
+
+    ``on_findings``: called with the findings (``FINDING_DTYPE``, in the order
+    found) after each batch, and whenever the findings pool reaches
+    ``FIND_HANDOVER_ROWS`` rows; the result then holds no findings, and memory
+    does not grow with them.
 
     A barrier that orders only some memory (``fence_spaces``) splits
     happens-before in two: one relation for global memory, one for shared.
     From the first batch that holds such a barrier on, the state is forked
     and two views replay every batch, one checking global (and local) memory
     and one shared memory, each joining clocks only at the barriers that
-    fence its memory; their findings are merged as one checker would have
-    kept them (the reference's shared-memory clock entries)."""
+    fence its memory; after each batch their findings are merged as one
+    checker would have kept them (the reference's shared-memory clock
+    entries)."""
     st = EngineState()
     st.rows_total = reader.meta.num_rows
     views = [st]
+    merged: list[np.ndarray] = []  # findings of two views, merged per batch
     events = 0
     # The read-ahead thread is stopped before returning or raising, so the
     # caller may close the reader at once.
@@ -2127,8 +2134,17 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
                 if len(views) == 1 and _fences_some_memory(batch.cols):
                     views.append(st.fork(VIEW_SHARED))
                     st.sv[SV_VIEW] = VIEW_GLOBAL
-                for view in views:
-                    _replay_batch(view, batch, reader.meta.path, gpos)
+                if len(views) == 1:
+                    _replay_batch(st, batch, reader.meta.path, gpos, on_findings)
+                    if on_findings is not None:
+                        on_findings(st.take_findings())
+                else:
+                    # Both views hold the batch's findings until they are merged.
+                    for view in views:
+                        _replay_batch(view, batch, reader.meta.path, gpos)
+                    merged.append(records(_merge_views([v.take_rows() for v in views])))
+                    if on_findings is not None:
+                        on_findings(merged.pop())
                 # From the second batch on: a one-batch check is over before
                 # faulting ahead could pay for itself.
                 faulter.start()
@@ -2140,11 +2156,16 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> Che
         batches.close()
     for view in views:
         _close_launch(view)
-    raw = _merge_views([view.take_findings() for view in views])
-    out = empty_findings(raw.shape[0])
-    for name, i in F.items():
-        out[name] = raw[:, i].astype(FINDING_DTYPE[name], casting="unsafe")
-    return CheckResult(events, out)
+    if len(views) > 1:
+        merged.append(records(_merge_views([v.take_rows() for v in views])))
+        last = np.concatenate(merged)
+        merged.clear()
+    else:
+        last = st.take_findings()
+    if on_findings is not None:
+        on_findings(last)
+        last = last[:0]
+    return CheckResult(events, last)
 
 
 _MEMORY_KINDS = np.array([_K_RAW, _K_WAR, _K_WAW, _K_UNINIT, _K_INFLIGHT, _K_PROXY])
@@ -2174,10 +2195,12 @@ def _merge_views(found: list[np.ndarray]) -> np.ndarray:
 
 
 def _replay_batch(st: EngineState, batch, path: str | None,
-                  gpos: np.ndarray | None = None) -> None:
+                  gpos: np.ndarray | None = None,
+                  on_findings: Callable[[np.ndarray], None] | None = None) -> None:
     """Run the kernel over one batch, growing pools and closing launches
     whenever it stops to ask. ``gpos``: :func:`global_accesses` of the batch,
-    when the read-ahead thread has computed it."""
+    when the read-ahead thread has computed it. ``on_findings``: takes a full
+    findings pool instead of its growth past ``FIND_HANDOVER_ROWS``."""
     c = batch.cols
     if gpos is None:
         gpos = global_accesses(batch)
@@ -2195,7 +2218,12 @@ def _replay_batch(st: EngineState, batch, path: str | None,
         if status == OK:
             return
         if status == NEED_GROW:
-            st.grow(int(st.sv[SV_GROW]))
+            mask = int(st.sv[SV_GROW])
+            if (mask & GR_FIND and on_findings is not None
+                    and st.arrays["find"].shape[0] >= FIND_HANDOVER_ROWS):
+                on_findings(st.take_findings())
+                mask &= ~GR_FIND
+            st.grow(mask)
         elif status == NEW_LAUNCH:
             _close_launch(st)
             st.reset_launch(int(c["launch"][start]), shared_shift_for(c, start),

@@ -34,7 +34,7 @@ import pyarrow.ipc as ipc
 
 from .errors import TraceError
 from .meta import Buffer, TraceMeta
-from .ops import OP_CODES, Proxy, Scope, Sem, Space
+from .ops import OP_CODES, Op, Proxy, Scope, Sem, Space
 from .schema import (COLUMN_BY_NAME, COLUMN_NAMES, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION,
                      META_BUFFERS, META_PRODUCER, META_SITES, META_VERSION, REQUIRED, FENCE_ALL,
                      SITE_NONE, Column)
@@ -63,7 +63,16 @@ ENUM_LIMITS: dict[str, tuple[int, type]] = {
 _KNOWN_OP = np.zeros(256, dtype=bool)
 _KNOWN_OP[sorted(OP_CODES)] = True
 
-# pyarrow signals damaged input with these; they become ``not-arrow``.
+# Ops whose ``addr``/``size`` name bytes, and those (copies) whose ``addr2`` does too.
+_ADDRESSED = np.zeros(256, dtype=bool)
+_ADDRESSED[[Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE]] = True
+_COPIES = np.zeros(256, dtype=bool)
+_COPIES[[Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE]] = True
+ADDRESS_END = (1 << 64) - 1
+"""The largest end (``addr + size``) of a byte range: it must fit a uint64."""
+
+# pyarrow signals damaged input with these; they become ``not-arrow`` (but
+# not its MemoryError, which is also an ArrowException: the check is out of memory).
 _ARROW_FAILURES = (pa.ArrowException, OSError, ValueError, EOFError)
 
 
@@ -98,7 +107,9 @@ def open_trace(source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> "TraceReader"
 
 
 def validate_trace(source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> TraceMeta:
-    """Read a whole trace, checking every row; return its metadata with ``num_rows``."""
+    """Read a whole trace, checking every row against the reader's rules; return
+    its metadata with ``num_rows``. The rules only a replay can check are not
+    among them: ``tracerace.api.validate`` checks those too."""
     with open_trace(source, batch_size=batch_size) as reader:
         rows = sum(batch.n for batch in reader)
         return replace(reader.meta, num_rows=rows)
@@ -214,6 +225,8 @@ class TraceReader:
                 rows += record.num_rows
                 if record.num_rows:
                     yield record
+        except MemoryError:  # the machine's, not the trace's: not a damaged file
+            raise
         except _ARROW_FAILURES as exc:
             raise self._error(f"cannot read the trace past this row (truncated or damaged?): "
                               f"{_one_line(exc)}", "not-arrow", rows) from exc
@@ -360,6 +373,13 @@ class _RowChecks:
         site = cols["site"]
         first((site != SITE_NONE) & (site >= self.nsites), 10, "site-range",
               lambda r: _site_message(int(site[r]), self.nsites))
+
+        room = np.uint64(ADDRESS_END) - cols["size"].astype(np.uint64)
+        for order, (name, uses) in enumerate((("addr", _ADDRESSED), ("addr2", _COPIES)), 11):
+            addr = cols[name]
+            first(uses[op] & (addr > room), order, "address-overflow",
+                  lambda r, a=addr, nm=name: f"{nm} {int(a[r]):#x} + size {int(cols['size'][r])} "
+                                             f"passes the end of the 64-bit address space")
         return found
 
     def advance(self, cols: dict[str, np.ndarray]) -> None:
@@ -610,6 +630,9 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
 
             def batches() -> Iterator[pa.RecordBatch]:
                 return iter(ipc.open_stream(mapped.reader()))
+    except MemoryError:
+        mapped.close()
+        raise
     except _ARROW_FAILURES as exc:
         mapped.close()
         if head.startswith(IPC_FILE_MAGIC):
@@ -630,6 +653,8 @@ def _open_parquet(path: str, batch_size: int, check_values: bool, fail) -> Trace
         parquet = pq.ParquetFile(path)
         schema = parquet.schema_arrow
         num_rows = parquet.metadata.num_rows
+    except MemoryError:
+        raise
     except _ARROW_FAILURES as exc:
         raise fail(f"truncated or damaged Parquet file: {_one_line(exc)}") from None
     wanted = [name for name in schema.names if name in COLUMN_BY_NAME]

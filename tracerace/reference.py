@@ -37,6 +37,9 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
+import numpy as np
+
+from . import badinput
 from . import ops as O
 from . import reasons as R
 from .errors import TraceError
@@ -285,7 +288,10 @@ class ReferenceChecker:
         self.findings.append(f)
 
     # -- the replay ------------------------------------------------------
-    def run(self, batches: Iterable, progress: Callable[[int], None] | None = None) -> CheckResult:
+    def run(self, batches: Iterable, progress: Callable[[int], None] | None = None,
+            on_findings: Callable[[np.ndarray], None] | None = None) -> CheckResult:
+        """Replay ``batches``; ``on_findings`` (when given) takes the findings
+        after each batch, and the result then holds none."""
         for batch in batches:
             cols = batch.cols
             names = list(cols)
@@ -294,29 +300,35 @@ class ReferenceChecker:
                 ev = {n: lists[n][i] for n in names}
                 self.step(batch.row0 + i, ev)
             self.events += batch.n
+            if on_findings is not None:
+                on_findings(self.take_findings())
             if progress is not None:
                 progress(self.events)
         self.finish_launch()
+        if on_findings is not None:
+            on_findings(self.take_findings())
+        return CheckResult(self.events, self.take_findings())
+
+    def take_findings(self) -> np.ndarray:
+        """The findings so far as ``FINDING_DTYPE`` records; the list is emptied."""
         out = empty_findings(len(self.findings))
         for i, f in enumerate(self.findings):
             for k, v in f.items():
                 out[k][i] = v
-        return CheckResult(self.events, out)
+        self.findings = []
+        return out
 
     def step(self, row: int, ev: dict) -> None:
         op, launch = ev["op"], ev["launch"]
         if launch != self.launch:
             if launch < self.launch:
-                raise self.error(row, "launch-order",
-                                 f"launch {launch} after launch {self.launch}: launches must not interleave")
+                raise self.error(row, *badinput.launch_order(launch, self.launch))
             self.finish_launch()
             self.launch = launch
         st = self.agent(launch, ev["block"], ev["thread"], ev["cluster"])
         if st.blocked_on is not None:
             bkey, gen = st.blocked_on
-            raise self.error(row, "barrier-order",
-                             f"thread ({ev['block']},{ev['thread']}) has an event while its bar_sync on "
-                             f"barrier {bkey[-1]} generation {gen} has not completed")
+            raise self.error(row, *badinput.barrier_order(ev["block"], ev["thread"], bkey[-1], gen))
         st.epoch += 1
         st.clock[st.key] = st.epoch  # (no shared entry of its own: it differs from no one's)
         handler = HANDLERS.get(op)
@@ -584,7 +596,7 @@ class ReferenceChecker:
                retired: int) -> int:
         pending = ev["arg"]
         if pending < 0:
-            raise self.error(row, "bad-value", f"wait_group {pending}: the group count must be >= 0")
+            raise self.error(row, *badinput.wait_group(pending))
         upto = max(retired, open_group - 1 - pending)
         agent = st.key + (lane,)
         raise_entry(st.clock, agent, upto)
@@ -645,8 +657,7 @@ class ReferenceChecker:
     def on_mbar_init(self, row: int, ev: dict, st: AgentState) -> None:
         key, mb = self.mbar(ev)
         if ev["arg"] <= 0:
-            raise self.error(row, "mbarrier-count",
-                             f"mbar_init of {ev['obj']:#x} expects {ev['arg']} arrivals; it must be > 0")
+            raise self.error(row, *badinput.mbarrier_count(ev["obj"], ev["arg"]))
         if mb.valid:
             self.misuse(row, ev, st, R.MBAR_REINIT, prev_row=mb.init_row, prev_ev=mb.init_ev)
         self.mbarriers[key] = mb = MBarrier(expected=ev["arg"], pending=ev["arg"], valid=True,
@@ -710,9 +721,7 @@ class ReferenceChecker:
         queue = self.flags[obj]
         available = sum(entry[0] for entry in queue)
         if available < need:
-            raise self.error(row, "wait-without-signal",
-                             f"wait on flag {obj} consumes {need} signal(s) but only "
-                             f"{available} are pending")
+            raise self.error(row, *badinput.wait_without_signal(obj, need, available))
         consumed = []
         while need:
             entry = queue[0]
@@ -778,15 +787,14 @@ class ReferenceChecker:
             bkey = (ev["launch"], ev["block"], "warp", ev["thread"] // 32)
             bar_obj = WARP_BARRIER
             if count == 0:
-                raise self.error(row, "barrier-count", "warp_sync with an empty lane mask")
+                raise self.error(row, *badinput.empty_warp_mask())
         else:
             count = ev["arg"]
             mask = 0
             bkey = (ev["launch"], ev["block"], "bar", ev["obj"])
             bar_obj = ev["obj"]
             if count <= 0:
-                raise self.error(row, "barrier-count",
-                                 f"barrier {ev['obj']} arrival names {count} participating threads")
+                raise self.error(row, *badinput.barrier_count(ev["obj"], count))
         gen = self.generations.get(bkey)
         if gen is None:
             gen = Generation(arg=count, first_row=row, mask=mask)
@@ -873,7 +881,9 @@ HANDLERS: dict[int, Callable] = {
 }
 
 
-def check_trace(reader, *, progress: Callable[[int], None] | None = None) -> CheckResult:
-    """Replay ``reader`` (a TraceReader) through the reference checker."""
+def check_trace(reader, *, progress: Callable[[int], None] | None = None,
+                on_findings: Callable[[np.ndarray], None] | None = None) -> CheckResult:
+    """Replay ``reader`` (a TraceReader) through the reference checker
+    (``on_findings``: see :meth:`ReferenceChecker.run`)."""
     checker = ReferenceChecker(path=reader.meta.path)
-    return checker.run(reader, progress)
+    return checker.run(reader, progress, on_findings)

@@ -1,19 +1,21 @@
 """A checker's findings, grouped and worded for people and tools.
 
-:class:`Report` wraps the ``FINDING_DTYPE`` array a checker returns (one
-record per (later event, hazard kind)) with the trace's metadata. It groups
-the findings by (kind, earlier site, later site): a kernel bug usually shows up
-as thousands of findings at one pair of source lines, and a person wants the
-pair once, with a count and one example. Groups are ordered errors first, then
-by the row of their example.
+:class:`Report` wraps the :class:`~tracerace.groups.GroupTable` of a check
+(the findings folded into groups as they were found: kind, earlier site,
+later site and the agents' roles; exact counts; a few examples per group)
+with the trace's metadata. A kernel bug usually shows up as thousands of
+findings at one pair of source lines, and a person wants the pair once, with
+a count and one example. Groups are ordered errors first, then by the row of
+their first member. Only what a format shows is worded: a group's example
+and its explanation are built when first read.
 
-Everything here works on the findings array without the trace: the formats in
+Everything here works without the trace: the formats in
 :mod:`tracerace.formats` only read a :class:`Report`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,7 @@ import numpy as np
 
 from .explain import COPY_OPS, explain, explain_all, op_name, reason_text
 from .findings import FIELDS, CheckResult
+from .groups import ROLE_NAMES, GroupTable, group_findings, stable_order
 from .meta import TraceMeta
 from .ops import HazardKind, Severity, Space
 
@@ -158,54 +161,114 @@ def hazard_from_record(rec: Any, meta: TraceMeta, explanation: str | None = None
                   explanation=explain(r, meta) if explanation is None else explanation)
 
 
-@dataclass(frozen=True, eq=False)
 class HazardGroup:
-    """The findings of one kind between one earlier site and one later site."""
+    """The findings of one group (see :mod:`tracerace.groups` for the key): one
+    kind between one earlier site and one later site, with the same agents' roles.
 
-    kind: str
-    severity: str
-    """``error`` when any member is an error, else ``warning``."""
-    count: int
-    first_site: str | None
-    """Site of the earlier access (None: no site, or a single-access hazard)."""
-    second_site: str | None
-    example: Hazard
-    """The member with the smallest row."""
-    indices: np.ndarray = field(repr=False)
-    """Positions of the members in :attr:`Report.findings`, by row."""
-    _findings: np.ndarray = field(repr=False)
-    _meta: TraceMeta = field(repr=False)
+    Built on demand from a :class:`Report`'s group table: the example (and its
+    explanation) is worded on first use only.
+    """
+
+    def __init__(self, report: "Report", gid: int) -> None:
+        self._report = report
+        self.id = gid
+        """The group's id: groups are numbered in the order their first finding
+        was found (the ``group`` column of the Arrow output)."""
+        table = report.table
+        self.kind = KIND_NAMES[int(table.kind[gid])]
+        self.severity = SEVERITY_NAMES[int(table.severity[gid])]
+        """``error`` when any member is an error, else ``warning``."""
+        self.count = int(table.count[gid])
+        self.earlier_role = ROLE_NAMES[int(table.earlier_role[gid])]
+        """``thread``, ``async copy``, or ``none`` (a single-access hazard)."""
+        self.later_role = ROLE_NAMES[int(table.later_role[gid])]
+        self._record = table.example(gid)
+
+    def __repr__(self) -> str:
+        return (f"HazardGroup(id={self.id}, kind={self.kind!r}, severity={self.severity!r}, "
+                f"count={self.count}, first_site={self.first_site!r}, "
+                f"second_site={self.second_site!r})")
+
+    @property
+    def first_site(self) -> str | None:
+        """Site of the earlier access (None: no site, or a single-access hazard)."""
+        rec = self._record
+        if int(rec["prev_row"]) == NO_ROW:
+            return None
+        return self._report.meta.site_text(int(rec["prev_site"]))
+
+    @property
+    def second_site(self) -> str | None:
+        return self._report.meta.site_text(int(self._record["site"]))
+
+    @cached_property
+    def example(self) -> Hazard:
+        """The member with the smallest row, worded."""
+        return hazard_from_record(self._record, self._report.meta)
+
+    @cached_property
+    def indices(self) -> np.ndarray:
+        """Positions of the members kept in :attr:`Report.findings`, by row
+        (every member when the report keeps every finding, else the first
+        :data:`~tracerace.groups.EXAMPLES`)."""
+        return self._report.members(self.id)
+
+    @property
+    def complete(self) -> bool:
+        """Whether every member is among :attr:`indices`."""
+        return len(self.indices) == self.count
 
     @cached_property
     def locations(self) -> tuple[str, ...]:
-        """Distinct elements (``out[1, 2]``) or byte ranges the members touch, by row."""
-        return self.locations_head(len(self.indices))
+        """Distinct elements (``out[1, 2]``) or byte ranges of the group's first
+        distinct byte ranges (:data:`~tracerace.groups.EXAMPLES` of them), in the
+        order found."""
+        meta = self._report.meta
+        seen: dict[str, None] = {}
+        for rec in self._report.table.locators_of(self.id):
+            _, location = locate(meta, int(rec["space"]), int(rec["owner"]), int(rec["addr"]),
+                                 int(rec["size"]), int(rec["launch"]))
+            if location is not None:
+                seen.setdefault(location)
+        return tuple(seen)
 
     def locations_head(self, limit: int) -> tuple[str, ...]:
-        """The first ``limit`` of :attr:`locations`, without wording the whole group."""
-        seen: dict[str, None] = {}
-        chunk = max(64, 4 * limit)
-        for start in range(0, len(self.indices), chunk):
-            for _, text in locate_all(self._findings, self._meta,
-                                      self.indices[start:start + chunk]):
-                if text is not None:
-                    seen.setdefault(text)
-            if len(seen) >= limit:
-                break
-        return tuple(seen)[:limit]
+        """The first ``limit`` of :attr:`locations`."""
+        return self.locations[:limit]
+
+    @property
+    def byte_ranges(self) -> int | None:
+        """Distinct (space, owner, addr, size, launch) among the members, or None
+        when there are more than :data:`~tracerace.groups.EXAMPLES` (see :attr:`span`)."""
+        table = self._report.table
+        if table.more_locators[self.id]:
+            return None
+        return int(table.locator_count[self.id])
 
     @cached_property
-    def byte_ranges(self) -> int:
-        """Distinct (space, owner, addr, size, launch) among the members."""
-        if len(self.indices) < 2:
-            return len(self.indices)
-        keys = [self._findings[name][self.indices] for name in _BYTES_KEY]
-        order = np.lexsort(keys)
-        new = np.zeros(len(order) - 1, dtype=bool)
-        for key in keys:
-            sorted_key = key[order]
-            new |= sorted_key[1:] != sorted_key[:-1]
-        return 1 + int(np.count_nonzero(new))
+    def span(self) -> str | None:
+        """Every byte the members touch lies in this range: ``out[0, 0]..out[3, 7]``,
+        ``global 0x1000..0x2000``, or ``shared 0x0..0x400 of several blocks``;
+        None when no member has bytes."""
+        stats = self._report.table.stats
+        g = self.id
+        if int(stats["bytes"][g]) == 0:
+            return None
+        lo, last = int(stats["lo"][g]), int(stats["last"][g])
+        space = int(stats["space_min"][g])
+        if space != int(stats["space_max"][g]):
+            return f"0x{lo:x}..0x{last + 1:x} in several spaces"
+        launch = int(stats["launch_min"][g])
+        launch = launch if launch == int(stats["launch_max"][g]) else None
+        owner = int(stats["owner_min"][g])
+        if owner != int(stats["owner_max"][g]):
+            whose = "blocks" if space == Space.SHARED else "threads"
+            return f"{space_name(space)} 0x{lo:x}..0x{last + 1:x} of several {whose}"
+        element = self._report.meta.describe_bytes(space, lo, launch)
+        end = self._report.meta.describe_bytes(space, last, launch)
+        if element is not None and end is not None:
+            return element if element == end else f"{element}..{end}"
+        return byte_range(space, owner, lo, last + 1 - lo)
 
     def to_json(self) -> dict[str, Any]:
         """The pinned JSON shape of a group; the example supplies bytes and accesses."""
@@ -222,33 +285,73 @@ class HazardGroup:
 
 @dataclass(frozen=True, eq=False)
 class Report:
-    """The outcome of one check: events replayed, findings, their groups, the options."""
+    """The outcome of one check: events replayed, the groups of its findings
+    (:class:`~tracerace.groups.GroupTable`), exact counts, the options."""
 
     events: int
     meta: TraceMeta
-    findings: np.ndarray
-    """``FINDING_DTYPE`` records kept by the options' kind filter, by row."""
-    groups: tuple[HazardGroup, ...]
-    """Every group, errors first; formats show :attr:`shown_groups`."""
+    table: GroupTable
     options: CheckOptions | None = None
 
     @classmethod
     def from_result(cls, result: CheckResult, meta: TraceMeta,
                     options: CheckOptions | None = None) -> Report:
-        findings = result.findings
-        if options is not None and len(findings):
-            findings = findings[np.isin(findings["kind"], sorted(options.kinds))]
-        return cls(result.events, meta, findings, _group(findings, meta), options)
+        """The report of a checker's whole findings array (every finding kept)."""
+        kinds = None if options is None else options.kinds
+        return cls(result.events, meta, group_findings(result.findings, meta, kinds), options)
+
+    # -- findings kept ----------------------------------------------------------
+
+    @cached_property
+    def _kept(self) -> tuple[np.ndarray, np.ndarray]:
+        t = self.table
+        if t.findings is not None:
+            return t.findings, t.finding_groups
+        gid = np.repeat(np.arange(len(t)), np.diff(t.example_start))
+        ex = t.examples
+        order = np.lexsort((ex["prev_row"], ex["kind"], ex["row"]))
+        return ex[order], gid[order]
+
+    @property
+    def findings(self) -> np.ndarray:
+        """``FINDING_DTYPE`` records the kind filter kept, by row: every one when
+        the check kept them (``keep_findings``, or :meth:`from_result`), else
+        each group's first :data:`~tracerace.groups.EXAMPLES`."""
+        return self._kept[0]
+
+    @property
+    def keeps_every_finding(self) -> bool:
+        return self.table.findings is not None
+
+    def group_of(self) -> np.ndarray:
+        """For each of :attr:`findings`, its group's id."""
+        return self._kept[1]
+
+    @cached_property
+    def _members(self) -> tuple[np.ndarray, np.ndarray]:
+        gid = self.group_of()
+        order = stable_order(gid)
+        return order, np.searchsorted(gid[order], np.arange(len(self.table) + 1))
+
+    def members(self, gid: int) -> np.ndarray:
+        """Positions in :attr:`findings` of group ``gid``'s kept members, by row."""
+        order, start = self._members
+        return order[start[gid]:start[gid + 1]]
 
     # -- counts ---------------------------------------------------------------
 
     @property
     def errors(self) -> int:
-        return int(np.count_nonzero(self.findings["severity"] == Severity.ERROR))
+        return self.table.errors
 
     @property
     def warnings(self) -> int:
-        return int(np.count_nonzero(self.findings["severity"] == Severity.WARNING))
+        return self.table.warnings
+
+    @property
+    def total(self) -> int:
+        """Findings the kind filter kept."""
+        return self.errors + self.warnings
 
     @property
     def exit_code(self) -> int:
@@ -259,33 +362,69 @@ class Report:
     def summary(self) -> dict[str, Any]:
         """``by_kind`` (every kind, 0 included) and ``racy_rows``: the distinct rows
         that are the later access of some hazard."""
-        counts = np.bincount(self.findings["kind"], minlength=len(KIND_NAMES))
+        counts = self.table.by_kind
         return {"by_kind": {name: int(counts[i]) for i, name in enumerate(KIND_NAMES)},
-                "racy_rows": int(len(np.unique(self.findings["row"])))}
+                "racy_rows": int(self.table.racy_rows)}
+
+    @property
+    def filtered(self) -> dict[str, int]:
+        """Findings ``select``/``ignore`` dropped, per kind (kinds with none left out)."""
+        return {name: int(n) for name, n in zip(KIND_NAMES, self.table.filtered_by_kind) if n}
 
     @property
     def max_reports(self) -> int | None:
         return None if self.options is None else self.options.max_reports
 
     @property
+    def group_count(self) -> int:
+        return len(self.table)
+
+    @cached_property
+    def _display_order(self) -> np.ndarray:
+        return self.table.display_order()
+
+    @cached_property
+    def groups(self) -> tuple[HazardGroup, ...]:
+        """Every group, errors first, then by the row of their first member
+        (formats show :attr:`shown_groups`)."""
+        return tuple(HazardGroup(self, int(g)) for g in self._display_order)
+
+    @cached_property
     def shown_groups(self) -> tuple[HazardGroup, ...]:
-        """The groups the formats show: the first ``max_reports`` of :attr:`groups`."""
+        """The groups the formats show: the first ``max_reports`` of :attr:`groups`
+        (only these are built when there are more)."""
         if self.max_reports is None:
             return self.groups
-        return self.groups[:self.max_reports]
+        if "_display_order" in self.__dict__:
+            order = self._display_order[:self.max_reports]
+        else:
+            order = self.table.display_order(self.max_reports)
+        return tuple(HazardGroup(self, int(g)) for g in order)
 
     @property
     def omitted_groups(self) -> int:
-        return len(self.groups) - len(self.shown_groups)
+        return self.group_count - len(self.shown_groups)
 
     def summary_line(self) -> str:
-        """``3 hazards (2 errors, 1 warning) in 2 groups over 1,234 events; racy rows: 3``."""
-        n = len(self.findings)
+        """``3 hazards (2 errors, 1 warning) in 2 groups over 1,234 events; racy rows: 3``,
+        and what ``select``/``ignore`` left out, if anything."""
+        n = self.total
         if n == 0:
-            return f"no hazards in {self.events:,} events"
-        return (f"{_count(n, 'hazard')} ({_count(self.errors, 'error')}, "
-                f"{_count(self.warnings, 'warning')}) in {_count(len(self.groups), 'group')} "
-                f"over {self.events:,} events; racy rows: {self.summary['racy_rows']:,}")
+            line = f"no hazards in {self.events:,} events"
+        else:
+            line = (f"{_count(n, 'hazard')} ({_count(self.errors, 'error')}, "
+                    f"{_count(self.warnings, 'warning')}) in {_count(self.group_count, 'group')} "
+                    f"over {self.events:,} events; racy rows: {self.summary['racy_rows']:,}")
+        filtered = self.filtered_text()
+        return line if filtered is None else f"{line}; {filtered}"
+
+    def filtered_text(self) -> str | None:
+        """``filtered out by --select/--ignore: 3 waw, 1 raw``, or None."""
+        dropped = self.filtered
+        if not dropped:
+            return None
+        kinds = ", ".join(f"{n:,} {name}" for name, n in dropped.items())
+        return f"filtered out by --select/--ignore: {kinds}"
 
     def omitted_line(self) -> str | None:
         """What ``max_reports`` left out, or None when every group is shown."""
@@ -293,14 +432,14 @@ class Report:
         if not left:
             return None
         return (f"{_count(left, 'more group')} not shown "
-                f"(showing {len(self.shown_groups)} of {len(self.groups)}; max reports "
-                f"{self.max_reports})")
+                f"(showing {len(self.shown_groups):,} of {self.group_count:,}; max reports "
+                f"{self.max_reports:,})")
 
     # -- hazards --------------------------------------------------------------
 
     @cached_property
     def hazards(self) -> list[Hazard]:
-        """One :class:`Hazard` per finding, by row (built on first use)."""
+        """One :class:`Hazard` per finding of :attr:`findings`, by row (built on first use)."""
         f, meta = self.findings, self.meta
         return [hazard_from_record(dict(zip(FIELDS, values)), meta, text, located)
                 for values, text, located in zip(f.tolist(), explain_all(f, meta),
@@ -308,97 +447,51 @@ class Report:
 
     def alias_behind(self, group: HazardGroup) -> dict | None:
         """For a race group: a crossed wait (a ``sync_alias`` error) of the later
-        access's thread in the same launch, as a finding record, or None: the
-        latest one before the access, else the first after it (the crossing is
-        only visible once the wait site has been fed by both protocols). A race
-        of a thread whose waits mix two protocols is most likely their doing."""
+        access's thread in the same launch, as a dict with its ``row``, ``site``
+        and ``obj`` (flag), or None: the latest one before the access, else the
+        first after it (the crossing is only visible once the wait site has been
+        fed by both protocols). A race of a thread whose waits mix two
+        protocols is most likely their doing."""
         if group.kind not in ("raw", "war", "waw"):
             return None
-        f = self.findings
         ex = group.example.second
-        alias = ((f["kind"] == HazardKind.SYNC_ALIAS) & (f["severity"] == Severity.ERROR)
-                 & (f["launch"] == ex.launch) & (f["block"] == ex.block)
-                 & (f["thread"] == ex.thread))
-        rows = np.flatnonzero(alias)
-        if rows.size == 0:
+        alias = self.table.alias_behind(ex.launch, ex.block, ex.thread, ex.row)
+        if alias is None:
             return None
-        before = rows[f["row"][rows] < ex.row]
-        pick = before[np.argmax(f["row"][before])] if before.size else rows[np.argmin(f["row"][rows])]
-        return dict(zip(FIELDS, f[pick].tolist()))
+        return dict(zip(alias.dtype.names, alias.tolist()))
 
     # -- exports --------------------------------------------------------------
 
-    def to_json(self) -> dict[str, Any]:
-        """The pinned JSON report. ``hazards`` holds the shown groups;
-        ``hazards_omitted`` appears only when ``max_reports`` left groups out."""
-        out: dict[str, Any] = {
-            "version": JSON_VERSION,
-            "events": self.events,
-            "hazards": [g.to_json() for g in self.shown_groups],
-            "summary": self.summary,
-        }
-        if self.omitted_groups:
-            out["hazards_omitted"] = self.omitted_groups
+    def json_head(self) -> dict[str, Any]:
+        """The JSON report's fields other than ``hazards``, in order."""
+        out: dict[str, Any] = {"version": JSON_VERSION, "events": self.events}
         return out
 
+    def json_tail(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"summary": self.summary}
+        if self.omitted_groups:
+            out["hazards_omitted"] = self.omitted_groups
+        if self.filtered:
+            out["filtered"] = self.filtered
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """The pinned JSON report. ``hazards`` holds the shown groups;
+        ``hazards_omitted`` appears only when ``max_reports`` left groups out,
+        ``filtered`` (findings per kind) only when ``select``/``ignore`` dropped some."""
+        return {**self.json_head(), "hazards": [g.to_json() for g in self.shown_groups],
+                **self.json_tail()}
+
     def to_arrow(self) -> pa.Table:
-        """One row per finding (not grouped), flat columns (see :mod:`tracerace.formats.arrowfmt`)."""
+        """One row per finding of :attr:`findings` (not grouped), flat columns
+        (see :mod:`tracerace.formats.arrowfmt`)."""
         from .formats.arrowfmt import report_table
 
         return report_table(self)
 
-    def group_of(self) -> np.ndarray:
-        """For each finding, the position of its group in :attr:`groups`."""
-        out = np.empty(len(self.findings), dtype=np.int32)
-        for gi, g in enumerate(self.groups):
-            out[g.indices] = gi
-        return out
-
 
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def _site_keys(meta: TraceMeta, site: np.ndarray) -> np.ndarray:
-    """A grouping key per site index: equal texts share a key; no site is -1."""
-    canon = np.full(len(meta.sites) + 1, -1, dtype=np.int64)
-    first: dict[str, int] = {}
-    for i, text in enumerate(meta.sites):
-        canon[i] = first.setdefault(text, i)
-    return canon[np.minimum(site.astype(np.int64), len(meta.sites))]
-
-
-def _group(findings: np.ndarray, meta: TraceMeta) -> tuple[HazardGroup, ...]:
-    """Group by (kind, earlier site, later site); errors first, then by example row."""
-    n = len(findings)
-    if n == 0:
-        return ()
-    later = _site_keys(meta, findings["site"])
-    earlier = np.where(findings["prev_row"] == NO_ROW, -2,  # single-access hazards apart
-                       _site_keys(meta, findings["prev_site"]))
-    kind = findings["kind"]
-    order = np.lexsort((findings["row"], later, earlier, kind))
-    k, e, s = kind[order], earlier[order], later[order]
-    change = np.ones(n, dtype=bool)
-    change[1:] = (k[1:] != k[:-1]) | (e[1:] != e[:-1]) | (s[1:] != s[:-1])
-    starts = np.flatnonzero(change)
-    ends = np.append(starts[1:], n)
-    severity = np.minimum.reduceat(findings["severity"][order], starts)
-
-    groups = []
-    for start, end, sev in zip(starts.tolist(), ends.tolist(), severity.tolist()):
-        members = order[start:end]
-        rec = findings[members[0]]
-        groups.append(HazardGroup(
-            kind=KIND_NAMES[int(rec["kind"])], severity=SEVERITY_NAMES[sev],
-            count=end - start,
-            first_site=meta.site_text(int(rec["prev_site"])) if rec["prev_row"] != NO_ROW else None,
-            second_site=meta.site_text(int(rec["site"])),
-            example=hazard_from_record(rec, meta), indices=members, _findings=findings,
-            _meta=meta))
-    groups.sort(key=lambda g: (g.severity != SEVERITY_NAMES[Severity.ERROR], g.example.row,
-                               g.kind))
-    return tuple(groups)
 
 
 def locate_all(findings: np.ndarray, meta: TraceMeta,

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -31,6 +30,7 @@ import pyarrow.ipc as ipc
 from .errors import TraceError
 from .meta import Buffer
 from .ops import Op, Space
+from .outfile import create_beside
 from .reader import DEFAULT_BATCH_SIZE, _open, out_of_range, parse_buffer
 from .schema import (COLUMN_BY_NAME, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION, META_BUFFERS,
                      META_PRODUCER, META_SITES, META_VERSION, REQUIRED, SITE_NONE,
@@ -260,8 +260,7 @@ class _Sink:
                  suffix: str = ".tmp") -> None:
         self.path = path
         self.schema = schema
-        folder, name = os.path.split(os.path.abspath(path))
-        fd, self.temp = tempfile.mkstemp(prefix=f".{name}.", suffix=suffix, dir=folder)
+        fd, self.temp = create_beside(path, suffix)
         os.close(fd)
         try:
             if format == "parquet":

@@ -1,10 +1,11 @@
 """Output formats: each a module behind one interface.
 
 A format module has ``NAME``, ``BINARY`` (writes bytes, not text) and
-``write(report, stream)``; it may add ``write_path(report, path)`` when a file
-is better written differently from a stream (Arrow: IPC file vs IPC stream).
-:func:`render` opens files, picks text or byte streams and turns I/O failures
-into :class:`~tracerace.errors.TraceError`.
+``write(report, stream)``; a format that writes every finding as the check
+finds them has a ``FindingsWriter`` too (Arrow). :class:`Output` opens files
+(atomically, never over an input), picks text or byte streams and turns I/O
+failures into :class:`~tracerace.errors.TraceError`; :func:`render` writes a
+finished report through it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from types import ModuleType
 from typing import IO, Any
 
 from ..errors import TraceError
+from ..outfile import create_beside, io_error, refuse_inputs
 from ..report import Report
 from . import arrowfmt, jsonfmt, sarif, text
 
@@ -44,34 +46,124 @@ def resolve(fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None) -> Mo
 
 def render(report: Report, fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None) -> None:
     """Write ``report`` as ``fmt`` to a path, an open stream, or stdout (None)."""
-    module = resolve(fmt, out)
-    if out is None:
-        out = sys.stdout
-    if isinstance(out, (str, os.PathLike)):
-        path = os.fspath(out)
-        try:
-            if hasattr(module, "write_path"):
-                module.write_path(report, path)
-            elif module.BINARY:
-                with open(path, "wb") as stream:
-                    module.write(report, stream)
-            else:
-                with open(path, "w", encoding="utf-8") as stream:
-                    module.write(report, stream)
-        except OSError as err:
-            raise TraceError(err.strerror or str(err), path=path, rule="io") from None
-        return
-    if module.BINARY:
+    with Output(fmt, out) as output:
+        output.write(report)
+
+
+class Output:
+    """Where a check's report goes, opened before the check runs.
+
+    ``out``: a path, an open stream, or None (stdout). A path is written to a
+    new file beside it (the user's umask sets its mode), renamed over it when
+    the ``with`` block ends without an error and removed otherwise, so a
+    failed check leaves nothing behind and an existing file is replaced only
+    by a complete report. ``inputs``: paths the output must not be (a usage
+    error). Formats that write every finding (Arrow) take them as the check
+    finds them, through :attr:`sink`; the others write :meth:`write`'s report.
+    """
+
+    def __init__(self, fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None, *,
+                 inputs: tuple[str | os.PathLike[str], ...] | list = ()) -> None:
+        self.module = resolve(fmt, out)
+        self.path = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
+        self._stream = sys.stdout if out is None else out
+        if self.path is not None:
+            refuse_inputs(self.path, [os.fspath(p) for p in inputs])
+        self._temp: str | None = None
+        self._file: IO[Any] | None = None
+        self.sink = None
+        """A findings sink for ``api.check(..., sink=...)``, or None."""
+
+    def __enter__(self) -> "Output":
+        if self.path is not None:
+            try:
+                fd, self._temp = create_beside(self.path)
+            except OSError as err:
+                raise io_error(err, self.path) from None
+            self._file = os.fdopen(fd, "wb")
+            stream: IO[Any] = self._file
+        else:
+            stream = self._binary_stream() if self.module.BINARY else self._stream
+        self._target = stream
+        writer = getattr(self.module, "FindingsWriter", None)
+        if writer is not None:
+            self.sink = _Sink(writer(stream, file=self.path is not None),
+                              self.path or "<stdout>")
+        return self
+
+    def _binary_stream(self) -> IO[bytes]:
+        out = self._stream
         if isinstance(out, io.TextIOBase) or hasattr(out, "buffer"):
             out.flush()
-            out = out.buffer
-        module.write(report, out)
-        out.flush()
-    elif isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
-        wrapper = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
-        module.write(report, wrapper)
-        wrapper.detach()
-    else:
-        module.write(report, out)
-        out.flush()
+            return out.buffer
+        return out
 
+    def write(self, report: Report) -> None:
+        """Finish the output with ``report`` (the streamed formats: end the stream)."""
+        try:
+            if self.sink is not None and self.sink.opened:
+                self.sink.close()
+            elif self.sink is not None:  # the check did not stream: write what the report kept
+                self.sink.open(report.meta, report.events)
+                self.sink.write(report.findings, report.group_of())
+                self.sink.close()
+            elif self.module.BINARY:
+                self.module.write(report, self._target)
+            else:
+                self._write_text(report)
+            self._target.flush()
+        except OSError as err:
+            raise io_error(err, self.path) from None
+
+    def _write_text(self, report: Report) -> None:
+        out = self._target
+        if self._file is not None or isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
+            wrapper = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+            self.module.write(report, wrapper)
+            wrapper.flush()
+            wrapper.detach()
+        else:
+            self.module.write(report, out)
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if self._file is None:
+            return
+        done = False
+        try:
+            self._file.close()
+            if exc_type is None:
+                os.replace(self._temp, self.path)
+                done = True
+        except OSError as err:
+            if exc_type is None:
+                raise io_error(err, self.path) from None
+        finally:
+            if not done and os.path.exists(self._temp):
+                os.unlink(self._temp)
+
+
+class _Sink:
+    """A format's findings writer whose I/O failures name the output, not the trace."""
+
+    def __init__(self, writer: Any, where: str) -> None:
+        self._writer = writer
+        self._where = where
+
+    @property
+    def opened(self) -> bool:
+        return self._writer.opened
+
+    def _guard(self, method: str, *args: Any) -> None:
+        try:
+            getattr(self._writer, method)(*args)
+        except OSError as err:
+            raise io_error(err, self._where) from None
+
+    def open(self, *args: Any) -> None:
+        self._guard("open", *args)
+
+    def write(self, findings: Any, groups: Any) -> None:
+        self._guard("write", findings, groups)
+
+    def close(self) -> None:
+        self._guard("close")

@@ -1,16 +1,19 @@
-"""JSON: the pinned report shape (:meth:`tracerace.report.Report.to_json`)."""
+"""JSON: the pinned report shape (:meth:`tracerace.report.Report.to_json`),
+written group by group (only the shown groups are worded)."""
 
 from __future__ import annotations
 
-import json
 from typing import IO
 
 from ..report import Report
+from .jsonstream import Items, dump
 
 NAME = "json"
 BINARY = False
 
 
 def write(report: Report, stream: IO[str]) -> None:
-    json.dump(report.to_json(), stream, indent=2)
+    doc = {**report.json_head(), "hazards": Items(g.to_json() for g in report.shown_groups),
+           **report.json_tail()}
+    dump(doc, stream)
     stream.write("\n")

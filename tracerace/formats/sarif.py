@@ -1,4 +1,5 @@
-"""SARIF 2.1.0, for code-scanning tools: one result per shown group.
+"""SARIF 2.1.0, for code-scanning tools: one result per shown group, written
+result by result.
 
 Written as plain dicts (no maintained SARIF object-model library fits; the
 structure is small). One rule per hazard kind, ``ruleIndex`` = its code. A site
@@ -10,7 +11,6 @@ result's location, the earlier one a related location.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import IO, Any
 from urllib.parse import quote
@@ -18,6 +18,7 @@ from urllib.parse import quote
 from ..explain import KIND_TITLES
 from ..ops import HazardKind
 from ..report import Access, HazardGroup, Report
+from .jsonstream import Items, dump
 
 NAME = "sarif"
 BINARY = False
@@ -30,22 +31,30 @@ SITE_RE = re.compile(r"^(?P<file>\S+?):(?P<line>\d+)(?::(?P<col>\d+))?(?:\s+(?P<
 
 
 def write(report: Report, stream: IO[str]) -> None:
-    json.dump(to_sarif(report), stream, indent=2)
+    """Result by result, as each group is worded."""
+    dump(_document(report, Items(_result(g) for g in report.shown_groups)), stream)
     stream.write("\n")
 
 
 def to_sarif(report: Report) -> dict[str, Any]:
+    """The whole SARIF document as a dict."""
+    return _document(report, [_result(g) for g in report.shown_groups])
+
+
+def _document(report: Report, results: list | Items) -> dict[str, Any]:
     run: dict[str, Any] = {
         "tool": {"driver": {
             "name": "tracerace",
             "version": _version(),
             "rules": [_rule(kind) for kind in HazardKind],
         }},
-        "results": [_result(g) for g in report.shown_groups],
+        "results": results,
         "properties": {"events": report.events, "summary": report.summary},
     }
     if report.omitted_groups:
         run["properties"]["hazardsOmitted"] = report.omitted_groups
+    if report.filtered:
+        run["properties"]["filtered"] = report.filtered
     if report.meta.path:
         run["artifacts"] = [{"location": {"uri": _uri(report.meta.path)},
                              "roles": ["analysisTarget"]}]
@@ -76,7 +85,8 @@ def _result(group: HazardGroup) -> dict[str, Any]:
         "message": {"text": f"{group.kind}: {ex.explanation} ({count}{where})"},
         "locations": [location(ex.second, f"later {ex.second.op} by {ex.second.agent}")],
         "properties": {"count": group.count, "space": ex.space, "addr": ex.addr,
-                       "size": ex.size, "element": ex.element, "row": ex.second.row},
+                       "size": ex.size, "element": ex.element, "row": ex.second.row,
+                       "group": group.id},
     }
     if ex.first is not None:
         related = location(ex.first, f"earlier {ex.first.op} by {ex.first.agent}")

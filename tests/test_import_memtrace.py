@@ -24,7 +24,8 @@ SLOT = 8  # the hardware warp slot gputrace.memtrace_log gives warp 0
 
 
 def kinds(path, engine="numba") -> Counter:
-    return Counter(h.kind for h in tracerace.check(str(path), engine=engine).hazards)
+    by_kind = tracerace.check(str(path), engine=engine).summary["by_kind"]
+    return Counter({kind: n for kind, n in by_kind.items() if n})
 
 
 def expected(kernel, launch=0) -> set[tuple]:

@@ -125,7 +125,7 @@ def test_aliased_permutation_names_the_shared_rows(recorded):
     and every launch (two autotuning configs, then the call) races."""
     path = recorded("permute.py", "aliased")
     cols = read_columns(path)
-    report = tracerace.check(path)
+    report = tracerace.check(path, keep_findings=True)
     assert {b.name for b in cols["meta"].buffers} == {"x_ptr=out_ptr", "dst_ptr"}
     assert {h.second.launch for h in report.hazards} == {0, 1, 2}
     rows = {loc.split("[")[1].split(",")[0] for g in report.groups for loc in g.locations}

@@ -193,6 +193,68 @@ def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
 
 # --- v1 -> v1 -------------------------------------------------------------------------
 
+def trace_compression(path: str) -> str | None:
+    """``lz4``, ``zstd`` or ``none``: how v1 trace ``path`` is compressed (its
+    first record batch, or its first column chunk for Parquet); None when it
+    cannot tell (no rows, another codec, not a trace)."""
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(6)
+        if magic[:4] == b"PAR1":
+            import pyarrow.parquet as pq
+
+            meta = pq.ParquetFile(path).metadata
+            if meta.num_row_groups == 0 or meta.num_columns == 0:
+                return None
+            codec = meta.row_group(0).column(0).compression.lower()
+            return {"lz4": "lz4", "lz4_raw": "lz4", "zstd": "zstd",
+                    "uncompressed": "none"}.get(codec)
+        with pa.memory_map(path) as source:
+            if magic == b"ARROW1":
+                source.seek(8)
+            messages = pa.ipc.MessageReader.open_stream(source)
+            while True:
+                message = messages.read_next_message()
+                if message.type == "record batch":
+                    return _ipc_codec(message.metadata.to_pybytes())
+    except (OSError, ValueError, StopIteration, pa.ArrowException):
+        return None
+
+
+def _ipc_codec(message: bytes) -> str | None:
+    """The body compression of an IPC record-batch message, read from its
+    flatbuffer (``Message.header`` -> ``RecordBatch.compression`` ->
+    ``BodyCompression.codec``, Arrow's ``Message.fbs``): pyarrow does not say."""
+    def u16(at: int) -> int:
+        return struct.unpack_from("<H", message, at)[0]
+
+    def u32(at: int) -> int:
+        return struct.unpack_from("<I", message, at)[0]
+
+    def field(table: int, index: int) -> int | None:
+        vtable = table - struct.unpack_from("<i", message, table)[0]
+        slot = 4 + 2 * index
+        if slot >= u16(vtable):
+            return None
+        offset = u16(vtable + slot)
+        return table + offset if offset else None
+
+    def child(table: int, index: int) -> int | None:
+        at = field(table, index)
+        return None if at is None else at + u32(at)
+
+    batch = child(u32(0), 2)                    # Message.header (a RecordBatch)
+    compression = None if batch is None else child(batch, 3)
+    if compression is None:
+        return "none"
+    codec = field(compression, 0)               # CompressionType, default LZ4_FRAME
+    return {0: "lz4", 1: "zstd"}.get(message[codec] if codec is not None else 0)
+
+
+# --- v1 -> v1 -------------------------------------------------------------------------
+
+
+
 def recontainer(src: str, dst: str, *, compression: str | None = None) -> ConvertResult:
     """Copy a v1 trace into another container, batch by batch (rows are validated)."""
     with open_trace(src) as reader:

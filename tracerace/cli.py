@@ -50,6 +50,8 @@ def check(
         formats.resolve(fmt, output)
         report = api.check(trace, engine=engine, max_reports=max_reports, select=select,
                            ignore=ignore, progress=progress)
+        for warning in report.meta.warnings:
+            typer.echo(f"tracerace: warning: {trace}: {warning}", err=True)
         formats.render(report, fmt, output)
     except TraceError as err:
         raise _fail(err) from None

@@ -142,7 +142,8 @@ def recontainer(src: str, dst: str, *, compression: str | None = None) -> Conver
     """Copy a v1 trace into another container, batch by batch (rows are validated)."""
     with open_trace(src) as reader:
         meta = reader.meta
-        schema = arrow_schema(trace_metadata(meta.sites, meta.buffers, meta.producer))
+        schema = arrow_schema(trace_metadata(meta.sites, meta.buffers, meta.producer,
+                                             meta.warnings))
         sink = _Sink(dst, _format(dst, None), compression, schema)
         rows = 0
         try:

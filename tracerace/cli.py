@@ -158,8 +158,9 @@ def record_command(
     out: str = typer.Option(..., "--output", "-o", help="Trace path to write."),
     backend: str = typer.Option("numba", "--backend",
                                 help="numba (CUDA simulator) or oclgrind (OpenCL)."),
-    schedule: str = typer.Option("serial", "--schedule",
-                                 help="serial, round-robin or random (numba backend)."),
+    schedule: str | None = typer.Option(None, "--schedule",
+                                        help="round-robin (numba's default), serial or "
+                                             "random; oclgrind has serial only."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random schedule."),
 ) -> None:
     """Run a program under a simulator and write a v1 trace of its kernels.
@@ -173,6 +174,8 @@ def record_command(
     except TraceError as err:
         raise _fail(err) from None
     typer.echo(result.summary_line(), err=True)
+    for warning in result.warnings:
+        typer.echo(f"tracerace: warning: {warning}", err=True)
     if result.exit_code:
         typer.echo(f"note: the recorded program exited with status {result.exit_code}; "
                    "its trace is complete up to then", err=True)

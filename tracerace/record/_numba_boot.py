@@ -6,7 +6,7 @@ Started by :func:`tracerace.record.numba_sim.record` with
 unmodified (as ``python TARGET ARGS`` or ``python -m TARGET ARGS`` would),
 writes the trace, and leaves a JSON status in STATUS for the parent: events,
 launches, seconds, the program's exit code, whether the trace was written,
-and ``error`` (why nothing useful was recorded) or null.
+the trace's warnings, and ``error`` (why nothing useful was recorded) or null.
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ def main(argv: list[str]) -> int:
         _write_status(status_path, error=f"cannot start the CUDA simulator: {exc}")
         return 2
     exit_code, failure = _run_program(kind, target, args)
-    if failure is None and session.incomplete:
+    if session.unrecordable is not None:
+        failure = f"cannot record: {describe_failure(session.unrecordable, name=False)}"
+    elif failure is None and session.incomplete:
         failure = "a kernel launch raised an exception (the program caught it)"
     keep = session.launches > 0 and not session.incomplete
     try:
@@ -41,7 +43,8 @@ def main(argv: list[str]) -> int:
         failure = "the program launched no CUDA kernel"
     _write_status(status_path, events=session.log.rows if written else 0,
                   launches=session.launches, seconds=session.seconds, exit_code=exit_code,
-                  written=written, error=failure)
+                  written=written, warnings=session.warnings if written else [],
+                  error=failure)
     return exit_code
 
 
@@ -88,10 +91,14 @@ def _exit_code(code) -> int:
     return 1
 
 
-def describe_failure(exc: BaseException) -> str:
-    """``ZeroDivisionError: division by zero at kernel.py:12 (in simulated ...)``."""
+def describe_failure(exc: BaseException, *, name: bool = True) -> str:
+    """``ZeroDivisionError: division by zero at kernel.py:12 (in simulated ...)``;
+    without ``name``, the message alone (it names its own line)."""
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
     first = text[0] if text else type(exc).__name__
+    if not name:
+        return " ".join([str(exc)] + [f"({n})" for n in getattr(exc, "__notes__", ())
+                                      if isinstance(n, str)])
     notes = [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str)]
     where = _user_line(exc.__traceback__)
     return " ".join([first] + ([f"at {where}"] if where else []) +
@@ -111,7 +118,7 @@ def _user_line(tb) -> str | None:
 
 def _write_status(path: str, **fields) -> None:
     status = {"events": 0, "launches": 0, "seconds": 0.0, "exit_code": 0, "written": False,
-              "error": None}
+              "warnings": [], "error": None}
     status.update(fields)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(status, f)

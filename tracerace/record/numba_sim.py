@@ -37,6 +37,9 @@ NEEDS = {"numba_cuda": "numba-cuda", "greenlet": "greenlet"}
 
 INSTALL_HINT = "pip install 'tracerace[cuda-sim]'"
 
+DEFAULT_SCHEDULE = "round-robin"
+"""Lockstep at every access, as a warp runs: a missing barrier shows as the race it is."""
+
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?$")
 
 
@@ -56,7 +59,8 @@ def record(command: list[str], out: str, *, schedule: str, seed: int) -> RecordR
     if status["error"] is not None:
         raise TraceError(_failure(status, out), path=target, rule="record")
     return RecordResult(out=out, events=status["events"], launches=status["launches"],
-                        seconds=status["seconds"], exit_code=status["exit_code"])
+                        seconds=status["seconds"], exit_code=status["exit_code"],
+                        warnings=tuple(status["warnings"]))
 
 
 def parse_command(command: list[str]) -> tuple[str, str, list[str]]:

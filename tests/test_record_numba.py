@@ -216,11 +216,16 @@ def test_accesses_through_views_and_ufuncs_are_recorded(tmp_path):
 
 
 def test_arrays_captured_by_name_are_recorded(tmp_path):
-    """Module-level device arrays (also under atomics), a host table and a
-    closure's device array are buffers of the trace and their accesses rows."""
+    """Module-level device arrays (also under atomics), a host table, an
+    object's device array and a closure's device array are buffers of the
+    trace and their accesses rows."""
     cols = read_columns(record_script(tmp_path, "captured.py", "correct"))
     names = {b.name for b in cols["meta"].buffers}
-    assert {"PRICES", "COUNTS", "TABLE", "scratch"} <= names
+    assert {"PRICES", "COUNTS", "TABLE", "SETTINGS.weights", "scratch"} <= names
+    weights = next(b for b in cols["meta"].buffers if b.name == "SETTINGS.weights")
+    read = cols["op"] == Op.READ
+    mine = (cols["addr"][read] >= weights.base) & (cols["addr"][read] < weights.base + 32)
+    assert mine.sum() == 8
     counts = next(b for b in cols["meta"].buffers if b.name == "COUNTS")
     atomic = cols["op"] == Op.ATOMIC
     assert atomic.sum() == 8 and set(cols["addr"][atomic].tolist()) == {counts.base}
@@ -301,11 +306,11 @@ def test_warp_operations_are_refused_at_their_line(tmp_path, variant, name):
     assert any(f"warp.py:{n}" in lines[0] for n in marked_lines("warp.py", "warp operation"))
 
 
-@pytest.mark.parametrize("variant", ["attribute", "sum"])
+@pytest.mark.parametrize("variant", ["container", "sum"])
 def test_memory_the_recorder_cannot_follow_fails_the_recording(tmp_path, variant):
     result = record_cli(tmp_path, "unfollowed.py", variant)
     assert result.returncode == 2
-    lines = sorted(marked_lines("unfollowed.py", "unfollowed"))  # attribute, then sum
+    lines = sorted(marked_lines("unfollowed.py", "unfollowed"))  # container, then sum
     line = lines[variant == "sum"]
     assert "cannot record" in result.stderr and f"unfollowed.py:{line}" in result.stderr
     assert not (tmp_path / "out.arrow").exists()

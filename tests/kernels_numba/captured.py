@@ -1,7 +1,7 @@
 """Arrays a kernel reaches by name, not as arguments: a device array and a
 counter created at module level with ``cuda.to_device`` (as numba-cuda's
-globals example does), a host array used as a constant table, and a device
-array captured by a closure.
+globals example does), a host array used as a constant table, a device array
+held in an object's attribute, and a device array captured by a closure.
 
 ``correct``  the counter is updated with an atomic
 ``broken``   the counter is updated with a plain read-modify-write, and every
@@ -21,10 +21,18 @@ COUNTS = cuda.to_device(np.zeros(1, dtype=np.int32))
 TABLE = np.array([1.0, 2.0], dtype=np.float32)
 
 
+class Settings:
+    def __init__(self) -> None:
+        self.weights = cuda.to_device(np.full(N, 0.5, dtype=np.float32))
+
+
+SETTINGS = Settings()
+
+
 @cuda.jit
 def totals(quantities, out):
     i = cuda.grid(1)
-    out[i] = quantities[i] * PRICES[i] * TABLE[i % 2]
+    out[i] = quantities[i] * PRICES[i] * TABLE[i % 2] * SETTINGS.weights[i]
     cuda.atomic.add(COUNTS, 0, 1)
 
 

@@ -10,7 +10,7 @@ Lines marked ``# race`` are where the broken kernel's racing accesses are.
 import sys
 
 import numpy as np
-from numba import cuda, int32
+from numba import cuda
 
 ROWS, COLS, TPB = 6, 24, 8
 

@@ -1,6 +1,6 @@
 """What the recorder cannot follow, or must warn about:
 
-``attribute``  a device array reached through an object's attribute
+``container``  a device array reached through a list
 ``sum``        ``a.sum()`` reads every element behind the recorder's back
 ``no_access``  a launch whose kernel touches no memory (a warning, not an error)
 """
@@ -11,18 +11,13 @@ import numpy as np
 from numba import cuda
 
 
-class Holder:
-    def __init__(self, array) -> None:
-        self.array = array
-
-
-HOLDER = Holder(cuda.to_device(np.zeros(4, dtype=np.float32)))
+ARRAYS = [cuda.to_device(np.zeros(4, dtype=np.float32))]
 
 
 @cuda.jit
-def through_attribute(out):
+def through_list(out):
     t = cuda.threadIdx.x
-    out[t] = HOLDER.array[t]  # unfollowed
+    out[t] = ARRAYS[0][t]  # unfollowed
 
 
 @cuda.jit
@@ -39,8 +34,8 @@ def nothing(x):
 def main(variant: str) -> None:
     x = np.ones(4, dtype=np.float32)
     out = np.zeros(4, dtype=np.float32)
-    if variant == "attribute":
-        through_attribute[1, 4](out)
+    if variant == "container":
+        through_list[1, 4](out)
     elif variant == "sum":
         whole_sum[1, 1](x, out)
     else:

@@ -113,7 +113,7 @@ def install(session) -> None:
                 where = session.sites.text(sys._getframe(1))
                 raise Unrecordable(f"kernel code {verb} a device array the recorder does not "
                                    f"follow{f' at {where}' if where else ''} (reached through "
-                                   f"an object attribute or a container); pass it as an "
+                                   f"a container such as a list or a dict); pass it as an "
                                    f"argument, or name it as a global or closure variable")
             return stock(array, *args)
         return access

@@ -225,8 +225,10 @@ class RecordedArray:
             def view_method(*args, **kwargs):
                 return self._view(method(*args, **kwargs), f".{name}()", _getframe(1))
             return view_method
-        if name.startswith("__"):
-            raise AttributeError(name)  # protocol probes (__array_interface__, ...) find nothing
+        if name.startswith("_"):
+            # Probes of protocols (__array_interface__, numba's _numba_type_, ...)
+            # find nothing: the array is then an opaque object to whoever asked.
+            raise AttributeError(name)
         raise self.unfollowed(f".{name}", _getframe(1))
 
     def __array__(self, *args, **kwargs):

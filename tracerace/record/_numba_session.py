@@ -10,9 +10,10 @@ Every array the kernel can reach is recorded: its arguments (also inside
 tuple arguments), a single record (``np.void``) argument (a one-element array
 in global memory, copied back afterwards, as CUDA passes it), and the arrays
 it reaches by name: globals and closure variables of the kernel and of the
-device functions it calls, and array attributes of modules it names, swapped
-for recorded arrays for the length of the launch. A device array reached any
-other way fails the recording (see ``_numba_hooks``).
+device functions it calls, and array attributes (two levels deep) of the
+modules, objects and classes it names, swapped for recorded arrays for the
+length of the launch. A device array reached any other way (inside a list or
+a dict) fails the recording (see ``_numba_hooks``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,14 @@ from ._numba_kernelapi import Launch, RecordingModule
 from ._numba_limits import Unrecordable
 from ._numba_memory import GlobalMemory, RecordedArray, RecordedRecord, recorded
 from ._numba_sched import Scheduler
+
+ATTRIBUTE_DEPTH = 2
+"""How many attribute levels below a global name the recorder looks for arrays
+(``CONFIG.table``, ``module.holder.table``)."""
+
+OPAQUE = (simkernel.FakeCUDAKernel, RecordingModule, types.FunctionType, np.ndarray,
+          FakeCUDAArray, int, float, complex, str, bytes, bool, type(None))
+"""Globals whose attributes are never searched for arrays."""
 
 FORALL_BLOCK = 1024
 """Threads per block of ``kernel.forall(n)`` without ``tpb``: the most CUDA allows.
@@ -228,6 +237,24 @@ class Session:
             undo.append(lambda: put(value))
             return True
 
+        def attributes(owner, path: str, names: list[str], depth: int) -> None:
+            """Arrays among ``owner``'s attributes (a module's, an object's, a
+            class's) that the code names, ``depth`` attribute levels down."""
+            key = (id(owner), id(names))
+            if depth == 0 or key in visited or isinstance(owner, OPAQUE):
+                return
+            visited.add(key)
+            try:
+                namespace = vars(owner)
+            except TypeError:  # no __dict__
+                return
+            for attribute in names:
+                if attribute not in namespace:
+                    continue
+                value, where = namespace[attribute], f"{path}.{attribute}"
+                if not swap(value, where, lambda v, o=owner, a=attribute: setattr(o, a, v)):
+                    attributes(value, where, names, depth - 1)
+
         def visit(function) -> None:
             if id(function) in visited:
                 return
@@ -240,21 +267,21 @@ class Session:
                 value = namespace[name]
                 if swap(value, name, lambda v, n=name: namespace.__setitem__(n, v)):
                     continue
-                if isinstance(value, types.ModuleType):
-                    for attribute in names:
-                        if attribute in vars(value):
-                            swap(vars(value)[attribute], f"{name}.{attribute}",
-                                 lambda v, m=value, a=attribute: setattr(m, a, v))
-                elif isinstance(value, simkernel.FakeCUDAKernel):
+                if isinstance(value, simkernel.FakeCUDAKernel):
                     visit(value.fn)
+                else:
+                    attributes(value, name, names, ATTRIBUTE_DEPTH)
             for name, cell in zip(code.co_freevars, function.__closure__ or ()):
                 try:
                     value = cell.cell_contents
                 except ValueError:  # not bound yet
                     continue
-                if not swap(value, name, lambda v, c=cell: setattr(c, "cell_contents", v)) \
-                        and isinstance(value, simkernel.FakeCUDAKernel):
+                if swap(value, name, lambda v, c=cell: setattr(c, "cell_contents", v)):
+                    continue
+                if isinstance(value, simkernel.FakeCUDAKernel):
                     visit(value.fn)
+                else:
+                    attributes(value, name, names, ATTRIBUTE_DEPTH)
 
         visit(fn)
         return undo

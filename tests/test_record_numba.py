@@ -34,18 +34,42 @@ from tracerace.reader import open_trace  # noqa: E402
 from tracerace.record import record  # noqa: E402
 
 KERNELS = Path(__file__).parent / "kernels_numba"
-ALGORITHMS = ["reduce", "matmul", "scan", "histogram", "transpose"]
+ALGORITHMS = ["reduce", "matmul", "scan", "histogram", "transpose",
+              "views", "captured", "records", "grid_sync"]
+"""Scripts with a correct and a broken form; the last four reach memory through
+views and ufuncs, globals and closures, records, and the grid barrier."""
 BROKEN_SCHEDULES = [("serial", 0), ("round-robin", 0), ("random", 1), ("random", 7)]
 CORRECT_SCHEDULES = [("serial", 0), ("round-robin", 0), ("random", 3)]
 
 
-def record_script(tmp_path, script: str, *args: str, schedule: str = "serial",
+def record_script(tmp_path, script: str, *args: str, schedule: str | None = "serial",
                   seed: int = 0, name: str = "trace") -> str:
     out = tmp_path / f"{name}.arrow"
     result = record(["python", str(KERNELS / script), *args], str(out), schedule=schedule,
                     seed=seed)
     assert result.exit_code == 0 and result.launches >= 1 and result.events > 0
     return str(out)
+
+
+def record_cli(tmp_path, script: str, *args: str, schedule: str | None = None,
+               timeout: float = 120) -> subprocess.CompletedProcess:
+    """``tracerace record`` on a kernel script (a hang is a failure, not a stuck test)."""
+    options = ["--schedule", schedule] if schedule else []
+    return subprocess.run([sys.executable, "-m", "tracerace", "record", "-o",
+                           str(tmp_path / "out.arrow"), *options, "--", "python",
+                           str(KERNELS / script), *args],
+                          capture_output=True, text=True, timeout=timeout, env=cli_env())
+
+
+def cli_env() -> dict[str, str]:
+    return dict(os.environ, PYTHONPATH=str(Path(tracerace.__file__).parent.parent))
+
+
+def marked_lines(script: str, mark: str) -> set[int]:
+    """Lines of ``script`` whose inline comment (after ``  # ``) holds ``mark``."""
+    source = (KERNELS / script).read_text().splitlines()
+    return {n for n, line in enumerate(source, 1)
+            if "  # " in line and mark in line.split("  # ", 1)[1]}
 
 
 def race_lines(algorithm: str) -> set[str]:
@@ -169,6 +193,167 @@ def test_sites_are_the_users_lines(features):
 def test_clean_trace_has_no_hazards(tmp_path):
     report = tracerace.check(record_script(tmp_path, "features.py", schedule="random", seed=4))
     assert not report.groups, report.summary_line()
+
+
+# --- what the recorder must not miss --------------------------------------------------
+
+def site_lines(cols: dict, script: str, ops) -> set[int]:
+    """Lines of ``script`` that have rows with one of ``ops``."""
+    sites = cols["meta"].sites
+    mine = np.isin(cols["op"], ops) & (cols["site"] < len(sites))
+    return {int(sites[s].rsplit(":", 1)[1]) for s in set(cols["site"][mine].tolist())
+            if os.path.basename(sites[s].rsplit(":", 1)[0]) == script}
+
+
+def test_accesses_through_views_and_ufuncs_are_recorded(tmp_path):
+    """.reshape, .ravel, .view, .T, np.sin(x, out) and slice copies: every line
+    marked ``# view`` has its reads and writes in the trace."""
+    cols = read_columns(record_script(tmp_path, "views.py", "correct"))
+    lines = site_lines(cols, "views.py", [Op.READ, Op.WRITE])
+    assert marked_lines("views.py", "view") <= lines
+    sines = (cols["launch"] == 1) & np.isin(cols["op"], [Op.READ, Op.WRITE])
+    assert np.bincount(cols["op"][sines]).tolist()[:2] == [8, 8]  # all of x read, r written
+
+
+def test_arrays_captured_by_name_are_recorded(tmp_path):
+    """Module-level device arrays (also under atomics), a host table, an
+    object's device array and a closure's device array are buffers of the
+    trace and their accesses rows."""
+    cols = read_columns(record_script(tmp_path, "captured.py", "correct"))
+    names = {b.name for b in cols["meta"].buffers}
+    assert {"PRICES", "COUNTS", "TABLE", "SETTINGS.weights", "scratch"} <= names
+    weights = next(b for b in cols["meta"].buffers if b.name == "SETTINGS.weights")
+    read = cols["op"] == Op.READ
+    mine = (cols["addr"][read] >= weights.base) & (cols["addr"][read] < weights.base + 32)
+    assert mine.sum() == 8
+    counts = next(b for b in cols["meta"].buffers if b.name == "COUNTS")
+    atomic = cols["op"] == Op.ATOMIC
+    assert atomic.sum() == 8 and set(cols["addr"][atomic].tolist()) == {counts.base}
+
+
+def test_captured_arrays_get_the_same_addresses_in_every_run(tmp_path, monkeypatch):
+    """Arrays are placed in the order the recorder finds them, whatever Python's
+    hash seed (a set of names iterated as it comes would differ)."""
+    paths = []
+    for seed in ("1", "2", "3"):
+        monkeypatch.setenv("PYTHONHASHSEED", seed)
+        paths.append(record_script(tmp_path, "captured.py", "correct", name=f"h{seed}"))
+    assert Path(paths[0]).read_bytes() == Path(paths[1]).read_bytes() == \
+        Path(paths[2]).read_bytes()
+
+
+def test_a_record_argument_is_device_memory_copied_back(tmp_path):
+    """np.void is one element in global memory: its field accesses are rows,
+    and the host record sees thread 0's write (the script checks it)."""
+    cols = read_columns(record_script(tmp_path, "records.py", "correct"))
+    record = next(b for b in cols["meta"].buffers if b.name == "r")
+    mine = np.isin(cols["op"], [Op.READ, Op.WRITE]) & (cols["addr"] >= record.base) & \
+        (cols["addr"] < record.base + 8) & (cols["launch"] == 0)
+    assert sorted(zip(cols["op"][mine].tolist(), (cols["addr"][mine] - record.base).tolist())) \
+        == [(Op.READ, 0)] * 8 + [(Op.WRITE, 4)]
+
+
+def test_the_grid_barrier_is_signals_among_all_threads(tmp_path):
+    """Each grid.sync generation: every thread signals F and waits on G; the
+    last to arrive waits for all of F and signals G once per thread."""
+    cols = read_columns(record_script(tmp_path, "grid_sync.py", "correct"))
+    threads, generations = 24, 5
+    signal, wait = cols["op"] == Op.SIGNAL, cols["op"] == Op.WAIT
+    assert signal.sum() == wait.sum() == generations * (threads + 1)
+    assert len(set(cols["obj"][signal | wait].tolist())) == 2 * generations
+    assert sorted(set(cols["arg"][signal].tolist())) == [1, threads]
+    assert not np.any(cols["op"] == Op.BAR_SYNC)
+
+
+def test_mixed_barriers_are_a_deadlock_not_a_hang(tmp_path):
+    result = record_cli(tmp_path, "grid_sync.py", "deadlock")
+    assert result.returncode == 2
+    assert "deadlock" in result.stderr and "grid_sync.py:43" in result.stderr
+
+
+@pytest.mark.parametrize("schedule", ["serial", "round-robin", "random"])
+@pytest.mark.parametrize("variant", ["in_block", "cross_block"])
+def test_a_spin_wait_hand_off_records_under_every_schedule(tmp_path, variant, schedule):
+    """Threads polling a flag with atomics let the others run (serial switches
+    at atomics and fences; a block that cannot go on lets the next block run)."""
+    result = record_cli(tmp_path, "spin.py", variant, schedule=schedule)
+    assert result.returncode == 0, result.stderr
+    assert not tracerace.check(str(tmp_path / "out.arrow")).groups
+
+
+@pytest.mark.parametrize("schedule", ["serial", "round-robin"])
+def test_an_unfenced_hand_off_races_at_its_lines(tmp_path, schedule):
+    report = tracerace.check(record_script(tmp_path, "spin.py", "in_block_unfenced",
+                                           schedule=schedule))
+    assert reported_lines(report) == {f"spin.py:{n}" for n in marked_lines("spin.py", "race")}
+
+
+def test_a_spin_wait_that_never_ends_stops_the_recording(tmp_path):
+    result = record_cli(tmp_path, "spin.py", "forever", schedule="serial")
+    assert result.returncode == 2
+    line = max(marked_lines("spin.py", "nobody sets the flag"))
+    assert "no progress" in result.stderr and f"spin.py:{line}" in result.stderr
+    assert not (tmp_path / "out.arrow").exists()
+
+
+@pytest.mark.parametrize("variant, name", [("syncwarp", "cuda.syncwarp"),
+                                           ("shfl", "cuda.shfl_down_sync")])
+def test_warp_operations_are_refused_at_their_line(tmp_path, variant, name):
+    result = record_cli(tmp_path, "warp.py", variant)
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no warp operations" in lines[0] and name in lines[0]
+    assert any(f"warp.py:{n}" in lines[0] for n in marked_lines("warp.py", "warp operation"))
+
+
+@pytest.mark.parametrize("variant", ["container", "sum"])
+def test_memory_the_recorder_cannot_follow_fails_the_recording(tmp_path, variant):
+    result = record_cli(tmp_path, "unfollowed.py", variant)
+    assert result.returncode == 2
+    lines = sorted(marked_lines("unfollowed.py", "unfollowed"))  # container, then sum
+    line = lines[variant == "sum"]
+    assert "cannot record" in result.stderr and f"unfollowed.py:{line}" in result.stderr
+    assert not (tmp_path / "out.arrow").exists()
+
+
+def test_a_launch_without_accesses_is_a_warning_in_the_trace_and_the_report(tmp_path):
+    result = record_cli(tmp_path, "unfollowed.py", "no_access")
+    assert result.returncode == 0, result.stderr
+    assert "no memory access was recorded" in result.stderr
+    cols = read_columns(str(tmp_path / "out.arrow"))
+    assert len(cols["meta"].warnings) == 1 and "launch 0 (nothing" in cols["meta"].warnings[0]
+    check = subprocess.run([sys.executable, "-m", "tracerace", "check",
+                            str(tmp_path / "out.arrow")], capture_output=True, text=True,
+                           env=cli_env())
+    assert check.returncode == 0 and "tracerace: warning:" in check.stderr
+    assert "no memory access was recorded" in check.stderr
+
+
+def test_forall_launches_what_cuda_launches(tmp_path):
+    """forall(20, tpb=8): three blocks of eight threads, as CUDA's ForAll."""
+    cols = read_columns(record_script(tmp_path, "forall.py", "20", "8"))
+    agents = set(zip(cols["block"].tolist(), cols["thread"].tolist()))
+    assert {b for b, _ in agents} == {0, 1, 2} and {t for _, t in agents} == set(range(8))
+    assert not cols["meta"].warnings
+
+
+def test_forall_without_tpb_says_what_it_ran(tmp_path):
+    """CUDA picks the block size by occupancy: the recording runs blocks of 1024
+    threads and says so in the trace's warnings."""
+    path = record_script(tmp_path, "forall.py", "20")
+    cols = read_columns(path)
+    assert set(cols["block"].tolist()) == {0} and cols["thread"].max() == 1023
+    (warning,) = cols["meta"].warnings
+    assert "forall(20)" in warning and "1 block(s) of 1024 threads" in warning
+    assert not tracerace.check(path).groups
+
+
+def test_the_default_schedule_is_round_robin(tmp_path):
+    """Lockstep at every access: the reduction without its barrier shows the
+    read-after-write race itself, not reads of slots nobody wrote yet."""
+    path = record_script(tmp_path, "reduce.py", "broken", schedule=None)
+    assert "schedule round-robin" in read_columns(path)["meta"].producer
+    assert {g.kind for g in tracerace.check(path).groups} == {"raw"}
 
 
 # --- the event log ---------------------------------------------------------------------

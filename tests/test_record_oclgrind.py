@@ -8,6 +8,7 @@ when it is not installed; in CI they fail instead (``.ci/run`` installs it).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -175,6 +176,95 @@ def test_the_plugin_is_built_once(plugin):
     assert os.stat(plugin).st_mtime_ns == built
 
 
+# --- what the recorder must not miss (tests/opencl_corpus/recorder/) ----------------
+
+RECORDER = agreement.CORPUS / "recorder"
+
+
+def record_form(kernel: str, tmp_path, form: str = "ok") -> str:
+    """Record ``recorder/KERNEL.sim`` built with ``-DFORM`` (none for ``ok``)."""
+    from tracerace.record.oclgrind import run
+
+    out = tmp_path / f"{kernel}-{form}.arrow"
+    options = [] if form == "ok" else ["--build-options", f"-D{form.upper()}"]
+    run([str(RECORDER / f"{kernel}.sim")], str(out), oclgrind_args=options)
+    return str(out)
+
+
+def error_kinds(trace: str) -> set[str]:
+    import tracerace
+
+    kinds = [{g.kind for g in tracerace.check(trace, engine=e).groups if g.severity == "error"}
+             for e in ("numba", "reference")]
+    assert kinds[0] == kinds[1]
+    return kinds[0]
+
+
+def trace_columns(path: str, *names: str) -> dict[str, np.ndarray]:
+    from tracerace.reader import open_trace
+
+    with open_trace(path) as trace:
+        batches = [b.cols for b in trace]
+        sites = trace.meta.sites
+    return {n: np.concatenate([b[n] for b in batches]) for n in names} | {"sites": sites}
+
+
+def test_a_struct_argument_counts_as_initialized(plugin, tmp_path):
+    """Oclgrind fills a by-value struct's private copy without a store: each
+    work-item's copy is an init of its local space, and reading it is clean."""
+    trace = record_form("struct_arg", tmp_path)
+    assert error_kinds(trace) == set()
+    cols = trace_columns(trace, "op", "space", "block", "thread", "size")
+    init = (cols["op"] == Op.INIT) & (cols["space"] == Space.LOCAL)
+    assert sorted(zip(cols["block"][init].tolist(), cols["thread"][init].tolist())) == [
+        (b, t) for b in range(2) for t in range(4)]
+    assert set(cols["size"][init].tolist()) == {8}
+
+
+def test_barrier_rows_carry_the_fence_spaces_of_their_flags(plugin, tmp_path):
+    """barrier(CLK_LOCAL_MEM_FENCE) orders shared memory only (2), the global
+    flag global memory (1), both 3, barrier(0) none: as each line's comment says."""
+    trace = record_form("barrier_flags", tmp_path)
+    source = (RECORDER / "barrier_flags.cl").read_text().splitlines()
+    expected = {f"barrier_flags.cl:{n}": int(line.split("// fence_spaces")[1])
+                for n, line in enumerate(source, 1) if "// fence_spaces" in line}
+    cols = trace_columns(trace, "op", "site", "fence_spaces")
+    bars = cols["op"] == Op.BAR_SYNC
+    seen = {}
+    for site, spaces in zip(cols["site"][bars].tolist(), cols["fence_spaces"][bars].tolist()):
+        seen.setdefault(cols["sites"][site], set()).add(spaces)
+    assert seen == {site: {spaces} for site, spaces in expected.items()}
+    assert bars.sum() == 4 * 8
+
+
+@pytest.mark.parametrize("kernel, form, kinds", [
+    ("async_inflight", "ok", set()),
+    ("async_inflight", "early_read", {"async_inflight", "raw"}),
+    ("async_store", "ok", set()),
+    ("async_store", "overwrite", {"async_inflight", "war"}),
+])
+def test_an_async_copy_is_in_flight_until_its_wait(plugin, tmp_path, kernel, form, kinds):
+    """Reading an async copy's destination, or writing its source, between the
+    call and wait_group_events races with the copy; after the wait it does not."""
+    assert error_kinds(record_form(kernel, tmp_path, form)) == kinds
+
+
+def test_a_fatal_oclgrind_error_fails_the_recording(plugin, tmp_path):
+    """Oclgrind abandons the launch at `unreachable` and still exits 0: the
+    recording is an error naming the kernel, the work-item and the line."""
+    out = tmp_path / "fatal.arrow"
+    env = dict(os.environ, OCLGRIND_BUILD_OPTIONS="-cl-opt-disable",
+               TRACERACE_CACHE_DIR=str(Path(plugin).parent))
+    done = subprocess.run([sys.executable, "-m", "tracerace", "record", "--backend", "oclgrind",
+                           "-o", str(out), "--", str(RECORDER / "fatal.sim")],
+                          capture_output=True, text=True, env=env)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("tracerace: error: ") and "fatal error" in last
+    assert "unreachable" in last and "Global(5,0,0)" in last and "fatal.cl:9" in last
+    assert not out.exists()
+
+
 # --- without Oclgrind ---------------------------------------------------------------
 
 def test_missing_oclgrind_names_the_package(monkeypatch, tmp_path):
@@ -251,17 +341,51 @@ def test_a_divergent_barrier_becomes_a_count_mismatch():
     assert "finished before the barrier" in sites[cols["site"][2]]
 
 
-def test_a_group_copy_sits_inside_the_barrier():
-    """async_work_group_copy data moves between two complete generations."""
+def copy_meta(*events_waited: tuple[int, ...]) -> oclgrind_convert.Meta:
+    """Side table: two calls (copy lines 0 and 1) of one 2-element global-to-local
+    copy with event 1, and the waits' event lists."""
+    call = oclgrind_convert.CopyCall(dest=0, src=64, dest_space=3, src_space=1, element=4,
+                                     count=2, src_stride=1, dest_stride=1, event=1)
+    return oclgrind_convert.Meta(copies={0: call, 1: call},
+                                 waits=dict(enumerate(events_waited)))
+
+
+def test_an_async_copy_is_in_flight_from_its_issue_to_the_wait():
+    """The first caller issues the copy (cp_async per element, commit) at its
+    call; its wait_group_events retires it (cp_async_wait 0) before its bar_sync."""
     recs = records((Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
-                   (Kind.ARRIVE, 0, 0, 2, 0, 0), (Kind.ARRIVE, 0, 1, 2, 0, 0),
+                   (Kind.COPY_ISSUE, 0, 0, 0, 0, 0), (Kind.LOAD, 0, 0, 0, 3, 4),
+                   (Kind.WAIT_EVENTS, 0, 0, 0, 0, 0), (Kind.ARRIVE, 0, 0, 2, 0, 0),
+                   (Kind.COPY_ISSUE, 0, 1, 1, 0, 0),
+                   (Kind.WAIT_EVENTS, 0, 1, 1, 0, 0), (Kind.ARRIVE, 0, 1, 2, 0, 0),
                    (Kind.GROUP_LOAD, 0, 0xFFFFFFFF, 0, 1, 64),
                    (Kind.GROUP_STORE, 0, 0xFFFFFFFF, 0, 3, 0),
                    (Kind.RELEASE, 0, 0xFFFFFFFF, 2, 0, 0))
-    cols, _ = oclgrind_convert.to_columns(recs, [])
-    assert cols["op"].tolist() == [Op.BAR_SYNC] * 2 + [Op.READ, Op.WRITE] + [Op.BAR_SYNC] * 2
-    assert cols["space"].tolist()[2:4] == [Space.GLOBAL, Space.SHARED]
-    assert cols["thread"].tolist() == [0, 1, 0, 0, 0, 1]
+    cols, _ = oclgrind_convert.to_columns(recs, [], copy_meta((1,), (1,)))
+    assert cols["op"].tolist() == [Op.CP_ASYNC, Op.CP_ASYNC, Op.CP_ASYNC_COMMIT, Op.READ,
+                                   Op.CP_ASYNC_WAIT, Op.BAR_SYNC, Op.BAR_SYNC]
+    assert cols["thread"].tolist() == [0, 0, 0, 0, 0, 0, 1]
+    assert cols["addr"].tolist()[:2] == [0, 4] and cols["addr2"].tolist()[:2] == [64, 68]
+    assert cols["space"].tolist()[:2] == [Space.SHARED] * 2
+    assert cols["space2"].tolist()[:2] == [Space.GLOBAL] * 2
+    assert cols["size"].tolist()[:2] == [4, 4] and cols["arg"][4] == 0
+
+
+def test_a_copy_left_in_flight_behind_a_newer_one_is_refused():
+    """Two copies by one issuer, the newer waited for first: FIFO retirement
+    cannot express it, so the conversion fails rather than over-retire."""
+    call = oclgrind_convert.CopyCall(0, 64, 3, 1, 4, 1, 1, 1, event=1)
+    meta = oclgrind_convert.Meta(copies={0: call, 1: dataclasses.replace(call, event=2)},
+                                 waits={0: (2,)})
+    recs = records((Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0), (Kind.COPY_ISSUE, 0, 0, 0, 0, 0),
+                   (Kind.COPY_ISSUE, 0, 0, 1, 0, 0), (Kind.WAIT_EVENTS, 0, 0, 0, 0, 0),
+                   (Kind.ARRIVE, 0, 0, 1, 0, 0))
+    with pytest.raises(TraceError, match="older copy"):
+        oclgrind_convert.to_columns(recs, [], meta)
+
+
+def test_fence_flags_map_to_fence_spaces():
+    assert oclgrind_convert.fence_spaces([0, 1, 2, 3, 4, 7]).tolist() == [0, 2, 1, 3, 1, 3]
 
 
 def test_host_writes_belong_to_the_next_launch():

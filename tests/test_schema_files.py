@@ -15,7 +15,7 @@ from tracerace.meta import Buffer
 from tracerace.ops import Op, Proxy, Scope, Sem, Space
 from tracerace.reader import EXTENSION_OP_MIN, parse_buffer
 from tracerace.schema import (COLUMNS, FORMAT_VERSION, META_BUFFERS, META_PRODUCER, META_SITES,
-                              META_VERSION, arrow_schema)
+                              META_VERSION, META_WARNINGS, arrow_schema)
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -70,7 +70,7 @@ def test_value_enums_match(column, enum):
 def test_metadata_keys_match():
     doc = load("metadata.json")
     keys = {k["key"]: k for k in doc["keys"]}
-    assert set(keys) == {META_VERSION, META_SITES, META_BUFFERS, META_PRODUCER}
+    assert set(keys) == {META_VERSION, META_SITES, META_BUFFERS, META_PRODUCER, META_WARNINGS}
     assert [k for k, v in keys.items() if v["required"]] == [META_VERSION]
     assert keys[META_VERSION]["value"] == str(FORMAT_VERSION)
 

@@ -131,6 +131,8 @@ CASES = [
      None, "list of strings", None),
     ("buffers-not-list", ipc_file(cols(), {**META, "tracerace.buffers": "{}"}), "metadata",
      None, "tracerace.buffers", None),
+    ("warnings-not-strings", ipc_file(cols(), {**META, "tracerace.warnings": '["a", 2]'}),
+     "metadata", None, "tracerace.warnings", None),
     ("buffer-no-shape", ipc_file(cols(), {**META, "tracerace.buffers":
                                           '[{"name": "x", "space": 0, "base": 0, "itemsize": 4}]'}),
      "metadata", None, "'shape'", None),

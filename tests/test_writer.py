@@ -82,10 +82,11 @@ def test_write_table_round_trip_is_lossless(tmp_path, name, fmt, compression):
     cols = every_column()
     path = tmp_path / name
     write_table(path, cols, sites=SITES, buffers=BUFFERS, producer="p 1.0",
-                compression=compression, format=fmt)
+                warnings=["launch 0: no access"], compression=compression, format=fmt)
     meta, got = read_back(path, batch_size=77)
     assert_same(got, cols)
     assert (meta.sites, meta.buffers, meta.producer) == (tuple(SITES), tuple(BUFFERS), "p 1.0")
+    assert meta.warnings == ("launch 0: no access",)
 
 
 @pytest.mark.parametrize("name, fmt, compression", CONTAINERS)
@@ -106,9 +107,13 @@ def test_trace_writer_round_trip_is_lossless(tmp_path, name, fmt, compression):
         for buf in BUFFERS:  # registered last: the metadata is only final at close
             w.buffer(buf.name, buf.space, buf.base, buf.shape, buf.itemsize, buf.strides,
                      buf.launch)
+        w.warn("first")
+        w.warn("second")
+        w.warn("first")
     meta, got = read_back(path)
     assert_same(got, cols)
     assert (meta.sites, meta.buffers, meta.producer) == (tuple(SITES), tuple(BUFFERS), "w")
+    assert meta.warnings == ("first", "second")
     assert sorted(os.listdir(tmp_path)) == [name]  # spill and temporary files are gone
 
 

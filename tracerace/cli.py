@@ -53,6 +53,8 @@ def check(
         with formats.Output(fmt, output, inputs=[trace]) as out:
             report = api.check(trace, engine=engine, max_reports=max_reports, select=select,
                                ignore=ignore, progress=progress, sink=out.sink)
+            for warning in report.meta.warnings:
+                typer.echo(f"tracerace: warning: {trace}: {warning}", err=True)
             out.write(report)
     except TraceError as err:
         raise _fail(err) from None
@@ -183,8 +185,9 @@ def record_command(
     backend: str = typer.Option("numba", "--backend",
                                 help="numba (CUDA simulator), oclgrind (OpenCL) or triton "
                                      "(Triton's interpreter)."),
-    schedule: str = typer.Option("serial", "--schedule",
-                                 help="serial, round-robin or random (numba backend)."),
+    schedule: str | None = typer.Option(None, "--schedule",
+                                        help="round-robin (numba's default), serial or "
+                                             "random; oclgrind and triton have serial only."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random schedule."),
 ) -> None:
     """Run a program under a simulator and write a v1 trace of its kernels.
@@ -198,6 +201,8 @@ def record_command(
     except TraceError as err:
         raise _fail(err) from None
     typer.echo(result.summary_line(), err=True)
+    for warning in result.warnings:
+        typer.echo(f"tracerace: warning: {warning}", err=True)
     if result.exit_code:
         typer.echo(f"note: the recorded program exited with status {result.exit_code}; "
                    "its trace is complete up to then", err=True)

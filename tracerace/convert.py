@@ -260,7 +260,7 @@ def recontainer(src: str, dst: str, *, compression: str | None = None) -> Conver
     with open_trace(src) as reader:
         meta = reader.meta
         schema = arrow_schema(trace_metadata(meta.sites, meta.buffers, meta.producer,
-                                             meta.extra))
+                                             meta.extra, meta.warnings))
         sink = _Sink(dst, _format(dst, None), compression, schema)
         rows = 0
         try:

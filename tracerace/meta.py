@@ -1,4 +1,4 @@
-"""Trace-level metadata: version, sites, buffers, producer."""
+"""Trace-level metadata: version, sites, buffers, producer, warnings."""
 
 from __future__ import annotations
 
@@ -92,6 +92,9 @@ class TraceMeta:
     sites: tuple[str, ...] = ()
     buffers: tuple[Buffer, ...] = ()
     producer: str | None = None
+    warnings: tuple[str, ...] = ()
+    """What the producer could not record or had to decide (``tracerace.warnings``),
+    one sentence each; a report shows them beside its findings."""
     num_rows: int | None = None
     extra: dict = field(default_factory=dict)
 

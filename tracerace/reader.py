@@ -36,7 +36,7 @@ from .errors import TraceError
 from .meta import Buffer, TraceMeta
 from .ops import OP_CODES, Op, Proxy, Scope, Sem, Space
 from .schema import (COLUMN_BY_NAME, COLUMN_NAMES, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION,
-                     META_BUFFERS, META_PRODUCER, META_SITES, META_VERSION, REQUIRED, FENCE_ALL,
+                     META_BUFFERS, META_PRODUCER, META_SITES, META_VERSION, META_WARNINGS, REQUIRED, FENCE_ALL,
                      SITE_NONE, Column)
 
 DEFAULT_BATCH_SIZE = 1 << 20
@@ -464,9 +464,14 @@ def parse_metadata(schema: pa.Schema, path: str | None) -> TraceMeta:
         raise fail(f"{META_BUFFERS} must be a JSON list of objects")
     buffers = tuple(parse_buffer(entry, f"{META_BUFFERS}[{i}]", fail)
                     for i, entry in enumerate(entries))
-    known = {META_VERSION, META_SITES, META_BUFFERS, META_PRODUCER}
+    warnings = _parse_json(meta, META_WARNINGS, fail)
+    if warnings is None:
+        warnings = []
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        raise fail(f"{META_WARNINGS} must be a JSON list of strings")
+    known = {META_VERSION, META_SITES, META_BUFFERS, META_PRODUCER, META_WARNINGS}
     return TraceMeta(path=path, version=version, sites=tuple(sites), buffers=buffers,
-                     producer=meta.get(META_PRODUCER),
+                     producer=meta.get(META_PRODUCER), warnings=tuple(warnings),
                      extra={k: v for k, v in meta.items() if k not in known})
 
 

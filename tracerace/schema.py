@@ -19,6 +19,7 @@ META_VERSION = "tracerace.version"
 META_SITES = "tracerace.sites"
 META_BUFFERS = "tracerace.buffers"
 META_PRODUCER = "tracerace.producer"
+META_WARNINGS = "tracerace.warnings"
 
 SITE_NONE = 0xFFFFFFFF
 """The in-memory ``site`` of a row that names no site."""

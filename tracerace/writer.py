@@ -33,7 +33,8 @@ from .ops import Op, Space
 from .outfile import create_beside
 from .reader import DEFAULT_BATCH_SIZE, _open, out_of_range, parse_buffer
 from .schema import (COLUMN_BY_NAME, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION, META_BUFFERS,
-                     META_PRODUCER, META_SITES, META_VERSION, REQUIRED, SITE_NONE,
+                     META_PRODUCER, META_SITES, META_VERSION, META_WARNINGS, REQUIRED,
+                     SITE_NONE,
                      arrow_schema)
 
 FORMATS = ("file", "stream", "parquet")
@@ -42,8 +43,10 @@ COMPRESSIONS = (None, "lz4", "zstd")
 
 def trace_metadata(sites: Sequence[str] = (), buffers: Iterable[Buffer | Mapping] = (),
                    producer: str | None = None,
-                   extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The v1 schema metadata for these sites, buffers and producer, plus
+                   extra: Mapping[str, str] | None = None,
+                   warnings: Sequence[str] = ()) -> dict[str, str]:
+    """The v1 schema metadata for these sites, buffers, producer and warnings
+    (``tracerace.warnings`` is written only when there are warnings), plus
     ``extra`` keys (extensions the format lets readers ignore)."""
     meta = {**(extra or {}),
         META_VERSION: str(FORMAT_VERSION),
@@ -52,11 +55,14 @@ def trace_metadata(sites: Sequence[str] = (), buffers: Iterable[Buffer | Mapping
     }
     if producer is not None:
         meta[META_PRODUCER] = producer
+    if warnings:
+        meta[META_WARNINGS] = json.dumps(list(warnings))
     return meta
 
 
 def make_table(columns: Mapping[str, object], *, sites: Sequence[str] = (),
-               buffers: Iterable[Buffer | Mapping] = (), producer: str | None = None) -> pa.Table:
+               buffers: Iterable[Buffer | Mapping] = (), producer: str | None = None,
+               warnings: Sequence[str] = ()) -> pa.Table:
     """A v1 trace as a ``pyarrow.Table`` (every column, schema types, metadata).
 
     ``columns`` maps column names to sequences or scalars (scalars repeat);
@@ -66,18 +72,20 @@ def make_table(columns: Mapping[str, object], *, sites: Sequence[str] = (),
     """
     cols = _columns(columns, path=None)
     return pa.Table.from_batches([_record_batch(cols, arrow_schema())],
-                                 schema=arrow_schema(trace_metadata(sites, buffers, producer)))
+                                 schema=arrow_schema(trace_metadata(sites, buffers, producer,
+                                                                    warnings)))
 
 
 def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
                 buffers: Iterable[Buffer | Mapping] = (), producer: str | None = None,
-                compression: str | None = None, format: str | None = None) -> None:
+                warnings: Sequence[str] = (), compression: str | None = None,
+                format: str | None = None) -> None:
     """Write a trace given as a dict of columns (see :func:`make_table`) or a
     ``pyarrow.Table``.
 
     A table's own integer types are converted to the schema's; its
-    ``tracerace.*`` metadata is kept unless ``sites``/``buffers``/``producer``
-    are given. A table without ``tracerace.version`` is taken to be v1.
+    ``tracerace.*`` metadata is kept unless ``sites``/``buffers``/``producer``/
+    ``warnings`` are given. A table without ``tracerace.version`` is taken to be v1.
     """
     path = os.fspath(path)
     if not isinstance(table_or_columns, pa.Table):
@@ -91,8 +99,9 @@ def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
     sites = tuple(sites) or reader.meta.sites
     buffers = tuple(_buffers(buffers)) or reader.meta.buffers
     producer = producer if producer is not None else reader.meta.producer
+    warnings = tuple(warnings) or reader.meta.warnings
     sink = _Sink(path, _format(path, format), _compression(compression),
-                 arrow_schema(trace_metadata(sites, buffers, producer)))
+                 arrow_schema(trace_metadata(sites, buffers, producer, warnings)))
     try:
         for batch in reader:
             sink.write(_record_batch(batch.cols, sink.schema))
@@ -126,6 +135,7 @@ class TraceWriter:
         self.buffers: list[Buffer] = []
         self.metadata: dict[str, str] = {}
         """Further schema metadata keys (extensions); set any time before ``close``."""
+        self.warnings: list[str] = []
         self.rows = 0
         self._site_index: dict[str, int] = {}
         self._pending = {c.name: np.empty(batch_size, dtype=c.dtype) for c in COLUMNS}
@@ -154,6 +164,11 @@ class TraceWriter:
         buf = _buffer(entry, f"buffer {name!r}")
         self.buffers.append(buf)
         return buf
+
+    def warn(self, text: str) -> None:
+        """Add a warning to ``tracerace.warnings`` (once per distinct text)."""
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     # -- rows --
 
@@ -199,7 +214,7 @@ class TraceWriter:
         self._flush()
         self._closed = True
         schema = arrow_schema(trace_metadata(self.sites, self.buffers, self.producer,
-                                             self.metadata))
+                                             self.metadata, self.warnings))
         sink = _Sink(self.path, self.format, self.compression, schema)
         try:
             if self._spill is not None:

@@ -1,12 +1,16 @@
 """Recorders: run a real program under a simulator and write a v1 trace of it.
 
-Each backend is a module of this package with one entry point::
+Each backend is a module of this package with one entry point and its default
+schedule::
 
     record(command: list[str], out: str, *, schedule: str, seed: int) -> RecordResult
+    DEFAULT_SCHEDULE: str
 
-``numba``     Numba's CUDA simulator (package numba-cuda), deterministic scheduler.
-``oclgrind``  The Oclgrind OpenCL simulator with tracerace's plugin.
-``triton``    Triton's interpreter (``TRITON_INTERPRET=1``), torch tensors on the CPU.
+``numba``     Numba's CUDA simulator (package numba-cuda), deterministic scheduler
+              (default schedule round-robin).
+``oclgrind``  The Oclgrind OpenCL simulator with tracerace's plugin (serial, its only one).
+``triton``    Triton's interpreter (``TRITON_INTERPRET=1``), torch tensors on the CPU
+              (serial, its only one).
 
 Backends import their simulator lazily, so ``import tracerace`` never needs them.
 """
@@ -35,6 +39,9 @@ class RecordResult:
     launches: int
     seconds: float
     exit_code: int  # the recorded program's own exit status
+    warnings: tuple[str, ...] = ()
+    """What the recorder had to decide or could not see in a launch (also the
+    trace's ``tracerace.warnings``)."""
 
     def summary_line(self) -> str:
         rate = self.events / self.seconds if self.seconds > 0 else 0.0
@@ -44,15 +51,16 @@ class RecordResult:
 
 
 def record(command: list[str], out: str, *, backend: str = "numba",
-           schedule: str = "serial", seed: int = 0) -> RecordResult:
-    """Run ``command`` under ``backend`` and write its trace to ``out``."""
+           schedule: str | None = None, seed: int = 0) -> RecordResult:
+    """Run ``command`` under ``backend`` and write its trace to ``out``
+    (``schedule`` None: the backend's default)."""
     if backend not in BACKENDS:
         raise TraceError(f"unknown backend {backend!r} (one of {', '.join(BACKENDS)})",
                          path="options", rule="usage")
-    if schedule not in SCHEDULES:
+    if schedule is not None and schedule not in SCHEDULES:
         raise TraceError(f"unknown schedule {schedule!r} (one of {', '.join(SCHEDULES)})",
                          path="options", rule="usage")
     if not command:
         raise TraceError("name the program to record after --", path="options", rule="usage")
     module = importlib.import_module(BACKENDS[backend])
-    return module.record(command, out, schedule=schedule, seed=seed)
+    return module.record(command, out, schedule=schedule or module.DEFAULT_SCHEDULE, seed=seed)

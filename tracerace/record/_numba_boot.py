@@ -6,7 +6,8 @@ Started by :func:`tracerace.record.numba_sim.record` with
 unmodified (as ``python TARGET ARGS`` or ``python -m TARGET ARGS`` would),
 writes the trace, and leaves a JSON status in STATUS for the parent: events,
 launches, seconds, the program's exit code, whether the trace was written,
-and ``error`` (why nothing useful was recorded) or null (see :mod:`._program`).
+and the trace's warnings and ``error`` (why nothing useful was recorded) or
+null (see :mod:`._program`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._program import run_program, write_status
+from ._program import describe_failure, run_program, write_status
 
 SIMULATOR = "numba-cuda"
 
@@ -27,7 +28,9 @@ def main(argv: list[str]) -> int:
         write_status(status_path, error=f"cannot start the CUDA simulator: {exc}")
         return 2
     exit_code, failure = run_program(kind, target, args)
-    if failure is None and session.incomplete:
+    if session.unrecordable is not None:
+        failure = f"cannot record: {describe_failure(session.unrecordable, name=False)}"
+    elif failure is None and session.incomplete:
         failure = "a kernel launch raised an exception (the program caught it)"
     keep = session.launches > 0 and not session.incomplete
     try:
@@ -38,7 +41,8 @@ def main(argv: list[str]) -> int:
         failure = "the program launched no CUDA kernel"
     write_status(status_path, events=session.log.rows if written else 0,
                  launches=session.launches, seconds=session.seconds, exit_code=exit_code,
-                 written=written, error=failure)
+                 written=written, warnings=session.warnings if written else [],
+                 error=failure)
     return exit_code
 
 

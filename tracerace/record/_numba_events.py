@@ -10,7 +10,9 @@ columns to :meth:`TraceWriter.extend`; ``ts`` is the row number.
 
 A ``bar_sync`` word carries its ``arg`` (the arrivals of its generation) in the
 address slot, because the scheduler learns the count only when the generation
-completes and patches it in place (see :meth:`EventLog.set_arg`).
+completes and patches it in place (see :meth:`EventLog.set_arg`). A ``signal``
+or ``wait`` (the grid barrier) carries its flag (``obj``) in the address slot
+and its count (``arg``) in the size field.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from array import array
 
 import numpy as np
 
-from ..ops import BAR_SYNC, Scope
+from ..ops import ATOMIC, BAR_SYNC, READ, SIGNAL, WAIT, WRITE, Scope
 from ..schema import SITE_NONE
 
 # The packed word, low bits first.
@@ -39,6 +41,9 @@ SIZE_LIMIT = (1 << SIZE_BITS) - 1
 NO_SITE = (1 << SITE_BITS) - 1
 """The site field of a row that names no site."""
 NO_SITE_WORD = NO_SITE << SITE_SHIFT
+
+ACCESS_OPS = (READ, WRITE, ATOMIC)
+"""The ops that access memory (a launch with none of them gets a warning)."""
 
 FLUSH_ROWS = 1 << 18
 """Rows buffered before the scheduler flushes them to the writer (it looks at thread
@@ -64,6 +69,8 @@ class EventLog:
         self.runs: list[tuple[int, int, int, int]] = [(0, 0, 0, 0)]
         """(first buffered row, launch, block, thread) of each run of one agent."""
         self.flushed = 0
+        self.flushed_accesses = 0
+        """Reads, writes and atomics among the flushed rows."""
 
     @property
     def rows(self) -> int:
@@ -80,6 +87,11 @@ class EventLog:
         self.word.append(word)
         return len(self.addr) - 1
 
+    def accesses(self) -> int:
+        """Reads, writes and atomics logged so far, flushed or not."""
+        ops = np.frombuffer(self.word, dtype=np.uint64) & OP_MASK if len(self.word) else ()
+        return self.flushed_accesses + int(np.isin(ops, ACCESS_OPS).sum())
+
     def set_arg(self, row: int, arg: int) -> None:
         """Set the ``arg`` of the buffered ``bar_sync`` at ``row`` (a buffer index)."""
         self.addr[row] = arg
@@ -88,8 +100,10 @@ class EventLog:
         """Write the buffered rows; callers make sure no buffered arg is still open."""
         n = len(self.addr)
         if n:
-            self.writer.extend(**self._columns(n))
+            columns = self._columns(n)
+            self.writer.extend(**columns)
             self.flushed += n
+            self.flushed_accesses += int(np.isin(columns["op"], ACCESS_OPS).sum())
             del self.addr[:]
             del self.word[:]
         self.runs = [(0, *self.runs[-1][1:])]
@@ -100,15 +114,18 @@ class EventLog:
         op = (word & OP_MASK).astype(np.uint8)
         site = (word >> SITE_SHIFT).astype(np.uint32)
         site[site == NO_SITE] = SITE_NONE
+        size = _field(word, SIZE_SHIFT, SIZE_LIMIT, np.uint32)
         barrier = op == BAR_SYNC
-        arg = np.where(barrier, addr, 0).astype(np.int64)
-        addr[barrier] = 0
+        flag = (op == SIGNAL) | (op == WAIT)
+        arg = np.where(barrier, addr, np.where(flag, size, 0)).astype(np.int64)
+        obj = np.where(flag, addr, 0).astype(np.uint64)
+        addr[barrier | flag] = 0
+        size[flag] = 0
         cols = dict(ts=np.arange(self.flushed, self.flushed + n, dtype=np.uint64), op=op,
-                    addr=addr, arg=arg, site=site,
+                    addr=addr, arg=arg, obj=obj, site=site, size=size,
                     space=_field(word, SPACE_SHIFT, 0xF, np.uint8),
                     scope=_field(word, SCOPE_SHIFT, 0xF, np.uint8),
-                    sem=_field(word, SEM_SHIFT, 0xF, np.uint8),
-                    size=_field(word, SIZE_SHIFT, SIZE_LIMIT, np.uint32))
+                    sem=_field(word, SEM_SHIFT, 0xF, np.uint8))
         cols.update(self._agents(n))
         return cols
 
@@ -159,6 +176,20 @@ class SiteTable:
                 return word
             frame = frame.f_back
         return NO_SITE_WORD
+
+    def text_of(self, word: int) -> str | None:
+        """The site text a word names (None when it names no site)."""
+        index = word >> SITE_SHIFT
+        return None if index == NO_SITE else self.writer.sites[index]
+
+    def text(self, frame) -> str | None:
+        """``file:line`` of the nearest user frame at or above ``frame`` (None: none)."""
+        while frame is not None:
+            path = self._path(frame.f_code)
+            if path is not None:
+                return f"{path}:{frame.f_lineno}"
+            frame = frame.f_back
+        return None
 
     def _path(self, code) -> str | None:
         """The path shown for ``code``'s file, or None when it is library code."""

@@ -1,10 +1,13 @@
 """Where the recorder attaches to numba-cuda's simulator, and a check that it still can.
 
-The recorder patches one method, ``FakeCUDAKernel.__call__`` (a kernel launch
-goes to :meth:`Session.launch`; device-function calls and launches from
-inside a kernel keep the stock path), and relies on the names in
-:data:`HOOKS`: it subclasses ``FakeCUDAModule`` and ``FakeCUDAAtomic`` and
-calls the argument and context helpers. :func:`missing_hooks` lists what a
+The recorder patches ``FakeCUDAKernel.__call__`` (a kernel launch goes to
+:meth:`Session.launch`; device-function calls and launches from inside a
+kernel keep the stock path), ``FakeCUDAKernel.forall`` (the launch
+configuration CUDA's ForAll would use, see :meth:`Session.forall`) and the
+element access of ``FakeCUDAArray`` (kernel code that reaches a device array
+the recorder did not wrap fails instead of going unrecorded), and relies on
+the names in :data:`HOOKS`: it subclasses ``FakeCUDAModule`` and
+``FakeCUDAAtomic`` and calls the argument and context helpers. :func:`missing_hooks` lists what a
 numba-cuda version lacks, so an upgrade that moves them fails loudly
 (``tests/test_record_numba.py`` runs it) instead of recording nothing.
 """
@@ -12,11 +15,13 @@ numba-cuda version lacks, so an upgrade that moves them fails loudly
 from __future__ import annotations
 
 import importlib
+import sys
 
 SIM = "numba.cuda.simulator"
 
 HOOKS = {
-    f"{SIM}.kernel": ("FakeCUDAKernel.__call__", "_push_kernel_context", "_kernel_context",
+    f"{SIM}.kernel": ("FakeCUDAKernel.__call__", "FakeCUDAKernel.forall",
+                      "FakeCUDAKernel.__getitem__", "_push_kernel_context", "_kernel_context",
                       "normalize_kernel_dimensions"),
     f"{SIM}.kernelapi": (
         "FakeCUDAModule.threadIdx", "FakeCUDAModule.blockIdx", "FakeCUDAModule.laneid",
@@ -30,7 +35,8 @@ HOOKS = {
         "FakeCUDAAtomic.exch", "FakeCUDAAtomic.max", "FakeCUDAAtomic.min",
         "FakeCUDAAtomic.nanmax", "FakeCUDAAtomic.nanmin", "FakeCUDAAtomic.cas",
         "FakeCUDAAtomic.compare_and_swap", "swapped_cuda_module"),
-    f"{SIM}.cudadrv.devicearray": ("FakeCUDAArray", "FakeWithinKernelCUDAArray"),
+    f"{SIM}.cudadrv.devicearray": ("FakeCUDAArray.__getitem__", "FakeCUDAArray.__setitem__",
+                                   "FakeWithinKernelCUDAArray"),
     f"{SIM}.args": ("ArgHint", "InOut"),
 }
 """Module -> the (dotted) names in it the recorder uses."""
@@ -87,6 +93,9 @@ def install(session) -> None:
         raise RuntimeError("this numba-cuda lacks what the recorder hooks: "
                            + ", ".join(missing))
     from numba.cuda.simulator import kernel
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    from ._numba_limits import Unrecordable
 
     stock_call = kernel.FakeCUDAKernel.__call__
 
@@ -95,4 +104,21 @@ def install(session) -> None:
             return stock_call(fake_kernel, *args)
         return session.launch(fake_kernel, args)
 
+    def forall(fake_kernel, ntasks, tpb=0, stream=0, sharedmem=0):
+        return session.forall(fake_kernel, ntasks, tpb, stream, sharedmem)
+
+    def guarded(stock, verb: str):
+        def access(array, *args):
+            if session.running:
+                where = session.sites.text(sys._getframe(1))
+                raise Unrecordable(f"kernel code {verb} a device array the recorder does not "
+                                   f"follow{f' at {where}' if where else ''} (reached through "
+                                   f"a container such as a list or a dict); pass it as an "
+                                   f"argument, or name it as a global or closure variable")
+            return stock(array, *args)
+        return access
+
     kernel.FakeCUDAKernel.__call__ = call
+    kernel.FakeCUDAKernel.forall = forall
+    FakeCUDAArray.__getitem__ = guarded(FakeCUDAArray.__getitem__, "reads")
+    FakeCUDAArray.__setitem__ = guarded(FakeCUDAArray.__setitem__, "writes")

@@ -6,6 +6,9 @@ length of a launch; :class:`RecordingModule` is a subclass that answers
 ``threading.current_thread()``) and logs barriers, fences and atomics.
 Its ``shared`` and ``local`` allocators give :class:`RecordedArray`\\ s, and
 shared arrays are per block, told apart by their allocation site.
+``cuda.cg.this_grid().sync()`` is the grid barrier (see ``_numba_sched``).
+What the simulator lacks (warp operations, ...) raises :class:`Unrecordable`
+naming the line that used it.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from numba.cuda.simulator import kernelapi
 
 from ..ops import BAR_SYNC, FENCE, Scope, Sem, Space
 from ._numba_events import pack
+from ._numba_limits import Unrecordable, missing_feature
 from ._numba_memory import RecordedArray, StaticLayout, assigned_name, recorded
 
 _getframe = sys._getframe
@@ -59,8 +63,13 @@ class RecordingModule(kernelapi.FakeCUDAModule):
         self._log = launch.session.log
         self._rec_shared = RecordingShared(launch)
         self._rec_local = RecordingLocal(launch)
-        self._rec_atomic = RecordingAtomic()
+        self._rec_atomic = RecordingAtomic(launch.session)
         self._rec_cg = RecordingCg(self)
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)  # probes of private names find nothing, as before
+        raise missing_feature(name, self._launch.session.sites.text(_getframe(1)))
 
     # -- who is running --
 
@@ -127,11 +136,16 @@ class RecordingModule(kernelapi.FakeCUDAModule):
     def _fence(self, scope: Scope, frame) -> None:
         word = pack(FENCE, scope=int(scope), sem=int(Sem.ACQ_REL))
         self._log.log(0, word | self._launch.site_word(frame))
+        self._sched.sync_point()
+
+    def grid_sync(self, frame) -> None:
+        """Arrive at the grid barrier from ``frame``'s line and wait for every thread."""
+        self._sched.grid_sync(self._launch.site_word(frame))
 
 
 class RecordingCg:
-    """``cuda.cg``: a grid group whose ``sync`` is a block barrier, as in the
-    simulator (which runs cooperative grids of one block only)."""
+    """``cuda.cg``: ``this_grid()`` is the grid group; its ``sync()`` waits for
+    every thread of the launch (the blocks of the launch run together)."""
 
     def __init__(self, module: RecordingModule) -> None:
         self._module = module
@@ -140,7 +154,13 @@ class RecordingCg:
         return self
 
     def sync(self) -> None:
-        self._module.barrier(_getframe(1))
+        self._module.grid_sync(_getframe(1))
+
+    def __getattr__(self, name: str):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        where = self._module._launch.session.sites.text(_getframe(1))
+        raise missing_feature(name, where, owner="cuda.cg")
 
 
 class RecordingShared:
@@ -199,15 +219,30 @@ class RecordingLocal:
 
 class RecordingAtomic(kernelapi.FakeCUDAAtomic):
     """``cuda.atomic``: the simulator's operations, each logged as one atomic
-    (device scope, relaxed) on the element it updates."""
+    (device scope, relaxed) on the element it updates. The scheduler may switch
+    threads before each (a thread polling a flag with atomics must yield), and
+    an atomic that changed memory counts as progress."""
+
+    def __init__(self, session) -> None:
+        self._session = session
 
     def _apply(self, name: str, array, index, args, frame):
         stock = getattr(kernelapi.FakeCUDAAtomic, name)
         if not isinstance(array, RecordedArray):
-            return stock(self, array, *args)
-        array.preempt()
-        result = stock(self, array.ndarray, *args)
+            where = self._session.sites.text(frame)
+            raise Unrecordable(f"cuda.atomic.{name}{f' at {where}' if where else ''} updates "
+                               f"an array the recorder does not follow "
+                               f"({type(array).__name__}); the kernel must reach it through "
+                               f"an argument, a global or a closure variable")
+        sched = self._session.sched
+        sched.sync_point()
+        ary = array.ndarray
+        key = tuple(index) if isinstance(index, tuple) else index
+        before = ary[key].copy()
+        result = stock(self, ary, *args)
         array.log_access(array.atomic_tag, index, frame)
+        if np.any(ary[key] != before):
+            sched.progress += 1
         return result
 
     def compare_and_swap(self, array, old, val):

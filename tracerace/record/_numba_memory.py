@@ -1,9 +1,14 @@
 """Memory as kernel code sees it under the recorder: logged arrays and their addresses.
 
 :class:`RecordedArray` stands in for every array a kernel touches (its
-arguments, ``cuda.shared.array``, ``cuda.local.array``): indexing reads and
-writes the wrapped NumPy array and logs one event per element, at a
-deterministic *virtual* address. Real addresses change from run to run and
+arguments, arrays it captures from globals and closures, ``cuda.shared.array``,
+``cuda.local.array``): indexing reads and writes the wrapped NumPy array and
+logs one event per element, at a deterministic *virtual* address. Views
+(slices, ``.view``, ``.reshape``, ``.ravel``, ``.T``, ...) are recorded arrays
+over the same addresses; a ufunc with recorded inputs or outputs
+(``np.sin(x, out)``) logs a read or write of every element; anything else that
+would reach the elements behind the recorder's back (``.sum()``, ``.copy()``,
+``np.asarray``) raises :class:`Unrecordable`. Real addresses change from run to run and
 the same seed must give the same trace, so :class:`GlobalMemory` hands out
 global ranges in order of first use, and :class:`StaticLayout` places shared
 and local arrays at offsets in order of their first allocation in a launch.
@@ -20,6 +25,7 @@ import numpy as np
 
 from ..ops import ATOMIC, READ, WRITE, Space
 from ._numba_events import pack
+from ._numba_limits import Unrecordable
 
 GLOBAL_BASE = 1 << 32
 """The first virtual global address (far from 0, so a stray 0 stands out)."""
@@ -30,6 +36,12 @@ STATIC_ALIGN = 16
 _getframe = sys._getframe
 _READ = object()
 """``value`` of a field access that reads."""
+
+ARRAY_FACTS = frozenset({"ndim", "size", "dtype", "itemsize", "nbytes", "strides", "flags"})
+"""Attributes that describe an array without touching its elements."""
+VIEW_ATTRIBUTES = frozenset({"real", "imag"})
+VIEW_METHODS = frozenset({"view", "reshape", "ravel", "transpose", "swapaxes", "squeeze"})
+"""Attributes and methods that give a view of the array: it is recorded like the array."""
 
 
 class RecordedArray:
@@ -88,17 +100,20 @@ class RecordedArray:
     def __setitem__(self, index, value) -> None:
         if self._preempt is not None:
             self._preempt()
-        self._ary[index] = value
         frame = _getframe(1)
         site = self._sites.get((frame.f_code, frame.f_lasti))
         if site is None:
             site = self._resolve(frame)
         if type(index) is int and self._ndim == 1:
+            self._ary[index] = value  # a recorded array as value fails loudly in __array__
             if index < 0:
                 index += self._len0
             self._add_addr(self._origin + index * self._stride0)
             self._add_word(self._wtag | site)
         else:
+            if isinstance(value, (RecordedArray, RecordedRecord)):
+                value = value.read_all(frame)
+            self._ary[index] = value
             self._log_region(index, self._wtag | site)
 
     # -- element access (helpers) --
@@ -135,6 +150,24 @@ class RecordedArray:
         if self._preempt is not None:
             self._preempt()
 
+    def read_all(self, frame) -> np.ndarray:
+        """Log a read of every element (the value of ``a[...] = b`` or a ufunc's
+        input) and return the wrapped array."""
+        self._log_elements(READ, frame)
+        return self._ary
+
+    def _log_elements(self, op: int, frame) -> None:
+        """One ``op`` event per element (per field of each element of a structured array)."""
+        ary = self._ary
+        first = self._origin + element_offsets(ary)
+        site = self._session.sites.word(frame)
+        log = self._session.log
+        fields = field_spans(ary.dtype)
+        for offset, size in fields:
+            log.addr.frombytes((first + offset).astype(np.uint64).tobytes())
+            word = pack(op, space=self._space, size=size) | site
+            log.word.frombytes(np.full(first.size, word, dtype=np.uint64).tobytes())
+
     # -- views --
 
     def _subarray(self, view: np.ndarray) -> "RecordedArray":
@@ -148,6 +181,21 @@ class RecordedArray:
         if view.size and not np.may_share_memory(view, self._ary):
             raise IndexError("advanced (array) indexing is not supported in CUDA kernels; "
                              "the recorder logs plain element and slice indexing only")
+
+    def _view(self, result, what: str, frame) -> "RecordedArray":
+        """``result`` of ``what`` (``.reshape(...)``, ``.T``) as a recorded view; a
+        copy is refused, since accesses to it would not be the array's."""
+        if isinstance(result, np.ndarray) and (result.size == 0 or
+                                               np.may_share_memory(result, self._ary)):
+            return recorded(result, self._view_origin(result), self._space, self._session)
+        raise self.unfollowed(f"{what} (it copies the array)", frame)
+
+    def unfollowed(self, what: str, frame) -> Unrecordable:
+        """The error for ``what``, done to this array at ``frame``'s line."""
+        where = self._session.sites.text(frame)
+        return Unrecordable(f"{what} on a kernel array{f' at {where}' if where else ''} "
+                            "reads or writes its elements where the recorder cannot log "
+                            "them; index the array element by element")
 
     # -- the rest of the array interface --
 
@@ -167,7 +215,47 @@ class RecordedArray:
             yield self[i]
 
     def __getattr__(self, name: str):
-        return getattr(self._ary, name)
+        if name in ARRAY_FACTS:
+            return getattr(self._ary, name)
+        if name in VIEW_ATTRIBUTES:
+            return self._view(getattr(self._ary, name), f".{name}", _getframe(1))
+        if name in VIEW_METHODS:
+            method = getattr(self._ary, name)
+
+            def view_method(*args, **kwargs):
+                return self._view(method(*args, **kwargs), f".{name}()", _getframe(1))
+            return view_method
+        if name.startswith("_"):
+            # Probes of protocols (__array_interface__, numba's _numba_type_, ...)
+            # find nothing: the array is then an opaque object to whoever asked.
+            raise AttributeError(name)
+        raise self.unfollowed(f".{name}", _getframe(1))
+
+    def __array__(self, *args, **kwargs):
+        raise self.unfollowed("converting it to a NumPy array", _getframe(1))
+
+    def __array_function__(self, func, types, args, kwargs):
+        raise self.unfollowed(f"np.{func.__name__}", _getframe(1))
+
+    def __array_ufunc__(self, ufunc, method: str, *inputs, **kwargs):
+        """``np.sin(x, out)`` and friends: every element of a recorded input is
+        read, every element of a recorded output written."""
+        frame = _getframe(1)
+        if method != "__call__":
+            raise self.unfollowed(f"np.{ufunc.__name__}.{method}", frame)
+        self.preempt()
+        inputs = tuple(x.read_all(frame) if isinstance(x, RecordedArray) else x for x in inputs)
+        outs = kwargs.get("out")
+        if outs is not None:
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            kwargs["out"] = tuple(o._ary if isinstance(o, RecordedArray) else o for o in outs)
+        result = ufunc(*inputs, **kwargs)
+        if outs is None:
+            return result  # a new array, private to this thread
+        for out in outs:
+            if isinstance(out, RecordedArray):
+                out._log_elements(WRITE, frame)
+        return outs[0] if len(outs) == 1 else outs
 
     def __repr__(self) -> str:
         return f"RecordedArray({self._ary!r}, origin=0x{self._origin:x})"
@@ -184,7 +272,8 @@ class RecordedArray:
 
 class RecordedStructArray(RecordedArray):
     """A structured array: an element is a :class:`RecordedRecord`, and each
-    field read or write through it is one event of the field's size."""
+    field read or write through it is one event of the field's size. Copying
+    a whole element (``f[1] = f[0]``, ``sm[t] = x[i]``) reads and writes every field."""
 
     __slots__ = ()
 
@@ -193,6 +282,24 @@ class RecordedStructArray(RecordedArray):
         if isinstance(value, np.ndarray):
             return self._subarray(value)
         return RecordedRecord(self, value, self._origin + self._offset(index))
+
+    def __setitem__(self, index, value) -> None:
+        self.preempt()
+        frame = _getframe(1)
+        if isinstance(value, (RecordedArray, RecordedRecord)):
+            value = value.read_all(frame)
+        self._ary[index] = value
+        target = self._ary[index]
+        if isinstance(target, np.ndarray):
+            self._subarray(target)._log_elements(WRITE, frame)
+        else:
+            self.log_record(WRITE, self._origin + self._offset(index), frame)
+
+    def log_record(self, op: int, addr: int, frame) -> None:
+        """One ``op`` event per field of the element at ``addr``."""
+        log, site = self._session.log, self._session.sites.word(frame)
+        for offset, size in field_spans(self._ary.dtype):
+            log.log(addr + offset, pack(op, space=self._space, size=size) | site)
 
     def access_field(self, record: np.void, addr: int, name: str, frame, value=_READ):
         """Read field ``name`` of ``record`` (at ``addr``), or write ``value`` to it."""
@@ -233,6 +340,12 @@ class RecordedRecord:
     def __setattr__(self, name: str, value) -> None:
         self._array.access_field(self._record, self._addr, name, _getframe(1), value)
 
+    def read_all(self, frame) -> np.void:
+        """Log a read of every field (the element is copied) and return it."""
+        self._array.preempt()
+        self._array.log_record(READ, self._addr, frame)
+        return self._record
+
 
 def recorded(ary: np.ndarray, origin: int, space: int, session: Any) -> RecordedArray:
     """The logged stand-in for ``ary`` (structured arrays get field access)."""
@@ -242,6 +355,14 @@ def recorded(ary: np.ndarray, origin: int, space: int, session: Any) -> Recorded
 
 def data_pointer(ary: np.ndarray) -> int:
     return ary.__array_interface__["data"][0]
+
+
+def field_spans(dtype: np.dtype) -> list[tuple[int, int]]:
+    """(offset, bytes) of each field of a structured element, or the whole element."""
+    if not dtype.names:
+        return [(0, dtype.itemsize)]
+    return [(offset, field.itemsize) for field, offset, *_ in
+            (dtype.fields[name] for name in dtype.names)]
 
 
 def element_offsets(ary: np.ndarray) -> np.ndarray:

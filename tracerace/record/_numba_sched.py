@@ -1,21 +1,43 @@
-"""A deterministic block scheduler for Numba's CUDA simulator.
+"""A deterministic scheduler for Numba's CUDA simulator.
 
 The stock simulator runs one OS thread per CUDA thread and lets the GIL pick
 the interleaving, so no two runs agree. Here each simulated thread is a
 greenlet, exactly one runs at a time, and a :class:`Policy` alone decides who
 runs next, so a schedule name and a seed fix the whole interleaving:
 
-``serial``       a thread runs until it waits at a barrier or ends; then the
-                 next ready thread in thread order.
-``round-robin``  the next ready thread in thread order at every access.
-``random``       at each access, with probability ``RANDOM_SWITCH_P``, a
-                 ready thread drawn with the seeded generator; at a barrier or
-                 the end of a thread, always a drawn one.
+``round-robin``  (the default) the next ready thread of the block, in thread
+                 order, at every access: the block advances in lockstep, as
+                 a warp does.
+``serial``       a thread runs until it waits at a barrier, ends, or reaches
+                 an atomic or a fence; then the next ready thread in order.
+``random``       at each access, atomic or fence, with probability
+                 ``RANDOM_SWITCH_P``, a ready thread drawn with the seeded
+                 generator; at a barrier or the end of a thread, always a
+                 drawn one.
 
-Blocks run one after another, in linear block order. A barrier releases
-when every thread still running has arrived (threads that ended do not count,
-as in the simulator); its ``bar_sync`` events then get the number of arrivals
-as their ``arg``.
+Blocks run one after another, in linear block order, except where a block
+cannot go on: when all its threads wait at the grid barrier (``grid.sync()``
+of cooperative groups) or make no progress, the next block runs, and the
+waiting block resumes later. A block barrier releases when every thread of
+the block still running has arrived (threads that ended do not count, as in
+the simulator); its ``bar_sync`` events then get the number of arrivals as
+their ``arg``.
+
+The grid barrier cannot be a ``bar_sync`` (a barrier belongs to one block).
+It is written with flags at device scope: every arriving thread signals flag
+F once; when the last thread has arrived, that thread (the coordinator) waits
+for all the signals on F and signals flag G once per arrival; every thread
+leaving the barrier waits for one signal on G. So everything any thread did
+before the barrier happens before everything every thread does after it, and
+nothing more. Each generation has its own pair of flags.
+
+Progress: every ``WINDOW`` accesses the scheduler looks at what was logged.
+Accesses that write, read something not read since the last progress, or
+pass a barrier, and threads that end, are progress. A window without any
+makes the serial schedule switch thread, ``STALL_WINDOWS`` of them in a row
+let another block run, and after ``ABORT_WINDOWS`` (with every block tried)
+the recording stops with :class:`Unrecordable` naming the lines the threads
+were polling: a spin-wait that nothing will end.
 """
 
 from __future__ import annotations
@@ -23,15 +45,32 @@ from __future__ import annotations
 import random
 from math import prod
 
+import numpy as np
 from greenlet import greenlet
 
-from ._numba_events import FLUSH_ROWS
+from ..ops import INIT, SIGNAL, WAIT, WRITE, Scope
+from ._numba_events import FLUSH_ROWS, OP_MASK, SITE_SHIFT, pack
+from ._numba_limits import Unrecordable
 
-READY, WAITING, DONE = 0, 1, 2
+READY, WAITING, GRID_WAITING, DONE = 0, 1, 2, 3
 """The states of a simulated thread (the running one is READY)."""
 
 RANDOM_SWITCH_P = 0.125
 """Probability that the random schedule switches threads at an access."""
+
+WINDOW = 4096
+"""Accesses (element reads and writes, atomics, fences) between progress checks."""
+STALL_WINDOWS = 4
+"""Windows without progress after which another block gets to run, if one can."""
+ABORT_WINDOWS = 64
+"""Windows without progress, every block tried, after which the recording stops."""
+
+GRID_FLAGS = 1 << 40
+"""Flag objects of the grid barrier: generation g uses GRID_FLAGS + 2g (arrivals) and
+GRID_FLAGS + 2g + 1 (departures)."""
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+"""Mixes an address into a (address, word) key of the progress check."""
 
 
 class Dim3:
@@ -60,7 +99,7 @@ def unlinear(i: int, dims: tuple[int, int, int]) -> Dim3:
 # --- policies ----------------------------------------------------------------------
 
 class Serial:
-    """Run each thread until it blocks; then the next ready thread in order."""
+    """Run each thread until it blocks or synchronises; then the next ready thread."""
 
     preempts = False
 
@@ -73,8 +112,12 @@ class Serial:
     def after_block(self, run: "BlockRun", t: int) -> int | None:
         return run.next_ready(t)
 
-    def at_access(self, run: "BlockRun", t: int) -> int:
+    def at_access(self, run: "BlockRun", t: int) -> int | None:
         return t
+
+    def at_sync(self, run: "BlockRun", t: int) -> int | None:
+        """At an atomic or a fence: let the next thread run (a spin-wait must yield)."""
+        return run.next_ready(t)
 
 
 class RoundRobin(Serial):
@@ -82,8 +125,10 @@ class RoundRobin(Serial):
 
     preempts = True
 
-    def at_access(self, run: "BlockRun", t: int) -> int:
+    def at_access(self, run: "BlockRun", t: int) -> int | None:
         return run.next_ready(t)
+
+    at_sync = at_access
 
 
 class Random(Serial):
@@ -97,119 +142,331 @@ class Random(Serial):
     def after_block(self, run: "BlockRun", t: int) -> int | None:
         return run.random_ready(self.rng)
 
-    def at_access(self, run: "BlockRun", t: int) -> int:
+    def at_access(self, run: "BlockRun", t: int) -> int | None:
         if self.rng.random() < RANDOM_SWITCH_P:
             return run.random_ready(self.rng)
         return t
 
+    at_sync = at_access
+
 
 POLICIES = {"serial": Serial, "round-robin": RoundRobin, "random": Random}
+DEFAULT_SCHEDULE = "round-robin"
 
 
-# --- running blocks ------------------------------------------------------------------
+# --- the scheduler ---------------------------------------------------------------------
 
 class Scheduler:
-    """Runs the blocks of every launch under one policy and one seeded generator."""
+    """Runs every launch under one policy and one seeded generator."""
 
-    def __init__(self, log, schedule: str, seed: int) -> None:
+    def __init__(self, log, sites, schedule: str, seed: int) -> None:
         self.log = log
+        self.sites = sites
         self.policy = POLICIES[schedule](random.Random(seed))
         self.block: BlockRun | None = None
         """The block running now (kernel API calls ask it who is running)."""
-        self.preempt = self._preempt if self.policy.preempts else None
-        """Called before each access; None when the policy never switches there."""
+        self.launch: LaunchRun | None = None
+        self.progress = 0
+        """Bumped by what the log does not show as progress: barrier releases,
+        thread ends, atomics that changed memory."""
+        self.grid_generations = 0
+        """Grid barrier generations of the whole recording (each has its own flags)."""
+        self.countdown = WINDOW
+        self.preempt = self._preempt if self.policy.preempts else self._tick
+        """Called before each element access."""
 
-    def run_block(self, fn, args, launch: int, block: int, grid_dim, block_dim) -> None:
-        """Run block ``block`` (linear id) of a launch to its end."""
-        self.block = BlockRun(self, fn, args, launch, block, grid_dim, block_dim)
+    def run_launch(self, fn, args, launch: int, grid_dim, block_dim) -> None:
+        """Run every block of a launch to its end."""
+        self.launch = LaunchRun(self, fn, args, launch, grid_dim, block_dim)
         try:
-            self.block.run()
+            self.launch.run()
         finally:
+            self.launch = None
             self.block = None
 
+    def _tick(self) -> None:
+        self.countdown -= 1
+        if self.countdown <= 0:
+            self.launch.check_progress()
+
     def _preempt(self) -> None:
+        self.countdown -= 1  # _tick, inlined: this runs at every access
+        if self.countdown <= 0:
+            self.launch.check_progress()
         run = self.block
         nxt = self.policy.at_access(run, run.current)
-        if nxt != run.current:
+        if nxt is not None and nxt != run.current:
             run.switch(nxt)
+
+    def sync_point(self) -> None:
+        """Before an atomic and after a fence: the policy may switch threads."""
+        self._tick()
+        run = self.block
+        nxt = self.policy.at_sync(run, run.current)
+        if nxt is not None and nxt != run.current:
+            run.switch(nxt)
+
+    def grid_sync(self, site: int) -> None:
+        """The running thread arrives at the grid barrier (from site word ``site``)."""
+        self.launch.grid_sync(site)
+
+
+class LaunchRun:
+    """One launch: its blocks (started in order, as they are reached), the grid
+    barrier, and the progress check.
+
+    The launching code is the parent greenlet of every thread: it starts a
+    block's threads, and gets control back each time a thread ends or a block
+    cannot go on; it then picks the block to run next.
+    """
+
+    def __init__(self, sched: Scheduler, fn, args, launch: int, grid_dim, block_dim) -> None:
+        self.sched, self.log, self.policy = sched, sched.log, sched.policy
+        self.fn, self.args = fn, args
+        self.launch = launch
+        self.grid_dim, self.block_dim = grid_dim, block_dim
+        self.blocks: list[BlockRun | None] = [None] * prod(grid_dim)
+        self.live = prod(grid_dim) * prod(block_dim)
+        """Threads of the launch that have not ended, started or not."""
+        self.open_rows = 0
+        """``bar_sync`` rows of any block whose ``arg`` is not known yet (no flush then)."""
+        self.grid_arrivals: list[tuple[BlockRun, int, int]] = []  # (block, thread, site)
+        self.launcher: greenlet | None = None
+        # The progress check.
+        self.idle = 0
+        self.seen = np.zeros(0, dtype=np.uint64)
+        self.checked_rows = self.log.rows
+        self.progress_mark = sched.progress
+        self.stalled: set[int] = set()
+
+    # -- the launching side --
+
+    def run(self) -> None:
+        self.launcher = greenlet.getcurrent()
+        index = 0
+        try:
+            while self.live:
+                block = self.pick(index)
+                if block is None:
+                    raise Unrecordable(self.deadlock())
+                index = block.block
+                try:
+                    block.resume()  # returns when a thread ended or the block cannot go on
+                except BaseException as exc:
+                    run = self.sched.block
+                    exc.add_note(f"in simulated CUDA thread threadIdx="
+                                 f"{run.thread_idx[run.current]} blockIdx={run.block_idx}")
+                    raise
+        except BaseException:
+            self._abandon()
+            raise
+
+    def pick(self, index: int) -> "BlockRun | None":
+        """The block to run: from ``index`` on in cyclic order, the first that
+        can run and has not stalled (a block not started yet can); if every
+        block that can run has stalled, the first of those."""
+        order = [(index + k) % len(self.blocks) for k in range(len(self.blocks))]
+        for b in order:
+            run = self.blocks[b]
+            if run is None:
+                return self.start(b)
+            if run.ready() and b not in self.stalled:
+                return run
+        return next((self.blocks[b] for b in order if self.blocks[b].ready()), None)
+
+    def start(self, b: int) -> "BlockRun":
+        run = self.blocks[b] = BlockRun(self, b)
+        # Start every thread from here: a greenlet begins at the stack depth of
+        # whoever first switches to it, and threads starting each other would
+        # pile up Python's recursion depth (thread 140 of 256 hit the limit).
+        for g in run.greenlets:
+            g.switch()
+        return run
+
+    def _abandon(self) -> None:
+        """Unwind the threads left suspended by an exception."""
+        for run in self.blocks:
+            for g in run.greenlets if run is not None else ():
+                if g:
+                    g.throw()
+
+    def deadlock(self) -> str:
+        """Why no thread can run: where the threads wait."""
+        block_sites, grid_sites = set(), set()
+        waiting = grid = 0
+        for run in self.blocks:
+            for t, state in enumerate(run.states if run is not None else ()):
+                if state == WAITING:
+                    waiting += 1
+                    block_sites.add(run.wait_site[t])
+                elif state == GRID_WAITING:
+                    grid += 1
+                    grid_sites.add(run.wait_site[t])
+        return (f"deadlock: {waiting} simulated thread(s) wait at a block barrier "
+                f"({self._sites(block_sites)}) while {grid} wait at the grid barrier "
+                f"({self._sites(grid_sites)}); no thread can go on")
+
+    def _sites(self, words) -> str:
+        texts = sorted({self.sched.sites.text_of(w) or "an unknown line" for w in words})
+        return ", ".join(texts[:3]) + (", ..." if len(texts) > 3 else "")
+
+    # -- the grid barrier --
+
+    def grid_sync(self, site: int) -> None:
+        run = self.sched.block
+        t = run.current
+        generation = self.sched.grid_generations
+        arrive, leave = GRID_FLAGS + 2 * generation, GRID_FLAGS + 2 * generation + 1
+        self.log.log(arrive, pack(SIGNAL, size=1, scope=int(Scope.DEVICE)) | site)
+        self.grid_arrivals.append((run, t, site))
+        run.states[t] = GRID_WAITING
+        run.wait_site[t] = site
+        if len(self.grid_arrivals) == self.live:
+            self.grid_release()
+        else:
+            run.wait(t)
+        self.log.log(leave, pack(WAIT, size=1, scope=int(Scope.DEVICE)) | site)
+
+    def grid_release(self) -> None:
+        """Every live thread has arrived: the last one to arrive coordinates."""
+        generation = self.sched.grid_generations
+        arrive, leave = GRID_FLAGS + 2 * generation, GRID_FLAGS + 2 * generation + 1
+        n = len(self.grid_arrivals)
+        coordinator, thread, site = self.grid_arrivals[-1]
+        running = self.sched.block
+        self.log.set_agent(self.launch, coordinator.block, thread)
+        self.log.log(arrive, pack(WAIT, size=n, scope=int(Scope.DEVICE)) | site)
+        self.log.log(leave, pack(SIGNAL, size=n, scope=int(Scope.DEVICE)) | site)
+        self.log.set_agent(self.launch, running.block, running.current)
+        for run, t, _ in self.grid_arrivals:
+            run.states[t] = READY
+        self.grid_arrivals = []
+        self.sched.grid_generations += 1
+        self.sched.progress += 1
+
+    def thread_ended(self) -> None:
+        self.live -= 1
+        self.sched.progress += 1
+        if self.grid_arrivals and len(self.grid_arrivals) == self.live:
+            self.grid_release()
+
+    # -- progress --
+
+    def check_progress(self) -> None:
+        """Look at the accesses since the last check (see the module's doc)."""
+        sched, log = self.sched, self.log
+        sched.countdown = WINDOW
+        start = self.checked_rows - log.flushed
+        self.checked_rows = log.rows
+        if sched.progress != self.progress_mark:
+            self.progress_mark = sched.progress
+            self._progressed(np.zeros(0, dtype=np.uint64))
+            return
+        if start < 0:
+            return  # rows went to the writer since the last check: judge the next window
+        words = np.frombuffer(log.word[start:], dtype=np.uint64)
+        if np.isin(words & np.uint64(OP_MASK), (WRITE, INIT)).any():
+            self._progressed(np.zeros(0, dtype=np.uint64))
+            return
+        addrs = np.frombuffer(log.addr[start:], dtype=np.uint64)
+        keys = np.unique((addrs * _MIX) ^ words)
+        new = np.setdiff1d(keys, self.seen, assume_unique=True)
+        if new.size:
+            self.idle = 0
+            self.seen = np.union1d(self.seen, new)
+            return
+        self.idle += 1
+        self._no_progress(words)
+
+    def _progressed(self, seen: np.ndarray) -> None:
+        self.idle = 0
+        self.seen = seen
+        self.stalled.clear()
+
+    def _no_progress(self, words: np.ndarray) -> None:
+        run = self.sched.block
+        others = [b for b, other in enumerate(self.blocks) if b != run.block and
+                  (other is None or (other.ready() and b not in self.stalled))]
+        if self.idle >= ABORT_WINDOWS and not others:
+            sites = {int(w) for w in np.unique(words & ~np.uint64((1 << SITE_SHIFT) - 1))}
+            raise Unrecordable(
+                f"no progress: the last {self.idle * WINDOW:,} accesses wrote nothing, read "
+                f"nothing new and passed no barrier (a spin-wait that nothing will end?), "
+                f"polling at {self._sites(sites)}; the recording stops")
+        if self.idle % STALL_WINDOWS == 0 and others:
+            self.stalled.add(run.block)
+            self.launcher.switch()  # another block runs; this one resumes later
+        elif not self.policy.preempts:
+            nxt = run.next_ready(run.current)
+            if nxt is not None and nxt != run.current:
+                run.switch(nxt)
 
 
 class BlockRun:
-    """One thread block: its threads (greenlets), their states and its barrier.
+    """One thread block: its threads (greenlets), their states and its barrier."""
 
-    The launching code is the parent greenlet: it starts the first thread and
-    gets control back each time a thread ends (or raises). Threads hand
-    control to each other directly at accesses and barriers.
-    """
-
-    def __init__(self, sched: Scheduler, fn, args, launch: int, block: int, grid_dim,
-                 block_dim) -> None:
-        n = prod(block_dim)
-        self.sched, self.log, self.policy = sched, sched.log, sched.policy
-        self.launch, self.block = launch, block
-        self.block_idx = unlinear(block, grid_dim)
-        self.thread_idx = [unlinear(t, block_dim) for t in range(n)]
+    def __init__(self, launch: LaunchRun, block: int) -> None:
+        n = prod(launch.block_dim)
+        self.launch, self.sched = launch, launch.sched
+        self.log, self.policy = launch.log, launch.policy
+        self.block = block
+        self.block_idx = unlinear(block, launch.grid_dim)
+        self.thread_idx = [unlinear(t, launch.block_dim) for t in range(n)]
         self.states = [READY] * n
+        self.wait_site = [0] * n  # site word of the barrier each waiting thread is at
         self.live = n
         self.arrived = 0
         self.open_rows: list[int] = []  # buffer rows of the open generation's bar_syncs
         self.votes: list | None = None  # syncthreads_count/and/or values of this generation
         self.outcome: list | None = None  # the votes of the last completed generation
         self.current = -1
+        self.started = False
         self.shared: dict = {}  # allocation site -> this block's RecordedArray
-        self._launcher: greenlet | None = None
-        self._greenlets = [greenlet(self._body(fn, args)) for _ in range(n)]
-
-    # -- the launching side --
-
-    def run(self) -> None:
-        # Start every thread from here: a greenlet begins at the stack depth of
-        # whoever first switches to it, and threads starting each other would
-        # pile up Python's recursion depth (thread 140 of 256 hit the limit).
-        self._launcher = greenlet.getcurrent()
-        for g in self._greenlets:
-            g.switch()
-        nxt = self.policy.first(self)
-        try:
-            while nxt is not None:
-                self.switch(nxt)  # returns when some thread has ended
-                nxt = self.policy.after_block(self, self.current)
-        except BaseException as exc:
-            exc.add_note(f"in simulated CUDA thread threadIdx={self.thread_idx[self.current]} "
-                         f"blockIdx={self.block_idx}")
-            self._abandon()
-            raise
-        if self.live:
-            raise RuntimeError("scheduler stopped with threads still running")
+        self.greenlets = [greenlet(self._body(launch.fn, launch.args)) for _ in range(n)]
 
     def _body(self, fn, args):
         def body():
-            self._launcher.switch()  # parked until the policy first picks this thread
+            self.launch.launcher.switch()  # parked until the policy first picks this thread
             fn(*args)
             self._end(self.current)
         return body
+
+    def ready(self) -> bool:
+        return READY in self.states
+
+    def resume(self) -> None:
+        """Run a ready thread of this block (the launcher's side)."""
+        t = self.policy.after_block(self, self.current) if self.started else \
+            self.policy.first(self)
+        self.started = True
+        self.switch(t)
 
     def _end(self, t: int) -> None:
         self.states[t] = DONE
         self.live -= 1
         if self.live and self.arrived == self.live:
             self._release()
-
-    def _abandon(self) -> None:
-        """Unwind the threads left suspended by an exception."""
-        for g in self._greenlets:
-            if g:
-                g.throw()
+        self.launch.thread_ended()
 
     # -- the threads' side --
 
     def switch(self, t: int) -> None:
         """Run thread ``t`` now; return when this greenlet is resumed."""
         self.current = t
-        self.log.set_agent(self.launch, self.block, t)
-        if not self.open_rows and len(self.log.addr) >= FLUSH_ROWS:
+        self.sched.block = self
+        self.log.set_agent(self.launch.launch, self.block, t)
+        if not self.launch.open_rows and len(self.log.addr) >= FLUSH_ROWS:
             self.log.flush()
-        self._greenlets[t].switch()
+        self.greenlets[t].switch()
+
+    def wait(self, t: int) -> None:
+        """Thread ``t`` cannot go on: run another thread of the block, or, when
+        none can run, go back to the launcher."""
+        nxt = self.policy.after_block(self, t)
+        if nxt is None:
+            self.launch.launcher.switch()
+        elif nxt != t:
+            self.switch(nxt)
 
     def barrier(self, word: int, vote=None):
         """The running thread arrives at barrier 0 and waits for the block.
@@ -219,27 +476,29 @@ class BlockRun:
         """
         t = self.current
         self.open_rows.append(self.log.log(0, word))
+        self.launch.open_rows += 1
         if vote is not None:
             if self.votes is None:
                 self.votes = [None] * len(self.states)
             self.votes[t] = vote
         self.states[t] = WAITING
+        self.wait_site[t] = word
         self.arrived += 1
         if self.arrived == self.live:
             self._release()
-        nxt = self.policy.after_block(self, t)
-        if nxt != t:
-            self.switch(nxt)
+        self.wait(t)
         return self.outcome
 
     def _release(self) -> None:
         for row in self.open_rows:
             self.log.set_arg(row, len(self.open_rows))
+        self.launch.open_rows -= len(self.open_rows)
         self.open_rows.clear()
         self.states = [READY if s == WAITING else s for s in self.states]
         self.arrived = 0
         self.outcome = [v for v in self.votes if v is not None] if self.votes else None
         self.votes = None
+        self.sched.progress += 1
 
     # -- choosing --
 

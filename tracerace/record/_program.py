@@ -6,8 +6,8 @@ of its own (``python -m tracerace.record._numba_boot OUT STATUS [OPTIONS...]
 script|module TARGET [ARGS...]``). The boot module hooks its simulator, runs
 the program unmodified with :func:`run_program`, writes the trace and leaves a
 JSON status for the parent (:func:`write_status`): events, launches, seconds,
-the program's exit code, whether the trace was written, and ``error`` (why
-nothing useful was recorded) or null. The parent side is :func:`record_program`.
+the program's exit code, whether the trace was written, the trace's warnings,
+and ``error`` (why nothing useful was recorded) or null. The parent side is :func:`record_program`.
 """
 
 from __future__ import annotations
@@ -51,7 +51,8 @@ def record_program(boot: str, command: list[str], out: str, *, backend: str,
     if status["error"] is not None:
         raise TraceError(_failure(status, out), path=target, rule="record")
     return RecordResult(out=out, events=status["events"], launches=status["launches"],
-                        seconds=status["seconds"], exit_code=status["exit_code"])
+                        seconds=status["seconds"], exit_code=status["exit_code"],
+                        warnings=tuple(status["warnings"]))
 
 
 def parse_command(command: list[str], backend: str) -> tuple[str, str, list[str]]:
@@ -138,10 +139,14 @@ def _exit_code(code) -> int:
     return 1
 
 
-def describe_failure(exc: BaseException) -> str:
-    """``ZeroDivisionError: division by zero at kernel.py:12 (in simulated ...)``."""
+def describe_failure(exc: BaseException, *, name: bool = True) -> str:
+    """``ZeroDivisionError: division by zero at kernel.py:12 (in simulated ...)``;
+    without ``name``, the message alone (it names its own line)."""
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
     first = text[0] if text else type(exc).__name__
+    if not name:
+        return " ".join([str(exc)] + [f"({n})" for n in getattr(exc, "__notes__", ())
+                                      if isinstance(n, str)])
     notes = [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str)]
     where = _user_line(exc.__traceback__)
     return " ".join([first] + ([f"at {where}"] if where else []) +
@@ -161,7 +166,7 @@ def _user_line(tb) -> str | None:
 
 def write_status(path: str, **fields) -> None:
     status = {"events": 0, "launches": 0, "seconds": 0.0, "exit_code": 0, "written": False,
-              "error": None}
+              "warnings": [], "error": None}
     status.update(fields)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(status, f)

@@ -8,15 +8,19 @@ child hooks the simulator so every kernel launch is recorded under a
 deterministic schedule, and writes one v1 trace of all launches when the
 program ends. The same schedule and seed give a bit-identical trace.
 
-What a trace holds: each element read and write of global, shared and local
-arrays (size = element size, the user's ``file:line`` as site), barriers
-(``syncthreads`` and its count/and/or forms: ``bar_sync``, barrier 0),
-atomics (``cuda.atomic.*``: device scope, relaxed), fences
-(``threadfence``: device, ``_block``: block, ``_system``: system; acq_rel),
-``init`` for global arrays the host filled, and a buffer declaration per
-kernel argument and shared or local array. ``RecordResult.seconds`` counts
-the launches and the writing of the trace, not the interpreter's start-up nor
-the program's host code.
+What a trace holds: each element read and write of every array the kernel
+reaches (arguments, globals, closures, attributes of named objects, shared
+and local arrays, views of them; size = element or field size, the user's
+``file:line`` as site), barriers (``syncthreads`` and its count/and/or forms:
+``bar_sync``, barrier 0), the grid barrier (``grid.sync()``: signals and waits
+at device scope among all threads, see ``_numba_sched``), atomics
+(``cuda.atomic.*``: device scope, relaxed), fences (``threadfence``: device,
+``_block``: block, ``_system``: system; acq_rel), ``init`` for global arrays
+the host filled, a buffer declaration per array, and ``tracerace.warnings``
+(launches without accesses, ``forall`` block sizes the recorder chose). What
+it cannot show fails the recording (``_numba_limits``). ``RecordResult.seconds``
+counts the launches and the writing of the trace, not the interpreter's
+start-up nor the program's host code.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ NEEDS = {"numba_cuda": "numba-cuda", "greenlet": "greenlet"}
 
 INSTALL_HINT = "pip install 'tracerace[cuda-sim]'"
 
+DEFAULT_SCHEDULE = "round-robin"
+"""Lockstep at every access, as a warp runs: a missing barrier shows as the race it is."""
 
 def record(command: list[str], out: str, *, schedule: str, seed: int) -> RecordResult:
     """Run the Python program ``command`` under the simulator and write its trace to ``out``."""

@@ -30,6 +30,9 @@ PLACEHOLDER_SOURCE = "input.cl"
 """The file name Oclgrind gives a program built from a source string."""
 
 OUTPUT_ENV = "TRACERACE_OCLGRIND_OUT"
+
+DEFAULT_SCHEDULE = "serial"
+"""Oclgrind's own schedule, the only one."""
 """Tells the plugin where to write (a path prefix)."""
 
 

@@ -12,23 +12,39 @@ The plugin (``oclgrind_plugin/tracerace_plugin.cpp``) writes, per process,
 - ``mem_fence`` / ``read_mem_fence`` / ``write_mem_fence`` -> ``fence`` with
   sem acq_rel / acquire / release, scope device when its flags include global
   memory, block otherwise;
-- a work-item reaching ``barrier`` -> ``bar_sync`` on barrier 0 with the
-  group's size as the count (OpenCL has one barrier per work-group);
+- a work-item reaching ``barrier`` / ``work_group_barrier`` /
+  ``wait_group_events`` -> ``bar_sync`` on barrier 0 with the group's size as
+  the count (OpenCL has one barrier per work-group), and ``fence_spaces`` from
+  the barrier's flags: ``CLK_LOCAL_MEM_FENCE`` -> shared (2),
+  ``CLK_GLOBAL_MEM_FENCE`` (or the image fence) -> global (1);
+  ``wait_group_events`` fences both, as Oclgrind does;
 - a barrier that Oclgrind released with work-items missing (barrier
   divergence: they finished without reaching it): each missing work-item
   arrives there (``bar_arrive``) counting only the work-items that did arrive.
   The generation completes as it did in Oclgrind, so the happens-before is the
   simulated one, and the disagreeing count is reported as ``barrier_mismatch``;
-- ``async_work_group_copy`` data, which Oclgrind moves when the group is
-  released from ``wait_group_events``: accesses of work-item 0 inside the
-  barrier, followed by a second barrier generation of the whole group, so the
-  copy is ordered after every arrival and before everything after the wait;
+- ``async_work_group_copy`` (and the strided form): the first work-item of the
+  group to call it (Oclgrind's order) issues it: one ``cp_async`` per element
+  (destination ``addr``/``space``, source ``addr2``/``space2``) and a
+  ``cp_async_commit``, at its call. When that work-item reaches a
+  ``wait_group_events`` naming the copy's event, a ``cp_async_wait`` retires
+  the copy just before its ``bar_sync``, so the copy is in flight from the
+  issue to the wait and everything after the wait's barrier sees it. (Oclgrind
+  itself moves the data at the wait; those group accesses are not rows.)
+- a by-value (struct) argument's private copy, which Oclgrind fills without a
+  store when it creates the work-item -> ``init`` of the work-item's local
+  space before its first event;
 - host writes (buffer creation with data, writes, maps for writing) ->
   ``init`` before the next launch; those after the last launch are dropped.
+
+A fatal Oclgrind error during a launch (``unreachable`` reached, an
+unsupported instruction) abandons the rest of the launch even when the host
+program exits 0; :func:`convert` then refuses to write a trace.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import IntEnum
 from glob import escape, glob
@@ -37,6 +53,7 @@ import numpy as np
 
 from ..errors import TraceError
 from ..ops import Op, Scope, Sem, Space
+from ..schema import FENCE_ALL, FENCE_GLOBAL, FENCE_SHARED
 from ..writer import write_table
 
 RECORD_DTYPE = np.dtype([
@@ -58,13 +75,24 @@ class Kind(IntEnum):
     STORE = 1
     ATOMIC = 2
     HOST_WRITE = 3
+    ARG_INIT = 4
     ARRIVE = 10
     RELEASE = 11
     FENCE = 20
     GROUP_LOAD = 30
     GROUP_STORE = 31
+    COPY_ISSUE = 32
+    WAIT_EVENTS = 33
     KERNEL_BEGIN = 40
     KERNEL_END = 41
+
+
+class BarrierKind(IntEnum):
+    """The ``variant`` of an ARRIVE; mirrors ``enum BarrierKind`` in the plugin."""
+
+    FLAGS = 0     # barrier / work_group_barrier: ``detail`` holds its flags
+    WAIT = 1      # wait_group_events
+    UNKNOWN = 2   # another call that waits at the barrier
 
 
 class OclSpace(IntEnum):
@@ -76,8 +104,8 @@ class OclSpace(IntEnum):
     LOCAL = 3
 
 
-GLOBAL_MEM_FENCE = 2
-"""The ``CLK_GLOBAL_MEM_FENCE`` bit of a fence's flags."""
+LOCAL_MEM_FENCE, GLOBAL_MEM_FENCE, IMAGE_MEM_FENCE = 1, 2, 4
+"""OpenCL's ``cl_mem_fence_flags`` bits."""
 
 FENCE_SEM = np.array([Sem.ACQ_REL, Sem.ACQUIRE, Sem.RELEASE], dtype=np.uint8)
 """Fence semantics by the plugin's FenceKind: mem_fence, read_mem_fence, write_mem_fence."""
@@ -86,7 +114,41 @@ SPACE_OF = np.array([Space.LOCAL, Space.GLOBAL, Space.GLOBAL, Space.SHARED], dty
 """Trace space by Oclgrind address space."""
 
 OP_OF_ACCESS = {Kind.LOAD: Op.READ, Kind.STORE: Op.WRITE, Kind.ATOMIC: Op.ATOMIC,
-                Kind.HOST_WRITE: Op.INIT, Kind.GROUP_LOAD: Op.READ, Kind.GROUP_STORE: Op.WRITE}
+                Kind.HOST_WRITE: Op.INIT, Kind.ARG_INIT: Op.INIT}
+ACCESS_KINDS = list(OP_OF_ACCESS)
+DIRECT_KINDS = [*ACCESS_KINDS, Kind.ARRIVE, Kind.FENCE]
+"""Records that become one row each (host writes only when a launch follows)."""
+
+
+def fence_spaces(flags):
+    """``fence_spaces`` of a barrier with OpenCL fence ``flags`` (int or array):
+    local memory is tracerace's shared space; global and image memory its
+    global space. Private memory is per work-item, so no bit is needed for it."""
+    flags = np.asarray(flags)
+    spaces = np.where(flags & LOCAL_MEM_FENCE, FENCE_SHARED, 0)
+    spaces = spaces | np.where(flags & (GLOBAL_MEM_FENCE | IMAGE_MEM_FENCE), FENCE_GLOBAL, 0)
+    return spaces.astype(np.int64)
+
+
+@dataclass(frozen=True)
+class CopyCall:
+    """One work-item's ``async_work_group_copy`` call (a ``copy`` line of the meta file)."""
+
+    dest: int
+    src: int
+    dest_space: int   # Oclgrind address spaces
+    src_space: int
+    element: int      # bytes per element
+    count: int
+    src_stride: int   # in elements
+    dest_stride: int
+    event: int
+
+    @property
+    def key(self) -> tuple:
+        """What Oclgrind compares to match the calls of one copy (the site aside)."""
+        return (self.dest, self.src, self.dest_space, self.element, self.count,
+                self.src_stride, self.dest_stride)
 
 
 @dataclass
@@ -96,11 +158,15 @@ class Meta:
     sites: list[str] = field(default_factory=list)
     kernels: dict[int, str] = field(default_factory=dict)   # launch -> kernel name
     buffers: list[dict] = field(default_factory=list)
+    copies: dict[int, CopyCall] = field(default_factory=dict)
+    waits: dict[int, tuple[int, ...]] = field(default_factory=dict)  # wait -> events
+    fatal: list[tuple[int, str]] = field(default_factory=list)       # (launch, message)
 
 
 ROW_DEFAULTS = {"op": 0, "launch": 0, "block": 0, "thread": 0, "space": int(Space.GLOBAL),
-                "addr": 0, "size": 0, "obj": BARRIER_ID, "arg": 0, "scope": int(Scope.DEVICE),
-                "sem": int(Sem.RELAXED), "site": NO_SITE}
+                "addr": 0, "size": 0, "addr2": 0, "space2": int(Space.GLOBAL),
+                "obj": BARRIER_ID, "arg": 0, "scope": int(Scope.DEVICE),
+                "sem": int(Sem.RELAXED), "site": NO_SITE, "fence_spaces": FENCE_ALL}
 """The columns this converter writes, with the values of a row that does not set them."""
 
 
@@ -124,13 +190,37 @@ def convert(prefix: str, out: str, *, source_names: dict[str, str] | None = None
     """Write the v1 trace of the plugin output under ``prefix``; (events, launches).
 
     ``source_names`` renames source files in sites (Oclgrind calls a program
-    built from a string ``input.cl``).
+    built from a string ``input.cl``). A fatal Oclgrind error in a launch is
+    a :class:`TraceError` (nothing is written).
     """
     records, meta = read_output(prefix)
-    sites = [rename_site(s, source_names or {}) for s in meta.sites]
-    columns, sites = to_columns(records, sites)
+    names = source_names or {}
+    if meta.fatal:
+        raise fatal_error(meta, names)
+    sites = [rename_site(s, names) for s in meta.sites]
+    columns, sites = to_columns(records, sites, meta)
     write_table(out, columns, sites=sites, buffers=buffers(meta), producer=PRODUCER)
     return len(columns["ts"]), len(meta.kernels)
+
+
+def fatal_error(meta: Meta, names: dict[str, str]) -> TraceError:
+    """The error for the first fatal Oclgrind error: what, which work-item, where."""
+    launch, message = meta.fatal[0]
+    lines = [line.strip() for line in message.split(" | ") if line.strip()]
+    what = lines[1] if len(lines) > 1 else "a fatal error"
+    details = []
+    for line in lines[2:]:
+        entity = re.match(r"Entity:\s*(.*)", line)
+        at = re.match(r"At line (\d+).* of (.*?):?$", line)
+        if entity:
+            details.append(f"work-item {entity.group(1)}")
+        elif at:
+            details.append(f"at {names.get(at.group(2), at.group(2))}:{at.group(1)}")
+    where = f" ({', '.join(details)})" if details else ""
+    kernel = meta.kernels.get(launch, "?")
+    return TraceError(f"Oclgrind stopped kernel {kernel} (launch {launch}) with a fatal "
+                      f"error: {what}{where}; the rest of the launch never ran, so no trace "
+                      f"was written", path="oclgrind backend", rule="record")
 
 
 def read_output(prefix: str) -> tuple[np.ndarray, Meta]:
@@ -158,7 +248,8 @@ def read_output(prefix: str) -> tuple[np.ndarray, Meta]:
 
 
 def read_meta(path: str) -> Meta:
-    """Parse the tab-separated side table (``site``, ``kernel``, ``buffer`` lines)."""
+    """Parse the tab-separated side table (``site``, ``kernel``, ``buffer``,
+    ``copy``, ``wait`` and ``fatal`` lines)."""
     meta = Meta()
     sites: dict[int, str] = {}
     with open(path, encoding="utf-8", errors="replace") as f:
@@ -173,6 +264,12 @@ def read_meta(path: str) -> Meta:
                 meta.buffers.append({"launch": int(launch), "name": name, "space": space,
                                      "base": int(base), "bytes": int(size),
                                      "itemsize": int(itemsize)})
+            elif parts[0] == "copy":
+                meta.copies[int(parts[1])] = CopyCall(*(int(v) for v in parts[2:11]))
+            elif parts[0] == "wait":
+                meta.waits[int(parts[1])] = tuple(int(e) for e in parts[2].split(",") if e)
+            elif parts[0] == "fatal":
+                meta.fatal.append((int(parts[1]), "\t".join(parts[2:])))
     meta.sites = [sites[i] for i in range(len(sites))]
     return meta
 
@@ -203,15 +300,17 @@ def buffers(meta: Meta) -> list[dict]:
 
 # --- rows --------------------------------------------------------------------------
 
-def to_columns(records: np.ndarray, sites: list[str]) -> tuple[dict[str, np.ndarray], list[str]]:
+def to_columns(records: np.ndarray, sites: list[str], meta: Meta | None = None
+               ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Trace columns (in replay order) for the records; sites may grow."""
+    meta = meta or Meta()
     launch = launch_of(records)
     kind = records["kind"]
-    keep = np.isin(kind, [Kind.LOAD, Kind.STORE, Kind.ATOMIC, Kind.ARRIVE, Kind.FENCE]) | (
-        (kind == Kind.HOST_WRITE) & (launch < np.sum(kind == Kind.KERNEL_BEGIN)))
+    keep = np.isin(kind, DIRECT_KINDS) & (
+        (kind != Kind.HOST_WRITE) | (launch < np.sum(kind == Kind.KERNEL_BEGIN)))
     base = direct_columns(records[keep], launch[keep])
     key = np.flatnonzero(keep) * 2
-    extra = barrier_rows(records, launch, sites)
+    extra = added_rows(records, launch, sites, meta)
     cols = {name: np.concatenate([values, np.asarray(extra.cols[name], dtype=values.dtype)])
             for name, values in base.items()}
     order = np.argsort(np.concatenate([key, np.asarray(extra.key, dtype=np.int64)]),
@@ -234,9 +333,10 @@ def direct_columns(rec: np.ndarray, launch: np.ndarray) -> dict[str, np.ndarray]
     op = np.zeros(n, dtype=np.int64)
     for k, o in OP_OF_ACCESS.items():
         op[kind == k] = o
-    op[kind == Kind.ARRIVE] = Op.BAR_SYNC
+    arrive = kind == Kind.ARRIVE
+    op[arrive] = Op.BAR_SYNC
     op[kind == Kind.FENCE] = Op.FENCE
-    access = np.isin(kind, [Kind.LOAD, Kind.STORE, Kind.ATOMIC, Kind.HOST_WRITE])
+    access = np.isin(kind, ACCESS_KINDS)
     space = np.where(access, SPACE_OF[np.minimum(rec["space"], OclSpace.LOCAL)], Space.GLOBAL)
     host = kind == Kind.HOST_WRITE
     fence = kind == Kind.FENCE
@@ -246,6 +346,9 @@ def direct_columns(rec: np.ndarray, launch: np.ndarray) -> dict[str, np.ndarray]
     scope[fence & ((rec["detail"] & GLOBAL_MEM_FENCE) == 0)] = Scope.BLOCK
     sem = np.zeros(n, dtype=np.int64)
     sem[fence] = FENCE_SEM[np.minimum(rec["variant"][fence], 2)]
+    spaces = np.full(n, FENCE_ALL, dtype=np.int64)
+    known = arrive & (rec["variant"] != BarrierKind.UNKNOWN)
+    spaces[known] = fence_spaces(rec["detail"][known])
     return {
         "op": op, "launch": launch,
         "block": np.where(host, 0, rec["group"]).astype(np.int64),
@@ -253,77 +356,127 @@ def direct_columns(rec: np.ndarray, launch: np.ndarray) -> dict[str, np.ndarray]
         "space": space.astype(np.int64),
         "addr": np.where(access, rec["address"], 0).astype(np.uint64),
         "size": np.where(access, rec["size"], 0).astype(np.int64),
+        "addr2": np.zeros(n, dtype=np.uint64),
+        "space2": np.full(n, Space.GLOBAL, dtype=np.int64),
         "obj": np.zeros(n, dtype=np.int64) + BARRIER_ID,
-        "arg": np.where(kind == Kind.ARRIVE, rec["count"], 0).astype(np.int64),
+        "arg": np.where(arrive, rec["count"], 0).astype(np.int64),
         "scope": scope, "sem": sem,
         "site": rec["site"].astype(np.int64),
+        "fence_spaces": spaces,
     }
 
 
 @dataclass
+class PendingCopy:
+    """A copy Oclgrind has registered in a work-group and not yet completed."""
+
+    call: CopyCall
+    issuer: int
+    joined: set[int] = field(default_factory=set)
+
+
+@dataclass
 class GroupState:
-    """A work-group's barrier in progress: who arrived, and the group's copies."""
+    """A work-group's barrier in progress (who arrived) and its async copies:
+    those registered, and each issuer's groups in flight, oldest first."""
 
     arrived: list[int] = field(default_factory=list)
     site: int = NO_SITE
-    copies: list[int] = field(default_factory=list)
+    waited: tuple[int, ...] = ()   # the events the barrier in progress completes
+    copies: list[PendingCopy] = field(default_factory=list)
+    in_flight: dict[int, list[int]] = field(default_factory=dict)  # item -> events
 
 
-def barrier_rows(records: np.ndarray, launch: np.ndarray, sites: list[str]) -> Rows:
-    """Rows added at barrier releases: missing arrivals and work-group copies."""
+def added_rows(records: np.ndarray, launch: np.ndarray, sites: list[str], meta: Meta) -> Rows:
+    """Rows that are not one record each: missing barrier arrivals and async copies."""
     rows = Rows()
     groups: dict[int, GroupState] = {}
-    wanted = [Kind.ARRIVE, Kind.RELEASE, Kind.GROUP_LOAD, Kind.GROUP_STORE, Kind.KERNEL_BEGIN]
+    wanted = [Kind.ARRIVE, Kind.RELEASE, Kind.COPY_ISSUE, Kind.WAIT_EVENTS, Kind.KERNEL_BEGIN]
     index = np.flatnonzero(np.isin(records["kind"], wanted))
     picked = records[index]
-    for i, kind, group, item, site in zip(index.tolist(), picked["kind"].tolist(),
-                                          picked["group"].tolist(), picked["item"].tolist(),
-                                          picked["site"].tolist()):
+    for i, kind, group, item, site, count in zip(
+            index.tolist(), picked["kind"].tolist(), picked["group"].tolist(),
+            picked["item"].tolist(), picked["site"].tolist(), picked["count"].tolist()):
         if kind == Kind.KERNEL_BEGIN:
             groups.clear()
             continue
         state = groups.setdefault(group, GroupState())
+        where = (2 * i + 1, int(launch[i]), group, item, site)
         if kind == Kind.ARRIVE:
             state.arrived.append(item)
             state.site = site
         elif kind == Kind.RELEASE:
             release(rows, i, records, int(launch[i]), state, sites)
-            del groups[group]
+            # Oclgrind completes the copies of the events the first arrival named.
+            state.copies = [c for c in state.copies if c.call.event not in state.waited]
+            state.arrived, state.site, state.waited = [], NO_SITE, ()
+        elif kind == Kind.COPY_ISSUE:
+            issue_copy(rows, where, meta.copies[count], state)
         else:
-            state.copies.append(i)
+            events = meta.waits[count]
+            if not state.arrived:
+                state.waited = events
+            wait_copies(rows, where, events, state, sites)
     return rows
 
 
 def release(rows: Rows, index: int, records: np.ndarray, launch: int, state: GroupState,
             sites: list[str]) -> None:
     """The rows of release record ``index``, sorted right after its position:
-    none when every work-item arrived and the group copied nothing."""
-    key = 2 * index + 1
+    a ``bar_arrive`` for each work-item that never reached the barrier."""
     group, size = int(records["group"][index]), int(records["count"][index])
     missing = sorted(set(range(size)) - set(state.arrived))
-    if missing:
-        site = add_site(sites, "(work-item finished before the barrier at "
-                               f"{site_text(sites, state.site)})")
-        for item in missing:
-            rows.add(key, op=Op.BAR_ARRIVE, launch=launch, block=group, thread=item,
-                     arg=len(state.arrived), site=site)
-    if state.copies:
-        group_copies(rows, key, records[state.copies], launch, group, size, state.site, sites)
+    if not missing:
+        return
+    site = add_site(sites, "(work-item finished before the barrier at "
+                           f"{site_text(sites, state.site)})")
+    spaces = int(fence_spaces(int(records["detail"][index])))
+    for item in missing:
+        rows.add(2 * index + 1, op=Op.BAR_ARRIVE, launch=launch, block=group, thread=item,
+                 arg=len(state.arrived), site=site, fence_spaces=spaces)
 
 
-def group_copies(rows: Rows, key: int, copies: np.ndarray, launch: int, group: int, size: int,
-                 wait_site: int, sites: list[str]) -> None:
-    """The group's async copies as work-item 0's accesses, then the whole group at
-    the barrier again: the copy lies between the arrivals and everything after."""
-    site = add_site(sites, f"{site_text(sites, wait_site)} async_work_group_copy")
-    for copy in copies:
-        op = Op.READ if copy["kind"] == Kind.GROUP_LOAD else Op.WRITE
-        rows.add(key, op=op, launch=launch, block=group, thread=0,
-                 space=SPACE_OF[min(int(copy["space"]), OclSpace.LOCAL)],
-                 addr=copy["address"], size=copy["size"], site=site)
-    for item in range(size):
-        rows.add(key, op=Op.BAR_SYNC, launch=launch, block=group, thread=item, arg=size,
-                 site=wait_site)
+def issue_copy(rows: Rows, where: tuple, call: CopyCall, state: GroupState) -> None:
+    """A work-item's ``async_work_group_copy`` call. As in Oclgrind, it joins the
+    oldest registered copy it has not joined yet; when there is none, it
+    registers a new copy and issues it: a ``cp_async`` per element and a commit."""
+    key, launch, group, item, site = where
+    for pending in state.copies:
+        if item not in pending.joined:
+            pending.joined.add(item)
+            return
+    state.copies.append(PendingCopy(call, item, {item}))
+    state.in_flight.setdefault(item, []).append(call.event)
+    dest_space = SPACE_OF[min(call.dest_space, OclSpace.LOCAL)]
+    src_space = SPACE_OF[min(call.src_space, OclSpace.LOCAL)]
+    for n in range(call.count):
+        rows.add(key, op=Op.CP_ASYNC, launch=launch, block=group, thread=item,
+                 space=dest_space, addr=call.dest + n * call.dest_stride * call.element,
+                 space2=src_space, addr2=call.src + n * call.src_stride * call.element,
+                 size=call.element, site=site)
+    rows.add(key, op=Op.CP_ASYNC_COMMIT, launch=launch, block=group, thread=item, site=site)
+
+
+def wait_copies(rows: Rows, where: tuple, events: tuple[int, ...], state: GroupState,
+                sites: list[str]) -> None:
+    """A work-item's ``wait_group_events``: the copies it issued with those
+    events retire (a ``cp_async_wait`` before its ``bar_sync``). A wait retires
+    a work-item's copies oldest first; leaving an older one of its copies in
+    flight while retiring a newer one is not expressible, and refused."""
+    key, launch, group, item, site = where
+    flight = state.in_flight.get(item, [])
+    waited = [n for n, event in enumerate(flight) if event in events]
+    if not waited:
+        return
+    newest = waited[-1]
+    if len(waited) != newest + 1:
+        raise TraceError(f"at {site_text(sites, site)}, work-item {item} of work-group {group} "
+                         "waits for an async copy it issued while an older copy it issued "
+                         "stays in flight; the trace format retires copies oldest first",
+                         path="oclgrind backend", rule="record")
+    state.in_flight[item] = flight[newest + 1:]
+    rows.add(key, op=Op.CP_ASYNC_WAIT, launch=launch, block=group, thread=item,
+             arg=len(flight) - newest - 1, site=site)
 
 
 def site_text(sites: list[str], index: int) -> str:
@@ -335,4 +488,3 @@ def add_site(sites: list[str], text: str) -> int:
     if text not in sites:
         sites.append(text)
     return sites.index(text)
-

@@ -32,6 +32,10 @@ NEEDS = {"triton": "triton", "torch": "torch"}
 INSTALL_HINT = "pip install 'tracerace[triton]' (a CPU build of torch is enough)"
 
 
+DEFAULT_SCHEDULE = "serial"
+"""The interpreter's own schedule (programs in grid order), the only one."""
+
+
 def record(command: list[str], out: str, *, schedule: str = "serial",
            seed: int = 0) -> RecordResult:
     """Run the Python program ``command`` under Triton's interpreter and write its

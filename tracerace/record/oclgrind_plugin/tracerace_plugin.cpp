@@ -3,8 +3,10 @@
 // Oclgrind interprets OpenCL kernels one work-group at a time; inside a group it
 // runs each work-item until it reaches a barrier or finishes. This plugin writes
 // every load, store and atomic (global, constant, local and private memory), each
-// work-item's barrier arrival, each barrier release, memory fences, host writes to
-// device memory and kernel launches, in exactly that execution order.
+// work-item's barrier arrival (with its fence flags), each barrier release, memory
+// fences, async_work_group_copy issues and the events each wait_group_events waits
+// for, the private copies of by-value arguments, host writes to device memory,
+// kernel launches and fatal errors, in exactly that execution order.
 //
 // tracerace builds this file on first use (see tracerace/record/oclgrind_build.py)
 // and turns its output into a v1 trace (tracerace/record/oclgrind_convert.py).
@@ -12,11 +14,13 @@
 // environment variable TRACERACE_OCLGRIND_OUT. Two files per process:
 //
 //   PREFIX.PID.events  fixed-size binary records (struct Record, little-endian)
-//   PREFIX.PID.meta    tab-separated text: sites, kernel launches, buffers
+//   PREFIX.PID.meta    tab-separated text: sites, kernel launches, buffers, async
+//                      copies, waited events, fatal errors
 //
 // The record layout and the kind codes are mirrored in oclgrind_convert.py.
 
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <unistd.h>
@@ -48,11 +52,18 @@ enum Kind : uint8_t
   STORE = 1,          // a work-item wrote them
   ATOMIC = 2,         // an atomic read-modify-write; detail = Oclgrind's AtomicOp
   HOST_WRITE = 3,     // the host wrote device memory (buffer init, write, map)
-  ARRIVE = 10,        // a work-item reached a barrier; count = work-items in its group
+  ARG_INIT = 4,       // a work-item's private copy of a by-value argument, filled
+                      // by Oclgrind without a store
+  ARRIVE = 10,        // a work-item reached a barrier; count = work-items in its group,
+                      // detail = fence flags, variant = BarrierKind
   RELEASE = 11,       // the group's barrier released; detail = fence flags
   FENCE = 20,         // mem_fence and friends; detail = flags, variant = FenceKind
   GROUP_LOAD = 30,    // the work-group itself read memory (async copy, at a wait)
   GROUP_STORE = 31,   // ... and wrote it
+  COPY_ISSUE = 32,    // a work-item called async_work_group_copy; count = the
+                      // "copy" line of the meta file that describes the call
+  WAIT_EVENTS = 33,   // a work-item called wait_group_events (its ARRIVE follows);
+                      // count = the "wait" line that lists the events
   KERNEL_BEGIN = 40,  // count = launch index
   KERNEL_END = 41,
 };
@@ -64,6 +75,17 @@ enum FenceKind : uint8_t
   FENCE_READ = 1,   // read_mem_fence
   FENCE_WRITE = 2,  // write_mem_fence
 };
+
+// Which barrier a work-item reached (Record::variant of an ARRIVE).
+enum BarrierKind : uint8_t
+{
+  BARRIER_FLAGS = 0,     // barrier() / work_group_barrier(): detail = its flags argument
+  BARRIER_WAIT = 1,      // wait_group_events: Oclgrind fences local and global memory
+  BARRIER_UNKNOWN = 2,   // another call that waits at the barrier: flags unknown
+};
+
+// OpenCL's cl_mem_fence_flags.
+const uint32_t LOCAL_MEM_FENCE = 1, GLOBAL_MEM_FENCE = 2;
 
 const uint32_t NO_SITE = 0xffffffffu;
 const uint32_t NO_ITEM = 0xffffffffu;
@@ -94,6 +116,65 @@ uint32_t linear(const Size3& id, const Size3& extent)
 uint32_t volume(const Size3& extent)
 {
   return (uint32_t)(extent.x * extent.y * extent.z);
+}
+
+// The mangled parameter list of an OpenCL builtin: "_Z9mem_fencej" -> "j".
+std::string builtinOverload(llvm::StringRef mangled)
+{
+  if (!mangled.startswith("_Z"))
+    return "";
+  size_t pos = 2, length = 0;
+  while (pos < mangled.size() && isdigit((unsigned char)mangled[pos]))
+    length = length * 10 + (mangled[pos++] - '0');
+  return mangled.substr(pos + length).str();
+}
+
+// Bytes of one element of an async copy, from the overload of its builtin, as
+// Oclgrind computes them ("PU3AS3fPU3AS1Kfm9ocl_event": float; "PU3AS3Dv4_f...":
+// float4; a 3-vector takes the room of four). 0 when the type is not known.
+uint32_t copyElementSize(const std::string& overload)
+{
+  if (overload.size() < 8)
+    return 0;
+  uint32_t lanes = 1;
+  char type = overload[6];
+  if (type == 'D')
+  {
+    size_t end = overload.find('_', 8);
+    if (end == std::string::npos || end + 1 >= overload.size())
+      return 0;
+    lanes = (uint32_t)std::stoul(overload.substr(8, end - 8));
+    lanes = lanes == 3 ? 4 : lanes;
+    type = overload[end + 1];
+  }
+  switch (type)
+  {
+  case 'c':
+  case 'h':
+    return lanes;
+  case 's':
+  case 't':
+    return 2 * lanes;
+  case 'f':
+  case 'i':
+  case 'j':
+    return 4 * lanes;
+  case 'd':
+  case 'l':
+  case 'm':
+    return 8 * lanes;
+  default:
+    return 0;
+  }
+}
+
+// One line of the meta file: no tabs or line breaks inside a field.
+std::string oneLine(const std::string& text)
+{
+  std::string out;
+  for (char c : text)
+    out += c == '\n' ? std::string(" | ") : c == '\t' ? std::string(" ") : std::string(1, c);
+  return out;
 }
 
 // "_Z9mem_fencej" -> "mem_fence": the plain name of a mangled OpenCL builtin.
@@ -180,6 +261,19 @@ public:
     return m_launches++;
   }
 
+  // Numbers of the "copy" and "wait" lines of the meta file.
+  uint32_t nextCopy()
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_copies++;
+  }
+
+  uint32_t nextWait()
+  {
+    std::lock_guard<std::mutex> lock(m_mutex);
+    return m_waits++;
+  }
+
 private:
   Output()
   {
@@ -218,6 +312,8 @@ private:
   std::mutex m_mutex;
   std::unordered_map<std::string, uint32_t> m_sites;
   uint32_t m_launches = 0;
+  uint32_t m_copies = 0;
+  uint32_t m_waits = 0;
 };
 
 class Recorder : public Plugin
@@ -232,6 +328,8 @@ public:
   void kernelEnd(const KernelInvocation* invocation) override;
   void workGroupBegin(const WorkGroup* group) override;
   void workGroupBarrier(const WorkGroup* group, uint32_t flags) override;
+  void workItemBegin(const WorkItem* item) override;
+  void log(MessageType type, const char* message) override;
   void instructionExecuted(const WorkItem* item, const llvm::Instruction* instruction,
                            const TypedValue& result) override;
 
@@ -296,6 +394,10 @@ private:
   uint32_t groupIndex(const WorkGroup* group) const;
   uint32_t site(const llvm::Instruction* instruction);
   int fenceKind(const llvm::Instruction* instruction);
+  void arrive(const WorkItem* item, const llvm::CallInst* call);
+  void asyncCopy(const WorkItem* item, const llvm::CallInst* call, const std::string& name,
+                 const TypedValue& result);
+  uint32_t waitEvents(const WorkItem* item, const llvm::CallInst* call);
   void access(Kind kind, const Memory* memory, const WorkItem* item, size_t address,
               size_t size, uint8_t detail = 0);
   void groupAccess(Kind kind, const Memory* memory, const WorkGroup* group, size_t address,
@@ -427,29 +529,150 @@ void Recorder::memoryAtomicStore(const Memory* memory, const WorkItem* item, Ato
 }
 
 void Recorder::instructionExecuted(const WorkItem* item, const llvm::Instruction* instruction,
-                                   const TypedValue&)
+                                   const TypedValue& result)
 {
   if (!m_invocation || !llvm::isa<llvm::CallInst>(instruction))
     return;
+  auto call = llvm::cast<llvm::CallInst>(instruction);
   if (item->getState() == WorkItem::BARRIER)
   {
     // barrier(), work_group_barrier() and wait_group_events() leave the
     // work-item waiting at the group's barrier.
-    Record record = base(ARRIVE, item);
-    record.site = site(instruction);
-    record.count = volume(item->getWorkGroup()->getGroupSize());
-    Output::get().put(record);
+    arrive(item, call);
     return;
+  }
+  const llvm::Function* callee = call->getCalledFunction();
+  if (callee)
+  {
+    std::string name = builtinName(callee->getName());
+    if (name == "async_work_group_copy" || name == "async_work_group_strided_copy")
+    {
+      asyncCopy(item, call, name, result);
+      return;
+    }
   }
   int kind = fenceKind(instruction);
   if (kind < 0)
     return;
-  auto call = llvm::cast<llvm::CallInst>(instruction);
   Record record = base(FENCE, item);
   record.detail = (uint8_t)item->getOperand(call->getArgOperand(0)).getUInt();
   record.variant = (uint8_t)kind;
   record.site = site(instruction);
   Output::get().put(record);
+}
+
+// A work-item arrives at its group's barrier: which barrier, with which fence
+// flags; wait_group_events first lists the events it waits for.
+void Recorder::arrive(const WorkItem* item, const llvm::CallInst* call)
+{
+  const llvm::Function* callee = call->getCalledFunction();
+  std::string name = callee ? builtinName(callee->getName()) : "";
+  Record record = base(ARRIVE, item);
+  record.site = site(call);
+  record.count = volume(item->getWorkGroup()->getGroupSize());
+  if (name == "barrier" || name == "work_group_barrier")
+  {
+    record.variant = BARRIER_FLAGS;
+    record.detail = (uint8_t)item->getOperand(call->getArgOperand(0)).getUInt();
+  }
+  else if (name == "wait_group_events")
+  {
+    Record wait = base(WAIT_EVENTS, item);
+    wait.site = record.site;
+    wait.count = waitEvents(item, call);
+    Output::get().put(wait);
+    record.variant = BARRIER_WAIT;
+    record.detail = LOCAL_MEM_FENCE | GLOBAL_MEM_FENCE;
+  }
+  else
+  {
+    record.variant = BARRIER_UNKNOWN;
+  }
+  Output::get().put(record);
+}
+
+// "copy ID DEST SRC DEST_SPACE SRC_SPACE ELEMENT_BYTES COUNT SRC_STRIDE DEST_STRIDE EVENT":
+// the arguments of one work-item's async_work_group_copy, as Oclgrind reads them.
+void Recorder::asyncCopy(const WorkItem* item, const llvm::CallInst* call,
+                         const std::string& name, const TypedValue& result)
+{
+  unsigned arg = 0;
+  const llvm::Value* destOp = call->getArgOperand(arg++);
+  const llvm::Value* srcOp = call->getArgOperand(arg++);
+  uint64_t num = item->getOperand(call->getArgOperand(arg++)).getUInt();
+  uint64_t stride = 1;
+  if (name == "async_work_group_strided_copy")
+    stride = item->getOperand(call->getArgOperand(arg++)).getUInt();
+  unsigned destSpace = destOp->getType()->getPointerAddressSpace();
+  unsigned srcSpace = srcOp->getType()->getPointerAddressSpace();
+  bool toLocal = destSpace == AddrSpaceLocal;
+  uint32_t id = Output::get().nextCopy();
+  Output::get().meta(
+    "copy\t" + std::to_string(id) + "\t" +
+    std::to_string(item->getOperand(destOp).getPointer()) + "\t" +
+    std::to_string(item->getOperand(srcOp).getPointer()) + "\t" + std::to_string(destSpace) +
+    "\t" + std::to_string(srcSpace) + "\t" +
+    std::to_string(copyElementSize(builtinOverload(call->getCalledFunction()->getName()))) +
+    "\t" + std::to_string(num) + "\t" + std::to_string(toLocal ? stride : 1) + "\t" +
+    std::to_string(toLocal ? 1 : stride) + "\t" + std::to_string(result.getUInt()));
+  Record record = base(COPY_ISSUE, item);
+  record.site = site(call);
+  record.count = id;
+  Output::get().put(record);
+}
+
+// "wait ID EVENT,EVENT,...": the events a wait_group_events call waits for.
+// The event list sits in the work-item's private memory; it is read directly,
+// so the plugin does not see its own read as a load.
+uint32_t Recorder::waitEvents(const WorkItem* item, const llvm::CallInst* call)
+{
+  uint64_t num = item->getOperand(call->getArgOperand(0)).getUInt();
+  size_t address = item->getOperand(call->getArgOperand(1)).getPointer();
+  const Memory* memory = item->getPrivateMemory();
+  std::string events;
+  for (uint64_t i = 0; i < num; i++, address += sizeof(size_t))
+  {
+    const Memory::Buffer* buffer = memory->getBuffer(address);
+    if (!buffer || memory->extractOffset(address) + sizeof(size_t) > buffer->size)
+      break;
+    size_t event;
+    memcpy(&event, memory->getPointer(address), sizeof event);
+    events += (i ? "," : "") + std::to_string(event);
+  }
+  uint32_t id = Output::get().nextWait();
+  Output::get().meta("wait\t" + std::to_string(id) + "\t" + events);
+  return id;
+}
+
+// Kernel arguments passed by value (structs) are pointers to private memory
+// that Oclgrind fills when it creates the work-item, without a store.
+void Recorder::workItemBegin(const WorkItem* item)
+{
+  if (!m_invocation)
+    return;
+  const Kernel* kernel = m_invocation->getKernel();
+  for (auto value = kernel->values_begin(); value != kernel->values_end(); value++)
+  {
+    const llvm::Type* type = value->first->getType();
+    if (!type->isPointerTy() || type->getPointerAddressSpace() != AddrSpacePrivate)
+      continue;
+    Record record = base(ARG_INIT, item);
+    record.space = AddrSpacePrivate;
+    record.size = (uint32_t)(value->second.size * value->second.num);
+    record.address = item->getOperand(value->first).getPointer();
+    Output::get().put(record);
+  }
+}
+
+// A fatal error stops the rest of the launch (Oclgrind abandons its work-groups)
+// while the host program may still exit 0: the converter refuses the trace.
+void Recorder::log(MessageType type, const char* message)
+{
+  static const std::string fatal = "OCLGRIND FATAL ERROR";
+  if (type != ERROR || !m_invocation || std::string(message).compare(0, fatal.size(), fatal))
+    return;
+  Output::get().meta("fatal\t" + std::to_string(m_launch) + "\t" + oneLine(message));
+  Output::get().flush();
 }
 
 void Recorder::workGroupBarrier(const WorkGroup* group, uint32_t flags)

@@ -101,7 +101,7 @@ def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
     producer = producer if producer is not None else reader.meta.producer
     warnings = tuple(warnings) or reader.meta.warnings
     sink = _Sink(path, _format(path, format), _compression(compression),
-                 arrow_schema(trace_metadata(sites, buffers, producer, warnings)))
+                 arrow_schema(trace_metadata(sites, buffers, producer, warnings=warnings)))
     try:
         for batch in reader:
             sink.write(_record_batch(batch.cols, sink.schema))

@@ -73,7 +73,7 @@ def make_table(columns: Mapping[str, object], *, sites: Sequence[str] = (),
     cols = _columns(columns, path=None)
     return pa.Table.from_batches([_record_batch(cols, arrow_schema())],
                                  schema=arrow_schema(trace_metadata(sites, buffers, producer,
-                                                                    warnings)))
+                                                                    warnings=warnings)))
 
 
 def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
@@ -101,7 +101,7 @@ def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
     producer = producer if producer is not None else reader.meta.producer
     warnings = tuple(warnings) or reader.meta.warnings
     sink = _Sink(path, _format(path, format), _compression(compression),
-                 arrow_schema(trace_metadata(sites, buffers, producer, warnings)))
+                 arrow_schema(trace_metadata(sites, buffers, producer, warnings=warnings)))
     try:
         for batch in reader:
             sink.write(_record_batch(batch.cols, sink.schema))

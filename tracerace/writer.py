@@ -73,7 +73,7 @@ def make_table(columns: Mapping[str, object], *, sites: Sequence[str] = (),
     cols = _columns(columns, path=None)
     return pa.Table.from_batches([_record_batch(cols, arrow_schema())],
                                  schema=arrow_schema(trace_metadata(sites, buffers, producer,
-                                                                    warnings)))
+                                                                    warnings=warnings)))
 
 
 def write_table(path, table_or_columns, *, sites: Sequence[str] = (),

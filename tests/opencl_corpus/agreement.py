@@ -36,7 +36,8 @@ DIVERGENCE_MESSAGE = "divergence detected (barrier)"
 WHY_FLAGS = "Oclgrind does not model fence + atomic synchronisation between work-groups"
 WHY_DIVERGENT = ("both flag the divergent barrier: Oclgrind as divergence, tracerace as "
                  "barrier_mismatch")
-WHY_SPLIT = "the two barriers differ only in fence flags, which a bar_sync does not carry"
+WHY_SPLIT = ("the two barriers differ only in fence flags (both order the local tile); "
+             "tracerace does not compare the flags of one barrier's arrivals")
 WHY_UNINIT = "tracerace also reports the read of a slot nothing wrote (uninit_read)"
 WHY_EARLY_READ = "tracerace also reports the reads of slots not written yet (uninit_read)"
 WHY_NO_WAIT = ("Oclgrind reports the missing wait; tracerace reports the reads of the tile "

@@ -10,7 +10,6 @@ the correct ones must be clean. Every recording starts a Python with numba
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -20,12 +19,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-_MISSING = [m for m in ("numba_cuda", "greenlet") if importlib.util.find_spec(m) is None]
-if _MISSING:
-    _WHY = f"the numba backend needs {', '.join(_MISSING)} (pip install '.[cuda-sim]')"
-    if os.environ.get("CI"):
-        pytest.fail(f"{_WHY}: CI must run these tests", pytrace=False)
-    pytest.skip(_WHY, allow_module_level=True)
+from needs import require
+
+require("numba", ("numba_cuda", "greenlet"))
 
 import tracerace  # noqa: E402
 from tracerace.errors import TraceError  # noqa: E402

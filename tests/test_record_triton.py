@@ -11,7 +11,6 @@ Python with torch and Triton (about two seconds), so the matrix is kept small.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import subprocess
 import sys
@@ -22,12 +21,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-_MISSING = [m for m in ("triton", "torch") if importlib.util.find_spec(m) is None]
-if _MISSING:
-    _WHY = f"the triton backend needs {', '.join(_MISSING)} (pip install '.[test]')"
-    if os.environ.get("CI"):
-        pytest.fail(f"{_WHY}: CI must run these tests", pytrace=False)
-    pytest.skip(_WHY, allow_module_level=True)
+from needs import require
+
+require("triton", ("triton", "torch"))
 
 import tracerace  # noqa: E402
 from tracerace.errors import TraceError  # noqa: E402

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._program import describe_failure, run_program, write_status
+from ._program import describe_failure, finish_recording, run_program, write_status
 
 SIMULATOR = "numba-cuda"
 
@@ -30,20 +30,7 @@ def main(argv: list[str]) -> int:
     exit_code, failure = run_program(kind, target, args)
     if session.unrecordable is not None:
         failure = f"cannot record: {describe_failure(session.unrecordable, name=False)}"
-    elif failure is None and session.incomplete:
-        failure = "a kernel launch raised an exception (the program caught it)"
-    keep = session.launches > 0 and not session.incomplete
-    try:
-        written = session.finish(keep)
-    except OSError as exc:
-        written, failure = False, failure or f"cannot write {out}: {exc.strerror or exc}"
-    if failure is None and session.launches == 0:
-        failure = "the program launched no CUDA kernel"
-    write_status(status_path, events=session.log.rows if written else 0,
-                 launches=session.launches, seconds=session.seconds, exit_code=exit_code,
-                 written=written, warnings=session.warnings if written else [],
-                 error=failure)
-    return exit_code
+    return finish_recording(session, out, status_path, exit_code, failure, "CUDA")
 
 
 def _start(out: str, schedule: str, seed: int):

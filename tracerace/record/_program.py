@@ -164,6 +164,27 @@ def _user_line(tb) -> str | None:
     return found
 
 
+def finish_recording(session, out: str, status_path: str, exit_code: int,
+                     failure: str | None, kernels: str) -> int:
+    """Write the trace of a program that ran (or discard it) and the status:
+    a launch that raised, a trace that cannot be written and a program that
+    launched no ``kernels`` are failures. Returns the program's exit code."""
+    if failure is None and session.incomplete:
+        failure = "a kernel launch raised an exception (the program caught it)"
+    keep = session.launches > 0 and not session.incomplete
+    try:
+        written = session.finish(keep)
+    except OSError as exc:
+        written, failure = False, failure or f"cannot write {out}: {exc.strerror or exc}"
+    if failure is None and session.launches == 0:
+        failure = f"the program launched no {kernels} kernel"
+    write_status(status_path, events=session.log.rows if written else 0,
+                 launches=session.launches, seconds=session.seconds, exit_code=exit_code,
+                 written=written, warnings=list(getattr(session, "warnings", ())) if written
+                 else [], error=failure)
+    return exit_code
+
+
 def write_status(path: str, **fields) -> None:
     status = {"events": 0, "launches": 0, "seconds": 0.0, "exit_code": 0, "written": False,
               "warnings": [], "error": None}

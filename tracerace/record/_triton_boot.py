@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._program import run_program, write_status
+from ._program import finish_recording, run_program, write_status
 
 INTERPRETER = "triton"
 
@@ -29,19 +29,7 @@ def main(argv: list[str]) -> int:
         exit_code, failure = run_program(kind, target, args)
     if session.failure is not None:  # the recorder's reason, not the program's symptom
         failure = f"cannot record the program: {session.failure}"
-    elif failure is None and session.incomplete:
-        failure = "a kernel launch raised an exception (the program caught it)"
-    keep = session.launches > 0 and not session.incomplete
-    try:
-        written = session.finish(keep)
-    except OSError as exc:
-        written, failure = False, failure or f"cannot write {out}: {exc.strerror or exc}"
-    if failure is None and session.launches == 0:
-        failure = "the program launched no Triton kernel"
-    write_status(status_path, events=session.log.rows if written else 0,
-                 launches=session.launches, seconds=session.seconds, exit_code=exit_code,
-                 written=written, error=failure)
-    return exit_code
+    return finish_recording(session, out, status_path, exit_code, failure, "Triton")
 
 
 def _start(out: str):

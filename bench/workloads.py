@@ -556,6 +556,36 @@ def cpu_wide(w, em, n, rng) -> dict:
     return cpu(w, em, n, rng, threads=128, variables=20_000, locks=64)
 
 
+LARGE_SPAN = 1 << 30
+LARGE_CHUNKS_MAX = 1 << 14  # 64 KiB accesses at the most events
+
+
+def large_access(w: TraceWriter, em: Emitter, n: int, rng, *, racy: bool = False) -> dict:
+    """Large accesses: a 1 GiB global buffer written in ``k`` equal
+    contiguous accesses (one per thread of one block) and read back in ``k``
+    more by the threads of another block, ``k`` the power of two nearest
+    below n / 2, between 1 (one 1 GiB write and one 1 GiB read) and 2^14
+    (64 KiB each): page-aligned, as buffers and their tiles are. Race-free: the reads
+    are a later launch; ``racy=True`` reads in the same launch with nothing
+    ordering them (a ``raw`` per read)."""
+    k = 1 << (_clamp(n // 2, 1, LARGE_CHUNKS_MAX).bit_length() - 1)
+    chunk = LARGE_SPAN // k
+    w.buffer("big", GLOBAL, A_BASE, (LARGE_SPAN // 4,), 4)
+    store = w.site("fill.cu:12 st.global.v4")
+    load = w.site("sum.cu:30 ld.global.v4")
+    i = np.arange(k)
+    em.emit(op=WRITE, space=GLOBAL, launch=0, block=0, thread=i, addr=A_BASE + i * chunk,
+            size=chunk, site=store)
+    em.emit(op=READ, space=GLOBAL, launch=0 if racy else 1, block=1, thread=i,
+            addr=A_BASE + i * chunk, size=chunk, site=load)
+    return {"span": LARGE_SPAN, "accesses": 2 * k, "bytes_each": chunk}
+
+
+def large_access_racy(w, em, n, rng) -> dict:
+    """``large_access`` with the reads in the writes' launch: a ``raw`` each."""
+    return large_access(w, em, n, rng, racy=True)
+
+
 # --- (e) incident scenarios from tracerace.scenarios ------------------------------------
 
 def scenarios_module():
@@ -623,6 +653,11 @@ BUILTIN: dict[str, Workload] = {wl.name: wl for wl in (
              frozenset({"uninit_read"})),
     Workload("uninit_reads_init", uninit_reads_init,
              "uninit_reads after an init of its buffer: no findings"),
+    Workload("large_access", large_access,
+             "a 1 GiB buffer written and read back in n/2 large accesses each (1 to 2^14)"),
+    Workload("large_access_racy", large_access_racy,
+             "large_access with the reads unordered after the writes: a raw each",
+             frozenset({"raw"})),
 )}
 
 

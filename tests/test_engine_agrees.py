@@ -25,9 +25,9 @@ SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                        HealthCheck.data_too_large])
 
 
-def outcome(mod, cols, splits):
+def outcome(mod, cols, splits, **options):
     try:
-        return mod.check_trace(SimpleReader(cols, splits))
+        return mod.check_trace(SimpleReader(cols, splits), **options)
     except TraceError as err:
         return err
 
@@ -37,10 +37,10 @@ def split_rows(events, max_size=3):
     return st.lists(st.integers(0, max(1, len(events))), max_size=max_size)
 
 
-def assert_agree(events, splits):
+def assert_agree(events, splits, **engine_options):
     cols = columns(events)
     ref = outcome(reference, cols, splits)
-    eng = outcome(engine, cols, splits)
+    eng = outcome(engine, cols, splits, **engine_options)
     if isinstance(ref, TraceError) or isinstance(eng, TraceError):
         assert isinstance(ref, TraceError) and isinstance(eng, TraceError), (ref, eng)
         assert (ref.rule, ref.row) == (eng.rule, eng.row)
@@ -80,6 +80,26 @@ def test_engine_matches_reference_while_growing(events, data):
     splits = data.draw(split_rows(events))
     with tiny_pools():
         assert_agree(events, splits)
+
+
+@settings(max_examples=500, **SETTINGS)
+@given(events=traces(async_ops=True, large=True), data=st.data())
+def test_engine_matches_reference_with_pages(events, data):
+    """Accesses and copies that cover whole pages (32 or 64 bytes here, 4 KiB
+    by default) are recorded once per page, and split into granules by the
+    accesses that follow: no finding changes."""
+    splits = data.draw(split_rows(events))
+    assert_agree(events, splits, page_shift=data.draw(st.sampled_from([5, 6])))
+
+
+@settings(max_examples=150, **SETTINGS)
+@given(events=traces(async_ops=True, large=True, max_events=200, max_launches=3),
+       data=st.data())
+def test_engine_matches_reference_with_pages_while_growing(events, data):
+    splits = data.draw(split_rows(events))
+    wide = data.draw(st.booleans())
+    with tiny_pools(), shared_granules(engine.WIDE_GRANULE_SHIFT if wide else None):
+        assert_agree(events, splits, page_shift=5)
 
 
 @contextlib.contextmanager

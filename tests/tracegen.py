@@ -75,7 +75,15 @@ def _macro(draw, name: str, base: dict) -> list[dict]:
 
 
 @st.composite
-def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: int = 2):
+def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: int = 2,
+           large: bool = False):
+    """A trace of ``max_events`` or fewer events over ``max_launches`` or
+    fewer launches. ``large``: accesses and copies of up to 100 bytes too,
+    spread over 128 bytes (with the engine's pages made 32 or 64 bytes
+    long, they cover whole pages and split them)."""
+    addrs = st.integers(0, 96) if large else st.integers(0, 24)
+    sizes = [1, 2, 4, 4, 8, 3, 16] + ([32, 33, 64, 64, 100, 48] if large else [])
+    copy_sizes = [4, 8, 16] + ([32, 64, 96] if large else [])
     n_launch = draw(st.integers(1, max_launches))
     # Barriers that fence only some memory, in about a third of the traces.
     partial_fences = draw(st.integers(0, 2)) == 0
@@ -110,8 +118,8 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                       cluster=clusters[block])
             if op in (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT):
                 ev["space"] = draw(st.sampled_from([0, 0, 1, 1, 2]))
-                ev["addr"] = draw(st.integers(0, 24))
-                ev["size"] = draw(st.sampled_from([1, 2, 4, 4, 8, 3, 16]))
+                ev["addr"] = draw(addrs)
+                ev["size"] = draw(st.sampled_from(sizes))
                 if ev["space"] == 1 and n_blocks > 1 and draw(st.integers(0, 4)) == 0:
                     ev["peer"] = draw(st.integers(0, n_blocks - 1))
                 if op == Op.ATOMIC:
@@ -155,13 +163,11 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
             elif op in (Op.ACQUIRE, Op.RELEASE):
                 ev["obj"] = draw(st.integers(0, 1))
             elif op in (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE):
-                ev["size"] = draw(st.sampled_from([4, 8, 16]))
+                ev["size"] = draw(st.sampled_from(copy_sizes))
                 if op == Op.TMA_STORE:
-                    ev.update(space=0, addr=draw(st.integers(0, 24)),
-                              space2=1, addr2=draw(st.integers(0, 24)))
+                    ev.update(space=0, addr=draw(addrs), space2=1, addr2=draw(addrs))
                 else:
-                    ev.update(space=1, addr=draw(st.integers(0, 24)),
-                              space2=0, addr2=draw(st.integers(0, 24)))
+                    ev.update(space=1, addr=draw(addrs), space2=0, addr2=draw(addrs))
                     if n_blocks > 1 and draw(st.integers(0, 3)) == 0:
                         ev["peer"] = draw(st.integers(0, n_blocks - 1))
                 if op == Op.TMA_LOAD:

@@ -40,7 +40,7 @@ from .mapped import MappedArray, can_populate
 from .prefetch import prefetch
 from .schema import COLUMN_NAMES, SITE_NONE
 from .shadow import PF_FAR, PF_NEAR, prefetch_lists, prefetch_slots
-from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
+from .shadow import (G_FIELDS, G_INIT, G_LAUNCH, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      GRANULE_SHIFT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_MASK_SHIFT, I_OP_MASK,
                      I_PROXY, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, INIT_INTERVAL_MIN,
                      IV_FIELDS, IV_REGION, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW,
@@ -48,7 +48,9 @@ from .shadow import (G_FIELDS, G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES,
                      MASK_ALL, N_FIELDS, N_INFO, N_NEXT, READ_PRUNE_MIN, REGION_LOCAL,
                      REGION_SHARED, REGION_WIDE, SV_GLOBAL_REGION, SV_GLOBAL_SIZES,
                      GLOBAL_GRANULE_SHIFT, GS_NARROW, GS_WIDE, WIDE_GRANULE_SHIFT,
-                     find_granule, granule_shift, iv_add, iv_init_mask, iv_region, rehash)
+                     PAGE_REGION, PAGE_SHIFT, PAGE_SPLIT, PST_SIZE, SV_PAGE_LAUNCH, SV_PAGE_SHIFT,
+                     find_granule, granule_shift, is_global, iv_add, iv_covers, iv_init_mask,
+                     iv_region, other_size_init, page_stamp_index, probe, rehash)
 
 # ---------------------------------------------------------------------------
 # State layout. Scalars 0-5 belong to tracerace.clocks.
@@ -75,7 +77,8 @@ SV_SHARED_REGION = 36  # REGION_SHARED, with REGION_WIDE in a launch of 16-byte 
 # 4 local): all of them, or, once a barrier orders only some memory, one of
 # the two views the driver runs side by side (see ``check_trace``).
 SV_VIEW = 39
-SV_FIELDS = 40
+# 40, 41: SV_PAGE_SHIFT, SV_PAGE_LAUNCH (tracerace.shadow)
+SV_FIELDS = 42
 VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 
 # Agents.
@@ -531,49 +534,55 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
     gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
 
 
-@jit_leaf
-def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-           region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
-    """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
-    whose clock orders it: ``a`` itself, or the issuer of a copy) and record
-    it. ``info`` carries op, write/atomic/async/proxy bits and scope.
-    Returns 1 when it left a candidate in ``cand`` (the caller then flushes
-    them), else 0: most accesses find nothing and skip the flush."""
-    if size <= 0:
-        return 0
+@jit_inline
+def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                  region, space, owner, lo_addr, hi_addr, addr, end, a, epoch, t, info, row, ts,
+                  site, size, page):
+    """Check an access [addr, end) against the lists of the granules of its
+    bytes [lo_addr, hi_addr), record it there, and find the uninitialized
+    ones; or, when ``page`` is a slot, against a PURE page's lists (one unit,
+    bit 0: the whole page; its uninitialized bytes are ``page_uninit``'s).
+    Returns (1 when it left a candidate in ``cand``, else 0; the first and
+    last uninitialized byte or -1)."""
     found = 0
     is_write = (info & I_WRITE) != 0
     is_atomic = (info & I_ATOMIC) != 0
     is_copy = (info & I_ASYNC) != 0
     is_proxy = (info & I_PROXY) != 0
-    reads = (not is_write) or is_atomic
+    reads = not is_write or is_atomic
     scope = (info >> I_SCOPE_SHIFT) & 7
     aw = 1 if is_write else 0
-    end = addr + size
     uninit_lo = np.int64(-1)
     uninit_hi = np.int64(-1)
     gs = granule_shift(region)
     gsize = np.int64(1) << gs
-    g0 = addr >> gs
-    g1 = (end - 1) >> gs
+    g0 = lo_addr >> gs
+    g1 = (hi_addr - 1) >> gs
+    if page >= 0:
+        g0 = g1 = 0
+        gsize = np.int64(1)  # one unit
     for g in range(g0, g1 + 1):
-        base = g << gs
-        lo = max(addr, base) - base
-        hi = min(end, base + gsize) - base
-        m = ((1 << hi) - 1) ^ ((1 << lo) - 1)
-        slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH])
-        if reads:
-            un = m & ~gran[slot, G_INIT]
-            if un and sv[SV_IV_N] > 0:
-                covered = iv_init_mask(ivs, sv[SV_IV_N], iv_region(region), base, un)
-                gran[slot, G_INIT] |= covered
-                un &= ~covered
-            if un:
-                for b in range(gsize):
-                    if un & (1 << b):
-                        if uninit_lo < 0:
-                            uninit_lo = base + b
-                        uninit_hi = base + b
+        if page >= 0:
+            slot = page
+            m = np.int64(1)
+        else:
+            base = g << gs
+            lo = max(lo_addr, base) - base
+            hi = min(hi_addr, base + gsize) - base
+            m = ((np.int64(1) << hi) - 1) ^ ((np.int64(1) << lo) - 1)
+            slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH], pst)
+            if reads:
+                un = m & ~gran[slot, G_INIT]
+                if un and sv[SV_IV_N] > 0:
+                    covered = iv_init_mask(ivs, sv[SV_IV_N], iv_region(region), base, un)
+                    gran[slot, G_INIT] |= covered
+                    un &= ~covered
+                if un:
+                    for b in range(gsize):
+                        if un & (1 << b):
+                            if uninit_lo < 0:
+                                uninit_lo = base + b
+                            uninit_hi = base + b
         # Writes conflict with every access (atomic pairs aside). One pass both
         # checks them and, for a plain write or an atomic, prunes them.
         if is_proxy:
@@ -708,24 +717,326 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
         gran[slot, head_col] = n
         set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
                  ts, site, t)
-        if is_write:
+        if is_write and page < 0:  # a page's written bytes go to an init interval
             gran[slot, G_INIT] |= m
-    if uninit_lo >= 0 and cand[_K_UNINIT, C_VALID] == 0:
-        found = 1
+    return found, uninit_lo, uninit_hi
+
+
+# The same as a function of its own, for the rare large accesses
+# (``access_pages``): inlined there too, it made the first run's compile of
+# the kernels several times longer.
+granules = jit_leaf(granule_range.py_func)
+
+
+@jit_inline
+def offer_uninit(cand, space, owner, lo, hi):
+    """The first uninitialized range an event reads (``lo``..``hi``, last
+    byte included) is its candidate."""
+    if lo >= 0 and cand[_K_UNINIT, C_VALID] == 0:
         cand[_K_UNINIT, C_VALID] = 1
         cand[_K_UNINIT, C_SPACE] = space
         cand[_K_UNINIT, C_OWNER] = owner
-        cand[_K_UNINIT, C_LO] = uninit_lo
-        cand[_K_UNINIT, C_HI] = uninit_hi + 1
-    return found
+        cand[_K_UNINIT, C_LO] = lo
+        cand[_K_UNINIT, C_HI] = hi + 1
+        return 1
+    return 0
 
 
-# The same kernel inlined into ``replay`` (which, allocating nothing, is
-# compiled without reference counting): a call pushes every array argument
-# as a struct of ~8 words, ~100 pushes per access, ~12% of the tiled
-# benchmark's samples. Inlining into a reference-counted caller instead
-# made it 4x slower (an incref and decref of each array per event).
-access_inline = jit_inline(access.py_func)
+@jit_leaf
+def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+           region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
+    """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
+    whose clock orders it: ``a`` itself, or the issuer of a copy) and record
+    it. ``info`` carries op, write/atomic/async/proxy bits and scope.
+    Returns 1 when it left a candidate in ``cand`` (the caller then flushes
+    them), else 0: most accesses find nothing and skip the flush.
+
+    ``replay`` does the same with ``granule_range`` inlined (see there):
+    here it is called, as inlining it into this function too made the first
+    run's compile of the kernels several times longer."""
+    if size <= 0:
+        return 0
+    if covers_page(sv, addr, size):
+        return access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                            pst, region, space, owner, addr, size, a, epoch, t, info, row, ts,
+                            site)
+    split_pages_of(sv, nodes, cold, gran, pst, region, addr, size)
+    found, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                             pst, region, space, owner, addr, addr + size, addr, addr + size, a,
+                             epoch, t, info, row, ts, site, size, np.int64(-1))
+    return found | offer_uninit(cand, space, owner, lo, hi)
+
+
+@jit_inline
+def covers_page(sv, addr, size):
+    """Whether [addr, addr + size) covers a whole page."""
+    ps = sv[SV_PAGE_SHIFT]
+    return size >= (np.int64(1) << ps) and ((addr + size) >> ps) > ((addr - 1) >> ps) + 1
+
+
+@jit_inline
+def split_pages_of(sv, nodes, cold, gran, pst, region, addr, size):
+    """Before a granule path over [addr, addr + size): split the PURE pages
+    it touches, in a launch that has any."""
+    if sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH]:
+        ps = sv[SV_PAGE_SHIFT]
+        split_pages(sv, nodes, cold, gran, pst, region, addr >> ps, (addr + size - 1) >> ps)
+
+
+# ---------------------------------------------------------------------------
+# Pages (see shadow.PAGES): large accesses.
+@jit_inline
+def page_of(gran, sv, region, page):
+    """The slot of ``region``'s page ``page`` when it is this launch's, else -1."""
+    s = probe(gran, region | PAGE_REGION, page)
+    if s >= 0 and gran[s, G_LAUNCH] != sv[SV_LAUNCH]:
+        return -1
+    return s
+
+
+@jit_leaf
+def copy_list(nodes, cold, gran, sv, src, slot, col, m):
+    """Append copies of the nodes of list ``src`` (a page's) to list ``col``
+    of granule ``slot``, in order, standing for its bytes ``m``."""
+    tail = np.int64(-1)
+    x = gran[slot, col]
+    while x >= 0:
+        tail = x
+        x = nodes[x, N_NEXT]
+    x = src
+    while x >= 0:
+        n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
+        info = nodes[x, N_INFO] & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)
+        info |= m << I_MASK_SHIFT
+        if (info >> I_SHADOW_SHIFT) & MASK_ALL:
+            info = (info & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (m << I_SHADOW_SHIFT)
+        nodes[n, N_AGENT] = nodes[x, N_AGENT]
+        nodes[n, N_EPOCH] = nodes[x, N_EPOCH]
+        nodes[n, N_INFO] = info
+        nodes[n, N_NEXT] = -1
+        for f in range(K_FIELDS):
+            cold[n, f] = cold[x, f]
+        if tail < 0:
+            gran[slot, col] = n
+        else:
+            nodes[tail, N_NEXT] = n
+        tail = n
+        x = nodes[x, N_NEXT]
+
+
+@jit_leaf
+def free_list(nodes, sv, x):
+    while x >= 0:
+        nxt = nodes[x, N_NEXT]
+        pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+        x = nxt
+
+
+@jit_leaf
+def split_pages(sv, nodes, cold, gran, pst, region, p0, p1):
+    """Split every PURE page of ``region`` from ``p0`` to ``p1``: its nodes
+    go to each of its granules, which hold the history from now on."""
+    gs = granule_shift(region)
+    per = np.int64(1) << (sv[SV_PAGE_SHIFT] - gs)
+    full = (np.int64(1) << (np.int64(1) << gs)) - 1
+    for p in range(p0, p1 + 1):
+        s = page_of(gran, sv, region, p)
+        if s < 0 or gran[s, G_INIT] == PAGE_SPLIT:
+            continue
+        for g in range(p * per, (p + 1) * per):
+            slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH], pst)
+            copy_list(nodes, cold, gran, sv, gran[s, G_WRITES], slot, G_WRITES, full)
+            copy_list(nodes, cold, gran, sv, gran[s, G_READS], slot, G_READS, full)
+            gran[slot, G_NREADS] += gran[s, G_NREADS]
+            gran[slot, G_RLIMIT] = max(gran[slot, G_RLIMIT], gran[s, G_RLIMIT])
+        free_list(nodes, sv, gran[s, G_WRITES])
+        free_list(nodes, sv, gran[s, G_READS])
+        gran[s, G_WRITES] = -1
+        gran[s, G_READS] = -1
+        gran[s, G_NREADS] = 0
+        gran[s, G_INIT] = PAGE_SPLIT
+
+
+@jit_leaf
+def page_uninit(gran, sv, ivs, region, lo_addr, hi_addr):
+    """The first and last uninitialized byte of [lo_addr, hi_addr) (a page
+    no access of this launch but large ones has touched), or -1: from the
+    init intervals, and where they leave a gap, from the granules' init bits
+    (a global granule keeps them across launches)."""
+    ivr = iv_region(region)
+    n = sv[SV_IV_N]
+    if n > 0 and iv_covers(ivs, n, ivr, lo_addr, hi_addr):
+        return np.int64(-1), np.int64(-1)
+    gs = granule_shift(region)
+    gsize = np.int64(1) << gs
+    full = (np.int64(1) << gsize) - 1
+    glob = is_global(region)
+    first = np.int64(-1)
+    last = np.int64(-1)
+    for g in range(lo_addr >> gs, hi_addr >> gs):
+        base = g << gs
+        init = np.int64(0)
+        s = probe(gran, region, g)
+        if s >= 0 and (glob or gran[s, G_LAUNCH] == sv[SV_LAUNCH]):
+            init = gran[s, G_INIT]
+        if glob and sv[SV_GLOBAL_SIZES] & (GS_NARROW if region else GS_WIDE):
+            init |= other_size_init(gran, region, g)
+        un = full & ~init
+        if un and n > 0:
+            un &= ~iv_init_mask(ivs, n, ivr, base, un)
+        if un:
+            for b in range(gsize):
+                if un & (1 << b):
+                    if first < 0:
+                        first = base + b
+                    last = base + b
+    return first, last
+
+
+@jit_leaf
+def access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                 region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
+    """``access`` of a range that covers at least one whole page: the whole
+    pages each as one unit, the partial pages at its ends granule by
+    granule."""
+    launch = sv[SV_LAUNCH]
+    ps = sv[SV_PAGE_SHIFT]
+    end = addr + size
+    p0 = (addr + (np.int64(1) << ps) - 1) >> ps
+    p1 = end >> ps
+    reads = (info & I_WRITE) == 0 or (info & I_ATOMIC) != 0
+    found = 0
+    ulo = np.int64(-1)
+    uhi = np.int64(-1)
+    for part in range(3):  # the head, the whole pages, the tail: in address order
+        if part == 1:
+            for p in range(p0, p1):
+                plo = p << ps
+                phi = plo + (np.int64(1) << ps)
+                s = page_of(gran, sv, region, p)
+                if s < 0:
+                    s = find_granule(gran, region | PAGE_REGION, p, True, sv, SV_GRAN_COUNT,
+                                     launch, pst)
+                    if pst[page_stamp_index(region, p)] == launch:
+                        gran[s, G_INIT] = PAGE_SPLIT  # a granule may have lists
+                    else:
+                        sv[SV_PAGE_LAUNCH] = launch
+                if gran[s, G_INIT] == PAGE_SPLIT:
+                    f, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran,
+                                         fen, cand, ivs, pst, region, space, owner, plo, phi,
+                                         addr, end, a, epoch, t, info, row, ts, site, size,
+                                         np.int64(-1))
+                else:
+                    lo = np.int64(-1)
+                    hi = np.int64(-1)
+                    if reads:
+                        lo, hi = page_uninit(gran, sv, ivs, region, plo, phi)
+                    f, _, _ = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen,
+                                       cand, ivs, pst, region, space, owner, plo, phi, addr, end,
+                                       a, epoch, t, info, row, ts, site, size, s)
+                found |= f
+                if lo >= 0:
+                    if ulo < 0:
+                        ulo = lo
+                    uhi = hi
+            if info & I_WRITE:
+                sv[SV_IV_N] = iv_add(ivs, sv[SV_IV_N], iv_region(region), p0 << ps, p1 << ps)
+            continue
+        lo_addr = addr if part == 0 else p1 << ps
+        hi_addr = p0 << ps if part == 0 else end
+        if lo_addr >= hi_addr:
+            continue
+        split_pages_of(sv, nodes, cold, gran, pst, region, lo_addr, hi_addr - lo_addr)
+        f, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
+                             ivs, pst, region, space, owner, lo_addr, hi_addr, addr, end, a,
+                             epoch, t, info, row, ts, site, size, np.int64(-1))
+        found |= f
+        if lo >= 0:
+            if ulo < 0:
+                ulo = lo
+            uhi = hi
+    return found | offer_uninit(cand, space, owner, ulo, uhi)
+
+
+@jit_inline
+def list_length(nodes, x):
+    k = np.int64(0)
+    while x >= 0:
+        k += 1
+        x = nodes[x, N_NEXT]
+    return k
+
+
+@jit_leaf
+def range_need(gran, nodes, sv, pst, region, addr, size):
+    """(granule slots, nodes) an access of [addr, addr + size) in ``region``
+    may add, pages counted (see ``access_pages`` and ``split_pages``)."""
+    if size <= 0:
+        return np.int64(0), np.int64(0)
+    launch = sv[SV_LAUNCH]
+    ps = sv[SV_PAGE_SHIFT]
+    gs = granule_shift(region)
+    per = np.int64(1) << (ps - gs)
+    end = addr + size
+    p0 = (addr + (np.int64(1) << ps) - 1) >> ps
+    p1 = end >> ps
+    g = np.int64(0)
+    n = np.int64(0)
+    if p1 > p0:
+        for p in range(p0, p1):
+            s = page_of(gran, sv, region, p)
+            if s < 0:
+                g += 1
+                n += 1
+                if pst[page_stamp_index(region, p)] == launch:
+                    g += per
+                    n += per
+            elif gran[s, G_INIT] == PAGE_SPLIT:
+                g += per
+                n += per
+            else:
+                n += 1
+        head = (addr, p0 << ps)
+        tail = (p1 << ps, end)
+    else:  # no whole page: one granule range
+        head = (addr, end)
+        tail = (end, end)
+    for part in range(2):
+        lo, hi = head if part == 0 else tail
+        if lo >= hi:
+            continue
+        k = ((hi - 1) >> gs) - (lo >> gs) + 1
+        g += k
+        n += k
+        if sv[SV_PAGE_LAUNCH] == launch:  # pure pages it splits
+            for p in range(lo >> ps, ((hi - 1) >> ps) + 1):
+                s = page_of(gran, sv, region, p)
+                if s >= 0 and gran[s, G_INIT] != PAGE_SPLIT:
+                    g += per
+                    n += per * (list_length(nodes, gran[s, G_WRITES]) +
+                                list_length(nodes, gran[s, G_READS]))
+    return g, n
+
+
+@jit_leaf
+def page_room(op, space, addr, size, space2, addr2, peer, block, a, sv, nodes, gran, ivs, pst):
+    """``replay_room`` for an access or copy that covers a whole page or
+    meets a launch with pages: sets ``SV_GROW`` and returns False when the
+    pools lack the room it may need."""
+    g, n = range_need(gran, nodes, sv, pst, region_of(space, peer, a, sv), addr, size)
+    if op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE:
+        g2, n2 = range_need(gran, nodes, sv, pst, region_of(space2, block, a, sv), addr2, size)
+        g += g2
+        n += n2
+    grow = 0
+    if sv[SV_NODE_USED] + n > nodes.shape[0]:
+        grow |= GR_NODES
+    if 2 * (sv[SV_GRAN_COUNT] + g) > gran.shape[0]:
+        grow |= GR_GRAN
+    if sv[SV_IV_N] + 2 > ivs.shape[0]:
+        grow |= GR_IV
+    sv[SV_GROW] = grow
+    return grow == 0
 
 
 @jit_inline
@@ -748,7 +1059,7 @@ def async_agent(ag, sv, async_map, t, lane, key):
 
 
 @jit_leaf
-def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, t, ca, epoch,
+def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst, t, ca, epoch,
          proxy_bits, copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
     """A copy's source read then destination write, by copy agent ``ca``.
     Returns 1 when either left a candidate in ``cand`` (see ``access``)."""
@@ -756,12 +1067,12 @@ def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, t, 
     found = 0
     if sv[SV_VIEW] & (1 << space2):
         sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
-        found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+        found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
                        region_of(space2, block, t, sv), space2, sowner, addr2, size, ca, epoch, t,
                        info, row, ts, site)
     if sv[SV_VIEW] & (1 << space):
         downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
-        found |= access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+        found |= access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
                         region_of(space, peer, t, sv), space, downer, addr, size, ca, epoch, t,
                         info | I_WRITE, row, ts, site)
     return found
@@ -1160,8 +1471,10 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
     # Granules (and nodes) this event may add: accesses and copies only; a
     # large init goes to the interval list instead.
     ng = 0
-    if op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or (
-            op == O.INIT and size < INIT_INTERVAL_MIN):
+    # An access that covers a whole page, or any in a launch with pages,
+    # has its own check (page_room), once its agent is known.
+    if op == O.INIT and size < INIT_INTERVAL_MIN or size < (np.int64(1) << sv[SV_PAGE_SHIFT]) and (
+            op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE):
         ng = 2 * ((size >> GRANULE_SHIFT) + 2)  # 4-byte granules: an upper bound
     if sv[SV_NODE_USED] + ng > nodes.shape[0]:
         grow |= GR_NODES
@@ -1208,7 +1521,7 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
     if grow:
         sv[SV_GROW] = grow
         return -1
-    if op > O.WRITE or size > PLAIN_MAX:
+    if op > O.WRITE or size > PLAIN_MAX or sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH]:
         return 0
     return max(min((nodes.shape[0] - sv[SV_NODE_USED]) // PLAIN_NG,
                    (gran.shape[0] // 2 - sv[SV_GRAN_COUNT]) // PLAIN_NG,
@@ -1253,7 +1566,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
            peer_c, cluster_c, obj_c, arg_c, scope_c, sem_c, proxy_c, site_c, fence_c, row0, start,
            sv, ag, agent_map, async_map, snaps, arena_a, arena_e, scratch, touched,
            nodes, cold, gran, gens, bar_map, arr, sigs, flag_map, fq, mbs, mb_map, lock_map,
-           rels, atom_map, fen, find, cand, ivs, pairs, edges, cvs, gpos):
+           rels, atom_map, fen, find, cand, ivs, pst, pairs, edges, cvs, gpos):
     n = op_c.shape[0]
     gk = np.searchsorted(gpos, start)  # gpos[gk]: the next global access
     budget = np.int64(0)  # small plain accesses that need no room check (replay_room)
@@ -1305,6 +1618,13 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
             sv[SV_ERR_C] = gens[ag[a, AG_BLOCKED], GN_KEYOBJ]
             sv[SV_ERR_D] = ag[a, AG_BLOCKNUM]
             return E_BARRIER_ORDER, i
+        if size > 0 and (size >= (np.int64(1) << sv[SV_PAGE_SHIFT]) or
+                         sv[SV_PAGE_LAUNCH] == launch) and (
+                op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE):
+            if not page_room(op, np.int64(space_c[i]), np.int64(addr_c[i]), size,
+                             np.int64(space2_c[i]), np.int64(addr2_c[i]), np.int64(peer_c[i]),
+                             block, a, sv, nodes, gran, ivs, pst):
+                return NEED_GROW, i
         ag[a, AG_EPOCH] += 1
         epoch = ag[a, AG_EPOCH]
 
@@ -1334,9 +1654,26 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                                cvs, a, region, addr, sem, scope)
             if proxy_c[i] == 1:
                 info |= I_PROXY
-            if sv[SV_VIEW] & (1 << space) and access_inline(
-                    ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-                    region, space, owner, addr, size, a, epoch, a, info, row, ts, site):
+            # ``access``, with the granule path inlined: replay allocates
+            # nothing, so it is compiled without reference counting, and a
+            # call pushes every array argument as a struct of ~8 words, ~100
+            # pushes per access, ~12% of the tiled benchmark's samples
+            # (inlining into a reference-counted caller instead made it 4x
+            # slower: an incref and decref of each array per event).
+            found = 0
+            if sv[SV_VIEW] & (1 << space) and size > 0:
+                if covers_page(sv, addr, size):
+                    found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
+                                   ivs, pst, region, space, owner, addr, size, a, epoch, a, info,
+                                   row, ts, site)
+                else:
+                    split_pages_of(sv, nodes, cold, gran, pst, region, addr, size)
+                    found, ulo, uhi = granule_range(
+                        ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                        region, space, owner, addr, addr + size, addr, addr + size, a, epoch, a,
+                        info, row, ts, site, size, np.int64(-1))
+                    found |= offer_uninit(cand, space, owner, ulo, uhi)
+            if found:
                 flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
                                  ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
             if op == O.ATOMIC:
@@ -1366,7 +1703,8 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                     base = g << gs
                     lo = max(addr, base) - base
                     hi = min(end, base + (np.int64(1) << gs)) - base
-                    slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH])
+                    slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH],
+                                        pst)
                     gran[slot, G_INIT] |= ((1 << hi) - 1) ^ ((1 << lo) - 1)
         elif op == O.BAR_SYNC or op == O.BAR_ARRIVE or op == O.WARP_SYNC:
             arg = np.int64(arg_c[i])
@@ -1567,7 +1905,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                 g = ag[a, AG_BULK_OPEN]
                 bits = I_PROXY
                 kind = R.INFLIGHT_BULK_STORE
-            if copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, a, ca, g, bits,
+            if copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst, a, ca, g, bits,
                     kind, row, ts, site, op, np.int64(space_c[i]), np.int64(addr_c[i]), size,
                     np.int64(space2_c[i]), np.int64(addr2_c[i]), block, np.int64(peer_c[i])):
                 flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
@@ -1639,7 +1977,7 @@ def replay(ts_c, op_c, launch_c, block_c, thread_c, space_c, addr_c, size_c, add
                     fen[f, FN_VAL] = key
                     fen[f, FN_AUX] = 0
                     ag[ta, AG_FENCES] = f
-                if copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, a, ta, cnt,
+                if copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst, a, ta, cnt,
                         I_PROXY, R.INFLIGHT_TMA_LOAD, row, ts, site, op, np.int64(space_c[i]),
                         np.int64(addr_c[i]), size, np.int64(space2_c[i]), np.int64(addr2_c[i]),
                         block, peer):
@@ -1852,10 +2190,16 @@ _ERRORS = {
 class EngineState:
     """Every array the kernels keep across batches, and their growth."""
 
-    def __init__(self) -> None:
+    def __init__(self, page_shift: int = PAGE_SHIFT) -> None:
+        if not GLOBAL_GRANULE_SHIFT < WIDE_GRANULE_SHIFT < page_shift < 40:
+            raise ValueError(f"page_shift {page_shift}: pages must hold several granules")
         self.sv = np.zeros(SV_FIELDS, np.int64)
         self.sv[SV_SIG_FREE] = -1
         self.sv[SV_VIEW] = VIEW_ALL
+        self.sv[SV_PAGE_SHIFT] = page_shift
+        self.sv[SV_PAGE_LAUNCH] = -1
+        # Per page hash, the last launch that gave one of its granules lists.
+        self.pst = np.full(PST_SIZE, -1, np.int64)
         self.findings: list[np.ndarray] = []
         self.arrays: dict[str, np.ndarray] = {}
         # The node pools and the clock arena grow in place (tracerace.mapped).
@@ -1893,7 +2237,7 @@ class EngineState:
         sv = self.sv
         # The granule table is kept: its slots are stamped with their launch.
         keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP,
-                SV_GRAN_COUNT, SV_GLOBAL_SIZES, SV_VIEW}
+                SV_GRAN_COUNT, SV_GLOBAL_SIZES, SV_VIEW, SV_PAGE_SHIFT, SV_PAGE_LAUNCH}
         # Global init intervals survive; shared and local ones belong to the launch.
         ivs = self.arrays["ivs"]
         live = ivs[: int(sv[SV_IV_N])]
@@ -2084,7 +2428,7 @@ class EngineState:
                        for name, a in self.arrays.items()}
         twin.arena_a = twin.mapped["arena_a"].array
         twin.arena_e = twin.mapped["arena_e"].array
-        for name in ("sv", "cand", "cvs", "scratch", "touched", *_MAPS):
+        for name in ("sv", "cand", "cvs", "scratch", "touched", "pst", *_MAPS):
             setattr(twin, name, getattr(self, name).copy())
         twin.spare_gran = None
         twin.trend = collections.deque(self.trend, maxlen=TREND_BATCHES)
@@ -2104,7 +2448,8 @@ def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
 
 
 def check_trace(reader, *, progress: Callable[[int], None] | None = None,
-                on_findings: Callable[[np.ndarray], None] | None = None) -> CheckResult:
+                on_findings: Callable[[np.ndarray], None] | None = None,
+                page_shift: int = PAGE_SHIFT) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the Numba engine.
 
     ``on_findings``: called with the findings (``FINDING_DTYPE``, in the order
@@ -2119,8 +2464,12 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
     and one shared memory, each joining clocks only at the barriers that
     fence its memory; after each batch their findings are merged as one
     checker would have kept them (the reference's shared-memory clock
-    entries)."""
-    st = EngineState()
+    entries).
+
+    ``page_shift``: log2 of the pages large accesses are recorded by (see
+    ``tracerace.shadow``, PAGES); no answer depends on it (tests make pages
+    small so that short traces use them)."""
+    st = EngineState(page_shift)
     st.rows_total = reader.meta.num_rows
     views = [st]
     merged: list[np.ndarray] = []  # findings of two views, merged per batch
@@ -2213,7 +2562,7 @@ def _replay_batch(st: EngineState, batch, path: str | None,
                                st.touched, ar["nodes"], ar["cold"], ar["gran"], ar["gens"],
                                st.bar_map, ar["arr"], ar["sigs"], st.flag_map, ar["fq"],
                                ar["mbs"], st.mb_map, st.lock_map, ar["rels"], st.atom_map,
-                               ar["fen"], ar["find"], st.cand, ar["ivs"], ar["pairs"],
+                               ar["fen"], ar["find"], st.cand, ar["ivs"], st.pst, ar["pairs"],
                                ar["edges"], st.cvs, gpos)
         if status == OK:
             return

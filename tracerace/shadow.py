@@ -164,7 +164,7 @@ def _reset_slot(gran, h, launch):
 
 
 @jit_inline
-def _probe(gran, region, index):
+def probe(gran, region, index):
     """Slot of (region, index), or -1; changes nothing."""
     cap = gran.shape[0]
     h = _hash(region, index, cap)
@@ -186,24 +186,34 @@ def _carry_if_mixed(gran, h, region, index, sv):
 
 
 @jit_leaf
-def carry_init(gran, h, region, index):
-    """Add to global slot ``h`` the initialized bytes its other-size slots
-    hold."""
+def other_size_init(gran, region, index):
+    """The initialized bytes of global granule (region, index) that its
+    other-size slots hold."""
+    bits = np.int64(0)
     if region == 0:  # 8-byte granule: a half of a 16-byte one
-        w = _probe(gran, REGION_WIDE, index >> 1)
+        w = probe(gran, REGION_WIDE, index >> 1)
         if w >= 0:
-            gran[h, G_INIT] |= (gran[w, G_INIT] >> (8 * (index & 1))) & 0xFF
+            bits = (gran[w, G_INIT] >> (8 * (index & 1))) & 0xFF
     else:  # 16-byte granule: two 8-byte ones
         for half in range(2):
-            n = _probe(gran, np.int64(0), 2 * index + half)
+            n = probe(gran, np.int64(0), 2 * index + half)
             if n >= 0:
-                gran[h, G_INIT] |= (gran[n, G_INIT] & 0xFF) << (8 * half)
+                bits |= (gran[n, G_INIT] & 0xFF) << (8 * half)
+    return bits
 
 
 @jit_inline
-def find_granule(gran, region, index, create, sv, count_slot, launch):
+def carry_init(gran, h, region, index):
+    """Add to global slot ``h`` the initialized bytes its other-size slots
+    hold."""
+    gran[h, G_INIT] |= other_size_init(gran, region, index)
+
+
+@jit_inline
+def find_granule(gran, region, index, create, sv, count_slot, launch, pst):
     """Slot of (region, index) with lists of ``launch``; -1 when absent and
-    ``create`` is false."""
+    ``create`` is false. A granule that becomes ``launch``'s stamps its
+    page's entry of ``pst`` (see PAGES)."""
     cap = gran.shape[0]
     h = _hash(region, index, cap)
     while True:
@@ -217,13 +227,59 @@ def find_granule(gran, region, index, create, sv, count_slot, launch):
             _reset_slot(gran, h, launch)
             sv[count_slot] += 1
             _carry_if_mixed(gran, h, region, index, sv)
+            _stamp_page(pst, sv, region, index, launch)
             return h
         if r == region and gran[h, G_INDEX] == index:
             if gran[h, G_LAUNCH] != launch:
                 _reset_slot(gran, h, launch)
                 _carry_if_mixed(gran, h, region, index, sv)
+                _stamp_page(pst, sv, region, index, launch)
             return h
         h = (h + PROBE_STEP) & (cap - 1)
+
+
+# ---------------------------------------------------------------------------
+# PAGES. One access that covers whole pages (``1 << sv[SV_PAGE_SHIFT]``
+# aligned bytes, 4 KiB by default) is recorded once per page, not once per
+# granule: a page is a slot of the same table, region ``region |
+# PAGE_REGION`` and index the page number, whose two lists hold nodes that
+# each stand for the whole page (mask bit 0). In a launch a page is
+#
+# * PURE (``G_INIT`` 0): its lists are the whole history of its bytes; the
+#   page's granules of this launch, if any, hold no nodes (only ``init``
+#   bits);
+# * SPLIT (``G_INIT`` PAGE_SPLIT): its lists are empty and the granules hold
+#   the history, as for memory no large access has touched.
+#
+# A page is made PURE when a large access first meets it in a launch, unless
+# a granule of the page may already have lists of the launch (then SPLIT). To
+# know that without probing every granule of the page, each granule that
+# becomes the launch's stamps ``pst[page_hash]`` with the launch: a
+# colliding stamp only makes a page SPLIT that could have been PURE. Any
+# other access that touches a PURE page first splits it: copies its nodes
+# into every granule of the page (``split_page``). So small accesses look at
+# pages only in a launch that made a PURE page (``SV_PAGE_LAUNCH``), and a
+# range one access wrote stays one node per page until something splits it.
+# A large write's bytes are initialized through an init interval, not granule
+# masks; page slots never carry init bits.
+SV_PAGE_SHIFT = 40
+SV_PAGE_LAUNCH = 41   # the launch that made a PURE page (-1: none yet)
+PAGE_SHIFT = 12
+PAGE_REGION = np.int64(1) << 43  # above any shared, local or wide region
+PAGE_SPLIT = 1
+PST_SIZE = 1 << 16
+
+
+@jit_inline
+def page_stamp_index(region, page):
+    h = (page * np.int64(-7046029254386353131)) ^ (region * np.int64(-4658895280553007687))
+    return (h ^ (h >> 31)) & (PST_SIZE - 1)
+
+
+@jit_inline
+def _stamp_page(pst, sv, region, index, launch):
+    if region < PAGE_REGION:
+        pst[page_stamp_index(region, index >> (sv[SV_PAGE_SHIFT] - granule_shift(region)))] = launch
 
 
 # Software prefetch. The replay loop knows the addresses of the events ahead
@@ -342,6 +398,13 @@ def iv_init_mask(ivs, n, region, base, un):
         else:
             b += 1
     return covered
+
+
+@jit_leaf
+def iv_covers(ivs, n, region, lo, hi):
+    """Whether one interval covers all of [lo, hi)."""
+    k = _iv_before(ivs, n, region, lo)
+    return k >= 0 and ivs[k, IV_REGION] == region and ivs[k, IV_HI] >= hi
 
 
 @jit_leaf

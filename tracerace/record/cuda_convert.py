@@ -139,6 +139,11 @@ def to_columns(records: np.ndarray, path: str, *, site_of: SiteNamer = offset_si
     texts, keep = strings(records, path)
     index = np.flatnonzero(keep)          # stream positions (for error rows)
     rec = records[keep]
+    errors = np.flatnonzero(rec["kind"] == Kind.ERROR)
+    if len(errors):
+        message = texts.get(int(rec["size"][errors[0]]), "an unknown error")
+        raise TraceError(f"the CUDA tool stopped recording: {message}; nothing was written",
+                         path=path, row=int(index[errors[0]]), rule="record")
     launches, launch_of = check_launches(rec, index, texts, path)
     refuse_unfollowed(rec, index, launches, launch_of, path, site_of)
     sites = Sites(site_of)

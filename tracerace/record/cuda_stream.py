@@ -70,6 +70,8 @@ class Kind(IntEnum):
                       # fill through copies and memsets, which HOST_INIT records)
     MODULE = 6        # thread: module id; size: string id of its cubin file (beside the
                       # stream; empty when the tool could not write it)
+    ERROR = 7         # size: string id of what the tool could not follow or do; the
+                      # recording is refused with that message
     # device records
     ACCESS = 16       # space (0 global, 1 shared, 2 local); flags: Sanitizer's
                       # (1 read, 2 write, both: atomic, 4 system-scope atomic,

@@ -183,14 +183,14 @@ def record_command(
     command: list[str] = typer.Argument(..., help="The program to run, after --."),
     out: str = typer.Option(..., "--output", "-o", help="Trace path to write."),
     backend: str = typer.Option("numba", "--backend",
-                                help="numba (CUDA simulator), oclgrind (OpenCL) or triton "
-                                     "(Triton's interpreter)."),
+                                help="numba (CUDA simulator), oclgrind (OpenCL), triton "
+                                     "(Triton's interpreter) or cuda (an NVIDIA GPU)."),
     schedule: str | None = typer.Option(None, "--schedule",
                                         help="round-robin (numba's default), serial or "
-                                             "random; oclgrind and triton have serial only."),
+                                             "random; oclgrind, triton and cuda have serial only."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random schedule."),
 ) -> None:
-    """Run a program under a simulator and write a v1 trace of its kernels.
+    """Run a program under a simulator (or on a GPU) and write a v1 trace of its kernels.
 
     Exit 0 when recorded, 2 on bad usage or when the program cannot be recorded.
     """

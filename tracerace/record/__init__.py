@@ -11,6 +11,8 @@ schedule::
 ``oclgrind``  The Oclgrind OpenCL simulator with tracerace's plugin (serial, its only one).
 ``triton``    Triton's interpreter (``TRITON_INTERPRET=1``), torch tensors on the CPU
               (serial, its only one).
+``cuda``      An NVIDIA GPU, through the Compute Sanitizer API and tracerace's tool
+              library (the GPU's own schedule, called serial).
 
 Backends import their simulator lazily, so ``import tracerace`` never needs them.
 """
@@ -26,6 +28,7 @@ BACKENDS = {
     "numba": "tracerace.record.numba_sim",
     "oclgrind": "tracerace.record.oclgrind",
     "triton": "tracerace.record.triton_interp",
+    "cuda": "tracerace.record.cuda",
 }
 SCHEDULES = ("serial", "round-robin", "random")
 

@@ -1,0 +1,500 @@
+"""The CUDA tool library's record stream (:mod:`.cuda_stream`), turned into a v1 trace.
+
+The mapping:
+
+- a launch -> ``launch`` (in the order the tool saw them; the tool waits for
+  each launch to finish before the next one runs, so launches do not overlap);
+  a block -> ``block``, a thread -> ``thread`` (linear indexes, so warp ``w``
+  holds threads ``32 w`` to ``32 w + 31`` as in the format);
+- an access -> ``read`` / ``write``; one that both reads and writes ->
+  ``atomic``, relaxed (the API reports no memory order), scope block in shared
+  memory, system for a system-scope atomic, device otherwise; prefetches are
+  dropped. Shared and local addresses are offsets in their windows, which is
+  what the format's shared (per block) and local (per thread) spaces hold;
+- ``__syncthreads`` / ``bar.sync`` -> ``bar_sync`` on the barrier's index with
+  the threads it expects (every thread of the block when the API says 0);
+  threads that exited count as arrived when every other thread of the block
+  has reached a block-wide barrier (a ``bar_arrive`` each, and a warning);
+- ``__syncwarp(mask)`` -> ``warp_sync`` with the mask;
+- ``cp.async`` -> ``cp_async`` (destination shared, source global), its commit
+  and wait -> ``cp_async_commit`` / ``cp_async_wait`` N. A zero-filling copy
+  (source size 0) copies from :data:`ZERO_SOURCE` in the thread's local
+  memory, which an ``init`` defines first, so its shared bytes stay in flight
+  until the wait as the hardware has them;
+- ``cuda::barrier`` / mbarrier actions -> ``mbar_init`` (expected arrivals),
+  ``mbar_arrive`` (count), ``mbar_wait`` (the parity of the phase the
+  arrivals so far completed), ``mbar_inval``;
+- host copies and memsets into device memory, and whole managed or
+  host-mapped allocations (the CPU writes them unseen) -> ``init`` before the
+  next launch; global memory outside every device allocation the tool saw
+  (module globals, memory imported from elsewhere) -> ``init`` of the bytes a
+  launch touches, at its start, since nothing shows who wrote them.
+
+Refused (a :class:`TraceError`, nothing written): a stream that ends inside a
+launch, a launch whose records overflowed the device buffer, instructions the
+format or the API cannot express (:data:`.cuda_stream.UNFOLLOWED_NAMES`:
+bulk copies and TMA, asynchronous stores, cluster barriers, distributed
+shared memory, warpgroup MMA), mbarrier arrive-and-drop, and an mbarrier wait
+that returned before any phase of its barrier completed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from glob import escape, glob
+
+import numpy as np
+
+from ..errors import TraceError
+from ..ops import Op, Scope, Sem
+from ..ops import Space as TSpace
+from ..schema import FENCE_ALL, SITE_NONE
+from ..writer import write_table
+from .cuda_stream import (RECORD_DTYPE, UNFOLLOWED_NAMES, AccessFlag, BarrierAction, Kind,
+                          Launch, Space, decode_launch, read_stream, stream_error, strings)
+
+PRODUCER = "tracerace cuda tool (Compute Sanitizer API)"
+ZERO_SOURCE = 0xFFFF_FFFF_0000_0000
+"""Local address of the zeros a zero-filling ``cp.async`` copies (beyond any local window)."""
+
+DEVICE_KINDS = (Kind.ACCESS, Kind.BARRIER, Kind.SYNCWARP, Kind.BLOCK_EXIT, Kind.CP_ASYNC,
+                Kind.CP_COMMIT, Kind.CP_WAIT, Kind.MBARRIER, Kind.UNFOLLOWED)
+
+ATOMIC_WARNING = ("launch {launch} ({kernel}): atomics are recorded as relaxed (device scope; "
+                  "block in shared memory; system for .sys atomics): the Compute Sanitizer "
+                  "API reports neither their memory order nor fences, so what they order "
+                  "(flags, locks, __threadfence) is not followed, and races between "
+                  "accesses ordered that way are reported all the same")
+FENCE_WARNING = ("fences (__threadfence, fence.*, membar) and the memory order of loads and "
+                 "stores (ld.acquire, st.release, volatile) are not reported by the Compute "
+                 "Sanitizer API: a kernel that orders memory with them alone shows races "
+                 "it does not have")
+EXIT_WARNING = ("launch {launch} ({kernel}): block {block}: {n} thread(s) had exited when "
+                "the others completed the barrier at {site}; they are counted as arrived, "
+                "as the GPU does")
+EMPTY_WARNING = "launch {launch} ({kernel}): no memory access was recorded"
+
+ROW_DEFAULTS = {"op": 0, "launch": 0, "block": 0, "thread": 0, "space": int(TSpace.GLOBAL),
+                "addr": 0, "size": 0, "addr2": 0, "space2": int(TSpace.GLOBAL), "obj": 0,
+                "arg": 0, "scope": int(Scope.DEVICE), "sem": int(Sem.RELAXED),
+                "site": SITE_NONE, "fence_spaces": FENCE_ALL}
+
+
+@dataclass
+class Rows:
+    """Rows added by the converter, each with the sort key that places it
+    (``2 i`` is record ``i``'s own row; ``2 i + 1`` comes right after it)."""
+
+    key: list[int] = field(default_factory=list)
+    cols: dict[str, list[int]] = field(default_factory=lambda: {n: [] for n in ROW_DEFAULTS})
+
+    def add(self, key: int, **values: int) -> None:
+        self.key.append(key)
+        for name, default in ROW_DEFAULTS.items():
+            self.cols[name].append(int(values.pop(name, default)))
+        assert not values, values
+
+
+SiteNamer = Callable[[Launch, int], str]
+"""``(launch, pc)`` -> the site text of an instruction of that launch's kernel."""
+
+
+def offset_site(launch: Launch, pc: int) -> str:
+    """``kernel+0x1a0``: the instruction's offset in its kernel (no line information)."""
+    return f"{launch.name}+0x{max(pc - launch.pc, 0):x}" if pc else launch.name
+
+
+def find_streams(prefix: str) -> list[str]:
+    return sorted(glob(f"{escape(prefix)}.*.trc"))
+
+
+def convert(prefix: str, out: str, *, site_of: SiteNamer = offset_site,
+            warnings: tuple[str, ...] = ()) -> tuple[int, int, tuple[str, ...]]:
+    """Write the v1 trace of the one process that launched kernels under ``prefix``;
+    (events, launches, warnings). ``warnings`` are added to the trace's own."""
+    paths = find_streams(prefix)
+    if not paths:
+        raise TraceError("the program did not initialise CUDA under the tool (or the tool "
+                         "library could not load: see the messages above); nothing was "
+                         "recorded", path="cuda backend", rule="record")
+    streams = [(p, r) for p, r in ((p, read_stream(p)) for p in paths)
+               if np.any(r["kind"] == Kind.LAUNCH)]
+    if len(streams) > 1:
+        raise TraceError(f"{len(streams)} processes launched CUDA kernels; record one at a "
+                         "time", path="cuda backend", rule="record")
+    if not streams:
+        raise TraceError("the program launched no CUDA kernel", path="cuda backend",
+                         rule="record")
+    path, records = streams[0]
+    columns, sites, found = to_columns(records, path, site_of=site_of)
+    all_warnings = tuple(dict.fromkeys((*warnings, *found)))
+    write_table(out, columns, sites=sites, producer=PRODUCER, warnings=all_warnings)
+    return len(columns["ts"]), int(np.sum(records["kind"] == Kind.LAUNCH)), all_warnings
+
+
+def to_columns(records: np.ndarray, path: str, *, site_of: SiteNamer = offset_site
+               ) -> tuple[dict[str, np.ndarray], list[str], list[str]]:
+    """(trace columns in replay order, sites, warnings) of a stream's records."""
+    texts, keep = strings(records, path)
+    index = np.flatnonzero(keep)          # stream positions (for error rows)
+    rec = records[keep]
+    errors = np.flatnonzero(rec["kind"] == Kind.ERROR)
+    if len(errors):
+        message = texts.get(int(rec["size"][errors[0]]), "an unknown error")
+        raise TraceError(f"the CUDA tool stopped recording: {message}; nothing was written",
+                         path=path, row=int(index[errors[0]]), rule="record")
+    launches, launch_of = check_launches(rec, index, texts, path)
+    refuse_unfollowed(rec, index, launches, launch_of, path, site_of)
+    sites = Sites(site_of)
+    warnings: list[str] = []
+    parity = mbar_parities(rec, index, launches, launch_of, sites, path)
+    direct, key = direct_rows(rec, launches, launch_of, sites, parity)
+    extra = Rows()
+    barriers(rec, launches, launch_of, sites, extra, warnings)
+    untracked_inits(rec, launches, launch_of, extra)
+    cols = {name: np.concatenate([values, np.asarray(extra.cols[name], dtype=values.dtype)])
+            for name, values in direct.items()}
+    order = np.argsort(np.concatenate([key, np.asarray(extra.key, dtype=np.int64)]),
+                       kind="stable")
+    cols = {name: values[order] for name, values in cols.items()}
+    cols["ts"] = np.arange(len(order), dtype=np.uint64)
+    warnings = launch_warnings(rec, launches, launch_of) + warnings
+    if launches:
+        warnings.append(FENCE_WARNING)
+    return cols, sites.texts, warnings
+
+
+class Sites:
+    """Site texts by (launch, pc), numbered in first-use order."""
+
+    def __init__(self, site_of: SiteNamer) -> None:
+        self.site_of = site_of
+        self.texts: list[str] = []
+        self._index: dict[str, int] = {}
+        self._memo: dict[tuple[int, int], int] = {}
+
+    def add(self, text: str) -> int:
+        if text not in self._index:
+            self._index[text] = len(self.texts)
+            self.texts.append(text)
+        return self._index[text]
+
+    def of(self, launch: Launch, pc: int) -> int:
+        key = (launch.launch, pc)
+        if key not in self._memo:
+            self._memo[key] = self.add(self.site_of(launch, pc))
+        return self._memo[key]
+
+    def text(self, launch: Launch, pc: int) -> str:
+        return self.texts[self.of(launch, pc)]
+
+
+def check_launches(rec: np.ndarray, index: np.ndarray, texts: dict[int, str], path: str
+                   ) -> tuple[list[Launch], np.ndarray]:
+    """The launches, and each record's launch (-1 outside launches; a HOST_INIT
+    belongs to the launch after it). Refuses a stream that ends inside a launch,
+    a launch whose device buffer overflowed and device records outside launches."""
+    kind = rec["kind"]
+    launches: list[Launch] = []
+    launch_of = np.full(len(rec), -1, dtype=np.int64)
+    begins = np.flatnonzero(kind == Kind.LAUNCH)
+    ends = np.flatnonzero(kind == Kind.LAUNCH_END)
+    for n, start in enumerate(begins.tolist()):
+        launch = decode_launch(rec[start], texts)
+        if int(rec["block"][start]) != n:
+            raise stream_error(path, f"launch {int(rec['block'][start])} where launch {n} "
+                                     "was expected", row=int(index[start]))
+        if n >= len(ends) or (n + 1 < len(begins) and ends[n] > begins[n + 1]):
+            raise TraceError(f"the program ended while launch {n} ({launch.name}) was "
+                             "running or being recorded; nothing was written",
+                             path=path, rule="record")
+        end = int(ends[n])
+        produced, capacity = int(rec["arg"][end]), int(rec["addr"][end])
+        if produced > capacity:
+            raise TraceError(
+                f"launch {n} ({launch.name}) produced {produced:,} records but the device "
+                f"buffer holds {capacity:,}; the rest were lost, so nothing was written: "
+                f"set TRACERACE_CUDA_BUFFER_MB to at least "
+                f"{-(-produced * RECORD_DTYPE.itemsize // (1 << 20)) + 1} and record again",
+                path=path, rule="record")
+        device = int(np.sum(np.isin(kind[start:end], DEVICE_KINDS)))
+        if device != produced:
+            raise stream_error(path, f"launch {n} holds {device} device records, its end says "
+                                     f"{produced}", row=int(index[end]))
+        launch_of[start:end + 1] = n
+        launches.append(launch)
+    outside = np.isin(kind, DEVICE_KINDS) & (launch_of < 0)
+    if np.any(outside):
+        raise stream_error(path, "a device record outside any launch",
+                           row=int(index[np.flatnonzero(outside)[0]]))
+    host = kind == Kind.HOST_INIT
+    launch_of[host] = np.searchsorted(begins, np.flatnonzero(host))
+    return launches, launch_of
+
+
+def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
+    """Fail on the first record tracerace cannot express, naming it, the kernel and the site."""
+    kind, aux = rec["kind"], rec["aux"]
+    bad = (kind == Kind.UNFOLLOWED) | ((kind == Kind.MBARRIER) & np.isin(
+        aux, [BarrierAction.ARRIVE_DROP, BarrierAction.ARRIVE_DROP_NOCOMPLETE]))
+    bad |= (kind == Kind.ACCESS) & (rec["space"] > Space.LOCAL)
+    hits = np.flatnonzero(bad)
+    if not len(hits):
+        return
+    i = int(hits[0])
+    launch = launches[int(launch_of[i])]
+    if kind[i] == Kind.UNFOLLOWED:
+        what = UNFOLLOWED_NAMES.get(int(aux[i]), f"Sanitizer instruction {int(aux[i])}")
+    elif kind[i] == Kind.MBARRIER:
+        what = "an mbarrier arrive-and-drop (the format has no way to lower a barrier's count)"
+    else:
+        what = f"an access in memory space {int(rec['space'][i])}"
+    raise TraceError(f"launch {launch.launch} ({launch.name}) executed {what} at "
+                     f"{site_of(launch, int(rec['pc'][i]))} (block {int(rec['block'][i])}, "
+                     f"thread {int(rec['thread'][i])}), which tracerace cannot follow; "
+                     "nothing was written", path=path, row=int(index[i]), rule="record")
+
+
+def direct_rows(rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, sites: Sites,
+                parity: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Columns of the records that are one row each, and their sort keys."""
+    kind, flags, space = rec["kind"], rec["flags"], rec["space"]
+    access = (kind == Kind.ACCESS) & ((flags & AccessFlag.PREFETCH) == 0)
+    rw = flags & (AccessFlag.READ | AccessFlag.WRITE)
+    atomic = access & (rw == (AccessFlag.READ | AccessFlag.WRITE))
+    cp = kind == Kind.CP_ASYNC
+    zero_fill = cp & (rec["addr2"] == 0)
+    mbar = (kind == Kind.MBARRIER) & np.isin(rec["aux"], list(MBAR_OPS))
+    host = (kind == Kind.HOST_INIT) & (launch_of < len(launches))
+    keep = (access | np.isin(kind, [Kind.BARRIER, Kind.SYNCWARP, Kind.CP_COMMIT,
+                                     Kind.CP_WAIT]) | cp | mbar | host)
+    idx = np.flatnonzero(keep)
+    r = rec[idx]
+    k = kind[idx]
+    n = len(idx)
+    op = np.zeros(n, dtype=np.int64)
+    op[rw[idx] == AccessFlag.READ] = Op.READ
+    op[rw[idx] == AccessFlag.WRITE] = Op.WRITE
+    op[atomic[idx]] = Op.ATOMIC
+    op[k == Kind.BARRIER] = Op.BAR_SYNC
+    op[k == Kind.SYNCWARP] = Op.WARP_SYNC
+    op[k == Kind.CP_ASYNC] = Op.CP_ASYNC
+    op[k == Kind.CP_COMMIT] = Op.CP_ASYNC_COMMIT
+    op[k == Kind.CP_WAIT] = Op.CP_ASYNC_WAIT
+    op[k == Kind.HOST_INIT] = Op.INIT
+    for action, code in MBAR_OPS.items():
+        op[(k == Kind.MBARRIER) & (r["aux"] == action)] = code
+    is_access = access[idx]
+    tspace = np.where(is_access, r["space"], TSpace.GLOBAL).astype(np.int64)
+    tspace[k == Kind.CP_ASYNC] = TSpace.SHARED
+    scope = np.full(n, Scope.DEVICE, dtype=np.int64)
+    scope[atomic[idx] & (r["space"] == Space.SHARED)] = Scope.BLOCK
+    scope[atomic[idx] & ((r["flags"] & AccessFlag.ATOMSYS) != 0)] = Scope.SYSTEM
+    lsize = np.array([launch.threads_per_block for launch in launches] or [0], dtype=np.int64)
+    lid = launch_of[idx]
+    arg = np.zeros(n, dtype=np.int64)
+    bar = k == Kind.BARRIER
+    arg[bar] = np.where(r["arg"][bar] == 0, lsize[lid[bar]], r["arg"][bar])
+    arg[k == Kind.SYNCWARP] = r["arg"][k == Kind.SYNCWARP]
+    arg[k == Kind.CP_WAIT] = r["arg"][k == Kind.CP_WAIT]
+    arrive = (k == Kind.MBARRIER) & np.isin(r["aux"], [BarrierAction.INIT, BarrierAction.ARRIVE,
+                                                       BarrierAction.ARRIVE_NOCOMPLETE])
+    arg[arrive] = r["arg"][arrive]
+    wait = (k == Kind.MBARRIER) & (r["aux"] == BarrierAction.WAIT)
+    arg[wait] = parity[idx][wait]
+    obj = np.zeros(n, dtype=np.int64).astype(np.uint64)
+    obj[bar] = r["addr"][bar]
+    obj[k == Kind.MBARRIER] = r["addr"][k == Kind.MBARRIER]
+    sized = is_access | (k == Kind.CP_ASYNC) | (k == Kind.HOST_INIT)
+    addr = np.where(sized, r["addr"], 0).astype(np.uint64)
+    space2 = np.full(n, TSpace.GLOBAL, dtype=np.int64)
+    space2[zero_fill[idx]] = TSpace.LOCAL
+    addr2 = np.where(k == Kind.CP_ASYNC, r["addr2"], 0).astype(np.uint64)
+    addr2[zero_fill[idx]] = ZERO_SOURCE
+    site = np.full(n, SITE_NONE, dtype=np.int64)
+    device = k != Kind.HOST_INIT
+    for j in np.flatnonzero(device & (r["pc"] != 0)).tolist():
+        site[j] = sites.of(launches[int(lid[j])], int(r["pc"][j]))
+    cols = {"op": op, "launch": lid, "block": np.where(device, r["block"], 0).astype(np.int64),
+            "thread": np.where(device, r["thread"], 0).astype(np.int64), "space": tspace,
+            "addr": addr, "size": np.where(sized, r["size"], 0).astype(np.int64),
+            "addr2": addr2, "space2": space2, "obj": obj, "arg": arg, "scope": scope,
+            "sem": np.zeros(n, dtype=np.int64), "site": site,
+            "fence_spaces": np.full(n, FENCE_ALL, dtype=np.int64)}
+    return cols, idx.astype(np.int64) * 2
+
+
+MBAR_OPS = {BarrierAction.INIT: Op.MBAR_INIT, BarrierAction.ARRIVE: Op.MBAR_ARRIVE,
+            BarrierAction.ARRIVE_NOCOMPLETE: Op.MBAR_ARRIVE, BarrierAction.WAIT: Op.MBAR_WAIT,
+            BarrierAction.INVALIDATE: Op.MBAR_INVAL}
+
+
+@dataclass
+class Generation:
+    """A block barrier's generation in progress: who arrived, and where."""
+
+    arrived: set[int] = field(default_factory=set)
+    pc: int = 0
+
+
+def barriers(rec, launches, launch_of, sites: Sites, rows: Rows, warnings: list[str]) -> None:
+    """Rows for threads that exited before a block-wide barrier the rest of their
+    block completed (a ``bar_arrive`` each, right after the record that
+    completed the generation), and the zero sources of zero-filling copies."""
+    kind = rec["kind"]
+    picked = np.flatnonzero(np.isin(kind, [Kind.BARRIER, Kind.BLOCK_EXIT, Kind.LAUNCH])
+                            | ((kind == Kind.CP_ASYNC) & (rec["addr2"] == 0)))
+    exited: dict[int, set[int]] = {}
+    open_: dict[tuple[int, int], Generation] = {}
+    zeroed: set[tuple[int, int]] = set()
+    for i, k, block, thread, addr, count, pc in zip(
+            picked.tolist(), kind[picked].tolist(), rec["block"][picked].tolist(),
+            rec["thread"][picked].tolist(), rec["addr"][picked].tolist(),
+            rec["arg"][picked].tolist(), rec["pc"][picked].tolist()):
+        if k == Kind.LAUNCH:
+            exited.clear(), open_.clear(), zeroed.clear()
+            continue
+        launch = launches[int(launch_of[i])]
+        if k == Kind.CP_ASYNC:
+            if (block, thread) not in zeroed:
+                zeroed.add((block, thread))
+                rows.add(2 * i - 1, op=Op.INIT, launch=launch.launch, block=block,
+                         thread=thread, space=TSpace.LOCAL, addr=ZERO_SOURCE, size=256)
+            continue
+        gone = exited.setdefault(block, set())
+        if k == Kind.BLOCK_EXIT:
+            gone.add(thread)
+            for (b, index), gen in list(open_.items()):
+                if b == block:
+                    complete(rows, i, launch, block, index, gen, gone, open_, sites, warnings)
+            continue
+        if count not in (0, launch.threads_per_block):
+            continue   # a barrier of some of the threads: exits do not complete it
+        gen = open_.setdefault((block, addr), Generation(pc=pc))
+        gen.arrived.add(thread)
+        complete(rows, i, launch, block, addr, gen, gone, open_, sites, warnings)
+
+
+def complete(rows, i, launch: Launch, block, index, gen: Generation, gone: set[int], open_,
+             sites: Sites, warnings: list[str]) -> None:
+    """Close ``gen`` when its arrivals and the exited threads make up the block."""
+    missing = gone - gen.arrived
+    if len(gen.arrived) + len(missing) < launch.threads_per_block:
+        return
+    del open_[(block, index)]
+    if not missing:
+        return
+    where = sites.text(launch, gen.pc)
+    site = sites.add(f"(thread exited before the barrier at {where})")
+    for thread in sorted(missing):
+        rows.add(2 * i + 1, op=Op.BAR_ARRIVE, launch=launch.launch, block=block,
+                 thread=thread, obj=index, arg=launch.threads_per_block, site=site)
+    warnings.append(EXIT_WARNING.format(launch=launch.launch, kernel=launch.name, block=block,
+                                        n=len(missing), site=where))
+
+
+@dataclass
+class MBarrier:
+    expected: int = 0
+    pending: int = 0
+    completed: int = 0
+
+
+def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str) -> np.ndarray:
+    """The parity of each mbarrier wait (0 elsewhere): that of the phase the
+    arrivals recorded so far completed last. The API reports that a wait
+    happened, not the parity it waited for."""
+    kind, aux = rec["kind"], rec["aux"]
+    parity = np.zeros(len(rec), dtype=np.int64)
+    picked = np.flatnonzero((kind == Kind.MBARRIER) | (kind == Kind.LAUNCH))
+    state: dict[tuple[int, int], MBarrier] = {}
+    for i in picked.tolist():
+        if kind[i] == Kind.LAUNCH:
+            state.clear()
+            continue
+        block, addr, action = int(rec["block"][i]), int(rec["addr"][i]), int(aux[i])
+        bar = state.setdefault((block, addr), MBarrier())
+        if action == BarrierAction.INIT:
+            bar.expected = bar.pending = max(int(rec["arg"][i]), 1)
+            bar.completed = 0
+        elif action in (BarrierAction.ARRIVE, BarrierAction.ARRIVE_NOCOMPLETE):
+            bar.pending -= max(int(rec["arg"][i]), 1)
+            if bar.pending <= 0 and bar.expected:
+                bar.completed += 1
+                bar.pending = bar.expected
+        elif action == BarrierAction.WAIT:
+            if bar.completed == 0:
+                launch = launches[int(launch_of[i])]
+                raise TraceError(
+                    f"launch {launch.launch} ({launch.name}): a wait on mbarrier "
+                    f"0x{addr:x} at {sites.text(launch, int(rec['pc'][i]))} returned before "
+                    "any of its phases completed by the arrivals recorded (the API reports "
+                    "no transaction counts); nothing was written",
+                    path=path, row=int(index[i]), rule="record")
+            parity[i] = (bar.completed - 1) & 1
+    return parity
+
+
+def untracked_inits(rec, launches, launch_of, rows: Rows) -> None:
+    """``init`` at a launch's start for the global bytes it touches outside every
+    device allocation seen so far: nothing shows who defined them (a module's
+    ``__device__`` variables, memory imported from another API or process)."""
+    kind = rec["kind"]
+    allocs = np.flatnonzero(kind == Kind.ALLOC)
+    starts = np.flatnonzero(kind == Kind.LAUNCH)
+    glob_ = np.flatnonzero((kind == Kind.ACCESS) & (rec["space"] == Space.GLOBAL)
+                           & ((rec["flags"] & AccessFlag.PREFETCH) == 0))
+    for n, start in enumerate(starts.tolist()):
+        seen = allocs[allocs < start]
+        lo = rec["addr"][seen].astype(np.uint64)
+        hi = lo + rec["size"][seen].astype(np.uint64)
+        mine = glob_[launch_of[glob_] == n]
+        if not len(mine):
+            continue
+        a = rec["addr"][mine].astype(np.uint64)
+        e = a + rec["size"][mine].astype(np.uint64)
+        inside = np.zeros(len(mine), dtype=bool)
+        for l, h in zip(lo.tolist(), hi.tolist()):
+            inside |= (a >= l) & (e <= h)
+        spans = sorted(set(zip(a[~inside].tolist(), e[~inside].tolist())))
+        for begin, end in merge(spans):
+            rows.add(2 * start + 1, op=Op.INIT, launch=n, addr=begin, size=end - begin)
+
+
+def merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted byte ranges with overlapping and adjacent ones joined."""
+    out: list[list[int]] = []
+    for begin, end in spans:
+        if out and begin <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], end)
+        else:
+            out.append([begin, end])
+    return [(b, e) for b, e in out]
+
+
+def launch_warnings(rec, launches, launch_of) -> list[str]:
+    """A warning per launch with atomics (their order is not reported) and per
+    launch that recorded no access."""
+    kind, flags = rec["kind"], rec["flags"]
+    access = (kind == Kind.ACCESS) & ((flags & AccessFlag.PREFETCH) == 0)
+    both = AccessFlag.READ | AccessFlag.WRITE
+    atomic = access & ((flags & both) == both)
+    with_atomics = set(np.unique(launch_of[atomic]).tolist())
+    with_access = set(np.unique(launch_of[access]).tolist())
+    out = []
+    for launch in launches:
+        if launch.launch not in with_access:
+            out.append(EMPTY_WARNING.format(launch=launch.launch, kernel=launch.name))
+        if launch.launch in with_atomics:
+            out.append(ATOMIC_WARNING.format(launch=launch.launch, kernel=launch.name))
+    return out
+
+
+@dataclass
+class MBarrier:
+    """An mbarrier as its recorded arrivals drive it."""
+
+    expected: int = 0
+    pending: int = 0
+    completed: int = 0

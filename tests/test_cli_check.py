@@ -73,7 +73,7 @@ def test_json_to_stdout(racy):
     result = run(racy, "--format", "json", "--engine", "reference")
     assert result.exit_code == 1
     doc = json.loads(result.stdout)
-    assert set(doc) == {"version", "events", "hazards", "summary"}
+    assert {"version", "events", "hazards", "summary"} <= set(doc)
     assert doc["summary"]["by_kind"]["waw"] == 1 and doc["summary"]["racy_rows"] == 1
     (group,) = doc["hazards"]
     assert (group["kind"], group["severity"], group["count"]) == ("waw", "error", 1)

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+
+from .coords import Coords, LaunchDims
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,14 @@ class TraceMeta:
     one sentence each; a report shows them beside its findings."""
     num_rows: int | None = None
     extra: dict = field(default_factory=dict)
+    launches: tuple[LaunchDims, ...] = ()
+    """Grid and block dimensions per launch (``tracerace.launches``, or the GPU
+    import's ``tracerace.kernels``), for CUDA coordinates in reports."""
+
+    @cached_property
+    def coords(self) -> Coords:
+        """Names agents by CUDA coordinates where :attr:`launches` gives dimensions."""
+        return Coords(self.launches)
 
     def site_text(self, site: int) -> str | None:
         if 0 <= site < len(self.sites):

@@ -212,7 +212,9 @@ def test_max_reports_limits_groups_not_counts():
     assert doc["summary"]["racy_rows"] == 3 and r.exit_code == 1
     assert "2 more groups not shown" in r.omitted_line()
     assert "hazards_omitted" not in report(*records, max_reports=3).to_json()
-    assert report(*records, max_reports=0).to_json()["hazards"] == []
+    every = report(*records, max_reports=0)  # 0: no cap, as "all"
+    assert len(every.to_json()["hazards"]) == 3 and every.omitted_line() is None
+    assert len(report(*records, max_reports="all").shown_groups) == 3
     assert report(*records).omitted_line() is None
 
 

@@ -50,7 +50,7 @@ def _document(report: Report, results: list | Items) -> dict[str, Any]:
     run: dict[str, Any] = {
         "tool": {"driver": {
             "name": "tracerace",
-            "version": _version(),
+            "version": tool_version(),
             "rules": [_rule(kind) for kind in HazardKind],
         }},
         "results": results,
@@ -170,7 +170,8 @@ def _uri(path: str) -> str:
     return quote(path.replace("\\", "/"), safe="/:")
 
 
-def _version() -> str:
+def tool_version() -> str:
+    """The installed distribution's version, else the package's ``__version__``."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

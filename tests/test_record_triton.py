@@ -177,6 +177,10 @@ def test_programs_are_blocks_of_one_agent_on_a_2d_grid(recorded):
     cols = read_columns(recorded("transpose.py"))
     assert set(cols["block"].tolist()) == set(range(6))  # a 2 x 3 grid
     assert set(cols["thread"].tolist()) == {0}
+    # the grid is in the trace: program (x, y) is block x + 2 y, a block of one agent
+    (dims,) = cols["meta"].launches
+    assert (dims.grid, dims.block, dims.kernel) == ((2, 3, 1), (1, 1, 1), "transpose_kernel")
+    assert cols["meta"].coords.agent(0, 5, 0) == "block (1,2,0)"
     x = buffer_named(cols, "x_ptr")
     assert x.shape == (8, 12) and x.strides == (1, 8)
     assert buffer_named(cols, "out_ptr").strides is None

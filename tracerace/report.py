@@ -142,16 +142,20 @@ def merge_ranges(locators: np.ndarray) -> list[tuple[int, int, int, int, int | N
     buffer (``named``) merge across owners, as the report names them by element."""
     runs: dict[tuple, list[list[int]]] = {}
     order: list[tuple] = []
-    for rec in locators.tolist() if len(locators) else ():
-        rec = dict(zip(locators.dtype.names, rec))
-        if rec["size"] == 0:
+    cols = [locators[name].tolist() for name in ("space", "owner", "addr", "size", "launch",
+                                                 "row", "named")]
+    for space, owner, addr, size, launch, row, named in zip(*cols):
+        if size == 0:
             continue
-        named = bool(rec["named"])
-        key = (rec["space"], 0 if named else rec["owner"], rec["launch"] if named else None)
+        key = (space, 0, launch) if named else (space, owner, None)
         if key not in runs:
             runs[key] = []
             order.append(key)
-        runs[key].append([rec["addr"], rec["addr"] + rec["size"], rec["row"]])
+        runs[key].append([addr, addr + size, row])
+    if len(order) == 1 and len(runs[order[0]]) == 1:  # most groups: one range
+        space, owner, launch = order[0]
+        ((lo, end, _),) = runs[order[0]]
+        return [(space, owner, lo, end, launch)]
     out = []
     for key in order:
         merged: list[list[int]] = []

@@ -6,7 +6,6 @@ file or a pipe gets exactly the same words without escape codes.
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Iterator
 from typing import IO
 
@@ -125,10 +124,29 @@ def locations_text(group: HazardGroup) -> str:
 
 def _field(label: str, value: str, style: str | None = None) -> list[Line]:
     """``  label:   value``, the value wrapped to :data:`WIDTH` columns under itself."""
-    pieces = textwrap.wrap(value, WIDTH - _INDENT, break_long_words=False,
-                           break_on_hyphens=False) or [""]
+    pieces = _wrap(value, WIDTH - _INDENT)
     lines: list[Line] = [[("  ", None), (f"{label + ':':9}", "dim"), (pieces[0], style)]]
     lines += [[(" " * _INDENT, None), (piece, style)] for piece in pieces[1:]]
+    return lines
+
+
+def _wrap(value: str, width: int) -> list[str]:
+    """``value`` in lines of at most ``width`` characters, broken at spaces (a word
+    longer than a line gets a line of its own). What ``textwrap.wrap`` does for
+    this text, at a fraction of its cost: most values fit on one line."""
+    if len(value) <= width:
+        return [value]
+    lines: list[str] = []
+    line = ""
+    for word in value.split(" "):
+        if not word:
+            continue
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
     return lines
 
 

@@ -32,7 +32,7 @@ class FakeTerminal(io.StringIO):
 
 
 def test_registry():
-    assert set(formats.FORMATS) == {"text", "json", "sarif", "arrow"}
+    assert set(formats.FORMATS) == {"text", "json", "sarif", "arrow", "html"}
     for name, module in formats.FORMATS.items():
         assert module.NAME == name and callable(module.write)
     assert formats.FORMATS["arrow"].BINARY and not formats.FORMATS["text"].BINARY

@@ -23,8 +23,8 @@ import numpy as np
 from .explain import op_name
 from .ops import Op
 
-MAX_EVENTS = 24
-"""Events kept per agent and hazard (the ones nearest the two accesses)."""
+MAX_EVENTS = 12
+"""Events kept per agent and hazard: the first and the last of its window."""
 
 BEFORE = 3
 """Synchronisation events of each agent shown before the earlier access."""

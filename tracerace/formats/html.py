@@ -278,7 +278,7 @@ class Sources:
 
 # -- timelines ------------------------------------------------------------------------
 
-LANE_HEIGHT, SLOT, MARGIN_LEFT, MARGIN_TOP = 56, 74, 190, 34
+LANE_HEIGHT, SLOT, MARGIN_LEFT, MARGIN_TOP = 84, 92, 16, 16
 
 _SYNC_SHAPES = {"bar_sync": "bar", "bar_arrive": "bar", "warp_sync": "bar",
                 "wait": "wait", "mbar_wait": "wait", "cp_async_wait": "wait", "bulk_wait": "wait",
@@ -300,7 +300,7 @@ def _timeline_svg(group: HazardGroup, lanes: list) -> dict[str, Any]:
     marks, texts, lines = [], [], []
     points: dict[str, tuple[int, int]] = {}
     for li, lane in enumerate(lanes):
-        y = MARGIN_TOP + LANE_HEIGHT * li + LANE_HEIGHT // 2
+        y = MARGIN_TOP + LANE_HEIGHT * li + LANE_HEIGHT // 2 + 8
         lines.append({"x1": MARGIN_LEFT - 10, "y1": y, "x2": width - 20, "y2": y,
                       "cls": "lane"})
         extra = []
@@ -308,9 +308,8 @@ def _timeline_svg(group: HazardGroup, lanes: list) -> dict[str, Any]:
             extra.append(f"{lane.skipped:,} other accesses not shown")
         if lane.dropped:
             extra.append(f"{lane.dropped:,} events not shown")
-        texts.append({"x": 8, "y": y - 4, "text": lane.label, "cls": "lanelabel"})
-        if extra:
-            texts.append({"x": 8, "y": y + 12, "text": "; ".join(extra), "cls": "note"})
+        label = lane.label + (f"  ({'; '.join(extra)})" if extra else "")
+        texts.append({"x": 8, "y": y - 30, "text": label, "cls": "lanelabel"})
         for e in lane.events:
             x = MARGIN_LEFT + SLOT * slot[e.row] + SLOT // 2
             kind = "access" if e.op in ("read", "write", "atomic", "init") else \
@@ -319,7 +318,7 @@ def _timeline_svg(group: HazardGroup, lanes: list) -> dict[str, Any]:
             title = f"row {e.row:,}: {e.op}" + (f" on {e.obj}" if e.obj else "") + \
                 (f" at {e.site}" if e.site else "")
             marks.append({"x": x, "y": y, "kind": kind, "role": e.role or "", "title": title})
-            texts.append({"x": x, "y": y + 22, "text": label[:14], "cls": "evlabel",
+            texts.append({"x": x, "y": y + 24, "text": label[:13], "cls": "evlabel",
                           "anchor": "middle"})
             texts.append({"x": x, "y": y - 14, "text": f"{e.row:,}", "cls": "rowlabel",
                           "anchor": "middle"})

@@ -7,10 +7,10 @@ that starts with ``file:line`` (``matmul.cu:104 LDGSTS.E.128``,
 ``kernel.py:88:5 tl.store``) becomes a physical location, the rest of the site
 text its message; any other site a logical location. The later access is the
 result's location, the earlier one a related location. The group's fix hint
-(:mod:`tracerace.hints`) ends the message and is the result's ``fixes``
-entry: its description, and, when the hint names a ``file:line`` site, an
-empty region at the start of that line (where the change goes; tracerace
-does not write the code). A race linked to a crossed wait (``sync_alias``)
+(:mod:`tracerace.hints`) ends the message and, when it names a ``file:line``
+site, is the result's ``fixes`` entry: its description and an empty region
+at the start of that line (where the change goes; tracerace does not write
+the code). A race linked to a crossed wait (``sync_alias``)
 has that wait as a second related location.
 """
 
@@ -109,7 +109,9 @@ def _result(group: HazardGroup) -> dict[str, Any]:
         result["relatedLocations"] = related
     if hint is not None:
         result["properties"]["hint"] = hint.text
-        result["fixes"] = [_fix(hint.text, hint.site)]
+        fix = _fix(hint.text, hint.site)
+        if fix is not None:
+            result["fixes"] = [fix]
     return result
 
 
@@ -117,17 +119,19 @@ def _agent(access: Access) -> str:
     return access.name or access.agent
 
 
-def _fix(text: str, site: str | None) -> dict[str, Any]:
-    """A SARIF ``fix``: the hint, and where the change goes when ``site`` is ``file:line``."""
-    fix: dict[str, Any] = {"description": {"text": text}, "artifactChanges": []}
+def _fix(text: str, site: str | None) -> dict[str, Any] | None:
+    """A SARIF ``fix``: the hint, and an empty region at the start of the line
+    where the change goes; None when ``site`` names no ``file:line`` (SARIF
+    wants at least one artifact change; the message has the hint)."""
     m = SITE_RE.match(site) if site else None
-    if m is not None and int(m["line"]) >= 1:
-        fix["artifactChanges"] = [{
-            "artifactLocation": {"uri": _uri(m["file"])},
-            "replacements": [{"deletedRegion": {"startLine": int(m["line"]), "startColumn": 1,
-                                                "endLine": int(m["line"]), "endColumn": 1}}],
-        }]
-    return fix
+    if m is None or int(m["line"]) < 1:
+        return None
+    line = int(m["line"])
+    return {"description": {"text": text}, "artifactChanges": [{
+        "artifactLocation": {"uri": _uri(m["file"])},
+        "replacements": [{"deletedRegion": {"startLine": line, "startColumn": 1,
+                                            "endLine": line, "endColumn": 1}}],
+    }]}
 
 
 def _site_location(site: str | None, text: str) -> dict[str, Any]:

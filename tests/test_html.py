@@ -198,3 +198,21 @@ def test_hostile_page_runs_nothing_in_chromium(tmp_path):
         "</title>")[0]
     assert "&lt;script&gt;document.title='pwned'" in dom.stdout
 
+
+
+def test_source_lines_around_both_sites_when_the_file_is_readable(tmp_path):
+    source = tmp_path / "kern.cu"
+    source.write_text("".join(f"line {n} of the kernel\n" for n in range(1, 21)))
+    t = Trace().init(0, 0, addr=0, size=4, site=0)
+    t.write(0, 0, addr=0, size=4, site=1).read(1, 0, addr=0, size=4, site=2)
+    table = make_table(t.columns(), sites=["kern.cu:1 init", "kern.cu:5 st", "kern.cu:12 ld"])
+    path = tmp_path / "t.arrow"
+    import pyarrow.feather as feather
+
+    feather.write_feather(table, str(path))
+    page = page_of(tracerace.check(str(path)))   # found beside the trace
+    assert '<span class="hl">    5  line 5 of the kernel</span>' in page
+    assert '<span class="hl">   12  line 12 of the kernel</span>' in page
+    assert "    9  line 9 of the kernel" in page and "line 16 of" not in page
+    source.unlink()
+    assert "line 5 of the kernel" not in page_of(tracerace.check(str(path)))

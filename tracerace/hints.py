@@ -61,9 +61,8 @@ class _Words:
         meta = v.meta
         self.site2 = meta.site_text(v.site)
         self.site1 = meta.site_text(v.prev_site) if v.has_first else None
-        self.l2 = line_of(self.site2, f"row {v.row:,}" if hasattr(v, "row") else "the later access")
-        first_row = getattr(v, "prev_row", -1)
-        self.l1 = line_of(self.site1, f"row {first_row:,}" if first_row >= 0
+        self.l2 = line_of(self.site2, f"row {v.row:,}")
+        self.l1 = line_of(self.site1, f"row {v.prev_row:,}" if v.has_first
                           else "the earlier access")
 
 

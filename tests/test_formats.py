@@ -32,7 +32,7 @@ class FakeTerminal(io.StringIO):
 
 
 def test_registry():
-    assert set(formats.FORMATS) == {"text", "json", "sarif", "arrow"}
+    assert set(formats.FORMATS) == {"text", "json", "sarif", "arrow", "html"}
     for name, module in formats.FORMATS.items():
         assert module.NAME == name and callable(module.write)
     assert formats.FORMATS["arrow"].BINARY and not formats.FORMATS["text"].BINARY
@@ -71,11 +71,18 @@ def test_text_groups_errors_first_with_example_bytes_and_why():
         "4 hazards (3 errors, 1 warning) in 3 groups over 1,234 events; racy rows: 4")
 
 
-def test_text_lists_a_few_locations_then_a_count():
+def test_text_merges_adjacent_byte_ranges_into_element_slices():
     rep = report(*(raw(10 + j, 1, addr=out_addr(0, j)) for j in range(8)))
     bytes_line = next(l for l in rendered(rep, "text").splitlines() if "bytes:" in l)
-    assert bytes_line.endswith("out[0, 0], out[0, 1], out[0, 2], out[0, 3], out[0, 4], "
-                               "out[0, 5], ... (8 byte ranges in all)")
+    assert bytes_line == "  bytes:   out[0, 0:8]"
+
+
+def test_text_lists_a_few_locations_then_a_count():
+    rep = report(*(raw(10 + j, 1, addr=out_addr(j % 4, 2 * (j // 4))) for j in range(8)))
+    unwrapped = rendered(rep, "text").replace("\n" + " " * 11, " ")
+    bytes_line = next(l for l in unwrapped.splitlines() if "bytes:" in l)
+    assert bytes_line.endswith("out[0, 0], out[1, 0], out[2, 0], out[3, 0], out[0, 2], "
+                               "out[1, 2], ... (8 byte ranges in all)")
 
 
 def test_text_max_reports_says_how_many_were_left_out():

@@ -331,6 +331,10 @@ def test_forall_launches_what_cuda_launches(tmp_path):
     agents = set(zip(cols["block"].tolist(), cols["thread"].tolist()))
     assert {b for b, _ in agents} == {0, 1, 2} and {t for _, t in agents} == set(range(8))
     assert not cols["meta"].warnings
+    # the launch configuration is in the trace: reports name agents by CUDA coordinates
+    (dims,) = cols["meta"].launches
+    assert (dims.launch, dims.grid, dims.block, dims.kernel) == (0, (3, 1, 1), (8, 1, 1),
+                                                                  "neighbours")
 
 
 def test_forall_without_tpb_says_what_it_ran(tmp_path):

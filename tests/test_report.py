@@ -137,8 +137,9 @@ def test_group_locations_are_distinct_in_row_order():
                raw(14, 4, addr=out_addr(0, 1)), raw(15, 4, addr=0x9000),
                raw(16, 4, addr=out_addr(0, 1), size=2))  # other bytes, same element
     group = r.groups[0]
-    assert group.locations == ("out[0, 1]", "out[0, 0]", "global 0x9000..0x9004")
-    assert group.locations_head(2) == ("out[0, 1]", "out[0, 0]")
+    # adjacent ranges merge: out[0, 1] (found first) and out[0, 0] are one slice
+    assert group.locations == ("out[0, 0:2]", "global 0x9000..0x9004")
+    assert group.locations_head(1) == ("out[0, 0:2]",)
     assert group.byte_ranges == 4
 
 
@@ -152,23 +153,33 @@ def test_hazards_match_the_examples_of_their_groups():
 # -- JSON (shape pinned by the product spec) ---------------------------------------
 
 ACCESS_KEYS = {"row", "launch", "block", "thread", "op", "ts", "site"}
+ACCESS_ADDED = {"async", "agent", "coords"}
 GROUP_KEYS = {"kind", "severity", "count", "space", "addr", "size", "first", "second"}
 GROUP_EXTRA = {"element", "explanation", "obj", "reason"}
+GROUP_ADDED = {"group", "first_site", "second_site", "roles", "owner", "owner_text", "location",
+               "locations", "byte_ranges", "span", "code", "aux", "hint", "linked"}
+"""Fields version 1 gained after the pinned ones (schemas/report-v1.schema.json)."""
 
 
-def test_json_shape_is_exactly_the_pinned_one():
+def test_json_shape_keeps_the_pinned_fields_and_adds_only_documented_ones():
     r = report(raw(12, 4), raw(30, 5), uninit(7), alias(40, Severity.WARNING))
     doc = json.loads(json.dumps(r.to_json()))  # plain JSON types only
-    assert set(doc) == {"version", "events", "hazards", "summary"}
+    assert {"version", "events", "hazards", "summary"} <= set(doc)
+    assert set(doc) - {"version", "events", "hazards", "summary"} == {
+        "trace", "producer", "warnings", "launches", "legend", "summary_line", "groups"}
     assert doc["version"] == 1 and doc["events"] == 1234
     assert set(doc["summary"]) == {"by_kind", "racy_rows"}
     assert doc["summary"]["racy_rows"] == 4
+    assert doc["summary_line"] == r.summary_line() and doc["groups"] == 3
     for group in doc["hazards"]:
-        assert GROUP_KEYS <= set(group) <= GROUP_KEYS | GROUP_EXTRA
-        assert set(group["second"]) == ACCESS_KEYS
-        assert group["first"] is None or set(group["first"]) == ACCESS_KEYS
+        assert set(group) == GROUP_KEYS | GROUP_EXTRA | GROUP_ADDED
+        assert set(group["second"]) == ACCESS_KEYS | ACCESS_ADDED
+        assert group["first"] is None or set(group["first"]) == ACCESS_KEYS | ACCESS_ADDED
     uninit_group, raw_group, alias_group = doc["hazards"]
-    assert raw_group == {
+    pinned = {k: v for k, v in raw_group.items() if k in GROUP_KEYS | GROUP_EXTRA}
+    for side in ("first", "second"):
+        pinned[side] = {k: v for k, v in pinned[side].items() if k in ACCESS_KEYS}
+    assert pinned == {
         "kind": "raw", "severity": "error", "count": 2, "space": "global",
         "addr": out_addr(1, 2), "size": 4,
         "first": {"row": 4, "launch": 0, "block": 0, "thread": 4, "op": "write", "ts": 4,
@@ -178,6 +189,11 @@ def test_json_shape_is_exactly_the_pinned_one():
         "element": "out[1, 2]", "explanation": raw_group["explanation"], "obj": 0,
         "reason": None,
     }
+    # what the text report says of the group is there too
+    assert raw_group["locations"] == ["out[1, 2]"] and raw_group["span"] == "out[1, 2]"
+    assert raw_group["hint"]["text"].startswith("blocks 0 and 1 must be ordered")
+    assert raw_group["first"]["agent"] == "(0,4)" and raw_group["first"]["coords"] is None
+    assert doc["legend"].startswith("agents are (block,thread)")
     assert uninit_group["first"] is None and uninit_group["space"] == "shared"
     assert alias_group["severity"] == "warning" and alias_group["reason"] == "protocols may cross"
 
@@ -196,7 +212,9 @@ def test_max_reports_limits_groups_not_counts():
     assert doc["summary"]["racy_rows"] == 3 and r.exit_code == 1
     assert "2 more groups not shown" in r.omitted_line()
     assert "hazards_omitted" not in report(*records, max_reports=3).to_json()
-    assert report(*records, max_reports=0).to_json()["hazards"] == []
+    every = report(*records, max_reports=0)  # 0: no cap, as "all"
+    assert len(every.to_json()["hazards"]) == 3 and every.omitted_line() is None
+    assert len(report(*records, max_reports="all").shown_groups) == 3
     assert report(*records).omitted_line() is None
 
 

@@ -76,11 +76,12 @@ def test_metadata_keys_match():
 
 
 def test_metadata_extensions_match_what_the_gpu_import_writes():
+    from tracerace.coords import META_LAUNCHES
     from tracerace.gpu import META_IMPORT, META_KERNELS
     from tracerace.gpu.kernel import KernelInfo
 
     ext = {k["key"]: k for k in load("metadata.json")["extensions"]}
-    assert set(ext) == {META_KERNELS, META_IMPORT}
+    assert set(ext) == {META_KERNELS, META_IMPORT, META_LAUNCHES}
     assert not any(k["required"] for k in ext.values())
     entry = ext[META_KERNELS]["json_schema"]["items"]
     written = KernelInfo("k", (1, 2, 3), (32, 1, 1), "f.traceg", (16, 1024), (0, 64)).to_json(0)

@@ -49,7 +49,7 @@ class CheckOptions:
 
     engine: str = "numba"
     max_reports: int | None = DEFAULT_MAX_REPORTS
-    """Groups the formats show; None: every group."""
+    """Groups the formats show; None (asked for as 0 or ``"all"``): every group."""
     kinds: frozenset[int] = ALL_KINDS
     """The hazard kinds reported: ``select`` (default: all) minus ``ignore``."""
     batch_size: int = DEFAULT_BATCH_SIZE
@@ -78,7 +78,8 @@ def parse_kinds(values: str | Iterable[str] | None) -> frozenset[int]:
 
 
 def parse_max_reports(value: int | str | None) -> int | None:
-    """``max_reports`` from a number, a string of digits, or ``"all"`` / None (every group)."""
+    """``max_reports`` from a number, a string of digits, or ``"all"`` / 0 / None
+    (every group)."""
     if value is None or value == "all":
         return None
     number = value
@@ -87,7 +88,7 @@ def parse_max_reports(value: int | str | None) -> int | None:
     if isinstance(number, bool) or not isinstance(number, int) or number < 0:
         raise TraceError(f"max_reports must be a non-negative integer or 'all', not {value!r}",
                          path="options", rule="usage")
-    return number
+    return number or None  # 0: no cap
 
 
 def make_options(*, engine: str = "numba", max_reports: int | str | None = DEFAULT_MAX_REPORTS,
@@ -132,7 +133,7 @@ def check(source: Any, *, engine: str = "numba",
     ``"reference"`` (the plain-Python definition). ``select``/``ignore``: hazard
     kind names (``"raw"``, ``"uninit_read"``, ...) to keep / drop.
     ``max_reports`` limits the groups the formats show (default
-    :data:`DEFAULT_MAX_REPORTS`; None or ``"all"``: every group), never the
+    :data:`DEFAULT_MAX_REPORTS`; 0, None or ``"all"``: every group), never the
     counts. ``progress``: a bar on stderr; None shows one when stderr is a
     terminal and the trace is large or of unknown length.
 
@@ -189,9 +190,10 @@ def _replay(source: Any, options: CheckOptions,
     gives the consumer of the findings. Returns (the checker's result, meta)."""
     path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
     try:
+        from .notice import CompileNotice
         from .reader import decode_pool, open_trace
 
-        with decode_pool():
+        with CompileNotice(), decode_pool():
             reader = open_trace(source, batch_size=options.batch_size)
             try:
                 checker = importlib.import_module(ENGINES[options.engine]).check_trace

@@ -17,6 +17,22 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="tracerace: race detection on recorded GPU/accelerator traces.")
 
 
+def _version(value: bool) -> None:
+    if value:
+        from .formats.sarif import tool_version
+
+        typer.echo(f"tracerace {tool_version()}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Print tracerace's version and exit."),
+) -> None:
+    """tracerace: race detection on recorded GPU/accelerator traces."""
+
+
 def _fail(err: Exception) -> "typer.Exit":
     """Print a user error on one line and return the exit-2 signal to raise."""
     typer.echo(f"tracerace: error: {err}", err=True)
@@ -26,13 +42,13 @@ def _fail(err: Exception) -> "typer.Exit":
 @app.command()
 def check(
     trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet."),
-    fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif or arrow."),
+    fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif, arrow or html."),
     output: str | None = typer.Option(None, "--output", "-o",
                                       help="Write the report here instead of stdout."),
     engine: str = typer.Option("numba", "--engine", help="numba (fast) or reference."),
     max_reports: str | None = typer.Option(None, "--max-reports",
-                                           help="Show at most N groups (default 100; 'all': "
-                                                "every group). Counts stay whole."),
+                                           help="Show at most N groups (default 100; 0 or "
+                                                "'all': every group). Counts stay whole."),
     select: list[str] | None = typer.Option(None, "--select",
                                             help="Only these hazard kinds (comma-separated)."),
     ignore: list[str] | None = typer.Option(None, "--ignore",

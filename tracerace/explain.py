@@ -56,9 +56,11 @@ def op_name(code: int) -> str:
     return _OP_LABELS.get(code) or f"op{code}"
 
 
-def agent_text(launch: int, block: int, thread: int) -> str:
-    """``(0,5)``, or ``(0,5) of launch 2`` outside launch 0."""
-    text = f"({block},{thread})"
+def agent_text(launch: int, block: int, thread: int, meta: TraceMeta | None = None) -> str:
+    """``(0,5)``, or ``(0,5) of launch 2`` outside launch 0; with the launch's
+    dimensions in ``meta``, ``block (0,0,0) thread (5,0,0)`` (:mod:`tracerace.coords`)."""
+    text = (meta.coords.agent(launch, block, thread, warp=False) if meta is not None
+            else f"({block},{thread})")
     return text if launch == 0 else f"{text} of launch {launch}"
 
 
@@ -87,8 +89,14 @@ class _View:
 
     def agent(self, prev: bool = False, launch: bool = True) -> str:
         if prev:
-            return agent_text(self.prev_launch if launch else 0, self.prev_block, self.prev_thread)
-        return agent_text(self.launch if launch else 0, self.block, self.thread)
+            return agent_text(self.prev_launch if launch else 0, self.prev_block,
+                              self.prev_thread, self.meta)
+        return agent_text(self.launch if launch else 0, self.block, self.thread, self.meta)
+
+    def thread_of(self, prev: bool = False, launch: bool = True) -> str:
+        """``thread (0,5)``, or ``block (0,0,0) thread (5,0,0)`` (which says "thread")."""
+        agent = self.agent(prev, launch)
+        return agent if agent.startswith("block (") else f"thread {agent}"
 
     def is_async(self, prev: bool = False) -> bool:
         if prev:
@@ -99,7 +107,7 @@ class _View:
         """``thread (0,5)``, or ``the async copy issued by (0,5)``."""
         if self.is_async(prev):
             return f"the async copy issued by {self.agent(prev, launch)}"
-        return f"thread {self.agent(prev, launch)}"
+        return self.thread_of(prev, launch)
 
     def access(self, prev: bool = False, noun: str | None = None) -> str:
         """``the read by thread (0,5)``; ``noun`` defaults to the op's own."""
@@ -125,7 +133,7 @@ def scope_name(scope: int) -> str:
 def _weak_sync(v: _View, n1: str) -> str:
     """A race after a release/acquire that did not synchronize (RACE_WEAK_SYNC)."""
     rel, acq, need, how = reasons.weak_sync_parts(v.aux)
-    who_rel, who_acq = f"thread {v.agent(True)}", f"thread {v.agent()}"
+    who_rel, who_acq = v.thread_of(True), v.thread_of()
     read = (f"{who_acq}'s atomic on {v.obj_hex} read the release {who_rel} made after its {n1}, "
             f"but did not synchronize with it")
     if how == reasons.WEAK_RELAXED:
@@ -177,6 +185,8 @@ def _race(v: _View) -> str:
                 f"release/acquire atomic ordered the {n1} by {a} before the {n2} by {b}{launch}")
     if v.prev_bar_gen == NO_GENERATION and v.bar_gen == NO_GENERATION:
         if not (v.is_async(True) or v.is_async(False)):
+            if v.meta.coords.known:
+                return (f"{a} and {b} never synchronized between the accesses{launch}")
             return (f"threads {v.agent(True, launch=False)} and {v.agent(False, launch=False)} "
                     f"never synchronized between the accesses{launch}")
         return f"{a} and {b} never synchronized between the accesses{launch}"
@@ -230,7 +240,7 @@ def _proxy_fence(v: _View) -> str:
                 f"through the generic proxy when {wait} retired it, and the async-proxy "
                 f"{op_name(v.op)} by {v.agent()}{v.at()} reads them with no fence.proxy.async by "
                 f"{v.agent(True)} after {wait}: a fence before that wait does not cover the copy")
-    return (f"the generic-proxy write by thread {v.agent(True)}{v.at(True)} reaches the async-proxy "
+    return (f"the generic-proxy write by {v.thread_of(True)}{v.at(True)} reaches the async-proxy "
             f"{op_name(v.op)} by {v.agent()}{v.at()} with no fence.proxy.async by "
             f"{v.agent(True)} between the write and the release that orders them")
 
@@ -253,20 +263,20 @@ def _barrier_mismatch(v: _View) -> str:
     if v.launch != 0:
         where += f" in launch {v.launch}"
     if v.code == reasons.BAR_ARG_DISAGREES:
-        first = f"thread {v.agent(True)}{v.at(True)}" if v.has_first else "the first arrival"
-        return (f"arrivals at {where} disagree on the thread count: thread {v.agent()}{v.at()} "
+        first = f"{v.thread_of(True)}{v.at(True)}" if v.has_first else "the first arrival"
+        return (f"arrivals at {where} disagree on the thread count: {v.thread_of()}{v.at()} "
                 f"arrived with a count other than the {v.aux} given by the generation's first "
                 f"arrival, {first}")
     if v.code == reasons.BAR_INCOMPLETE:
         s = "" if v.aux == 1 else "s"
         return (f"{where} ends the trace with an incomplete generation: only {v.aux} arrival{s}, "
-                f"the last by thread {v.agent()}{v.at()}; the other threads never arrived "
+                f"the last by {v.thread_of()}{v.at()}; the other threads never arrived "
                 f"(look for a barrier in divergent code or after an early return)")
     return f"{where}: {_reason_or(v, 'barrier arrivals do not match')}"
 
 
 def _mbarrier_misuse(v: _View) -> str:
-    bar, who, at, op = f"mbarrier {v.obj_hex}", f"thread {v.agent()}", v.at(), op_name(v.op)
+    bar, who, at, op = f"mbarrier {v.obj_hex}", v.thread_of(), v.at(), op_name(v.op)
     if v.code == reasons.MBAR_BEFORE_INIT:
         return f"{who} used {bar} ({op}){at} before any mbar_init"
     if v.code == reasons.MBAR_REINIT:

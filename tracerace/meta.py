@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
+
+from .coords import Coords, LaunchDims
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,7 @@ class Buffer:
     strides: tuple[int, ...] | None = None
     launch: int | None = None
 
-    @property
+    @cached_property
     def element_strides(self) -> tuple[int, ...]:
         if self.strides is not None:
             return self.strides
@@ -32,7 +35,7 @@ class Buffer:
             acc *= dim
         return tuple(reversed(out))
 
-    @property
+    @cached_property
     def nbytes_span(self) -> int:
         """Bytes from ``base`` to the end of the last element."""
         if not self.shape or any(d == 0 for d in self.shape):
@@ -47,6 +50,12 @@ class Buffer:
             return False
         return self.base <= addr < self.base + self.nbytes_span
 
+    @cached_property
+    def _walk_order(self) -> tuple[int, ...]:
+        """Dimensions from the largest stride down (handles transposed views)."""
+        strides = self.element_strides
+        return tuple(sorted(range(len(self.shape)), key=lambda i: -strides[i]))
+
     def element_index(self, addr: int) -> tuple[int, ...] | None:
         """The index of the element holding byte ``addr``, or None."""
         off = addr - self.base
@@ -54,8 +63,7 @@ class Buffer:
             return None
         elem, _ = divmod(off, self.itemsize)
         strides = self.element_strides
-        # Walk dimensions from the largest stride down (handles transposed views).
-        order = sorted(range(len(self.shape)), key=lambda i: -strides[i])
+        order = self._walk_order
         index = [0] * len(self.shape)
         rest = elem
         for i in order:
@@ -97,6 +105,14 @@ class TraceMeta:
     one sentence each; a report shows them beside its findings."""
     num_rows: int | None = None
     extra: dict = field(default_factory=dict)
+    launches: tuple[LaunchDims, ...] = ()
+    """Grid and block dimensions per launch (``tracerace.launches``, or the GPU
+    import's ``tracerace.kernels``), for CUDA coordinates in reports."""
+
+    @cached_property
+    def coords(self) -> Coords:
+        """Names agents by CUDA coordinates where :attr:`launches` gives dimensions."""
+        return Coords(self.launches)
 
     def site_text(self, site: int) -> str | None:
         if 0 <= site < len(self.sites):

@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 
 from .errors import TraceError
+from .coords import parse_launches
 from .meta import Buffer, TraceMeta
 from .ops import OP_CODES, Op, Proxy, Scope, Sem, Space
 from .schema import (COLUMN_BY_NAME, COLUMN_NAMES, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION,
@@ -472,7 +473,8 @@ def parse_metadata(schema: pa.Schema, path: str | None) -> TraceMeta:
     known = {META_VERSION, META_SITES, META_BUFFERS, META_PRODUCER, META_WARNINGS}
     return TraceMeta(path=path, version=version, sites=tuple(sites), buffers=buffers,
                      producer=meta.get(META_PRODUCER), warnings=tuple(warnings),
-                     extra={k: v for k, v in meta.items() if k not in known})
+                     extra={k: v for k, v in meta.items() if k not in known},
+                     launches=parse_launches(meta, fail))
 
 
 def _parse_version(text: str | None, fail) -> int:

@@ -21,10 +21,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .coords import FLAT_LEGEND
 from .explain import COPY_OPS, explain, explain_all, op_name, reason_text
 from .findings import FIELDS, CheckResult
 from .groups import ROLE_NAMES, GroupTable, group_findings, stable_order
-from .meta import TraceMeta
+from .hints import Hint, buffer_name, hint, link_hint
+from .meta import Buffer, TraceMeta
 from .ops import HazardKind, Severity, Space
 
 if TYPE_CHECKING:
@@ -33,7 +35,8 @@ if TYPE_CHECKING:
     from .api import CheckOptions
 
 JSON_VERSION = 1
-"""``version`` of the JSON report (pinned by the product spec)."""
+"""``version`` of the JSON report (``schemas/report-v1.schema.json``): fields are
+only ever added within a version; a change to an existing one is a new version."""
 
 NO_ROW = -1
 """``prev_row`` of a finding with a single event (``uninit_read``, ...)."""
@@ -83,6 +86,91 @@ def locate(meta: TraceMeta, space: int, owner: int, addr: int, size: int,
     return element, element
 
 
+def _row_major(buf: Buffer) -> bool:
+    strides = buf.element_strides
+    expect, acc = [], 1
+    for dim in reversed(buf.shape):
+        expect.append(acc)
+        acc *= dim
+    return tuple(strides) == tuple(reversed(expect))
+
+
+def element_range(buf: Buffer, lo: int, end: int) -> str | None:
+    """The elements holding bytes ``[lo, end)`` of ``buf`` as NumPy-style slices:
+    ``out[3, 0:64]``, ``ring[0:8, :]``, ``x[5]``; None when the bytes are not in
+    ``buf`` or are no such block of a row-major buffer."""
+    first = buf.element_index(lo)
+    last = buf.element_index(end - 1)
+    if first is None or last is None:
+        return None
+    if first == last:
+        return f"{buf.name}[{', '.join(map(str, first))}]"
+    if not _row_major(buf):
+        return None
+    n = len(first)
+    p = next(i for i in range(n) if first[i] != last[i])
+    rest = range(p + 1, n)
+    if not all(first[i] == 0 and last[i] == buf.shape[i] - 1 for i in rest):
+        return None
+    parts = [str(first[i]) for i in range(p)] + [f"{first[p]}:{last[p] + 1}"]
+    parts += [":"] * len(rest)
+    return f"{buf.name}[{', '.join(parts)}]"
+
+
+def name_range(meta: TraceMeta, space: int, owner: int, lo: int, end: int,
+               launch: int | None) -> str:
+    """Bytes ``[lo, end)`` named as compactly as the trace allows: an element or
+    element slices (:func:`element_range`), ``first..last`` elements, or the raw
+    byte range."""
+    for buf in meta.buffers:
+        if buf.contains(space, lo, launch):
+            text = element_range(buf, lo, end)
+            if text is not None:
+                return text
+            break
+    first = meta.describe_bytes(space, lo, launch)
+    if first is None:
+        return byte_range(space, owner, lo, end - lo)
+    last = meta.describe_bytes(space, end - 1, launch) if end - lo > 1 else None
+    return first if last is None or last == first else f"{first}..{last}"
+
+
+def merge_ranges(locators: np.ndarray) -> list[tuple[int, int, int, int, int | None]]:
+    """(space, owner, lo, end, launch) of the byte ranges of ``locators``
+    (``LOCATOR_DTYPE``) with adjacent and overlapping ranges of the same memory
+    merged, in the order their first range was found. Ranges in a declared
+    buffer (``named``) merge across owners, as the report names them by element."""
+    runs: dict[tuple, list[list[int]]] = {}
+    order: list[tuple] = []
+    cols = [locators[name].tolist() for name in ("space", "owner", "addr", "size", "launch",
+                                                 "row", "named")]
+    for space, owner, addr, size, launch, row, named in zip(*cols):
+        if size == 0:
+            continue
+        key = (space, 0, launch) if named else (space, owner, None)
+        if key not in runs:
+            runs[key] = []
+            order.append(key)
+        runs[key].append([addr, addr + size, row])
+    if len(order) == 1 and len(runs[order[0]]) == 1:  # most groups: one range
+        space, owner, launch = order[0]
+        ((lo, end, _),) = runs[order[0]]
+        return [(space, owner, lo, end, launch)]
+    out = []
+    for key in order:
+        merged: list[list[int]] = []
+        for lo, end, row in sorted(runs[key]):
+            if merged and lo <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], end)
+                merged[-1][2] = min(merged[-1][2], row)
+            else:
+                merged.append([lo, end, row])
+        space, owner, launch = key
+        out += [(row, space, owner, lo, end, launch) for lo, end, row in merged]
+    out.sort(key=lambda r: r[0])
+    return [r[1:] for r in out]
+
+
 @dataclass(frozen=True)
 class Access:
     """One side of a hazard: the event, its agent and where in the source it is."""
@@ -96,6 +184,11 @@ class Access:
     site: str | None
     is_async: bool = False
     """The access was made by an async copy (cp.async, TMA) issued at ``row``."""
+    name: str | None = None
+    """The agent as the report names it: ``block (1,0,0) thread (33,0,0) (warp 1,
+    lane 1)`` when the trace gives the launch's dimensions, else :attr:`agent`."""
+    coords: dict | None = None
+    """``{"block": [x, y, z], "thread": [x, y, z], "warp", "lane"}``, or None."""
 
     @property
     def agent(self) -> str:
@@ -104,7 +197,16 @@ class Access:
 
     def to_json(self) -> dict[str, Any]:
         return {"row": self.row, "launch": self.launch, "block": self.block,
-                "thread": self.thread, "op": self.op, "ts": self.ts, "site": self.site}
+                "thread": self.thread, "op": self.op, "ts": self.ts, "site": self.site,
+                "async": self.is_async, "agent": self.name or self.agent,
+                "coords": self.coords}
+
+
+def _access(meta: TraceMeta, row: int, launch: int, block: int, thread: int, op: int, ts: int,
+            site: int, is_async: bool) -> Access:
+    coords = meta.coords
+    return Access(row, launch, block, thread, op_name(op), ts, meta.site_text(site), is_async,
+                  coords.agent(launch, block, thread), coords.coords(launch, block, thread))
 
 
 @dataclass(frozen=True)
@@ -144,13 +246,13 @@ def hazard_from_record(rec: Any, meta: TraceMeta, explanation: str | None = None
     from :func:`~tracerace.explain.explain_all` and :func:`locate_all`.
     """
     r = rec if isinstance(rec, dict) else dict(zip(FIELDS, rec.tolist()))
-    second = Access(r["row"], r["launch"], r["block"], r["thread"], op_name(r["op"]), r["ts"],
-                    meta.site_text(r["site"]), r["op"] in COPY_OPS)
+    second = _access(meta, r["row"], r["launch"], r["block"], r["thread"], r["op"], r["ts"],
+                     r["site"], r["op"] in COPY_OPS)
     first = None
     if r["prev_row"] != NO_ROW:
-        first = Access(r["prev_row"], r["prev_launch"], r["prev_block"], r["prev_thread"],
-                       op_name(r["prev_op"]), r["prev_ts"], meta.site_text(r["prev_site"]),
-                       bool(r["prev_async"]) or r["prev_op"] in COPY_OPS)
+        first = _access(meta, r["prev_row"], r["prev_launch"], r["prev_block"], r["prev_thread"],
+                        r["prev_op"], r["prev_ts"], r["prev_site"],
+                        bool(r["prev_async"]) or r["prev_op"] in COPY_OPS)
     if located is None:
         located = locate(meta, *(r[name] for name in _BYTES_KEY))
     element, location = located
@@ -220,17 +322,34 @@ class HazardGroup:
 
     @cached_property
     def locations(self) -> tuple[str, ...]:
-        """Distinct elements (``out[1, 2]``) or byte ranges of the group's first
-        distinct byte ranges (:data:`~tracerace.groups.EXAMPLES` of them), in the
-        order found."""
+        """The group's first distinct byte ranges (:data:`~tracerace.groups.EXAMPLES`
+        of them), adjacent ones merged, named as elements or slices
+        (``out[3, 0:64]``) or else raw byte ranges, in the order found."""
         meta = self._report.meta
         seen: dict[str, None] = {}
-        for rec in self._report.table.locators_of(self.id):
-            _, location = locate(meta, int(rec["space"]), int(rec["owner"]), int(rec["addr"]),
-                                 int(rec["size"]), int(rec["launch"]))
-            if location is not None:
-                seen.setdefault(location)
+        for space, owner, lo, end, launch in merge_ranges(self._report.table.locators_of(self.id)):
+            seen.setdefault(name_range(meta, space, owner, lo, end, launch))
         return tuple(seen)
+
+    @cached_property
+    def hint(self) -> Hint | None:
+        """What to change, from the example (:mod:`tracerace.hints`)."""
+        return hint(self._record, self._report.meta, buffer_name(self.example.element))
+
+    @cached_property
+    def linked(self) -> dict | None:
+        """For a race: the crossed wait of its thread (:meth:`Report.alias_behind`)
+        as ``row``, ``site``, ``obj``, ``text`` and ``hint``; else None."""
+        alias = self._report.alias_behind(self)
+        if alias is None:
+            return None
+        site = self._report.meta.site_text(alias["site"])
+        where = site or f"row {alias['row']}"
+        text = (f"this thread's wait on flag {alias['obj']} at {where} (row {alias['row']}) "
+                f"mixes two protocols (sync_alias): a wait released by the other protocol's "
+                f"signal leaves this access unordered")
+        return {"kind": "sync_alias", "row": alias["row"], "site": site, "obj": alias["obj"],
+                "text": text, "hint": link_hint(alias["obj"], site).to_json()}
 
     def locations_head(self, limit: int) -> tuple[str, ...]:
         """The first ``limit`` of :attr:`locations`."""
@@ -261,18 +380,33 @@ class HazardGroup:
         launch = int(stats["launch_min"][g])
         launch = launch if launch == int(stats["launch_max"][g]) else None
         owner = int(stats["owner_min"][g])
-        if owner != int(stats["owner_max"][g]):
-            whose = "blocks" if space == Space.SHARED else "threads"
-            return f"{space_name(space)} 0x{lo:x}..0x{last + 1:x} of several {whose}"
+        several = owner != int(stats["owner_max"][g])
+        whose = "blocks" if space == Space.SHARED else "threads"
         element = self._report.meta.describe_bytes(space, lo, launch)
         end = self._report.meta.describe_bytes(space, last, launch)
         if element is not None and end is not None:
-            return element if element == end else f"{element}..{end}"
+            named = name_range(self._report.meta, space, owner, lo, last + 1, launch)
+            return f"{named} of several {whose}" if several else named
+        if several:
+            return f"{space_name(space)} 0x{lo:x}..0x{last + 1:x} of several {whose}"
         return byte_range(space, owner, lo, last + 1 - lo)
 
-    def to_json(self) -> dict[str, Any]:
-        """The pinned JSON shape of a group; the example supplies bytes and accesses."""
+    @property
+    def owner_text(self) -> str | None:
+        """Whose memory the example's bytes are: ``block 3`` (shared), ``thread 5``
+        (local), None (global)."""
         ex = self.example
+        if ex.space == "shared":
+            return f"block {ex.owner}"
+        if ex.space == "local":
+            return f"thread {ex.owner}"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        """A group of the JSON report (``schemas/report-v1.schema.json``): what the
+        text report says of it, and the example's fields."""
+        ex = self.example
+        hint_ = self.hint
         return {
             "kind": self.kind, "severity": self.severity, "count": self.count,
             "space": ex.space, "addr": ex.addr, "size": ex.size,
@@ -280,6 +414,13 @@ class HazardGroup:
             "second": ex.second.to_json(),
             "element": ex.element, "explanation": ex.explanation,
             "obj": ex.obj, "reason": ex.reason,
+            "group": self.id, "first_site": self.first_site, "second_site": self.second_site,
+            "roles": {"earlier": self.earlier_role, "later": self.later_role},
+            "owner": ex.owner, "owner_text": self.owner_text, "location": ex.location,
+            "locations": list(self.locations), "byte_ranges": self.byte_ranges,
+            "span": self.span, "code": ex.code, "aux": ex.aux,
+            "hint": hint_.to_json() if hint_ is not None else None,
+            "linked": self.linked,
         }
 
 
@@ -460,15 +601,42 @@ class Report:
             return None
         return dict(zip(alias.dtype.names, alias.tolist()))
 
+    @property
+    def legend(self) -> str | None:
+        """How agents are named when the trace gives no dimensions (None otherwise,
+        or when no group is shown)."""
+        if self.meta.coords.known or not self.shown_groups:
+            return None
+        return FLAT_LEGEND
+
     # -- exports --------------------------------------------------------------
+
+    def to_text(self) -> str:
+        """The text report, as ``tracerace check`` prints it to a file."""
+        import io
+
+        from .formats import text
+
+        out = io.StringIO()
+        text.write(self, out)
+        return out.getvalue()
+
+    def __str__(self) -> str:
+        return self.to_text()
 
     def json_head(self) -> dict[str, Any]:
         """The JSON report's fields other than ``hazards``, in order."""
-        out: dict[str, Any] = {"version": JSON_VERSION, "events": self.events}
+        meta = self.meta
+        out: dict[str, Any] = {"version": JSON_VERSION, "events": self.events,
+                               "trace": meta.path, "producer": meta.producer,
+                               "warnings": list(meta.warnings),
+                               "launches": [d.to_json() for d in meta.launches],
+                               "legend": self.legend}
         return out
 
     def json_tail(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"summary": self.summary}
+        out: dict[str, Any] = {"summary": self.summary, "summary_line": self.summary_line(),
+                               "groups": self.group_count}
         if self.omitted_groups:
             out["hazards_omitted"] = self.omitted_groups
         if self.filtered:

@@ -27,6 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from .coords import META_LAUNCHES, LaunchDims, launches_json, parse_launches
 from .errors import TraceError
 from .meta import Buffer
 from .ops import Op, Space
@@ -136,6 +137,8 @@ class TraceWriter:
         self.metadata: dict[str, str] = {}
         """Further schema metadata keys (extensions); set any time before ``close``."""
         self.warnings: list[str] = []
+        self.launches: list[LaunchDims] = []
+        """Grid and block dimensions declared with :meth:`launch_dims`."""
         self.rows = 0
         self._site_index: dict[str, int] = {}
         self._pending = {c.name: np.empty(batch_size, dtype=c.dtype) for c in COLUMNS}
@@ -164,6 +167,22 @@ class TraceWriter:
         buf = _buffer(entry, f"buffer {name!r}")
         self.buffers.append(buf)
         return buf
+
+    def launch_dims(self, launch: int, grid: Sequence[int], block: Sequence[int],
+                    kernel: str | None = None) -> LaunchDims:
+        """Declare the grid and block dimensions (``[x, y, z]``, missing dims 1) of
+        a launch, so reports name agents by CUDA coordinates (``tracerace.launches``)."""
+        entry = {"launch": launch, "grid": [int(v) for v in grid],
+                 "block": [int(v) for v in block]}
+        if kernel is not None:
+            entry["kernel"] = kernel
+
+        def fail(message: str) -> ValueError:
+            return ValueError(message)
+
+        (dims,) = parse_launches({META_LAUNCHES: json.dumps([entry])}, fail)
+        self.launches = [d for d in self.launches if d.launch != launch] + [dims]
+        return dims
 
     def warn(self, text: str) -> None:
         """Add a warning to ``tracerace.warnings`` (once per distinct text)."""
@@ -213,8 +232,12 @@ class TraceWriter:
             return
         self._flush()
         self._closed = True
+        metadata = dict(self.metadata)
+        if self.launches:
+            metadata[META_LAUNCHES] = launches_json(sorted(self.launches,
+                                                           key=lambda d: d.launch))
         schema = arrow_schema(trace_metadata(self.sites, self.buffers, self.producer,
-                                             self.metadata, self.warnings))
+                                             metadata, self.warnings))
         sink = _Sink(self.path, self.format, self.compression, schema)
         try:
             if self._spill is not None:

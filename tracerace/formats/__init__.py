@@ -1,8 +1,9 @@
 """Output formats: each a module behind one interface.
 
 A format module has ``NAME``, ``BINARY`` (writes bytes, not text) and
-``write(report, stream)``; a format that writes every finding as the check
-finds them has a ``FindingsWriter`` too (Arrow). :class:`Output` opens files
+``write(report, stream)``; a format that takes every finding as the check
+finds them has a ``FindingsWriter`` too (Arrow writes them; HTML counts them
+for its heatmaps and writes the page when the report is done). :class:`Output` opens files
 (atomically, never over an input), picks text or byte streams and turns I/O
 failures into :class:`~tracerace.errors.TraceError`; :func:`render` writes a
 finished report through it.
@@ -19,9 +20,9 @@ from typing import IO, Any
 from ..errors import TraceError
 from ..outfile import create_beside, io_error, refuse_inputs
 from ..report import Report
-from . import arrowfmt, jsonfmt, sarif, text
+from . import arrowfmt, html, jsonfmt, sarif, text
 
-FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (text, jsonfmt, sarif, arrowfmt)}
+FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (text, jsonfmt, sarif, arrowfmt, html)}
 
 
 def get(name: str) -> ModuleType:
@@ -102,11 +103,11 @@ class Output:
         """Finish the output with ``report`` (the streamed formats: end the stream)."""
         try:
             if self.sink is not None and self.sink.opened:
-                self.sink.close()
+                self.sink.close(report)
             elif self.sink is not None:  # the check did not stream: write what the report kept
                 self.sink.open(report.meta, report.events)
                 self.sink.write(report.findings, report.group_of())
-                self.sink.close()
+                self.sink.close(report, exact=report.keeps_every_finding)
             elif self.module.BINARY:
                 self.module.write(report, self._target)
             else:
@@ -165,5 +166,10 @@ class _Sink:
     def write(self, findings: Any, groups: Any) -> None:
         self._guard("write", findings, groups)
 
-    def close(self) -> None:
-        self._guard("close")
+    def close(self, report: Report | None = None, exact: bool = True) -> None:
+        """End the output; a writer that ``takes_report`` (HTML) writes the page
+        of ``report`` now (``exact``: it saw every finding)."""
+        if getattr(self._writer, "takes_report", False):
+            self._guard("close", report, exact)
+        else:
+            self._guard("close")

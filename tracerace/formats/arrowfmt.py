@@ -13,7 +13,10 @@ first finding was found; SARIF results carry it as ``properties.group``),
 ts, site, async``, the earlier one ``first_row ... first_async`` (null for
 single-access hazards), the bytes ``space, owner, addr, size, element,
 location``, ``obj``, ``code``, ``reason``, ``aux``, the barrier generations
-``bar_obj, bar_gen, first_bar_obj, first_bar_gen`` and ``explanation``.
+``bar_obj, bar_gen, first_bar_obj, first_bar_gen``, ``explanation``, and
+the fix hint ``hint`` with ``hint_site``, the site where the change goes
+(:mod:`tracerace.hints`). The columns, their types and the schema metadata
+are published in ``schemas/report-v1.arrow-schema.json``.
 Names (kind, severity, op, space) are dictionary-encoded strings, with the
 same dictionary in every batch (every code's name).
 
@@ -29,8 +32,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..coords import META_LAUNCHES, launches_json
 from ..explain import COPY_OPS, UNWORDED, explain, op_name
 from ..findings import FIELDS
+from ..hints import hint
 from ..meta import TraceMeta
 from ..ops import HazardKind, Space
 from ..reasons import NAMES as REASON_NAMES
@@ -75,6 +80,7 @@ SCHEMA = pa.schema([
     ("code", pa.uint8()), ("reason", pa.string()), ("aux", pa.int64()),
     ("bar_obj", pa.int64()), ("bar_gen", pa.int64()), ("first_bar_obj", pa.int64()),
     ("first_bar_gen", pa.int64()), ("explanation", pa.string()),
+    ("hint", pa.string()), ("hint_site", pa.string()),
 ])
 
 
@@ -85,6 +91,8 @@ def schema_for(meta: TraceMeta, events: int | None) -> pa.Schema:
         metadata["tracerace.events"] = str(events)
     if meta.path:
         metadata["tracerace.trace"] = meta.path
+    if meta.launches:
+        metadata[META_LAUNCHES] = launches_json(meta.launches)
     return SCHEMA.with_metadata(metadata)
 
 
@@ -154,6 +162,7 @@ class Columns:
         self.meta = meta
         self._sites = pa.array(list(meta.sites) + [None], pa.string())
         self._memo: dict[tuple[int, int], str] = {}
+        self._hints: dict[tuple[int, int, int], tuple[str | None, str | None]] = {}
 
     def batch(self, f: np.ndarray, groups: np.ndarray) -> pa.RecordBatch:
         meta = self.meta
@@ -174,6 +183,7 @@ class Columns:
 
         element, location = name_bytes(meta, f["space"], f["owner"], f["addr"], f["size"],
                                        f["launch"])
+        explanation, keys, inverse = self.explanations(f)
         reason = _REASON_ARRAY.take(pa.array(_REASON_INDEX[np.minimum(f["kind"], len(KIND_NAMES) - 1),
                                                            f["code"]]))
         columns = [
@@ -210,19 +220,44 @@ class Columns:
             pa.array(f["bar_gen"], pa.int64()),
             earlier(f["prev_bar_obj"], pa.int64()),
             earlier(f["prev_bar_gen"], pa.int64()),
-            self.explanations(f),
+            explanation,
+            *self.hints(f, keys, inverse),
         ]
         return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
 
-    def explanations(self, f: np.ndarray) -> pa.Array:
+    def hints(self, f: np.ndarray, keys: np.ndarray, inverse: np.ndarray) -> list[pa.Array]:
+        """(hint, hint_site) of every finding: worded once per distinct set of the
+        fields a sentence reads (``keys``/``inverse`` from :meth:`explanations`)
+        and the buffer the bytes are in (an ``uninit_read`` hint names it)."""
+        n = len(f)
+        if n == 0:
+            return [pa.array([], pa.string()), pa.array([], pa.string())]
+        buf = _buffer_index(self.meta, f["space"], f["addr"], f["launch"])
+        combined = inverse.astype(np.int64) * (len(self.meta.buffers) + 1) + buf + 1
+        _, first, which = np.unique(combined, return_index=True, return_inverse=True)
+        texts, sites = [], []
+        for i in first.tolist():
+            key = (*keys[inverse[i]], int(buf[i]))
+            found = self._hints.get(key)
+            if found is None:
+                name = self.meta.buffers[buf[i]].name if buf[i] >= 0 else None
+                h = hint(dict(zip(FIELDS, f[i].tolist())), self.meta, name)
+                found = self._hints[key] = (None, None) if h is None else (h.text, h.site)
+            texts.append(found[0])
+            sites.append(found[1])
+        take = pa.array(which.astype(np.int64))
+        return [pa.array(texts, pa.string()).take(take), pa.array(sites, pa.string()).take(take)]
+
+    def explanations(self, f: np.ndarray) -> tuple[pa.Array, list, np.ndarray]:
         """:func:`~tracerace.explain.explain` of every finding, worded once per
         distinct set of the fields a sentence reads. Within a batch the sets
         are found by a hash and every member is compared field by field with
         the one worded; across batches the sentences are remembered by two
-        independent 64-bit hashes of the set (a collision of both: 2^-128)."""
+        independent 64-bit hashes of the set (a collision of both: 2^-128).
+        Also returns each set's hash pair and each finding's set."""
         n = len(f)
         if n == 0:
-            return pa.array([], pa.string())
+            return pa.array([], pa.string()), [], np.zeros(0, dtype=np.int64)
         cols = [f[name].astype(np.uint64) for name in _WORDED]
         cols.append((f["prev_row"] >= 0).astype(np.uint64))
         h1 = np.zeros(n, dtype=np.uint64)
@@ -245,13 +280,15 @@ class Columns:
             inverse[odd] = len(first) + np.arange(len(odd))
             first = np.concatenate([first, odd])
         texts = []
-        for i, key in enumerate(zip(h1[first].tolist(), h2[first].tolist())):
+        keys = list(zip(h1[first].tolist(), h2[first].tolist()))
+        for i, key in enumerate(keys):
             text = self._memo.get(key)
             if text is None:
                 text = self._memo[key] = explain(dict(zip(FIELDS, f[first[i]].tolist())),
                                                  self.meta)
             texts.append(text)
-        return pa.array(texts, pa.string()).take(pa.array(inverse.astype(np.int64)))
+        inverse = inverse.astype(np.int64)
+        return pa.array(texts, pa.string()).take(pa.array(inverse)), keys, inverse
 
 
 # -- element names and byte ranges, vectorised (report.locate is the definition) --
@@ -275,6 +312,24 @@ def name_bytes(meta: TraceMeta, space: np.ndarray, owner: np.ndarray, addr: np.n
     location = pc.if_else(pc.is_valid(element), named, raw)
     location = pc.if_else(pa.array(has), location, pa.scalar(None, pa.string()))
     return element, location
+
+
+def _buffer_index(meta: TraceMeta, space: np.ndarray, addr: np.ndarray,
+                  launch: np.ndarray) -> np.ndarray:
+    """The index in ``meta.buffers`` of the first buffer whose span holds each
+    address (-1: none), as :meth:`TraceMeta.describe_bytes` looks them up."""
+    out = np.full(len(addr), -1, dtype=np.int64)
+    for i, buffer in enumerate(meta.buffers):
+        span = buffer.nbytes_span
+        if span == 0:
+            continue
+        todo = (out < 0) & (space == buffer.space)
+        if buffer.launch is not None:
+            todo &= launch == buffer.launch
+        base = np.uint64(buffer.base)
+        todo &= (addr >= base) & (addr - base < np.uint64(span))
+        out[todo] = i
+    return out
 
 
 def _elements(meta: TraceMeta, space: np.ndarray, addr: np.ndarray, launch: np.ndarray,

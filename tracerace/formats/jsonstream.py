@@ -10,9 +10,74 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from json.encoder import encode_basestring_ascii
 from typing import IO, Any
 
 INDENT = "  "
+
+
+def indented(value: Any, pad: str = "") -> str:
+    """``json.dumps(value, indent=2)`` (plain JSON types; ints, not floats), each
+    line after the first prefixed by ``pad``. The standard encoder takes its
+    pure-Python path whenever it indents; this direct one is about 3x faster
+    on report groups, and ``tests/test_report_streaming.py`` holds it to
+    ``json.dumps``."""
+    out: list[str] = []
+    _emit(value, "\n" + pad, out)
+    return "".join(out)
+
+
+def _emit(value: Any, newline: str, out: list[str]) -> None:
+    leaf = _leaf(value)
+    if leaf is not None:
+        out.append(leaf)
+        return
+    inner = newline + INDENT
+    if isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        sep = "{" + inner
+        for key, item in value.items():
+            out.append(sep)
+            out.append(encode_basestring_ascii(key if isinstance(key, str) else str(key)))
+            out.append(": ")
+            # leaves inline: most values of a report are strings and ints
+            if item.__class__ is str:
+                out.append(encode_basestring_ascii(item))
+            elif item.__class__ is int:
+                out.append(int.__repr__(item))
+            else:
+                _emit(item, inner, out)
+            sep = "," + inner
+        out.append(newline + "}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        sep = "[" + inner
+        for item in value:
+            out.append(sep)
+            _emit(item, inner, out)
+            sep = "," + inner
+        out.append(newline + "]")
+    else:  # floats and anything else: the standard encoder's words
+        out.append(json.dumps(value))
+
+
+def _leaf(value: Any) -> str | None:
+    """The JSON of a string, int, bool or null; None for anything else."""
+    if isinstance(value, str):
+        return encode_basestring_ascii(value)
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return int.__repr__(value)
+    return None
 
 
 class Items:
@@ -44,7 +109,7 @@ def dump(value: Any, stream: IO[str], level: int = 0) -> None:
             stream.write(",\n" if n else "\n")
             stream.write(pad + INDENT)
             if plain:
-                stream.write(json.dumps(item, indent=len(INDENT)).replace("\n", "\n" + pad + INDENT))
+                stream.write(indented(item, pad + INDENT))
             else:
                 dump(item, stream, level + 1)
             n += 1
@@ -57,5 +122,4 @@ def dump(value: Any, stream: IO[str], level: int = 0) -> None:
             dump(item, stream, level + 1)
         stream.write(f"\n{pad}}}" if value else "}")
     else:
-        text = json.dumps(value, indent=len(INDENT))
-        stream.write(text.replace("\n", "\n" + pad) if level else text)
+        stream.write(indented(value, pad))

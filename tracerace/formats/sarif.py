@@ -6,7 +6,12 @@ structure is small). One rule per hazard kind, ``ruleIndex`` = its code. A site
 that starts with ``file:line`` (``matmul.cu:104 LDGSTS.E.128``,
 ``kernel.py:88:5 tl.store``) becomes a physical location, the rest of the site
 text its message; any other site a logical location. The later access is the
-result's location, the earlier one a related location.
+result's location, the earlier one a related location. The group's fix hint
+(:mod:`tracerace.hints`) ends the message and, when it names a ``file:line``
+site, is the result's ``fixes`` entry: its description and an empty region
+at the start of that line (where the change goes; tracerace does not write
+the code). A race linked to a crossed wait (``sync_alias``)
+has that wait as a second related location.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ def _document(report: Report, results: list | Items) -> dict[str, Any]:
     run: dict[str, Any] = {
         "tool": {"driver": {
             "name": "tracerace",
-            "version": _version(),
+            "version": tool_version(),
             "rules": [_rule(kind) for kind in HazardKind],
         }},
         "results": results,
@@ -78,21 +83,68 @@ def _result(group: HazardGroup) -> dict[str, Any]:
     ex = group.example
     count = f"{group.count:,} hazard{'' if group.count == 1 else 's'}"
     where = f" on {ex.location}" if ex.location else ""
+    hint = group.hint
+    fix = f" Fix: {hint.text}." if hint is not None else ""
     result: dict[str, Any] = {
         "ruleId": group.kind,
         "ruleIndex": int(HazardKind[group.kind.upper()]),
         "level": group.severity,
-        "message": {"text": f"{group.kind}: {ex.explanation} ({count}{where})"},
-        "locations": [location(ex.second, f"later {ex.second.op} by {ex.second.agent}")],
+        "message": {"text": f"{group.kind}: {ex.explanation} ({count}{where}).{fix}"},
+        "locations": [location(ex.second, f"later {ex.second.op} by {_agent(ex.second)}")],
         "properties": {"count": group.count, "space": ex.space, "addr": ex.addr,
                        "size": ex.size, "element": ex.element, "row": ex.second.row,
                        "group": group.id},
     }
+    related = []
     if ex.first is not None:
-        related = location(ex.first, f"earlier {ex.first.op} by {ex.first.agent}")
-        result["relatedLocations"] = [{"id": 1, **related}]
+        related.append({"id": 1, **location(ex.first,
+                                            f"earlier {ex.first.op} by {_agent(ex.first)}")})
         result["properties"]["firstRow"] = ex.first.row
+    linked = group.linked
+    if linked is not None:
+        related.append({"id": 2, **_site_location(linked["site"], linked["text"])})
+        result["properties"]["linked"] = {"row": linked["row"], "obj": linked["obj"],
+                                          "hint": linked["hint"]["text"]}
+    if related:
+        result["relatedLocations"] = related
+    if hint is not None:
+        result["properties"]["hint"] = hint.text
+        fix = _fix(hint.text, hint.site)
+        if fix is not None:
+            result["fixes"] = [fix]
     return result
+
+
+def _agent(access: Access) -> str:
+    return access.name or access.agent
+
+
+def _fix(text: str, site: str | None) -> dict[str, Any] | None:
+    """A SARIF ``fix``: the hint, and an empty region at the start of the line
+    where the change goes; None when ``site`` names no ``file:line`` (SARIF
+    wants at least one artifact change; the message has the hint)."""
+    m = SITE_RE.match(site) if site else None
+    if m is None or int(m["line"]) < 1:
+        return None
+    line = int(m["line"])
+    return {"description": {"text": text}, "artifactChanges": [{
+        "artifactLocation": {"uri": _uri(m["file"])},
+        "replacements": [{"deletedRegion": {"startLine": line, "startColumn": 1,
+                                            "endLine": line, "endColumn": 1}}],
+    }]}
+
+
+def _site_location(site: str | None, text: str) -> dict[str, Any]:
+    """A location for a site with no access record (a linked wait)."""
+    if site is None:
+        return {"message": {"text": text}}
+    m = SITE_RE.match(site)
+    if m is None or int(m["line"]) < 1:
+        return {"logicalLocations": [{"name": site, "fullyQualifiedName": site}],
+                "message": {"text": text}}
+    return {"physicalLocation": {"artifactLocation": {"uri": _uri(m["file"])},
+                                 "region": {"startLine": int(m["line"])}},
+            "message": {"text": text}}
 
 
 def location(access: Access, what: str) -> dict[str, Any]:
@@ -122,7 +174,8 @@ def _uri(path: str) -> str:
     return quote(path.replace("\\", "/"), safe="/:")
 
 
-def _version() -> str:
+def tool_version() -> str:
+    """The installed distribution's version, else the package's ``__version__``."""
     from importlib.metadata import PackageNotFoundError, version
 
     try:

@@ -19,6 +19,12 @@ BINARY = False
 MAX_LOCATIONS = 6
 """Distinct elements / byte ranges listed per group before the count of all of them."""
 
+WIDTH = 100
+"""Long field values (why, hint, bytes) are wrapped to this many columns."""
+
+_INDENT = 11
+"""Columns before a field's value (two spaces and the label)."""
+
 _SEVERITY_STYLE = {"error": "bold red", "warning": "bold yellow"}
 NO_SITE = "<no site>"
 
@@ -49,16 +55,15 @@ def blocks(report: Report) -> Iterator[list[Line]]:
     """The lines of each shown group, then the closing lines."""
     for group in report.shown_groups:
         lines = group_lines(group)
-        alias = report.alias_behind(group)
-        if alias is not None:
-            site = report.meta.site_text(alias["site"]) or f"row {alias['row']}"
-            lines.append(_field("linked", f"this thread's wait on flag {alias['obj']} at {site} "
-                                          f"(row {alias['row']}) mixes two protocols "
-                                          f"(sync_alias): a wait released by the other "
-                                          f"protocol's signal leaves this access unordered"))
+        linked = group.linked
+        if linked is not None:
+            lines += _field("linked", linked["text"])
+            lines += _field("fix", linked["hint"]["text"])
         lines.append([])
         yield lines
     end = []
+    if report.legend is not None:
+        end += _field("agents", report.legend[len("agents are "):], "dim")
     omitted = report.omitted_line()
     if omitted:
         end.append([(omitted, "dim")])
@@ -79,32 +84,36 @@ def group_lines(group: HazardGroup) -> list[Line]:
         head += [(" at ", None), (group.second_site, "cyan")]
     lines = [head]
     if ex.first is not None:
-        lines.append(_field("earlier", access_text(ex.first)))
-        lines.append(_field("later", access_text(ex.second)))
+        lines += _field("earlier", access_text(ex.first))
+        lines += _field("later", access_text(ex.second))
     else:
-        lines.append(_field("access", access_text(ex.second)))
+        lines += _field("access", access_text(ex.second))
     if ex.location is not None:
-        lines.append(_field("bytes", locations_text(group)))
-    lines.append(_field("why", ex.explanation))
+        lines += _field("bytes", locations_text(group))
+    lines += _field("why", ex.explanation)
+    fix = group.hint
+    if fix is not None:
+        lines += _field("fix", fix.text)
     return lines
 
 
 def access_text(a: Access) -> str:
-    """``write by (0,5) in launch 0, row 17, ts 120, at kernel.cu:10 st.shared``."""
+    """``write by (0,5) in launch 0, row 17, ts 120, at kernel.cu:10 st.shared``
+    (``block (0,0,0) thread (5,0,0)`` when the trace gives the launch's dimensions)."""
     op = f"{a.op} (async copy)" if a.is_async else a.op
     site = f", at {a.site}" if a.site else ""
-    return f"{op} by {a.agent} in launch {a.launch}, row {a.row:,}, ts {a.ts}{site}"
+    return f"{op} by {a.name or a.agent} in launch {a.launch}, row {a.row:,}, ts {a.ts}{site}"
 
 
 def locations_text(group: HazardGroup) -> str:
-    """``out[0, 1], out[0, 2]``; past ``MAX_LOCATIONS``: ``..., ... (4,096 byte ranges in
+    """``out[0, 1:3], out[2, 0]`` (adjacent byte ranges merged); past ``MAX_LOCATIONS``: ``..., ... (4,096 byte ranges in
     all)``; when the report kept only the group's first members and they do not
     cover its bytes: ``..., ... (all within out[0, 0]..out[63, 63])``."""
     head = group.locations_head(MAX_LOCATIONS)
     shown = ", ".join(head)
     ranges = group.byte_ranges
     if ranges is not None:
-        if group.count > 1 and ranges > MAX_LOCATIONS:
+        if len(group.locations) > len(head):
             return f"{shown}, ... ({ranges:,} byte ranges in all)"
         return shown
     span = group.span
@@ -113,8 +122,32 @@ def locations_text(group: HazardGroup) -> str:
     return f"{shown}, ... (all within {span})"
 
 
-def _field(label: str, value: str) -> Line:
-    return [("  ", None), (f"{label + ':':9}", "dim"), (value, None)]
+def _field(label: str, value: str, style: str | None = None) -> list[Line]:
+    """``  label:   value``, the value wrapped to :data:`WIDTH` columns under itself."""
+    pieces = _wrap(value, WIDTH - _INDENT)
+    lines: list[Line] = [[("  ", None), (f"{label + ':':9}", "dim"), (pieces[0], style)]]
+    lines += [[(" " * _INDENT, None), (piece, style)] for piece in pieces[1:]]
+    return lines
+
+
+def _wrap(value: str, width: int) -> list[str]:
+    """``value`` in lines of at most ``width`` characters, broken at spaces (a word
+    longer than a line gets a line of its own). What ``textwrap.wrap`` does for
+    this text, at a fraction of its cost: most values fit on one line."""
+    if len(value) <= width:
+        return [value]
+    lines: list[str] = []
+    line = ""
+    for word in value.split(" "):
+        if not word:
+            continue
+        if line and len(line) + 1 + len(word) > width:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}" if line else word
+    lines.append(line)
+    return lines
 
 
 def is_terminal(stream: object) -> bool:

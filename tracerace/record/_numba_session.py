@@ -122,6 +122,7 @@ class Session:
         grid_dim, block_dim = simkernel.normalize_kernel_dimensions(kernel.grid_dim,
                                                                     kernel.block_dim)
         launch = Launch(self, index, kernel.dynshared_size)
+        self.writer.launch_dims(index, grid_dim, block_dim, kernel=kernel.fn.__name__)
         module = RecordingModule(grid_dim, block_dim, kernel.dynshared_size, launch)
         accesses = self.log.accesses()
         with simkernel._push_kernel_context(module):

@@ -123,6 +123,8 @@ class Session:
 
     def grid(self, dims: tuple[int, int, int]) -> None:
         self._grid = dims
+        # A program is one agent: a block of one thread, named by its program id.
+        self.writer.launch_dims(self.launches, dims, (1, 1, 1), kernel=self._kernel)
 
     def program(self, x: int, y: int, z: int) -> None:
         """The interpreter starts program ``(x, y, z)``: block ``x + nx * (y + ny * z)``."""

@@ -182,4 +182,7 @@ def generate(target, *, fixed: bool = False, scale: int = 1, seed: int = 0) -> i
         last = scale - (launches - 1) * per_launch
         full = build_launch(site, fixed=fixed, tiles=per_launch)
         tail = full if last == per_launch else build_launch(site, fixed=fixed, tiles=last)
+        for i in range(launches):  # block = tile * SPLIT_K + split: blockIdx (split, tile)
+            tiles = per_launch if i < launches - 1 else last
+            w.launch_dims(i, grid=(SPLIT_K, tiles), block=(THREADS,), kernel="matmul_splitk")
         return write_launches(w, [full] * (launches - 1) + [tail])

@@ -106,4 +106,6 @@ def generate(target, *, fixed: bool = False, scale: int = 1, seed: int = 0) -> i
         dst = destinations(rows, seed)
         launch = build_launch(site, fixed=fixed, dst=dst)
         count = LAUNCHES * math.ceil(ROWS * scale / rows)
+        for i in range(count):  # a program per row, WARPS warps each
+            w.launch_dims(i, grid=(rows,), block=(WARPS * 32,), kernel="permute_rows")
         return write_launches(w, [launch] * count)

@@ -225,4 +225,6 @@ def generate(target, *, fixed: bool = False, scale: int = 1, seed: int = 0) -> i
         declare_buffers(w, clusters * CLUSTER * BM)
         launch = build_launch(site, fixed=fixed, clusters=clusters)
         count = LAUNCHES * math.ceil(CLUSTERS * scale / clusters)
+        for i in range(count):  # three warpgroups per CTA
+            w.launch_dims(i, grid=(clusters * CLUSTER,), block=(3 * 128,), kernel="gemm_mcast")
         return write_launches(w, [launch] * count)

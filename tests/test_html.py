@@ -1,0 +1,218 @@
+"""``--format html``: one self-contained page, escaped, small for many hazards, and
+rendered by a real browser (Debian's chromium, headless) without console errors.
+
+The browser tests need ``chromium`` (``.ci/run`` installs it); outside CI
+(``CI`` unset) they skip when it is absent, in CI they fail.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import tracerace
+from tracerace import formats
+from tracerace.api import make_options
+from tracerace.cli import app
+from tracerace.findings import CheckResult, empty_findings
+from tracerace.formats import html
+from tracerace.meta import TraceMeta
+from tracerace.report import Report
+from tracerace.scenarios import SCENARIOS
+from tracerace.writer import make_table
+
+from builders import Trace
+
+ROOT = Path(__file__).resolve().parent.parent
+HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
+
+
+def page_of(report: Report) -> str:
+    out = io.StringIO()
+    formats.render(report, "html", out)
+    return out.getvalue()
+
+
+def hostile_trace(tmp_path: Path) -> Path:
+    """A racy trace whose site texts, buffer name and producer are markup."""
+    t = Trace().init(0, 0, addr=0x1000, size=16, site=0)
+    t.write(0, 0, addr=0x1000, size=4, site=1).read(1, 0, addr=0x1000, size=4, site=2)
+    table = make_table(t.columns(), sites=["k.cu:1 init", f"k.cu:2 {HOSTILE}", HOSTILE],
+                       buffers=[{"name": f"buf{HOSTILE}", "space": 0, "base": 0x1000,
+                                 "shape": [4], "itemsize": 4}],
+                       producer=f"</title>{HOSTILE}")
+    path = tmp_path / "hostile.arrow"
+    import pyarrow.feather as feather
+
+    feather.write_feather(table, str(path))
+    return path
+
+
+def test_trace_text_is_escaped_and_nothing_can_run(tmp_path):
+    path = hostile_trace(tmp_path)
+    out = tmp_path / "r.html"
+    result = CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out)])
+    assert result.exit_code == 1
+    page = out.read_text()
+    assert "<script" not in page.lower() and "<img src=x" not in page
+    assert "&lt;script&gt;document.title=" in page and "&lt;/title&gt;" in page
+    assert "default-src 'none'" in page          # and the page's policy forbids scripts
+    assert "buf&lt;script&gt;" in page            # the buffer's heatmap title
+
+
+def test_page_is_self_contained_with_summary_groups_and_heatmap(tmp_path):
+    path = SCENARIOS["incident4"].write(tmp_path / "i4.arrow")
+    out = tmp_path / "i4.html"
+    result = CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out)])
+    assert result.exit_code == 1
+    page = out.read_text()
+    report = tracerace.check(path)
+    assert f'id="summary" class="summary errors">{report.summary_line()}<' in page
+    assert page.count('class="timeline-svg"') == len(report.shown_groups) == 2
+    assert "block (63,0,0) thread (0,0,0)" in page
+    # no resource outside the file: only data: URIs
+    assert not re.search(r"""(src|href)=["'](?!data:)""", page)
+    # heatmap counts every finding (the CLI's sink sees them all): 4,064 on x
+    assert "4,064 findings" in page and "Every finding counted." in page
+
+
+def test_heatmap_counts_are_exact_through_the_sink(tmp_path):
+    path = SCENARIOS["incident2"].write(tmp_path / "i2.arrow")
+    full = tracerace.check(path, keep_findings=True)
+    heat = html.Heat(full.meta)
+    heat.add(full.findings)
+    (ring,) = [m for m in heat.maps() if m["name"] == "ring"]
+    assert ring["findings"] == full.total == 816
+    # each finding covers one chunk (32 elements) of one slot
+    f = full.findings
+    per_element = np.zeros(8 * 32, dtype=np.int64)
+    buf = next(b for b in full.meta.buffers if b.name == "ring")
+    for addr, size in zip(f["addr"].tolist(), f["size"].tolist()):
+        lo = (addr - buf.base) // buf.itemsize
+        per_element[lo:(addr + size - buf.base - 1) // buf.itemsize + 1] += 1
+    top = int(per_element.max())
+    assert ring["hottest"][0].endswith(f": {top:,}")
+    # rendered from a report that kept only examples: said to be a sample
+    assert "Counted from the findings the report kept" in page_of(tracerace.check(path))
+
+
+def many_groups_report(n: int) -> Report:
+    """``n`` raw findings, each at a pair of sites of its own: ``n`` groups."""
+    f = empty_findings(n)
+    f["kind"] = 0
+    f["row"] = np.arange(n) * 2 + 1
+    f["prev_row"] = np.arange(n) * 2
+    f["block"], f["prev_block"] = 1, 0
+    f["op"], f["prev_op"] = 0, 1
+    f["site"] = np.arange(n) * 2 + 1
+    f["prev_site"] = np.arange(n) * 2
+    f["addr"] = 0x1000 + 4 * (np.arange(n) % 1024)
+    f["size"] = 4
+    f["bar_obj"] = f["bar_gen"] = f["prev_bar_obj"] = f["prev_bar_gen"] = -1
+    sites = tuple(f"k.cu:{i} op" for i in range(2 * n))
+    meta = TraceMeta(path=None, sites=sites, buffers=(
+        tracerace.meta.Buffer("out", 0, 0x1000, (32, 32), 4),))
+    return Report.from_result(CheckResult(2 * n, f), meta, make_options(max_reports="all"))
+
+
+def test_page_stays_small_for_a_hundred_thousand_hazards():
+    report = many_groups_report(100_000)
+    page = page_of(report)
+    assert len(page.encode()) < 1_500_000
+    assert page.count("<section class=\"group") == html.DETAIL_GROUPS
+    assert page.count("<tr class=") == html.TABLE_GROUPS
+    unlisted = 100_000 - html.DETAIL_GROUPS - html.TABLE_GROUPS
+    assert f"{unlisted:,} more shown groups are not listed" in page
+    assert "100,000 hazards (100,000 errors, 0 warnings) in 100,000 groups" in page
+
+
+# -- in a browser ----------------------------------------------------------------------
+
+def chromium() -> str:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium is not installed (.ci/run installs Debian's chromium)")
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    return found
+
+
+def browse(page: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         "--no-first-run", "--enable-logging=stderr", "--log-level=0",
+         f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,1800", *extra,
+         page.as_uri()], capture_output=True, text=True, timeout=180)
+
+
+def console_messages(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+def test_the_console_check_sees_a_script_error(tmp_path):
+    """The check below would notice a page error: a broken page shows one."""
+    bad = tmp_path / "bad.html"
+    bad.write_text("<html><body><script>undefinedFunction();</script></body></html>")
+    run = browse(bad, tmp_path, "--dump-dom")
+    assert any("undefinedFunction" in m for m in console_messages(run.stderr))
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_incident_pages_render_in_chromium(tmp_path, name):
+    from PIL import Image
+
+    path = SCENARIOS[name].write(tmp_path / f"{name}.arrow")
+    out = tmp_path / f"{name}.html"
+    assert CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out)]).exit_code == 1
+    dom = browse(out, tmp_path, "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert console_messages(dom.stderr) == []
+    summary = tracerace.check(path).summary_line()
+    assert f'id="summary" class="summary errors">{summary}<' in dom.stdout
+    assert "<svg class=\"timeline-svg\"" in dom.stdout and "<circle" in dom.stdout
+    shot = tmp_path / f"{name}.png"
+    run = browse(out, tmp_path, f"--screenshot={shot}")
+    assert run.returncode == 0 and console_messages(run.stderr) == []
+    image = Image.open(shot).convert("RGB")
+    colors = image.getcolors(maxcolors=1 << 20)
+    assert colors is not None and len(colors) > 50              # text, marks, colours
+    white = sum(n for n, rgb in colors if min(rgb) >= 245)
+    assert white < 0.97 * image.width * image.height            # not a blank page
+
+
+def test_hostile_page_runs_nothing_in_chromium(tmp_path):
+    path = hostile_trace(tmp_path)
+    out = tmp_path / "h.html"
+    CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out)])
+    dom = browse(out, tmp_path, "--dump-dom")
+    assert console_messages(dom.stderr) == []
+    assert "<title>tracerace report" in dom.stdout and "pwned" not in dom.stdout.split(
+        "</title>")[0]
+    assert "&lt;script&gt;document.title='pwned'" in dom.stdout
+
+
+
+def test_source_lines_around_both_sites_when_the_file_is_readable(tmp_path):
+    source = tmp_path / "kern.cu"
+    source.write_text("".join(f"line {n} of the kernel\n" for n in range(1, 21)))
+    t = Trace().init(0, 0, addr=0, size=4, site=0)
+    t.write(0, 0, addr=0, size=4, site=1).read(1, 0, addr=0, size=4, site=2)
+    table = make_table(t.columns(), sites=["kern.cu:1 init", "kern.cu:5 st", "kern.cu:12 ld"])
+    path = tmp_path / "t.arrow"
+    import pyarrow.feather as feather
+
+    feather.write_feather(table, str(path))
+    page = page_of(tracerace.check(str(path)))   # found beside the trace
+    assert '<span class="hl">    5  line 5 of the kernel</span>' in page
+    assert '<span class="hl">   12  line 12 of the kernel</span>' in page
+    assert "    9  line 9 of the kernel" in page and "line 16 of" not in page
+    source.unlink()
+    assert "line 5 of the kernel" not in page_of(tracerace.check(str(path)))

@@ -1,0 +1,406 @@
+"""HTML: one self-contained page a person opens in a browser (no server, no network).
+
+The page holds the summary; per shown group the text report's words (sites,
+accesses, bytes, why, fix), the source lines around both sites when the file
+is readable, and a timeline (inline SVG) of the agents around the two
+accesses, read back from the trace (:mod:`tracerace.timeline`): the barriers,
+waits, signals, fences and copies between them, and a dashed line where the
+ordering edge is missing; then, for each named buffer, a heatmap of the
+elements involved in hazards, rows by the leading dimensions (``head, row``)
+and columns by the last (a PNG in a data URI).
+
+Exact where it matters, bounded in size: the heatmaps count every finding
+the check hands over (:class:`FindingsWriter`, a findings sink, like the
+Arrow output's), binned into at most :data:`HEAT_ROWS` x :data:`HEAT_COLS`
+cells; only the first :data:`DETAIL_GROUPS` groups get source and timeline,
+the rest of the shown groups (at most :data:`TABLE_GROUPS`) a table row; the
+counts are the report's exact totals. A report rendered without a check's
+sink (``formats.render(report, "html")``) draws the heatmaps from the
+findings the report kept and says so.
+
+Everything from the trace (sites, buffer and kernel names, producer text) is
+data: Jinja2 escapes it, and the page's Content-Security-Policy allows no
+script at all, so a site holding ``<script>`` shows that text and runs nothing.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+import struct
+import zlib
+from base64 import b64encode
+from typing import IO, Any
+
+import numpy as np
+
+from ..meta import Buffer, TraceMeta
+from ..ops import Space
+from ..report import HazardGroup, Report
+from .sarif import SITE_RE, tool_version
+from .text import access_text, locations_text
+
+NAME = "html"
+BINARY = False
+
+DETAIL_GROUPS = 20
+"""Groups shown with source context and a timeline."""
+TABLE_GROUPS = 1000
+"""Shown groups listed (one table row each) past the detailed ones."""
+HEAT_ROWS, HEAT_COLS = 96, 128
+"""Most cells of a heatmap; larger buffers are binned (a cell sums its elements)."""
+HEAT_BUFFERS = 8
+"""Buffers with a heatmap (those with the most findings)."""
+HEAT_ELEMENTS = 1 << 20
+"""Per-element counts up to this many elements; a larger buffer is counted in
+this many bins of consecutive elements."""
+SOURCE_CONTEXT = 3
+"""Source lines shown before and after a site's line."""
+
+
+def write(report: Report, stream: IO[str]) -> None:
+    """The page of ``report``, heatmaps from the findings it kept."""
+    heat = Heat(report.meta)
+    heat.add(report.findings)
+    stream.write(render_page(report, heat, exact=report.keeps_every_finding))
+
+
+class FindingsWriter:
+    """Counts every finding of a check for the heatmaps (``api.check(..., sink=...)``);
+    :meth:`close` with the finished report writes the page."""
+
+    takes_report = True
+
+    def __init__(self, out: Any, *, file: bool) -> None:
+        self._out = out
+        self._heat: Heat | None = None
+
+    @property
+    def opened(self) -> bool:
+        return self._heat is not None
+
+    def open(self, meta: TraceMeta, events: int | None = None) -> None:
+        self._heat = Heat(meta)
+
+    def write(self, findings: np.ndarray, groups: np.ndarray) -> None:
+        self._heat.add(findings)
+
+    def close(self, report: Report | None = None, exact: bool = True) -> None:
+        if report is None:
+            return
+        page = render_page(report, self._heat, exact=exact)
+        if isinstance(self._out, (io.RawIOBase, io.BufferedIOBase)) or "b" in getattr(
+                self._out, "mode", ""):
+            self._out.write(page.encode("utf-8"))
+        else:
+            self._out.write(page)
+
+
+# -- heatmaps -----------------------------------------------------------------------
+
+class Heat:
+    """Findings per element of each named buffer, exact, in bounded memory."""
+
+    def __init__(self, meta: TraceMeta) -> None:
+        self.meta = meta
+        self.buffers = [b for b in meta.buffers if b.nbytes_span > 0 and b.shape]
+        self._diff = []
+        self._bin = []
+        for b in self.buffers:
+            n = math.prod(b.shape)
+            per = max(1, -(-n // HEAT_ELEMENTS))
+            self._bin.append(per)
+            self._diff.append(np.zeros(-(-n // per) + 1, dtype=np.int64))
+        self.findings = np.zeros(len(self.buffers), dtype=np.int64)
+
+    def add(self, f: np.ndarray) -> None:
+        if len(f) == 0 or not self.buffers:
+            return
+        has = f["size"] > 0
+        space, addr, size, launch = f["space"], f["addr"], f["size"], f["launch"]
+        taken = np.zeros(len(f), dtype=bool)
+        for i, b in enumerate(self.buffers):
+            base, span = np.uint64(b.base), np.uint64(b.nbytes_span)
+            mask = has & ~taken & (space == b.space) & (addr >= base) & (addr - base < span)
+            if b.launch is not None:
+                mask &= launch == b.launch
+            rows = np.flatnonzero(mask)
+            if rows.size == 0:
+                continue
+            taken[rows] = True
+            first = _flat(b, (addr[rows] - base).astype(np.int64))
+            end = np.minimum((addr[rows] + size[rows] - base).astype(np.int64), b.nbytes_span)
+            last = _flat(b, end - 1)
+            lo, hi = np.minimum(first, last), np.maximum(first, last)
+            per = self._bin[i]
+            np.add.at(self._diff[i], lo // per, 1)
+            np.add.at(self._diff[i], hi // per + 1, -1)
+            self.findings[i] += rows.size
+
+    def maps(self) -> list[dict[str, Any]]:
+        """Per buffer with findings (most first): name, shape, space, findings,
+        the grid as a PNG data URI and axis words."""
+        out = []
+        order = np.argsort(-self.findings, kind="stable")[:HEAT_BUFFERS]
+        for i in order.tolist():
+            if self.findings[i] == 0:
+                continue
+            b = self.buffers[i]
+            counts = np.cumsum(self._diff[i])[:-1]
+            out.append(_heatmap(b, counts, self._bin[i], int(self.findings[i])))
+        return out
+
+
+def _flat(b: Buffer, offset: np.ndarray) -> np.ndarray:
+    """Logical (row-major) element index of byte offsets into ``b``."""
+    elem = offset // b.itemsize
+    strides = b.element_strides
+    flat = np.zeros_like(elem)
+    rest = elem
+    mult = 1
+    logical = [1] * len(b.shape)
+    for d in range(len(b.shape) - 1, -1, -1):
+        logical[d] = mult
+        mult *= b.shape[d]
+    for d in sorted(range(len(b.shape)), key=lambda d: -strides[d]):
+        if strides[d] == 0:
+            continue
+        q, rest = np.divmod(rest, strides[d])
+        flat += np.minimum(q, b.shape[d] - 1) * logical[d]
+    return flat
+
+
+def _heatmap(b: Buffer, counts: np.ndarray, per: int, findings: int) -> dict[str, Any]:
+    cols = b.shape[-1]
+    n = math.prod(b.shape)
+    if per > 1:  # bins of consecutive elements: lay them out as rows of one bin each
+        grid = counts[None, :]
+        rows_label, cols_label = "", f"elements 0..{n - 1} in {len(counts)} bins of {per}"
+    else:
+        grid = counts.reshape(-1, cols)
+        lead = " x ".join(str(d) for d in b.shape[:-1])
+        rows_label = f"rows: [{lead}] (index {', '.join('i%d' % k for k in range(len(b.shape) - 1))})" \
+            if len(b.shape) > 1 else ""
+        cols_label = f"columns: last index 0..{cols - 1}"
+    grid = _bin2d(grid, HEAT_ROWS, HEAT_COLS)
+    hot = np.argsort(-counts, kind="stable")[:3]
+    hottest = []
+    for e in hot.tolist():
+        if counts[e] == 0:
+            break
+        index = np.unravel_index(e * per, b.shape) if per == 1 else None
+        name = f"{b.name}[{', '.join(map(str, index))}]" if index is not None else \
+            f"{b.name} elements {e * per}..{min(n, (e + 1) * per) - 1}"
+        hottest.append(f"{name}: {int(counts[e]):,}")
+    space = Space(b.space).name.lower() if b.space in Space._value2member_map_ else str(b.space)
+    return {"name": b.name, "shape": " x ".join(map(str, b.shape)), "space": space,
+            "findings": findings, "involved": int(np.count_nonzero(counts)) * per if per == 1
+            else None, "elements": n, "png": _png_uri(grid), "rows": grid.shape[0],
+            "cols": grid.shape[1], "rows_label": rows_label, "cols_label": cols_label,
+            "hottest": hottest}
+
+
+def _bin2d(grid: np.ndarray, max_rows: int, max_cols: int) -> np.ndarray:
+    """Sum ``grid`` into at most ``max_rows`` x ``max_cols`` cells."""
+    r, c = grid.shape
+    fr, fc = -(-r // max_rows), -(-c // max_cols)
+    if fr == 1 and fc == 1:
+        return grid
+    padded = np.zeros((-(-r // fr) * fr, -(-c // fc) * fc), dtype=grid.dtype)
+    padded[:r, :c] = grid
+    return padded.reshape(padded.shape[0] // fr, fr, padded.shape[1] // fc, fc).sum(axis=(1, 3))
+
+
+_LOW = np.array([255, 247, 214], dtype=np.float64)   # pale yellow
+_HIGH = np.array([189, 0, 38], dtype=np.float64)     # dark red
+
+
+def _png_uri(grid: np.ndarray) -> str:
+    """A PNG (data URI) of ``grid``: white for 0, pale yellow to dark red by log count."""
+    g = grid.astype(np.float64)
+    top = g.max() if g.size else 0
+    t = np.log1p(g) / math.log1p(top) if top > 0 else np.zeros_like(g)
+    rgb = _LOW[None, None, :] + (t[..., None] * (_HIGH - _LOW)[None, None, :])
+    rgb[g == 0] = 255
+    pixels = rgb.round().astype(np.uint8)
+    h, w = pixels.shape[:2]
+    raw = b"".join(b"\x00" + pixels[y].tobytes() for y in range(h))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (struct.pack(">I", len(data)) + kind + data
+                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+
+    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    return "data:image/png;base64," + b64encode(png).decode("ascii")
+
+
+# -- source context -----------------------------------------------------------------
+
+class Sources:
+    """Lines of the source files sites name, when readable (relative paths are
+    looked up from the working directory, then beside the trace)."""
+
+    def __init__(self, meta: TraceMeta) -> None:
+        self._roots = [os.getcwd()]
+        if meta.path:
+            self._roots.append(os.path.dirname(os.path.abspath(meta.path)))
+        self._files: dict[str, list[str] | None] = {}
+
+    def context(self, site: str | None) -> dict[str, Any] | None:
+        m = SITE_RE.match(site) if site else None
+        if m is None:
+            return None
+        lines = self._read(m["file"])
+        line = int(m["line"])
+        if lines is None or not 1 <= line <= len(lines):
+            return None
+        lo, hi = max(1, line - SOURCE_CONTEXT), min(len(lines), line + SOURCE_CONTEXT)
+        return {"file": m["file"], "line": line,
+                "lines": [(n, lines[n - 1].rstrip("\n"), n == line) for n in range(lo, hi + 1)]}
+
+    def _read(self, name: str) -> list[str] | None:
+        if name not in self._files:
+            self._files[name] = None
+            paths = [name] if os.path.isabs(name) else [os.path.join(r, name) for r in self._roots]
+            for path in paths:
+                try:
+                    if os.path.getsize(path) > 8 << 20:
+                        continue
+                    with open(path, encoding="utf-8", errors="replace") as f:
+                        self._files[name] = f.readlines()
+                    break
+                except OSError:
+                    continue
+        return self._files[name]
+
+
+# -- timelines ------------------------------------------------------------------------
+
+LANE_HEIGHT, SLOT, MARGIN_LEFT, MARGIN_TOP = 84, 92, 16, 16
+
+_SYNC_SHAPES = {"bar_sync": "bar", "bar_arrive": "bar", "warp_sync": "bar",
+                "wait": "wait", "mbar_wait": "wait", "cp_async_wait": "wait", "bulk_wait": "wait",
+                "acquire": "wait", "signal": "signal", "release": "signal",
+                "mbar_arrive": "signal", "fence": "fence", "fence_proxy_async": "fence"}
+
+
+_EDGE_LABELS = {"async_inflight": "copy still in flight", "proxy_fence": "no fence.proxy.async",
+                "sync_alias": "crossed hand-off"}
+
+
+def _timeline_svg(group: HazardGroup, lanes: list) -> dict[str, Any]:
+    """Lanes (agents), events placed by row order in slots, the two accesses
+    highlighted, the missing edge dashed."""
+    rows = sorted({e.row for lane in lanes for e in lane.events})
+    slot = {row: i for i, row in enumerate(rows)}
+    width = MARGIN_LEFT + SLOT * max(1, len(rows)) + 40
+    height = MARGIN_TOP + LANE_HEIGHT * len(lanes) + 20
+    marks, texts, lines = [], [], []
+    points: dict[str, tuple[int, int]] = {}
+    for li, lane in enumerate(lanes):
+        y = MARGIN_TOP + LANE_HEIGHT * li + LANE_HEIGHT // 2 + 8
+        lines.append({"x1": MARGIN_LEFT - 10, "y1": y, "x2": width - 20, "y2": y,
+                      "cls": "lane"})
+        extra = []
+        if lane.skipped:
+            extra.append(f"{lane.skipped:,} other accesses not shown")
+        if lane.dropped:
+            extra.append(f"{lane.dropped:,} events not shown")
+        label = lane.label + (f"  ({'; '.join(extra)})" if extra else "")
+        texts.append({"x": 8, "y": y - 30, "text": label, "cls": "lanelabel"})
+        for e in lane.events:
+            x = MARGIN_LEFT + SLOT * slot[e.row] + SLOT // 2
+            kind = "access" if e.op in ("read", "write", "atomic", "init") else \
+                _SYNC_SHAPES.get(e.op, "copy")
+            label = e.op if e.obj == 0 or kind == "access" else f"{e.op} {e.obj}"
+            title = f"row {e.row:,}: {e.op}" + (f" on {e.obj}" if e.obj else "") + \
+                (f" at {e.site}" if e.site else "")
+            marks.append({"x": x, "y": y, "kind": kind, "role": e.role or "", "title": title})
+            texts.append({"x": x, "y": y + 24, "text": label[:13], "cls": "evlabel",
+                          "anchor": "middle"})
+            texts.append({"x": x, "y": y - 14, "text": f"{e.row:,}", "cls": "rowlabel",
+                          "anchor": "middle"})
+            if e.role:
+                points[e.role] = (x, y)
+    missing = None
+    if "earlier" in points and "later" in points:
+        (x1, y1), (x2, y2) = points["earlier"], points["later"]
+        missing = {"x1": x1, "y1": y1, "x2": x2, "y2": y2,
+                   "label": _EDGE_LABELS.get(group.kind, "unordered"),
+                   "tx": (x1 + x2) // 2, "ty": min(y1, y2) - 24 if y1 == y2 else (y1 + y2) // 2}
+    return {"width": width, "height": height, "marks": marks, "texts": texts, "lines": lines,
+            "missing": missing, "empty": not rows}
+
+
+def _windows(groups: list[HazardGroup]) -> list:
+    from ..timeline import Window
+
+    out = []
+    for g in groups:
+        ex = g.example
+        first = ex.first
+        out.append(Window(ex.second.launch, (ex.second.row, ex.second.block, ex.second.thread),
+                          None if first is None or first.launch != ex.second.launch
+                          else (first.row, first.block, first.thread)))
+    return out
+
+
+def _lanes(report: Report, groups: list[HazardGroup]) -> list[list] | None:
+    """The timelines of ``groups`` from the trace file, or None when it cannot be read."""
+    from ..errors import TraceError
+    from ..timeline import timelines
+
+    path = report.meta.path
+    if not groups or not path or not os.path.isfile(path):
+        return None
+    coords = report.meta.coords
+    try:
+        return timelines(path, _windows(groups), report.meta,
+                         lambda launch, block, thread: coords.agent(launch, block, thread))
+    except (TraceError, OSError):
+        return None
+
+
+# -- the page -------------------------------------------------------------------------
+
+def render_page(report: Report, heat: Heat, *, exact: bool) -> str:
+    import jinja2
+
+    env = jinja2.Environment(loader=jinja2.PackageLoader("tracerace.formats", "templates"),
+                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    shown = list(report.shown_groups)
+    detailed = shown[:DETAIL_GROUPS]
+    lanes = _lanes(report, detailed)
+    sources = Sources(report.meta)
+    groups = []
+    for i, g in enumerate(detailed):
+        ex = g.example
+        hint = g.hint
+        timeline = _timeline_svg(g, lanes[i]) if lanes is not None else None
+        groups.append({
+            "id": g.id, "kind": g.kind, "severity": g.severity, "count": g.count,
+            "first_site": g.first_site, "second_site": g.second_site,
+            "earlier": access_text(ex.first) if ex.first is not None else None,
+            "later": access_text(ex.second),
+            "bytes": locations_text(g) if ex.location is not None else None,
+            "why": ex.explanation, "fix": hint.text if hint is not None else None,
+            "linked": g.linked,
+            "sources": [(label, sources.context(site)) for label, site in
+                        (("earlier", ex.first.site if ex.first else None),
+                         ("later", ex.second.site))
+                        if sources.context(site) is not None],
+            "timeline": timeline,
+        })
+    table = [{"id": g.id, "kind": g.kind, "severity": g.severity, "count": g.count,
+              "first_site": g.first_site, "second_site": g.second_site,
+              "fix": g.hint.text if g.hint is not None else ""}
+             for g in shown[DETAIL_GROUPS:DETAIL_GROUPS + TABLE_GROUPS]]
+    by_kind = [(k, n) for k, n in report.summary["by_kind"].items() if n]
+    return env.get_template("report.html.j2").render(
+        report=report, meta=report.meta, version=tool_version(), summary=report.summary_line(),
+        by_kind=by_kind, omitted=report.omitted_line(), legend=report.legend,
+        groups=groups, table=table, unlisted=max(0, len(shown) - DETAIL_GROUPS - TABLE_GROUPS),
+        heatmaps=heat.maps(), exact=exact, timelines_read=lanes is not None,
+        status="errors" if report.errors else ("warnings" if report.warnings else "clean"))

@@ -1,0 +1,234 @@
+"""What to change in the kernel: one fix hint per finding, from what the trace shows.
+
+:func:`hint` reads the same ``FINDING_DTYPE`` fields as
+:func:`~tracerace.explain.explain` (the two sites, the agents, the barrier
+generations, the reason code and its ``aux``) and says where the missing
+ordering goes: a barrier between two lines (naming the barrier id the block
+already uses), a ``cp.async.wait_group`` before a line, an mbarrier wait on a
+phase, a ``fence.proxy.async`` after a line, a wider scope on one side of a
+release/acquire pair, a flag of its own for one hand-off, an initialization.
+``buffer`` (the name of the tensor the bytes belong to, when the trace
+declares one) lets an ``uninit_read`` hint name what to initialize.
+
+A hint is a :class:`Hint`: the sentence, and the site where the change goes
+(the SARIF fix's location), or None when no single line is the place.
+Lines are written ``file:line`` when the site starts that way
+(``matmul.cu:104 LDGSTS.E.128`` -> ``matmul.cu:104``), else as the site's text.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import reasons
+from .explain import NO_GENERATION, _View, scope_name
+from .meta import TraceMeta
+from .ops import HazardKind, Op, Scope, Space
+
+_SITE_LINE = re.compile(r"^(\S+?:\d+)(?::\d+)?(?:\s|$)")
+
+_OPENCL_FENCE = {int(Space.GLOBAL): "CLK_GLOBAL_MEM_FENCE", int(Space.SHARED): "CLK_LOCAL_MEM_FENCE"}
+
+
+@dataclass(frozen=True)
+class Hint:
+    """A fix hint: ``text``; ``site``: the site text of the line the change goes at."""
+
+    text: str
+    site: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "site": self.site}
+
+
+def line_of(site: str | None, fallback: str) -> str:
+    """``matmul.cu:104`` of ``matmul.cu:104 LDGSTS.E.128``; the whole site when it
+    names no line; ``fallback`` without a site."""
+    if not site:
+        return fallback
+    m = _SITE_LINE.match(site)
+    return m.group(1) if m else site
+
+
+class _Words:
+    """The two lines of a finding, as a hint names them."""
+
+    def __init__(self, v: _View) -> None:
+        self.v = v
+        meta = v.meta
+        self.site2 = meta.site_text(v.site)
+        self.site1 = meta.site_text(v.prev_site) if v.has_first else None
+        self.l2 = line_of(self.site2, f"row {v.row:,}")
+        self.l1 = line_of(self.site1, f"row {v.prev_row:,}" if v.has_first
+                          else "the earlier access")
+
+
+def _race(v: _View, w: _Words, buffer: str | None) -> Hint | None:
+    if v.prev_launch != v.launch:
+        return None  # a checker bug (see explain): nothing to fix in the kernel
+    if v.code == reasons.RACE_WEAK_SYNC:
+        rel, acq, need, how = reasons.weak_sync_parts(v.aux)
+        flag = f"flag {v.obj_hex}"
+        if how == reasons.WEAK_RELAXED:
+            return Hint(f"make the atomic on {flag} that {v.thread_of()} does before {w.l2} an "
+                        f"acquire of {scope_name(need)} scope (or follow it with an acquire "
+                        f"fence of {scope_name(need)} scope): it reads the release of "
+                        f"{v.thread_of(True)} but, relaxed, orders nothing", w.site2)
+        where = "another block" if need >= int(Scope.DEVICE) else f"another {scope_name(acq)}"
+        if acq < need:
+            text = (f"widen the acquire on {flag} before {w.l2} to {scope_name(need)} scope: the "
+                    f"release it reads, by {v.thread_of(True)}, is in {where}")
+            if rel < need:
+                text += f"; widen that release (after {w.l1}) to {scope_name(need)} scope too"
+            return Hint(text, w.site2)
+        return Hint(f"widen the release on {flag} after {w.l1} to {scope_name(need)} scope: the "
+                    f"acquire that reads it, by {v.thread_of()}, is in {where}", w.site1)
+    if v.code == reasons.RACE_UNFENCED_BARRIER:
+        memory = Space(v.space).name.lower()
+        opencl = _OPENCL_FENCE.get(v.space)
+        return Hint(f"make barrier {v.bar_obj} fence {memory} memory too (its generation "
+                    f"{v.bar_gen} orders {w.l1} before {w.l2} for every thread only then"
+                    + (f"; {opencl} in OpenCL)" if opencl else ")"), None)
+    if v.is_async(True) and not v.is_async(False):
+        return Hint(f"wait for the async copy issued at {w.l1} to complete (its "
+                    f"cp.async.wait_group, or the mbarrier it completes), then a barrier, "
+                    f"before {w.l2}", w.site2)
+    if v.is_async(False):
+        return Hint(f"put a barrier between {w.l1} and the copy issued at {w.l2}: the copy "
+                    f"starts when it is issued", w.site2)
+    if v.prev_block != v.block:
+        return Hint(f"blocks {v.prev_block} and {v.block} must be ordered: a release after "
+                    f"{w.l1} (device scope: a `st.release.gpu` or `atomic` with release, or "
+                    f"`__threadfence()` then a flag write) and an acquire of the same flag before "
+                    f"{w.l2}; or end the kernel between them (a launch boundary orders "
+                    f"everything)", w.site2)
+    barrier = next((b for b in (v.bar_obj, v.prev_bar_obj) if b >= 0), None)
+    if barrier is not None and (v.bar_gen != NO_GENERATION or v.prev_bar_gen != NO_GENERATION):
+        return Hint(f"add a barrier between {w.l1} and {w.l2}: barrier {barrier}, which this "
+                    f"block already uses (`bar.sync {barrier}` / `__syncthreads()` for 0), "
+                    f"reached by every thread of the block", w.site2)
+    after = {"war": "the read is done", "raw": "the data is written",
+             "waw": "the first write is done"}[HazardKind(v.kind).label]
+    return Hint(f"order {w.l1} before {w.l2}: a barrier both threads reach between them "
+                f"(`__syncthreads()`), or a signal after {w.l1} ({after}) that "
+                f"{v.thread_of(launch=False)} waits for before {w.l2}", w.site2)
+
+
+def _uninit_read(v: _View, w: _Words, buffer: str | None) -> Hint:
+    what = buffer or {int(Space.SHARED): "this shared memory", int(Space.LOCAL): "this local memory"
+                      }.get(v.space, "these bytes")
+    if v.space == int(Space.SHARED):
+        return Hint(f"initialize {what} before {w.l2}: nothing (no store, copy or TMA load) "
+                    f"wrote these bytes in this launch; write every element the read covers, "
+                    f"then a barrier (a copy that should fill it may be missing)", w.site2)
+    if v.space == int(Space.LOCAL):
+        return Hint(f"initialize {what} before {w.l2}: the thread reads it before writing it",
+                    w.site2)
+    return Hint(f"initialize {what} before {w.l2}: write it from the host (a copy or memset) "
+                f"or in an earlier kernel, or in this one before a barrier or release that "
+                f"orders the read", w.site2)
+
+
+def _async_inflight(v: _View, w: _Words, buffer: str | None) -> Hint:
+    other = v.prev_thread != v.thread or v.prev_block != v.block
+    then = (f"; {v.thread_of(True)} issued it, so the wait is theirs: follow it with a barrier "
+            f"before {v.thread_of()} goes on" if other else "")
+    if v.code == reasons.INFLIGHT_CP_ASYNC:
+        group = f"group {v.aux}" if v.aux >= 0 else "the group (not committed yet: commit it)"
+        return Hint(f"`cp.async.wait_group 0` (or `cp.async.wait_all`) before {w.l2}: {group} "
+                    f"issued at {w.l1} is still in flight{then}", w.site2)
+    if v.code == reasons.INFLIGHT_BULK_STORE:
+        group = f"bulk group {v.aux}" if v.aux >= 0 else "the bulk group (commit it)"
+        return Hint(f"`cp.async.bulk.wait_group.read 0` before {w.l2}: {group} of the store "
+                    f"issued at {w.l1} is still reading its source{then}", w.site2)
+    if v.code == reasons.INFLIGHT_TMA_LOAD:
+        return Hint(f"`mbarrier` wait on {v.obj_hex} phase {v.aux} (parity {v.aux & 1}) before "
+                    f"{w.l2}: the TMA load issued at {w.l1} completes that phase", w.site2)
+    return Hint(f"wait for the async copy issued at {w.l1} before {w.l2}", w.site2)
+
+
+def _proxy_fence(v: _View, w: _Words, buffer: str | None) -> Hint:
+    if v.code == reasons.PROXY_CP_ASYNC_DEST:
+        wait_site = v.meta.site_text(v.aux)
+        wait = line_of(wait_site, "the cp.async wait that retires the copy")
+        return Hint(f"`fence.proxy.async` after {wait} (the retiring wait) before the "
+                    f"async-proxy access at {w.l2}, by {v.thread_of(True)}", wait_site)
+    return Hint(f"`fence.proxy.async` after {w.l1} (the generic write), before the barrier or "
+                f"release that orders it with the async-proxy access at {w.l2}", w.site1)
+
+
+def _sync_alias(v: _View, w: _Words, buffer: str | None) -> Hint:
+    return Hint(f"give each hand-off its own flag: flag {v.obj} carries the signal at {w.l1} "
+                f"and the wait at {w.l2} of another protocol; move one of the protocols to a "
+                f"flag id nothing else uses", w.site1)
+
+
+def _barrier_mismatch(v: _View, w: _Words, buffer: str | None) -> Hint | None:
+    if v.code == reasons.BAR_ARG_DISAGREES:
+        return Hint(f"pass the same thread count to every arrival at barrier {v.obj}: {w.l2} "
+                    f"passes another than the {v.aux} of {w.l1}", w.site2)
+    if v.code == reasons.BAR_INCOMPLETE:
+        return Hint(f"make every thread of block {v.block} reach barrier {v.obj} at {w.l2} (only "
+                    f"{v.aux} arrived): move it out of divergent code and before any early "
+                    f"return", w.site2)
+    return None
+
+
+def _mbarrier_misuse(v: _View, w: _Words, buffer: str | None) -> Hint | None:
+    bar = v.obj_hex
+    if v.code == reasons.MBAR_BEFORE_INIT:
+        return Hint(f"`mbarrier.init` on {bar} before {w.l2} (then a fence and a barrier so "
+                    f"every thread sees it initialized)", w.site2)
+    if v.code == reasons.MBAR_REINIT:
+        return Hint(f"`mbarrier.inval` on {bar} before re-initializing it at {w.l2}", w.site2)
+    if v.code == reasons.MBAR_ARRIVAL_UNDERFLOW:
+        return Hint(f"initialize {bar} with the number of arrivals each phase gets: the "
+                    f"{v.op_label} at {w.l2} is one more than its count", w.site2)
+    if v.code == reasons.MBAR_TX_UNDERFLOW:
+        return Hint(f"`mbarrier.expect_tx` on {bar} for every byte the copies complete, before "
+                    f"{w.l2}", w.site2)
+    if v.code == reasons.MBAR_PHASE_NEVER_COMPLETED:
+        return Hint(f"make the arrivals and transaction bytes on {bar} reach what its init and "
+                    f"expect_tx set before the wait at {w.l2}, or do not wait on that phase",
+                    w.site2)
+    return None
+
+
+_HINTS: dict[HazardKind, Callable[[_View, _Words, str | None], Hint | None]] = {
+    HazardKind.RAW: _race,
+    HazardKind.WAR: _race,
+    HazardKind.WAW: _race,
+    HazardKind.UNINIT_READ: _uninit_read,
+    HazardKind.ASYNC_INFLIGHT: _async_inflight,
+    HazardKind.PROXY_FENCE: _proxy_fence,
+    HazardKind.SYNC_ALIAS: _sync_alias,
+    HazardKind.BARRIER_MISMATCH: _barrier_mismatch,
+    HazardKind.MBARRIER_MISUSE: _mbarrier_misuse,
+}
+
+
+def hint(finding: Mapping[str, Any], meta: TraceMeta | None = None,
+         buffer: str | None = None) -> Hint | None:
+    """The fix hint of ``finding`` (a ``FINDING_DTYPE`` record or a dict of its
+    fields), or None when the trace shows nothing to change (a checker bug)."""
+    v = _View(finding, meta)
+    v.op_label = Op(v.op).label if v.op in Op._value2member_map_ else f"op{v.op}"
+    return _HINTS[HazardKind(int(v.kind))](v, _Words(v), buffer)
+
+
+def buffer_name(element: str | None) -> str | None:
+    """``out`` of ``out[1, 2]``; None for None."""
+    if element is None:
+        return None
+    cut = element.find("[")
+    return element if cut < 0 else element[:cut]
+
+
+def link_hint(flag: int, site: str | None) -> Hint:
+    """The hint of a race linked to a crossed wait of its thread (``sync_alias``)."""
+    return Hint(f"give each hand-off its own flag: the wait on flag {flag} at "
+                f"{line_of(site, 'its wait')} consumed another protocol's signal; once each "
+                f"protocol has its own flag, that wait orders this access", site)

@@ -334,7 +334,8 @@ def bench_one(name: str, label: str, args, log) -> dict:
     rec["isolated"] = not args.no_isolate
 
     rec["reference_seconds"] = rec["reference_ratio"] = None
-    if n <= args.reference_max:  # by the size asked for: a 1e5 run gets its reference
+    # By the size asked for: a 1e5 run gets its reference.
+    if wl.reference and n <= args.reference_max:
         ref_reps = args.reps or (3 if info["events"] <= SIZES["smoke"] else 1)
         try:
             limit = {} if args.no_isolate else {"timeout": args.reference_timeout}

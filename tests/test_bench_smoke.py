@@ -62,9 +62,13 @@ def test_smoke(tmp_path):
         assert r["size"] == "smoke" and 0.5 * parse_size("smoke") <= r["events"] <= 2e5
         assert r["events_per_second"] > 0 and r["peak_rss_bytes"] > 0
         assert r["stolen"] is None or 0 <= r["stolen"] <= 1
-        # The reference checker runs at this size, and both checkers agree.
-        assert r["reference_seconds"] is not None
-        assert r["reference_hazards"] == r["hazards"]
+        # The reference checker runs at this size, and both checkers agree
+        # (but on workloads of GiB-sized accesses: it keeps every byte).
+        if workloads()[name].reference:
+            assert r["reference_seconds"] is not None
+            assert r["reference_hazards"] == r["hazards"]
+        else:
+            assert r["reference_seconds"] is None
         if workloads()[name].race_free:
             assert r["hazards"] == 0 and r["ok"], f"{name}: {r['by_kind']}"
         else:

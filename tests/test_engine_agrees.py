@@ -244,7 +244,9 @@ def _fences_change_findings(events):
 
 
 def test_generator_reaches_barriers_that_fence_some_memory():
+    # Derandomized: the same search every run (a random one of 3,000 examples
+    # missed now and then).
     events = find(traces(async_ops=True), _fences_change_findings,
-                  settings=settings(max_examples=3000, database=None, phases=[Phase.generate],
-                                    **SETTINGS))
+                  settings=settings(max_examples=10000, database=None, phases=[Phase.generate],
+                                    derandomize=True, **SETTINGS))
     assert_agree(events, [])

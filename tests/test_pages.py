@@ -111,5 +111,5 @@ def test_the_generator_makes_and_splits_pages():
 
     events = find(traces(async_ops=True, large=True), reaches,
                   settings=settings(max_examples=2000, database=None, phases=[Phase.generate],
-                                    suppress_health_check=list(HealthCheck)))
+                                    derandomize=True, suppress_health_check=list(HealthCheck)))
     assert reaches(events)

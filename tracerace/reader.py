@@ -632,7 +632,7 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
                 r = ipc.open_file(mapped.reader())
                 return (r.get_batch(i) for i in range(r.num_record_batches))
         else:
-            container, what = "stream", "Arrow IPC stream"
+            container = "stream"
             schema, num_rows = ipc.open_stream(mapped.reader()).schema, None
 
             def batches() -> Iterator[pa.RecordBatch]:

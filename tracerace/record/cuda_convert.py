@@ -51,6 +51,7 @@ from ..ops import Op, Scope, Sem
 from ..ops import Space as TSpace
 from ..schema import FENCE_ALL, SITE_NONE
 from ..writer import write_table
+from ._rows import Rows
 from .cuda_stream import (RECORD_DTYPE, UNFOLLOWED_NAMES, AccessFlag, BarrierAction, Kind,
                           Launch, Space, decode_launch, read_stream, stream_error, strings)
 
@@ -79,21 +80,6 @@ ROW_DEFAULTS = {"op": 0, "launch": 0, "block": 0, "thread": 0, "space": int(TSpa
                 "addr": 0, "size": 0, "addr2": 0, "space2": int(TSpace.GLOBAL), "obj": 0,
                 "arg": 0, "scope": int(Scope.DEVICE), "sem": int(Sem.RELAXED),
                 "site": SITE_NONE, "fence_spaces": FENCE_ALL}
-
-
-@dataclass
-class Rows:
-    """Rows added by the converter, each with the sort key that places it
-    (``2 i`` is record ``i``'s own row; ``2 i + 1`` comes right after it)."""
-
-    key: list[int] = field(default_factory=list)
-    cols: dict[str, list[int]] = field(default_factory=lambda: {n: [] for n in ROW_DEFAULTS})
-
-    def add(self, key: int, **values: int) -> None:
-        self.key.append(key)
-        for name, default in ROW_DEFAULTS.items():
-            self.cols[name].append(int(values.pop(name, default)))
-        assert not values, values
 
 
 SiteNamer = Callable[[Launch, int], str]
@@ -150,15 +136,10 @@ def to_columns(records: np.ndarray, path: str, *, site_of: SiteNamer = offset_si
     warnings: list[str] = []
     parity = mbar_parities(rec, index, launches, launch_of, sites, path)
     direct, key = direct_rows(rec, launches, launch_of, sites, parity)
-    extra = Rows()
+    extra = Rows(ROW_DEFAULTS)
     barriers(rec, launches, launch_of, sites, extra, warnings)
     untracked_inits(rec, launches, launch_of, extra)
-    cols = {name: np.concatenate([values, np.asarray(extra.cols[name], dtype=values.dtype)])
-            for name, values in direct.items()}
-    order = np.argsort(np.concatenate([key, np.asarray(extra.key, dtype=np.int64)]),
-                       kind="stable")
-    cols = {name: values[order] for name, values in cols.items()}
-    cols["ts"] = np.arange(len(order), dtype=np.uint64)
+    cols = extra.merged(direct, key)
     warnings = launch_warnings(rec, launches, launch_of) + warnings
     if launches:
         warnings.append(FENCE_WARNING)
@@ -259,7 +240,7 @@ def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
 def direct_rows(rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, sites: Sites,
                 parity: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Columns of the records that are one row each, and their sort keys."""
-    kind, flags, space = rec["kind"], rec["flags"], rec["space"]
+    kind, flags = rec["kind"], rec["flags"]
     access = (kind == Kind.ACCESS) & ((flags & AccessFlag.PREFETCH) == 0)
     rw = flags & (AccessFlag.READ | AccessFlag.WRITE)
     atomic = access & (rw == (AccessFlag.READ | AccessFlag.WRITE))
@@ -392,13 +373,6 @@ def complete(rows, i, launch: Launch, block, index, gen: Generation, gone: set[i
                  thread=thread, obj=index, arg=launch.threads_per_block, site=site)
     warnings.append(EXIT_WARNING.format(launch=launch.launch, kernel=launch.name, block=block,
                                         n=len(missing), site=where))
-
-
-@dataclass
-class MBarrier:
-    expected: int = 0
-    pending: int = 0
-    completed: int = 0
 
 
 def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str) -> np.ndarray:

@@ -55,6 +55,7 @@ from ..errors import TraceError
 from ..ops import Op, Scope, Sem, Space
 from ..schema import FENCE_ALL, FENCE_GLOBAL, FENCE_SHARED
 from ..writer import write_table
+from ._rows import Rows
 
 RECORD_DTYPE = np.dtype([
     ("kind", "u1"), ("space", "u1"), ("detail", "u1"), ("variant", "u1"),
@@ -168,21 +169,6 @@ ROW_DEFAULTS = {"op": 0, "launch": 0, "block": 0, "thread": 0, "space": int(Spac
                 "obj": BARRIER_ID, "arg": 0, "scope": int(Scope.DEVICE),
                 "sem": int(Sem.RELAXED), "site": NO_SITE, "fence_spaces": FENCE_ALL}
 """The columns this converter writes, with the values of a row that does not set them."""
-
-
-@dataclass
-class Rows:
-    """Rows added by the converter, each with the sort key that places it."""
-
-    key: list[int] = field(default_factory=list)
-    cols: dict[str, list[int]] = field(default_factory=lambda: {n: [] for n in ROW_DEFAULTS})
-
-    def add(self, key: int, **values: int) -> None:
-        self.key.append(key)
-        for name, default in ROW_DEFAULTS.items():
-            self.cols[name].append(int(values.pop(name, default)))
-        if values:
-            raise TypeError(f"unknown columns {sorted(values)}")
 
 
 def convert(prefix: str, out: str, *, source_names: dict[str, str] | None = None
@@ -311,12 +297,7 @@ def to_columns(records: np.ndarray, sites: list[str], meta: Meta | None = None
     base = direct_columns(records[keep], launch[keep])
     key = np.flatnonzero(keep) * 2
     extra = added_rows(records, launch, sites, meta)
-    cols = {name: np.concatenate([values, np.asarray(extra.cols[name], dtype=values.dtype)])
-            for name, values in base.items()}
-    order = np.argsort(np.concatenate([key, np.asarray(extra.key, dtype=np.int64)]),
-                       kind="stable")
-    cols = {name: values[order] for name, values in cols.items()}
-    cols["ts"] = np.arange(len(order), dtype=np.uint64)
+    cols = extra.merged(base, key)
     return cols, sites
 
 
@@ -389,7 +370,7 @@ class GroupState:
 
 def added_rows(records: np.ndarray, launch: np.ndarray, sites: list[str], meta: Meta) -> Rows:
     """Rows that are not one record each: missing barrier arrivals and async copies."""
-    rows = Rows()
+    rows = Rows(ROW_DEFAULTS)
     groups: dict[int, GroupState] = {}
     wanted = [Kind.ARRIVE, Kind.RELEASE, Kind.COPY_ISSUE, Kind.WAIT_EVENTS, Kind.KERNEL_BEGIN]
     index = np.flatnonzero(np.isin(records["kind"], wanted))

@@ -624,7 +624,7 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
     mapped = _MappedFile(path)
     try:
         if head.startswith(IPC_FILE_MAGIC):
-            container, what = "file", "Arrow IPC file"
+            container = "file"
             reader = ipc.open_file(mapped.reader())
             schema, num_rows = reader.schema, reader.count_rows()
 

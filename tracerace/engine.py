@@ -534,6 +534,18 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
     gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
 
 
+@jit_leaf
+def extend_bytes(un, base, gsize, first, last):
+    """(first, last) byte of a range (-1: none yet) extended by the bytes
+    ``un`` (a mask) of the granule at ``base``, met in address order."""
+    for b in range(gsize):
+        if un & (1 << b):
+            if first < 0:
+                first = base + b
+            last = base + b
+    return first, last
+
+
 @jit_inline
 def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
                   region, space, owner, lo_addr, hi_addr, addr, end, a, epoch, t, info, row, ts,
@@ -578,11 +590,7 @@ def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
                     gran[slot, G_INIT] |= covered
                     un &= ~covered
                 if un:
-                    for b in range(gsize):
-                        if un & (1 << b):
-                            if uninit_lo < 0:
-                                uninit_lo = base + b
-                            uninit_hi = base + b
+                    uninit_lo, uninit_hi = extend_bytes(un, base, gsize, uninit_lo, uninit_hi)
         # Writes conflict with every access (atomic pairs aside). One pass both
         # checks them and, for a plain write or an atomic, prunes them.
         if is_proxy:
@@ -885,11 +893,7 @@ def page_uninit(gran, sv, ivs, region, lo_addr, hi_addr):
         if un and n > 0:
             un &= ~iv_init_mask(ivs, n, ivr, base, un)
         if un:
-            for b in range(gsize):
-                if un & (1 << b):
-                    if first < 0:
-                        first = base + b
-                    last = base + b
+            first, last = extend_bytes(un, base, gsize, first, last)
     return first, last
 
 

@@ -14,8 +14,9 @@ numba-cuda version lacks, so an upgrade that moves them fails loudly
 
 from __future__ import annotations
 
-import importlib
 import sys
+
+from ._program import missing_names
 
 SIM = "numba.cuda.simulator"
 
@@ -47,25 +48,10 @@ KERNEL_ATTRIBUTES = ("fn", "_device", "grid_dim", "block_dim", "dynshared_size",
 
 def missing_hooks() -> list[str]:
     """The hooked simulator names this numba-cuda lacks (empty when all is well)."""
-    missing = []
-    for module_name, names in HOOKS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            missing.append(module_name)
-            continue
-        missing += [f"{module_name}.{name}" for name in names if not _has(module, name)]
+    missing = missing_names(HOOKS)
     if not missing:
         missing += _missing_instance_parts()
     return missing
-
-
-def _has(obj, dotted: str) -> bool:
-    for part in dotted.split("."):
-        if not hasattr(obj, part):
-            return False
-        obj = getattr(obj, part)
-    return True
 
 
 def _missing_instance_parts() -> list[str]:

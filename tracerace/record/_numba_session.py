@@ -303,18 +303,6 @@ class Session:
             self.log.log(start + offset, pack(INIT, space=int(Space.GLOBAL), size=size)
                          | NO_SITE_WORD)
 
-    # -- finishing --
-
-    def finish(self, keep: bool) -> bool:
-        """Write the trace when ``keep`` (else discard it); True when written."""
-        if not keep:
-            self.writer.abort()
-            return False
-        start = perf_counter()
-        self.log.flush()
-        self.writer.close()
-        self.seconds += perf_counter() - start
-        return True
 
 
 def code_names(code) -> set[str]:

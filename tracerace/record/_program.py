@@ -12,6 +12,7 @@ and ``error`` (why nothing useful was recorded) or null. The parent side is :fun
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import re
@@ -21,6 +22,7 @@ import sys
 import tempfile
 import traceback
 from collections.abc import Callable
+from time import perf_counter
 
 from ..errors import TraceError
 from . import RecordResult
@@ -173,7 +175,7 @@ def finish_recording(session, out: str, status_path: str, exit_code: int,
         failure = "a kernel launch raised an exception (the program caught it)"
     keep = session.launches > 0 and not session.incomplete
     try:
-        written = session.finish(keep)
+        written = _finish_trace(session, keep)
     except OSError as exc:
         written, failure = False, failure or f"cannot write {out}: {exc.strerror or exc}"
     if failure is None and session.launches == 0:
@@ -183,6 +185,41 @@ def finish_recording(session, out: str, status_path: str, exit_code: int,
                  written=written, warnings=list(getattr(session, "warnings", ())) if written
                  else [], error=failure)
     return exit_code
+
+
+def _finish_trace(session, keep: bool) -> bool:
+    """Write the session's trace when ``keep`` (else discard it); True when
+    written. The time it takes counts as recording time."""
+    if not keep:
+        session.writer.abort()
+        return False
+    start = perf_counter()
+    session.log.flush()
+    session.writer.close()
+    session.seconds += perf_counter() - start
+    return True
+
+
+def missing_names(hooks: dict[str, tuple[str, ...]]) -> list[str]:
+    """Of ``hooks`` (module -> dotted names in it a backend hooks), the
+    modules that do not import and the names they lack."""
+    missing = []
+    for module_name, names in hooks.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            missing.append(module_name)
+            continue
+        missing += [f"{module_name}.{name}" for name in names if not _has(module, name)]
+    return missing
+
+
+def _has(obj, dotted: str) -> bool:
+    for part in dotted.split("."):
+        if not hasattr(obj, part):
+            return False
+        obj = getattr(obj, part)
+    return True
 
 
 def write_status(path: str, **fields) -> None:

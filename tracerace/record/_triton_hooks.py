@@ -29,6 +29,7 @@ import importlib
 import inspect
 
 from ..ops import READ, WRITE
+from ._program import missing_names
 
 INTERPRETER = "triton.runtime.interpreter"
 
@@ -88,14 +89,7 @@ def run_once(kernel_call, quantiles=None, **_options):
 
 def missing_hooks() -> list[str]:
     """The hooked interpreter names this Triton lacks (empty when all is well)."""
-    missing = []
-    for module_name, names in HOOKS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ImportError:
-            missing.append(module_name)
-            continue
-        missing += [f"{module_name}.{name}" for name in names if not _has(module, name)]
+    missing = missing_names(HOOKS)
     if missing:
         return missing
     from triton.runtime import interpreter
@@ -116,14 +110,6 @@ def missing_hooks() -> list[str]:
             missing.append(f"only the wrapped methods call _interpreter.{primitive} "
                            f"(also: {', '.join(sorted(set(callers) - set(BUILDER_METHODS)))})")
     return missing
-
-
-def _has(obj, dotted: str) -> bool:
-    for part in dotted.split("."):
-        if not hasattr(obj, part):
-            return False
-        obj = getattr(obj, part)
-    return True
 
 
 def install(session) -> None:

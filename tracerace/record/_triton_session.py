@@ -204,18 +204,6 @@ class Session:
             self.failure = message
         return RecordError(message)
 
-    # -- finishing --
-
-    def finish(self, keep: bool) -> bool:
-        """Write the trace when ``keep`` (else discard it); True when written."""
-        if not keep:
-            self.writer.abort()
-            return False
-        start = perf_counter()
-        self.log.flush()
-        self.writer.close()
-        self.seconds += perf_counter() - start
-        return True
 
 
 def _split(addr: np.ndarray, size: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:

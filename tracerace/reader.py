@@ -626,7 +626,8 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
         if head.startswith(IPC_FILE_MAGIC):
             container = "file"
             reader = ipc.open_file(mapped.reader())
-            schema, num_rows = reader.schema, reader.count_rows()
+            count = getattr(reader, "count_rows", None)  # pyarrow >= 26
+            schema, num_rows = reader.schema, count() if count else None
 
             def batches() -> Iterator[pa.RecordBatch]:
                 r = ipc.open_file(mapped.reader())

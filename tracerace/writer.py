@@ -80,9 +80,10 @@ def make_table(columns: Mapping[str, object], *, sites: Sequence[str] = (),
 def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
                 buffers: Iterable[Buffer | Mapping] = (), producer: str | None = None,
                 warnings: Sequence[str] = (), compression: str | None = None,
-                format: str | None = None) -> None:
+                format: str | None = None, launches: Sequence[LaunchDims] = ()) -> None:
     """Write a trace given as a dict of columns (see :func:`make_table`) or a
-    ``pyarrow.Table``.
+    ``pyarrow.Table``; ``launches`` gives launches' grid and block dimensions
+    (``tracerace.launches``).
 
     A table's own integer types are converted to the schema's; its
     ``tracerace.*`` metadata is kept unless ``sites``/``buffers``/``producer``/
@@ -101,8 +102,10 @@ def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
     buffers = tuple(_buffers(buffers)) or reader.meta.buffers
     producer = producer if producer is not None else reader.meta.producer
     warnings = tuple(warnings) or reader.meta.warnings
+    extra = {META_LAUNCHES: launches_json(launches)} if launches else None
     sink = _Sink(path, _format(path, format), _compression(compression),
-                 arrow_schema(trace_metadata(sites, buffers, producer, warnings=warnings)))
+                 arrow_schema(trace_metadata(sites, buffers, producer, extra=extra,
+                                             warnings=warnings)))
     try:
         for batch in reader:
             sink.write(_record_batch(batch.cols, sink.schema))

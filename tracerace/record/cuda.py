@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 import tempfile
 import time
@@ -33,6 +34,9 @@ DEFAULT_SCHEDULE = "serial"
 OUTPUT_ENV = "TRACERACE_CUDA_OUT"
 PATCHES_ENV = "TRACERACE_CUDA_PATCHES"
 INJECTION_ENV = "CUDA_INJECTION64_PATH"
+KEEP_ENV = "TRACERACE_CUDA_KEEP"
+"""A folder to keep the raw record stream and the module cubins in (for a bug
+report, or a test fixture); by default they are deleted once converted."""
 
 
 def record(command: list[str], out: str, *, schedule: str = "serial",
@@ -74,6 +78,11 @@ def run(command: Sequence[str], out: str, *, preload: bool = False) -> RecordRes
             raise TraceError(f"{shlex.join(command)} exited with status {done.returncode} "
                              "under the CUDA tool; nothing was written", path=command[0],
                              rule="program-failed")
+        keep = os.environ.get(KEEP_ENV)
+        if keep:
+            os.makedirs(keep, exist_ok=True)
+            for name in os.listdir(temp):
+                shutil.copy(os.path.join(temp, name), keep)
         events, launches, warnings = convert(prefix, out)
     return RecordResult(out=out, events=events, launches=launches,
                         seconds=time.perf_counter() - start, exit_code=0, warnings=warnings)

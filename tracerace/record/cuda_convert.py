@@ -42,16 +42,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+import os
 from glob import escape, glob
 
 import numpy as np
 
+from ..coords import LaunchDims
 from ..errors import TraceError
 from ..ops import Op, Scope, Sem
 from ..ops import Space as TSpace
 from ..schema import FENCE_ALL, SITE_NONE
 from ..writer import write_table
 from ._rows import Rows
+from .cuda_lines import find_nvdisasm, line_namer
 from .cuda_stream import (RECORD_DTYPE, UNFOLLOWED_NAMES, AccessFlag, BarrierAction, Kind,
                           Launch, Space, decode_launch, read_stream, stream_error, strings)
 
@@ -95,10 +98,12 @@ def find_streams(prefix: str) -> list[str]:
     return sorted(glob(f"{escape(prefix)}.*.trc"))
 
 
-def convert(prefix: str, out: str, *, site_of: SiteNamer = offset_site,
+def convert(prefix: str, out: str, *, site_of: SiteNamer | None = None,
             warnings: tuple[str, ...] = ()) -> tuple[int, int, tuple[str, ...]]:
     """Write the v1 trace of the one process that launched kernels under ``prefix``;
-    (events, launches, warnings). ``warnings`` are added to the trace's own."""
+    (events, launches, warnings). ``warnings`` are added to the trace's own. Sites
+    are ``site_of(launch, pc)``; by default source lines where the module's cubin
+    has them (:mod:`.cuda_lines`), else instruction offsets."""
     paths = find_streams(prefix)
     if not paths:
         raise TraceError("the program did not initialise CUDA under the tool (or the tool "
@@ -113,15 +118,30 @@ def convert(prefix: str, out: str, *, site_of: SiteNamer = offset_site,
         raise TraceError("the program launched no CUDA kernel", path="cuda backend",
                          rule="record")
     path, records = streams[0]
-    columns, sites, found = to_columns(records, path, site_of=site_of)
+    if site_of is None:
+        site_of = line_namer(module_cubins(records, path), offset_site, find_nvdisasm())
+    columns, sites, found, launches = to_columns(records, path, site_of=site_of)
     all_warnings = tuple(dict.fromkeys((*warnings, *found)))
-    write_table(out, columns, sites=sites, producer=PRODUCER, warnings=all_warnings)
+    dims = [LaunchDims(x.launch, x.grid, x.block, x.name) for x in launches]
+    write_table(out, columns, sites=sites, producer=PRODUCER, warnings=all_warnings,
+                launches=dims)
     return len(columns["ts"]), int(np.sum(records["kind"] == Kind.LAUNCH)), all_warnings
 
 
+def module_cubins(records: np.ndarray, path: str) -> dict[int, str]:
+    """Module id -> the cubin the tool wrote beside the stream at ``path``."""
+    texts, keep = strings(records, path)
+    rec = records[keep]
+    modules = rec[rec["kind"] == Kind.MODULE]
+    folder = os.path.dirname(path)
+    found = {int(m["thread"]): os.path.join(folder, texts.get(int(m["size"]), ""))
+             for m in modules if texts.get(int(m["size"]))}
+    return {module: cubin for module, cubin in found.items() if os.path.isfile(cubin)}
+
+
 def to_columns(records: np.ndarray, path: str, *, site_of: SiteNamer = offset_site
-               ) -> tuple[dict[str, np.ndarray], list[str], list[str]]:
-    """(trace columns in replay order, sites, warnings) of a stream's records."""
+               ) -> tuple[dict[str, np.ndarray], list[str], list[str], list[Launch]]:
+    """(trace columns in replay order, sites, warnings, launches) of a stream's records."""
     texts, keep = strings(records, path)
     index = np.flatnonzero(keep)          # stream positions (for error rows)
     rec = records[keep]
@@ -143,7 +163,7 @@ def to_columns(records: np.ndarray, path: str, *, site_of: SiteNamer = offset_si
     warnings = launch_warnings(rec, launches, launch_of) + warnings
     if launches:
         warnings.append(FENCE_WARNING)
-    return cols, sites.texts, warnings
+    return cols, sites.texts, warnings, launches
 
 
 class Sites:
@@ -183,6 +203,9 @@ def check_launches(rec: np.ndarray, index: np.ndarray, texts: dict[int, str], pa
     ends = np.flatnonzero(kind == Kind.LAUNCH_END)
     for n, start in enumerate(begins.tolist()):
         launch = decode_launch(rec[start], texts)
+        if min(launch.grid + launch.block) < 1:
+            raise stream_error(path, f"launch {n} ({launch.name}) has grid {launch.grid} and "
+                                     f"block {launch.block}: a dimension of 0", row=int(index[start]))
         if int(rec["block"][start]) != n:
             raise stream_error(path, f"launch {int(rec['block'][start])} where launch {n} "
                                      "was expected", row=int(index[start]))
@@ -390,7 +413,15 @@ def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str) -> n
         block, addr, action = int(rec["block"][i]), int(rec["addr"][i]), int(aux[i])
         bar = state.setdefault((block, addr), MBarrier())
         if action == BarrierAction.INIT:
-            bar.expected = bar.pending = max(int(rec["arg"][i]), 1)
+            if int(rec["arg"][i]) == 0:
+                launch = launches[int(launch_of[i])]
+                raise TraceError(
+                    f"launch {launch.launch} ({launch.name}): the init of mbarrier 0x{addr:x} "
+                    f"at {sites.text(launch, int(rec['pc'][i]))} reports no expected arrival "
+                    "count (the Compute Sanitizer API gives none for mbarrier.init on sm_90 "
+                    "and newer, as in cuda::barrier), so when its phases complete is unknown; "
+                    "nothing was written", path=path, row=int(index[i]), rule="record")
+            bar.expected = bar.pending = int(rec["arg"][i])
             bar.completed = 0
         elif action in (BarrierAction.ARRIVE, BarrierAction.ARRIVE_NOCOMPLETE):
             bar.pending -= max(int(rec["arg"][i]), 1)

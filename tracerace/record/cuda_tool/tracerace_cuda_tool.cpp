@@ -80,7 +80,8 @@ struct ContextState {
 };
 
 struct Tool {
-    std::mutex lock;
+    // Recursive: a Sanitizer call made inside a callback may call back.
+    std::recursive_mutex lock;
     FILE* out = nullptr;
     std::string prefix;
     std::string patches;
@@ -89,6 +90,9 @@ struct Tool {
     std::map<CUmodule, uint32_t> modules;
     std::map<CUcontext, ContextState> contexts;
     uint32_t launches = 0;
+    // Grid and block dimensions by gridId: the API gives them at LAUNCH_BEGIN
+    // only, the launch record is written at LAUNCH_END.
+    std::map<uint64_t, Sanitizer_LaunchData> begun;
     std::vector<Record> staging;
 };
 
@@ -242,6 +246,7 @@ void launchBegin(Tool& t, const Sanitizer_LaunchData* data)
                                 std::to_string(t.capacity * sizeof(Record) >> 20) +
                                 " MiB); set TRACERACE_CUDA_BUFFER_MB lower");
     }
+    t.begun[data->gridId] = *data;
     DeviceBuffer header{0, t.capacity, ctx.records};
     sanitizerMemcpyHostToDeviceAsync(ctx.device, &header, sizeof header, data->hStream);
     SanitizerResult result =
@@ -273,9 +278,15 @@ void launchEnd(Tool& t, const Sanitizer_LaunchData* data)
     r.thread = module == t.modules.end() ? 0xFFFFFFFFu : module->second;
     r.size = stringId(t, data->functionName ? data->functionName : "?");
     r.pc = pc;
-    r.addr = data->gridDim_x | static_cast<uint64_t>(data->gridDim_y) << 32;
-    r.addr2 = data->gridDim_z | static_cast<uint64_t>(data->blockDim_x) << 32;
-    r.arg = data->blockDim_y | static_cast<uint64_t>(data->blockDim_z) << 32;
+    auto begun = t.begun.find(data->gridId);
+    if (begun == t.begun.end())
+        return error(t, std::string("the launch of ") + (data->functionName ? data->functionName : "?") +
+                            " ended without beginning");
+    const Sanitizer_LaunchData& dims = begun->second;
+    r.addr = dims.gridDim_x | static_cast<uint64_t>(dims.gridDim_y) << 32;
+    r.addr2 = dims.gridDim_z | static_cast<uint64_t>(dims.blockDim_x) << 32;
+    r.arg = dims.blockDim_y | static_cast<uint64_t>(dims.blockDim_z) << 32;
+    t.begun.erase(begun);
     write(t, r);
 
     const unsigned long long stored = header.next < t.capacity ? header.next : t.capacity;
@@ -298,7 +309,7 @@ void launchEnd(Tool& t, const Sanitizer_LaunchData* data)
 void callback(void*, Sanitizer_CallbackDomain domain, Sanitizer_CallbackId cbid, const void* data)
 {
     Tool& t = tool();
-    std::lock_guard<std::mutex> guard(t.lock);
+    std::lock_guard<std::recursive_mutex> guard(t.lock);
     switch (domain) {
     case SANITIZER_CB_DOMAIN_RESOURCE:
         if (cbid == SANITIZER_CBID_RESOURCE_MODULE_LOADED)
@@ -380,7 +391,7 @@ extern "C" int InitializeInjection()
     if (result == SANITIZER_SUCCESS)
         result = sanitizerEnableAllDomains(1, handle);
     if (result != SANITIZER_SUCCESS) {
-        std::lock_guard<std::mutex> guard(t.lock);
+        std::lock_guard<std::recursive_mutex> guard(t.lock);
         error(t, failed("subscribing to the Compute Sanitizer callbacks", result));
         return 0;
     }

@@ -1,4 +1,4 @@
-"""16-byte global-memory granules, chosen per launch (engine.global_shift_for).
+"""16-byte global-memory granules, chosen per launch (engine.granularity.global_shift_for).
 
 Global memory's initialized bytes outlive a launch, so launches of 8-byte
 and of 16-byte granules must hand them to each other (shadow.carry_init).
@@ -13,13 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracerace import engine
+from tracerace.engine.granularity import global_shift_for
 from tracerace.ops import K_UNINIT_READ, Op, Space
-from tracerace.shadow import GLOBAL_GRANULE_SHIFT, WIDE_GRANULE_SHIFT
+from tracerace.engine.shadow import GLOBAL_GRANULE_SHIFT, WIDE_GRANULE_SHIFT
 
 from builders import columns
 from test_engine_agrees import SETTINGS, assert_agree, split_rows
 
-WIDE_EVENTS = 72  # at least engine.SHIFT_MIN_ACCESSES
+WIDE_EVENTS = 72  # at least granularity.SHIFT_MIN_ACCESSES
 
 
 def _event(launch, thread, op, addr, size):
@@ -68,7 +69,7 @@ def test_the_choice_follows_the_launch():
     events += [_event(1, 0, Op.WRITE, 16 * k, 16) for k in range(WIDE_EVENTS)]
     events += [_event(2, 0, Op.READ, 16 * k, 16) for k in range(10)]  # too few to count
     cols = columns([dict(ev, ts=i) for i, ev in enumerate(events)])
-    shifts = [engine.global_shift_for(cols, s) for s in _launch_starts(cols)]
+    shifts = [global_shift_for(cols, s) for s in _launch_starts(cols)]
     assert shifts == [GLOBAL_GRANULE_SHIFT, WIDE_GRANULE_SHIFT, GLOBAL_GRANULE_SHIFT]
 
 
@@ -82,7 +83,7 @@ def test_initialized_bytes_cross_granule_sizes_both_ways():
     events += [_event(2, 0, Op.READ, 16, 16)]
     events = [dict(ev, ts=i) for i, ev in enumerate(events)]
     cols = columns(events)
-    assert [engine.global_shift_for(cols, s) for s in _launch_starts(cols)] == [
+    assert [global_shift_for(cols, s) for s in _launch_starts(cols)] == [
         GLOBAL_GRANULE_SHIFT, WIDE_GRANULE_SHIFT, GLOBAL_GRANULE_SHIFT]
     f = assert_agree(events, []).findings
     un = f[f["kind"] == K_UNINIT_READ]
@@ -94,7 +95,8 @@ def test_only_real_launches_mark_a_global_granule_size():
     """A fresh state has run no launch, so no size is marked; a trace of
     16-byte launches alone then never pays for carrying initialized bytes
     across sizes (the state's first reset used to mark 8 bytes)."""
-    from tracerace.shadow import GS_NARROW, GS_WIDE, SV_GLOBAL_SIZES
+    from tracerace.engine.layout import SV_GLOBAL_SIZES
+    from tracerace.engine.shadow import GS_NARROW, GS_WIDE
     st = engine.EngineState()
     assert st.sv[SV_GLOBAL_SIZES] == 0
     st.reset_launch(0, global_shift=WIDE_GRANULE_SHIFT)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tracerace import engine
+from tracerace.engine.granularity import shared_shift_for
+from tracerace.engine.layout import SV_SHARED_REGION
 from tracerace.ops import Op, Space
-from tracerace.shadow import GRANULE_SHIFT, REGION_WIDE, WIDE_GRANULE_SHIFT
+from tracerace.engine.shadow import GRANULE_SHIFT, REGION_WIDE, WIDE_GRANULE_SHIFT
 
 from builders import columns
 from test_engine_agrees import assert_agree
@@ -20,7 +22,7 @@ def _vectors(n, *, size=16, stride=16, offset=0, launch=0, op=Op.READ):
 
 
 def _shift(events, start=0):
-    return engine.shared_shift_for(columns(events), start)
+    return shared_shift_for(columns(events), start)
 
 
 def test_a_launch_of_aligned_16_byte_vectors_gets_16_byte_granules():
@@ -73,7 +75,7 @@ def test_the_choice_reaches_the_replay_and_leaves_the_findings_alone():
 
     def spy(self, launch, shared_shift=None, global_shift=None):
         original(self, launch, shared_shift, global_shift)
-        chosen.append((launch, int(self.sv[engine.SV_SHARED_REGION]) & int(REGION_WIDE) != 0))
+        chosen.append((launch, int(self.sv[SV_SHARED_REGION]) & int(REGION_WIDE) != 0))
 
     engine.EngineState.reset_launch = spy
     try:

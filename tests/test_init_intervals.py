@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracerace.ops import K_UNINIT_READ, Op, Space
-from tracerace.shadow import INIT_INTERVAL_MIN
+from tracerace.engine.shadow import INIT_INTERVAL_MIN
 
 from test_engine_agrees import SETTINGS, assert_agree, split_rows
 

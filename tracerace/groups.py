@@ -56,9 +56,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ._jit import jit
+from .engine._jit import jit
 from .findings import FINDING_DTYPE, empty_findings
-from .mapped import MappedArray
+from .engine.mapped import MappedArray
 from .meta import TraceMeta
 from .ops import HazardKind, Op, Severity, Space
 
@@ -274,7 +274,7 @@ class GroupTable:
 # State: a GROUP_DTYPE record per group id; a hash table from group key to id
 # (``table``: id + 1 per slot, 0 empty; the key is the group's ``key``); the
 # locators, each group's a linked list through ``next``. Records and locators
-# grow in place (tracerace.mapped: no copy, pages faulted in as records are
+# grow in place (tracerace.engine.mapped: no copy, pages faulted in as records are
 # written, which on a VM that clears pages at ~300 MB/s is most of what a
 # group costs, so the records are kept small). Capacities are made before a
 # call (GroupBuilder._room), so the kernel never runs out.

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit, jit_inline, jit_leaf, prefetch_row
+from .layout import SV_GLOBAL_SIZES, SV_PAGE_SHIFT
 
 # 4-byte granules in shared and local memory: two 4-byte elements in one
 # granule would share read lists, and pruning (which only drops bytes the new
@@ -75,8 +76,6 @@ MASK_ALL = 0xFFFF
 # any launch has used the other size (``SV_GLOBAL_SIZES``, a slot of the
 # engine's state vector: GS_NARROW, GS_WIDE). Init intervals are kept under
 # region 0 whatever the granule size (``iv_region``).
-SV_GLOBAL_SIZES = 37
-SV_GLOBAL_REGION = 38
 GS_NARROW, GS_WIDE = 1, 2
 
 
@@ -262,8 +261,6 @@ def find_granule(gran, region, index, create, sv, count_slot, launch, pst):
 # range one access wrote stays one node per page until something splits it.
 # A large write's bytes are initialized through an init interval, not granule
 # masks; page slots never carry init bits.
-SV_PAGE_SHIFT = 40
-SV_PAGE_LAUNCH = 41   # the launch that made a PURE page (-1: none yet)
 PAGE_SHIFT = 12
 PAGE_REGION = np.int64(1) << 43  # above any shared, local or wide region
 PAGE_SPLIT = 1

@@ -1,5 +1,5 @@
 """The kernels are lowered without NumPy's index wraparound; code outside
-the package keeps it (tracerace/_jit.py, "Index wraparound")."""
+the package keeps it (tracerace/engine/_jit.py, "Index wraparound")."""
 
 import numba
 import numpy as np

@@ -66,7 +66,7 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
     entries).
 
     ``page_shift``: log2 of the pages large accesses are recorded by (see
-    ``tracerace.shadow``, PAGES); no answer depends on it (tests make pages
+    ``shadow``, PAGES); no answer depends on it (tests make pages
     small so that short traces use them). ``sizes`` (the tables' starting
     sizes, :class:`.pools.Sizes`) and ``shared_shift`` (one shared granule size
     for every launch) are for tests too: no answer depends on them."""

@@ -15,7 +15,7 @@ import pytest
 
 import tracerace
 from tracerace import reasons as R
-from tracerace.formats import arrowfmt, sarif
+from tracerace.formats import sarif
 from tracerace.hints import hint, line_of
 from tracerace.meta import TraceMeta
 from tracerace.ops import Scope
@@ -288,7 +288,7 @@ def test_incident_hints_in_text_json_sarif_and_arrow(incidents, name):
     text = report.to_text().replace("\n" + " " * 11, " ")
     doc = report.to_json()
     results = sarif.to_sarif(report)["runs"][0]["results"]
-    table = arrowfmt.report_table(report)
+    table = report.to_arrow()
     arrow_hints = set(table.column("hint").to_pylist())
     for kind, words in INCIDENT_HINTS[name]:
         groups = [g for g in report.shown_groups if g.kind == kind]
@@ -304,8 +304,8 @@ def test_incident_hints_in_text_json_sarif_and_arrow(incidents, name):
 def test_incident1_race_is_linked_to_the_crossed_flag_in_every_format(incidents):
     report = tracerace.check(incidents["incident1"])
     raw = [g for g in report.shown_groups if g.kind == "raw"][0]
-    assert raw.linked["hint"]["text"].startswith("give each hand-off its own flag: the wait on "
-                                                 "flag 3 at combine_scale.cpp:40")
+    assert raw.linked.hint.text.startswith("give each hand-off its own flag: the wait on "
+                                           "flag 3 at combine_scale.cpp:40")
     doc = next(h for h in report.to_json()["hazards"] if h["kind"] == "raw")
     assert doc["linked"]["obj"] == 3 and doc["linked"]["site"].startswith("combine_scale.cpp:40")
     result = next(r for r in sarif.to_sarif(report)["runs"][0]["results"] if r["ruleId"] == "raw")

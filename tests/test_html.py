@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 import tracerace
 from tracerace import formats
-from tracerace.api import make_options
+from tracerace.options import make_options
 from tracerace.cli import app
 from tracerace.findings import CheckResult, empty_findings
 from tracerace.formats import html

@@ -10,8 +10,11 @@ single-access hazards), the bytes ``space, owner, addr, size, element,
 location``, ``obj``, ``code``, ``reason``, ``aux``, the barrier generations
 ``bar_obj, bar_gen, first_bar_obj, first_bar_gen``, ``explanation``, the
 fix hint ``hint`` with ``hint_site``, the site where the change goes
-(:mod:`tracerace.hints`). The columns, their types and the schema metadata
-are published in ``schemas/report-v1.arrow-schema.json``. Names (kind, severity, op, space)
+(:mod:`tracerace.hints`), and the group's link to a crossed wait
+(:class:`~tracerace.hazards.Link`): ``linked_row, linked_obj, linked_site,
+linked, linked_hint`` (null for a group without one). The columns, their
+types and the schema metadata are published in
+``schemas/report-v1.arrow-schema.json``. Names (kind, severity, op, space)
 are dictionary-encoded strings, with the same dictionary in every batch
 (every code's name).
 
@@ -21,6 +24,7 @@ per distinct set of the fields they read (:data:`~tracerace.explain.UNWORDED`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -30,7 +34,7 @@ import pyarrow.compute as pc
 from .coords import META_LAUNCHES, launches_json
 from .explain import COPY_OPS, UNWORDED, explain, op_name
 from .findings import FIELDS, NO_ROW
-from .hazards import KIND_NAMES, SEVERITY_NAMES
+from .hazards import KIND_NAMES, SEVERITY_NAMES, Link
 from .hints import hint
 from .locations import space_name
 from .meta import TraceMeta
@@ -74,7 +78,11 @@ SCHEMA = pa.schema([
     ("bar_obj", pa.int64()), ("bar_gen", pa.int64()), ("first_bar_obj", pa.int64()),
     ("first_bar_gen", pa.int64()), ("explanation", pa.string()),
     ("hint", pa.string()), ("hint_site", pa.string()),
+    ("linked_row", pa.int64()), ("linked_obj", pa.uint64()), ("linked_site", pa.string()),
+    ("linked", pa.string()), ("linked_hint", pa.string()),
 ])
+LINK_FIELDS = [field for field in SCHEMA if field.name.startswith("linked")]
+"""The columns of a group's :class:`~tracerace.hazards.Link`: the last ones."""
 
 
 def schema_for(meta: TraceMeta, events: int | None) -> pa.Schema:
@@ -90,9 +98,10 @@ def schema_for(meta: TraceMeta, events: int | None) -> pa.Schema:
 
 
 def report_table(meta: TraceMeta, findings: np.ndarray, groups: np.ndarray,
-                 events: int | None) -> pa.Table:
-    """``findings`` (``FINDING_DTYPE``) and their group ids as one table."""
-    batch = Columns(meta).batch(findings, groups)
+                 events: int | None, links: Mapping[int, Link]) -> pa.Table:
+    """``findings`` (``FINDING_DTYPE``) and their group ids as one table, with the
+    groups' ``links``."""
+    batch = Columns(meta).batch(findings, groups, links)
     return pa.Table.from_batches([batch]).replace_schema_metadata(
         schema_for(meta, events).metadata)
 
@@ -107,8 +116,10 @@ class Columns:
         self._memo: dict[tuple[int, int], str] = {}
         self._hints: dict[tuple[int, int, int], tuple[str | None, str | None]] = {}
 
-    def batch(self, f: np.ndarray, groups: np.ndarray) -> pa.RecordBatch:
-        """The findings ``f`` of groups ``groups``."""
+    def batch(self, f: np.ndarray, groups: np.ndarray,
+              links: Mapping[int, Link] | None = None) -> pa.RecordBatch:
+        """The findings ``f`` of groups ``groups``, with the groups' ``links``
+        (None: not known yet, null)."""
         meta = self.meta
         no_first = f["prev_row"] == NO_ROW
 
@@ -166,6 +177,7 @@ class Columns:
             earlier(f["prev_bar_gen"], pa.int64()),
             explanation,
             *self.hints(f, keys, inverse),
+            *link_columns(groups, links or {}),
         ]
         return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
 
@@ -233,6 +245,22 @@ class Columns:
             texts.append(text)
         inverse = inverse.astype(np.int64)
         return pa.array(texts, pa.string()).take(pa.array(inverse)), keys, inverse
+
+
+def link_columns(groups: np.ndarray, links: Mapping[int, Link]) -> list[pa.Array]:
+    """The ``linked_*`` columns of findings of groups ``groups``: their group's link
+    in ``links``, null where it has none."""
+    n = len(groups)
+    if not links:
+        return [pa.nulls(n, field.type) for field in LINK_FIELDS]
+    gids = np.array(sorted(links), dtype=np.int64)
+    at = np.minimum(np.searchsorted(gids, groups), len(gids) - 1)
+    missing = gids[at] != groups
+    take = pa.array(at, pa.int64(), mask=missing)
+    values = [links[g] for g in gids.tolist()]
+    columns = ([v.row for v in values], [v.obj for v in values], [v.site for v in values],
+               [v.text for v in values], [v.hint.text for v in values])
+    return [pa.array(c, field.type).take(take) for c, field in zip(columns, LINK_FIELDS)]
 
 
 # -- element names and byte ranges, vectorised (report.locate is the definition) --

@@ -129,8 +129,9 @@ class Link:
     """A race's likely cause: a crossed wait (a ``sync_alias`` error) of the thread
     of the race's later access. A wait whose flag serves two protocols may be
     released by the other protocol's signal, which leaves the access after it
-    unordered; the report links the race to that wait (text ``linked:``, JSON
-    and HTML ``linked``, SARIF a related location and ``properties.linked``)."""
+    unordered; the report links the race to that wait in every format (text
+    ``linked:``, JSON and HTML ``linked``, SARIF a related location and
+    ``properties.linked``, the Arrow report's ``linked_*`` columns)."""
 
     row: int
     """The wait's row."""

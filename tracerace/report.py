@@ -33,7 +33,7 @@ from .hints import Hint, buffer_name, hint
 from .locations import byte_range, locate_all, merge_ranges, name_range, space_name
 from .meta import TraceMeta
 from .options import CheckOptions
-from .ops import Space
+from .ops import HazardKind, Space
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -433,6 +433,29 @@ class Report:
         return Link(row=int(alias["row"]), site=self.meta.site_text(int(alias["site"])),
                     obj=int(alias["obj"]))
 
+    @cached_property
+    def links(self) -> dict[int, Link]:
+        """Group id -> :attr:`HazardGroup.linked`, for every group that has one
+        (shown or not: the Arrow report gives each finding its group's)."""
+        table = self.table
+        if len(table.aliases) == 0 or len(table) == 0:
+            return {}
+        races = np.isin(table.kind, [int(HazardKind[k.upper()]) for k in RACE_KINDS])
+        first = table.examples[table.example_start[:-1]]  # each group's example
+        key = ((first["launch"].astype(np.uint64) << np.uint64(42))
+               | (first["block"].astype(np.uint64) << np.uint64(21)) | first["thread"])
+        a = table.aliases
+        alias_key = ((a["launch"].astype(np.uint64) << np.uint64(42))
+                     | (a["block"].astype(np.uint64) << np.uint64(21)) | a["thread"])
+        out = {}
+        for g in np.flatnonzero(races & np.isin(key, alias_key)).tolist():  # a few candidates
+            ex = first[g]
+            link = self.link(int(ex["launch"]), int(ex["block"]), int(ex["thread"]),
+                             int(ex["row"]))
+            if link is not None:
+                out[g] = link
+        return out
+
     @property
     def legend(self) -> str | None:
         """How agents are named when the trace gives no dimensions (None otherwise,
@@ -495,7 +518,7 @@ class Report:
     def to_arrow(self) -> pa.Table:
         """One row per finding of :attr:`findings` (not grouped), flat columns
         (:mod:`tracerace.arrow_report`)."""
-        return report_table(self.meta, self.findings, self.group_of(), self.events)
+        return report_table(self.meta, self.findings, self.group_of(), self.events, self.links)
 
 
 def _count(n: int, noun: str) -> str:

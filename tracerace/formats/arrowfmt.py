@@ -7,21 +7,35 @@ writes the findings as the checker hands them over (:class:`FindingsWriter`),
 a record batch at a time, so every finding is written without holding them
 all; they come in the order found (by row within a batch of the replay; a
 barrier generation left incomplete comes when its launch ends).
+
+A group's link to a crossed wait (the ``linked_*`` columns) may only be known
+after its findings were written: the crossing shows once the wait has been fed
+by both protocols, which can be after the race. So the batches are written
+with those columns null, and when the finished report has links they are read
+back and written again with them. A path's file is read back in place; a
+stream that cannot be read back (stdout) gets the batches through a temporary
+file, copied to it when the check ends.
 """
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from collections.abc import Mapping
 from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
 
-from ..arrow_report import Columns, schema_for
+from ..arrow_report import Columns, link_columns, schema_for
+from ..hazards import Link
 from ..meta import TraceMeta
 from ..report import Report
 
 NAME = "arrow"
 BINARY = True
+
+COPY_CHUNK = 1 << 20
 
 
 def write(report: Report, stream: IO[bytes]) -> None:
@@ -37,12 +51,18 @@ class FindingsWriter:
     ``out``: a binary stream; ``file`` chooses the IPC file format (a path's
     output) over the IPC stream format. The schema is written when the trace
     is opened (:meth:`open`), each batch of findings as it comes
-    (:meth:`write`), and :meth:`close` ends the file or stream.
+    (:meth:`write`), and :meth:`close` with the finished report ends the file
+    or stream, with the groups' links (see the module doc).
     """
+
+    takes_report = True
 
     def __init__(self, out: Any, *, file: bool) -> None:
         self._out = out
         self._file = file
+        self._target = out if _rereadable(out) else tempfile.TemporaryFile()
+        """Where the batches go first: ``out``, or a temporary file when ``out``
+        cannot be read back."""
         self._writer: Any = None
         self._columns: Columns | None = None
 
@@ -56,13 +76,62 @@ class FindingsWriter:
         self._columns = Columns(meta)
         schema = schema_for(meta, meta.num_rows if events is None else events)
         new = pa.ipc.new_file if self._file else pa.ipc.new_stream
-        self._writer = new(self._out, schema)
+        self._writer = new(self._target, schema)
 
     def write(self, findings: np.ndarray, groups: np.ndarray) -> None:
         if len(findings):
             self._writer.write_batch(self._columns.batch(findings, groups))
 
-    def close(self) -> None:
+    def close(self, report: Report | None = None, exact: bool = True) -> None:
+        """End the output: with ``report``'s links (None: the check failed, and
+        ``out`` is left as it is)."""
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        if report is None:
+            return
+        links = report.links
+        if self._target is self._out:
+            if links:
+                with tempfile.TemporaryFile() as scratch:
+                    self._relink(self._out, scratch, links)
+                    self._out.seek(0)
+                    self._out.truncate()
+                    scratch.seek(0)
+                    shutil.copyfileobj(scratch, self._out, COPY_CHUNK)
+            return
+        with self._target:
+            if links:
+                self._relink(self._target, self._out, links)
+            else:
+                self._target.seek(0)
+                shutil.copyfileobj(self._target, self._out, COPY_CHUNK)
+
+    def _relink(self, src: Any, dst: Any, links: Mapping[int, Link]) -> None:
+        """The IPC file or stream written to ``src``, with the ``linked_*`` columns
+        of ``links``, to ``dst``, a batch at a time."""
+        src.seek(0)
+        if self._file:
+            reader = pa.ipc.open_file(src)
+            batches = (reader.get_batch(i) for i in range(reader.num_record_batches))
+            new = pa.ipc.new_file
+        else:
+            reader = pa.ipc.open_stream(src)
+            batches = iter(reader)
+            new = pa.ipc.new_stream
+        schema = reader.schema
+        names = [f.name for f in schema]
+        start = names.index("linked_row")
+        with new(dst, schema) as writer:
+            for batch in batches:
+                groups = batch.column(names.index("group")).to_numpy(zero_copy_only=False)
+                columns = batch.columns[:start] + link_columns(groups, links)
+                writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
+
+
+def _rereadable(out: Any) -> bool:
+    """Whether what is written to ``out`` can be read back from its start."""
+    try:
+        return bool(out.readable() and out.seekable())
+    except (AttributeError, ValueError, OSError):
+        return False

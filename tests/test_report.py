@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from test_explain import finding
-from tracerace.options import make_options, parse_kinds
 from tracerace.errors import TraceError
 from tracerace.findings import FINDING_DTYPE, CheckResult
 from tracerace.meta import Buffer, TraceMeta
 from tracerace.ops import HazardKind, Op, Severity, Space
+from tracerace.options import make_options, parse_kinds
 from tracerace.report import Report
 
 K = HazardKind
@@ -139,6 +139,7 @@ def test_group_locations_are_distinct_in_row_order():
     group = r.groups[0]
     # adjacent ranges merge: out[0, 1] (found first) and out[0, 0] are one slice
     assert group.locations == ("out[0, 0:2]", "global 0x9000..0x9004")
+    assert group.locations_head(1) == ("out[0, 0:2]",)
     assert group.byte_ranges == 4
     assert group.bytes_text() == "out[0, 0:2], global 0x9000..0x9004"
     assert group.bytes_text(1) == "out[0, 0:2], ... (4 byte ranges in all)"

@@ -145,12 +145,16 @@ class HazardGroup:
         ex = self.example.second
         return self._report.link(ex.launch, ex.block, ex.thread, ex.row)
 
+    def locations_head(self, limit: int) -> tuple[str, ...]:
+        """The first ``limit`` of :attr:`locations`."""
+        return self.locations[:limit]
+
     def bytes_text(self, limit: int = MAX_LOCATIONS) -> str:
         """``out[0, 1:3], out[2, 0]`` (:attr:`locations`); past ``limit``: ``..., ...
         (4,096 byte ranges in all)``; when the report kept only the group's first
         members and they do not cover its bytes: ``..., ... (all within
         out[0, 0]..out[63, 63])``."""
-        head = self.locations[:limit]
+        head = self.locations_head(limit)
         shown = ", ".join(head)
         ranges = self.byte_ranges
         if ranges is not None:

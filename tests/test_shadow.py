@@ -247,7 +247,7 @@ def test_a_gap_between_two_intervals_is_reported_and_their_bytes_are_not():
 # after a barrier). A shortcut that remembered "this snapshot knows every
 # write of this granule" would be wrong in each of these traces: kept after a
 # new write, set from what one reader alone knows (its own writes), or
-# applied to other bytes. Session 10 tried such a stamp (docs/status.md);
+# applied to other bytes. Session 10 tried such a stamp (`git show 2f1ed8e:docs/status.md`);
 # these tests stay for whoever tries again.
 
 THREADS = 4

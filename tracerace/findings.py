@@ -54,6 +54,9 @@ FINDING_DTYPE = np.dtype([
 
 FIELDS = FINDING_DTYPE.names
 
+NO_ROW = -1
+"""``prev_row`` of a finding with a single event (``uninit_read``, ...)."""
+
 
 
 

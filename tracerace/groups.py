@@ -57,8 +57,8 @@ from functools import cached_property
 import numpy as np
 
 from .engine._jit import jit
-from .findings import FINDING_DTYPE, empty_findings
 from .engine.mapped import MappedArray
+from .findings import FINDING_DTYPE, NO_ROW, empty_findings
 from .meta import TraceMeta
 from .ops import HazardKind, Op, Severity, Space
 
@@ -69,7 +69,6 @@ ROLE_NONE, ROLE_THREAD, ROLE_COPY = 0, 1, 2
 ROLE_NAMES = ("none", "thread", "async copy")
 
 N_KINDS = len(HazardKind)
-NO_ROW = -1
 KIND_SYNC_ALIAS = int(HazardKind.SYNC_ALIAS)
 
 _COPY_OPS = np.zeros(256, dtype=bool)

@@ -7,17 +7,15 @@ import numpy as np
 
 from .. import badinput
 from .. import ops as O
-from ..errors import TraceError
 from ..findings import CheckResult
 from ..schema import COLUMN_NAMES
 from .barriers import finish_launch
 from .granularity import global_shift_for, shared_shift_for
 from .granules import global_accesses
 from .layout import (
-    E_BARRIER_ORDER, E_BAR_COUNT, E_LAUNCH_ORDER, E_MBAR_COUNT, E_WAIT, E_WAIT_GROUP,
-    E_WARP_MASK, F_KIND, F_PREV_ROW, F_RANK, F_ROW, GR_FIND, NEED_GROW, NEW_LAUNCH, OK,
-    SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D, SV_GEN_N, SV_GROW, SV_LAUNCH, SV_NFIND, SV_VIEW,
-    VIEW_GLOBAL, VIEW_SHARED)
+    F_KIND, F_PREV_ROW, F_RANK, F_ROW, GR_FIND, NEED_GROW, NEW_LAUNCH, OK, SV_ERR_A, SV_ERR_B,
+    SV_ERR_C, SV_ERR_D, SV_GEN_N, SV_GROW, SV_LAUNCH, SV_NFIND, SV_VIEW, VIEW_GLOBAL,
+    VIEW_SHARED)
 from .pools import Faulter, Sizes
 from .prefetch import prefetch
 from .races import records
@@ -28,21 +26,10 @@ from typing import Callable
 
 # The kernel's error statuses -> (rule, message) (tracerace.badinput), from
 # the four values it leaves in SV_ERR_A..D.
-_ERRORS = {
-    E_BARRIER_ORDER: lambda a, b, c, d: badinput.barrier_order(a, b, c, d),
-    E_WAIT: lambda a, b, c, d: badinput.wait_without_signal(a, b, c),
-    E_BAR_COUNT: lambda a, b, c, d: badinput.barrier_count(a, b),
-    E_WARP_MASK: lambda a, b, c, d: badinput.empty_warp_mask(),
-    E_LAUNCH_ORDER: lambda a, b, c, d: badinput.launch_order(a, b),
-    E_MBAR_COUNT: lambda a, b, c, d: badinput.mbarrier_count(a, b),
-    E_WAIT_GROUP: lambda a, b, c, d: badinput.wait_group(a),
-}
-
-
 def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
+    """The bad-input error of a kernel's ``status`` (the reference words it the same)."""
     values = (int(sv[k]) for k in (SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D))
-    rule, message = _ERRORS[status](*values)
-    raise TraceError(message, path=path, row=row, rule=rule)
+    raise badinput.error(status, *values, path=path, row=row)
 
 
 def check_trace(reader, *, progress: Callable[[int], None] | None = None,

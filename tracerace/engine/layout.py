@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import badinput
 from .. import ops as O
 from ..findings import FINDING_DTYPE
 from ..schema import SITE_NONE
@@ -159,8 +160,15 @@ N_KINDS = len(O.HazardKind)  # a candidate row per kind
 
 # Return codes.
 OK, NEED_GROW, NEW_LAUNCH = 0, 1, 2
-E_BARRIER_ORDER, E_WAIT, E_BAR_COUNT, E_WARP_MASK, E_LAUNCH_ORDER, E_MBAR_COUNT, E_WAIT_GROUP = \
-    range(10, 17)
+# Bad input: the kernel returns the rule's code and leaves the values its
+# message reads in SV_ERR_A.. (in the order of the rule's ``fields``).
+E_BARRIER_ORDER = badinput.BARRIER_ORDER.code
+E_WAIT = badinput.WAIT_WITHOUT_SIGNAL.code
+E_BAR_COUNT = badinput.BARRIER_COUNT.code
+E_WARP_MASK = badinput.EMPTY_WARP_MASK.code
+E_LAUNCH_ORDER = badinput.LAUNCH_ORDER.code
+E_MBAR_COUNT = badinput.MBARRIER_COUNT.code
+E_WAIT_GROUP = badinput.WAIT_GROUP.code
 
 # Grow bits.
 (GR_AGENTS, GR_SNAPS, GR_ARENA, GR_NODES, GR_GRAN, GR_GENS, GR_ARR, GR_SIG, GR_FQ, GR_MB,

@@ -23,20 +23,13 @@ from .shadow import I_PROXY
 # The async agents of a thread: one for its cp.async copies, one for its bulk
 # (TMA) stores, made at the first use.
 @jit_inline
-def cp_agent(t, a):
-    ca = t.ag[a, AG_CP_AGENT]
+def agent_of(t, a, col, kind):
+    """Thread ``a``'s async agent of ``kind`` (``KIND_CP`` or ``KIND_BULK``), kept in
+    its column ``col`` (``AG_CP_AGENT`` or ``AG_BULK_AGENT``)."""
+    ca = t.ag[a, col]
     if ca < 0:
-        ca = async_agent(t.ag, t.sv, t.async_map, a, KIND_CP, 0)
-        t.ag[a, AG_CP_AGENT] = ca
-    return ca
-
-
-@jit_inline
-def bulk_agent(t, a):
-    ca = t.ag[a, AG_BULK_AGENT]
-    if ca < 0:
-        ca = async_agent(t.ag, t.sv, t.async_map, a, KIND_BULK, 0)
-        t.ag[a, AG_BULK_AGENT] = ca
+        ca = async_agent(t.ag, t.sv, t.async_map, a, kind, 0)
+        t.ag[a, col] = ca
     return ca
 
 
@@ -56,14 +49,14 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, kind):
 @jit_leaf
 def on_cp_async(t, c, i, ev, a, epoch):
     """cp.async: a copy into the thread's open cp.async group."""
-    ca = cp_agent(t, a)
+    ca = agent_of(t, a, AG_CP_AGENT, KIND_CP)
     issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_CP_OPEN], 0, R.INFLIGHT_CP_ASYNC)
 
 
 @jit_leaf
 def on_tma_store(t, c, i, ev, a, epoch):
     """A bulk (TMA) store: a copy by the async proxy into the open bulk group."""
-    ca = bulk_agent(t, a)
+    ca = agent_of(t, a, AG_BULK_AGENT, KIND_BULK)
     issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_BULK_OPEN], I_PROXY, R.INFLIGHT_BULK_STORE)
 
 
@@ -94,7 +87,7 @@ def on_cp_wait(t, c, i, ev, a, epoch):
     if pending < 0:
         sv[SV_ERR_A] = pending
         return E_WAIT_GROUP
-    ca = cp_agent(t, a)
+    ca = agent_of(t, a, AG_CP_AGENT, KIND_CP)
     upto = max(ag[a, AG_CP_RET], ag[a, AG_CP_OPEN] - 1 - pending)
     if upto > ag[a, AG_CP_RET]:  # a retiring wait: rule 7 fences go after it
         f = sv[SV_FEN_TOP]
@@ -117,7 +110,7 @@ def on_bulk_wait(t, c, i, ev, a, epoch):
     if pending < 0:
         sv[SV_ERR_A] = pending
         return E_WAIT_GROUP
-    ca = bulk_agent(t, a)
+    ca = agent_of(t, a, AG_BULK_AGENT, KIND_BULK)
     upto = max(ag[a, AG_BULK_RET], ag[a, AG_BULK_OPEN] - 1 - pending)
     ag[a, AG_BULK_RET] = upto
     retire_groups(t, a, ca, upto)

@@ -45,12 +45,13 @@ Event = namedtuple("Event", "row launch block thread op ts site size")
 """What every handler is told of the event at hand (int64 values)."""
 
 # ``replay`` allocates nothing (the joins use the ``cvs`` workspace; clock
-# compaction, which sorts, runs in the driver), so it is compiled without
-# NRT and the handlers (``jit_inline``) are inlined into it: a call of a leaf
-# passes every array of its arguments as a struct of ~8 words, and a
-# reference-counted caller pays an incref and decref of each (measured: 4x
-# slower). Kernels below the handlers take the arrays they use, not
-# ``Tables``: Numba passes a tuple argument flattened, every array of it.
+# compaction, which sorts, runs in the driver), so it is compiled without NRT.
+# ``on_access`` and the granule path are inlined into it (``jit_inline``): a
+# call passes every array argument as a struct of ~8 words, ~100 pushes per
+# access, ~12% of the tiled benchmark's samples. The other handlers are leaves
+# of their own: a call passes ``Tables`` flattened (every array of it), a few
+# hundred words per synchronization op, but inlined they made replay's first
+# compile about half again as long. See docs/engine.md for the measurements.
 @jit_leaf
 def replay(c, row0, start, t, gpos):
     """Replay rows ``start``.. of batch ``c`` (:class:`Columns`, its first row is

@@ -57,7 +57,7 @@ def copy_retired(ag, fen, u, k):
 
 
 # ---------------------------------------------------------------------------
-@jit_inline
+@jit_leaf
 def on_fence_proxy(t, c, i, ev, a, epoch):
     """fence.proxy.async: the reference's ``on_fence_proxy``."""
     sv, ag, fen = t.sv, t.ag, t.fen

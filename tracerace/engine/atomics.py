@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import reasons as R
-from ._jit import jit_inline, jit_leaf
+from ._jit import jit_leaf
 from .agents import join_into, reach, set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, merge, merge_many
 from .hashmap import hm_get, hm_put
@@ -100,7 +100,7 @@ def release_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, a, region, a
 
 
 # ---------------------------------------------------------------------------
-@jit_inline
+@jit_leaf
 def on_fence(t, c, i, ev, a, epoch):
     """A fence: the reference's ``on_fence``."""
     sv, ag, snaps, arena_a, arena_e = t.sv, t.ag, t.snaps, t.arena_a, t.arena_e

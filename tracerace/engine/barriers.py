@@ -9,7 +9,7 @@ import numpy as np
 from .. import ops as O
 
 from .. import reasons as R
-from ._jit import jit, jit_inline, jit_leaf
+from ._jit import jit, jit_leaf
 from .agents import set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, merge_many
 from .hashmap import hm_get, hm_put
@@ -77,7 +77,7 @@ def finish_launch(gens, sv, find):
 
 
 # ---------------------------------------------------------------------------
-@jit_inline
+@jit_leaf
 def on_barrier(t, c, i, ev, a, epoch):
     """bar_sync, bar_arrive, warp_sync: the reference's ``on_barrier``."""
     (sv, ag, snaps, arena_a, arena_e, scratch, touched, gens, bar_map, arr, find, cvs) = (

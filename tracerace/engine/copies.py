@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import reasons as R
-from ._jit import jit_inline
+from ._jit import jit_inline, jit_leaf
 from .agents import async_agent, join_into
 from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_BULK_AGENT, AG_BULK_OPEN, AG_BULK_RET, AG_CP_AGENT, AG_CP_OPEN,
@@ -46,14 +46,14 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, kind):
                          ev.site, ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
 
 
-@jit_inline
+@jit_leaf
 def on_cp_async(t, c, i, ev, a, epoch):
     """cp.async: a copy into the thread's open cp.async group."""
     ca = agent_of(t, a, AG_CP_AGENT, KIND_CP)
     issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_CP_OPEN], 0, R.INFLIGHT_CP_ASYNC)
 
 
-@jit_inline
+@jit_leaf
 def on_tma_store(t, c, i, ev, a, epoch):
     """A bulk (TMA) store: a copy by the async proxy into the open bulk group."""
     ca = agent_of(t, a, AG_BULK_AGENT, KIND_BULK)
@@ -79,7 +79,7 @@ def retire_groups(t, a, ca, upto):
     t.ag[ca, AG_RETIRED] = max(t.ag[ca, AG_RETIRED], upto)
 
 
-@jit_inline
+@jit_leaf
 def on_cp_wait(t, c, i, ev, a, epoch):
     """cp.async.wait_group N: every group but the newest N is complete."""
     sv, ag, fen = t.sv, t.ag, t.fen
@@ -102,7 +102,7 @@ def on_cp_wait(t, c, i, ev, a, epoch):
     return OK
 
 
-@jit_inline
+@jit_leaf
 def on_bulk_wait(t, c, i, ev, a, epoch):
     """The bulk wait: every bulk group but the newest N is complete."""
     sv, ag = t.sv, t.ag

@@ -104,20 +104,13 @@ def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
     Returns (1 when it left a candidate in ``cand``, else 0; the first and
     last uninitialized byte or -1).
 
-    Per granule, as the reference's ``on_access``: the bytes a read finds
-    uninitialized; the earlier writes, each racing with this access or not
-    (``races.race_kind``), pruned when it covers them; for an async-proxy
-    access, the fence it needs after the newest generic write; the earlier
-    reads against a write; then the access joins the granule's writes or
-    reads (a read first pruning the reads it makes redundant)."""
+    Per granule, as the reference's ``on_access``: the earlier writes race
+    with any access, the earlier reads with a write (``races.race_kind``);
+    a generic-proxy access after an async-proxy write needs a proxy fence;
+    then the access joins the granule's writes or reads."""
     found = 0
     is_write = (info & I_WRITE) != 0
-    is_atomic = (info & I_ATOMIC) != 0
-    is_copy = (info & I_ASYNC) != 0
-    is_proxy = (info & I_PROXY) != 0
-    reads = not is_write or is_atomic
-    scope = (info >> I_SCOPE_SHIFT) & 7
-    aw = 1 if is_write else 0
+    reads = not is_write or (info & I_ATOMIC) != 0
     uninit_lo = np.int64(-1)
     uninit_hi = np.int64(-1)
     gs = granule_shift(region)
@@ -138,137 +131,199 @@ def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
             m = ((np.int64(1) << hi) - 1) ^ ((np.int64(1) << lo) - 1)
             slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH], pst)
             if reads:
-                un = m & ~gran[slot, G_INIT]
-                if un and sv[SV_IV_N] > 0:
-                    covered = iv_init_mask(ivs, sv[SV_IV_N], iv_region(region), base, un)
-                    gran[slot, G_INIT] |= covered
-                    un &= ~covered
+                un = uninitialized(gran, sv, ivs, region, slot, base, m)
                 if un:
                     uninit_lo, uninit_hi = extend_bytes(un, base, gsize, uninit_lo, uninit_hi)
-        # Writes conflict with every access (atomic pairs aside). One pass both
-        # checks them and, for a plain write or an atomic, prunes them.
-        if is_proxy:
-            for b in range(gsize):
-                cand[C_LAST_ROW, b] = -1
-        prunes_writes = is_write and not is_copy
-        prev = np.int64(-1)
-        x = gran[slot, G_WRITES]
-        while x >= 0:
-            nxt = nodes[x, N_NEXT]
-            xinfo = nodes[x, N_INFO]
-            xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
-            if (xinfo >> I_SHADOW_SHIFT) & MASK_ALL and \
-                    copy_retired(ag, fen, cold[x, K_SHADOW_AGENT], cold[x, K_SHADOW_EPOCH]):
-                # A retired copy that x happens before covers these bytes.
-                xm &= ~((xinfo >> I_SHADOW_SHIFT) & MASK_ALL)
+        found |= check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
+                              slot, m, gsize, space, owner, addr, end, a, epoch, t, info)
+        if info & I_PROXY:
+            found |= check_proxy_fences(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand, m,
+                                        gsize, space, owner, addr, end, t, info)
+        if is_write:
+            found |= check_reads(ag, snaps, arena_a, arena_e, nodes, cold, gran, fen, cand, slot,
+                                 m, space, owner, addr, end, t)
+        record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch, t, info,
+               addr, size, row, ts, site, page)
+    return found, uninit_lo, uninit_hi
+
+
+@jit_inline
+def uninitialized(gran, sv, ivs, region, slot, base, m):
+    """The bytes of ``m`` in granule ``slot`` (at ``base``) no write or ``init``
+    initialized; bytes an init interval covers are marked initialized on the way."""
+    un = m & ~gran[slot, G_INIT]
+    if un and sv[SV_IV_N] > 0:
+        covered = iv_init_mask(ivs, sv[SV_IV_N], iv_region(region), base, un)
+        gran[slot, G_INIT] |= covered
+        un &= ~covered
+    return un
+
+
+@jit_inline
+def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, slot, m, gsize,
+                 space, owner, addr, end, a, epoch, t, info):
+    """The granule's writes against the access: each one that overlaps and races
+    is a candidate. One pass also prunes them: a plain write (or an atomic, of
+    its own earlier atomics) that happens after a write covers its bytes;
+    retired copies drop their shadowed bytes; an async copy's write shadows
+    the bytes it overwrites. For a proxy access, the newest write of each byte
+    is kept in ``cand``'s scratch rows for ``check_proxy_fences``."""
+    found = 0
+    is_write = (info & I_WRITE) != 0
+    is_atomic = (info & I_ATOMIC) != 0
+    is_copy = (info & I_ASYNC) != 0
+    is_proxy = (info & I_PROXY) != 0
+    scope = (info >> I_SCOPE_SHIFT) & 7
+    aw = 1 if is_write else 0
+    if is_proxy:
+        for b in range(gsize):
+            cand[C_LAST_ROW, b] = -1
+    prunes_writes = is_write and not is_copy
+    prev = np.int64(-1)
+    x = gran[slot, G_WRITES]
+    while x >= 0:
+        nxt = nodes[x, N_NEXT]
+        xinfo = nodes[x, N_INFO]
+        xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
+        if (xinfo >> I_SHADOW_SHIFT) & MASK_ALL and \
+                copy_retired(ag, fen, cold[x, K_SHADOW_AGENT], cold[x, K_SHADOW_EPOCH]):
+            # A retired copy that x happens before covers these bytes.
+            xm &= ~((xinfo >> I_SHADOW_SHIFT) & MASK_ALL)
+            if xm == 0:
+                unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
+                x = nxt
+                continue
+            xinfo = (xinfo & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)) & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)
+            xinfo |= xm << I_MASK_SHIFT
+            nodes[x, N_INFO] = xinfo
+        if xm & m:
+            xa = nodes[x, N_AGENT]
+            if is_proxy:
+                for b in range(gsize):
+                    if (xm & m) & (1 << b) and cold[x, K_ROW] > cand[C_LAST_ROW, b]:
+                        cand[C_LAST_ROW, b] = cold[x, K_ROW]
+                        cand[C_LAST_NODE, b] = x
+            kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, True, is_write,
+                             is_atomic, scope)
+            if kind >= 0:
+                offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
+                found = 1
+            elif kind == ORDERED and prunes_writes and (not is_atomic or (
+                    (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and xa == a and
+                    ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
+                xm &= ~m
                 if xm == 0:
                     unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
                     x = nxt
                     continue
-                xinfo = (xinfo & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)) & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)
-                xinfo |= xm << I_MASK_SHIFT
-                nodes[x, N_INFO] = xinfo
-            if xm & m:
-                xa = nodes[x, N_AGENT]
-                if is_proxy:
-                    for b in range(gsize):
-                        if (xm & m) & (1 << b) and cold[x, K_ROW] > cand[C_LAST_ROW, b]:
-                            cand[C_LAST_ROW, b] = cold[x, K_ROW]
-                            cand[C_LAST_NODE, b] = x
-                kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, True, is_write,
-                                 is_atomic, scope)
-                if kind >= 0:
-                    offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
-                    found = 1
-                elif kind == ORDERED and prunes_writes and (not is_atomic or (
-                        (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and xa == a and
-                        ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
-                    xm &= ~m
-                    if xm == 0:
-                        unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
-                        x = nxt
-                        continue
-                    nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
-                elif kind == ORDERED and is_copy and is_write:
-                    cold[x, K_SHADOW_AGENT] = a
-                    cold[x, K_SHADOW_EPOCH] = epoch
-                    nodes[x, N_INFO] = (xinfo & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (
-                        (xm & m) << I_SHADOW_SHIFT)
-            prev = x
-            x = nxt
-        if is_proxy:
-            for b in range(gsize):
-                if not (m & (1 << b)) or cand[C_LAST_ROW, b] < 0:
-                    continue
-                x = cand[C_LAST_NODE, b]
-                xinfo = nodes[x, N_INFO]
-                if xinfo & I_PROXY:
-                    continue
-                xa = nodes[x, N_AGENT]
-                if known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
-                    continue  # not ordered: reported as a race
-                if xinfo & I_ASYNC:
-                    # A cp.async destination (the one generic-proxy copy): its
-                    # issuer's write, performed at the wait that retired it.
-                    w = ag[xa, AG_ISSUER]
-                    after = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_EPOCH]
-                else:
-                    w = xa
-                    after = nodes[x, N_EPOCH]
-                if not proxy_fenced(ag, fen, w, after, known(ag, snaps, arena_a, arena_e, t, w)):
-                    offer(cand, O.K_PROXY_FENCE, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
-                    found = 1
-        # Reads conflict with writes.
-        if is_write:
-            x = gran[slot, G_READS]
-            while x >= 0:
-                xinfo = nodes[x, N_INFO]
-                if ((xinfo >> I_MASK_SHIFT) & MASK_ALL) & m:
-                    kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, False, True,
-                                     False, 0)
-                    if kind >= 0:
-                        offer(cand, kind, ag, nodes, cold, fen, x, 0, aw, space, owner, addr, end, t)
-                        found = 1
-                x = nodes[x, N_NEXT]
-        # A read prunes the reads it makes redundant, once the list has doubled.
-        head_col = G_WRITES if is_write else G_READS
-        if not is_write:
-            # ... and at once the newest read, when this read covers it and
-            # happens after it (the usual case of a variable read again after
-            # synchronization): its node is reused, so the list does not grow.
-            h = gran[slot, G_READS]
-            if h >= 0 and not is_copy:
-                hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & MASK_ALL
-                ha = nodes[h, N_AGENT]
-                if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, ha) >= nodes[h, N_EPOCH]:
-                    set_node(nodes, cold, ag, h, row, a, epoch, addr, size,
-                             info | (m << I_MASK_SHIFT), ts, site, t)
-                    # Another agent's read ordered before this one: most likely
-                    # a new generation of readers after a barrier, so the rest
-                    # of the old one is redundant now. Dropping it at once keeps
-                    # the list one generation long for the next write's scan.
-                    # Bounded (EAGER_PRUNE_MAX) so a long list of unordered
-                    # readers is not rescanned at every such read.
-                    nr = gran[slot, G_NREADS]
-                    if ha != a and 1 < nr <= EAGER_PRUNE_MAX:
-                        prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, h, m, t)
-                        # The old generation's size predicts the new one's:
-                        # the next doubling prune waits until the list has
-                        # outgrown it (else it would scan a generation of
-                        # unordered readers and drop none of them).
-                        gran[slot, G_RLIMIT] = max(gran[slot, G_RLIMIT], 2 * nr)
-                    continue
-            gran[slot, G_NREADS] += 1
-            if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
-                prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, -1, m, t)
-        n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
-        nodes[n, N_NEXT] = gran[slot, head_col]
-        gran[slot, head_col] = n
-        set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
-                 ts, site, t)
-        if is_write and page < 0:  # a page's written bytes go to an init interval
-            gran[slot, G_INIT] |= m
-    return found, uninit_lo, uninit_hi
+                nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+            elif kind == ORDERED and is_copy and is_write:
+                cold[x, K_SHADOW_AGENT] = a
+                cold[x, K_SHADOW_EPOCH] = epoch
+                nodes[x, N_INFO] = (xinfo & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (
+                    (xm & m) << I_SHADOW_SHIFT)
+        prev = x
+        x = nxt
+    return found
+
+
+@jit_inline
+def check_proxy_fences(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand, m, gsize, space,
+                       owner, addr, end, t, info):
+    """An async-proxy access after a generic-proxy write it is ordered after:
+    the writer must have fenced the proxies (``fence.proxy.async``) after the
+    write (a cp.async destination: after the wait that retired it), else a
+    ``proxy_fence`` candidate. Reads the newest writes ``check_writes`` kept."""
+    found = 0
+    aw = 1 if (info & I_WRITE) != 0 else 0
+    for b in range(gsize):
+        if not (m & (1 << b)) or cand[C_LAST_ROW, b] < 0:
+            continue
+        x = cand[C_LAST_NODE, b]
+        xinfo = nodes[x, N_INFO]
+        if xinfo & I_PROXY:
+            continue
+        xa = nodes[x, N_AGENT]
+        if known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
+            continue  # not ordered: reported as a race
+        if xinfo & I_ASYNC:
+            # A cp.async destination (the one generic-proxy copy): its
+            # issuer's write, performed at the wait that retired it.
+            w = ag[xa, AG_ISSUER]
+            after = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_EPOCH]
+        else:
+            w = xa
+            after = nodes[x, N_EPOCH]
+        if not proxy_fenced(ag, fen, w, after, known(ag, snaps, arena_a, arena_e, t, w)):
+            offer(cand, O.K_PROXY_FENCE, ag, nodes, cold, fen, x, 1, aw, space, owner, addr,
+                  end, t)
+            found = 1
+    return found
+
+
+@jit_inline
+def check_reads(ag, snaps, arena_a, arena_e, nodes, cold, gran, fen, cand, slot, m, space, owner,
+                addr, end, t):
+    """A write against the granule's reads: each one that overlaps and races
+    (``war``, or ``async_inflight`` for a copy's read still in flight) is a
+    candidate."""
+    found = 0
+    x = gran[slot, G_READS]
+    while x >= 0:
+        if ((nodes[x, N_INFO] >> I_MASK_SHIFT) & MASK_ALL) & m:
+            kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, False, True, False, 0)
+            if kind >= 0:
+                offer(cand, kind, ag, nodes, cold, fen, x, 0, 1, space, owner, addr, end, t)
+                found = 1
+        x = nodes[x, N_NEXT]
+    return found
+
+
+@jit_inline
+def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch, t, info, addr,
+           size, row, ts, site, page):
+    """The access joins the granule's writes or reads (a new node at the head).
+    A read first prunes the reads it makes redundant: at once the newest read,
+    when this one covers it and happens after it (its node is reused), else
+    all of them once the list has doubled."""
+    is_write = (info & I_WRITE) != 0
+    is_copy = (info & I_ASYNC) != 0
+    head_col = G_WRITES if is_write else G_READS
+    if not is_write:
+        # The usual case of a variable read again after synchronization: the
+        # newest read's node is reused, so the list does not grow.
+        h = gran[slot, G_READS]
+        if h >= 0 and not is_copy:
+            hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & MASK_ALL
+            ha = nodes[h, N_AGENT]
+            if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, ha) >= nodes[h, N_EPOCH]:
+                set_node(nodes, cold, ag, h, row, a, epoch, addr, size,
+                         info | (m << I_MASK_SHIFT), ts, site, t)
+                # Another agent's read ordered before this one: most likely
+                # a new generation of readers after a barrier, so the rest
+                # of the old one is redundant now. Dropping it at once keeps
+                # the list one generation long for the next write's scan.
+                # Bounded (EAGER_PRUNE_MAX) so a long list of unordered
+                # readers is not rescanned at every such read.
+                nr = gran[slot, G_NREADS]
+                if ha != a and 1 < nr <= EAGER_PRUNE_MAX:
+                    prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, h, m, t)
+                    # The old generation's size predicts the new one's:
+                    # the next doubling prune waits until the list has
+                    # outgrown it (else it would scan a generation of
+                    # unordered readers and drop none of them).
+                    gran[slot, G_RLIMIT] = max(gran[slot, G_RLIMIT], 2 * nr)
+                return
+        gran[slot, G_NREADS] += 1
+        if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
+            prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, -1, m, t)
+    n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
+    nodes[n, N_NEXT] = gran[slot, head_col]
+    gran[slot, head_col] = n
+    set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
+             ts, site, t)
+    if is_write and page < 0:  # a page's written bytes go to an init interval
+        gran[slot, G_INIT] |= m
 
 
 # The same as a function of its own, for the rare large accesses

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import numpy as np
-from ._jit import jit_inline
+from ._jit import jit_leaf
 from .agents import join_into
 from .clocks import SN_SERIAL, decref, incref, merge
 from .hashmap import hm_get, hm_put
@@ -14,7 +14,7 @@ from .layout import AG_ACQ_SERIAL, AG_BASE, SV_LOCK_N
 
 
 # ---------------------------------------------------------------------------
-@jit_inline
+@jit_leaf
 def on_release(t, c, i, ev, a, epoch):
     """A release of a lock: the lock's clock joins the releaser's. When it is
     still the snapshot this thread acquired (the usual critical section), the
@@ -32,7 +32,7 @@ def on_release(t, c, i, ev, a, epoch):
     sv[SV_LOCK_N] += hm_put(lock_map, obj, 0, 0, snap)
 
 
-@jit_inline
+@jit_leaf
 def on_acquire(t, c, i, ev, a, epoch):
     """An acquire of a lock: the acquirer's clock joins the lock's."""
     sv, ag, snaps, arena_a, arena_e, lock_map = t.sv, t.ag, t.snaps, t.arena_a, t.arena_e, t.lock_map

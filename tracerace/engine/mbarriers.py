@@ -100,7 +100,7 @@ def arrived(t, c, i, ev, a, mslot):
                    ev.ts, ev.site, np.int64(c.peer[i]), np.int64(c.obj[i]))
 
 
-@jit_inline
+@jit_leaf
 def on_tma_load(t, c, i, ev, a, epoch):
     """A TMA load: a copy by the mbarrier's TMA agent, whose bytes count
     against the phase's transaction count; it completes the phase (with
@@ -137,7 +137,7 @@ def on_tma_load(t, c, i, ev, a, epoch):
         arrived(t, c, i, ev, a, mslot)
 
 
-@jit_inline
+@jit_leaf
 def on_mbar_init(t, c, i, ev, a, epoch):
     """mbarrier.init: a new phase 0 expecting ``arg`` arrivals; re-initializing
     a valid mbarrier is a misuse."""
@@ -181,7 +181,7 @@ def on_mbar_init(t, c, i, ev, a, epoch):
     return OK
 
 
-@jit_inline
+@jit_leaf
 def on_mbar_arrive(t, c, i, ev, a, epoch):
     """An arrival of ``arg`` counts (1 if 0); more than are pending is a misuse."""
     mbs = t.mbs
@@ -200,7 +200,7 @@ def on_mbar_arrive(t, c, i, ev, a, epoch):
     arrived(t, c, i, ev, a, mslot)
 
 
-@jit_inline
+@jit_leaf
 def on_mbar_expect_tx(t, c, i, ev, a, epoch):
     """expect_tx: the phase also waits for ``arg`` more bytes of TMA loads."""
     mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))
@@ -210,7 +210,7 @@ def on_mbar_expect_tx(t, c, i, ev, a, epoch):
     arrived(t, c, i, ev, a, mslot)
 
 
-@jit_inline
+@jit_leaf
 def on_mbar_wait(t, c, i, ev, a, epoch):
     """A wait that returned on the phase of parity ``arg``: the waiter joins the
     phase's clock; waiting on a phase that never completed is a misuse."""
@@ -236,7 +236,7 @@ def on_mbar_wait(t, c, i, ev, a, epoch):
     mbs[mslot, tcol] = -1
 
 
-@jit_inline
+@jit_leaf
 def on_mbar_inval(t, c, i, ev, a, epoch):
     """mbarrier.inval: not valid until the next init."""
     mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))

@@ -130,7 +130,7 @@ def on_access(t, c, i, ev, a, epoch):
 
 
 # ---------------------------------------------------------------------------
-@jit_inline
+@jit_leaf
 def on_init(t, c, i, ev, a, epoch):
     """``init``: the bytes are initialized (the reference's ``on_init``)."""
     sv, gran, ivs, pst = t.sv, t.gran, t.ivs, t.pst

@@ -48,10 +48,10 @@ Event = namedtuple("Event", "row launch block thread op ts site size")
 # compaction, which sorts, runs in the driver), so it is compiled without NRT.
 # ``on_access`` and the granule path are inlined into it (``jit_inline``): a
 # call passes every array argument as a struct of ~8 words, ~100 pushes per
-# access, ~12% of the tiled benchmark's samples. The other handlers are
-# inlined into ``on_sync``, a leaf of its own: one call per synchronization
-# op, and a first compile shorter than with them inlined into ``replay`` or
-# each a leaf (docs/engine.md has the figures).
+# access, ~12% of the tiled benchmark's samples. The other handlers are leaves
+# of their own, called with ``Tables``: fewer instructions per event than
+# with them inlined into ``replay`` or gathered into one leaf, at a longer
+# first compile (docs/engine.md has the figures).
 @jit_leaf
 def replay(c, row0, start, t, gpos):
     """Replay rows ``start``.. of batch ``c`` (:class:`Columns`, its first row is
@@ -120,7 +120,7 @@ def replay(c, row0, start, t, gpos):
         epoch = ag[a, AG_EPOCH]
         ev = Event(row, launch, block, thread, op, np.int64(c.ts[i]), np.int64(c.site[i]), size)
 
-        # -- the op's handler: an access inline, the rest in ``on_sync``.
+        # -- the op's handler.
         status = OK
         if op <= O.ATOMIC:
             # Read ahead: the agent map where the block changes (elsewhere the
@@ -135,55 +135,46 @@ def replay(c, row0, start, t, gpos):
                                sv[SV_GLOBAL_REGION])
                 gk += 1
             on_access(t, c, i, ev, a, epoch)
-        else:
-            status = on_sync(t, c, i, ev, a, epoch)
+        elif op == O.INIT:
+            on_init(t, c, i, ev, a, epoch)
+        elif op == O.BAR_SYNC or op == O.BAR_ARRIVE or op == O.WARP_SYNC:
+            status = on_barrier(t, c, i, ev, a, epoch)
+        elif op == O.FENCE:
+            on_fence(t, c, i, ev, a, epoch)
+        elif op == O.FENCE_PROXY_ASYNC:
+            on_fence_proxy(t, c, i, ev, a, epoch)
+        elif op == O.RELEASE:
+            on_release(t, c, i, ev, a, epoch)
+        elif op == O.ACQUIRE:
+            on_acquire(t, c, i, ev, a, epoch)
+        elif op == O.SIGNAL:
+            on_signal(t, c, i, ev, a, epoch)
+        elif op == O.WAIT:
+            status = on_wait(t, c, i, ev, a, epoch)
+        elif op == O.CP_ASYNC:
+            on_cp_async(t, c, i, ev, a, epoch)
+        elif op == O.TMA_STORE:
+            on_tma_store(t, c, i, ev, a, epoch)
+        elif op == O.CP_ASYNC_COMMIT:
+            on_cp_commit(t, c, i, ev, a, epoch)
+        elif op == O.BULK_COMMIT:
+            on_bulk_commit(t, c, i, ev, a, epoch)
+        elif op == O.CP_ASYNC_WAIT:
+            status = on_cp_wait(t, c, i, ev, a, epoch)
+        elif op == O.BULK_WAIT:
+            status = on_bulk_wait(t, c, i, ev, a, epoch)
+        elif op == O.TMA_LOAD:
+            on_tma_load(t, c, i, ev, a, epoch)
+        elif op == O.MBAR_INIT:
+            status = on_mbar_init(t, c, i, ev, a, epoch)
+        elif op == O.MBAR_ARRIVE:
+            on_mbar_arrive(t, c, i, ev, a, epoch)
+        elif op == O.MBAR_EXPECT_TX:
+            on_mbar_expect_tx(t, c, i, ev, a, epoch)
+        elif op == O.MBAR_WAIT:
+            on_mbar_wait(t, c, i, ev, a, epoch)
+        elif op == O.MBAR_INVAL:
+            on_mbar_inval(t, c, i, ev, a, epoch)
         if status != OK:
             return status, i
     return OK, n
-
-
-@jit_leaf
-def on_sync(t, c, i, ev, a, epoch):
-    """The handler of every op but an access (an ``E_*`` status, or OK)."""
-    op = ev.op
-    if op == O.INIT:
-        on_init(t, c, i, ev, a, epoch)
-    elif op == O.BAR_SYNC or op == O.BAR_ARRIVE or op == O.WARP_SYNC:
-        return on_barrier(t, c, i, ev, a, epoch)
-    elif op == O.FENCE:
-        on_fence(t, c, i, ev, a, epoch)
-    elif op == O.FENCE_PROXY_ASYNC:
-        on_fence_proxy(t, c, i, ev, a, epoch)
-    elif op == O.RELEASE:
-        on_release(t, c, i, ev, a, epoch)
-    elif op == O.ACQUIRE:
-        on_acquire(t, c, i, ev, a, epoch)
-    elif op == O.SIGNAL:
-        on_signal(t, c, i, ev, a, epoch)
-    elif op == O.WAIT:
-        return on_wait(t, c, i, ev, a, epoch)
-    elif op == O.CP_ASYNC:
-        on_cp_async(t, c, i, ev, a, epoch)
-    elif op == O.TMA_STORE:
-        on_tma_store(t, c, i, ev, a, epoch)
-    elif op == O.CP_ASYNC_COMMIT:
-        on_cp_commit(t, c, i, ev, a, epoch)
-    elif op == O.BULK_COMMIT:
-        on_bulk_commit(t, c, i, ev, a, epoch)
-    elif op == O.CP_ASYNC_WAIT:
-        return on_cp_wait(t, c, i, ev, a, epoch)
-    elif op == O.BULK_WAIT:
-        return on_bulk_wait(t, c, i, ev, a, epoch)
-    elif op == O.TMA_LOAD:
-        on_tma_load(t, c, i, ev, a, epoch)
-    elif op == O.MBAR_INIT:
-        return on_mbar_init(t, c, i, ev, a, epoch)
-    elif op == O.MBAR_ARRIVE:
-        on_mbar_arrive(t, c, i, ev, a, epoch)
-    elif op == O.MBAR_EXPECT_TX:
-        on_mbar_expect_tx(t, c, i, ev, a, epoch)
-    elif op == O.MBAR_WAIT:
-        on_mbar_wait(t, c, i, ev, a, epoch)
-    elif op == O.MBAR_INVAL:
-        on_mbar_inval(t, c, i, ev, a, epoch)
-    return OK

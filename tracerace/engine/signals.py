@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import reasons as R
-from ._jit import jit_inline, jit_leaf
+from ._jit import jit_leaf
 from .agents import set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, lookup, merge_many
 from .hashmap import hm_get, hm_put
@@ -169,7 +169,7 @@ def consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, 
 
 
 # ---------------------------------------------------------------------------
-@jit_inline
+@jit_leaf
 def on_signal(t, c, i, ev, a, epoch):
     """A signal: the reference's ``on_signal``."""
     sv, ag, snaps, sigs, flag_map, fq = t.sv, t.ag, t.snaps, t.sigs, t.flag_map, t.fq
@@ -207,7 +207,7 @@ def on_signal(t, c, i, ev, a, epoch):
 
 
 # ---------------------------------------------------------------------------
-@jit_inline
+@jit_leaf
 def on_wait(t, c, i, ev, a, epoch):
     """A wait: the reference's ``on_wait``."""
     (sv, ag, snaps, arena_a, arena_e, scratch, touched, sigs, flag_map, fq, find, pairs, edges,

@@ -83,8 +83,9 @@ LOCATOR_DTYPE = np.dtype([
     ("named", np.uint8),
 ], align=True)
 """A byte range a group's members touch: the row of the first that did, the
-bytes, the group, the next of the group's (-1: the last), and whether a
-declared buffer holds the range (then the report names it by element)."""
+bytes, the group, the group's entry logged before it in the fold's log (-1:
+none), and whether a declared buffer holds the range (then the report names
+it by element)."""
 
 ALIAS_DTYPE = np.dtype([("row", np.int64), ("launch", np.uint32), ("block", np.uint32),
                         ("thread", np.uint32), ("site", np.uint32), ("obj", np.uint64)])
@@ -289,12 +290,21 @@ class GroupTable:
 # -- the fold kernel -------------------------------------------------------------
 #
 # State: a GROUP_DTYPE record per group id; a hash table from group key to id
-# (``table``: id + 1 per slot, 0 empty; the key is the group's ``key``); the
-# locators, each group's a linked list through ``next``. Records and locators
-# grow in place (tracerace.mapped: no copy, pages faulted in as records are
-# written, which on a VM that clears pages at ~300 MB/s is most of what a
-# group costs, so the records are kept small). Capacities are made before a
-# call (GroupBuilder._room), so the kernel never runs out.
+# (``table``: per slot the high 32 bits of the key's hash above id + 1, 0
+# empty, so a probe reads a group's record only when the hashes agree); the
+# locators. A group's first byte range lives in its record (``loc_row``,
+# ``loc_named``, and the span, which is that range while one member has
+# bytes); it is written to the locator log when a second member with bytes
+# comes, and the log's entries of a group are a list through ``next``, newest
+# first. Most groups of a racy trace have one member: they cost a record and
+# no log entry. Records and locators grow in place (tracerace.mapped: no
+# copy); the pages the next batch's records take, and the table the next
+# growth needs, are faulted in ahead on another thread (``_Ahead``): fresh
+# pages, not the fold's work, were most of what a group cost (bench/README.md,
+# the racy rows). Capacities are made before a call (GroupBuilder._room), so
+# the kernel never runs out. The fold allocates nothing and is compiled
+# without reference counting (``jit_leaf``): with it, the increments and
+# decrements of the record views it takes were about half its time.
 
 GROUP_DTYPE = np.dtype([
     ("key", np.int64), ("count", np.int64), ("bytes", np.int64),
@@ -584,7 +594,7 @@ class _Ahead:
         """The pools hold ``used`` records, ``grown`` of them new with the last
         batch; the next batch will likely need a table of ``slots`` slots (it
         has ``have``)."""
-        if grown[0] < AHEAD_MIN or self._busy or not can_populate():
+        if grown[0] < AHEAD_MIN or self._busy or self._closing or not can_populate():
             return
         stops = [u + 2 * d for u, d in zip(used, grown)]
         for pool, u, stop in zip(self._pools, used, stops):
@@ -594,14 +604,20 @@ class _Ahead:
             table = slots if slots > have and (spare is None or spare.capacity < slots) else 0
             self._busy = True
             self._job = (table, stops)
-            if self._worker is None:
-                # One thread for the builder's life (starting one waits until
-                # it runs: a millisecond or more on a busy machine).
-                self._worker = threading.Thread(target=self._serve, name="tracerace-groups-ahead",
-                                                daemon=True)
-                self._worker.start()
-            else:
+            if self._worker is not None:
                 self._cv.notify()
+                return
+            # One thread while batches keep coming (starting one waits until it
+            # runs: a millisecond or more on a busy machine).
+            self._worker = threading.Thread(target=self._serve, name="tracerace-groups-ahead",
+                                            daemon=True)
+            try:
+                self._worker.start()
+            except RuntimeError:  # no thread to be had (a memory limit, say): do without
+                self._worker = None
+                self._job = None
+                self._busy = False
+                self._closing = True
 
     def spare(self, slots: int) -> np.ndarray | None:
         """A zeroed, faulted-in table of at least ``slots`` slots, if one is ready."""
@@ -760,6 +776,8 @@ class GroupBuilder:
         """Capacities for ``n`` more findings (at most as many new groups, twice
         as many locators), up to row ``last_row``."""
         groups, locators = int(self._sv[SV_GROUPS]), int(self._sv[SV_LOCATORS])
+        if (groups + n) * self._k >= 1 << 32:  # ids, and example positions, are 32-bit
+            raise MemoryError(f"more than {(1 << 32) // self._k:,} groups")
         self._groups.room(groups + n, groups)
         # A finding logs at most its own range and its group's first.
         self._loc.room(locators + 2 * n, locators)

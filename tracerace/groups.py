@@ -326,7 +326,8 @@ SV_GROUPS, SV_LOCATORS, SV_ERRORS, SV_RACY = range(4)
 SV_FIELDS = 4
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the product's high bits
 _SHIFT32 = np.uint64(32)
-PREFETCH_AHEAD = 8  # findings: the fold asks for the hash slot of the one this far ahead
+PREFETCH_AHEAD = 8  # findings: the fold asks for the hash slot of the one this far ahead,
+PREFETCH_GROUPS = 1 << 14  # once there are this many groups (fewer: their slots are cached)
 _LOW32 = np.uint64(0xFFFFFFFF)
 _U32_MAX = np.iinfo(np.uint32).max
 assert GROUP_DTYPE.itemsize % 8 == 0 and LOCATOR_DTYPE.itemsize % 8 == 0  # int64 rows
@@ -334,7 +335,7 @@ assert GROUP_DTYPE.itemsize % 8 == 0 and LOCATOR_DTYPE.itemsize % 8 == 0  # int6
 
 @jit_leaf
 def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
-         groups, table, loc, sv, by_kind, rows_seen, gid, ex_idx, alias_idx):
+         groups, table, loc, sv, by_kind, rows_seen, gid, ex_idx, alias_idx, prefetch):
     """Fold findings ``f`` (canonical order) into the groups; ``gid`` gets each
     finding's group id, ``ex_idx`` the positions of the findings admitted as
     examples, ``alias_idx`` those of the ``sync_alias`` errors. Returns
@@ -346,9 +347,11 @@ def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
     n_alias = 0
     early = False
     last_row = np.int64(-1)
-    for i in range(f.shape[0]):
-        if i + PREFETCH_AHEAD < f.shape[0]:  # the slot a later finding will probe
-            ahead = group_key(f[i + PREFETCH_AHEAD], canon, nsites, copy_ops, base)
+    n = f.shape[0]
+    for i in range(n):
+        # (Numba compiles one fold without this, for prefetch=None, and prunes it.)
+        if prefetch is not None and i + prefetch < n:  # the slot a later finding will probe
+            ahead = group_key(f[i + prefetch], canon, nsites, copy_ops, base)
             prefetch_row(table, np.int64((np.uint64(ahead) * _GOLDEN) >> _SHIFT32) & mask)
         r = f[i]
         key = group_key(r, canon, nsites, copy_ops, base)
@@ -502,19 +505,24 @@ def in_buffer(buffers, buffer_start, space, addr):
 
 
 @jit_leaf
-def is_canonical(f):
-    """Whether findings ``f`` are in canonical order (row, kind, earlier row)."""
-    for i in range(1, f.shape[0]):
-        a, b = f[i - 1], f[i]
+def scan(f):
+    """(whether findings ``f`` are in canonical order (row, kind, earlier row),
+    their highest kind)."""
+    canonical = True
+    top = 0
+    for i in range(f.shape[0]):
+        b = f[i]
+        top = max(top, b.kind)
+        if i == 0 or not canonical:
+            continue
+        a = f[i - 1]
         if b.row != a.row:
-            if b.row < a.row:
-                return False
+            canonical = b.row > a.row
         elif b.kind != a.kind:
-            if b.kind < a.kind:
-                return False
-        elif b.prev_row < a.prev_row:
-            return False
-    return True
+            canonical = b.kind > a.kind
+        else:
+            canonical = b.prev_row >= a.prev_row
+    return canonical, top
 
 
 @jit_leaf
@@ -728,7 +736,9 @@ class GroupBuilder:
     def add(self, findings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fold one batch in. Returns the kept findings, in canonical order,
         and the group id of each (what a streaming output writes)."""
-        if not self._keep_all or (len(findings) and findings["kind"].max() >= N_KINDS):
+        findings = np.ascontiguousarray(findings)
+        canonical, max_kind = scan(findings)
+        if not self._keep_all or max_kind >= N_KINDS:
             kinds = findings["kind"]
             keep = self._keep[kinds]
             if not keep.all():
@@ -737,8 +747,7 @@ class GroupBuilder:
         n = len(findings)
         if n == 0:
             return findings, np.zeros(0, dtype=np.int64)
-        findings = np.ascontiguousarray(findings)
-        if not is_canonical(findings):
+        if not canonical:
             findings = take_rows(findings, np.lexsort(
                 (findings["prev_row"], findings["kind"], findings["row"])))
         groups, locators = self.groups, int(self._sv[SV_LOCATORS])
@@ -749,7 +758,8 @@ class GroupBuilder:
         n_ex, early, n_alias = fold(
             findings, self._canon, _COPY_OPS, self._base, self._named, self._named_start,
             self._launch_named, self._k, len(self._ex_parts), self._groups.array, self._table,
-            self._loc.array, self._sv, self.by_kind, self._rows_seen, gids, ex_idx, alias_idx)
+            self._loc.array, self._sv, self.by_kind, self._rows_seen, gids, ex_idx, alias_idx,
+            PREFETCH_AHEAD if groups >= PREFETCH_GROUPS else None)
         used = (self.groups, int(self._sv[SV_LOCATORS]))
         self._ahead.after(used, (used[0] - groups, used[1] - locators),
                           table_slots(2 * (used[0] + n)), len(self._table))

@@ -303,8 +303,8 @@ class GroupTable:
 # pages, not the fold's work, were most of what a group cost (bench/README.md,
 # the racy rows). Capacities are made before a call (GroupBuilder._room), so
 # the kernel never runs out. The fold allocates nothing and is compiled
-# without reference counting (``jit_leaf``): with it, the increments and
-# decrements of the record views it takes were about half its time.
+# without reference counting (``jit_leaf``): the atomic increments and
+# decrements of the record views it takes were much of its time (ibid.).
 
 GROUP_DTYPE = np.dtype([
     ("key", np.int64), ("count", np.int64), ("bytes", np.int64),
@@ -579,13 +579,14 @@ class _Ahead:
     """Faults in, on a thread of its own, the memory the next batch's new groups
     will take while the checker replays that batch (the fold runs between
     batches, on the replay's thread): the records, and the larger hash table
-    the next growth will rehash into. Fresh memory costs the fold mostly its
-    page faults: on this VM pages are cleared at ~0.3-1 GB/s, which took as
-    long as the fold's own work at 10^5-10^6 groups. The next batch is
-    guessed to be like the last. The fold's thread never waits for this one:
-    faulting a page in never changes what it holds, and a table not ready
-    in time is made by the fold's thread as without this, so a wrong guess or
-    a late thread costs memory or time, never an answer."""
+    the next growth will rehash into. On a machine that clears fresh pages
+    slowly, their page faults cost the fold as much as its own work
+    (bench/README.md, the racy rows). The next batch is guessed to be like
+    the last. The fold's thread does not wait for this one (at most for the
+    chunk it is faulting in, when a pool must grow meanwhile): faulting a
+    page in never changes what it holds, and a table not ready in time is
+    made by the fold's thread as without this, so a wrong guess or a late
+    thread costs memory or time, never an answer."""
 
     def __init__(self, pools: tuple[_Records, ...]) -> None:
         self._pools = pools
@@ -615,8 +616,8 @@ class _Ahead:
             if self._worker is not None:
                 self._cv.notify()
                 return
-            # One thread while batches keep coming (starting one waits until it
-            # runs: a millisecond or more on a busy machine).
+            # One thread while batches keep coming (starting one waits until
+            # it runs, which takes a while on a busy machine).
             self._worker = threading.Thread(target=self._serve, name="tracerace-groups-ahead",
                                             daemon=True)
             try:

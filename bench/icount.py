@@ -42,19 +42,23 @@ void icount_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS; }
 
 CHILD = """
 import ctypes, sys
-from tracerace import engine
+try:
+    from tracerace.engine import EngineState
+    from tracerace.engine.check import close_launch, replay_batch
+    from tracerace.engine.granules import global_accesses
+except ImportError:  # an engine before the package (to compare with older versions)
+    from tracerace.engine import EngineState, global_accesses
+    from tracerace.engine import _close_launch as close_launch, _replay_batch as replay_batch
 from tracerace.reader import open_trace
 with open_trace(sys.argv[1]) as reader:
     batches = list(reader)
-# An engine before global_accesses (to compare with older versions) takes none.
-plans = [(engine.global_accesses(b),) if hasattr(engine, "global_accesses") else ()
-         for b in batches]
+plans = [(global_accesses(b),) for b in batches]
 
 def replay(k):
-    st = engine.EngineState()
+    st = EngineState()
     for b, p in list(zip(batches, plans))[:k]:
-        engine._replay_batch(st, b, None, *p)
-    engine._close_launch(st)
+        replay_batch(st, b, None, *p)
+    close_launch(st)
 
 replay(2)  # load the kernels; first-call work is not counted
 lib = ctypes.CDLL(sys.argv[2]) if len(sys.argv) > 2 else None

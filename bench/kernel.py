@@ -13,17 +13,20 @@ import argparse
 import statistics
 import time
 
-from tracerace import engine
+from tracerace.engine import EngineState
+from tracerace.engine.check import close_launch, replay_batch
+from tracerace.engine.granules import global_accesses
+from tracerace.engine.layout import SV_NFIND, SV_NODE_TOP
 from tracerace.reader import open_trace
 
 
 def replay_all(batches, path, plans=None):
-    """Replay ``batches``; ``plans``: their ``engine.global_accesses`` (else
+    """Replay ``batches``; ``plans``: their ``global_accesses`` (else
     computed here, on this thread)."""
-    st = engine.EngineState()
+    st = EngineState()
     for k, b in enumerate(batches):
-        engine._replay_batch(st, b, path, None if plans is None else plans[k])
-    engine._close_launch(st)
+        replay_batch(st, b, path, None if plans is None else plans[k])
+    close_launch(st)
     return st
 
 
@@ -34,7 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     with open_trace(args.trace) as reader:
         batches = list(reader)
-    plans = [engine.global_accesses(b) for b in batches]
+    plans = [global_accesses(b) for b in batches]
     n = sum(b.n for b in batches)
     replay_all(batches[:1], args.trace)  # compile / load the cache
     times = []
@@ -43,8 +46,8 @@ def main(argv: list[str] | None = None) -> None:
         st = replay_all(batches, args.trace, plans)
         times.append(time.perf_counter() - t0)
     print(f"{n} events  min {min(times):.3f} s ({n / min(times) / 1e6:.2f} M/s)  "
-          f"median {statistics.median(times):.3f} s  nodes {int(st.sv[engine.SV_NODE_TOP])}  "
-          f"findings {int(st.sv[engine.SV_NFIND])}")
+          f"median {statistics.median(times):.3f} s  nodes {int(st.sv[SV_NODE_TOP])}  "
+          f"findings {int(st.sv[SV_NFIND])}")
 
 
 if __name__ == "__main__":

@@ -111,7 +111,7 @@ def run_check(path: str, engine: str = "numba") -> dict:
     import tracerace.reader as reader_module
 
     t0 = time.perf_counter()
-    tracerace.check(_tiny(), engine=engine, progress=False)
+    tracerace.check(_tiny(), engine=engine)
     warmup = time.perf_counter() - t0
     base_rss = _max_rss_bytes()
 
@@ -154,7 +154,7 @@ def run_check(path: str, engine: str = "numba") -> dict:
         setattr(groups_module.GroupBuilder, name, timed(method))
     try:
         t0 = time.perf_counter()
-        report = tracerace.check(path, engine=engine, progress=False)
+        report = tracerace.check(path, engine=engine)
         seconds = time.perf_counter() - t0
     finally:
         reader_module.open_trace = original
@@ -213,7 +213,7 @@ def run_startup() -> dict:
     import tracerace
     import tracerace.engine  # noqa: F401  (numba and the kernels' module)
     imported = time.perf_counter()
-    tracerace.check(_tiny(), progress=False)
+    tracerace.check(_tiny())
     done = time.perf_counter()
     return {"mode": "startup", "import_seconds": imported - t0,
             "first_check_seconds": done - imported,

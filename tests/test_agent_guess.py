@@ -1,12 +1,14 @@
 """How the replay finds an event's thread agent without probing the agent
-map (engine.thread_agent): the last event's agent plus the difference of the
+map (agents.thread_agent): the last event's agent plus the difference of the
 threads, or twice that when each thread made a copy agent right after
 itself. The guesses are checked against the agent's row, so results never
 depend on them; these tests pin down that they hit, using an empty agent map
 (a miss would fall back to it and answer -1)."""
 
 from tracerace import engine
-from tracerace.hashmap import new_table
+from tracerace.engine.agents import new_agent, thread_agent
+from tracerace.engine.layout import KIND_CP, KIND_THREAD
+from tracerace.engine.hashmap import new_table
 
 
 def _agents(copy_agents: bool):
@@ -16,14 +18,14 @@ def _agents(copy_agents: bool):
     ag, sv = st.arrays["ag"], st.sv
     threads = []
     for t in range(4):
-        threads.append(engine.new_agent(ag, sv, 7, t, 0, engine.KIND_THREAD))
+        threads.append(new_agent(ag, sv, 7, t, 0, KIND_THREAD))
         if copy_agents:
-            engine.new_agent(ag, sv, 7, t, 0, engine.KIND_CP)
+            new_agent(ag, sv, 7, t, 0, KIND_CP)
     return st, threads
 
 
 def _guess(st, block, thread, last_a, last_block, last_thread):
-    return engine.thread_agent(st.arrays["ag"], st.sv, new_table(16), block, thread, last_a,
+    return thread_agent(st.arrays["ag"], st.sv, new_table(16), block, thread, last_a,
                                last_block, last_thread)
 
 

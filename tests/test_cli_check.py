@@ -147,3 +147,31 @@ def test_garbage_file_exits_2(tmp_path):
 def test_unwritable_output_exits_2(racy, tmp_path):
     result = run(racy, "-o", str(tmp_path / "no" / "dir" / "r.txt"), "--engine", "reference")
     assert_one_line_error(result, "io")
+
+
+@pytest.mark.parametrize("asked, terminal, rows, shown", [
+    (None, True, 10, False), (None, True, 3_000_000, True), (None, True, None, True),
+    (None, False, 3_000_000, False), (True, False, 10, True), (False, True, None, False),
+])
+def test_progress_bar_when_asked_or_large_on_a_terminal(asked, terminal, rows, shown):
+    import io
+
+    from tracerace.cli import ProgressBar, show_progress
+
+    class Stream(io.StringIO):
+        def isatty(self) -> bool:
+            return terminal
+
+    assert show_progress(asked, terminal, rows) == shown
+    stream = Stream()
+    with ProgressBar(asked, stream) as bar:
+        bar.update(0, rows)
+        bar.update(5, rows)
+    assert bar.shown == shown
+    assert ("checking" in stream.getvalue()) == (shown and terminal)  # rich draws on terminals
+
+
+def test_progress_bar_leaves_the_report_alone(racy):
+    result = run(racy, "--progress")
+    assert result.exit_code == 1, result.output
+    assert result.stdout.startswith("error waw: 1 hazard")

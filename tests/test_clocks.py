@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracerace.clocks import (CV_FIELDS_MIN, DELTA_MAX, DELTA_MIN, SN_FIELDS, SN_LEN, SN_PARENT,
+from tracerace.engine.clocks import (CV_FIELDS_MIN, DELTA_MAX, DELTA_MIN, SN_FIELDS, SN_LEN, SN_PARENT,
                               SN_REF, SN_START, SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE,
                               SV_SNAP_N, compact, decref, incref, lookup, merge, merge_many)
 

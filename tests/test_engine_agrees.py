@@ -7,7 +7,6 @@ fail in both with the same rule at the same row.
 
 from __future__ import annotations
 
-import contextlib
 
 import numpy as np
 import pytest
@@ -15,6 +14,11 @@ from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from tracerace import engine, reference
+from tracerace.engine import EngineState
+from tracerace.engine.granules import global_accesses
+from tracerace.engine.layout import GR_AGENTS, GR_GRAN, GR_NODES
+from tracerace.engine.pools import Sizes
+from tracerace.engine.shadow import WIDE_GRANULE_SHIFT
 from tracerace.errors import TraceError
 from tracerace.ops import Op
 
@@ -78,8 +82,7 @@ def test_engine_matches_reference_while_growing(events, data):
     """Tiny starting pools: every table grows (and the granule table is
     rehashed across launches) in the middle of a trace."""
     splits = data.draw(split_rows(events))
-    with tiny_pools():
-        assert_agree(events, splits)
+    assert_agree(events, splits, sizes=TINY)
 
 
 @settings(max_examples=500, **SETTINGS)
@@ -98,20 +101,16 @@ def test_engine_matches_reference_with_pages(events, data):
 def test_engine_matches_reference_with_pages_while_growing(events, data):
     splits = data.draw(split_rows(events))
     wide = data.draw(st.booleans())
-    with tiny_pools(), shared_granules(engine.WIDE_GRANULE_SHIFT if wide else None):
-        assert_agree(events, splits, page_shift=5)
+    assert_agree(events, splits, page_shift=5, sizes=TINY,
+                 shared_shift=WIDE_GRANULE_SHIFT if wide else None)
 
 
-@contextlib.contextmanager
-def shared_granules(shift):
-    """Every launch gets ``1 << shift``-byte shared-memory granules (the
-    engine otherwise picks 16 bytes only for launches of 16-byte vectors)."""
-    saved = engine.shared_shift_for
-    engine.shared_shift_for = lambda cols, start: shift
-    try:
-        yield
-    finally:
-        engine.shared_shift_for = saved
+# Every launch gets 16-byte shared-memory granules (the engine otherwise picks
+# 16 bytes only for launches of 16-byte vectors).
+WIDE = dict(shared_shift=WIDE_GRANULE_SHIFT)
+# Tables of four rows (sixteen granules), eight arena entries and map slots,
+# no arena slack (it is compacted, not grown, whenever that leaves room).
+TINY = Sizes.tiny()
 
 
 @settings(max_examples=400, **SETTINGS)
@@ -121,35 +120,20 @@ def test_engine_matches_reference_with_16_byte_shared_granules(events, data):
     granules (and 16-bit masks) the findings are the same, for accesses of
     any size and alignment."""
     splits = data.draw(split_rows(events))
-    with shared_granules(engine.WIDE_GRANULE_SHIFT):
-        assert_agree(events, splits)
+    assert_agree(events, splits, **WIDE)
 
 
 @settings(max_examples=100, **SETTINGS)
 @given(events=traces(async_ops=True, max_events=200, max_launches=3), data=st.data())
 def test_engine_matches_reference_with_16_byte_shared_granules_while_growing(events, data):
     splits = data.draw(split_rows(events))
-    with tiny_pools(), shared_granules(engine.WIDE_GRANULE_SHIFT):
-        assert_agree(events, splits)
+    assert_agree(events, splits, sizes=TINY, **WIDE)
 
 
-@contextlib.contextmanager
-def tiny_pools():
-    saved = engine._POOLS, engine.ARENA_START, engine.ARENA_SLACK, engine.MAP_START
-    engine._POOLS = {name: (bit, cols, 4 if name != "gran" else 16, fill)
-                     for name, (bit, cols, _, fill) in saved[0].items()}
-    # No slack: the arena is compacted (not grown) whenever that leaves room.
-    engine.ARENA_START, engine.ARENA_SLACK, engine.MAP_START = 8, 0, 8
-    try:
-        yield
-    finally:
-        engine._POOLS, engine.ARENA_START, engine.ARENA_SLACK, engine.MAP_START = saved
-
-
-def test_tiny_pools_grow():
-    """The test above exercises growth: a small trace outgrows tiny pools."""
+def test_tiny_pools_grow(monkeypatch):
+    """The tests with ``TINY`` exercise growth: a small trace outgrows them."""
     grown = []
-    original = engine.EngineState.grow
+    original = EngineState.grow
 
     def spy(self, mask):
         grown.append(mask)
@@ -158,16 +142,12 @@ def test_tiny_pools_grow():
     events = [dict(op=int(Op.WRITE if i % 3 else Op.READ), ts=i, launch=i // 20, block=0,
                    thread=i % 5, space=i % 2, addr=4 * (i % 23), size=4)
               for i in range(60)]
-    with tiny_pools():
-        engine.EngineState.grow = spy
-        try:
-            assert_agree(events, [])
-        finally:
-            engine.EngineState.grow = original
+    monkeypatch.setattr(EngineState, "grow", spy)
+    assert_agree(events, [], sizes=TINY)
     merged = 0
     for mask in grown:
         merged |= mask
-    assert merged & engine.GR_GRAN and merged & engine.GR_NODES and merged & engine.GR_AGENTS
+    assert merged & GR_GRAN and merged & GR_NODES and merged & GR_AGENTS
 
 
 def test_strided_granules_fill_the_table():
@@ -175,8 +155,7 @@ def test_strided_granules_fill_the_table():
     slots; the table must still spread them, grow, and find them again."""
     events = [dict(op=int(Op.WRITE if i < 3000 else Op.READ), ts=i, launch=0, block=0,
                    thread=i % 7, addr=64 * (i % 3000), size=4) for i in range(4500)]
-    with tiny_pools():
-        ref = assert_agree(events, [1000, 3333])
+    ref = assert_agree(events, [1000, 3333], sizes=TINY)
     assert len(ref.findings) > 0  # the threads race: the comparison saw hazards
 
 
@@ -196,7 +175,7 @@ def test_global_accesses_lists_the_rows_that_prefetch():
     for k, e in enumerate(events):
         e.update(ts=k, launch=0, block=0, thread=0)
     (batch,) = SimpleReader(columns(events))
-    got = engine.global_accesses(batch)
+    got = global_accesses(batch)
     assert got.dtype == np.int64
     assert got.tolist() == [0, 3, 6]
 

@@ -220,7 +220,8 @@ def test_alias_errors_are_kept_for_the_linked_line(kinds):
 
 
 def test_records_from_engine_rows_cast_each_field():
-    from tracerace.findings import FIELDS, records
+    from tracerace.engine.races import records
+    from tracerace.findings import FIELDS
 
     rng = np.random.default_rng(7)
     rows = rng.integers(-2**40, 2**40, (300, len(FIELDS)), dtype=np.int64)

@@ -18,7 +18,7 @@ from test_groups import BUFFERS, OPS, check_against_naive, random_findings, spli
 from tracerace import groups
 from tracerace.findings import FINDING_DTYPE
 from tracerace.groups import GroupBuilder, group_findings
-from tracerace.mapped import can_populate
+from tracerace.engine.mapped import can_populate
 from tracerace.meta import TraceMeta
 from tracerace.ops import HazardKind
 

@@ -8,6 +8,7 @@ incidents, in every format that carries them.
 
 from __future__ import annotations
 
+import io
 import json
 
 import pyarrow as pa
@@ -15,7 +16,8 @@ import pytest
 
 import tracerace
 from tracerace import reasons as R
-from tracerace.formats import arrowfmt, sarif
+from tracerace import formats
+from tracerace.formats import sarif
 from tracerace.hints import hint, line_of
 from tracerace.meta import TraceMeta
 from tracerace.ops import Scope
@@ -288,7 +290,7 @@ def test_incident_hints_in_text_json_sarif_and_arrow(incidents, name):
     text = report.to_text().replace("\n" + " " * 11, " ")
     doc = report.to_json()
     results = sarif.to_sarif(report)["runs"][0]["results"]
-    table = arrowfmt.report_table(report)
+    table = report.to_arrow()
     arrow_hints = set(table.column("hint").to_pylist())
     for kind, words in INCIDENT_HINTS[name]:
         groups = [g for g in report.shown_groups if g.kind == kind]
@@ -301,16 +303,92 @@ def test_incident_hints_in_text_json_sarif_and_arrow(incidents, name):
         assert any(h is not None and h.startswith(words) for h in arrow_hints)
 
 
-def test_incident1_race_is_linked_to_the_crossed_flag_in_every_format(incidents):
+class NoReadBack(io.BytesIO):
+    """A stream that cannot be read back, as stdout into a pipe."""
+
+    def readable(self) -> bool:
+        return False
+
+
+def arrow_outputs(path, tmp_path) -> dict[str, pa.Table]:
+    """The Arrow report of ``path`` as ``to_arrow()`` gives it, and as a check
+    streams it to a file and to a stream that cannot be read back."""
+    tables = {"to_arrow": tracerace.check(path, keep_findings=True).to_arrow()}
+    out = tmp_path / "report.arrow"
+    with formats.Output("arrow", str(out)) as output:
+        output.write(tracerace.check(path, sink=output.sink, batch_size=64))
+    tables["file"] = pa.ipc.open_file(str(out)).read_all()
+    stream = NoReadBack()
+    with formats.Output("arrow", stream) as output:
+        output.write(tracerace.check(path, sink=output.sink, batch_size=64))
+    tables["stream"] = pa.ipc.open_stream(stream.getvalue()).read_all()
+    return tables
+
+
+def test_incident1_race_is_linked_to_the_crossed_flag_in_every_format(incidents, tmp_path):
     report = tracerace.check(incidents["incident1"])
-    raw = [g for g in report.shown_groups if g.kind == "raw"][0]
-    assert raw.linked["hint"]["text"].startswith("give each hand-off its own flag: the wait on "
-                                                 "flag 3 at combine_scale.cpp:40")
-    doc = next(h for h in report.to_json()["hazards"] if h["kind"] == "raw")
-    assert doc["linked"]["obj"] == 3 and doc["linked"]["site"].startswith("combine_scale.cpp:40")
-    result = next(r for r in sarif.to_sarif(report)["runs"][0]["results"] if r["ruleId"] == "raw")
-    assert [loc["id"] for loc in result["relatedLocations"]] == [1, 2]
-    assert result["relatedLocations"][1]["physicalLocation"]["region"]["startLine"] == 40
+    races = [g for g in report.groups if g.kind in ("raw", "war", "waw")]
+    link = races[0].linked
+    assert (link.row, link.obj) == (62, 3) and link.site.startswith("combine_scale.cpp:40")
+    assert link.hint.text.startswith("give each hand-off its own flag: the wait on flag 3 at "
+                                     "combine_scale.cpp:40")
+    linked = {g.id for g in races}
+    assert {g.id for g in report.groups if g.linked == link} == linked == set(report.links)
+    # text
+    text = report.to_text().replace("\n" + " " * 11, " ")
+    assert text.count(f"linked:  {link.text}\n  fix:     {link.hint.text}\n") == len(linked)
+    # JSON
+    hazards = report.to_json()["hazards"]
+    assert {h["group"] for h in hazards if h["linked"] is not None} == linked
+    assert all(h["linked"] == {"kind": "sync_alias", "row": 62, "obj": 3, "site": link.site,
+                               "text": link.text, "hint": link.hint.to_json()}
+               for h in hazards if h["group"] in linked)
+    # SARIF
+    results = sarif.to_sarif(report)["runs"][0]["results"]
+    with_link = [r for r in results if "linked" in r["properties"]]
+    assert {r["properties"]["group"] for r in with_link} == linked
+    for r in with_link:
+        assert r["properties"]["linked"] == {"row": 62, "obj": 3, "hint": link.hint.text}
+        assert [loc["id"] for loc in r["relatedLocations"]] == [1, 2]
+        assert r["relatedLocations"][1]["physicalLocation"]["region"]["startLine"] == 40
+    # HTML
+    page = io.StringIO()
+    formats.render(report, "html", page)
+    from markupsafe import escape  # as Jinja escapes the page
+
+    assert page.getvalue().count(f"<dt>linked</dt><dd>{escape(link.text)}</dd>") == len(linked)
+    # Arrow: every finding of a linked group carries the link, the others none
+    for how, table in arrow_outputs(incidents["incident1"], tmp_path).items():
+        rows = table.select(["group", "linked_row", "linked_obj", "linked_site", "linked",
+                             "linked_hint"]).to_pylist()
+        assert {r["group"] for r in rows} == {g.id for g in report.groups}, how
+        for r in rows:
+            want = ((62, 3, link.site, link.text, link.hint.text) if r["group"] in linked
+                    else (None,) * 5)
+            assert (r["linked_row"], r["linked_obj"], r["linked_site"], r["linked"],
+                    r["linked_hint"]) == want, how
+
+
+def test_a_link_found_after_its_race_reaches_the_streamed_arrow_report(tmp_path):
+    """The crossed wait is seen after the race (row 8 after row 7): the race's
+    rows were already written when the link became known."""
+    t = Trace()
+    t.init(0, 0, addr=0, size=4)
+    t.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)
+    t.signal(1, 0, obj=3, site=1)
+    t.write(2, 0, addr=0, size=4).signal(2, 0, obj=3, site=3)
+    t.read(3, 0, addr=0, size=4, site=5)
+    t.wait(3, 0, obj=3, site=4).wait(3, 0, obj=3, site=4)
+    path = tmp_path / "t.arrow"
+    from tracerace.writer import write_table
+
+    write_table(path, t.columns(), sites=[f"k.cu:{10 + i}" for i in range(6)])
+    report = tracerace.check(str(path))
+    (race,) = [g for g in report.groups if g.kind == "raw"]
+    assert race.linked is not None and race.linked.row > race.example.row
+    for how, table in arrow_outputs(str(path), tmp_path).items():
+        linked = table.filter(pa.compute.equal(table["group"], race.id))["linked_row"]
+        assert linked.to_pylist() == [race.linked.row] * race.count, how
 
 
 def test_sarif_fix_points_at_the_line_the_change_goes(incidents):

@@ -20,11 +20,11 @@ from typer.testing import CliRunner
 
 import tracerace
 from tracerace import formats
-from tracerace.api import make_options
 from tracerace.cli import app
 from tracerace.findings import CheckResult, empty_findings
 from tracerace.formats import html
 from tracerace.meta import TraceMeta
+from tracerace.options import make_options
 from tracerace.report import Report
 from tracerace.scenarios import SCENARIOS
 from tracerace.writer import make_table

@@ -1,12 +1,14 @@
 """The kernels are lowered without NumPy's index wraparound; code outside
-the package keeps it (tracerace/_jit.py, "Index wraparound")."""
+the package keeps it (tracerace/engine/_jit.py, "Index wraparound")."""
 
 import numba
 import numpy as np
 import pytest
 
 import tracerace
-from tracerace import _jit, engine
+from tracerace import engine
+from tracerace.engine.replay import replay
+from tracerace.engine import _jit
 from tracerace.writer import make_table
 
 
@@ -31,7 +33,7 @@ def test_package_code_sees_a_negative_index_as_out_of_bounds():
 def test_the_replay_kernel_is_compiled_as_package_code():
     tracerace.check(make_table({"ts": [0, 1], "op": ["write", "read"], "launch": 0, "block": 0,
                                 "thread": [0, 1], "addr": 0, "size": 4}))
-    names = [cres.fndesc.mangled_name for cres in engine.replay.overloads.values()]
+    names = [cres.fndesc.mangled_name for cres in replay.overloads.values()]
     assert names and all(name.startswith(_jit._OWN_PREFIX) for name in names)
 
 

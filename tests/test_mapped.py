@@ -2,10 +2,19 @@
 
 import numpy as np
 
-from tracerace import engine
+from tracerace.engine import EngineState, check_trace, pools
+from tracerace.engine.check import replay_batch
+from tracerace.engine.layout import SV_GRAN_COUNT
+from tracerace.engine.pools import AG_FAULT_AHEAD, FAULT_AHEAD, MAPPED, Sizes
 from tracerace.ops import Op, Space
-from tracerace.mapped import MappedArray, can_populate
+from tracerace.engine.mapped import MappedArray, can_populate
 from tracerace.writer import make_table
+
+
+def granules(rows: int) -> Sizes:
+    """The default sizes with a granule table of ``rows``."""
+    default = Sizes()
+    return Sizes(rows={**default.rows, "gran": rows})
 
 
 def test_grow_in_place_keeps_rows_and_zero_fills():
@@ -28,12 +37,10 @@ def test_grow_with_a_view_held_copies_the_used_rows():
     assert held.tolist() == [2, 3, 4]
 
 
-def test_engine_pools_grow_without_copying(monkeypatch):
+def test_engine_pools_grow_without_copying():
     """Many nodes and clocks from tiny starting pools: every growth is a resize."""
-    for name in engine._MAPPED:
-        bit, cols, _, fill = engine._POOLS[name]
-        monkeypatch.setitem(engine._POOLS, name, (bit, cols, 4, fill))
-    monkeypatch.setattr(engine, "ARENA_START", 16)
+    default = Sizes()
+    sizes = Sizes(rows={**default.rows, **{name: 4 for name in MAPPED}}, arena=16)
     # Rounds of one shared read per thread (distinct addresses: nodes) and
     # a bar_sync of all 64 threads (clock snapshots in the arena).
     rounds, threads = 60, 64
@@ -45,10 +52,10 @@ def test_engine_pools_grow_without_copying(monkeypatch):
                         "space": int(Space.SHARED), "addr": addr, "size": 4, "obj": 0,
                         "arg": threads})
     from tracerace.reader import open_trace
-    st = engine.EngineState()
+    st = EngineState(sizes=sizes)
     with open_trace(table) as reader:
         for batch in reader:
-            engine._replay_batch(st, batch, None)
+            replay_batch(st, batch, None)
     assert st.arrays["nodes"].shape[0] > 4
     assert st.arena_a.shape[0] > 16
     assert all(m.copies == 0 for m in st.mapped.values())
@@ -71,12 +78,12 @@ def test_populate_keeps_contents_and_stops_at_the_mapping():
 
 
 def test_engine_prefault_runs_ahead_of_the_pools():
-    st = engine.EngineState()
+    st = EngineState()
     while st.prefault():
         pass
     for name in ("nodes", "cold", "arena_a", "arena_e", "ag"):
         m = st.mapped[name]
-        ahead = engine.AG_FAULT_AHEAD if name == "ag" else engine.FAULT_AHEAD
+        ahead = AG_FAULT_AHEAD if name == "ag" else FAULT_AHEAD
         expect = min(m.capacity, ahead) if can_populate() else 0
         assert m.populated == expect
 
@@ -88,50 +95,46 @@ def _shared_reads(n_granules: int):
                        "addr": np.arange(n_granules) * 4, "size": 4})
 
 
-def _replay_with_prefault(monkeypatch, rows_total, batch_size=64):
+def _replay_with_prefault(rows_total, batch_size=64):
     """Replay a trace that fills a tiny granule table many times, running
     ``prefault`` (as the faulter would) between batches."""
     from tracerace.reader import open_trace
 
-    bit, cols, _, fill = engine._POOLS["gran"]
-    monkeypatch.setitem(engine._POOLS, "gran", (bit, cols, 64, fill))
     table = _shared_reads(4096)
-    st = engine.EngineState()
+    st = EngineState(sizes=granules(64))
     st.rows_total = rows_total
     with open_trace(table, batch_size=batch_size) as reader:
         for batch in reader:
-            engine._replay_batch(st, batch, None)
+            replay_batch(st, batch, None)
             st.batch_done(st.rows_done + batch.n)
             while st.prefault():
                 pass
     return st
 
 
-def test_spare_granule_table_is_taken_by_the_next_growth(monkeypatch):
-    st = _replay_with_prefault(monkeypatch, rows_total=4096)
+def test_spare_granule_table_is_taken_by_the_next_growth():
+    st = _replay_with_prefault(rows_total=4096)
     # 4,096 granules from a 64-row table: eight doublings (a table grows
     # before an access could fill it past half). The last four go into a
     # table the faulter had filled; the first ones pass from 40% to half
     # full within one batch of 64 rows, before the faulter could look.
     assert st.arrays["gran"].shape[0] == 1 << 14
     assert st.spares_taken >= 4
-    assert int(st.sv[engine.SV_GRAN_COUNT]) == 4096
+    assert int(st.sv[SV_GRAN_COUNT]) == 4096
     # No spare is left: the last table is a quarter full and the trace is over.
     assert st.spare_gran is None
 
 
-def test_no_spare_when_the_trace_ends_before_the_table_fills(monkeypatch):
+def test_no_spare_when_the_trace_ends_before_the_table_fills():
     """A trace said to be long gets a spare; told it is as long as what was
     replayed, the engine expects no growth and makes none, and drops a
     spare made before."""
     from tracerace.reader import open_trace
 
-    bit, cols, _, fill = engine._POOLS["gran"]
-    monkeypatch.setitem(engine._POOLS, "gran", (bit, cols, 1024, fill))
-    st = engine.EngineState()
+    st = EngineState(sizes=granules(1024))
     with open_trace(_shared_reads(450), batch_size=225) as reader:  # 44%: over 40%, under half
         for batch in reader:
-            engine._replay_batch(st, batch, None)
+            replay_batch(st, batch, None)
             st.batch_done(st.rows_done + batch.n)
     st.rows_total = st.rows_done
     while st.prefault():
@@ -158,35 +161,33 @@ def test_check_of_many_batches_without_populate_support(monkeypatch):
 
     def run():
         with open_trace(table, batch_size=500) as reader:
-            return engine.check_trace(reader)
+            return check_trace(reader)
 
     expected = run()
-    monkeypatch.setattr(engine, "can_populate", lambda: False)
+    monkeypatch.setattr(pools, "can_populate", lambda: False)
     got = run()
     assert got.events == expected.events == n
     assert len(got.findings) == len(expected.findings) > 0
     assert (got.findings == expected.findings).all()
 
 
-def test_no_spare_when_granules_stop_coming(monkeypatch):
+def test_no_spare_when_granules_stop_coming():
     """The same 450 granules written over and over (the cpu benchmark's
     variables, all touched in its first phase): however long the trace,
     the pace of the last batches says the table will not grow."""
     from tracerace.reader import open_trace
 
-    bit, cols, _, fill = engine._POOLS["gran"]
-    monkeypatch.setitem(engine._POOLS, "gran", (bit, cols, 1024, fill))
     n = 450 * 8
     table = make_table({"ts": np.arange(n), "op": int(Op.WRITE), "launch": 0, "block": 0,
                         "thread": 0, "space": int(Space.SHARED),
                         "addr": np.arange(n) % 450 * 4, "size": 4})
-    st = engine.EngineState()
+    st = EngineState(sizes=granules(1024))
     st.rows_total = 100 * n
     with open_trace(table, batch_size=450) as reader:
         for batch in reader:
-            engine._replay_batch(st, batch, None)
+            replay_batch(st, batch, None)
             st.batch_done(st.rows_done + batch.n)
             while st.prefault():
                 pass
-    assert int(st.sv[engine.SV_GRAN_COUNT]) == 450
+    assert int(st.sv[SV_GRAN_COUNT]) == 450
     assert st.spare_gran is None

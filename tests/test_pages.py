@@ -1,5 +1,5 @@
 """Pages: an access that covers whole pages is recorded once per page
-(``tracerace.shadow``, PAGES; ``engine.access_pages``, ``split_pages``), and
+(``tracerace.engine.shadow``, PAGES; ``engine.pages.access_pages``, ``split_pages``), and
 splits into granules only when another access needs them.
 
 The reference checker keeps every byte; the property tests of
@@ -15,8 +15,10 @@ import numpy as np
 from hypothesis import HealthCheck, Phase, find, settings
 
 from tracerace import engine
+from tracerace.engine.check import replay_batch
+from tracerace.engine.layout import SV_LAUNCH
 from tracerace.ops import K_RAW, K_UNINIT_READ, K_WAR, Op, Space
-from tracerace.shadow import G_INIT, G_LAUNCH, G_REGION, PAGE_REGION, PAGE_SHIFT, PAGE_SPLIT
+from tracerace.engine.shadow import G_INIT, G_LAUNCH, G_REGION, PAGE_REGION, PAGE_SHIFT, PAGE_SPLIT
 
 from builders import SimpleReader, Trace, columns
 from test_engine_agrees import assert_agree
@@ -31,14 +33,14 @@ def replay(events, page_shift=PAGE_SHIFT) -> engine.EngineState:
     st = engine.EngineState(page_shift)
     reader = SimpleReader(columns(events))
     for batch in reader:
-        engine._replay_batch(st, batch, None)
+        replay_batch(st, batch, None)
     return st
 
 
 def page_slots(st: engine.EngineState) -> tuple[int, int]:
     """(pure, split) page slots of the current launch."""
     gran = st.arrays["gran"]
-    live = (gran[:, G_REGION] >= PAGE_REGION) & (gran[:, G_LAUNCH] == st.sv[engine.SV_LAUNCH])
+    live = (gran[:, G_REGION] >= PAGE_REGION) & (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH])
     return int((live & (gran[:, G_INIT] != PAGE_SPLIT)).sum()), \
         int((live & (gran[:, G_INIT] == PAGE_SPLIT)).sum())
 

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 
 from test_explain import finding
-from tracerace.api import make_options, parse_kinds
 from tracerace.errors import TraceError
 from tracerace.findings import FINDING_DTYPE, CheckResult
 from tracerace.meta import Buffer, TraceMeta
 from tracerace.ops import HazardKind, Op, Severity, Space
+from tracerace.options import make_options, parse_kinds
 from tracerace.report import Report
 
 K = HazardKind
@@ -141,6 +141,8 @@ def test_group_locations_are_distinct_in_row_order():
     assert group.locations == ("out[0, 0:2]", "global 0x9000..0x9004")
     assert group.locations_head(1) == ("out[0, 0:2]",)
     assert group.byte_ranges == 4
+    assert group.bytes_text() == "out[0, 0:2], global 0x9000..0x9004"
+    assert group.bytes_text(1) == "out[0, 0:2], ... (4 byte ranges in all)"
 
 
 def test_hazards_match_the_examples_of_their_groups():
@@ -267,7 +269,7 @@ def two_thread_writes(*, barrier: bool):
 def test_check_finds_one_waw_without_sync(engine):
     from tracerace import check
 
-    r = check(two_thread_writes(barrier=False), engine=engine, progress=False)
+    r = check(two_thread_writes(barrier=False), engine=engine)
     assert r.events == 2 and r.exit_code == 1
     assert r.summary == {"by_kind": {**{k.label: 0 for k in K}, "waw": 1}, "racy_rows": 1}
     (group,) = r.groups
@@ -282,7 +284,7 @@ def test_check_finds_one_waw_without_sync(engine):
 def test_check_is_clean_with_a_barrier_between(engine):
     from tracerace import check
 
-    r = check(two_thread_writes(barrier=True), engine=engine, progress=False)
+    r = check(two_thread_writes(barrier=True), engine=engine)
     assert (r.events, r.exit_code, r.groups) == (4, 0, ())
     assert r.summary_line() == "no hazards in 4 events"
 
@@ -290,9 +292,11 @@ def test_check_is_clean_with_a_barrier_between(engine):
 def test_check_select_and_progress_callback_path():
     from tracerace import check
 
+    calls = []
     r = check(two_thread_writes(barrier=False), engine="reference", ignore=["waw"],
-              progress=True)
+              progress=lambda done, total: calls.append(done))
     assert r.exit_code == 0 and r.summary["by_kind"]["waw"] == 0
+    assert calls[-1] == r.events
 
 
 def test_check_rejects_bad_options_before_reading():
@@ -302,27 +306,20 @@ def test_check_rejects_bad_options_before_reading():
         check("does-not-matter.arrow", select=["racy"])
 
 
-@pytest.mark.parametrize("progress, terminal, rows, shown", [
-    (None, True, 10, False), (None, True, 3_000_000, True), (None, True, None, True),
-    (None, False, 3_000_000, False), (True, False, 10, True), (False, True, None, False),
-])
-def test_progress_bar_when_asked_or_large_on_a_terminal(monkeypatch, progress, terminal, rows,
-                                                        shown):
-    from tracerace import api
-    from tracerace.findings import empty_findings
-    from tracerace.formats import text
+@pytest.mark.parametrize("engine", ENGINES)
+def test_check_reports_progress_to_a_plain_callback(engine):
+    from tracerace import check
+    from tracerace.writer import make_table
 
-    monkeypatch.setattr(text, "is_terminal", lambda stream: terminal)
-    seen = []
-
-    def checker(reader, progress=None):
-        seen.append(progress)
-        if progress is not None:
-            progress(7)
-        return CheckResult(7, empty_findings())
-
-    class Reader:
-        meta = TraceMeta(num_rows=rows)
-
-    assert api._run(checker, Reader(), progress).events == 7
-    assert (seen[0] is not None) == shown
+    n = 9
+    table = make_table(dict(ts=list(range(n)), op=["write"] * n, launch=0, block=0,
+                            thread=list(range(n)), space=int(Space.GLOBAL), addr=0, size=4))
+    calls = []
+    report = check(table, engine=engine, batch_size=4,
+                   progress=lambda done, total: calls.append((done, total)))
+    assert report.events == n
+    assert calls[0] == (0, n) and calls[-1] == (n, n)
+    assert [done for done, _ in calls] == sorted(done for done, _ in calls)
+    assert len(calls) >= 3  # 0, then after each of the three batches
+    with pytest.raises(TraceError, match="progress must be a function"):
+        check(table, engine=engine, progress=True)

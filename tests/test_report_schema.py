@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import tracerace
-from tracerace.formats import arrowfmt
+from tracerace import arrow_report
 from tracerace.scenarios import SCENARIOS
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
@@ -57,14 +57,14 @@ def test_the_json_schema_documents_every_field_written(reports):
 
 def test_arrow_schema_file_lists_the_columns_written(reports):
     doc = load("report-v1.arrow-schema.json")
-    assert doc["version"] == int(arrowfmt.REPORT_VERSION)
+    assert doc["version"] == int(arrow_report.REPORT_VERSION)
     published = [(c["name"], c["nullable"]) for c in doc["columns"]]
-    assert published == [(f.name, f.nullable) for f in arrowfmt.SCHEMA]
-    for c, field in zip(doc["columns"], arrowfmt.SCHEMA):
+    assert published == [(f.name, f.nullable) for f in arrow_report.SCHEMA]
+    for c, field in zip(doc["columns"], arrow_report.SCHEMA):
         t = field.type
         written = (f"dictionary<values={t.value_type}, indices={t.index_type}>"
                    if pa.types.is_dictionary(t) else str(t))
         assert c["arrow_type"] == written and c["meaning"].strip()
     keys = {m["key"] for m in doc["metadata"]}
-    table = arrowfmt.report_table(reports["incident3"])
+    table = reports["incident3"].to_arrow()
     assert {k.decode() for k in table.schema.metadata} <= keys

@@ -18,11 +18,13 @@ from test_groups import random_findings
 from tracerace import formats
 from tracerace.explain import explain
 from tracerace.findings import CheckResult
-from tracerace.formats import arrowfmt, jsonfmt, sarif
+from tracerace import arrow_report
+from tracerace.formats import jsonfmt, sarif
 from tracerace.groups import EXAMPLES
 from tracerace.meta import Buffer, TraceMeta
 from tracerace.ops import Space
-from tracerace.report import Report, locate
+from tracerace.locations import locate
+from tracerace.report import Report
 from tracerace.writer import write_table
 
 BUFFERS = (
@@ -49,7 +51,7 @@ def test_vectorised_names_match_locate(data):
     size = np.array(data.draw(st.lists(st.sampled_from([0, 1, 2, 4, 8, 64]),
                                        min_size=n, max_size=n)), np.uint32)
     launch = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), np.uint32)
-    element, location = arrowfmt.name_bytes(META, space, owner, addr, size, launch)
+    element, location = arrow_report.name_bytes(META, space, owner, addr, size, launch)
     want = [locate(META, *key) for key in zip(space.tolist(), owner.tolist(), addr.tolist(),
                                               size.tolist(), launch.tolist())]
     assert element.to_pylist() == [e for e, _ in want]
@@ -58,7 +60,7 @@ def test_vectorised_names_match_locate(data):
 
 def test_hex_digits():
     values = np.array([0, 1, 15, 16, 0xABC, 2**63, 2**64 - 1], np.uint64)
-    assert arrowfmt._hex(values).to_pylist() == [f"{int(v):x}" for v in values]
+    assert arrow_report._hex(values).to_pylist() == [f"{int(v):x}" for v in values]
 
 
 def test_arrow_columns_word_each_finding_as_explain_does():
@@ -75,7 +77,7 @@ def test_arrow_columns_word_each_finding_as_explain_does():
 
 def sample_report(**options) -> Report:
     findings = random_findings(np.random.default_rng(11), 400)
-    from tracerace.api import make_options
+    from tracerace.options import make_options
 
     return Report.from_result(CheckResult(2000, findings), META, make_options(**options))
 

@@ -1,42 +1,68 @@
-"""The format's rules that only a replay can check, and their one-line messages.
+"""The format's rules that only a replay can check, and the one formatter of
+their errors.
 
 The reader checks every rule a row breaks on its own (``tracerace.reader``);
 these need the events before a row, so both checkers find them while
-replaying, and ``tracerace validate`` replays the trace to find them too. Each
-function returns ``(rule, message)`` for a :class:`~tracerace.errors.TraceError`
-(the checker adds the file and the row), so both checkers word a rule alike.
+replaying, and ``tracerace validate`` replays the trace to find them too. A
+checker that finds one calls :func:`error` with the :class:`Rule` and the
+rule's values, so both checkers word every rule alike: the reference checker
+passes the values by rule, the engine passes the status code its kernel
+returned (:attr:`Rule.code`) and the values the kernel left in
+``SV_ERR_A..D``, in the order of :attr:`Rule.fields`.
 """
 
 from __future__ import annotations
 
-Rule = tuple[str, str]
+from dataclasses import dataclass
+
+from .errors import TraceError
 
 
-def launch_order(launch: int, previous: int) -> Rule:
-    return "launch-order", f"launch {launch} after launch {previous}: launches must not interleave"
+@dataclass(frozen=True)
+class Rule:
+    """A rule of the format that a replay checks."""
+
+    code: int
+    """The engine kernel's status for a trace that breaks it (0-2 are not errors)."""
+    name: str
+    """The rule as the error names it (``launch-order``)."""
+    fields: tuple[str, ...]
+    """The values the message reads, in the order a checker passes them."""
+    text: str
+    """The message: a format string over :attr:`fields`."""
+
+    def message(self, *values: int) -> str:
+        """The message for ``values`` (extra trailing values are ignored: the engine
+        hands over all four it keeps)."""
+        if len(values) < len(self.fields):
+            raise TypeError(f"rule {self.name} needs {self.fields}, got {values}")
+        return self.text.format(**dict(zip(self.fields, values)))
 
 
-def barrier_order(block: int, thread: int, obj: int, generation: int) -> Rule:
-    return "barrier-order", (f"thread ({block},{thread}) has an event while its bar_sync on "
-                             f"barrier {obj} generation {generation} has not completed")
+BARRIER_ORDER = Rule(10, "barrier-order", ("block", "thread", "obj", "generation"),
+                     "thread ({block},{thread}) has an event while its bar_sync on barrier {obj} "
+                     "generation {generation} has not completed")
+WAIT_WITHOUT_SIGNAL = Rule(11, "wait-without-signal", ("flag", "need", "pending"),
+                           "wait on flag {flag} consumes {need} signal(s) but only {pending} are "
+                           "pending")
+BARRIER_COUNT = Rule(12, "barrier-count", ("obj", "count"),
+                     "barrier {obj} arrival names {count} participating threads")
+EMPTY_WARP_MASK = Rule(13, "barrier-count", (), "warp_sync with an empty lane mask")
+LAUNCH_ORDER = Rule(14, "launch-order", ("launch", "previous"),
+                    "launch {launch} after launch {previous}: launches must not interleave")
+MBARRIER_COUNT = Rule(15, "mbarrier-count", ("obj", "count"),
+                      "mbar_init of {obj:#x} expects {count} arrivals; it must be > 0")
+WAIT_GROUP = Rule(16, "bad-value", ("count",), "wait_group {count}: the group count must be >= 0")
+
+RULES = {rule.code: rule for rule in (BARRIER_ORDER, WAIT_WITHOUT_SIGNAL, BARRIER_COUNT,
+                                      EMPTY_WARP_MASK, LAUNCH_ORDER, MBARRIER_COUNT, WAIT_GROUP)}
+"""Every replay rule by its engine status code."""
+assert len(RULES) == 7 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
 
 
-def wait_without_signal(flag: int, need: int, pending: int) -> Rule:
-    return "wait-without-signal", (f"wait on flag {flag} consumes {need} signal(s) but only "
-                                   f"{pending} are pending")
-
-
-def barrier_count(obj: int, count: int) -> Rule:
-    return "barrier-count", f"barrier {obj} arrival names {count} participating threads"
-
-
-def empty_warp_mask() -> Rule:
-    return "barrier-count", "warp_sync with an empty lane mask"
-
-
-def mbarrier_count(obj: int, count: int) -> Rule:
-    return "mbarrier-count", f"mbar_init of {obj:#x} expects {count} arrivals; it must be > 0"
-
-
-def wait_group(count: int) -> Rule:
-    return "bad-value", f"wait_group {count}: the group count must be >= 0"
+def error(rule: Rule | int, *values: int, path: str | None, row: int) -> TraceError:
+    """The error of a trace that breaks ``rule`` (a :class:`Rule`, or its
+    :attr:`~Rule.code`) at ``row``, worded from ``values``."""
+    if not isinstance(rule, Rule):
+        rule = RULES[int(rule)]
+    return TraceError(rule.message(*values), path=path, row=row, rule=rule.name)

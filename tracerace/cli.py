@@ -1,17 +1,22 @@
 """Command line: parses, calls the API, formats. No logic lives here.
 
 Each command catches :class:`~tracerace.errors.TraceError` through
-:func:`_fail`, prints one line to stderr and exits 2.
+:func:`_fail`, prints one line to stderr and exits 2. The progress bar of
+``check`` is drawn here (rich), from the API's plain progress callback.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import IO, Any
 
 import typer
 
 from .errors import TraceError
+
+PROGRESS_MIN_ROWS = 2_000_000
+"""Below this many rows a check takes a second or two: no bar unless asked for."""
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="tracerace: race detection on recorded GPU/accelerator traces.")
@@ -19,7 +24,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 
 def _version(value: bool) -> None:
     if value:
-        from .formats.sarif import tool_version
+        from .version import tool_version
 
         typer.echo(f"tracerace {tool_version()}")
         raise typer.Exit()
@@ -62,13 +67,16 @@ def check(
     Exit 1 when a hazard is an error, 0 otherwise, 2 on bad input.
     """
     from . import api, formats
+    from .options import DEFAULT_MAX_REPORTS
 
     if max_reports is None:
-        max_reports = api.DEFAULT_MAX_REPORTS
+        max_reports = DEFAULT_MAX_REPORTS
     try:
         with formats.Output(fmt, output, inputs=[trace]) as out:
-            report = api.check(trace, engine=engine, max_reports=max_reports, select=select,
-                               ignore=ignore, progress=progress, sink=out.sink)
+            with ProgressBar(progress) as bar:
+                report = api.check(trace, engine=engine, max_reports=max_reports,
+                                   select=select, ignore=ignore, progress=bar.update,
+                                   sink=out.sink)
             for warning in report.meta.warnings:
                 typer.echo(f"tracerace: warning: {trace}: {warning}", err=True)
             out.write(report)
@@ -222,6 +230,72 @@ def record_command(
     if result.exit_code:
         typer.echo(f"note: the recorded program exited with status {result.exit_code}; "
                    "its trace is complete up to then", err=True)
+
+
+def show_progress(asked: bool | None, terminal: bool, total_rows: int | None) -> bool:
+    """Whether ``check`` draws a bar: as asked (``--progress/--no-progress``), else
+    when stderr is a terminal and the trace is large or of unknown length."""
+    if asked is not None:
+        return asked
+    return terminal and (total_rows is None or total_rows > PROGRESS_MIN_ROWS)
+
+
+class ProgressBar:
+    """A rich bar on stderr: rows done / total and events per second.
+
+    ``with ProgressBar(asked) as bar: api.check(..., progress=bar.update)``: the
+    first update (rows done 0, the trace's rows) decides, by
+    :func:`show_progress`, whether a bar is drawn; a total of None (a stream of
+    unknown length) draws a pulsing bar.
+    """
+
+    def __init__(self, asked: bool | None, stream: IO[str] | None = None) -> None:
+        self.asked = asked
+        self.stream = sys.stderr if stream is None else stream
+        self.shown: bool | None = None
+        """None until the first update, then whether a bar is drawn."""
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> "ProgressBar":
+        return self
+
+    def update(self, rows_done: int, total_rows: int | None) -> None:
+        if self.shown is None:
+            from .formats.text import is_terminal
+
+            self.shown = show_progress(self.asked, is_terminal(self.stream), total_rows)
+            if self.shown:
+                self._start(total_rows)
+        if self.shown:
+            self._progress.update(self._task, completed=rows_done)
+
+    def _start(self, total_rows: int | None) -> None:
+        from rich.console import Console
+        from rich.progress import (BarColumn, Progress, ProgressColumn, TextColumn,
+                                   TimeElapsedColumn)
+        from rich.text import Text
+
+        class Rows(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                of = f"/{int(task.total):,}" if task.total is not None else ""
+                return Text(f"{int(task.completed):,}{of} rows")
+
+        class Speed(ProgressColumn):
+            def render(self, task: Any) -> Text:
+                speed = task.finished_speed or task.speed
+                return Text("" if speed is None else f"{speed:,.0f} events/s")
+
+        self._progress = Progress(TextColumn("checking"), BarColumn(), Rows(), Speed(),
+                                  TimeElapsedColumn(), console=Console(file=self.stream),
+                                  transient=True)
+        self._task = self._progress.add_task("check", total=total_rows)
+        self._progress.start()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
 
 
 def main() -> None:

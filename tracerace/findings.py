@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit
 
 FINDING_DTYPE = np.dtype([
     ("kind", np.uint8),
@@ -55,52 +54,10 @@ FINDING_DTYPE = np.dtype([
 
 FIELDS = FINDING_DTYPE.names
 
-
-@jit
-def rows_to_records(rows, out):
-    """``out[i]`` = row ``i`` of ``rows`` (int64 values in the order of
-    ``FIELDS``, as the engine keeps them), each cast to its field's type.
-    Fifteen times faster than a cast per field (NumPy writes the packed records
-    a field at a time)."""
-    for i in range(rows.shape[0]):
-        row = rows[i]
-        rec = out[i]
-        rec.kind = row[0]
-        rec.severity = row[1]
-        rec.row = row[2]
-        rec.launch = row[3]
-        rec.block = row[4]
-        rec.thread = row[5]
-        rec.op = row[6]
-        rec.ts = row[7]
-        rec.site = row[8]
-        rec.prev_row = row[9]
-        rec.prev_launch = row[10]
-        rec.prev_block = row[11]
-        rec.prev_thread = row[12]
-        rec.prev_op = row[13]
-        rec.prev_ts = row[14]
-        rec.prev_site = row[15]
-        rec.prev_async = row[16]
-        rec.space = row[17]
-        rec.owner = row[18]
-        rec.addr = row[19]
-        rec.size = row[20]
-        rec.obj = row[21]
-        rec.bar_obj = row[22]
-        rec.bar_gen = row[23]
-        rec.prev_bar_obj = row[24]
-        rec.prev_bar_gen = row[25]
-        rec.code = row[26]
-        rec.aux = row[27]
+NO_ROW = -1
+"""``prev_row`` of a finding with a single event (``uninit_read``, ...)."""
 
 
-def records(rows: np.ndarray) -> np.ndarray:
-    """``FINDING_DTYPE`` records from int64 rows in the order of ``FIELDS``."""
-    out = np.empty(rows.shape[0], dtype=FINDING_DTYPE)
-    if rows.shape[0]:
-        rows_to_records(np.ascontiguousarray(rows), out)
-    return out
 
 
 def sort_findings(findings: np.ndarray) -> np.ndarray:

@@ -57,9 +57,9 @@ from functools import cached_property
 
 import numpy as np
 
-from ._jit import jit, jit_inline, jit_leaf, prefetch_row
-from .findings import FINDING_DTYPE, empty_findings
-from .mapped import MappedArray, can_populate
+from .engine._jit import jit, jit_inline, jit_leaf, prefetch_row
+from .engine.mapped import MappedArray, can_populate
+from .findings import FINDING_DTYPE, NO_ROW, empty_findings
 from .meta import TraceMeta
 from .ops import HazardKind, Op, Severity, Space
 
@@ -70,7 +70,6 @@ ROLE_NONE, ROLE_THREAD, ROLE_COPY = 0, 1, 2
 ROLE_NAMES = ("none", "thread", "async copy")
 
 N_KINDS = len(HazardKind)
-NO_ROW = -1
 KIND_SYNC_ALIAS = int(HazardKind.SYNC_ALIAS)
 
 _COPY_OPS = np.zeros(256, dtype=bool)
@@ -297,7 +296,7 @@ class GroupTable:
 # bytes); it is written to the locator log when a second member with bytes
 # comes, and the log's entries of a group are a list through ``next``, newest
 # first. Most groups of a racy trace have one member: they cost a record and
-# no log entry. Records and locators grow in place (tracerace.mapped: no
+# no log entry. Records and locators grow in place (tracerace.engine.mapped: no
 # copy); the pages the next batch's records take, and the table the next
 # growth needs, are faulted in ahead on another thread (``_Ahead``): fresh
 # pages, not the fold's work, were most of what a group cost (bench/README.md,

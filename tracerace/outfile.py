@@ -33,10 +33,11 @@ def refuse_inputs(path: str, inputs: Iterable[str]) -> None:
 
 def create_beside(path: str, suffix: str = ".tmp") -> tuple[int, str]:
     """A new, empty file next to ``path`` (same folder, so a rename is atomic),
-    opened for writing: ``(fd, its path)``. Its mode is :data:`MODE` less the
+    opened for writing (and reading: a format may read back what it wrote):
+    ``(fd, its path)``. Its mode is :data:`MODE` less the
     umask. An ``OSError`` names ``path``, not the temporary name."""
     folder, name = os.path.split(os.path.abspath(path))
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     while True:
         temp = os.path.join(folder, f".{name}.{secrets.token_hex(4)}{suffix}")
         try:

@@ -248,8 +248,9 @@ class ReferenceChecker:
         self.events = 0
 
     # -- helpers ---------------------------------------------------------
-    def error(self, row: int, rule: str, message: str) -> TraceError:
-        return TraceError(message, path=self.path, row=row, rule=rule)
+    def error(self, row: int, rule: badinput.Rule, *values: int) -> TraceError:
+        """A trace that breaks a replay rule at ``row``, worded as the engine words it."""
+        return badinput.error(rule, *values, path=self.path, row=row)
 
     def agent(self, launch: int, block: int, thread: int, cluster: int) -> AgentState:
         key = (launch, block, thread, THREAD)
@@ -322,13 +323,13 @@ class ReferenceChecker:
         op, launch = ev["op"], ev["launch"]
         if launch != self.launch:
             if launch < self.launch:
-                raise self.error(row, *badinput.launch_order(launch, self.launch))
+                raise self.error(row, badinput.LAUNCH_ORDER, launch, self.launch)
             self.finish_launch()
             self.launch = launch
         st = self.agent(launch, ev["block"], ev["thread"], ev["cluster"])
         if st.blocked_on is not None:
             bkey, gen = st.blocked_on
-            raise self.error(row, *badinput.barrier_order(ev["block"], ev["thread"], bkey[-1], gen))
+            raise self.error(row, badinput.BARRIER_ORDER, ev["block"], ev["thread"], bkey[-1], gen)
         st.epoch += 1
         st.clock[st.key] = st.epoch  # (no shared entry of its own: it differs from no one's)
         handler = HANDLERS.get(op)
@@ -596,7 +597,7 @@ class ReferenceChecker:
                retired: int) -> int:
         pending = ev["arg"]
         if pending < 0:
-            raise self.error(row, *badinput.wait_group(pending))
+            raise self.error(row, badinput.WAIT_GROUP, pending)
         upto = max(retired, open_group - 1 - pending)
         agent = st.key + (lane,)
         raise_entry(st.clock, agent, upto)
@@ -657,7 +658,7 @@ class ReferenceChecker:
     def on_mbar_init(self, row: int, ev: dict, st: AgentState) -> None:
         key, mb = self.mbar(ev)
         if ev["arg"] <= 0:
-            raise self.error(row, *badinput.mbarrier_count(ev["obj"], ev["arg"]))
+            raise self.error(row, badinput.MBARRIER_COUNT, ev["obj"], ev["arg"])
         if mb.valid:
             self.misuse(row, ev, st, R.MBAR_REINIT, prev_row=mb.init_row, prev_ev=mb.init_ev)
         self.mbarriers[key] = mb = MBarrier(expected=ev["arg"], pending=ev["arg"], valid=True,
@@ -721,7 +722,7 @@ class ReferenceChecker:
         queue = self.flags[obj]
         available = sum(entry[0] for entry in queue)
         if available < need:
-            raise self.error(row, *badinput.wait_without_signal(obj, need, available))
+            raise self.error(row, badinput.WAIT_WITHOUT_SIGNAL, obj, need, available)
         consumed = []
         while need:
             entry = queue[0]
@@ -787,14 +788,14 @@ class ReferenceChecker:
             bkey = (ev["launch"], ev["block"], "warp", ev["thread"] // 32)
             bar_obj = WARP_BARRIER
             if count == 0:
-                raise self.error(row, *badinput.empty_warp_mask())
+                raise self.error(row, badinput.EMPTY_WARP_MASK)
         else:
             count = ev["arg"]
             mask = 0
             bkey = (ev["launch"], ev["block"], "bar", ev["obj"])
             bar_obj = ev["obj"]
             if count <= 0:
-                raise self.error(row, *badinput.barrier_count(ev["obj"], count))
+                raise self.error(row, badinput.BARRIER_COUNT, ev["obj"], count)
         gen = self.generations.get(bkey)
         if gen is None:
             gen = Generation(arg=count, first_row=row, mask=mask)

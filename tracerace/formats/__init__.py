@@ -81,7 +81,7 @@ class Output:
                 fd, self._temp = create_beside(self.path)
             except OSError as err:
                 raise io_error(err, self.path) from None
-            self._file = os.fdopen(fd, "wb")
+            self._file = os.fdopen(fd, "w+b")  # readable: a format may finish in place
             stream: IO[Any] = self._file
         else:
             stream = self._binary_stream() if self.module.BINARY else self._stream

@@ -38,8 +38,8 @@ import numpy as np
 from ..meta import Buffer, TraceMeta
 from ..ops import Space
 from ..report import HazardGroup, Report
-from .sarif import SITE_RE, tool_version
-from .text import access_text, locations_text
+from ..version import tool_version
+from .sarif import SITE_RE
 
 NAME = "html"
 BINARY = False
@@ -382,9 +382,9 @@ def render_page(report: Report, heat: Heat, *, exact: bool) -> str:
         groups.append({
             "id": g.id, "kind": g.kind, "severity": g.severity, "count": g.count,
             "first_site": g.first_site, "second_site": g.second_site,
-            "earlier": access_text(ex.first) if ex.first is not None else None,
-            "later": access_text(ex.second),
-            "bytes": locations_text(g) if ex.location is not None else None,
+            "earlier": ex.first.text if ex.first is not None else None,
+            "later": ex.second.text,
+            "bytes": g.bytes_text() if ex.location is not None else None,
             "why": ex.explanation, "fix": hint.text if hint is not None else None,
             "linked": g.linked,
             "sources": [(label, sources.context(site)) for label, site in

@@ -21,8 +21,10 @@ from typing import IO, Any
 from urllib.parse import quote
 
 from ..explain import KIND_TITLES
+from ..hazards import Access
 from ..ops import HazardKind
-from ..report import Access, HazardGroup, Report
+from ..report import HazardGroup, Report
+from ..version import tool_version
 from .jsonstream import Items, dump
 
 NAME = "sarif"
@@ -102,9 +104,9 @@ def _result(group: HazardGroup) -> dict[str, Any]:
         result["properties"]["firstRow"] = ex.first.row
     linked = group.linked
     if linked is not None:
-        related.append({"id": 2, **_site_location(linked["site"], linked["text"])})
-        result["properties"]["linked"] = {"row": linked["row"], "obj": linked["obj"],
-                                          "hint": linked["hint"]["text"]}
+        related.append({"id": 2, **_site_location(linked.site, linked.text)})
+        result["properties"]["linked"] = {"row": linked.row, "obj": linked.obj,
+                                          "hint": linked.hint.text}
     if related:
         result["relatedLocations"] = related
     if hint is not None:
@@ -172,15 +174,3 @@ def _uri(path: str) -> str:
     if path.startswith("/"):
         return "file://" + quote(path)
     return quote(path.replace("\\", "/"), safe="/:")
-
-
-def tool_version() -> str:
-    """The installed distribution's version, else the package's ``__version__``."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("tracerace")
-    except PackageNotFoundError:
-        from .. import __version__
-
-        return __version__

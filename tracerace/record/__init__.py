@@ -19,38 +19,15 @@ Backends import their simulator lazily, so ``import tracerace`` never needs them
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
+from types import ModuleType
 
 from ..errors import TraceError
+from .result import RecordResult
 
-BACKENDS = {
-    "numba": "tracerace.record.numba_sim",
-    "oclgrind": "tracerace.record.oclgrind",
-    "triton": "tracerace.record.triton_interp",
-    "cuda": "tracerace.record.cuda",
-}
+BACKENDS = ("numba", "oclgrind", "triton", "cuda")
 SCHEDULES = ("serial", "round-robin", "random")
 
-
-@dataclass(frozen=True)
-class RecordResult:
-    """What a recording wrote."""
-
-    out: str
-    events: int
-    launches: int
-    seconds: float
-    exit_code: int  # the recorded program's own exit status
-    warnings: tuple[str, ...] = ()
-    """What the recorder had to decide or could not see in a launch (also the
-    trace's ``tracerace.warnings``)."""
-
-    def summary_line(self) -> str:
-        rate = self.events / self.seconds if self.seconds > 0 else 0.0
-        return (f"wrote {self.out}: {self.events:,} events, {self.launches} launch"
-                f"{'es' if self.launches != 1 else ''} in {self.seconds:.1f} s "
-                f"({rate:,.0f} events/s)")
+__all__ = ["BACKENDS", "SCHEDULES", "RecordResult", "record"]
 
 
 def record(command: list[str], out: str, *, backend: str = "numba",
@@ -65,5 +42,20 @@ def record(command: list[str], out: str, *, backend: str = "numba",
                          path="options", rule="usage")
     if not command:
         raise TraceError("name the program to record after --", path="options", rule="usage")
-    module = importlib.import_module(BACKENDS[backend])
+    module = _backend(backend)
     return module.record(command, out, schedule=schedule or module.DEFAULT_SCHEDULE, seed=seed)
+
+
+def _backend(name: str) -> ModuleType:
+    """The module of backend ``name``, imported on use: the recorded program's own
+    process imports this package (its boot module lives here) and must not load
+    the other backends into the program it runs."""
+    if name == "numba":
+        from . import numba_sim as module
+    elif name == "oclgrind":
+        from . import oclgrind as module
+    elif name == "triton":
+        from . import triton_interp as module
+    else:
+        from . import cuda as module
+    return module

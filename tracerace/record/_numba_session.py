@@ -29,7 +29,7 @@ from numba.cuda.simulator import kernelapi
 from numba.cuda.simulator.args import ArgHint, InOut
 from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
 
-from .. import __version__
+from ..version import __version__
 from ..ops import INIT, Space
 from ..writer import TraceWriter
 from ._numba_events import NO_SITE_WORD, SIZE_LIMIT, EventLog, SiteTable, pack

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from time import perf_counter
 
 from ..errors import TraceError
-from . import RecordResult
+from .result import RecordResult
 from ._numba_events import library_roots, shown_path
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?$")

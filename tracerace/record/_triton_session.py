@@ -21,7 +21,7 @@ from time import perf_counter
 import numpy as np
 import torch
 
-from .. import __version__
+from ..version import __version__
 from ..ops import ATOMIC, BAR_SYNC, INIT, READ, Scope, Sem, Space
 from ..writer import TraceWriter
 from ._numba_events import FLUSH_ROWS, NO_SITE_WORD, SITE_SHIFT, SIZE_LIMIT, SIZE_SHIFT, \

@@ -24,7 +24,7 @@ import time
 from collections.abc import Sequence
 
 from ..errors import TraceError
-from . import RecordResult
+from .result import RecordResult
 from .cuda_build import check_gpu, find_toolkit, tool_library
 from .cuda_convert import convert
 

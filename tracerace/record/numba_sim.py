@@ -28,7 +28,7 @@ from __future__ import annotations
 import importlib.util
 
 from ..errors import TraceError
-from . import RecordResult
+from .result import RecordResult
 from ._program import record_program
 
 NEEDS = {"numba_cuda": "numba-cuda", "greenlet": "greenlet"}

@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import TraceError
-from . import RecordResult
+from .result import RecordResult
 from .oclgrind_build import find_oclgrind, plugin_library
 from .oclgrind_convert import convert
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit, jit_inline, jit_leaf
+from .layout import SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N, SV_SNAP_SERIAL, SV_STAMP
 
 SN_START, SN_LEN, SN_REF, SN_STAMP, SN_PARENT, SN_SERIAL = 0, 1, 2, 3, 4, 5
 SN_FIELDS = 8  # padded: a row is one cache line
@@ -41,14 +42,6 @@ SN_FIELDS = 8  # padded: a row is one cache line
 DELTA_MIN = 16  # a root at least this long gets deltas; shorter ones are copied
 DELTA_MAX = 8
 
-# Scalars in the shared state vector ``sv`` (see engine.SV_*); only the ones
-# the clock kernels use are named here.
-SV_SNAP_N = 0       # snapshot ids handed out (high-water mark)
-SV_SNAP_FREE = 1    # head of the free-id list (linked through SN_START), -1 none
-SV_ARENA_TOP = 2
-SV_ARENA_LIVE = 3
-SV_STAMP = 4
-SV_SNAP_SERIAL = 5
 
 
 @jit_inline

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._jit import jit, jit_inline, jit_leaf, prefetch_row
+from .layout import SV_GLOBAL_SIZES, SV_PAGE_SHIFT
 
 # 4-byte granules in shared and local memory: two 4-byte elements in one
 # granule would share read lists, and pruning (which only drops bytes the new
@@ -60,7 +61,7 @@ REGION_LOCAL = np.int64(2) << 40
 # launch's shared accesses are nearly all aligned 16-byte vectors
 # (``ld.shared.v4``, ``cp.async`` of 16 bytes), each of them is one granule
 # instead of four, and no two elements share a read list (see
-# ``engine.shared_shift_for``). Such a launch's shared regions carry
+# ``granularity.shared_shift_for``). Such a launch's shared regions carry
 # ``REGION_WIDE``, so the region alone says the granule size, and masks hold
 # 16 bytes.
 WIDE_GRANULE_SHIFT = 4
@@ -68,15 +69,13 @@ REGION_WIDE = np.int64(1) << 39  # above any block index (uint32) or agent
 MASK_ALL = 0xFFFF
 
 # Global memory may take 16-byte granules too, per launch (see
-# ``engine.global_shift_for``): its region is then REGION_WIDE instead of 0.
+# ``granularity.global_shift_for``): its region is then REGION_WIDE instead of 0.
 # Unlike shared memory, global memory's initialized bytes outlive a launch, so
 # a launch that meets a global granule first (slot made, or reset from an
 # older launch) takes the initialized bytes of the other size's slots, once
 # any launch has used the other size (``SV_GLOBAL_SIZES``, a slot of the
 # engine's state vector: GS_NARROW, GS_WIDE). Init intervals are kept under
 # region 0 whatever the granule size (``iv_region``).
-SV_GLOBAL_SIZES = 37
-SV_GLOBAL_REGION = 38
 GS_NARROW, GS_WIDE = 1, 2
 
 
@@ -262,8 +261,6 @@ def find_granule(gran, region, index, create, sv, count_slot, launch, pst):
 # range one access wrote stays one node per page until something splits it.
 # A large write's bytes are initialized through an init interval, not granule
 # masks; page slots never carry init bits.
-SV_PAGE_SHIFT = 40
-SV_PAGE_LAUNCH = 41   # the launch that made a PURE page (-1: none yet)
 PAGE_SHIFT = 12
 PAGE_REGION = np.int64(1) << 43  # above any shared, local or wide region
 PAGE_SPLIT = 1
@@ -288,7 +285,7 @@ def _stamp_page(pst, sv, region, index, launch):
 # its samples sat on the slot load). So each global access asks for the
 # slots of the global access PF_FAR accesses ahead of it, and for the list
 # heads of the one PF_NEAR ahead (its slot has arrived by then); see
-# engine.prefetch_ahead. Hints only: a wrong guess (a probe that will step
+# granules.prefetch_ahead. Hints only: a wrong guess (a probe that will step
 # on, a list of an older launch) costs a load.
 PF_FAR = 10
 PF_NEAR = 5

@@ -107,9 +107,9 @@ def prefetch_row(typingctx, arr, row):
     return types.void(arr, row), codegen
 
 
-# The modules whose code or constants end up in compiled kernels.
-KERNEL_MODULES = ("_jit", "clocks", "engine", "findings", "hashmap", "ops", "reasons", "schema",
-                  "shadow")
+# The modules outside this package whose constants end up in compiled kernels;
+# every module of the package counts too.
+KERNEL_MODULES = ("findings", "ops", "reasons", "schema")
 
 
 def _probe():
@@ -130,9 +130,10 @@ def drop_stale_kernels() -> None:
     except AttributeError:  # another Numba: nothing to guard
         return
     here = Path(__file__).resolve().parent
+    sources = sorted(here.glob("*.py")) + [here.parent / f"{name}.py" for name in KERNEL_MODULES]
     digest = hashlib.sha256()
-    for name in KERNEL_MODULES:
-        digest.update(name.encode() + b"\0" + (here / f"{name}.py").read_bytes())
+    for path in sources:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
     stamp = cache_dir / "tracerace-sources.sha256"
     try:
         if stamp.is_file() and stamp.read_text() == digest.hexdigest():

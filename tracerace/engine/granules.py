@@ -1,0 +1,319 @@
+"""The granule path of an access: each granule's history of writes and
+reads is checked (``races.offer``), updated and pruned; ``init`` bytes and uninitialised reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import ops as O
+from ._jit import jit_inline, jit_leaf, store_row_nt
+from .agents import known
+from .async_copies import copy_retired, proxy_fenced, retiring_wait
+from .layout import (
+    AG_BARGEN, AG_BAROBJ, AG_ISSUER, C_LAST_NODE, C_LAST_ROW, FN_EPOCH, SV_GLOBAL_REGION,
+    SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH, SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED,
+    SV_SHARED_REGION)
+from .pools import pool_alloc, pool_free
+from .races import ORDERED, offer, race_kind
+from .shadow import (
+    G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, I_ASYNC, I_ATOMIC, I_MASK_SHIFT, I_PROXY,
+    I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, K_ROW, K_SHADOW_AGENT, K_SHADOW_EPOCH, MASK_ALL,
+    N_AGENT, N_EPOCH, N_INFO, N_NEXT, PF_FAR, PF_NEAR, READ_PRUNE_MIN, REGION_LOCAL,
+    find_granule, granule_shift, iv_init_mask, iv_region, prefetch_lists, prefetch_slots)
+
+@jit_inline
+def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
+    """Every field of node ``n`` but its link: the access of agent ``a``
+    (ordered by thread ``t``, whose barrier position it records). ``info``
+    has no shadow bits: the node starts unshadowed."""
+    nodes[n, N_AGENT] = a
+    nodes[n, N_EPOCH] = epoch
+    nodes[n, N_INFO] = info
+    # The cold row is written whole, past the caches (see store_row_nt):
+    # a read node's row is rarely read again (only to report it), and a
+    # cp.async pipeline writes one per shared read, ~0.5 GB per 10^7 events,
+    # which used to evict the lists and slots the next accesses need.
+    # K_SHADOW_*: meaningless until a copy sets the node's shadow bits.
+    store_row_nt(cold, n, row, addr, (site << 32) | size, ts, ag[t, AG_BAROBJ],
+                 ag[t, AG_BARGEN], np.int64(0), np.int64(0))
+
+
+@jit_inline
+def unlink(gran, slot, col, nodes, sv, prev, x, nxt):
+    """Take node ``x`` (after ``prev``, -1: the head; followed by ``nxt``)
+    out of list ``col`` of ``slot`` and free it."""
+    if prev < 0:
+        gran[slot, col] = nxt
+    else:
+        nodes[prev, N_NEXT] = nxt
+    pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
+
+
+# A read that reuses the list head (see ``access``) prunes the rest of a list
+# up to this long.
+EAGER_PRUNE_MAX = 64
+
+
+@jit_inline
+def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t):
+    """Drop, from the read list of ``slot`` after node ``first`` (-1: from
+    its head), the bytes ``m`` of every read that thread ``t`` has ordered
+    before it; a node left with no bytes is freed. Sets the next doubling
+    limit."""
+    prev = first
+    x = gran[slot, G_READS] if first < 0 else nodes[first, N_NEXT]
+    while x >= 0:
+        nxt = nodes[x, N_NEXT]
+        xinfo = nodes[x, N_INFO]
+        xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
+        if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= \
+                nodes[x, N_EPOCH]:
+            xm &= ~m
+            if xm == 0:
+                unlink(gran, slot, G_READS, nodes, sv, prev, x, nxt)
+                gran[slot, G_NREADS] -= 1
+                x = nxt
+                continue
+            nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+        prev = x
+        x = nxt
+    gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
+
+
+@jit_leaf
+def extend_bytes(un, base, gsize, first, last):
+    """(first, last) byte of a range (-1: none yet) extended by the bytes
+    ``un`` (a mask) of the granule at ``base``, met in address order."""
+    for b in range(gsize):
+        if un & (1 << b):
+            if first < 0:
+                first = base + b
+            last = base + b
+    return first, last
+
+
+@jit_inline
+def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                  region, space, owner, lo_addr, hi_addr, addr, end, a, epoch, t, info, row, ts,
+                  site, size, page):
+    """Check an access [addr, end) against the lists of the granules of its
+    bytes [lo_addr, hi_addr), record it there, and find the uninitialized
+    ones; or, when ``page`` is a slot, against a PURE page's lists (one unit,
+    bit 0: the whole page; its uninitialized bytes are ``page_uninit``'s).
+    Returns (1 when it left a candidate in ``cand``, else 0; the first and
+    last uninitialized byte or -1).
+
+    Per granule, as the reference's ``on_access``: the bytes a read finds
+    uninitialized; the earlier writes, each racing with this access or not
+    (``races.race_kind``), pruned when it covers them; for an async-proxy
+    access, the fence it needs after the newest generic write; the earlier
+    reads against a write; then the access joins the granule's writes or
+    reads (a read first pruning the reads it makes redundant)."""
+    found = 0
+    is_write = (info & I_WRITE) != 0
+    is_atomic = (info & I_ATOMIC) != 0
+    is_copy = (info & I_ASYNC) != 0
+    is_proxy = (info & I_PROXY) != 0
+    reads = not is_write or is_atomic
+    scope = (info >> I_SCOPE_SHIFT) & 7
+    aw = 1 if is_write else 0
+    uninit_lo = np.int64(-1)
+    uninit_hi = np.int64(-1)
+    gs = granule_shift(region)
+    gsize = np.int64(1) << gs
+    g0 = lo_addr >> gs
+    g1 = (hi_addr - 1) >> gs
+    if page >= 0:
+        g0 = g1 = 0
+        gsize = np.int64(1)  # one unit
+    for g in range(g0, g1 + 1):
+        if page >= 0:
+            slot = page
+            m = np.int64(1)
+        else:
+            base = g << gs
+            lo = max(lo_addr, base) - base
+            hi = min(hi_addr, base + gsize) - base
+            m = ((np.int64(1) << hi) - 1) ^ ((np.int64(1) << lo) - 1)
+            slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH], pst)
+            if reads:
+                un = m & ~gran[slot, G_INIT]
+                if un and sv[SV_IV_N] > 0:
+                    covered = iv_init_mask(ivs, sv[SV_IV_N], iv_region(region), base, un)
+                    gran[slot, G_INIT] |= covered
+                    un &= ~covered
+                if un:
+                    uninit_lo, uninit_hi = extend_bytes(un, base, gsize, uninit_lo, uninit_hi)
+        # Writes conflict with every access (atomic pairs aside). One pass both
+        # checks them and, for a plain write or an atomic, prunes them.
+        if is_proxy:
+            for b in range(gsize):
+                cand[C_LAST_ROW, b] = -1
+        prunes_writes = is_write and not is_copy
+        prev = np.int64(-1)
+        x = gran[slot, G_WRITES]
+        while x >= 0:
+            nxt = nodes[x, N_NEXT]
+            xinfo = nodes[x, N_INFO]
+            xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
+            if (xinfo >> I_SHADOW_SHIFT) & MASK_ALL and \
+                    copy_retired(ag, fen, cold[x, K_SHADOW_AGENT], cold[x, K_SHADOW_EPOCH]):
+                # A retired copy that x happens before covers these bytes.
+                xm &= ~((xinfo >> I_SHADOW_SHIFT) & MASK_ALL)
+                if xm == 0:
+                    unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
+                    x = nxt
+                    continue
+                xinfo = (xinfo & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)) & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)
+                xinfo |= xm << I_MASK_SHIFT
+                nodes[x, N_INFO] = xinfo
+            if xm & m:
+                xa = nodes[x, N_AGENT]
+                if is_proxy:
+                    for b in range(gsize):
+                        if (xm & m) & (1 << b) and cold[x, K_ROW] > cand[C_LAST_ROW, b]:
+                            cand[C_LAST_ROW, b] = cold[x, K_ROW]
+                            cand[C_LAST_NODE, b] = x
+                kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, True, is_write,
+                                 is_atomic, scope)
+                if kind >= 0:
+                    offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
+                    found = 1
+                elif kind == ORDERED and prunes_writes and (not is_atomic or (
+                        (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and xa == a and
+                        ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
+                    xm &= ~m
+                    if xm == 0:
+                        unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
+                        x = nxt
+                        continue
+                    nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+                elif kind == ORDERED and is_copy and is_write:
+                    cold[x, K_SHADOW_AGENT] = a
+                    cold[x, K_SHADOW_EPOCH] = epoch
+                    nodes[x, N_INFO] = (xinfo & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (
+                        (xm & m) << I_SHADOW_SHIFT)
+            prev = x
+            x = nxt
+        if is_proxy:
+            for b in range(gsize):
+                if not (m & (1 << b)) or cand[C_LAST_ROW, b] < 0:
+                    continue
+                x = cand[C_LAST_NODE, b]
+                xinfo = nodes[x, N_INFO]
+                if xinfo & I_PROXY:
+                    continue
+                xa = nodes[x, N_AGENT]
+                if known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
+                    continue  # not ordered: reported as a race
+                if xinfo & I_ASYNC:
+                    # A cp.async destination (the one generic-proxy copy): its
+                    # issuer's write, performed at the wait that retired it.
+                    w = ag[xa, AG_ISSUER]
+                    after = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_EPOCH]
+                else:
+                    w = xa
+                    after = nodes[x, N_EPOCH]
+                if not proxy_fenced(ag, fen, w, after, known(ag, snaps, arena_a, arena_e, t, w)):
+                    offer(cand, O.K_PROXY_FENCE, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
+                    found = 1
+        # Reads conflict with writes.
+        if is_write:
+            x = gran[slot, G_READS]
+            while x >= 0:
+                xinfo = nodes[x, N_INFO]
+                if ((xinfo >> I_MASK_SHIFT) & MASK_ALL) & m:
+                    kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, False, True,
+                                     False, 0)
+                    if kind >= 0:
+                        offer(cand, kind, ag, nodes, cold, fen, x, 0, aw, space, owner, addr, end, t)
+                        found = 1
+                x = nodes[x, N_NEXT]
+        # A read prunes the reads it makes redundant, once the list has doubled.
+        head_col = G_WRITES if is_write else G_READS
+        if not is_write:
+            # ... and at once the newest read, when this read covers it and
+            # happens after it (the usual case of a variable read again after
+            # synchronization): its node is reused, so the list does not grow.
+            h = gran[slot, G_READS]
+            if h >= 0 and not is_copy:
+                hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & MASK_ALL
+                ha = nodes[h, N_AGENT]
+                if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, ha) >= nodes[h, N_EPOCH]:
+                    set_node(nodes, cold, ag, h, row, a, epoch, addr, size,
+                             info | (m << I_MASK_SHIFT), ts, site, t)
+                    # Another agent's read ordered before this one: most likely
+                    # a new generation of readers after a barrier, so the rest
+                    # of the old one is redundant now. Dropping it at once keeps
+                    # the list one generation long for the next write's scan.
+                    # Bounded (EAGER_PRUNE_MAX) so a long list of unordered
+                    # readers is not rescanned at every such read.
+                    nr = gran[slot, G_NREADS]
+                    if ha != a and 1 < nr <= EAGER_PRUNE_MAX:
+                        prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, h, m, t)
+                        # The old generation's size predicts the new one's:
+                        # the next doubling prune waits until the list has
+                        # outgrown it (else it would scan a generation of
+                        # unordered readers and drop none of them).
+                        gran[slot, G_RLIMIT] = max(gran[slot, G_RLIMIT], 2 * nr)
+                    continue
+            gran[slot, G_NREADS] += 1
+            if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
+                prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, -1, m, t)
+        n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
+        nodes[n, N_NEXT] = gran[slot, head_col]
+        gran[slot, head_col] = n
+        set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
+                 ts, site, t)
+        if is_write and page < 0:  # a page's written bytes go to an init interval
+            gran[slot, G_INIT] |= m
+    return found, uninit_lo, uninit_hi
+
+
+# The same as a function of its own, for the rare large accesses
+# (``access_pages``): inlined there too, it made the first run's compile of
+# the kernels several times longer.
+granules = jit_leaf(granule_range.py_func)
+
+
+
+
+@jit_inline
+def region_of(space, owner_block, agent, sv):
+    if space == O.SPACE_GLOBAL:
+        return sv[SV_GLOBAL_REGION]
+    if space == O.SPACE_SHARED:
+        return sv[SV_SHARED_REGION] | owner_block
+    return REGION_LOCAL | agent
+
+
+@jit_inline
+def prefetch_ahead(op_c, addr_c, size_c, gpos, k, gran, nodes, cold, gregion):
+    """Prefetch for the global accesses ahead of the one at ``gpos[k]`` (see
+    shadow.PF_FAR): the granule slots of the access ``PF_FAR`` ahead, the
+    list heads of the one ``PF_NEAR`` ahead (its slot has arrived by then).
+
+    ``gpos`` lists the batch's global-memory accesses (computed by
+    :func:`global_accesses` on the read-ahead thread), and only they
+    prefetch: a block's shared tiles are small and hot (prefetching them
+    measured slower, pipeline), and a look at the op and space of the
+    events ahead at every event cost the tiled benchmark ~50 instructions
+    per event (valgrind), where nearly every access is to shared memory."""
+    j = k + PF_FAR
+    if j < gpos.shape[0]:
+        e = gpos[j]
+        prefetch_slots(gran, gregion, np.int64(addr_c[e]), np.int64(size_c[e]))
+    j = k + PF_NEAR
+    if j < gpos.shape[0]:
+        e = gpos[j]
+        prefetch_lists(gran, nodes, cold, gregion, np.int64(addr_c[e]), np.int64(size_c[e]),
+                       np.int64(op_c[e]) == O.READ)
+
+
+def global_accesses(batch) -> np.ndarray:
+    """Rows of ``batch`` (0-based) that are plain or atomic accesses to global
+    memory: the events whose shadow is worth prefetching."""
+    c = batch.cols
+    rows = np.flatnonzero((c["op"] <= O.ATOMIC) & (c["space"] == O.SPACE_GLOBAL))
+    return rows.astype(np.int64, copy=False)  # already int64 where intp is

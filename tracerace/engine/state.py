@@ -1,0 +1,314 @@
+"""The engine's state between batches: every table, its growth, and the views.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections import namedtuple
+
+import numpy as np
+
+
+from .clocks import SN_REF, compact
+from .hashmap import new_table
+from .layout import (
+    CV_FIELDS, C_FIELDS, FQ_HEAD, FQ_PAIRS, GR_AGENTS, GR_ARENA, GR_ARR, GR_RL, GR_SIG,
+    N_KINDS, SG_AGENT, SG_BASE, SG_NEXT, SV_ARENA_TOP, SV_ARR_FREE, SV_AR_FREE, SV_ED_TOP,
+    SV_FIELDS, SV_FQ_N, SV_GLOBAL_REGION, SV_GLOBAL_SIZES, SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH,
+    SV_NFIND, SV_NODE_FREE, SV_N_AGENTS, SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARED_REGION,
+    SV_SIG_FREE, SV_SIG_TOP, SV_SIG_USED, SV_SNAP_FREE, SV_SNAP_N, SV_VIEW, VIEW_ALL)
+from .mapped import MappedArray
+from .pools import (
+    AG_FAULT_AHEAD, FAULT_AHEAD, FAULT_CHUNK, MAPPED, MAPS, POOLS, SPARE_BLIND_MAX, Sizes)
+from .races import records
+from .room import ARENA_NEED, PLAIN_NG
+from .shadow import (
+    GLOBAL_GRANULE_SHIFT, GS_NARROW, GS_WIDE, G_FIELDS, IV_REGION, PAGE_SHIFT, PST_SIZE,
+    REGION_SHARED, REGION_WIDE, WIDE_GRANULE_SHIFT, rehash)
+from .hashmap import rehash as hm_rehash
+
+# With a findings consumer, the findings pool is handed over rather than grown
+# past this many rows (14 MiB of int64 fields).
+FIND_HANDOVER_ROWS = 1 << 16
+# The pace of new granules is judged over this many batches.
+TREND_BATCHES = 4
+
+
+Tables = namedtuple("Tables", "sv ag agent_map async_map snaps arena_a arena_e scratch touched "
+                    "nodes cold gran gens bar_map arr sigs flag_map fq mbs mb_map lock_map rels "
+                    "atom_map fen find cand ivs pst pairs edges cvs")
+"""Every array the replay kernel reads or writes: what :meth:`EngineState.tables`
+hands it (``sv``, the scalar vector of ``layout``; the pools of ``pools``;
+the hash maps; the scratch arrays of the joins and the candidates)."""
+
+
+class EngineState:
+    """Every array the kernels keep across batches, and their growth."""
+
+    def __init__(self, page_shift: int = PAGE_SHIFT, sizes: Sizes | None = None,
+                 shared_shift: int | None = None) -> None:
+        """``page_shift``: log2 of the pages large accesses are recorded by;
+        ``sizes``: the tables' starting sizes; ``shared_shift``: the shared
+        granule shift of every launch (None: chosen per launch, see
+        :mod:`.granularity`). No answer depends on them."""
+        self.sizes = sizes = sizes or Sizes()
+        self.shared_shift = shared_shift
+        if not GLOBAL_GRANULE_SHIFT < WIDE_GRANULE_SHIFT < page_shift < 40:
+            raise ValueError(f"page_shift {page_shift}: pages must hold several granules")
+        self.sv = np.zeros(SV_FIELDS, np.int64)
+        self.sv[SV_SIG_FREE] = -1
+        self.sv[SV_VIEW] = VIEW_ALL
+        self.sv[SV_PAGE_SHIFT] = page_shift
+        self.sv[SV_PAGE_LAUNCH] = -1
+        # Per page hash, the last launch that gave one of its granules lists.
+        self.pst = np.full(PST_SIZE, -1, np.int64)
+        self.findings: list[np.ndarray] = []
+        self.arrays: dict[str, np.ndarray] = {}
+        # The node pools and the clock arena grow in place (tracerace.mapped).
+        self.mapped: dict[str, MappedArray] = {}
+        for name, (_, cols, fill) in POOLS.items():
+            rows = sizes.rows[name]
+            if name in MAPPED:
+                self.mapped[name] = MappedArray(rows, cols, reserve=self._ahead(name))
+                self.arrays[name] = self.mapped[name].array
+            else:
+                self.arrays[name] = np.full((rows, cols), fill, np.int64)
+        for name in ("arena_a", "arena_e"):
+            self.mapped[name] = MappedArray(sizes.arena, reserve=FAULT_AHEAD)
+        self.arena_a = self.mapped["arena_a"].array
+        self.arena_e = self.mapped["arena_e"].array
+        self.cand = np.zeros((N_KINDS + 2, C_FIELDS), np.int64)
+        self.cvs = np.empty((self._cvs_rows(), CV_FIELDS), np.int64)
+        # A granule table twice the size of the one in use, filled by the
+        # faulter before the replay asks for it (see ``_prepare_spare``),
+        # and what it goes by: the rows replayed and, when known, in all.
+        self.spare_gran: np.ndarray | None = None
+        self.spares_taken = 0  # growths that found their table ready
+        self.rows_done = 0
+        self.rows_total: int | None = None
+        # (rows replayed, granules) after each of the last batches.
+        self.trend: collections.deque[tuple[int, int]] = collections.deque(
+            maxlen=TREND_BATCHES)
+        self.reset_launch(-1)
+
+    def tables(self) -> Tables:
+        """The arrays as they are now (a growth replaces some: ask again after one)."""
+        ar = self.arrays
+        return Tables(self.sv, ar["ag"], self.agent_map, self.async_map, ar["snaps"],
+                      self.arena_a, self.arena_e, self.scratch, self.touched, ar["nodes"],
+                      ar["cold"], ar["gran"], ar["gens"], self.bar_map, ar["arr"], ar["sigs"],
+                      self.flag_map, ar["fq"], ar["mbs"], self.mb_map, self.lock_map, ar["rels"],
+                      self.atom_map, ar["fen"], ar["find"], self.cand, ar["ivs"], self.pst,
+                      ar["pairs"], ar["edges"], self.cvs)
+
+    def reset_launch(self, launch: int, shared_shift: int | None = None,
+                     global_shift: int | None = None) -> None:
+        """Forget everything of the finished launch (see the module docstring).
+        ``shared_shift``, ``global_shift``: log2 of the new launch's shared-
+        and global-memory granules (default: 4 and 8 bytes; see
+        :func:`shared_shift_for` and :func:`global_shift_for`)."""
+        sv = self.sv
+        # The granule table is kept: its slots are stamped with their launch.
+        keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP,
+                SV_GRAN_COUNT, SV_GLOBAL_SIZES, SV_VIEW, SV_PAGE_SHIFT, SV_PAGE_LAUNCH}
+        # Global init intervals survive; shared and local ones belong to the launch.
+        ivs = self.arrays["ivs"]
+        live = ivs[: int(sv[SV_IV_N])]
+        live = live[live[:, IV_REGION] == 0]
+        ivs[: len(live)] = live
+        n_iv = len(live)
+        for k in range(SV_FIELDS):
+            if k not in keep:
+                sv[k] = 0
+        sv[SV_LAUNCH] = launch
+        sv[SV_IV_N] = n_iv
+        sv[SV_SHARED_REGION] = REGION_SHARED | (
+            REGION_WIDE if shared_shift == WIDE_GRANULE_SHIFT else 0)
+        wide = global_shift == WIDE_GRANULE_SHIFT
+        sv[SV_GLOBAL_REGION] = REGION_WIDE if wide else 0
+        if launch >= 0:  # not the state's first reset: no launch has run yet
+            sv[SV_GLOBAL_SIZES] |= GS_WIDE if wide else GS_NARROW
+        for q in range(int(sv[SV_FQ_N])):
+            self.arrays["fq"][q, FQ_PAIRS] = -1
+        for k in (SV_SNAP_FREE, SV_NODE_FREE, SV_ARR_FREE, SV_AR_FREE):
+            sv[k] = -1
+        sv[SV_SNAP_N] = 1  # snapshot 0: the empty clock
+        snaps = self.arrays["snaps"]
+        snaps[0] = 0
+        snaps[0, SN_REF] = 1
+        # Signals survive a launch (their counts pair with later waits) but
+        # their clocks name only agents of the old launch: make them empty.
+        sigs = self.arrays["sigs"]
+        fq = self.arrays["fq"]
+        for q in range(int(sv[SV_FQ_N])):
+            s = fq[q, FQ_HEAD]
+            while s >= 0:
+                sigs[s, SG_BASE] = 0
+                sigs[s, SG_AGENT] = -1
+                s = sigs[s, SG_NEXT]
+        self.scratch = np.full(self.arrays["ag"].shape[0], -1, np.int64)
+        self.touched = np.zeros(self.arrays["ag"].shape[0], np.int64)
+        for name in MAPS:
+            if name != "flag_map" or not hasattr(self, "flag_map"):
+                setattr(self, name, new_table(self.sizes.maps))
+
+    def grow(self, mask: int) -> None:
+        for name, (bit, _, fill) in POOLS.items():
+            if mask & bit:
+                old = self.arrays[name]
+                if name == "gran":
+                    new, self.spare_gran = self.spare_gran, None
+                    if new is None or new.shape[0] != old.shape[0] * 2:
+                        new = np.full((old.shape[0] * 2, old.shape[1]), -1, np.int64)
+                    else:
+                        self.spares_taken += 1
+                    self.sv[SV_GRAN_COUNT] = rehash(old, new, self.sv[SV_LAUNCH])
+                elif name in MAPPED:
+                    # Only the rows in use are kept.
+                    rows = old.shape[0] * 2
+                    del old, self.arrays[name]
+                    new = self.mapped[name].grow(rows, int(self.sv[MAPPED[name]]))
+                else:
+                    new = np.full((old.shape[0] * 2, old.shape[1]), fill, np.int64)
+                    new[: old.shape[0]] = old
+                self.arrays[name] = new
+        if mask & GR_AGENTS:
+            n = self.arrays["ag"].shape[0]
+            scratch = np.full(n, -1, np.int64)
+            scratch[: self.scratch.shape[0]] = self.scratch
+            self.scratch = scratch
+            self.touched = np.zeros(n, np.int64)
+        for name, bit in MAPS.items():
+            if mask & bit:
+                old = getattr(self, name)
+                new = new_table(old.shape[0] * 2)
+                hm_rehash(old, new)
+                setattr(self, name, new)
+        if mask & (GR_ARR | GR_RL | GR_SIG):
+            self.cvs = np.empty((self._cvs_rows(), CV_FIELDS), np.int64)
+        if mask & GR_ARENA:
+            self._compact_or_grow_arena()
+
+    def prefault(self) -> bool:
+        """Fault in the mapped pools' rows up to FAULT_AHEAD (the agents':
+        AG_FAULT_AHEAD) past their tops, at most FAULT_CHUNK rows per pool
+        per call, and prepare a spare granule table when one will be needed,
+        from the calling thread (see :class:`Faulter`). Returns whether it
+        did anything."""
+        did = self._prepare_spare()
+        tops = dict(MAPPED, arena_a=SV_ARENA_TOP, arena_e=SV_ARENA_TOP)
+        for name, top in tops.items():
+            m = self.mapped[name]
+            want = int(self.sv[top]) + self._ahead(name)
+            if m.populated < want:
+                did = m.populate(min(want, m.populated + FAULT_CHUNK)) or did
+        return did
+
+    def _prepare_spare(self) -> bool:
+        """Fill the granule table the next growth will take, if one looks
+        like it is coming: more than 40% full (it grows at half), and on
+        course to pass half by the end of the trace at the pace of the last
+        batches or, when the length of the trace is unknown, small (so an
+        unneeded spare wastes little). A spare that is no longer called for
+        is dropped. Growing took ~0.1 s of a 1.4 s tiled 10^7 check on the
+        replay thread, nearly all of it the kernel clearing the new table's
+        pages; here the other core pays. The replay only takes a spare of
+        exactly the size it needs."""
+        cap = self.arrays["gran"].shape[0]
+        count = int(self.sv[SV_GRAN_COUNT])
+        total, done = self.rows_total, self.rows_done
+        if 5 * count < 2 * cap:
+            wanted = False
+        elif total is None:
+            wanted = 2 * cap <= SPARE_BLIND_MAX
+        else:
+            wanted = 2 * (self._expected_granules(count, total, done) + PLAIN_NG) > cap
+        spare = self.spare_gran
+        if spare is not None and (spare.shape[0] != 2 * cap or not wanted):
+            self.spare_gran = spare = None  # made for a smaller table, or not needed now
+        if spare is not None or not wanted:
+            return False
+        self.spare_gran = np.full((2 * cap, G_FIELDS), -1, np.int64)
+        return True
+
+    def _expected_granules(self, count: int, total: int, done: int) -> float:
+        """Granules at the end of the trace, at the pace of the last batches
+        (of all rows so far, until a second batch is in): a workload whose
+        variables were all touched early (the cpu benchmark's 10^6) stops
+        adding granules, and a spare table would be wasted (it is dropped
+        once the pace says so)."""
+        r0, c0 = 0, 0
+        for rows, granules in list(self.trend):
+            if rows < done:
+                r0, c0 = rows, granules
+                break
+        if done <= r0:
+            return count
+        return count + (count - c0) * (total - done) / (done - r0)
+
+    def batch_done(self, rows: int) -> None:
+        """``rows`` rows are replayed (what ``_prepare_spare`` goes by)."""
+        self.rows_done = rows
+        self.trend.append((rows, int(self.sv[SV_GRAN_COUNT])))
+
+    @staticmethod
+    def _ahead(name: str) -> int:
+        return AG_FAULT_AHEAD if name == "ag" else FAULT_AHEAD
+
+    def _compact_or_grow_arena(self) -> None:
+        compact(self.arrays["snaps"], self.arena_a, self.arena_e, self.sv)
+        need = ARENA_NEED * (int(self.sv[SV_N_AGENTS]) + 8)  # what replay asks to be free
+        top = int(self.sv[SV_ARENA_TOP])  # entries past the top are never read
+        # Grow unless compaction left room for half as much as is live, so
+        # each compaction is paid for by half as many new entries, and for at
+        # least ARENA_SLACK entries: a compaction has a fixed cost (a call
+        # from Python, allocations, a sort of the live ids), and with a small
+        # live arena (cpu: ~40 k entries) that cost came every ~150 lock
+        # acquires, 6,300 times in 10^7 events, a third of the check.
+        if self.arena_a.shape[0] - top < max(2 * need, top // 2, self.sizes.arena_slack):
+            n = self.arena_a.shape[0] * 2
+            self.arena_a = self.arena_e = None
+            self.arena_a = self.mapped["arena_a"].grow(n, top)
+            self.arena_e = self.mapped["arena_e"].grow(n, top)
+
+    def _cvs_rows(self) -> int:
+        ar = self.arrays
+        return max(ar["arr"].shape[0], ar["rels"].shape[0], ar["sigs"].shape[0]) + 2
+
+    def take_findings(self) -> np.ndarray:
+        """The findings so far as ``FINDING_DTYPE`` records; the pool is emptied
+        (a finding is complete once its event is replayed: none refers to
+        another's slot)."""
+        return records(self.take_rows())
+
+    def take_rows(self) -> np.ndarray:
+        """The findings pool's rows so far (with F_RANK), and empty it."""
+        n = int(self.sv[SV_NFIND])
+        out = self.arrays["find"][:n].copy()  # F is FINDING_DTYPE's order
+        self.sv[SV_NFIND] = 0
+        return out
+
+    def fork(self, view: int) -> "EngineState":
+        """A copy of this state that checks ``view``'s memory from now on,
+        with no findings yet (those so far stay with this state)."""
+        twin = EngineState.__new__(EngineState)
+        twin.__dict__.update(self.__dict__)
+        twin.mapped = {}
+        for name, m in self.mapped.items():
+            twin.mapped[name] = MappedArray(m.array.shape[0], m.cols, reserve=m.capacity)
+            twin.mapped[name].array[...] = m.array
+        twin.arrays = {name: twin.mapped[name].array if name in twin.mapped else a.copy()
+                       for name, a in self.arrays.items()}
+        twin.arena_a = twin.mapped["arena_a"].array
+        twin.arena_e = twin.mapped["arena_e"].array
+        for name in ("sv", "cand", "cvs", "scratch", "touched", "pst", *MAPS):
+            setattr(twin, name, getattr(self, name).copy())
+        twin.spare_gran = None
+        twin.trend = collections.deque(self.trend, maxlen=TREND_BATCHES)
+        twin.sv[SV_NFIND] = 0
+        twin.sv[SV_VIEW] = view
+        return twin
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in self.arrays.values()) + self.arena_a.nbytes * 2

@@ -51,13 +51,14 @@ thread (:meth:`GroupTable.alias_behind`).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from functools import cached_property
 
 import numpy as np
 
-from .engine._jit import jit
-from .engine.mapped import MappedArray
+from .engine._jit import jit, jit_inline, jit_leaf, prefetch_row
+from .engine.mapped import MappedArray, can_populate
 from .findings import FINDING_DTYPE, NO_ROW, empty_findings
 from .meta import TraceMeta
 from .ops import HazardKind, Op, Severity, Space
@@ -81,8 +82,9 @@ LOCATOR_DTYPE = np.dtype([
     ("named", np.uint8),
 ], align=True)
 """A byte range a group's members touch: the row of the first that did, the
-bytes, the group, the next of the group's (-1: the last), and whether a
-declared buffer holds the range (then the report names it by element)."""
+bytes, the group, the group's entry logged before it in the fold's log (-1:
+none), and whether a declared buffer holds the range (then the report names
+it by element)."""
 
 ALIAS_DTYPE = np.dtype([("row", np.int64), ("launch", np.uint32), ("block", np.uint32),
                         ("thread", np.uint32), ("site", np.uint32), ("obj", np.uint64)])
@@ -138,10 +140,10 @@ class GroupTable:
                  findings: np.ndarray | None, finding_groups: np.ndarray | None,
                  aliases: np.ndarray, by_kind: np.ndarray, filtered_by_kind: np.ndarray,
                  errors: int, warnings: int, racy_rows: int) -> None:
-        key = groups["key"].astype(np.uint64)
-        self.kind = ((key >> np.uint64(4)) & np.uint64(15)).astype(np.uint8)
-        self.earlier_role = ((key >> np.uint64(2)) & np.uint64(3)).astype(np.uint8)
-        self.later_role = (key & np.uint64(3)).astype(np.uint8)
+        low = groups["key"].astype(np.uint8)  # the key's low byte: kind, roles
+        self.kind = low >> np.uint8(4)
+        self.earlier_role = (low >> np.uint8(2)) & np.uint8(3)
+        self.later_role = low & np.uint8(3)
         self._groups = groups
         self._example_parts, self._example_gid_parts = example_parts, example_gid_parts
         self._locator_log = locator_log
@@ -212,10 +214,23 @@ class GroupTable:
 
     @cached_property
     def _locator_table(self) -> tuple[np.ndarray, np.ndarray]:
-        log = self._locator_log
-        order = np.lexsort((log["row"], log["group"]))
+        log = concat_rows([self._locator_log, self._first_locators(np.flatnonzero(
+            self._groups["bytes"] == 1))])
+        order = np.lexsort((log["row"], log["group"]))  # ties: as found (the log's order)
         return (take_rows(log, order),
                 np.searchsorted(log["group"][order], np.arange(len(self) + 1)))
+
+    def _first_locators(self, ids: np.ndarray) -> np.ndarray:
+        """The locators of groups ``ids``, each with one member with bytes: its
+        span (``fold`` logs a group's first range only when a second member
+        with bytes comes)."""
+        g = self._groups[ids]
+        out = np.zeros(len(ids), dtype=LOCATOR_DTYPE)
+        out["row"], out["addr"], out["next"], out["group"] = g["loc_row"], g["lo"], -1, ids
+        out["owner"], out["launch"], out["space"] = g["owner_min"], g["launch_min"], g["space_min"]
+        out["size"] = g["last"] - g["lo"] + np.uint64(1)
+        out["named"] = g["loc_named"]
+        return out
 
     @property
     def locators(self) -> np.ndarray:
@@ -229,11 +244,14 @@ class GroupTable:
 
     def locators_of(self, g: int) -> np.ndarray:
         """Group ``g``'s locators, by row (read from its list: no sorting of all)."""
+        if self._groups[g]["bytes"] == 1:
+            return self._first_locators(np.array([g]))
         entries = []
         e = int(self._groups[g]["loc_head"])
         while e >= 0:
             entries.append(e)
             e = int(self._locator_log[e]["next"])
+        entries.reverse()  # the list is newest first: as found
         found = self._locator_log[entries]
         return found[np.argsort(found["row"], kind="stable")]
 
@@ -271,37 +289,52 @@ class GroupTable:
 # -- the fold kernel -------------------------------------------------------------
 #
 # State: a GROUP_DTYPE record per group id; a hash table from group key to id
-# (``table``: id + 1 per slot, 0 empty; the key is the group's ``key``); the
-# locators, each group's a linked list through ``next``. Records and locators
-# grow in place (tracerace.engine.mapped: no copy, pages faulted in as records are
-# written, which on a VM that clears pages at ~300 MB/s is most of what a
-# group costs, so the records are kept small). Capacities are made before a
-# call (GroupBuilder._room), so the kernel never runs out.
+# (``table``: per slot the high 32 bits of the key's hash above id + 1, 0
+# empty, so a probe reads a group's record only when the hashes agree); the
+# locators. A group's first byte range lives in its record (``loc_row``,
+# ``loc_named``, and the span, which is that range while one member has
+# bytes); it is written to the locator log when a second member with bytes
+# comes, and the log's entries of a group are a list through ``next``, newest
+# first. Most groups of a racy trace have one member: they cost a record and
+# no log entry. Records and locators grow in place (tracerace.engine.mapped: no
+# copy); the pages the next batch's records take, and the table the next
+# growth needs, are faulted in ahead on another thread (``_Ahead``): fresh
+# pages, not the fold's work, were most of what a group cost (bench/README.md,
+# the racy rows). Capacities are made before a call (GroupBuilder._room), so
+# the kernel never runs out. The fold allocates nothing and is compiled
+# without reference counting (``jit_leaf``): the atomic increments and
+# decrements of the record views it takes were much of its time (ibid.).
 
 GROUP_DTYPE = np.dtype([
     ("key", np.int64), ("count", np.int64), ("bytes", np.int64),
     ("lo", np.uint64), ("last", np.uint64),          # the span's first and last byte
     ("first_row", np.int64),
-    ("ex_max_row", np.int64), ("first_index", np.int64),  # examples: the last's row, the first
-    ("loc_head", np.int64), ("loc_tail", np.int64),  # locators: the list
+    ("ex_max_row", np.int64),                        # examples: the last's row
+    ("loc_row", np.int64),                           # locators: the first's row
+    ("loc_head", np.int64),                          # the log's entries, newest first
+    ("first_index", np.uint32), ("first_part", np.uint32),  # examples: where the first is
     ("owner_min", np.uint32), ("owner_max", np.uint32),
     ("launch_min", np.uint32), ("launch_max", np.uint32),
-    ("first_part", np.uint32),                       # examples: the first's part
     ("severity", np.uint8), ("space_min", np.uint8), ("space_max", np.uint8),
     ("ex_n", np.uint8), ("loc_n", np.uint8), ("loc_more", np.uint8),
+    ("loc_named", np.uint8),                         # locators: the first's ``named``
 ], align=True)
 """A group's state while findings are folded in."""
 
 SV_GROUPS, SV_LOCATORS, SV_ERRORS, SV_RACY = range(4)
 SV_FIELDS = 4
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the product's high bits
+_SHIFT32 = np.uint64(32)
+PREFETCH_AHEAD = 8  # findings: the fold asks for the hash slot of the one this far ahead,
+PREFETCH_GROUPS = 1 << 14  # once there are this many groups (fewer: their slots are cached)
+_LOW32 = np.uint64(0xFFFFFFFF)
 _U32_MAX = np.iinfo(np.uint32).max
 assert GROUP_DTYPE.itemsize % 8 == 0 and LOCATOR_DTYPE.itemsize % 8 == 0  # int64 rows
 
 
-@jit
+@jit_leaf
 def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
-         groups, table, loc, sv, by_kind, rows_seen, gid, ex_idx, alias_idx):
+         groups, table, loc, sv, by_kind, rows_seen, gid, ex_idx, alias_idx, prefetch):
     """Fold findings ``f`` (canonical order) into the groups; ``gid`` gets each
     finding's group id, ``ex_idx`` the positions of the findings admitted as
     examples, ``alias_idx`` those of the ``sync_alias`` errors. Returns
@@ -313,38 +346,39 @@ def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
     n_alias = 0
     early = False
     last_row = np.int64(-1)
-    for i in range(f.shape[0]):
+    n = f.shape[0]
+    for i in range(n):
+        # (Numba compiles one fold without this, for prefetch=None, and prunes it.)
+        if prefetch is not None and i + prefetch < n:  # the slot a later finding will probe
+            ahead = group_key(f[i + prefetch], canon, nsites, copy_ops, base)
+            prefetch_row(table, np.int64((np.uint64(ahead) * _GOLDEN) >> _SHIFT32) & mask)
         r = f[i]
-        # The group key (GroupBuilder.keys says the same with NumPy).
-        later_role = ROLE_COPY if copy_ops[r.op] else ROLE_THREAD
-        if r.prev_row == NO_ROW:
-            earlier, earlier_role = 0, ROLE_NONE
-        else:
-            earlier = canon[min(np.int64(r.prev_site), nsites)] + 2
-            earlier_role = ROLE_COPY if (r.prev_async != 0 or copy_ops[r.prev_op]) else ROLE_THREAD
-        later = canon[min(np.int64(r.site), nsites)] + 1
-        key = ((earlier * base + later) * 16 + r.kind) * 16 + earlier_role * 4 + later_role
+        key = group_key(r, canon, nsites, copy_ops, base)
         # Its group.
-        h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
-        while table[h] != 0 and groups[table[h] - 1].key != key:
+        hash32 = (np.uint64(key) * _GOLDEN) >> _SHIFT32
+        h = np.int64(hash32) & mask
+        while True:
+            t = table[h]
+            if t == 0 or ((t >> _SHIFT32) == hash32
+                          and groups[np.int64(t & _LOW32) - 1].key == key):
+                break
             h = (h + 1) & mask
-        if table[h] == 0:
+        if t == 0:
             g = sv[SV_GROUPS]
             sv[SV_GROUPS] += 1
-            table[h] = g + 1
+            table[h] = (hash32 << _SHIFT32) | np.uint64(g + 1)
             s = groups[g]  # a fresh record: zeros
             s.key = key
             s.first_row = r.row
             s.lo = np.uint64(0xFFFFFFFFFFFFFFFF)
             s.ex_max_row = -1
             s.loc_head = -1
-            s.loc_tail = -1
             s.owner_min = _U32_MAX
             s.launch_min = _U32_MAX
             s.severity = 255
             s.space_min = 255
         else:
-            g = np.int64(table[h]) - 1
+            g = np.int64(t & _LOW32) - 1
             s = groups[g]
         gid[i] = g
         # Totals and statistics.
@@ -376,8 +410,29 @@ def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
             n_ex += 1
         if r.size == 0:
             continue
-        s.bytes += 1
         addr = np.uint64(r.addr)
+        if s.bytes == 0:
+            # The group's first byte range: the span holds it while it is the
+            # only member with bytes (the module doc: no log entry yet).
+            s.loc_row = r.row
+            s.loc_named = in_buffer(buffers, buffer_start, np.int64(r.space), addr)
+            s.loc_n = 1
+        elif s.bytes == 1:
+            # The span is about to hold more than the first range: log it.
+            e = sv[SV_LOCATORS]
+            sv[SV_LOCATORS] += 1
+            x = loc[e]
+            x.row = s.loc_row
+            x.addr = s.lo
+            x.next = -1
+            x.group = g
+            x.owner = s.owner_min
+            x.launch = s.launch_min
+            x.size = np.uint32(s.last - s.lo + np.uint64(1))
+            x.space = s.space_min
+            x.named = s.loc_named
+            s.loc_head = e
+        s.bytes += 1
         s.lo = min(s.lo, addr)
         s.last = max(s.last, addr + np.uint64(r.size - 1))
         s.space_min = min(s.space_min, r.space)
@@ -386,7 +441,7 @@ def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
         s.owner_max = max(s.owner_max, r.owner)
         s.launch_min = min(s.launch_min, r.launch)
         s.launch_max = max(s.launch_max, r.launch)
-        if s.loc_more != 0:
+        if s.bytes == 1 or s.loc_more != 0:
             continue
         # Locators, told apart as the report names byte ranges (module doc):
         # the owner only outside buffers, the launch only in launch buffers.
@@ -409,23 +464,32 @@ def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
         x = loc[e]
         x.row = r.row
         x.addr = addr
-        x.next = -1
+        x.next = s.loc_head
         x.group = g
         x.owner = r.owner
         x.launch = r.launch
         x.size = r.size
         x.space = r.space
         x.named = named
-        if s.loc_tail >= 0:
-            loc[s.loc_tail].next = e
-        else:
-            s.loc_head = e
-        s.loc_tail = e
+        s.loc_head = e
         s.loc_n += 1
     return n_ex, early, n_alias
 
 
-@jit
+@jit_inline
+def group_key(r, canon, nsites, copy_ops, base):
+    """The group key of finding ``r`` (GroupBuilder.keys says the same with NumPy)."""
+    later_role = ROLE_COPY if copy_ops[r.op] else ROLE_THREAD
+    if r.prev_row == NO_ROW:
+        earlier, earlier_role = 0, ROLE_NONE
+    else:
+        earlier = canon[min(np.int64(r.prev_site), nsites)] + 2
+        earlier_role = ROLE_COPY if (r.prev_async != 0 or copy_ops[r.prev_op]) else ROLE_THREAD
+    later = canon[min(np.int64(r.site), nsites)] + 1
+    return ((earlier * base + later) * 16 + r.kind) * 16 + earlier_role * 4 + later_role
+
+
+@jit_leaf
 def in_buffer(buffers, buffer_start, space, addr):
     """Whether ``addr`` of ``space`` lies in a declared buffer (``buffers``: rows
     of merged (lo, hi) ranges, each space's from ``buffer_start[space]``, by lo)."""
@@ -439,33 +503,38 @@ def in_buffer(buffers, buffer_start, space, addr):
     return lo > buffer_start[space] and addr < buffers[lo - 1, 1]
 
 
-@jit
-def is_canonical(f):
-    """Whether findings ``f`` are in canonical order (row, kind, earlier row)."""
-    for i in range(1, f.shape[0]):
-        a, b = f[i - 1], f[i]
+@jit_leaf
+def scan(f):
+    """(whether findings ``f`` are in canonical order (row, kind, earlier row),
+    their highest kind)."""
+    canonical = True
+    top = 0
+    for i in range(f.shape[0]):
+        b = f[i]
+        top = max(top, b.kind)
+        if i == 0 or not canonical:
+            continue
+        a = f[i - 1]
         if b.row != a.row:
-            if b.row < a.row:
-                return False
+            canonical = b.row > a.row
         elif b.kind != a.kind:
-            if b.kind < a.kind:
-                return False
-        elif b.prev_row < a.prev_row:
-            return False
-    return True
+            canonical = b.kind > a.kind
+        else:
+            canonical = b.prev_row >= a.prev_row
+    return canonical, top
 
 
-@jit
-def _rehash(old, new, groups):
+@jit_leaf
+def _rehash(old, new):
     mask = new.shape[0] - 1
     for s in range(old.shape[0]):
-        if old[s] == 0:
+        t = old[s]
+        if t == 0:
             continue
-        key = groups[old[s] - 1].key
-        h = np.int64((np.uint64(key) * _GOLDEN) >> np.uint64(32)) & mask
+        h = np.int64(t >> _SHIFT32) & mask
         while new[h] != 0:
             h = (h + 1) & mask
-        new[h] = old[s]
+        new[h] = t
 
 
 class _Records:
@@ -483,6 +552,140 @@ class _Records:
         have = self._pool.array.shape[0]
         if rows > have:
             self._pool.grow(max(rows, 2 * have), used)
+
+    @property
+    def populated(self) -> int:
+        return self._pool.populated
+
+    def populate(self, stop: int) -> bool:
+        return self._pool.populate(stop)
+
+
+# A batch that made fewer new groups than this is not worth working ahead for.
+AHEAD_MIN = 1 << 12
+# Bytes faulted in per call (the pool is locked meanwhile).
+AHEAD_CHUNK = 1 << 20
+# A thread with nothing to do for this long ends.
+AHEAD_IDLE_SECONDS = 1.0
+
+
+def table_slots(want: int) -> int:
+    """The hash table's size for ``want`` slots (a power of two)."""
+    return 1 << max(10, (want - 1).bit_length())
+
+
+class _Ahead:
+    """Faults in, on a thread of its own, the memory the next batch's new groups
+    will take while the checker replays that batch (the fold runs between
+    batches, on the replay's thread): the records, and the larger hash table
+    the next growth will rehash into. On a machine that clears fresh pages
+    slowly, their page faults cost the fold as much as its own work
+    (bench/README.md, the racy rows). The next batch is guessed to be like
+    the last. The fold's thread does not wait for this one (at most for the
+    chunk it is faulting in, when a pool must grow meanwhile): faulting a
+    page in never changes what it holds, and a table not ready in time is
+    made by the fold's thread as without this, so a wrong guess or a late
+    thread costs memory or time, never an answer."""
+
+    def __init__(self, pools: tuple[_Records, ...]) -> None:
+        self._pools = pools
+        self._cv = threading.Condition()
+        self._job: tuple | None = None  # posted, not yet taken by the worker
+        self._busy = False  # a job posted and not finished
+        self._closing = False
+        self._worker: threading.Thread | None = None  # while it runs
+        self._spare: MappedArray | None = None  # a table, faulted in
+        self.spares_used = 0  # tables the fold's thread took (for tests and curiosity)
+
+    def after(self, used: tuple[int, ...], grown: tuple[int, ...], slots: int,
+              have: int) -> None:
+        """The pools hold ``used`` records, ``grown`` of them new with the last
+        batch; the next batch will likely need a table of ``slots`` slots (it
+        has ``have``)."""
+        if grown[0] < AHEAD_MIN or self._busy or self._closing or not can_populate():
+            return
+        stops = [u + 2 * d for u, d in zip(used, grown)]
+        for pool, u, stop in zip(self._pools, used, stops):
+            pool.room(stop, u)  # address space, on this thread: no race with the fold
+        with self._cv:
+            spare = self._spare
+            table = slots if slots > have and (spare is None or spare.capacity < slots) else 0
+            self._busy = True
+            self._job = (table, stops)
+            if self._worker is not None:
+                self._cv.notify()
+                return
+            # One thread while batches keep coming (starting one waits until
+            # it runs, which takes a while on a busy machine).
+            self._worker = threading.Thread(target=self._serve, name="tracerace-groups-ahead",
+                                            daemon=True)
+            try:
+                self._worker.start()
+            except RuntimeError:  # no thread to be had (a memory limit, say): do without
+                self._worker = None
+                self._job = None
+                self._busy = False
+                self._closing = True
+
+    def spare(self, slots: int) -> np.ndarray | None:
+        """A zeroed, faulted-in table of at least ``slots`` slots, if one is ready."""
+        with self._cv:
+            spare = self._spare
+            if spare is None or spare.capacity < slots:
+                return None
+            self._spare = None
+        self.spares_used += 1
+        return spare.array.view(np.uint64)
+
+    def _serve(self) -> None:
+        while True:
+            with self._cv:
+                # Idle for a while (a check that raised, say): the thread ends.
+                ready = self._cv.wait_for(lambda: self._job is not None or self._closing,
+                                          timeout=AHEAD_IDLE_SECONDS)
+                if not ready or self._closing:
+                    self._worker = None
+                    self._job = None
+                    self._busy = False
+                    return
+                job, self._job = self._job, None
+            try:
+                self._run(*job)
+            except Exception:  # a head start only: never the check's problem
+                pass
+            finally:
+                with self._cv:
+                    self._busy = False
+                    self._cv.notify_all()
+
+    def _run(self, slots: int, stops: list[int]) -> None:
+        if slots:
+            table = MappedArray(slots)
+            _populate(table, slots, 8)
+            with self._cv:
+                self._spare = table
+        for pool, stop in zip(self._pools, stops):
+            _populate(pool, stop, pool.dtype.itemsize)
+
+    def wait(self) -> None:
+        """Until the job posted last is done (tests: to know what it made)."""
+        with self._cv:
+            self._cv.wait_for(lambda: not self._busy)
+
+    def stop(self) -> None:
+        """Lets the thread end (after the job under way: it changes no record)."""
+        with self._cv:
+            self._closing = True
+            self._cv.notify()
+        self._spare = None
+
+
+def _populate(pool: _Records | MappedArray, stop: int, row_bytes: int) -> None:
+    """Faults in ``pool``'s rows up to ``stop``, a chunk at a time (the pool is
+    locked meanwhile, and the fold's thread may need it to grow)."""
+    rows = max(1, AHEAD_CHUNK // row_bytes)
+    while pool.populate(min(stop, pool.populated + rows)):
+        pass
 
 
 class GroupBuilder:
@@ -510,7 +713,8 @@ class GroupBuilder:
         self._k = examples
         self._groups = _Records(GROUP_DTYPE)
         self._loc = _Records(LOCATOR_DTYPE)
-        self._table = np.zeros(0, dtype=np.int32)
+        self._ahead = _Ahead((self._groups, self._loc))
+        self._table = np.zeros(0, dtype=np.uint64)
         self._sv = np.zeros(SV_FIELDS, dtype=np.int64)
         self._rows_seen = np.zeros(0, dtype=np.uint8)  # bitmap of racy rows
         self.by_kind = np.zeros(256, dtype=np.int64)
@@ -532,7 +736,9 @@ class GroupBuilder:
     def add(self, findings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Fold one batch in. Returns the kept findings, in canonical order,
         and the group id of each (what a streaming output writes)."""
-        if not self._keep_all or (len(findings) and findings["kind"].max() >= N_KINDS):
+        findings = np.ascontiguousarray(findings)
+        canonical, max_kind = scan(findings)
+        if not self._keep_all or max_kind >= N_KINDS:
             kinds = findings["kind"]
             keep = self._keep[kinds]
             if not keep.all():
@@ -541,10 +747,10 @@ class GroupBuilder:
         n = len(findings)
         if n == 0:
             return findings, np.zeros(0, dtype=np.int64)
-        findings = np.ascontiguousarray(findings)
-        if not is_canonical(findings):
+        if not canonical:
             findings = take_rows(findings, np.lexsort(
                 (findings["prev_row"], findings["kind"], findings["row"])))
+        groups, locators = self.groups, int(self._sv[SV_LOCATORS])
         self._room(n, int(findings["row"][-1]))
         gids = np.empty(n, dtype=np.int64)
         ex_idx = np.empty(n, dtype=np.int64)
@@ -552,13 +758,17 @@ class GroupBuilder:
         n_ex, early, n_alias = fold(
             findings, self._canon, _COPY_OPS, self._base, self._named, self._named_start,
             self._launch_named, self._k, len(self._ex_parts), self._groups.array, self._table,
-            self._loc.array, self._sv, self.by_kind, self._rows_seen, gids, ex_idx, alias_idx)
+            self._loc.array, self._sv, self.by_kind, self._rows_seen, gids, ex_idx, alias_idx,
+            PREFETCH_AHEAD if groups >= PREFETCH_GROUPS else None)
+        used = (self.groups, int(self._sv[SV_LOCATORS]))
+        self._ahead.after(used, (used[0] - groups, used[1] - locators),
+                          table_slots(2 * (used[0] + n)), len(self._table))
         if n_ex:
             # Kept in the batch's order: when every finding is an example (a
             # group each), the batch itself is the part, uncopied.
             idx = ex_idx[:n_ex]
             self._ex_parts.append(findings if n_ex == n else take_rows(findings, idx))
-            self._ex_gid_parts.append(gids[idx])
+            self._ex_gid_parts.append(gids if n_ex == n else gids[idx])
             if early:
                 self._trim_examples()
         if n_alias:
@@ -573,11 +783,14 @@ class GroupBuilder:
         return findings, gids
 
     def _room(self, n: int, last_row: int) -> None:
-        """Capacities for ``n`` more findings (at most as many new groups and
-        locators), up to row ``last_row``."""
+        """Capacities for ``n`` more findings (at most as many new groups, twice
+        as many locators), up to row ``last_row``."""
         groups, locators = int(self._sv[SV_GROUPS]), int(self._sv[SV_LOCATORS])
+        if (groups + n) * self._k >= 1 << 32:  # ids, and example positions, are 32-bit
+            raise MemoryError(f"more than {(1 << 32) // self._k:,} groups")
         self._groups.room(groups + n, groups)
-        self._loc.room(locators + n, locators)
+        # A finding logs at most its own range and its group's first.
+        self._loc.room(locators + 2 * n, locators)
         need = (last_row >> 3) + 1
         if need > len(self._rows_seen):
             grown = np.zeros(max(need, 2 * len(self._rows_seen)), dtype=np.uint8)
@@ -586,8 +799,10 @@ class GroupBuilder:
         want = 2 * (groups + n)  # at most half full
         if want > len(self._table):
             old = self._table
-            self._table = np.zeros(1 << max(10, (want - 1).bit_length()), dtype=np.int32)
-            _rehash(old, self._table, self._groups.array)
+            slots = table_slots(want)
+            spare = self._ahead.spare(slots)
+            self._table = spare if spare is not None else np.zeros(slots, dtype=np.uint64)
+            _rehash(old, self._table)
 
     def _trim_examples(self) -> None:
         """Keep each group's first ``examples`` in canonical order."""
@@ -628,6 +843,7 @@ class GroupBuilder:
     # -- the result -------------------------------------------------------------
 
     def table(self) -> GroupTable:
+        self._ahead.stop()
         findings = finding_groups = None
         if self._keep_findings:
             if self._kept_parts:

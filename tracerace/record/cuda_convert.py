@@ -118,8 +118,6 @@ def convert(prefix: str, out: str, *, site_of: SiteNamer | None = None,
         raise TraceError("the program launched no CUDA kernel", path="cuda backend",
                          rule="record")
     path, records = streams[0]
-    if site_of is None:
-        site_of = line_namer(module_cubins(records, path), offset_site, find_nvdisasm())
     columns, sites, found, launches = to_columns(records, path, site_of=site_of)
     all_warnings = tuple(dict.fromkeys((*warnings, *found)))
     dims = [LaunchDims(x.launch, x.grid, x.block, x.name) for x in launches]
@@ -128,10 +126,8 @@ def convert(prefix: str, out: str, *, site_of: SiteNamer | None = None,
     return len(columns["ts"]), int(np.sum(records["kind"] == Kind.LAUNCH)), all_warnings
 
 
-def module_cubins(records: np.ndarray, path: str) -> dict[int, str]:
+def module_cubins(rec: np.ndarray, texts: dict[int, str], path: str) -> dict[int, str]:
     """Module id -> the cubin the tool wrote beside the stream at ``path``."""
-    texts, keep = strings(records, path)
-    rec = records[keep]
     modules = rec[rec["kind"] == Kind.MODULE]
     folder = os.path.dirname(path)
     found = {int(m["thread"]): os.path.join(folder, texts.get(int(m["size"]), ""))
@@ -139,12 +135,15 @@ def module_cubins(records: np.ndarray, path: str) -> dict[int, str]:
     return {module: cubin for module, cubin in found.items() if os.path.isfile(cubin)}
 
 
-def to_columns(records: np.ndarray, path: str, *, site_of: SiteNamer = offset_site
+def to_columns(records: np.ndarray, path: str, *, site_of: SiteNamer | None = None
                ) -> tuple[dict[str, np.ndarray], list[str], list[str], list[Launch]]:
-    """(trace columns in replay order, sites, warnings, launches) of a stream's records."""
+    """(trace columns in replay order, sites, warnings, launches) of a stream's records.
+    Sites: ``site_of``, by default source lines where a module's cubin has them."""
     texts, keep = strings(records, path)
     index = np.flatnonzero(keep)          # stream positions (for error rows)
     rec = records[keep]
+    if site_of is None:
+        site_of = line_namer(module_cubins(rec, texts, path), offset_site, find_nvdisasm())
     errors = np.flatnonzero(rec["kind"] == Kind.ERROR)
     if len(errors):
         message = texts.get(int(rec["size"][errors[0]]), "an unknown error")

@@ -6,9 +6,13 @@ depend on them; these tests pin down that they hit, using an empty agent map
 (a miss would fall back to it and answer -1)."""
 
 from tracerace import engine
-from tracerace.engine.agents import new_agent, thread_agent
+from tracerace.engine import agents
+from tracerace.engine._jit import from_python
 from tracerace.engine.layout import KIND_CP, KIND_THREAD
 from tracerace.engine.hashmap import new_table
+
+# compiled-code-only functions, through twins with a Python entry
+new_agent, thread_agent = from_python(agents.new_agent), from_python(agents.thread_agent)
 
 
 def _agents(copy_agents: bool):

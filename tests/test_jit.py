@@ -1,6 +1,8 @@
 """The kernels are lowered without NumPy's index wraparound; code outside
 the package keeps it (tracerace/engine/_jit.py, "Index wraparound")."""
 
+from pathlib import Path
+
 import numba
 import numpy as np
 import pytest
@@ -57,3 +59,52 @@ def test_store_row_nt_stores_are_marked_nontemporal():
     (ir,) = write.inspect_llvm().values()
     stores = [line for line in ir.splitlines() if line.lstrip().startswith("store i64")]
     assert len([s for s in stores if "!nontemporal" in s]) == 8
+
+
+# -- the decorators (tracerace/engine/_jit.py, "the decorators") ---------------------------------
+
+@_jit.jit_leaf
+def _times(x, k):
+    return x * k
+
+
+def test_constant_arguments_share_one_compilation():
+    from numba.core import types
+    for k in (2, 3):  # as a kernel's call _times(x, 2) types them: literals
+        _times.get_call_template((types.int64, types.literal(k)), {})
+    (sig,) = _times.overloads
+    assert not any(isinstance(a, types.Literal) for a in sig)
+
+
+def test_a_leaf_refuses_a_call_from_python_and_its_twin_takes_it():
+    with pytest.raises(TypeError, match="no Python entry"):
+        _times(np.int64(3), np.int64(2))
+    twin = _jit.from_python(_times)
+    assert twin(np.int64(3), np.int64(2)) == 6
+    assert _jit.from_python(_times) is twin
+
+
+def test_stale_kernels_are_dropped_when_a_source_or_the_boundscheck_flag_changes(
+        tmp_path, monkeypatch):
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+    dirs = _jit.kernel_cache_dirs()
+    assert len(dirs) == 2 and all(tmp_path in d.parents for d in dirs)
+    for d in dirs:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / "old.nbi").write_bytes(b"")
+    _jit.drop_stale_kernels()  # no stamp yet: every kernel there is dropped
+    assert not any((d / "old.nbi").exists() for d in dirs)
+    for d in dirs:
+        (d / "new.nbi").write_bytes(b"")
+    _jit.drop_stale_kernels()  # the same sources and flag: kept
+    assert all((d / "new.nbi").exists() for d in dirs)
+    monkeypatch.setattr(_jit, "BOUNDSCHECK", not _jit.BOUNDSCHECK)
+    _jit.drop_stale_kernels()
+    assert not any((d / "new.nbi").exists() for d in dirs)
+
+
+def test_the_kernel_cache_folders_are_those_numba_uses():
+    from tracerace import groups
+    engine_dir, package_dir = _jit.kernel_cache_dirs()
+    assert Path(groups.fold._cache._cache_path) == package_dir
+    assert Path(replay._cache._cache_path) == engine_dir

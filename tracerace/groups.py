@@ -57,7 +57,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .engine._jit import jit, jit_inline, jit_leaf, prefetch_row
+from .engine._jit import jit, jit_inline, jit_kernel, jit_leaf, prefetch_row
 from .engine.mapped import MappedArray, can_populate
 from .findings import FINDING_DTYPE, NO_ROW, empty_findings
 from .meta import TraceMeta
@@ -332,7 +332,7 @@ _U32_MAX = np.iinfo(np.uint32).max
 assert GROUP_DTYPE.itemsize % 8 == 0 and LOCATOR_DTYPE.itemsize % 8 == 0  # int64 rows
 
 
-@jit_leaf
+@jit_kernel
 def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
          groups, table, loc, sv, by_kind, rows_seen, gid, ex_idx, alias_idx, prefetch):
     """Fold findings ``f`` (canonical order) into the groups; ``gid`` gets each
@@ -503,7 +503,7 @@ def in_buffer(buffers, buffer_start, space, addr):
     return lo > buffer_start[space] and addr < buffers[lo - 1, 1]
 
 
-@jit_leaf
+@jit_kernel
 def scan(f):
     """(whether findings ``f`` are in canonical order (row, kind, earlier row),
     their highest kind)."""
@@ -524,7 +524,7 @@ def scan(f):
     return canonical, top
 
 
-@jit_leaf
+@jit_kernel
 def _rehash(old, new):
     mask = new.shape[0] - 1
     for s in range(old.shape[0]):

@@ -3,7 +3,8 @@
 ``cache=True``: compiled kernels are written next to the module (or to
 ``NUMBA_CACHE_DIR``) so a second run starts in well under a second.
 ``boundscheck`` stays off in production; set ``TRACERACE_BOUNDSCHECK=1`` to
-debug a kernel (the cache key includes the flag).
+debug a kernel (the cached kernels are dropped when the flag changes:
+``drop_stale_kernels``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import numba
 from llvmlite import ir
 from numba.core import cgutils, types
+from numba.core.registry import CPUDispatcher
 from numba.extending import intrinsic
 
 BOUNDSCHECK = os.environ.get("TRACERACE_BOUNDSCHECK", "") == "1"
@@ -60,24 +62,97 @@ def _install_no_wraparound() -> None:
 _install_no_wraparound()
 
 
+# -- the decorators ---------------------------------------------------------
+# The first run compiles every kernel (a user's first impression), so the
+# shapes below are chosen by compile time as well as by instructions per
+# event; docs/engine.md has the figures. What costs compile time in Numba:
+#
+# - Inlining at Numba IR level (``inline="always"``) copies the callee's IR,
+#   nested inlines included, at every call site (``copy.deepcopy`` of every
+#   block) and types the grown function again: 28 s of a 69 s first compile.
+#   Helpers are inlined by LLVM instead (``forceinline``: ``alwaysinline``),
+#   each compiled and typed once.
+# - A constant argument is typed as a literal (``Literal[int](0)``), and each
+#   literal value compiled a new specialization of the callee (95 compiles
+#   where 71 were distinct). ``_Kernel`` types arguments by their plain types.
+# - Every compiled function gets a Python entry (the "cpython wrapper", which
+#   unboxes each array argument) and a C entry ("cfunc wrapper"), each an
+#   LLVM module optimized and compiled to machine code. Only the kernels
+#   the driver calls need the first; nothing needs the second.
+#
+# Measured, first compile of a check in one process (empty cache): 68.9 s
+# with IR-level inlining, 35.0 s with LLVM inlining and plain argument
+# types, 25.0 s without the unused entries.
+
+
+class _Kernel(CPUDispatcher):
+    """A dispatcher that compiles once per argument types: a constant
+    argument is typed as its plain type, not as a literal of its value."""
+
+    def get_call_template(self, args, kws):
+        return super().get_call_template(
+            tuple(types.unliteral(a) for a in args),
+            {k: types.unliteral(v) for k, v in kws.items()})
+
+
+class _Inner(_Kernel):
+    """A function compiled without a Python entry, for compiled callers only:
+    a call from Python is refused (see ``from_python``)."""
+
+    def __call__(self, *args, **kws):
+        raise TypeError(f"{self.py_func.__module__}.{self.py_func.__name__} has no Python "
+                        "entry: call it from compiled code, make it a jit_kernel, or (tests) "
+                        "call it through _jit.from_python")
+
+
+def from_python(fn):
+    """A twin of ``jit_leaf``/``jit_inline`` function ``fn`` with a Python entry,
+    for tests that call one directly. Compiled on first use and not cached:
+    Numba's cache key leaves out the flags, so the twin would share the
+    cache entries of the function without an entry."""
+    twin = fn.__dict__.get("_python_twin")
+    if twin is None:
+        options = {k: v for k, v in fn.targetoptions.items() if k != "nopython"}
+        options["no_cpython_wrapper"] = False
+        twin = fn.__dict__["_python_twin"] = numba.njit(**options)(fn.py_func)
+    return twin
+
+
+def _make(fn, cls, **options):
+    disp = numba.njit(no_cfunc_wrapper=True, **OPTIONS, **options)(fn)
+    if isinstance(disp, CPUDispatcher):  # not under NUMBA_DISABLE_JIT
+        disp.__class__ = cls
+    return disp
+
+
 def jit(fn):
-    return numba.njit(**OPTIONS)(fn)
+    """Kernels the driver calls that allocate (reference counted)."""
+    return _make(fn, _Kernel)
+
+
+def jit_kernel(fn):
+    """Kernels the driver calls that allocate nothing: compiled without NRT,
+    like ``jit_leaf``, with a Python entry."""
+    return _make(fn, _Kernel, _nrt=False, forceinline=False)
 
 
 def jit_inline(fn):
-    """For small helpers on the hot path: inlined at Numba IR level, which also
-    saves the reference-count traffic of passing arrays across a call
-    (measured: ~4x fewer ns per access on the tiled benchmark)."""
-    return numba.njit(inline="always", **OPTIONS)(fn)
+    """For small helpers on the hot path: inlined into every caller by LLVM
+    (``alwaysinline``), which also saves the reference-count traffic of
+    passing arrays across a call (measured: ~4x fewer ns per access on the
+    tiled benchmark). Compiled without NRT: nothing here allocates."""
+    return _make(fn, _Inner, _nrt=False, forceinline=True, no_cpython_wrapper=True)
 
 
 def jit_leaf(fn):
-    """Kernels that allocate nothing: compiled without NRT, so a call does not
-    increment and decrement the reference count of every array argument.
-    Measured: calling the shadow-access kernel with ten array arguments cost
-    ~390 ns with reference counting and a few ns without. Numba compiles a
-    callee with its caller's flags, so nothing a leaf calls may allocate."""
-    return numba.njit(_nrt=False, **OPTIONS)(fn)
+    """Functions called from compiled code that allocate nothing: compiled
+    without NRT, so a call does not increment and decrement the reference
+    count of every array argument. Measured: calling the shadow-access kernel
+    with ten array arguments cost ~390 ns with reference counting and a few
+    ns without. ``forceinline=False`` is explicit: Numba lets a callee inherit
+    unset flags from the caller that compiles it first, and a leaf inlined
+    everywhere doubled the first compile."""
+    return _make(fn, _Inner, _nrt=False, forceinline=False, no_cpython_wrapper=True)
 
 
 @intrinsic
@@ -107,13 +182,26 @@ def prefetch_row(typingctx, arr, row):
     return types.void(arr, row), codegen
 
 
-# The modules outside this package whose constants end up in compiled kernels;
-# every module of the package counts too.
-KERNEL_MODULES = ("findings", "ops", "reasons", "schema")
+# The modules outside this package whose constants end up in compiled kernels,
+# and ``groups``, whose kernels call this package's helpers; every module of
+# the package counts too.
+KERNEL_MODULES = ("findings", "groups", "ops", "reasons", "schema")
 
 
-def _probe():
-    return 0
+def kernel_cache_dirs() -> list[Path]:
+    """Where Numba caches the kernels of this package's modules and of
+    ``groups``: asked of Numba with a probe function compiled as if written
+    in each (Numba names the folder after the source's)."""
+    here = Path(__file__).resolve()
+    dirs = []
+    for source in (here, here.parent.parent / "groups.py"):
+        namespace: dict = {}
+        exec(compile("def probe():\n    return 0\n", str(source), "exec"), namespace)
+        try:
+            dirs.append(Path(numba.njit(cache=True)(namespace["probe"])._cache._cache_path))
+        except AttributeError:  # another Numba: nothing to guard
+            return []
+    return dirs
 
 
 def drop_stale_kernels() -> None:
@@ -122,28 +210,27 @@ def drop_stale_kernels() -> None:
     Numba keys a cached function on its own file's time stamp only, yet the
     kernels inline helpers from other modules (``shadow``, ``clocks``): after
     an edit to a helper, a kernel from an unchanged file would load stale
-    machine code. So the cache directory carries a digest of every module of
-    the package; when it differs, the cached kernels there are dropped.
+    machine code. So each cache folder carries a digest of every module of
+    the package and of ``KERNEL_MODULES``, and the boundscheck flag (Numba's
+    key leaves out the flags); when it differs, the cached kernels there are
+    dropped.
     """
-    try:
-        cache_dir = Path(numba.njit(cache=True)(_probe)._cache._cache_path)
-    except AttributeError:  # another Numba: nothing to guard
-        return
     here = Path(__file__).resolve().parent
     sources = sorted(here.glob("*.py")) + [here.parent / f"{name}.py" for name in KERNEL_MODULES]
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(b"boundscheck=%d\0" % BOUNDSCHECK)
     for path in sources:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    stamp = cache_dir / "tracerace-sources.sha256"
-    try:
-        if stamp.is_file() and stamp.read_text() == digest.hexdigest():
-            return
-        for path in list(cache_dir.glob("*.nbi")) + list(cache_dir.glob("*.nbc")):
-            path.unlink(missing_ok=True)
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(digest.hexdigest())
-    except OSError:  # a read-only cache: Numba will not write there either
-        pass
+    for cache_dir in kernel_cache_dirs():
+        stamp = cache_dir / "tracerace-sources.sha256"
+        try:
+            if stamp.is_file() and stamp.read_text() == digest.hexdigest():
+                continue
+            for path in list(cache_dir.glob("*.nbi")) + list(cache_dir.glob("*.nbc")):
+                path.unlink(missing_ok=True)
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            stamp.write_text(digest.hexdigest())
+        except OSError:  # a read-only cache: Numba will not write there either
+            pass
 
 
 drop_stale_kernels()

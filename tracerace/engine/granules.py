@@ -326,10 +326,16 @@ def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch
         gran[slot, G_INIT] |= m
 
 
-# The same as a function of its own, for the rare large accesses
-# (``access_pages``): inlined there too, it made the first run's compile of
-# the kernels several times longer.
-granules = jit_leaf(granule_range.py_func)
+@jit_leaf
+def granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst, region,
+             space, owner, lo_addr, hi_addr, addr, end, a, epoch, t, info, row, ts, site, size,
+             page):
+    """``granule_range`` as a function of its own, for the rare large accesses
+    (``access_pages``) and copies: inlined there too, it made the first run's
+    compile of the kernels several times longer."""
+    return granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                         pst, region, space, owner, lo_addr, hi_addr, addr, end, a, epoch, t,
+                         info, row, ts, site, size, page)
 
 
 

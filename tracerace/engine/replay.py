@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import ops as O
 from ..schema import COLUMN_NAMES
-from ._jit import jit_leaf
+from ._jit import jit_kernel
 from .agents import AGENT_PREFETCH_MIN, new_agent, thread_agent
 from .async_copies import on_fence_proxy
 from .atomics import on_fence
@@ -52,7 +52,7 @@ Event = namedtuple("Event", "row launch block thread op ts site size")
 # of their own, called with ``Tables``: fewer instructions per event than
 # with them inlined into ``replay`` or gathered into one leaf, at a longer
 # first compile (docs/engine.md has the figures).
-@jit_leaf
+@jit_kernel
 def replay(c, row0, start, t, gpos):
     """Replay rows ``start``.. of batch ``c`` (:class:`Columns`, its first row is
     ``row0`` of the trace) against the state ``t`` (:class:`.state.Tables`):

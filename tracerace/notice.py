@@ -1,6 +1,6 @@
 """A one-line notice on stderr while Numba compiles the checker's kernels.
 
-The first check on a machine compiles the engine (about a minute); later runs
+The first check on a machine compiles the engine (about half a minute); later runs
 load the kernels from Numba's on-disk cache in about a second. Without a word
 the first run looks hung. :class:`CompileNotice` listens to Numba's
 ``numba:compile`` event, which Numba raises only for a real compilation (a
@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from typing import IO, Any
 
-NOTICE = "tracerace: compiling checker kernels, first run only, ~1 min"
+NOTICE = "tracerace: compiling checker kernels, first run only, ~30 s"
 
 _shown = False
 """The notice was printed by this process (it is said once per process)."""

@@ -71,7 +71,8 @@ _install_no_wraparound()
 #   nested inlines included, at every call site (``copy.deepcopy`` of every
 #   block) and types the grown function again: 28 s of a 69 s first compile.
 #   Helpers are inlined by LLVM instead (``forceinline``: ``alwaysinline``),
-#   each compiled and typed once.
+#   each compiled and typed once; only the access path's two functions are
+#   inlined at IR level (``jit_inline_ir``).
 # - A constant argument is typed as a literal (``Literal[int](0)``), and each
 #   literal value compiled a new specialization of the callee (95 compiles
 #   where 71 were distinct). ``_Kernel`` types arguments by their plain types.
@@ -80,9 +81,10 @@ _install_no_wraparound()
 #   LLVM module optimized and compiled to machine code. Only the kernels
 #   the driver calls need the first; nothing needs the second.
 #
-# Measured, first compile of a check in one process (empty cache): 68.9 s
-# with IR-level inlining, 35.0 s with LLVM inlining and plain argument
-# types, 25.0 s without the unused entries.
+# Measured, first compile of a check in one process (empty cache, one
+# sitting): 68.9 s with every helper inlined at IR level, 35.0 s inlined by
+# LLVM with plain argument types, 23.9 s without the unused entries, 25.0 s
+# with the access path inlined at IR level (as shipped).
 
 
 class _Kernel(CPUDispatcher):
@@ -142,6 +144,17 @@ def jit_inline(fn):
     passing arrays across a call (measured: ~4x fewer ns per access on the
     tiled benchmark). Compiled without NRT: nothing here allocates."""
     return _make(fn, _Inner, _nrt=False, forceinline=True, no_cpython_wrapper=True)
+
+
+def jit_inline_ir(fn):
+    """Inlined at Numba IR level, into each caller's IR before typing: for
+    the access path in ``replay`` (``on_access``, ``granule_range``) only.
+    Inlined by LLVM instead, their returned tuples stayed in stack slots that
+    every access zeroed and reloaded: tiled 597 -> 628 instructions per event
+    (``bench.icount``), pipeline 683 -> 711, cpu 720 -> 742. Their helpers
+    are ``jit_inline``, so the copying is of these two bodies only (~1 s of
+    the first compile)."""
+    return _make(fn, _Inner, inline="always", no_cpython_wrapper=True)
 
 
 def jit_leaf(fn):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ._jit import jit_inline, jit_leaf, store_row_nt
+from ._jit import jit_inline, jit_inline_ir, jit_leaf, store_row_nt
 from .agents import known
 from .async_copies import copy_retired, proxy_fenced, retiring_wait
 from .layout import (
@@ -93,7 +93,7 @@ def extend_bytes(un, base, gsize, first, last):
     return first, last
 
 
-@jit_inline
+@jit_inline_ir
 def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
                   region, space, owner, lo_addr, hi_addr, addr, end, a, epoch, t, info, row, ts,
                   site, size, page):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ._jit import jit_inline, jit_leaf
+from ._jit import jit_inline, jit_inline_ir, jit_leaf
 from .atomics import acquire_atomic, release_atomic
 from .granules import granule_range, granules, region_of
 from .layout import (
@@ -66,7 +66,7 @@ def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst
 
 
 # ---------------------------------------------------------------------------
-@jit_inline
+@jit_inline_ir
 def on_access(t, c, i, ev, a, epoch):
     """A read, write or atomic: the reference's ``on_access``."""
     (sv, ag, snaps, arena_a, arena_e, scratch, touched, nodes, cold, gran, rels,

@@ -46,12 +46,13 @@ Event = namedtuple("Event", "row launch block thread op ts site size")
 
 # ``replay`` allocates nothing (the joins use the ``cvs`` workspace; clock
 # compaction, which sorts, runs in the driver), so it is compiled without NRT.
-# ``on_access`` and the granule path are inlined into it (``jit_inline``): a
-# call passes every array argument as a struct of ~8 words, ~100 pushes per
-# access, ~12% of the tiled benchmark's samples. The other handlers are leaves
-# of their own, called with ``Tables``: fewer instructions per event than
-# with them inlined into ``replay`` or gathered into one leaf, at a longer
-# first compile (docs/engine.md has the figures).
+# ``on_access`` and the granule path are inlined into it (``jit_inline_ir``,
+# their helpers ``jit_inline``): a call passes every array argument as a
+# struct of ~8 words, ~100 pushes per access, ~12% of the tiled benchmark's
+# samples. The other handlers are leaves of their own, called with
+# ``Tables`` (LLVM inlines most of them here, each having one call site):
+# fewer instructions per event than with them inlined into ``replay`` at IR
+# level or gathered into one leaf (docs/engine.md has the figures).
 @jit_kernel
 def replay(c, row0, start, t, gpos):
     """Replay rows ``start``.. of batch ``c`` (:class:`Columns`, its first row is

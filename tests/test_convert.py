@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 
 import tracerace
 from tracerace.cli import app
-from tracerace.convert import FORK_FLAG, JOIN_FLAG, NAMED_ID, NAMED_THREAD, convert
+from tracerace.convert import convert
+from tracerace.std import FORK_FLAG, JOIN_FLAG, NAMED_ID, NAMED_THREAD
 from tracerace.errors import TraceError
 from tracerace.ops import Op
 from tracerace.writer import write_table
@@ -287,7 +288,7 @@ def test_std_to_std_normalises(tmp_path):
 
 
 def test_large_import_streams_in_chunks(tmp_path, monkeypatch):
-    import tracerace.convert as conv
+    import tracerace.std as conv
 
     monkeypatch.setattr(conv, "CHUNK_LINES", 7)
     monkeypatch.setattr(conv, "READ_BYTES", 50)

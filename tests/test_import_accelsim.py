@@ -16,7 +16,7 @@ from tracerace.cli import app
 from tracerace.convert import convert
 from tracerace.errors import TraceError
 from tracerace.gpu import ImportOptions, import_trace
-from tracerace.gpu.kernel import GLOBAL_INIT_WINDOW
+from tracerace.gpu.emit import GLOBAL_INIT_WINDOW
 from tracerace.info import trace_info
 from tracerace.reader import validate_trace
 

@@ -10,10 +10,11 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from tracerace.columns import EXTENSION_OP_MIN
 from tracerace.errors import TraceError
+from tracerace.header import parse_buffer
 from tracerace.meta import Buffer
 from tracerace.ops import Op, Proxy, Scope, Sem, Space
-from tracerace.reader import EXTENSION_OP_MIN, parse_buffer
 from tracerace.schema import (COLUMNS, FORMAT_VERSION, META_BUFFERS, META_PRODUCER, META_SITES,
                               META_VERSION, META_WARNINGS, arrow_schema)
 

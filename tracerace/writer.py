@@ -27,12 +27,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from .columns import out_of_range
 from .coords import META_LAUNCHES, LaunchDims, launches_json, parse_launches
 from .errors import TraceError
+from .header import parse_buffer
 from .meta import Buffer
 from .ops import Op, Space
 from .outfile import create_beside
-from .reader import DEFAULT_BATCH_SIZE, _open, out_of_range, parse_buffer
+from .reader import DEFAULT_BATCH_SIZE, _open
 from .schema import (COLUMN_BY_NAME, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION, META_BUFFERS,
                      META_PRODUCER, META_SITES, META_VERSION, META_WARNINGS, REQUIRED,
                      SITE_NONE,

@@ -15,10 +15,12 @@ Three tools are read, each from the output its own writer produces:
 Every format becomes one launch per kernel: CTA -> ``block`` (linear, x
 fastest), lane of warp w -> ``thread`` ``w * 32 + lane``, inactive lanes
 dropped. :mod:`.sass` is the one table of what each SASS instruction does;
-:mod:`.kernel` turns records into rows. What a format does not record is
-stated in its module and in the import's notes; an instruction the import
-cannot follow (an unknown opcode, an mbarrier or TMA operation, an operand the
-format lacks) fails the import with the file, line and opcode, exit 2.
+:mod:`.kernel` turns records into items (:mod:`.items`), :mod:`.order` picks
+their replay order and :mod:`.emit` expands them into rows. What a format
+does not record is stated in its module and in the import's notes; an
+instruction the import cannot follow (an unknown opcode, an mbarrier or TMA
+operation, an operand the format lacks) fails the import with the file, line
+and opcode, exit 2.
 
 The trace's metadata gains ``tracerace.kernels`` (per launch: name, grid and
 block dims, source file, windows) and ``tracerace.import`` (format, order,
@@ -35,7 +37,8 @@ from dataclasses import dataclass
 from ..errors import TraceError
 from ..writer import TraceWriter
 from . import accelsim, cutracer, nvbit
-from .kernel import Emitter, KernelInfo, Notes
+from .emit import Emitter
+from .kernel import KernelInfo, Notes
 from .source import lines
 
 FORMATS = ("accelsim", "cutracer", "memtrace")
@@ -79,7 +82,7 @@ class ImportResult:
 
 def parse_window(text: str, what: str) -> tuple[int, int]:
     """``BASE[:SIZE]`` (hex or decimal) as (base, size); size defaults to 16 MiB."""
-    from .kernel import DEFAULT_WINDOW_SIZE
+    from .emit import DEFAULT_WINDOW_SIZE
 
     m = re.fullmatch(r"\s*(0x[0-9a-fA-F]+|\d+)\s*(?::\s*(0x[0-9a-fA-F]+|\d+))?\s*", text)
     if not m:

@@ -40,8 +40,10 @@ import os
 import re
 
 from ..schema import SITE_NONE
-from .kernel import (A_ACTIVE, A_STRIDE, DEFAULT_WINDOW_SIZE, CtaReplay, Emitter, KernelInfo,
-                     Launch, Notes, Record, RecordedOrder)
+from .emit import DEFAULT_WINDOW_SIZE, Emitter
+from .items import A_ACTIVE, A_STRIDE
+from .kernel import KernelInfo, Launch, Notes, Record
+from .order import CtaReplay, RecordedOrder
 from .sass import IMPLICIT_COUNT, Effect, SyncOperands, decode
 from .source import error, lines
 

@@ -39,7 +39,10 @@ from __future__ import annotations
 import json
 import os
 
-from .kernel import A_LANES, Emitter, KernelInfo, Launch, Notes, Record, RecordedOrder
+from .emit import Emitter
+from .items import A_LANES
+from .kernel import KernelInfo, Launch, Notes, Record
+from .order import RecordedOrder
 from .sass import decode, split_text, sync_operands
 from .source import error, lines
 

@@ -34,7 +34,10 @@ from __future__ import annotations
 
 import re
 
-from .kernel import A_LANES, Emitter, KernelInfo, Launch, Notes, Record, RecordedOrder
+from .emit import Emitter
+from .items import A_LANES
+from .kernel import KernelInfo, Launch, Notes, Record
+from .order import RecordedOrder
 from .source import error, lines
 
 RULE = "memtrace-syntax"

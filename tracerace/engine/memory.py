@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as O
-from ._jit import jit_inline, jit_inline_ir, jit_leaf
+from ._jit import jit_inline_ir, jit_leaf
 from .atomics import acquire_atomic, release_atomic
 from .granules import granule_range, granules, region_of
 from .layout import (

@@ -1,4 +1,4 @@
-"""The thread that works ahead of the fold (tracerace.groups._Ahead) changes no answer.
+"""The thread that works ahead of the fold (tracerace.group_pools.Ahead) changes no answer.
 
 It faults in the records the next batch's groups will take and the larger
 hash table the next growth rehashes into, while the checker replays; the
@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_groups import BUFFERS, OPS, check_against_naive, random_findings, split
 
-from tracerace import groups
+from tracerace import group_pools
 from tracerace.findings import FINDING_DTYPE
 from tracerace.groups import GroupBuilder, group_findings
 from tracerace.engine.mapped import can_populate
@@ -34,7 +34,7 @@ def test_builder_working_ahead_after_every_batch_matches_the_naive_grouping(
     stream = split(random_findings(rng, n), cuts)
     if shuffle:
         stream = [stream[i] for i in rng.permutation(len(stream))]
-    with mock.patch.object(groups, "AHEAD_MIN", 1):
+    with mock.patch.object(group_pools, "AHEAD_MIN", 1):
         check_against_naive(stream, kinds)
 
 
@@ -65,10 +65,10 @@ def test_working_ahead_changes_no_answer():
     f = many_groups(rng, 60_000, sites)
     f[30_000:]["site"] = f[:30_000]["site"]  # the later half: the same pairs again
     f[30_000:]["prev_site"] = f[:30_000]["prev_site"]
-    with mock.patch.object(groups, "AHEAD_MIN", 1 << 62):
+    with mock.patch.object(group_pools, "AHEAD_MIN", 1 << 62):
         plain = group_findings(f, meta, keep_findings=False)
     builder = GroupBuilder(meta)
-    with mock.patch.object(groups, "AHEAD_MIN", 1):
+    with mock.patch.object(group_pools, "AHEAD_MIN", 1):
         for start in range(0, len(f), 2_000):
             builder.add(f[start:start + 2_000])
             builder._ahead.wait()

@@ -104,7 +104,7 @@ def test_stale_kernels_are_dropped_when_a_source_or_the_boundscheck_flag_changes
 
 
 def test_the_kernel_cache_folders_are_those_numba_uses():
-    from tracerace import groups
+    from tracerace import group_fold
     engine_dir, package_dir = _jit.kernel_cache_dirs()
-    assert Path(groups.fold._cache._cache_path) == package_dir
+    assert Path(group_fold.fold._cache._cache_path) == package_dir
     assert Path(replay._cache._cache_path) == engine_dir

@@ -48,7 +48,7 @@ it by element)."""
 # fresh pages, not the fold's work, were most of what a group cost
 # (bench/README.md, the racy rows). Capacities are made before a call (GroupBuilder._room), so
 # the kernel never runs out. The fold allocates nothing and is compiled
-# without reference counting (``jit_leaf``): the atomic increments and
+# without reference counting (``jit_kernel``): the atomic increments and
 # decrements of the record views it takes were much of its time (ibid.).
 
 GROUP_DTYPE = np.dtype([

@@ -196,18 +196,18 @@ def prefetch_row(typingctx, arr, row):
 
 
 # The modules outside this package whose constants end up in compiled kernels,
-# and ``groups``, whose kernels call this package's helpers; every module of
-# the package counts too.
-KERNEL_MODULES = ("findings", "groups", "ops", "reasons", "schema")
+# and ``group_fold``, whose kernels call this package's helpers; every module
+# of the package counts too.
+KERNEL_MODULES = ("findings", "group_fold", "ops", "reasons", "schema")
 
 
 def kernel_cache_dirs() -> list[Path]:
     """Where Numba caches the kernels of this package's modules and of
-    ``groups``: asked of Numba with a probe function compiled as if written
+    ``group_fold``: asked of Numba with a probe function compiled as if written
     in each (Numba names the folder after the source's)."""
     here = Path(__file__).resolve()
     dirs = []
-    for source in (here, here.parent.parent / "groups.py"):
+    for source in (here, here.parent.parent / "group_fold.py"):
         namespace: dict = {}
         exec(compile("def probe():\n    return 0\n", str(source), "exec"), namespace)
         try:

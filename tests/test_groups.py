@@ -99,8 +99,8 @@ def naive(stream: list[np.ndarray], kinds: set[int]):
     return groups, by_kind, filtered, len(racy)
 
 
-def check_against_naive(stream: list[np.ndarray], kinds: set[int]) -> None:
-    builder = GroupBuilder(META, kinds)
+def check_against_naive(stream: list[np.ndarray], kinds: set[int], **options) -> None:
+    builder = GroupBuilder(META, kinds, **options)
     for batch in stream:
         builder.add(batch)
     table = builder.table()

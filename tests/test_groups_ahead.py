@@ -8,16 +8,14 @@ grouping of ``test_groups`` says, whenever the thread happens to finish.
 
 from __future__ import annotations
 
-from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_groups import BUFFERS, OPS, check_against_naive, random_findings, split
 
-from tracerace import group_pools
 from tracerace.findings import FINDING_DTYPE
-from tracerace.groups import GroupBuilder, group_findings
+from tracerace.groups import GroupBuilder
 from tracerace.engine.mapped import can_populate
 from tracerace.meta import TraceMeta
 from tracerace.ops import HazardKind
@@ -34,8 +32,7 @@ def test_builder_working_ahead_after_every_batch_matches_the_naive_grouping(
     stream = split(random_findings(rng, n), cuts)
     if shuffle:
         stream = [stream[i] for i in rng.permutation(len(stream))]
-    with mock.patch.object(group_pools, "AHEAD_MIN", 1):
-        check_against_naive(stream, kinds)
+    check_against_naive(stream, kinds, ahead_min=1)
 
 
 def many_groups(rng: np.random.Generator, n: int, sites: int) -> np.ndarray:
@@ -65,15 +62,15 @@ def test_working_ahead_changes_no_answer():
     f = many_groups(rng, 60_000, sites)
     f[30_000:]["site"] = f[:30_000]["site"]  # the later half: the same pairs again
     f[30_000:]["prev_site"] = f[:30_000]["prev_site"]
-    with mock.patch.object(group_pools, "AHEAD_MIN", 1 << 62):
-        plain = group_findings(f, meta, keep_findings=False)
-    builder = GroupBuilder(meta)
-    with mock.patch.object(group_pools, "AHEAD_MIN", 1):
-        for start in range(0, len(f), 2_000):
-            builder.add(f[start:start + 2_000])
-            builder._ahead.wait()
-            if can_populate():  # the next batch's records are faulted in
-                assert builder._groups.populated >= builder.groups
+    plain = GroupBuilder(meta, ahead_min=1 << 62)  # never works ahead
+    plain.add(f)
+    plain = plain.table()
+    builder = GroupBuilder(meta, ahead_min=1)
+    for start in range(0, len(f), 2_000):
+        builder.add(f[start:start + 2_000])
+        builder._ahead.wait()
+        if can_populate():  # the next batch's records are faulted in
+            assert builder._groups.populated >= builder.groups
     ahead = builder.table()
     assert len(plain) == len(ahead) > 10_000
     if can_populate():  # the table grew into tables made ahead

@@ -63,8 +63,9 @@ class Ahead:
     made by the fold's thread as without this, so a wrong guess or a late
     thread costs memory or time, never an answer."""
 
-    def __init__(self, pools: tuple[Records, ...]) -> None:
+    def __init__(self, pools: tuple[Records, ...], min_new: int = AHEAD_MIN) -> None:
         self._pools = pools
+        self._min_new = min_new  # fewer new groups in a batch: no work ahead
         self._cv = threading.Condition()
         self._job: tuple | None = None  # posted, not yet taken by the worker
         self._busy = False  # a job posted and not finished
@@ -78,7 +79,7 @@ class Ahead:
         """The pools hold ``used`` records, ``grown`` of them new with the last
         batch; the next batch will likely need a table of ``slots`` slots (it
         has ``have``)."""
-        if grown[0] < AHEAD_MIN or self._busy or self._closing or not can_populate():
+        if grown[0] < self._min_new or self._busy or self._closing or not can_populate():
             return
         stops = [u + 2 * d for u, d in zip(used, grown)]
         for pool, u, stop in zip(self._pools, used, stops):

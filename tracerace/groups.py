@@ -62,7 +62,7 @@ from .findings import FINDING_DTYPE, NO_ROW, empty_findings
 from .group_fold import (GROUP_DTYPE, LOCATOR_DTYPE, PREFETCH_AHEAD, PREFETCH_GROUPS,
                          ROLE_COPY, ROLE_NAMES, ROLE_NONE, ROLE_THREAD, SV_ERRORS, SV_FIELDS,
                          SV_GROUPS, SV_LOCATORS, SV_RACY, fold, rehash, scan, table_slots)
-from .group_pools import Ahead, Records
+from .group_pools import AHEAD_MIN, Ahead, Records
 from .meta import TraceMeta
 from .ops import HazardKind, Op, Severity, Space
 
@@ -281,10 +281,13 @@ class GroupBuilder:
 
     ``kinds``: the hazard kinds kept (the others are counted as filtered and
     go no further). ``keep_findings``: keep every kept finding too.
+    ``ahead_min``: a batch that made fewer new groups than this is not worth
+    faulting memory in ahead for (``group_pools.Ahead``).
     """
 
     def __init__(self, meta: TraceMeta, kinds: Iterable[int] | None = None, *,
-                 keep_findings: bool = False, examples: int = EXAMPLES) -> None:
+                 keep_findings: bool = False, examples: int = EXAMPLES,
+                 ahead_min: int = AHEAD_MIN) -> None:
         if not 0 < examples < 255:
             raise ValueError(f"examples must be in 1..254, not {examples}")
         self._canon = site_keys(meta)
@@ -301,7 +304,7 @@ class GroupBuilder:
         self._k = examples
         self._groups = Records(GROUP_DTYPE)
         self._loc = Records(LOCATOR_DTYPE)
-        self._ahead = Ahead((self._groups, self._loc))
+        self._ahead = Ahead((self._groups, self._loc), ahead_min)
         self._table = np.zeros(0, dtype=np.uint64)
         self._sv = np.zeros(SV_FIELDS, dtype=np.int64)
         self._rows_seen = np.zeros(0, dtype=np.uint8)  # bitmap of racy rows

@@ -98,6 +98,40 @@ def test_an_mbarrier_init_without_a_count_is_refused(tmp_path):
         assert not out.exists()
 
 
+def test_a_refused_recording_names_the_program_not_the_deleted_stream(tmp_path, monkeypatch):
+    """Through ``record`` (the GPU run replaced by a spy that leaves the stream
+    recorded on the GPU where the tool would): the refusal names the program
+    and the stream's record, not the temporary file deleted by then."""
+    import shutil
+    import subprocess
+    from types import SimpleNamespace
+
+    from tracerace.record import cuda
+
+    recorded = Path(unpacked("exchange-wait", tmp_path)).parent
+    real_run = subprocess.run
+
+    def run_on_gpu(command, env=None, **kw):
+        if env is None or cuda.OUTPUT_ENV not in env:  # nvdisasm, for the source lines
+            return real_run(command, env=env, **kw)
+        for f in recorded.iterdir():
+            shutil.copy(f, Path(env[cuda.OUTPUT_ENV]).parent)
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setattr(cuda, "find_toolkit", lambda: None)
+    monkeypatch.setattr(cuda, "tool_library", lambda _: SimpleNamespace(library="x", patches="y"))
+    monkeypatch.setattr(cuda, "check_gpu", lambda: None)
+    monkeypatch.setattr(cuda.subprocess, "run", run_on_gpu)
+    out = tmp_path / "exchange.arrow"
+    with pytest.raises(TraceError) as err:
+        cuda.record(["./exchange"], str(out))
+    assert err.value.path == "./exchange" and err.value.row is None
+    assert "reports no expected arrival count" in err.value.message
+    assert "(record 11 of the CUDA tool's stream; TRACERACE_CUDA_KEEP=DIR keeps the stream)" \
+        in err.value.message
+    assert not out.exists()
+
+
 def test_recorded_launches_carry_their_grid_and_block(tmp_path):
     _, out = checked("reduce-sync", tmp_path)
     with open_trace(out) as t:

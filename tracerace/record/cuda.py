@@ -83,6 +83,20 @@ def run(command: Sequence[str], out: str, *, preload: bool = False) -> RecordRes
             os.makedirs(keep, exist_ok=True)
             for name in os.listdir(temp):
                 shutil.copy(os.path.join(temp, name), keep)
-        events, launches, warnings = convert(prefix, out)
+        try:
+            events, launches, warnings = convert(prefix, out)
+        except TraceError as err:
+            raise _about_program(err, command, temp) from None
     return RecordResult(out=out, events=events, launches=launches,
                         seconds=time.perf_counter() - start, exit_code=0, warnings=warnings)
+
+
+def _about_program(err: TraceError, command: Sequence[str], temp: str) -> TraceError:
+    """``err`` naming the recorded program where it named the tool's temporary
+    stream (deleted by the time the user reads it): the stream's record number
+    goes into the message, with how to keep the stream."""
+    if not (err.path or "").startswith(temp):
+        return err
+    where = (f" (record {err.row} of the CUDA tool's stream; {KEEP_ENV}=DIR keeps the "
+             "stream)") if err.row is not None else ""
+    return TraceError(err.message + where, path=command[0], rule=err.rule)

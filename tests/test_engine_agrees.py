@@ -47,7 +47,7 @@ def assert_agree(events, splits, **engine_options):
     eng = outcome(engine, cols, splits, **engine_options)
     if isinstance(ref, TraceError) or isinstance(eng, TraceError):
         assert isinstance(ref, TraceError) and isinstance(eng, TraceError), (ref, eng)
-        assert (ref.rule, ref.row) == (eng.rule, eng.row)
+        assert str(ref) == str(eng)  # file, row, rule and message: one formatter
         return ref
     assert ref.events == eng.events
     assert ref.triples() == eng.triples()

@@ -65,7 +65,8 @@ _install_no_wraparound()
 # -- the decorators ---------------------------------------------------------
 # The first run compiles every kernel (a user's first impression), so the
 # shapes below are chosen by compile time as well as by instructions per
-# event; docs/engine.md has the figures. What costs compile time in Numba:
+# event; bench/README.md ("The first compile") has the figures. What costs
+# compile time in Numba:
 #
 # - Inlining at Numba IR level (``inline="always"``) copies the callee's IR,
 #   nested inlines included, at every call site (``copy.deepcopy`` of every
@@ -120,8 +121,13 @@ def from_python(fn):
     return twin
 
 
-def _make(fn, cls, **options):
-    disp = numba.njit(no_cfunc_wrapper=True, **OPTIONS, **options)(fn)
+def _make(fn, cls, forceinline=False, **options):
+    # ``forceinline`` is always set: Numba lets a callee inherit unset flags
+    # from the caller that compiles it first, and a leaf compiled first from
+    # an ``alwaysinline`` helper was inlined everywhere (the first compile
+    # doubled).
+    disp = numba.njit(no_cfunc_wrapper=True, forceinline=forceinline, **OPTIONS,
+                      **options)(fn)
     if isinstance(disp, CPUDispatcher):  # not under NUMBA_DISABLE_JIT
         disp.__class__ = cls
     return disp
@@ -135,7 +141,7 @@ def jit(fn):
 def jit_kernel(fn):
     """Kernels the driver calls that allocate nothing: compiled without NRT,
     like ``jit_leaf``, with a Python entry."""
-    return _make(fn, _Kernel, _nrt=False, forceinline=False)
+    return _make(fn, _Kernel, _nrt=False)
 
 
 def jit_inline(fn):
@@ -162,10 +168,8 @@ def jit_leaf(fn):
     without NRT, so a call does not increment and decrement the reference
     count of every array argument. Measured: calling the shadow-access kernel
     with ten array arguments cost ~390 ns with reference counting and a few
-    ns without. ``forceinline=False`` is explicit: Numba lets a callee inherit
-    unset flags from the caller that compiles it first, and a leaf inlined
-    everywhere doubled the first compile."""
-    return _make(fn, _Inner, _nrt=False, forceinline=False, no_cpython_wrapper=True)
+    ns without."""
+    return _make(fn, _Inner, _nrt=False, no_cpython_wrapper=True)
 
 
 @intrinsic

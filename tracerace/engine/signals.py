@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import ops as O
 from .. import reasons as R
-from ._jit import jit_leaf
+from ._jit import jit_inline, jit_leaf
 from .agents import set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, lookup, merge_many
 from .hashmap import hm_get, hm_put
@@ -28,6 +28,20 @@ def sig_knows(snaps, arena_a, arena_e, sigs, s, u):
     if u == sigs[s, SG_AGENT]:
         return sigs[s, SG_EPOCH]
     return lookup(snaps, arena_a, arena_e, sigs[s, SG_BASE], u)
+
+
+@jit_inline
+def _alias(find, sv, ag, a, row, launch, block, thread, op, ts, site, obj, code, s_row, s_launch,
+           s_block, s_thread, s_ts, s_site):
+    """A ``sync_alias`` finding at the wait, the signal it pairs with as its
+    earlier side; returns its row in ``find``."""
+    k = emit(find, sv, O.K_SYNC_ALIAS, row, launch, block, thread, op, ts, site)
+    set_prev(find, k, s_row, s_launch, s_block, s_thread, O.SIGNAL, s_ts, s_site)
+    find[k, F_OBJ] = obj
+    find[k, F_CODE] = code
+    find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
+    find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+    return k
 
 
 @jit_leaf
@@ -99,22 +113,16 @@ def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
                 s = cons[c]
                 if pick < 0 or sigs[s, SG_ROW] > sigs[pick, SG_ROW]:
                     pick = s
-        k = emit(find, sv, O.K_SYNC_ALIAS, row, launch, block, thread, op, ts, site)
-        set_prev(find, k, sigs[pick, SG_ROW], sigs[pick, SG_LAUNCH], sigs[pick, SG_BLOCK],
-                 sigs[pick, SG_THREAD], O.SIGNAL, sigs[pick, SG_TS], sigs[pick, SG_SITE])
-        find[k, F_OBJ] = obj
-        find[k, F_CODE] = R.ALIAS_CROSSED
-        find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
-        find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+        _alias(find, sv, ag, a, row, launch, block, thread, op, ts, site, obj,
+               R.ALIAS_CROSSED, sigs[pick, SG_ROW], sigs[pick, SG_LAUNCH],
+               sigs[pick, SG_BLOCK], sigs[pick, SG_THREAD], sigs[pick, SG_TS],
+               sigs[pick, SG_SITE])
     elif warn >= 0:
-        k = emit(find, sv, O.K_SYNC_ALIAS, row, launch, block, thread, op, ts, site)
+        k = _alias(find, sv, ag, a, row, launch, block, thread, op, ts, site, obj,
+                   R.ALIAS_MAY_CROSS, pairs[warn, PR_S_ROW], pairs[warn, PR_S_LAUNCH],
+                   pairs[warn, PR_S_BLOCK], pairs[warn, PR_S_THREAD], pairs[warn, PR_S_TS],
+                   pairs[warn, PR_S_SITE])
         find[k, F_SEVERITY] = WARNING
-        set_prev(find, k, pairs[warn, PR_S_ROW], pairs[warn, PR_S_LAUNCH], pairs[warn, PR_S_BLOCK],
-                 pairs[warn, PR_S_THREAD], O.SIGNAL, pairs[warn, PR_S_TS], pairs[warn, PR_S_SITE])
-        find[k, F_OBJ] = obj
-        find[k, F_CODE] = R.ALIAS_MAY_CROSS
-        find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
-        find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
 
 
 @jit_leaf

@@ -260,3 +260,14 @@ def test_spilled_writer_reads_back_in_bounded_batches(tmp_path):
     assert meta.num_rows == n and got["addr"].tolist() == list(range(0, 4 * n, 4))
     for col in COLUMNS:
         assert got[col.name].dtype == col.dtype
+
+
+@pytest.mark.parametrize("ops", [np.array(["write", "bar_sync"]),
+                                 np.array([Op.WRITE, "BAR_SYNC"], dtype=object),
+                                 ["write", Op.BAR_SYNC]])
+def test_extend_takes_the_op_names_event_takes(tmp_path, ops):
+    with TraceWriter(tmp_path / "t.arrow") as w:
+        w.event("write", ts=0, launch=0, block=0, thread=0)
+        w.extend(op=ops, ts=[1, 2], launch=0, block=0, thread=[0, 1])
+    meta, got = read_back(tmp_path / "t.arrow")
+    assert got["op"].tolist() == [int(Op.WRITE), int(Op.WRITE), int(Op.BAR_SYNC)]

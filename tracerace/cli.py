@@ -40,8 +40,15 @@ def _main(
 
 def _fail(err: Exception) -> "typer.Exit":
     """Print a user error on one line and return the exit-2 signal to raise."""
-    typer.echo(f"tracerace: error: {err}", err=True)
+    _say(f"tracerace: error: {err}")
     return typer.Exit(2)
+
+
+def _say(line: str) -> None:
+    """A line on stderr, trace text in it shown escaped (:func:`~tracerace.shown.shown`)."""
+    from .shown import shown
+
+    typer.echo(shown(line), err=True)
 
 
 @app.command()
@@ -78,7 +85,7 @@ def check(
                                    select=select, ignore=ignore, progress=bar.update,
                                    sink=out.sink)
             for warning in report.meta.warnings:
-                typer.echo(f"tracerace: warning: {trace}: {warning}", err=True)
+                _say(f"tracerace: warning: {trace}: {warning}")
             out.write(report)
     except TraceError as err:
         raise _fail(err) from None
@@ -94,12 +101,13 @@ def validate_command(
     """Check that TRACE follows the trace format (exit 0: it does, 2: it does not):
     every rule `check` enforces, including those the replay finds."""
     from .api import validate
+    from .shown import shown
 
     try:
         meta = validate(trace)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(f"{trace}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
+    typer.echo(f"{shown(trace)}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
                f"{len(meta.sites)} sites, {len(meta.buffers)} buffers")
 
 
@@ -197,9 +205,9 @@ def convert_command(
                          generic_global=generic_global)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(result.summary_line(), err=True)
+    _say(result.summary_line())
     for note in result.notes:
-        typer.echo(f"note: {note}", err=True)
+        _say(f"note: {note}")
 
 
 @app.command("record", context_settings={"ignore_unknown_options": True})
@@ -224,9 +232,9 @@ def record_command(
         result = record(list(command), out, backend=backend, schedule=schedule, seed=seed)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(result.summary_line(), err=True)
+    _say(result.summary_line())
     for warning in result.warnings:
-        typer.echo(f"tracerace: warning: {warning}", err=True)
+        _say(f"tracerace: warning: {warning}")
     if result.exit_code:
         typer.echo(f"note: the recorded program exited with status {result.exit_code}; "
                    "its trace is complete up to then", err=True)
@@ -302,7 +310,7 @@ def main() -> None:
     try:
         app(standalone_mode=True)
     except TraceError as err:  # a command that forgot to catch it
-        typer.echo(f"tracerace: error: {err}", err=True)
+        _say(f"tracerace: error: {err}")
         sys.exit(2)
     except MemoryError:  # outside a check (the API turns its own into a TraceError)
         typer.echo("tracerace: error: out-of-memory: not enough memory to finish", err=True)

@@ -34,6 +34,7 @@ from .locations import byte_range, locate_all, merge_ranges, name_range, space_n
 from .meta import TraceMeta
 from .options import CheckOptions
 from .ops import HazardKind, Space
+from .shown import shown
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -474,7 +475,7 @@ class Report:
         """The text report: the lines of each shown group (:meth:`HazardGroup.text_lines`),
         then the closing lines (legend, what ``max_reports`` left out, the summary)."""
         for group in self.shown_groups:
-            yield group.text_lines() + [[]]
+            yield _shown_lines(group.text_lines()) + [[]]
         end = []
         if self.legend is not None:
             end += field_lines("agents", self.legend[len("agents are "):], "note")
@@ -483,7 +484,7 @@ class Report:
             end.append([(omitted, "note")])
         role = "error" if self.errors else ("warning" if self.warnings else "clean")
         end.append([(self.summary_line(), role)])
-        yield end
+        yield _shown_lines(end)
 
     def to_text(self) -> str:
         """The text report, as ``tracerace check`` prints it to a file."""
@@ -523,6 +524,13 @@ class Report:
         """One row per finding of :attr:`findings` (not grouped), flat columns
         (:mod:`tracerace.arrow_report`)."""
         return report_table(self.meta, self.findings, self.group_of(), self.events, self.links)
+
+
+def _shown_lines(lines: list[Line]) -> list[Line]:
+    """``lines`` with the trace's text in them (sites, names) shown escaped: a site
+    holding a terminal escape or a newline cannot act on the terminal or forge a
+    line of the report (:func:`~tracerace.shown.shown`)."""
+    return [[(shown(text), role) for text, role in line] for line in lines]
 
 
 def _count(n: int, noun: str) -> str:

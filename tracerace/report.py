@@ -29,7 +29,7 @@ from .groups import ROLE_NAMES, GroupTable, group_findings, stable_order
 from .arrow_report import report_table
 from .hazards import (KIND_NAMES, RACE_KINDS, SEVERITY_NAMES, Access, Hazard, Link,
                       hazard_from_record)
-from .hints import Hint, buffer_name, hint
+from .hints import Hint, buffer_name, hint, update_of, update_op, update_pairs
 from .locations import byte_range, locate_all, merge_ranges, name_range, space_name
 from .meta import TraceMeta
 from .options import CheckOptions
@@ -134,8 +134,11 @@ class HazardGroup:
 
     @cached_property
     def hint(self) -> Hint | None:
-        """What to change, from the example (:mod:`tracerace.hints`)."""
-        return hint(self._record, self._report.meta, buffer_name(self.example.element))
+        """What to change, from the example (:mod:`tracerace.hints`); an atomic
+        update when the group is a read-modify-write by many threads
+        (:attr:`Report.updates`)."""
+        return hint(self._record, self._report.meta, buffer_name(self.example.element),
+                    update=self._report.update_lines.get(self.id))
 
     @cached_property
     def linked(self) -> Link | None:
@@ -462,6 +465,43 @@ class Report:
         return out
 
     @property
+    def updates(self) -> frozenset[int]:
+        """Ids of the race groups that are a read-modify-write of the same bytes by
+        many threads (:func:`~tracerace.hints.update_pairs`): their fix is an
+        atomic update."""
+        return frozenset(self.update_lines)
+
+    @cached_property
+    def update_lines(self) -> dict[int, tuple[str, str]]:
+        """Group id -> (read line, write line) of each of :attr:`updates`."""
+        table = self.table
+        if len(table) == 0:
+            return {}
+        first = table.examples[table.example_start[:-1]]  # each group's example
+        races = np.flatnonzero(np.isin(table.kind, [int(HazardKind[k.upper()])
+                                                    for k in RACE_KINDS]))
+        site = self.meta.site_text
+        keys = {}
+        for g in races.tolist():
+            ex = first[g]
+            keys[g] = (int(ex["kind"]), site(int(ex["prev_site"])) if ex["prev_row"] >= 0
+                       else None, site(int(ex["site"])), int(ex["prev_op"]), int(ex["op"]))
+        pairs = update_pairs(keys.values())
+        out = {}
+        for g, (kind, s1, s2, op1, op2) in keys.items():
+            pair = update_of(kind, s1, s2, pairs) if update_op(op1) and update_op(op2) else None
+            if pair is not None:
+                out[g] = pair
+        return out
+
+    @cached_property
+    def update_hints(self) -> dict[int, Hint]:
+        """Group id -> hint of each of :attr:`updates` (the Arrow report gives each
+        finding of such a group its group's hint)."""
+        return {g: h for g in sorted(self.updates)
+                if (h := HazardGroup(self, g).hint) is not None}
+
+    @property
     def legend(self) -> str | None:
         """How agents are named when the trace gives no dimensions (None otherwise,
         or when no group is shown)."""
@@ -523,7 +563,8 @@ class Report:
     def to_arrow(self) -> pa.Table:
         """One row per finding of :attr:`findings` (not grouped), flat columns
         (:mod:`tracerace.arrow_report`)."""
-        return report_table(self.meta, self.findings, self.group_of(), self.events, self.links)
+        return report_table(self.meta, self.findings, self.group_of(), self.events, self.links,
+                            self.update_hints)
 
 
 def _shown_lines(lines: list[Line]) -> list[Line]:

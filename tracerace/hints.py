@@ -30,6 +30,7 @@ races are is a property of the report's groups, not of one finding
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -97,6 +98,7 @@ _PRODUCERS = ((re.compile(r"numba", re.I), NUMBA), (re.compile(r"triton", re.I),
 ``... record: triton ... interpreter``, ``tracerace oclgrind plugin``) by language."""
 
 
+@functools.lru_cache(maxsize=64)
 def language_of(producer: str | None) -> Language:
     """The language of a trace's producer; CUDA C++ for any other (the CUDA tool,
     the GPU tracer imports, hand-written traces)."""

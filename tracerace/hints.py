@@ -173,6 +173,7 @@ def _update(v: _View, w: _Words, buffer: str | None) -> Hint:
                 f"{example} (a barrier would order the threads, not make each update whole)",
                 site)
 
+
 def _race(v: _View, w: _Words, buffer: str | None) -> Hint | None:
     if v.prev_launch != v.launch:
         return None  # a checker bug (see explain): nothing to fix in the kernel
@@ -186,7 +187,8 @@ def _race(v: _View, w: _Words, buffer: str | None) -> Hint | None:
                         f"acquire of {scope_name(need)} scope (or follow it with an acquire "
                         f"fence of {scope_name(need)} scope): it reads the release of "
                         f"{v.thread_of(True)} but, relaxed, orders nothing", w.site2)
-        where = "another block" if need >= int(Scope.DEVICE) else f"another {scope_name(acq)}"
+        block = w.lang.agents[:-1]  # "block", "program", "work-group"
+        where = f"another {block}" if need >= int(Scope.DEVICE) else f"another {scope_name(acq)}"
         if acq < need:
             text = (f"widen the acquire on {flag} before {w.l2} to {scope_name(need)} scope: the "
                     f"release it reads, by {v.thread_of(True)}, is in {where}")

@@ -516,3 +516,10 @@ def test_a_flag_in_a_declared_buffer_is_named_by_its_element():
     (group,) = [g for g in tracerace.check(table).groups if g.kind == "raw"]
     assert group.hint.text.startswith(f"widen the acquire on flag `counter[0]` before {line(5)}")
     assert "0x40" not in group.hint.text
+
+
+def test_a_weak_acquire_names_the_other_agent_in_the_producers_word():
+    t = flag_handoff(DEVICE, BLOCK)
+    table = make_table(t.columns(), producer="tracerace 0.1.0 record: triton 3.8.0 interpreter")
+    (group,) = [g for g in tracerace.check(table).groups if g.kind == "raw"]
+    assert group.hint.text.endswith("is in another program")

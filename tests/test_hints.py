@@ -523,3 +523,9 @@ def test_a_weak_acquire_names_the_other_agent_in_the_producers_word():
     table = make_table(t.columns(), producer="tracerace 0.1.0 record: triton 3.8.0 interpreter")
     (group,) = [g for g in tracerace.check(table).groups if g.kind == "raw"]
     assert group.hint.text.endswith("is in another program")
+
+
+def test_a_read_modify_write_across_triton_programs_gets_tl_atomic_add(tmp_path):
+    path = histogram(tmp_path, 1, producer="tracerace 0.1.0 record: triton 3.8.0 interpreter")
+    texts = {g.hint.text for g in tracerace.check(path).groups}
+    assert len(texts) == 1 and "many programs read and write" in texts.pop()

@@ -61,6 +61,8 @@ class Language:
     """The release after ``{l1}`` and the acquire before ``{l2}`` that order two blocks."""
     barrier_id: str | None = None
     """A barrier of id ``{n}`` (None: the language has only :attr:`barrier`)."""
+    threads: str = "threads"
+    """What the language calls the agents that run the kernel's code."""
 
 
 CUDA = Language(
@@ -78,7 +80,7 @@ NUMBA = Language(
             "1)`); before {l2}, wait until the flag is raised (a `cuda.atomic.cas` loop) then "
             "`cuda.threadfence()`")
 TRITON = Language(
-    name="Triton", barrier="`tl.debug_barrier()`", agents="programs",
+    name="Triton", barrier="`tl.debug_barrier()`", agents="programs", threads="programs",
     atomic_update="`tl.atomic_add({b} + offsets, v)`, or the atomic of the update "
                   "(`tl.atomic_max`, `tl.atomic_or`, a `tl.atomic_cas` loop)",
     handoff="a release after {l1} (`tl.atomic_xchg(flag, 1, sem=\"release\", "
@@ -86,6 +88,7 @@ TRITON = Language(
             "`tl.atomic_cas(flag, 1, 1, sem=\"acquire\", scope=\"gpu\")` loop)")
 OPENCL = Language(
     name="OpenCL C", barrier="`barrier(CLK_LOCAL_MEM_FENCE)`", agents="work-groups",
+    threads="work-items",
     atomic_update="`atomic_add(&{b}[i], v)`, or the atomic of the update (`atomic_max`, "
                   "`atomic_or`, an `atomic_cmpxchg` loop)",
     handoff="a release after {l1} (`atomic_store_explicit(&flag, 1, memory_order_release, "
@@ -168,8 +171,9 @@ def _update(v: _View, w: _Words, buffer: str | None) -> Hint:
     where = f"at {write}" if read == write else f"read at {read} and written at {write}"
     site = w.site1 if v.kind == int(HazardKind.RAW) else w.site2
     example = w.lang.atomic_update.format(b=buffer or "x")
-    return Hint(f"make the read-modify-write of {what} {where} one atomic update: many threads "
-                f"read and write these bytes there and overwrite each other's updates; "
+    return Hint(f"make the read-modify-write of {what} {where} one atomic update: many "
+                f"{w.lang.threads} read and write these bytes there and overwrite each other's "
+                f"updates; "
                 f"{example} (a barrier would order the threads, not make each update whole)",
                 site)
 

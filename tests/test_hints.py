@@ -13,6 +13,8 @@ import json
 
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import tracerace
 from tracerace import reasons as R
@@ -529,3 +531,12 @@ def test_a_read_modify_write_across_triton_programs_gets_tl_atomic_add(tmp_path)
     path = histogram(tmp_path, 1, producer="tracerace 0.1.0 record: triton 3.8.0 interpreter")
     texts = {g.hint.text for g in tracerace.check(path).groups}
     assert len(texts) == 1 and "many programs read and write" in texts.pop()
+
+
+@given(st.lists(st.text(alphabet="k.cu:0129 \t\n\v\x1b٣é/", max_size=12), max_size=8))
+def test_site_lines_reads_lines_as_line_of_does(sites):
+    from tracerace.hints import site_lines
+
+    names, ids = site_lines(tuple(sites))
+    assert [names[i] for i in ids[:-1]] == [line_of(s, "") or s for s in sites]
+    assert ids[-1] == -1 and len(set(names)) == len(names)

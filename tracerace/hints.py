@@ -25,23 +25,28 @@ element (``counter[0]``), else by its address.
 A race that is part of a read-modify-write of the same bytes by many threads
 (a histogram's ``h[k] += 1``) needs an atomic update, not a barrier; which
 races are is a property of the report's groups, not of one finding
-(:func:`update_pairs`), so the caller says so (``update``).
+(:func:`updates`), so the caller says so (``update``).
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from . import reasons
 from .explain import NO_GENERATION, _View, scope_name
 from .meta import TraceMeta
 from .ops import HazardKind, Op, Scope, Space
 
-_SITE_LINE = re.compile(r"^(\S+?:\d+)(?::\d+)?(?:\s|$)")
+_SITE_LINE_PATTERN = r"^(?P<line>[^ \t\n\r\f\v]+?:[0-9]+)(?::[0-9]+)?(?:[ \t\n\r\f\v]|$)"
+"""``file:line`` at the start of a site, in what Python's ``re`` and Arrow's RE2
+read alike (ASCII classes: their ``\\s`` and ``\\d`` differ)."""
+_SITE_LINE = re.compile(_SITE_LINE_PATTERN)
 
 _OPENCL_FENCE = {int(Space.GLOBAL): "CLK_GLOBAL_MEM_FENCE", int(Space.SHARED): "CLK_LOCAL_MEM_FENCE"}
 
@@ -329,7 +334,7 @@ def hint(finding: Mapping[str, Any], meta: TraceMeta | None = None,
     """The fix hint of ``finding`` (a ``FINDING_DTYPE`` record or a dict of its
     fields), or None when the trace shows nothing to change (a checker bug).
     ``update``: the (read line, write line) of the read-modify-write by many
-    threads the race is part of (:func:`update_pairs`): an atomic update is the fix."""
+    threads the race is part of (:func:`updates`): an atomic update is the fix."""
     v = _View(finding, meta)
     v.update = update
     v.op_label = Op(v.op).label if v.op in Op._value2member_map_ else f"op{v.op}"
@@ -351,49 +356,55 @@ def link_hint(flag: int, site: str | None) -> Hint:
                 f"protocol has its own flag, that wait orders this access", site)
 
 
-_PLAIN = frozenset({int(Op.READ), int(Op.WRITE)})
+def site_lines(sites: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
+    """The distinct lines (:func:`line_of`) of ``sites``, and for each site the
+    index of its line, then -1 (for "no site"). Vectorised (Arrow's regex):
+    a trace may have a site per instruction."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = pa.array(sites, pa.string())
+    found = pc.extract_regex(texts, _SITE_LINE_PATTERN)
+    # A site that names no line (a null match) is its own line, as in line_of.
+    encoded = pc.if_else(pc.is_valid(found), found.field("line"), texts).dictionary_encode()
+    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return encoded.dictionary.to_pylist(), np.append(ids, -1)
 
 
-def update_op(op: int) -> bool:
-    """Whether an access of op ``op`` can be half of a non-atomic update (a plain
-    read or write: not an atomic, not a copy)."""
-    return op in _PLAIN
+def updates(kind: np.ndarray, line1: np.ndarray, line2: np.ndarray,
+            plain: np.ndarray) -> dict[int, tuple[int, int]]:
+    """The races that are part of a read-modify-write of the same bytes by many
+    threads, among a report's groups: for each such group's index, the (read
+    line, write line) of the update. Per group: its ``kind``, the lines of its
+    earlier and later access (``line1``, ``line2``: ids, -1 for none) and whether
+    both accesses are ``plain`` reads or writes (not atomics, not copies).
 
-
-def update_pairs(groups: Iterable[tuple[int, str | None, str | None, int, int]]
-                 ) -> set[tuple[str, str]]:
-    """The (read line, write line) pairs of read-modify-writes by many threads, from
-    a report's race groups given as ``(kind, earlier site, later site, earlier op,
-    later op)``: a line whose plain writes race with each other (``waw`` with both
+    An update is a line whose writes race with each other (``waw`` with both
     accesses at that line) and a read racing with them (``war`` from the read's
-    line to it, or ``raw`` from it to the read's line). Each thread read the
-    bytes, then wrote them, while another did the same: a histogram's
-    ``h[k] += 1`` (one line), or ``v = h[k]`` ... ``h[k] = v + 1``. A race whose
-    later thread writes other bytes than it read (a stencil's ``x[i] = x[i - 1]``)
-    has no such ``waw``."""
-    writes: set[str] = set()
-    reads: set[tuple[str, str]] = set()
-    for kind, site1, site2, op1, op2 in groups:
-        if site1 is None or site2 is None or not (update_op(op1) and update_op(op2)):
-            continue
-        l1, l2 = line_of(site1, ""), line_of(site2, "")
-        if kind == int(HazardKind.WAW) and l1 == l2:
-            writes.add(l1)
-        elif kind == int(HazardKind.WAR):
-            reads.add((l1, l2))
-        elif kind == int(HazardKind.RAW):
-            reads.add((l2, l1))
-    return {(read, write) for read, write in reads if write in writes}
+    line to it, or ``raw`` from it to the read's line): each thread read the
+    bytes, then wrote them, while another did the same (a histogram's
+    ``h[k] += 1`` on one line, or ``v = h[k]`` ... ``h[k] = v + 1``). Races
+    where the later thread writes other bytes than it read (a stencil's
+    ``x[i] = x[i - 1]``) have no such ``waw``. Vectorised: a report may have
+    hundreds of thousands of groups."""
+    ok = plain & (line1 >= 0) & (line2 >= 0)
+    waw = ok & (kind == int(HazardKind.WAW)) & (line1 == line2)
+    war, raw = ok & (kind == int(HazardKind.WAR)), ok & (kind == int(HazardKind.RAW))
+    written = np.unique(line1[waw])
+    # Each candidate read, as (read line, write line).
+    read = np.where(war, line1, line2)
+    write = np.where(war, line2, line1)
+    pair = (war | raw) & np.isin(write, written)
+    if not pair.any():
+        return {}
+    out = {int(g): (int(read[g]), int(write[g])) for g in np.flatnonzero(pair)}
+    first_read: dict[int, int] = {}
+    for r, w in sorted(set(out.values())):
+        first_read.setdefault(w, r)
+    for g in np.flatnonzero(waw & np.isin(line1, list(first_read))).tolist():
+        out[g] = (first_read[int(line1[g])], int(line1[g]))
+    return out
 
 
-def update_of(kind: int, site1: str | None, site2: str | None,
-              pairs: set[tuple[str, str]]) -> tuple[str, str] | None:
-    """The pair of ``pairs`` (:func:`update_pairs`) a race of ``kind`` between these
-    sites belongs to, or None."""
-    if not pairs or site1 is None or site2 is None:
-        return None
-    l1, l2 = line_of(site1, ""), line_of(site2, "")
-    if kind == int(HazardKind.WAW):
-        return min((pair for pair in pairs if pair[1] == l1), default=None) if l1 == l2 else None
-    pair = (l1, l2) if kind == int(HazardKind.WAR) else (l2, l1)
-    return pair if kind in (int(HazardKind.WAR), int(HazardKind.RAW)) and pair in pairs else None
+PLAIN_OPS = np.array([int(Op.READ), int(Op.WRITE)])
+"""The ops that can be half of a non-atomic update (:func:`updates`)."""

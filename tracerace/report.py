@@ -29,7 +29,7 @@ from .groups import ROLE_NAMES, GroupTable, group_findings, stable_order
 from .arrow_report import report_table
 from .hazards import (KIND_NAMES, RACE_KINDS, SEVERITY_NAMES, Access, Hazard, Link,
                       hazard_from_record)
-from .hints import Hint, buffer_name, hint, update_of, update_op, update_pairs
+from .hints import PLAIN_OPS, Hint, buffer_name, hint, site_lines, updates
 from .locations import byte_range, locate_all, merge_ranges, name_range, space_name
 from .meta import TraceMeta
 from .options import CheckOptions
@@ -467,7 +467,7 @@ class Report:
     @property
     def updates(self) -> frozenset[int]:
         """Ids of the race groups that are a read-modify-write of the same bytes by
-        many threads (:func:`~tracerace.hints.update_pairs`): their fix is an
+        many threads (:func:`~tracerace.hints.updates`): their fix is an
         atomic update."""
         return frozenset(self.update_lines)
 
@@ -478,21 +478,19 @@ class Report:
         if len(table) == 0:
             return {}
         first = table.examples[table.example_start[:-1]]  # each group's example
-        races = np.flatnonzero(np.isin(table.kind, [int(HazardKind[k.upper()])
-                                                    for k in RACE_KINDS]))
-        site = self.meta.site_text
-        keys = {}
-        for g in races.tolist():
-            ex = first[g]
-            keys[g] = (int(ex["kind"]), site(int(ex["prev_site"])) if ex["prev_row"] >= 0
-                       else None, site(int(ex["site"])), int(ex["prev_op"]), int(ex["op"]))
-        pairs = update_pairs(keys.values())
-        out = {}
-        for g, (kind, s1, s2, op1, op2) in keys.items():
-            pair = update_of(kind, s1, s2, pairs) if update_op(op1) and update_op(op2) else None
-            if pair is not None:
-                out[g] = pair
-        return out
+        plain = (np.isin(first["op"], PLAIN_OPS) & np.isin(first["prev_op"], PLAIN_OPS)
+                 & (first["prev_row"] >= 0))
+        kind = table.kind.astype(np.int64)
+        if not (plain & (kind == int(HazardKind.WAW))).any():
+            return {}
+        names, site_line = site_lines(self.meta.sites)
+        nsites = len(self.meta.sites)
+
+        def line(sites: np.ndarray) -> np.ndarray:
+            return site_line[np.minimum(sites.astype(np.int64), nsites)]
+
+        found = updates(kind, line(first["prev_site"]), line(first["site"]), plain)
+        return {g: (names[r], names[w]) for g, (r, w) in found.items()}
 
     @cached_property
     def update_hints(self) -> dict[int, Hint]:

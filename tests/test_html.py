@@ -200,7 +200,7 @@ def test_hostile_page_runs_nothing_in_chromium(tmp_path):
 
 
 
-def test_source_lines_around_both_sites_when_the_file_is_readable(tmp_path):
+def test_source_lines_around_both_sites_from_the_source_root(tmp_path):
     source = tmp_path / "kern.cu"
     source.write_text("".join(f"line {n} of the kernel\n" for n in range(1, 21)))
     t = Trace().init(0, 0, addr=0, size=4, site=0)
@@ -210,9 +210,33 @@ def test_source_lines_around_both_sites_when_the_file_is_readable(tmp_path):
     import pyarrow.feather as feather
 
     feather.write_feather(table, str(path))
-    page = page_of(tracerace.check(str(path)))   # found beside the trace
-    assert '<span class="hl">    5  line 5 of the kernel</span>' in page
-    assert '<span class="hl">   12  line 12 of the kernel</span>' in page
-    assert "    9  line 9 of the kernel" in page and "line 16 of" not in page
+    report = tracerace.check(str(path))
+    out = io.StringIO()
+    formats.render(report, "html", out, source_roots=[tmp_path])
+    page = out.getvalue()
+    assert '<span class="line hl">    5  line 5 of the kernel</span>\n' in page
+    assert '<span class="line hl">   12  line 12 of the kernel</span>\n' in page
+    assert '<span class="line">    9  line 9 of the kernel</span>\n' in page
+    assert "line 16 of" not in page
+    assert "line 5 of the kernel" not in page_of(report)     # no root: nothing read
     source.unlink()
-    assert "line 5 of the kernel" not in page_of(tracerace.check(str(path)))
+    out = io.StringIO()
+    formats.render(report, "html", out, source_roots=[tmp_path])
+    assert "line 5 of the kernel" not in out.getvalue()
+
+
+def test_a_group_of_one_access_labels_its_snippet_access(tmp_path):
+    (tmp_path / "k.cu").write_text("".join(f"line {n}\n" for n in range(1, 10)))
+    t = Trace().read(0, 0, addr=0x40, size=4, site=0)
+    table = make_table(t.columns(), sites=["k.cu:4 ld"])
+    path = tmp_path / "u.arrow"
+    import pyarrow.feather as feather
+
+    feather.write_feather(table, str(path))
+    report = tracerace.check(str(path))
+    assert [g.kind for g in report.shown_groups] == ["uninit_read"]
+    out = io.StringIO()
+    formats.render(report, "html", out, source_roots=[tmp_path])
+    page = out.getvalue()
+    assert '<div class="muted">access: <code>k.cu:4</code></div>' in page
+    assert "later: <code>" not in page

@@ -240,3 +240,120 @@ def test_a_group_of_one_access_labels_its_snippet_access(tmp_path):
     page = out.getvalue()
     assert '<div class="muted">access: <code>k.cu:4</code></div>' in page
     assert "later: <code>" not in page
+
+
+# -- what a reader sees: geometry after layout ---------------------------------------------
+
+MEASURE = """<script>
+(function () {
+  function box(r) { return [r.left, r.top, r.right, r.bottom]; }
+  var out = {snippets: [], timelines: []};
+  document.querySelectorAll("pre.src").forEach(function (pre) {
+    var range = document.createRange();
+    range.selectNodeContents(pre);
+    var tops = [];
+    Array.prototype.forEach.call(range.getClientRects(), function (r) {
+      if (r.width > 0) { tops.push(r.top); }
+    });
+    out.snippets.push({tops: tops,
+                       lines: pre.querySelectorAll("span.line").length,
+                       scrolls: pre.scrollWidth > pre.clientWidth + 1});
+  });
+  document.querySelectorAll("div.timeline").forEach(function (div) {
+    var svg = div.querySelector("svg");
+    var texts = [];
+    svg.querySelectorAll("text").forEach(function (t) {
+      texts.push({text: t.textContent, box: box(t.getBoundingClientRect())});
+    });
+    var marks = [];
+    svg.querySelectorAll(".earlier, .later").forEach(function (m) {
+      marks.push(box(m.getBoundingClientRect()));
+    });
+    out.timelines.push({view: box(div.getBoundingClientRect()), svg: box(svg.getBoundingClientRect()),
+                        texts: texts, accesses: marks});
+  });
+  var pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def measured(page: Path, tmp_path: Path) -> dict:
+    """Boxes of the page's snippets and timelines as chromium lays them out (a
+    copy of the page with its no-script policy removed and a measuring script
+    added)."""
+    import html as html_lib
+    import json
+
+    text = page.read_text()
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
+    copy = tmp_path / f"measure-{page.name}"
+    copy.write_text(text.replace("</body>", MEASURE + "</body>"))
+    run = browse(copy, tmp_path, "--dump-dom")
+    assert run.returncode == 0 and console_messages(run.stderr) == [], run.stderr[-2000:]
+    found = re.search(r'<pre id="measured">(.*?)</pre>', run.stdout, re.S)
+    assert found, run.stdout[-2000:]
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+def rows(tops: list[float]) -> int:
+    """Text rows, from the tops of a block's text boxes: boxes of one row lie
+    within a few pixels of each other (an inline block sits a little apart)."""
+    out, last = 0, None
+    for top in sorted(tops):
+        if last is None or top - last > 6:
+            out += 1
+            last = top
+    return out
+
+
+def overlap(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+
+
+def inside(a: list[float], b: list[float]) -> bool:
+    return a[0] >= b[0] - 0.5 and a[1] >= b[1] - 0.5 and a[2] <= b[2] + 0.5 and a[3] <= b[3] + 0.5
+
+
+def fake_sources(folder: Path, sites: tuple[str, ...]) -> Path:
+    """Source files for every ``file:line`` a scenario's sites name, under ``folder``."""
+    from tracerace.formats.sarif import SITE_RE
+
+    folder.mkdir()
+    for site in sites:
+        m = SITE_RE.match(site)
+        if m and "/" not in m["file"]:
+            (folder / m["file"]).write_text(
+                "".join(f"    statement({n}); // line {n} of {m['file']}\n" for n in range(1, 300)))
+    return folder
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_a_reader_sees_snippet_lines_on_rows_and_timelines_that_fit(tmp_path, name):
+    path = SCENARIOS[name].write(tmp_path / f"{name}.arrow")
+    report = tracerace.check(path)
+    root = fake_sources(tmp_path / "src", report.meta.sites)
+    out = tmp_path / f"{name}.html"
+    result = CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out),
+                                      "--source-root", str(root)])
+    assert result.exit_code == 1, result.output
+    seen = measured(out, tmp_path)
+    assert seen["snippets"] and seen["timelines"]
+    for snippet in seen["snippets"]:
+        # every site is at line 4 or later of its (fake) file: a full snippet
+        assert rows(snippet["tops"]) == snippet["lines"] == 2 * html.SOURCE_CONTEXT + 1, snippet
+        assert not snippet["scrolls"]
+    for t in seen["timelines"]:
+        # the whole picture is in view (no scrolling to find the later access)
+        assert inside(t["svg"], t["view"]), (t["svg"], t["view"])
+        assert t["accesses"]
+        for mark in t["accesses"]:
+            assert inside(mark, t["view"])
+        texts = t["texts"]
+        for x in texts:
+            assert inside(x["box"], t["svg"]), (x["text"], x["box"], t["svg"])
+        for i, a in enumerate(texts):
+            for b in texts[i + 1:]:
+                assert not overlap(a["box"], b["box"]), (a, b)

@@ -357,3 +357,52 @@ def test_a_reader_sees_snippet_lines_on_rows_and_timelines_that_fit(tmp_path, na
         for i, a in enumerate(texts):
             for b in texts[i + 1:]:
                 assert not overlap(a["box"], b["box"]), (a, b)
+
+
+def estimated_boxes(picture: dict) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """The layout's own estimate of each text's box (what it promises to keep apart)."""
+    sizes = {"lanelabel": html.NAME_PX, "evlabel": html.EVENT_PX, "rowlabel": html.ROW_PX,
+             "gap": html.EVENT_PX}
+    out = []
+    texts = list(picture["texts"])
+    if picture["missing"]:
+        m = picture["missing"]
+        texts.append({"x": m["tx"], "y": m["ty"], "text": m["label"], "cls": "missinglabel",
+                      "anchor": "middle"})
+    for t in texts:
+        size = sizes.get(t["cls"], html.EDGE_PX)
+        w = html.text_width(t["text"], size)
+        left = t["x"] - w / 2 if t.get("anchor") == "middle" else t["x"]
+        out.append((t["text"], (left, t["y"] - size, left + w, t["y"] + size * 0.25)))
+    return out
+
+
+@pytest.mark.parametrize("events, same_lane", [(4, True), (40, True), (40, False), (3, False)])
+def test_timeline_layout_keeps_texts_apart_and_both_accesses_in_view(events, same_lane):
+    from tracerace.timeline import Event, Lane
+
+    ops = ["bar_sync", "cp_async_commit", "cp_async_wait", "mbar_arrive", "fence_proxy_async",
+           "write"]
+    first = Lane(0, 0, 0, "block (1023,1023,63) thread (1023,1023,63) (warp 31, lane 31)",
+                 skipped=123_456_789, dropped=987_654)
+    second = first if same_lane else Lane(0, 1, 0, "block (0,0,1) thread (0,0,0)")
+    lanes = [first] if same_lane else [first, second]
+    base = 10 ** 12
+    for i in range(events):
+        lane = lanes[i % len(lanes)]
+        lane.events.append(Event(base + 3 * i, ops[i % len(ops)], i * 7, "k.cu:1 x"))
+    first.events.insert(1, Event(base + 1, "cp_async", 0, "k.cu:2", role="earlier"))
+    second.events.append(Event(base + 3 * events, "write", 0, "k.cu:3", role="later"))
+    group = type("G", (), {"kind": "async_inflight"})()
+    picture = html.timeline_layout(group, lanes)
+    assert picture["width"] <= html.MAX_WIDTH
+    roles = {m["role"]: m for m in picture["marks"] if m["role"]}
+    assert set(roles) == {"earlier", "later"}
+    for m in roles.values():
+        assert 0 < m["x"] < picture["width"] and 0 < m["y"] < picture["height"]
+    boxes = estimated_boxes(picture)
+    for text, (x0, y0, x1, y1) in boxes:
+        assert 0 <= x0 and x1 <= picture["width"] and 0 <= y0 and y1 <= picture["height"], text
+    for i, (ta, a) in enumerate(boxes):
+        for tb, b in boxes[i + 1:]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (ta, tb)

@@ -399,7 +399,7 @@ def _width(chosen: set[int], n: int, slot: int) -> int:
     return len(chosen) * slot + gaps * GAP
 
 
-def _timeline_svg(group: HazardGroup, lanes: list) -> dict[str, Any]:
+def timeline_layout(group: HazardGroup, lanes: list) -> dict[str, Any]:
     """Lanes (agents), events in row order one column each, the two accesses
     highlighted, the missing edge dashed; laid out so that no text covers
     another and all lies inside the picture (see the comment above)."""
@@ -544,7 +544,7 @@ def render_page(report: Report, heat: Heat, *, exact: bool,
     for i, g in enumerate(detailed):
         ex = g.example
         hint = g.hint
-        timeline = _timeline_svg(g, lanes[i]) if lanes is not None else None
+        timeline = timeline_layout(g, lanes[i]) if lanes is not None else None
         groups.append({
             "id": g.id, "kind": g.kind, "severity": g.severity, "count": g.count,
             "first_site": g.first_site, "second_site": g.second_site,

@@ -406,3 +406,16 @@ def test_timeline_layout_keeps_texts_apart_and_both_accesses_in_view(events, sam
     for i, (ta, a) in enumerate(boxes):
         for tb, b in boxes[i + 1:]:
             assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (ta, tb)
+
+
+def test_timeline_shows_an_agent_name_whole_when_the_picture_is_narrow():
+    from tracerace.timeline import Event, Lane
+
+    lanes = [Lane(0, 0, 4, "block (0,0,0) thread (4,0,0)"),
+             Lane(0, 0, 0, "block (0,0,0) thread (0,0,0)", skipped=1)]
+    lanes[0].events += [Event(27, "bar_sync", 0, None), Event(70, "write", 0, None, "earlier")]
+    lanes[1].events += [Event(19, "bar_sync", 0, None), Event(78, "read", 0, None, "later")]
+    picture = html.timeline_layout(type("G", (), {"kind": "raw"})(), lanes)
+    names = [t["text"] for t in picture["texts"] if t["cls"] == "lanelabel"]
+    assert names == ["block (0,0,0) thread (4,0,0)",
+                     "block (0,0,0) thread (0,0,0)  (1 other access not shown)"]

@@ -357,6 +357,10 @@ def text_width(text: str, size: int) -> float:
     return len(text) * size * CHAR_EM
 
 
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
 def _cut(text: str, chars: int) -> str:
     return text if len(text) <= chars else text[:chars - 1] + "\u2026"
 
@@ -407,8 +411,8 @@ def timeline_layout(group: HazardGroup, lanes: list) -> dict[str, Any]:
     rows = sorted({e.row for e in events})
     slot = MIN_SLOT
     for e in events:
-        slot = max(slot, int(text_width(_event_label(e), EVENT_PX)) + SLOT_PAD,
-                   int(text_width(f"{e.row:,}", ROW_PX)) + SLOT_PAD)
+        slot = max(slot, math.ceil(text_width(_event_label(e), EVENT_PX)) + SLOT_PAD,
+                   math.ceil(text_width(f"{e.row:,}", ROW_PX)) + SLOT_PAD)
     room = MAX_WIDTH - MARGIN_LEFT - MARGIN_RIGHT
     columns = _columns(rows, {e.row for e in events if e.role}, slot, room)
     x_of: dict[int, int] = {}
@@ -426,16 +430,16 @@ def timeline_layout(group: HazardGroup, lanes: list) -> dict[str, Any]:
         hidden = sum(1 for e in lane.events if e.row not in x_of)
         extra = []
         if lane.skipped:
-            extra.append(f"{lane.skipped:,} other accesses not shown")
+            extra.append(_count(lane.skipped, "other access", "other accesses") + " not shown")
         if lane.dropped + hidden:
-            extra.append(f"{lane.dropped + hidden:,} events not shown")
+            extra.append(_count(lane.dropped + hidden, "event", "events") + " not shown")
         names.append(lane.label + (f"  ({'; '.join(extra)})" if extra else ""))
     kind_label = _EDGE_LABELS.get(group.kind, "unordered")
     width = max(x + MARGIN_RIGHT,
-                max((int(text_width(n, NAME_PX)) + 2 * 8 for n in names), default=0),
-                int(text_width(kind_label, EDGE_PX)) + 2 * 8)
+                max((math.ceil(text_width(n, NAME_PX)) + 2 * 8 for n in names), default=0),
+                math.ceil(text_width(kind_label, EDGE_PX)) + 2 * 8)
     width = min(width, MAX_WIDTH)
-    name_chars = int((width - 2 * 8) / (NAME_PX * CHAR_EM))
+    name_chars = math.floor((width - 2 * 8) / (NAME_PX * CHAR_EM) + 1e-9)
     height = MARGIN_TOP + LANE_HEIGHT * len(lanes) + MARGIN_BOTTOM
     marks, texts, lines = [], [], []
     points: dict[str, tuple[int, int, int]] = {}

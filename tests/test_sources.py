@@ -207,3 +207,13 @@ def test_a_huge_site_adds_a_bounded_part_to_the_page(tmp_path):
     finally:
         tracemalloc.stop()
     assert peak < 5_000_000, peak
+
+
+def test_sarif_names_an_absolute_site_under_a_root_given_through_a_symlink(tmp_path):
+    real = tmp_path / "real"
+    (real / "kern").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(real)
+    roots = SourceRoots([tmp_path / "link"])
+    assert roots.relative(f"{tmp_path}/link/kern/k.cu") == "kern/k.cu"
+    assert roots.relative(f"{real}/kern/k.cu") == "kern/k.cu"
+    assert roots.relative(f"{tmp_path}/other/k.cu") is None

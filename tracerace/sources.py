@@ -51,14 +51,19 @@ class SourceRoots:
     def __init__(self, roots: Iterable[str | os.PathLike[str]] = ()) -> None:
         if isinstance(roots, (str, os.PathLike)):
             roots = [roots]
-        resolved = []
+        resolved, spelled = [], []
         for root in roots:
             path = os.fspath(root)
             if not os.path.isdir(path):
                 raise TraceError(f"--source-root {path}: not a directory", path="options",
                                  rule="usage")
             resolved.append(os.path.realpath(path))
+            spelled.append(os.path.abspath(path))
         self.roots: tuple[str, ...] = tuple(dict.fromkeys(resolved))
+        """The roots, every symlink resolved: what a file read must lie inside."""
+        self._names = tuple(dict.fromkeys(resolved + spelled))
+        """The roots as given (absolute) and resolved: what a site's absolute
+        path is compared with, on its text alone (:meth:`relative`)."""
 
     @classmethod
     def of(cls, roots: "SourceRoots | Iterable[str | os.PathLike[str]]") -> "SourceRoots":
@@ -97,7 +102,7 @@ class SourceRoots:
             return None  # a URI, or a Windows drive path: no root of this machine holds it
         if text.startswith("/"):
             path = posixpath.normpath(text)
-            for root in self.roots:
+            for root in sorted(self._names, key=len, reverse=True):
                 if _inside(path, root):
                     rel = posixpath.relpath(path, root)
                     return None if rel == "." else rel

@@ -1,8 +1,9 @@
 """HTML: one self-contained page a person opens in a browser (no server, no network).
 
 The page holds the summary; per shown group the text report's words (sites,
-accesses, bytes, why, fix), the source lines around both sites when the file
-is readable, and a timeline (inline SVG) of the agents around the two
+accesses, bytes, why, fix), the source lines around both sites when their
+file lies inside a source root the caller names (:mod:`tracerace.sources`;
+none by default, and then no file is read), and a timeline (inline SVG) of the agents around the two
 accesses, read back from the trace (:mod:`tracerace.timeline`): the barriers,
 waits, signals, fences and copies between them, and a dashed line where the
 ordering edge is missing; then, for each named buffer, a heatmap of the
@@ -21,6 +22,8 @@ findings the report kept and says so.
 Everything from the trace (sites, buffer and kernel names, producer text) is
 data: Jinja2 escapes it, and the page's Content-Security-Policy allows no
 script at all, so a site holding ``<script>`` shows that text and runs nothing.
+A site (and the producer) is cut to :data:`SITE_CHARS` characters wherever
+the page names it (:func:`bounded`), so its size cannot blow the page up.
 """
 
 from __future__ import annotations

@@ -217,3 +217,18 @@ def test_sarif_names_an_absolute_site_under_a_root_given_through_a_symlink(tmp_p
     assert roots.relative(f"{tmp_path}/link/kern/k.cu") == "kern/k.cu"
     assert roots.relative(f"{real}/kern/k.cu") == "kern/k.cu"
     assert roots.relative(f"{tmp_path}/other/k.cu") is None
+
+
+def test_huge_buffer_names_producer_and_warnings_are_cut_in_the_page(tmp_path):
+    t = Trace().init(0, 0, addr=0x1000, size=16, site=0)
+    t.write(0, 0, addr=0x1000, size=4, site=1).read(1, 0, addr=0x1000, size=4, site=1)
+    table = make_table(t.columns(), sites=["k.cu:1 init", "k.cu:2 st"],
+                       buffers=[{"name": "B" * 3_000_000, "space": 0, "base": 0x1000,
+                                 "shape": [4], "itemsize": 4}],
+                       producer="P" * 3_000_000, warnings=["W" * 3_000_000])
+    path = tmp_path / "b.arrow"
+    feather.write_feather(table, str(path))
+    text = page(path)
+    assert len(text) < 200_000
+    assert "2,999,700 more characters not shown]" in text        # buffer name, producer
+    assert "2,999,000 more characters not shown]" in text        # the warning

@@ -22,8 +22,9 @@ findings the report kept and says so.
 Everything from the trace (sites, buffer and kernel names, producer text) is
 data: Jinja2 escapes it, and the page's Content-Security-Policy allows no
 script at all, so a site holding ``<script>`` shows that text and runs nothing.
-A site (and the producer) is cut to :data:`SITE_CHARS` characters wherever
-the page names it (:func:`bounded`), so its size cannot blow the page up.
+A site (and the producer, a buffer's name) is cut to :data:`SITE_CHARS`
+characters wherever the page names it (:func:`bounded`), so its size cannot
+blow the page up.
 """
 
 from __future__ import annotations
@@ -66,7 +67,10 @@ SOURCE_CONTEXT = 3
 SOURCE_LINE_CHARS = 400
 """Characters shown of one source line; the rest is cut, with a marker."""
 SITE_CHARS = 300
-"""Characters shown of one site (and of the producer); the rest is cut, with a marker."""
+"""Characters shown of one site (and of the producer, of a buffer's name); the
+rest is cut, with a marker."""
+WARNING_CHARS = 1000
+"""Characters shown of one of the trace's warnings; the rest is cut, with a marker."""
 
 
 TAKES_SOURCE_ROOTS = True
@@ -191,6 +195,7 @@ def _flat(b: Buffer, offset: np.ndarray) -> np.ndarray:
 
 
 def _heatmap(b: Buffer, counts: np.ndarray, per: int, findings: int) -> dict[str, Any]:
+    b = replace(b, name=shorten(b.name, SITE_CHARS))
     cols = b.shape[-1]
     n = math.prod(b.shape)
     if per > 1:  # bins of consecutive elements: lay them out as rows of one bin each
@@ -302,16 +307,20 @@ def shorten(text: str, limit: int) -> str:
 
 
 def bounded(report: Report) -> Report:
-    """``report`` over metadata whose sites (and producer) are cut to
-    :data:`SITE_CHARS`, so a huge site adds a few hundred characters to each
-    place the page names it, never its whole length."""
+    """``report`` over metadata whose text from the trace is cut: sites, the
+    producer and buffer names to :data:`SITE_CHARS`, warnings to
+    :data:`WARNING_CHARS`. So a huge site adds a few hundred characters to
+    each place the page names it, never its whole length."""
     meta = report.meta
-    long_site = any(len(s) > SITE_CHARS for s in meta.sites)
-    long_producer = meta.producer is not None and len(meta.producer) > SITE_CHARS
-    if not long_site and not long_producer:
+    texts = [*meta.sites, meta.producer or "", *(b.name for b in meta.buffers)]
+    if all(len(t) <= SITE_CHARS for t in texts) and \
+            all(len(w) <= WARNING_CHARS for w in meta.warnings):
         return report
     meta = replace(meta, sites=tuple(shorten(s, SITE_CHARS) for s in meta.sites),
-                   producer=None if meta.producer is None else shorten(meta.producer, SITE_CHARS))
+                   producer=None if meta.producer is None else shorten(meta.producer, SITE_CHARS),
+                   buffers=tuple(replace(b, name=shorten(b.name, SITE_CHARS))
+                                 for b in meta.buffers),
+                   warnings=tuple(shorten(w, WARNING_CHARS) for w in meta.warnings))
     return replace(report, meta=meta)
 
 

@@ -8,6 +8,7 @@ Each command catches :class:`~tracerace.errors.TraceError` through
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from typing import IO, Any
 
@@ -26,7 +27,7 @@ def _version(value: bool) -> None:
     if value:
         from .version import tool_version
 
-        typer.echo(f"tracerace {tool_version()}")
+        _echo(f"tracerace {tool_version()}")
         raise typer.Exit()
 
 
@@ -36,6 +37,23 @@ def _main(
                                  help="Print tracerace's version and exit."),
 ) -> None:
     """tracerace: race detection on recorded GPU/accelerator traces."""
+
+
+def _echo(text: str) -> None:
+    """Print ``text`` on stdout; a reader that has gone (``| head``) is its
+    choice: the rest is dropped quietly and the command ends as it would have."""
+    try:
+        typer.echo(text)
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device: its reader has gone, and what is still
+    buffered (flushed when Python exits) must not raise again."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, sys.stdout.fileno())
+    os.close(null)
 
 
 def _fail(err: Exception) -> "typer.Exit":
@@ -82,6 +100,8 @@ def check(
             out.write(report)
     except TraceError as err:
         raise _fail(err) from None
+    if out.reader_gone:
+        _quiet_stdout()
     if output is not None:
         typer.echo(report.summary_line(), err=True)
     raise typer.Exit(report.exit_code)
@@ -99,8 +119,8 @@ def validate_command(
         meta = validate(trace)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(f"{trace}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
-               f"{len(meta.sites)} sites, {len(meta.buffers)} buffers")
+    _echo(f"{trace}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
+          f"{len(meta.sites)} sites, {len(meta.buffers)} buffers")
 
 
 @app.command("info")
@@ -118,7 +138,7 @@ def info_command(
         summary = trace_info(trace)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(formats[fmt](summary))
+    _echo(formats[fmt](summary))
 
 
 @app.command("demo")
@@ -140,8 +160,7 @@ def demo_command(
     from . import api, formats, scenarios
 
     if list_:
-        for s in scenarios.SCENARIOS.values():
-            typer.echo(f"{s.name:<10} {s.title}")
+        _echo("\n".join(f"{s.name:<10} {s.title}" for s in scenarios.SCENARIOS.values()))
         return
     try:
         if name is None:
@@ -152,9 +171,12 @@ def demo_command(
         typer.echo(f"wrote {path}: {scenario.name}, "
                    f"{'the fixed program' if fixed else 'the buggy schedule'}", err=True)
         report = api.check(path, engine=engine)
-        formats.render(report, "text", None)
+        with formats.Output("text") as out:
+            out.write(report)
     except TraceError as err:
         raise _fail(err) from None
+    if out.reader_gone:
+        _quiet_stdout()
     raise typer.Exit(report.exit_code)
 
 
@@ -298,9 +320,57 @@ class ProgressBar:
             self._progress = None
 
 
+STOP_SIGNALS = ("SIGTERM", "SIGHUP")
+"""Signals that end tracerace as Ctrl-C does: outputs being written are removed."""
+
+
+class Stopped(BaseException):
+    """A stop signal arrived (:data:`STOP_SIGNALS`); raised where Python was, so
+    every output being written is discarded on the way out, as for Ctrl-C."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: object) -> None:
+    for name in STOP_SIGNALS:  # a second signal must not interrupt the cleaning up
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+def _flush_stdout() -> None:
+    """Flush what is still buffered while a closed pipe can be caught (quietly)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _end_by(signum: int) -> None:
+    """End the process by ``signum`` itself, so its parent sees how it ended."""
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    sys.exit(128 + signum)  # where the signal cannot end the process
+
+
 def main() -> None:
+    for name in STOP_SIGNALS:
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _stop)
+    try:
+        _run_app()
+    except Stopped as stop:
+        _end_by(stop.signum)
+
+
+def _run_app() -> None:
     try:
         app(standalone_mode=True)
+    except SystemExit:
+        _flush_stdout()
+        raise
     except TraceError as err:  # a command that forgot to catch it
         typer.echo(f"tracerace: error: {err}", err=True)
         sys.exit(2)
@@ -311,5 +381,5 @@ def main() -> None:
         # The reader of stdout went away (``| head``): stop quietly, as
         # command-line tools do. Point stdout at devnull so the interpreter's
         # final flush does not raise again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         sys.exit(1)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .errors import TraceError
-from .outfile import create_beside, io_error, refuse_inputs
+from .outfile import create_beside, destination, io_error, refuse_inputs, refuse_non_trace
 from .reader import open_trace
 from .schema import arrow_schema
 from .std import export_std, import_std
@@ -92,10 +92,13 @@ def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
         raise TraceError("--shared-window, --local-window and --generic-global apply to "
                          "traces recorded on a GPU", path="options", rule="usage")
     refuse_inputs(dst, [src])
+    out = destination(dst)
+    refuse_non_trace(out)
     try:
-        fd, probe = create_beside(dst)  # an output folder that is missing or read-only fails now
-        os.close(fd)
-        os.unlink(probe)
+        if out.kind == "file":  # a missing or read-only folder fails now
+            fd, probe = create_beside(out.real)
+            os.close(fd)
+            os.unlink(probe)
         if gpu_format is not None:
             codec = compression or DEFAULT_COMPRESSION
             options = gpu.ImportOptions(compression=None if codec == "none" else codec,

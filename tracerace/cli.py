@@ -8,7 +8,6 @@ Each command catches :class:`~tracerace.errors.TraceError` through
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from typing import IO, Any
 
@@ -64,10 +63,12 @@ def _fail(err: Exception) -> "typer.Exit":
 
 @app.command()
 def check(
-    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet."),
+    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet; - reads "
+                                          "an Arrow IPC stream from stdin."),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif, arrow or html."),
     output: str | None = typer.Option(None, "--output", "-o",
-                                      help="Write the report here instead of stdout."),
+                                      help="Write the report here instead of stdout "
+                                           "(see docs/security.md)."),
     engine: str = typer.Option("numba", "--engine", help="numba (fast) or reference."),
     max_reports: str | None = typer.Option(None, "--max-reports",
                                            help="Show at most N groups (default 100; 0 or "
@@ -96,7 +97,8 @@ def check(
                                    select=select, ignore=ignore, progress=bar.update,
                                    sink=out.sink)
             for warning in report.meta.warnings:
-                typer.echo(f"tracerace: warning: {trace}: {warning}", err=True)
+                typer.echo(f"tracerace: warning: {report.meta.path or trace}: {warning}",
+                           err=True)
             out.write(report)
     except TraceError as err:
         raise _fail(err) from None
@@ -109,7 +111,8 @@ def check(
 
 @app.command("validate")
 def validate_command(
-    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet."),
+    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet; - reads "
+                                          "an Arrow IPC stream from stdin."),
 ) -> None:
     """Check that TRACE follows the trace format (exit 0: it does, 2: it does not):
     every rule `check` enforces, including those the replay finds."""
@@ -119,13 +122,14 @@ def validate_command(
         meta = validate(trace)
     except TraceError as err:
         raise _fail(err) from None
-    _echo(f"{trace}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
+    _echo(f"{meta.path or trace}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
           f"{len(meta.sites)} sites, {len(meta.buffers)} buffers")
 
 
 @app.command("info")
 def info_command(
-    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet."),
+    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet; - reads "
+                                          "an Arrow IPC stream from stdin."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
     """Summarise TRACE: events, launches, agents, ops, memory touched, metadata."""
@@ -320,26 +324,6 @@ class ProgressBar:
             self._progress = None
 
 
-STOP_SIGNALS = ("SIGTERM", "SIGHUP")
-"""Signals that end tracerace as Ctrl-C does: outputs being written are removed."""
-
-
-class Stopped(BaseException):
-    """A stop signal arrived (:data:`STOP_SIGNALS`); raised where Python was, so
-    every output being written is discarded on the way out, as for Ctrl-C."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _stop(signum: int, frame: object) -> None:
-    for name in STOP_SIGNALS:  # a second signal must not interrupt the cleaning up
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_IGN)
-    raise Stopped(signum)
-
-
 def _flush_stdout() -> None:
     """Flush what is still buffered while a closed pipe can be caught (quietly)."""
     try:
@@ -348,21 +332,14 @@ def _flush_stdout() -> None:
         _quiet_stdout()
 
 
-def _end_by(signum: int) -> None:
-    """End the process by ``signum`` itself, so its parent sees how it ended."""
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-    sys.exit(128 + signum)  # where the signal cannot end the process
-
-
 def main() -> None:
-    for name in STOP_SIGNALS:
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _stop)
+    from .stopping import Stopped, end_by, raise_on_stop
+
+    raise_on_stop()
     try:
         _run_app()
     except Stopped as stop:
-        _end_by(stop.signum)
+        end_by(stop.signum)
 
 
 def _run_app() -> None:

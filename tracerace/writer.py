@@ -149,6 +149,8 @@ class TraceWriter:
         self._pending = {c.name: np.empty(batch_size, dtype=c.dtype) for c in COLUMNS}
         self._fill = 0
         self._spill: _Sink | None = None
+        self._final: _Sink | None = None
+        """The output's sink while :meth:`close` writes it."""
         self._closed = False
 
     # -- metadata --
@@ -243,7 +245,7 @@ class TraceWriter:
                                                            key=lambda d: d.launch))
         schema = arrow_schema(trace_metadata(self.sites, self.buffers, self.producer,
                                              metadata, self.warnings))
-        sink = _Sink(self.path, self.format, self.compression, schema)
+        sink = self._final = _Sink(self.path, self.format, self.compression, schema)
         try:
             if self._spill is not None:
                 spill_path = self._spill.close_temporary()
@@ -258,13 +260,17 @@ class TraceWriter:
             sink.abort()
             raise
         sink.close()
+        self._final = None
 
     def abort(self) -> None:
-        """Discard everything written so far; no output file is created."""
+        """Discard everything written so far; no output file is created. Also
+        while :meth:`close` runs (from a signal handler): a trace not yet renamed
+        into place is discarded too."""
         self._closed = True
-        if self._spill is not None:
-            self._spill.abort()
-            self._spill = None
+        for sink in (self._spill, self._final):
+            if sink is not None:
+                sink.abort()
+        self._spill = self._final = None
 
     def __enter__(self) -> "TraceWriter":
         return self

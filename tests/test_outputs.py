@@ -119,6 +119,13 @@ def test_convert_replaces_an_existing_trace_or_empty_file(tmp_path, racy, name):
     assert old.stat().st_size > 0
 
 
+def test_demo_refuses_an_existing_file_that_is_not_a_trace(tmp_path):
+    notes = tmp_path / "notes.arrow"
+    notes.write_text("my notes, not a trace\n")
+    assert_one_line_error(cli("demo", "incident1", "-o", str(notes)), "usage", "not a trace")
+    assert notes.read_text() == "my notes, not a trace\n"
+
+
 # -- what an output path is ---------------------------------------------------------------
 
 @pytest.mark.parametrize("command", ["check", "convert"])
@@ -267,6 +274,17 @@ def test_check_validate_info_read_the_trace_from_stdin(racy, as_file):
     assert validate.returncode == 0 and b"<stdin>: OK" in validate.stdout, validate.stderr
     info = tracerace("info", "-", input=data)
     assert info.returncode == 0 and b"events    2" in info.stdout, info.stderr
+
+
+def test_convert_reads_an_arrow_stream_from_stdin(racy, tmp_path):
+    out = tmp_path / "copy.parquet"
+    result = tracerace("convert", "-", str(out), input=stream_bytes(racy))
+    assert result.returncode == 0, result.stderr
+    assert pq.read_table(out).num_rows == 2
+    std = tracerace("convert", "-", str(tmp_path / "copy.std"), input=stream_bytes(racy))
+    assert std.returncode == 2 and std.stderr.decode().count("\n") == 1
+    assert b"reads its input twice" in std.stderr
+    assert not (tmp_path / "copy.std").exists()
 
 
 @pytest.mark.parametrize("data, words", [

@@ -187,7 +187,8 @@ def demo_command(
 @app.command("convert")
 def convert_command(
     src: str = typer.Argument(..., help="Input: .std, .arrow, .arrows, .parquet, or a trace "
-                                        "recorded on a GPU (see --from)."),
+                                        "recorded on a GPU (see --from); - reads an Arrow "
+                                        "IPC stream from stdin."),
     dst: str = typer.Argument(..., help="Output: .std, .arrow, .arrows or .parquet."),
     compression: str | None = typer.Option(None, "--compression",
                                            help="lz4, zstd or none (Arrow and Parquet outputs; "

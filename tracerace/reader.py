@@ -41,8 +41,9 @@ from .meta import TraceMeta
 from .schema import COLUMN_BY_NAME
 
 __all__ = ["ADDRESS_END", "DEFAULT_BATCH_SIZE", "ENUM_LIMITS", "EXTENSION_OP_MIN",
-           "OLDEST_VERSION", "Batch", "TraceReader", "check_schema", "decode_pool", "glue_limit",
-           "open_trace", "out_of_range", "parse_buffer", "parse_metadata", "validate_trace"]
+           "OLDEST_VERSION", "STDIN", "Batch", "TraceReader", "check_schema", "decode_pool",
+           "glue_limit", "open_trace", "out_of_range", "parse_buffer", "parse_metadata",
+           "reads_once", "validate_trace"]
 
 DEFAULT_BATCH_SIZE = 1 << 20
 
@@ -290,6 +291,18 @@ STDIN_NAME = "<stdin>"
 """How messages name standard input."""
 
 
+def reads_once(path: str) -> bool:
+    """Whether trace ``path`` can be read only once, front to back: ``-``
+    (standard input), a FIFO, a device, a socket."""
+    if path == STDIN:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
     def fail(message: str, rule: str = "not-arrow") -> TraceError:
         return TraceError(message, path=path, rule=rule)
@@ -297,12 +310,8 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
     if path == STDIN:
         return _open_once(os.fdopen(os.dup(0), "rb", buffering=0), STDIN_NAME, batch_size,
                           check_values)
-    try:
-        mode = os.stat(path).st_mode
-    except OSError:
-        mode = None  # opening it says why
-    if mode is not None and not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-        try:  # a FIFO, device or socket: it can be read once, front to back
+    if reads_once(path):
+        try:  # a FIFO, device or socket
             raw = open(path, "rb", buffering=0)
         except OSError as exc:
             raise fail(f"cannot read: {exc.strerror or one_line(exc)}", "unreadable") from None

@@ -3,10 +3,11 @@
 A format module has ``NAME``, ``BINARY`` (writes bytes, not text) and
 ``write(report, stream)``; a format that takes every finding as the check
 finds them has a ``FindingsWriter`` too (Arrow writes them; HTML counts them
-for its heatmaps and writes the page when the report is done). :class:`Output` opens files
-(atomically, never over an input), picks text or byte streams and turns I/O
-failures into :class:`~tracerace.errors.TraceError`; :func:`render` writes a
-finished report through it.
+for its heatmaps and writes the page when the report is done). :class:`Output` opens
+outputs by :func:`tracerace.outfile.destination`'s rules (files atomically, never over an
+input; devices, FIFOs and descriptors as streams), picks text or byte streams and turns
+I/O failures into :class:`~tracerace.errors.TraceError` (a closed pipe into
+:attr:`Output.reader_gone`); :func:`render` writes a finished report through it.
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ class Output:
     def __exit__(self, exc_type, exc, tb) -> None:
         if self._file is None:
             return
-        if exc_type is not None or (self.reader_gone and not self._file.is_stream):
+        if exc_type is not None:
             self._file.discard()
             return
         try:

@@ -315,6 +315,35 @@ def test_a_fifo_trace_is_read_once_and_the_command_returns(tmp_path, racy, comma
     assert not writer.is_alive()
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP], ids=["SIGTERM", "SIGHUP"])
+def test_a_stop_signal_removes_the_trace_being_converted(racy, tmp_path, signum):
+    # convert reads the trace from a pipe this test holds open after the first
+    # batch: the output's temporary exists, and the conversion waits for more.
+    table = ipc.open_file(racy).read_all()
+    unfinished = io.BytesIO()
+    writer = ipc.new_stream(unfinished, table.schema)
+    writer.write_table(table)  # no end-of-stream marker yet
+    out = tmp_path / "out"
+    out.mkdir()
+    child = subprocess.Popen([sys.executable, "-m", "tracerace", "convert", "-",
+                              str(out / "copy.arrow")], cwd=ROOT, stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        child.stdin.write(unfinished.getvalue())
+        child.stdin.flush()
+        deadline = time.monotonic() + 120
+        while not os.listdir(out):
+            assert child.poll() is None and time.monotonic() < deadline, child.stderr.read()
+            time.sleep(0.05)
+        child.send_signal(signum)
+        child.wait(60)
+    finally:
+        child.kill()
+        child.stdin.close()
+    assert child.returncode == -signum, child.stderr.read()
+    assert os.listdir(out) == []
+
+
 SLEEPY_PROGRAM = """
 import sys, time
 import numpy as np

@@ -106,11 +106,13 @@ def test_record_and_convert_refuse_an_existing_file_that_is_not_a_trace(tmp_path
 
 
 @pytest.mark.parametrize("name", ["old.arrow", "old.arrows", "old.parquet", "old.std",
-                                  "empty.arrow"])
+                                  "blank-first.std", "empty.arrow"])
 def test_convert_replaces_an_existing_trace_or_empty_file(tmp_path, racy, name):
     old = tmp_path / name
     if name.startswith("empty"):
         old.write_bytes(b"")
+    elif name.startswith("blank"):
+        old.write_text("\n   \nT0|w(V1)|1\n")
     else:
         assert cli("convert", racy, str(old)).exit_code == 0
     result = cli("convert", racy, str(old))

@@ -129,7 +129,8 @@ _STD_FIRST_LINE = re.compile(rb"^\s*[^|\s()]+\|[a-z]+\([^|\s()]+\)\|-?\d{1,18}\s
 
 def refuse_non_trace(dest: Destination) -> None:
     """Raise a ``usage`` error when ``dest`` would replace an existing file that
-    is not a trace (Arrow IPC file or stream, Parquet, STD text) and not empty:
+    is not a trace (Arrow IPC file or stream, Parquet, STD text) and not empty
+    (or blank):
     a trace output never replaces a program, a source or a report."""
     if not dest.exists:
         return
@@ -138,9 +139,9 @@ def refuse_non_trace(dest: Destination) -> None:
             head = f.read(4096)
     except OSError:
         return  # unreadable: the rename decides, and its error names the path
-    if not head or head.startswith(TRACE_MAGICS):
+    if not head.strip() or head.startswith(TRACE_MAGICS):
         return
-    first = head.split(b"\n", 1)[0]
+    first = next(line for line in head.splitlines() if line.strip())  # STD skips blank lines
     if _STD_FIRST_LINE.match(first):
         return
     raise _refuse(dest.path, "exists and is not a trace (Arrow, Parquet or STD): "

@@ -41,7 +41,6 @@ from tracerace.outfile import destination
 
 ROOT = Path(__file__).resolve().parent.parent
 RACY_SUMMARY = "1 hazard (1 error, 0 warnings)"
-needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
 
 
 def cli(*args: str):
@@ -187,7 +186,6 @@ def test_check_into_stdout_by_name_prints_the_report(racy, out):
     assert RACY_SUMMARY in result.stderr
 
 
-@needs_fifo
 @pytest.mark.parametrize("args", [("check", "-f", "json", "-o"), ("check", "-f", "arrow", "-o"),
                                   ("convert",)], ids=["json", "arrow", "convert"])
 def test_an_output_fifo_is_written_not_replaced(tmp_path, racy, args):
@@ -236,7 +234,6 @@ def test_a_closed_stdout_ends_quietly_with_the_result(racy, args, code):
 
 # -- stop signals clean up -----------------------------------------------------------------
 
-@needs_fifo
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
                          ids=["SIGTERM", "SIGHUP", "SIGINT"])
 def test_a_stop_signal_removes_the_report_being_written(tmp_path, signum):
@@ -303,7 +300,18 @@ def test_bad_stdin_is_one_line(racy, tmp_path, data, words):
     assert len(lines) == 1 and "<stdin>" in lines[0] and words in lines[0], lines
 
 
-@needs_fifo
+def test_stdin_that_is_a_terminal_is_refused_not_waited_on():
+    leader, follower = os.openpty()
+    try:
+        result = tracerace("check", "-", stdin=follower, timeout=120)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert result.returncode == 2
+    assert result.stderr.decode().startswith("tracerace: error: <stdin>: usage: standard "
+                                             "input is a terminal")
+
+
 @pytest.mark.parametrize("command, code", [("check", 1), ("validate", 0), ("info", 0)])
 def test_a_fifo_trace_is_read_once_and_the_command_returns(tmp_path, racy, command, code):
     fifo = tmp_path / "trace.arrow"

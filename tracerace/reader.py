@@ -308,6 +308,10 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
         return TraceError(message, path=path, rule=rule)
 
     if path == STDIN:
+        if os.isatty(0):  # an Arrow trace is never typed: do not wait for one
+            raise TraceError("standard input is a terminal: pipe a trace in "
+                             "(tracerace check - < trace.arrows)", path=STDIN_NAME,
+                             rule="usage")
         return _open_once(os.fdopen(os.dup(0), "rb", buffering=0), STDIN_NAME, batch_size,
                           check_values)
     if reads_once(path):

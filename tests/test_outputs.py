@@ -265,9 +265,10 @@ def test_a_stop_signal_removes_the_report_being_written(tmp_path, signum):
 @pytest.mark.parametrize("as_file", [False, True], ids=["ipc-stream", "ipc-file-bytes"])
 def test_check_validate_info_read_the_trace_from_stdin(racy, as_file):
     data = Path(racy).read_bytes() if as_file else stream_bytes(racy)
-    check = tracerace("check", "-", "-f", "json", input=data)
-    assert check.returncode == 1, check.stderr
-    assert b'"waw"' in check.stdout
+    for output in ((), ("-o", "-")):  # stdin in, stdout out: two streams, not one file
+        check = tracerace("check", "-", "-f", "json", *output, input=data)
+        assert check.returncode == 1, check.stderr
+        assert b'"waw"' in check.stdout
     validate = tracerace("validate", "-", input=data)
     assert validate.returncode == 0 and b"<stdin>: OK" in validate.stdout, validate.stderr
     info = tracerace("info", "-", input=data)

@@ -25,6 +25,10 @@ from typing import IO
 
 from .errors import TraceError
 
+STDOUT = "-"
+"""The output path that means this process's standard output (as
+an input path, standard input)."""
+
 MODE = 0o666
 """Permissions asked for a new output file; the umask takes its bits away."""
 
@@ -38,15 +42,15 @@ def same_file(a: str, b: str) -> bool:
 
 
 def refuse_inputs(path: str, inputs: Iterable[str]) -> None:
-    """Raise a ``usage`` error when output ``path`` is one of ``inputs``."""
+    """Raise a ``usage`` error when output ``path`` is one of ``inputs`` (``-``,
+    standard input or output, is no file: never the same)."""
+    if path == STDOUT:
+        return
     for source in inputs:
-        if same_file(path, source):
+        if source != STDOUT and same_file(path, source):
             raise TraceError(f"the output is the same file as the input {source}: "
                              f"choose another output path", path=path, rule="usage")
 
-
-STDOUT = "-"
-"""The output path that means this process's standard output."""
 
 _DESCRIPTOR_FOLDERS = re.compile(r"^/(?:dev/fd|proc/(?:self|thread-self|\d+)/fd)$")
 """Folders whose entries are a process's open descriptors, by number."""

@@ -42,7 +42,6 @@ being equal are an error. The location is the number in the row's site
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
@@ -51,7 +50,7 @@ import pyarrow.compute as pc
 
 from . import ops as O
 from .errors import TraceError
-from .outfile import create_beside
+from .outfile import OutputFile
 from .reader import open_trace
 from .schema import SITE_NONE
 from .writer import TraceWriter
@@ -515,19 +514,18 @@ def export_std(src: str, dst: str) -> tuple[int, int]:
         plan.finish(reader)
         site_loc = np.array([_site_location(i, s) for i, s in enumerate(reader.meta.sites)],
                             dtype=np.int64)
-        fd, tmp = create_beside(dst)
+        output = OutputFile(dst)
         rows = lines = 0
         try:
-            with os.fdopen(fd, "wb") as out:
-                for b in reader:
-                    data, k = _std_text(b, plan, site_loc)
-                    out.write(data)
-                    rows += b.n
-                    lines += k
-            os.replace(tmp, dst)
+            out = output.open()
+            for b in reader:
+                data, k = _std_text(b, plan, site_loc)
+                out.write(data)
+                rows += b.n
+                lines += k
+            output.commit()
         except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            output.discard()
             raise
     return rows, lines
 

@@ -48,13 +48,36 @@ def record_program(boot: str, command: list[str], out: str, *, backend: str,
     with tempfile.TemporaryDirectory(prefix="tracerace-record-") as tmp:
         status_path = os.path.join(tmp, "status.json")
         child = [sys.executable, "-m", boot, out, status_path, *options, kind, target, *args]
-        returncode = subprocess.run(child, env=child_env(env)).returncode
+        returncode = run_child(child, child_env(env))
         status = _read_status(status_path, returncode, target)
     if status["error"] is not None:
         raise TraceError(_failure(status, out), path=target, rule="record")
     return RecordResult(out=out, events=status["events"], launches=status["launches"],
                         seconds=status["seconds"], exit_code=status["exit_code"],
                         warnings=tuple(status["warnings"]))
+
+
+CHILD_STOP_SECONDS = 30
+"""How long a stopped recording's process may take to discard its trace."""
+
+
+def run_child(argv: list[str], env: dict[str, str]) -> int:
+    """Run the recording process to its end; its exit status. When this process
+    is stopped (Ctrl-C, SIGTERM, SIGHUP), the child is stopped too and waited
+    for, so that it discards its trace rather than outlive tracerace and write
+    it later, or leave its temporary files."""
+    child = subprocess.Popen(argv, env=env)
+    try:
+        return child.wait()
+    except BaseException:
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(CHILD_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        raise
 
 
 def parse_command(command: list[str], backend: str) -> tuple[str, str, list[str]]:

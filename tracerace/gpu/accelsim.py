@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..columns import ADDRESS_END
 from ..schema import SITE_NONE
 from .emit import DEFAULT_WINDOW_SIZE, Emitter
 from .items import A_ACTIVE, A_STRIDE
@@ -125,8 +126,8 @@ class _Header:
 
 def _windows(shared: int, local: int, options) -> tuple:
     """(shared window, local window) from the header bases and the options."""
-    sw = options.shared_window or ((shared, DEFAULT_WINDOW_SIZE) if shared else None)
-    lw = options.local_window or ((local, DEFAULT_WINDOW_SIZE) if local else None)
+    sw = options.shared_window or ((shared, _window_size(shared)) if shared else None)
+    lw = options.local_window or ((local, _window_size(local)) if local else None)
     if sw and lw and not options.shared_window and not options.local_window:
         # Two windows closer than the default size: each ends where the other starts.
         if sw[0] < lw[0] < sw[0] + sw[1]:
@@ -134,6 +135,11 @@ def _windows(shared: int, local: int, options) -> tuple:
         elif lw[0] < sw[0] < lw[0] + lw[1]:
             lw = (lw[0], sw[0] - lw[0])
     return sw, lw
+
+
+def _window_size(base: int) -> int:
+    """The default window size, cut short where the 64-bit address space ends."""
+    return min(DEFAULT_WINDOW_SIZE, ADDRESS_END + 1 - base)
 
 
 class _LineParser:
@@ -219,6 +225,8 @@ class _LineParser:
             imm = None
             if self.has_imm:
                 imm = int(t[i])
+                if not -(1 << 63) <= imm < 1 << 63:
+                    self.fail(lineno, f"immediate {imm} is not a 64-bit integer")
                 i += 1
             if i != len(t):
                 raise IndexError
@@ -283,6 +291,10 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
     name = header.get("kernel name")[1]
     shared = header.number("shmem base_addr", default=0, base=16)
     local = header.number("local mem base_addr", default=0, base=16)
+    for key, base in (("shmem base_addr", shared), ("local mem base_addr", local)):
+        if base > ADDRESS_END:
+            raise error(path, header.get(key)[0], "address-overflow",
+                        f"-{key} = {base:#x} is not a 64-bit address")
     sw, lw = _windows(shared, local, options)
     extra = {"tool": f"accel-sim tracer {version}"}
     kid = header.get("kernel id", required=False)
@@ -290,6 +302,9 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
         extra["kernel_id"] = header.number("kernel id")
     info = KernelInfo(name, header.dims("grid dim"), header.dims("block dim"), path, sw, lw,
                       extra)
+    problem = info.dims_problem()
+    if problem is not None:
+        raise error(path, header.get("grid dim")[0], RULE, problem)
     lineinfo = header.number("enable lineinfo", default=0) != 0
     parser = _LineParser(path, info, version, lineinfo, writer, raw=not grouped)
     launch = Launch(launch_id, info, emitter, src, explicit_barriers=False,

@@ -36,15 +36,15 @@ has no end marker. There are no generic-window bases either
 
 from __future__ import annotations
 
-import json
 import os
 
+from ..errors import TraceError
 from .emit import Emitter
 from .items import A_LANES
 from .kernel import KernelInfo, Launch, Notes, Record
 from .order import RecordedOrder
 from .sass import decode, split_text, sync_operands
-from .source import error, lines
+from .source import bounded_json, error, lines
 
 RULE = "cutracer-syntax"
 SUFFIXES = (".ndjson", ".ndjson.zst", ".ndjson.zstd")
@@ -67,8 +67,8 @@ def claims_line(text: str) -> bool:
     if not s.startswith("{"):
         return False
     try:
-        obj = json.loads(s)
-    except ValueError:
+        obj = bounded_json("", 0, s, RULE)
+    except (ValueError, TraceError):
         return False
     return isinstance(obj, dict) and obj.get("type") in (("kernel_metadata",) + MEM_TYPES
                                                          + INSTR_TYPES + OTHER_TYPES)
@@ -100,7 +100,7 @@ def _parse(path: str, lineno: int, text: str) -> dict | None:
     if not text.strip():
         return None
     try:
-        obj = json.loads(text)
+        obj = bounded_json(path, lineno, text, RULE)
     except ValueError as exc:
         raise error(path, lineno, RULE, f"not JSON ({exc.msg} at column {exc.colno})") from None
     if not isinstance(obj, dict):
@@ -141,9 +141,9 @@ class _Kernel:
         if not isinstance(name, str) or not name:
             raise error(path, lineno, RULE, "kernel_metadata: no kernel name")
         grid, block = _dims(path, lineno, meta, "grid"), _dims(path, lineno, meta, "block")
-        if 0 in grid or 0 in block:
-            raise error(path, lineno, RULE, f"kernel_metadata: grid {list(grid)} and block "
-                        f"{list(block)} must be at least 1 in every dimension")
+        problem = KernelInfo(name, grid, block, path).dims_problem()
+        if problem is not None:
+            raise error(path, lineno, RULE, f"kernel_metadata: {problem}")
         table = meta.get("instructions", {})
         if not isinstance(table, dict):
             raise error(path, lineno, RULE, "kernel_metadata: 'instructions' must be an object")

@@ -114,14 +114,14 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
                             f"{key[1]}")
             grid = tuple(int(g) for g in m.group(4, 5, 6))
             block = tuple(int(g) for g in m.group(7, 8, 9))
-            if 0 in grid or 0 in block:
-                raise error(path, lineno, RULE, f"grid size {grid} and block size {block} "
-                            f"must be at least 1 in every dimension")
-            if current is not None:
-                current.order.finish()
             info = KernelInfo(m.group(2), grid, block, path, options.shared_window,
                               options.local_window,
                               {"tool": "NVBit mem_trace", "grid_launch_id": key[1]})
+            problem = info.dims_problem()
+            if problem is not None:
+                raise error(path, lineno, RULE, problem)
+            if current is not None:
+                current.order.finish()
             launch = Launch(len(kernels), info, emitter, src, lanes_per_warp=lambda warp: 0xFFFFFFFF, notes=notes)
             current = launches[key] = _Launch(launch)
             kernels.append(info)

@@ -484,3 +484,32 @@ def test_the_hooked_simulator_names_exist():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True).stdout
     assert json.loads(out) == []
+
+
+# --- the status file is untrusted: the recorded program can write it -------------------
+
+VALID_STATUS = {"events": 5, "launches": 1, "seconds": 0.1, "exit_code": 0, "written": True,
+                "warnings": [], "error": None}
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"error": 5}', "other keys"),
+    ("[]", "not a JSON object"),
+    ("{}", "other keys"),
+    ("[" * 100_000, "nested JSON"),
+    ("not json", "not JSON"),
+    (json.dumps(VALID_STATUS | {"events": "many"}), "events is str"),
+    (json.dumps(VALID_STATUS | {"error": ["x"]}), "error is list"),
+    (json.dumps(VALID_STATUS | {"warnings": [1]}), "a warning is not text"),
+    (json.dumps(VALID_STATUS | {"launches": -1}), "out of range"),
+    (json.dumps(VALID_STATUS), "was not written"),
+], ids=["error-int", "list", "empty", "deep", "text", "events-str", "error-list",
+        "warning-int", "negative", "says-written"])
+def test_a_status_file_the_program_wrote_fails_in_one_line(tmp_path, text, why):
+    """``forge_status.py`` overwrites the child's status file and exits at once."""
+    done = record_cli(tmp_path, "forge_status.py", text)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("tracerace: error")]
+    assert len(errors) == 1 and "status file" in errors[0] and why in errors[0], done.stderr
+    assert not (tmp_path / "out.arrow").exists()

@@ -187,7 +187,7 @@ def bounded_json(path: str, lineno: int, text: str, rule: str,
     """``json.loads(text)``, refusing nesting deeper than ``max_depth`` (rule
     ``rule``) before Python's recursion limit would. Raises ``ValueError`` for
     text that is not JSON, as ``json.loads`` does."""
-    if text.count("[") + text.count("{") > max_depth and _depth(text) > max_depth:
+    if text.count("[") + text.count("{") > max_depth and json_depth(text) > max_depth:
         raise error(path, lineno, rule, f"JSON nested deeper than {max_depth} levels: no "
                     f"tracer writes one")
     return json.loads(text)
@@ -196,7 +196,7 @@ def bounded_json(path: str, lineno: int, text: str, rule: str,
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
-def _depth(text: str) -> int:
+def json_depth(text: str) -> int:
     """The deepest nesting of ``[``/``{`` outside strings."""
     depth = deepest = 0
     for m in _JSON_TOKEN.finditer(text):

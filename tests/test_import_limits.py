@@ -229,3 +229,26 @@ def test_whitespace_only_is_not_a_trace(tmp_path):
 def test_std_line_longer_than_the_limit_is_refused(tmp_path):
     src = g.write(tmp_path / "t.std", "T0|w(V1)|1\n" + "T0|w(V1)|" + "9" * (1 << 25))
     refused(src, tmp_path, "line-too-long", None)
+
+
+BIG = "9" * 5000
+"""More digits than Python converts from decimal text (4300)."""
+
+
+@pytest.mark.parametrize("name, old, new, line", [
+    ("run.log", "grid size 1,1,1", f"grid size {BIG},1,1", 4),
+    ("run.log", "grid launch id 0", f"grid launch id {BIG}", 4),
+    ("run.log", "CTA 0,0,0", f"CTA {BIG},0,0", 5),
+    ("kernel-1.trace", "-grid dim = (1,1,1)", f"-grid dim = ({BIG},1,1)", 3),
+    ("k.ndjson", '"grid": [1, 1, 1]', f'"grid": [{BIG}, 1, 1]', 1),
+], ids=["memtrace-grid", "memtrace-launch-id", "memtrace-cta", "accelsim-grid",
+        "cutracer-grid"])
+def test_numbers_of_5000_digits_are_refused_at_their_line(tmp_path, name, old, new, line):
+    k = store([0x1000 + 4 * lane for lane in range(32)])
+    text = {"run.log": g.memtrace_log, "kernel-1.trace": lambda ks: g.accel_trace(ks[0]),
+            "k.ndjson": lambda ks: g.cutracer_ndjson(ks[0])}[name]([k])
+    assert old in text
+    src = g.write(tmp_path / name, text.replace(old, new))
+    rule = {"run.log": "memtrace-syntax", "kernel-1.trace": "accelsim-syntax",
+            "k.ndjson": "cutracer-syntax"}[name]
+    assert len(refused(src, tmp_path, rule, line)) < 400

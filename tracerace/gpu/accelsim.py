@@ -49,10 +49,10 @@ from .sass import IMPLICIT_COUNT, Effect, SyncOperands, decode
 from .source import error, lines
 
 RULE = "accelsim-syntax"
-_DIMS = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$")
-_TB = re.compile(r"^thread block\s*=\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*$")
-_WARP = re.compile(r"^warp\s*=\s*(\d+)\s*$")
-_INSTS = re.compile(r"^insts\s*=\s*(\d+)\s*$")
+_DIMS = re.compile(r"^\(\s*(\d{1,20})\s*,\s*(\d{1,20})\s*,\s*(\d{1,20})\s*\)$")
+_TB = re.compile(r"^thread block\s*=\s*(\d{1,20})\s*,\s*(\d{1,20})\s*,\s*(\d{1,20})\s*$")
+_WARP = re.compile(r"^warp\s*=\s*(\d{1,20})\s*$")
+_INSTS = re.compile(r"^insts\s*=\s*(\d{1,20})\s*$")
 _MEMCPY = re.compile(r"^Memcpy(HtoD|DtoH|DtoD),0x[0-9a-fA-F]+,\d+$")
 MAX_BARRIER_ID = 15
 GROUPED_LDGSTS = ("the post-processed .traceg keeps only the global source of each LDGSTS, "
@@ -113,14 +113,15 @@ class _Header:
         try:
             return int(value, base)
         except ValueError:
-            raise error(self.path, lineno, RULE, f"-{key} = {value!r} is not a number") from None
+            raise error(self.path, lineno, RULE, f"-{key} = {_short(value)!r} is not a "
+                        f"number") from None
 
     def dims(self, key: str) -> tuple[int, int, int]:
         lineno, value = self.get(key)
         m = _DIMS.match(value)
         if not m or 0 in (d := tuple(int(g) for g in m.groups())):
-            raise error(self.path, lineno, RULE, f"-{key} = {value!r}: expected (x,y,z), each "
-                        f"at least 1")
+            raise error(self.path, lineno, RULE, f"-{key} = {_short(value)!r}: expected (x,y,z), "
+                        f"each at least 1")
         return d
 
 

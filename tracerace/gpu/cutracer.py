@@ -101,8 +101,10 @@ def _parse(path: str, lineno: int, text: str) -> dict | None:
         return None
     try:
         obj = bounded_json(path, lineno, text, RULE)
-    except ValueError as exc:
-        raise error(path, lineno, RULE, f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:  # json's own errors say where; a number too long does not
+        where = f" at column {exc.colno}" if hasattr(exc, "colno") else ""
+        raise error(path, lineno, RULE, f"not JSON ({getattr(exc, 'msg', exc)}{where})"
+                    ) from None
     if not isinstance(obj, dict):
         raise error(path, lineno, RULE, "a record must be a JSON object")
     return obj
@@ -117,17 +119,27 @@ def _int(path: str, lineno: int, obj: dict, key: str) -> int:
             pass
     elif isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise error(path, lineno, RULE, f"{obj.get('type', 'record')}: {key!r} must be an integer "
-                f"(got {value!r})")
+    raise error(path, lineno, RULE, f"{_kind(obj)}: {key!r} must be an integer "
+                f"(got {_shown(value)})")
 
 
 def _dims(path: str, lineno: int, obj: dict, key: str) -> tuple[int, int, int]:
     value = obj.get(key)
     if (not isinstance(value, list) or len(value) != 3
             or not all(isinstance(v, int) and v >= 0 for v in value)):
-        raise error(path, lineno, RULE, f"{obj.get('type', 'record')}: {key!r} must be a list "
-                    f"of three non-negative integers (got {value!r})")
+        raise error(path, lineno, RULE, f"{_kind(obj)}: {key!r} must be a list "
+                    f"of three non-negative integers (got {_shown(value)})")
     return tuple(value)
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind(obj: dict) -> str:
+    kind = obj.get("type", "record")
+    return _shown(kind) if not isinstance(kind, str) or len(kind) > 40 else kind
 
 
 class _Kernel:
@@ -150,12 +162,12 @@ class _Kernel:
         self.sass: dict[int, str] = {}
         for key, entry in table.items():
             if not (isinstance(entry, dict) and isinstance(entry.get("sass"), str)):
-                raise error(path, lineno, RULE, f"kernel_metadata: instruction {key!r} has no "
+                raise error(path, lineno, RULE, f"kernel_metadata: instruction {_shown(key)} has no "
                             f"'sass' text")
             try:
                 self.sass[int(key)] = entry["sass"]
             except ValueError:
-                raise error(path, lineno, RULE, f"kernel_metadata: instruction id {key!r} is "
+                raise error(path, lineno, RULE, f"kernel_metadata: instruction id {_shown(key)} is "
                             f"not a number") from None
         extra = {"tool": "CUTracer"}
         if isinstance(meta.get("mangled_name"), str):
@@ -188,7 +200,7 @@ class _Kernel:
             raise error(path, lineno, RULE, "a second kernel_metadata line: one file holds "
                         "one kernel launch")
         if kind not in MEM_TYPES + INSTR_TYPES + OTHER_TYPES:
-            raise error(path, lineno, RULE, f"unknown record type {kind!r}")
+            raise error(path, lineno, RULE, f"unknown record type {_shown(kind)}")
         index = _int(path, lineno, obj, "trace_index")
         if index != self.next_index:
             raise error(path, lineno, "cutracer-missing", f"trace_index {index} where "

@@ -44,11 +44,12 @@ RULE = "memtrace-syntax"
 PREFIX = "MEMTRACE: "
 _LAUNCH = re.compile(
     r"^MEMTRACE: CTX (0x[0-9a-fA-F]+) - LAUNCH - Kernel pc 0x[0-9a-fA-F]+ - Kernel name (.+?)"
-    r" - grid launch id (\d+) - grid size (\d+),(\d+),(\d+) - block size (\d+),(\d+),(\d+)"
+    r" - grid launch id (\d{1,20}) - grid size (\d{1,20}),(\d{1,20}),(\d{1,20})"
+    r" - block size (\d{1,20}),(\d{1,20}),(\d{1,20})"
     r" - nregs -?\d+ - shmem -?\d+ - cuda stream id -?\d+\s*$")
 _ACCESS = re.compile(
-    r"^MEMTRACE: CTX (0x[0-9a-fA-F]+) - grid_launch_id (\d+) - CTA (\d+),(\d+),(\d+)"
-    r" - warp (\d+) - (\S+) - ((?:0x[0-9a-fA-F]+\s*){32})$")
+    r"^MEMTRACE: CTX (0x[0-9a-fA-F]+) - grid_launch_id (\d{1,20})"
+    r" - CTA (\d{1,20}),(\d{1,20}),(\d{1,20}) - warp (\d{1,20}) - (\S+) - ((?:0x[0-9a-fA-F]+\s*){32})$")
 _SKIP = re.compile(r"^MEMTRACE: (STARTING CONTEXT|TERMINATING CONTEXT|CTX \S+, Inspecting )")
 MAX_HW_WARPS = 64
 NOTE = ("NVBit mem_trace records memory instructions only: barriers, fences and cp.async "

@@ -79,8 +79,9 @@ def test_accelsim_deltas_below_zero_are_refused(tmp_path):
 
 
 def test_the_last_bytes_of_the_address_space_convert_and_check(tmp_path):
-    """The highest word a 4-byte access may touch (its end must fit 64 bits); its global window's init row
-    stops one byte short of 2^64 so that ``check`` accepts the trace."""
+    """The highest word a 4-byte access may touch (its end must fit 64 bits); its
+    global window's init row stops one byte short of 2^64 so that ``check``
+    accepts the trace."""
     k = store([TOP - 7 - 4 * (31 - lane) for lane in range(32)])
     src = g.write(tmp_path / "kernel-1.trace", g.accel_trace(k))
     out = tmp_path / "out.arrow"

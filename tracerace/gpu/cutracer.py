@@ -162,8 +162,8 @@ class _Kernel:
         self.sass: dict[int, str] = {}
         for key, entry in table.items():
             if not (isinstance(entry, dict) and isinstance(entry.get("sass"), str)):
-                raise error(path, lineno, RULE, f"kernel_metadata: instruction {_shown(key)} has no "
-                            f"'sass' text")
+                raise error(path, lineno, RULE, f"kernel_metadata: instruction {_shown(key)} "
+                            f"has no 'sass' text")
             try:
                 self.sass[int(key)] = entry["sass"]
             except ValueError:

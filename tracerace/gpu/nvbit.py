@@ -49,7 +49,8 @@ _LAUNCH = re.compile(
     r" - nregs -?\d+ - shmem -?\d+ - cuda stream id -?\d+\s*$")
 _ACCESS = re.compile(
     r"^MEMTRACE: CTX (0x[0-9a-fA-F]+) - grid_launch_id (\d{1,20})"
-    r" - CTA (\d{1,20}),(\d{1,20}),(\d{1,20}) - warp (\d{1,20}) - (\S+) - ((?:0x[0-9a-fA-F]+\s*){32})$")
+    r" - CTA (\d{1,20}),(\d{1,20}),(\d{1,20}) - warp (\d{1,20})"
+    r" - (\S+) - ((?:0x[0-9a-fA-F]+\s*){32})$")
 _SKIP = re.compile(r"^MEMTRACE: (STARTING CONTEXT|TERMINATING CONTEXT|CTX \S+, Inspecting )")
 MAX_HW_WARPS = 64
 NOTE = ("NVBit mem_trace records memory instructions only: barriers, fences and cp.async "

@@ -541,3 +541,11 @@ def test_rows_flush_while_a_barrier_waits_for_its_count(tmp_path):
     assert np.flatnonzero(bars).tolist() == [first, last] == [0, 11]
     assert cols["arg"][bars].tolist() == [2, 2]
     assert not any(tracerace.check(str(out)).summary["by_kind"].values())
+
+
+def test_a_nested_record_field_is_refused_at_its_line(tmp_path):
+    result = record_cli(tmp_path, "nested_record.py")
+    assert result.returncode == 2, result.stderr
+    (line,) = marked_lines("nested_record.py", "nested")
+    assert "nested record" in result.stderr and f"nested_record.py:{line}" in result.stderr
+    assert not (tmp_path / "out.arrow").exists()

@@ -416,6 +416,7 @@ def test_sim_program_names_the_source(tmp_path):
     ("meta-short", "a buffer line needs 6 fields"),
     ("meta-number", "'zero' is not a number"),
     ("meta-site-gap", "site 1 is missing"),
+    ("meta-buffer-name", "'name' must be a non-empty string"),
     ("record-kind", "unknown record kind 99"),
     ("record-copy", "async copy 12345, which the side table lacks"),
     ("record-address", "passes the end of the 64-bit address space"),

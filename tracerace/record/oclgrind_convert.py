@@ -205,8 +205,11 @@ def convert(prefix: str, out: str, *, source_names: dict[str, str] | None = None
     with TraceWriter(out, producer=PRODUCER) as writer:
         writer.sites = sites   # the converter appends to it (sites of added rows)
         for buf in buffers(meta):
-            writer.buffer(buf["name"], buf["space"], buf["base"], buf["shape"],
-                          buf["itemsize"], launch=buf["launch"])
+            try:
+                writer.buffer(buf["name"], buf["space"], buf["base"], buf["shape"],
+                              buf["itemsize"], launch=buf["launch"])
+            except ValueError as exc:
+                raise bad_output("the side table", str(exc)[:200]) from None
         launches = 0
         if events is not None:
             launches = scan_records(events, batch_records, meta)

@@ -22,6 +22,7 @@ FORGED = {
     "meta-short": ("meta", b"buffer\t0\tx\n"),
     "meta-number": ("meta", b"copy\t0\tzero\t0\t3\t1\t4\t1\t1\t1\t1\n"),
     "meta-site-gap": ("meta", b"site\t7\tfar.cl:1\n"),
+    "meta-buffer-name": ("meta", b"buffer\t0\t\tglobal\t0\t8\t4\n"),
     # records the plugin never writes (32 bytes: kind space detail variant size group
     # item address site count)
     "record-kind": ("events", struct.pack("<BBBBIIIQII", 99, 0, 0, 0, 4, 0, 0, 0, 0, 0)),

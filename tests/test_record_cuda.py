@@ -483,3 +483,24 @@ def test_conversion_memory_does_not_grow_with_the_launch(tmp_path):
     large = conversion_peak(tmp_path, 1 << 22)
     assert large < 450 << 10, large
     assert large - small < 100 << 10, (small, large)
+
+
+@pytest.mark.parametrize("write, what", [
+    (lambda w: w.read(0, 0, 0xFFFFFFFFFFFFFFFE, 4), "ACCESS record's bytes pass the end"),
+    (lambda w: w.cp_async(0, 0, 0, 0xFFFFFFFFFFFFFFF8, 16), "CP_ASYNC record's bytes pass"),
+    (lambda w: w.host_init(0xFFFFFFFFFFFFFFF0, 32), "HOST_INIT record's bytes pass"),
+], ids=["access", "cp-async-source", "host-init"])
+def test_bytes_past_64_bits_are_refused_naming_the_record(tmp_path, write, what):
+    """The stream is written inside the recorded process, which could write it too."""
+    def program(w):
+        w.launch("k", block=(1, 1, 1))
+        write(w)
+        w.launch_end()
+    refused(tmp_path, program, what)
+
+
+def test_a_grid_past_2_32_blocks_is_refused(tmp_path):
+    def program(w):
+        w.launch("huge", grid=(1 << 31, 4, 1), block=(1, 1, 1))
+        w.launch_end()
+    refused(tmp_path, program, r"more than 2\^32 blocks or threads")

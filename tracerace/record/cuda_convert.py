@@ -42,11 +42,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from math import prod
 from dataclasses import dataclass, field
 from glob import escape, glob
 
 import numpy as np
 
+from ..columns import ADDRESS_END
 from ..errors import TraceError
 from ..ops import Op, Scope, Sem
 from ..ops import Space as TSpace
@@ -97,6 +99,8 @@ def find_streams(prefix: str) -> list[str]:
     return sorted(glob(f"{escape(prefix)}.*.trc"))
 
 
+MAX_IDS = 1 << 32
+"""Block and thread ids are uint32 columns."""
 BATCH_RECORDS = 1 << 18
 """Stream records converted at a time (12 MiB of records): with two passes over
 the stream, the conversion's memory does not grow with the kernel's length."""
@@ -204,6 +208,15 @@ def scan(path: str, batch: int) -> Plan:
     def segment(rec: np.ndarray, index: np.ndarray, lo: int, hi: int) -> None:
         """Records ``lo:hi`` of a batch, none of them a launch's start or end."""
         part = rec[lo:hi]
+        sized = np.isin(part["kind"], [Kind.ACCESS, Kind.CP_ASYNC, Kind.HOST_INIT, Kind.ALLOC])
+        room = np.uint64(ADDRESS_END) - part["size"].astype(np.uint64)
+        past = sized & ((part["addr"] > room) | ((part["kind"] == Kind.CP_ASYNC)
+                                                 & (part["addr2"] > room)))
+        if past.any():
+            i = int(np.argmax(past))
+            raise stream_error(path, f"a {Kind(int(part['kind'][i])).name} record's bytes pass "
+                                     f"the end of the 64-bit address space (the tool writes "
+                                     f"none)", row=int(index[lo + i]))
         device = np.isin(part["kind"], DEVICE_KINDS)
         if state is None:
             if device.any():
@@ -250,6 +263,10 @@ def scan(path: str, batch: int) -> Plan:
                     raise stream_error(path, f"launch {n} ({launch.name}) has grid "
                                              f"{launch.grid} and block {launch.block}: a "
                                              f"dimension of 0", row=row)
+                if prod(launch.grid) > MAX_IDS or launch.threads_per_block > MAX_IDS:
+                    raise stream_error(path, f"launch {n} ({launch.name}) has grid "
+                                             f"{launch.grid} and block {launch.block}: more "
+                                             f"than 2^32 blocks or threads", row=row)
                 if int(rec["block"][i]) != n:
                     raise stream_error(path, f"launch {int(rec['block'][i])} where launch "
                                              f"{n} was expected", row=row)

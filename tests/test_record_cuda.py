@@ -477,8 +477,8 @@ def conversion_peak(tmp_path, accesses: int) -> int:
 
 
 def test_conversion_memory_does_not_grow_with_the_launch(tmp_path):
-    """Four times the records (4 million, 192 MB of stream), the same memory: the
-    whole stream in memory took about 1 GB."""
+    """Four times the records (4 million, 192 MB of stream), the same memory, well
+    under what holding the whole stream takes."""
     small = conversion_peak(tmp_path, 1 << 20)
     large = conversion_peak(tmp_path, 1 << 22)
     assert large < 450 << 10, large

@@ -69,6 +69,8 @@ NAMED_ID = 1 << 36
 
 CHUNK_LINES = 1 << 20
 READ_BYTES = 1 << 24
+MAX_LINE_BYTES = 1 << 20
+"""The longest STD line read (1 MiB); a longer one is an error, not a read without end."""
 
 STD_OPS = ("r", "w", "acq", "rel", "fork", "join")
 S_R, S_W, S_ACQ, S_REL, S_FORK, S_JOIN = range(6)
@@ -335,6 +337,10 @@ def _std_lines(path: str):
             cut = data.rfind(b"\n")
             if cut < 0:
                 rest = data
+                if len(rest) > MAX_LINE_BYTES:
+                    raise TraceError(f"line {lineno}: longer than {MAX_LINE_BYTES >> 20} MiB "
+                                     f"(an STD line is one event)", path=path,
+                                     rule="line-too-long")
                 continue
             rest = data[cut + 1:]
             lines = data[:cut].decode("utf-8", errors="replace").split("\n")
@@ -355,6 +361,9 @@ def import_std(src: str, dst: str, *, compression: str | None = None) -> tuple[i
         for lines, first in _std_lines(src):
             imp.chunk(lines, first)
             imp.lines = first + len(lines) - 1
+        if imp.rows == 0:
+            raise TraceError("no events: the file is empty or blank (an STD trace has one "
+                             "event per line)", path=src, rule="empty")
         if imp.vars.max_canonical >= 0:
             writer.buffer("V", O.SPACE_GLOBAL, 0, (imp.vars.max_canonical + 1,), VAR_SIZE)
     return imp.lines, imp.rows

@@ -146,6 +146,8 @@ class TraceWriter:
         """Grid and block dimensions declared with :meth:`launch_dims`."""
         self.rows = 0
         self._site_index: dict[str, int] = {}
+        self._patches: dict = {}
+        """Values of rows already written, by column and row (see :meth:`set_value`)."""
         self._pending = {c.name: np.empty(batch_size, dtype=c.dtype) for c in COLUMNS}
         self._fill = 0
         self._spill: _Sink | None = None
@@ -231,6 +233,19 @@ class TraceWriter:
             part = {name: values[start:start + self.batch_size] for name, values in cols.items()}
             self._spill_batch(part)
 
+    def set_value(self, row: int, column: str, value: int) -> None:
+        """Set ``column`` of a row appended earlier (a count known only later, such
+        as a barrier's arrivals). The rows need not stay in memory for it: the
+        value is applied when ``close`` copies them into the output."""
+        self._check_open()
+        if not 0 <= row < self.rows + self._fill:
+            raise ValueError(f"row {row} has not been written (rows: {self.rows + self._fill})")
+        value = _scalar(column, value, self.path, row)
+        if row >= self.rows:
+            self._pending[column][row - self.rows] = value
+        else:
+            self._patches.setdefault(column, {})[row] = value
+
     # -- finishing --
 
     def close(self) -> None:
@@ -252,8 +267,10 @@ class TraceWriter:
                 self._spill = None
                 try:
                     with pa.OSFile(spill_path, "rb") as f:
+                        row0 = 0
                         for record in ipc.open_stream(f):
-                            sink.write(record)
+                            sink.write(self._patched(record, row0))
+                            row0 += record.num_rows
                 finally:
                     os.unlink(spill_path)
         except BaseException:
@@ -261,6 +278,24 @@ class TraceWriter:
             raise
         sink.close()
         self._final = None
+
+    def _patched(self, record: pa.RecordBatch, row0: int) -> pa.RecordBatch:
+        """``record`` (rows ``row0`` on) with the values :meth:`set_value` set."""
+        end = row0 + record.num_rows
+        for column, values in self._patches.items():
+            if not isinstance(values, tuple):   # sorted once: (rows, values) arrays
+                rows = np.fromiter(sorted(values), dtype=np.int64, count=len(values))
+                values = self._patches[column] = (rows, [values[r] for r in rows.tolist()])
+            rows, new = values
+            lo, hi = np.searchsorted(rows, [row0, end])
+            if lo == hi:
+                continue
+            i = record.schema.get_field_index(column)
+            array = record.column(i).to_numpy(zero_copy_only=False).copy()
+            array[rows[lo:hi] - row0] = new[lo:hi]
+            record = record.set_column(i, record.schema.field(i),
+                                       pa.array(array, type=record.schema.field(i).type))
+        return record
 
     def abort(self) -> None:
         """Discard everything written so far; no output file is created. Also

@@ -119,6 +119,13 @@ N_FIELDS = 4
 # both uint32 in the trace, share ``K_SIZE_SITE``: site in the high half).
 K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN, K_SHADOW_AGENT, K_SHADOW_EPOCH = range(8)
 K_FIELDS = 8
+# ``K_SHADOW_AGENT`` packs two fields: the agent of the copy that shadows the
+# node (low bits, see ``shadow_agent``), and the bytes of the node that a later
+# atomic follows in happens-before (``KS_HIDDEN_SHIFT``, 16 bits, see
+# ``hidden_bytes``): the proxy rule does not check those bytes of the node.
+KS_AGENT_BITS = 40
+KS_AGENT_MASK = (1 << KS_AGENT_BITS) - 1
+KS_HIDDEN_SHIFT = KS_AGENT_BITS
 
 # N_INFO bit layout.
 I_OP_MASK = 0xFF
@@ -130,6 +137,29 @@ I_SCOPE_SHIFT = 12     # 3 bits
 I_MASK_SHIFT = 16      # 16 bits: bytes of the granule this node stands for
 I_COPY_SHIFT = 32      # 2 bits: reasons.INFLIGHT_*
 I_SHADOW_SHIFT = 40    # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none), see below
+
+
+@jit_inline
+def shadow_agent(cold, x):
+    """The agent of the copy that shadows node ``x`` (meaningful while its
+    shadow bits are set)."""
+    return cold[x, K_SHADOW_AGENT] & KS_AGENT_MASK
+
+
+@jit_inline
+def set_shadow_agent(cold, x, a):
+    cold[x, K_SHADOW_AGENT] = (cold[x, K_SHADOW_AGENT] & ~np.int64(KS_AGENT_MASK)) | a
+
+
+@jit_inline
+def hidden_bytes(cold, x):
+    """The bytes of node ``x`` that a later atomic follows in happens-before."""
+    return (cold[x, K_SHADOW_AGENT] >> KS_HIDDEN_SHIFT) & MASK_ALL
+
+
+@jit_inline
+def hide_bytes(cold, x, m):
+    cold[x, K_SHADOW_AGENT] |= m << KS_HIDDEN_SHIFT
 
 
 # The 16 granules of an aligned 64-byte line share a hash and take the 16

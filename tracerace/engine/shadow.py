@@ -29,8 +29,12 @@ pipeline collect one node per iteration.
 Pruning never changes an answer (a dropped node is always shadowed by a later
 node of the same kind), so it is done when it is cheap: writes are pruned in
 the same pass that checks them, reads only when their list has doubled since
-the last prune (amortized constant work per read). The latest write of every byte is never dropped (only later
-writes drop writes), which the proxy rule relies on.
+the last prune (amortized constant work per read). A write leaves a list only
+once a later write that it happens before has been performed (a copy: retired),
+and an atomic that a write happens before marks those bytes of the write
+hidden (``hide_bytes``) instead: the writes of a list that happen before an
+access and are not hidden are the ones it may see, which the proxy rule
+relies on (``granules.check_writes``).
 """
 
 from __future__ import annotations

@@ -361,6 +361,32 @@ def test_retired_copy_hides_the_write_it_overwrote():
     assert found(late) == {(6, "proxy_fence", 3)}
 
 
+def copies_over_a_write(*copies: tuple[int, int], waits: int) -> Trace:
+    """Thread 1 writes shared [0, 4) and never fences; after a barrier thread 0
+    copies over it (``copies``: (addr, size) per cp_async, ``commit`` between
+    groups as strings), waits until ``waits`` groups are pending, fences, and
+    its async proxy reads [0, 4)."""
+    t = Trace().init(0, 0, addr=1000, size=16).write(0, 1, addr=0, size=4, space=1)
+    t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2)
+    for c in copies:
+        if c == "commit":
+            t.cp_async_commit(0, 0)
+        else:
+            t.cp_async(0, 0, addr=c[0], size=c[1], space=1, addr2=1000)
+    t.cp_async_wait(0, 0, arg=waits).fence_proxy_async(0, 0)
+    return t.read(0, 0, addr=0, size=4, space=1, proxy=1)
+
+
+def test_retired_copies_hide_the_write_under_them():
+    # Two groups over the same bytes; the first is retired and fenced, the
+    # second still in flight: the first hides thread 1's unfenced write.
+    two_groups = copies_over_a_write((0, 4), "commit", (0, 4), "commit", waits=1)
+    assert found(two_groups) == {(6, "async_inflight", 4), (10, "async_inflight", 6)}
+    # One group of two copies, each over half of the write: together they hide it.
+    halves = copies_over_a_write((0, 2), (2, 2), "commit", waits=0)
+    assert found(halves) == set()
+
+
 def racing_atomics(*fenced: int) -> Trace:
     """Threads 1 and 0 each write shared [0, 4) by a block-scope atomic (so they
     do not race), in that order, after an init; then a barrier, and thread 0's async proxy reads."""

@@ -11,7 +11,7 @@ from ._jit import jit_inline, jit_inline_ir, jit_leaf, store_row_nt
 from .agents import known
 from .async_copies import copy_retired, proxy_fenced, retiring_wait
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_ISSUER, FN_EPOCH, SV_GLOBAL_REGION,
+    AG_BARGEN, AG_BAROBJ, AG_ISSUER, AG_KIND, FN_EPOCH, KIND_TMA, SV_GLOBAL_REGION,
     SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH, SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED,
     SV_SHARED_REGION)
 from .pools import pool_alloc, pool_free
@@ -219,13 +219,31 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
             elif kind == ORDERED and is_atomic:
                 hide_bytes(cold, x, xm & m)
             elif kind == ORDERED and is_copy and is_write:
-                set_shadow_agent(cold, x, a)
-                cold[x, K_SHADOW_EPOCH] = epoch
-                nodes[x, N_INFO] = (xinfo & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (
-                    (xm & m) << I_SHADOW_SHIFT)
+                shade(ag, nodes, cold, x, xinfo, xm & m, a, epoch)
         prev = x
         x = nxt
     return found
+
+
+@jit_inline
+def shade(ag, nodes, cold, x, xinfo, m, a, epoch):
+    """Copy ``epoch`` of async agent ``a``, which write ``x`` happens before,
+    shadows the bytes ``m`` of ``x`` (one shadow per node). Where ``x`` is
+    already shadowed by a copy still in flight, the copy that retires first
+    is kept when that is known: the same group of the same agent shadows
+    both sets of bytes; an older group of the same cp.async or bulk agent
+    (retired no later) keeps its own when it already covers ``m``. Otherwise
+    the newer copy replaces the older one."""
+    old = (xinfo >> I_SHADOW_SHIFT) & MASK_ALL
+    if old and shadow_agent(cold, x) == a and ag[a, AG_KIND] != KIND_TMA:
+        e = cold[x, K_SHADOW_EPOCH]
+        if e == epoch:
+            m |= old
+        elif e < epoch and (m & ~old) == 0:
+            return
+    set_shadow_agent(cold, x, a)
+    cold[x, K_SHADOW_EPOCH] = epoch
+    nodes[x, N_INFO] = (xinfo & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (m << I_SHADOW_SHIFT)
 
 
 @jit_inline

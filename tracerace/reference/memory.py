@@ -111,8 +111,7 @@ class Memory:
                 self.offer(found, kind, x, acc)
             if acc.proxy_async:
                 for w in self.writes_seen(hist, launch, clock, space):
-                    if not w.proxy_async and w.launch == launch and \
-                            not self.proxy_fenced(w, clock, space):
+                    if not w.proxy_async and not self.proxy_fenced(w, clock, space):
                         self.offer(found, O.K_PROXY_FENCE, w, acc)
         if uninit_lo is not None:
             cur = found.get(O.K_UNINIT_READ)
@@ -127,14 +126,16 @@ class Memory:
                 self.initialized.add(key)
 
     def writes_seen(self, hist: list, launch: int, clock: Clock, space: int) -> list:
-        """The writes of one byte's history ``hist`` that an access made with
-        ``clock`` may see (rule 7): those that happen before it and that no
-        other performed write follows in happens-before. A copy's write is
-        performed once its group (a tma_load: its phase) is retired; before
-        that it hides nothing."""
-        done = [x for x in hist if x.is_write and not (x.is_async_agent and self.in_flight(x))]
-        return [w for w in done if self.hb(w, launch, clock, space) and
-                not any(v is not w and self.hb(w, v.launch, v.clock, space) for v in done)]
+        """The writes of this launch in one byte's history ``hist`` that an
+        access made with ``clock`` may see (rule 7): those that happen before
+        it and that no later performed write follows in happens-before. A
+        copy's write is performed once its group (a tma_load: its phase) is
+        retired; before that it hides nothing. (A write of an earlier launch
+        is never checked, and never follows one of this launch.)"""
+        done = [x for x in hist if x.is_write and x.launch == launch and
+                not (x.is_async_agent and self.in_flight(x))]
+        return [w for i, w in enumerate(done) if self.hb(w, launch, clock, space) and
+                not any(self.hb(w, launch, v.clock, space) for v in done[i + 1:])]
 
     def copy(self, row: int, ev: dict, st: AgentState, agent: tuple, epoch: int, *,
              proxy_async: bool, copy_kind: int, phase: tuple | None = None) -> Clock:

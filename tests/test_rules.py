@@ -409,6 +409,17 @@ def test_racing_writes_before_the_access_are_each_checked():
     assert found(racing_atomics(0, 1)) == set()
 
 
+def test_async_proxy_atomic_checks_only_writes_before_it():
+    # Two device-scope atomics do not race, and the first does not happen
+    # before the second: it is no write the second may see, fenced or not.
+    t = Trace().init(0, 0, addr=0, size=4).atomic(0, 1, addr=0, size=4, scope=4)
+    t.atomic(0, 0, addr=0, size=4, scope=4, proxy=1)
+    assert found(t) == set()
+    ordered = Trace().init(0, 0, addr=0, size=4).atomic(0, 0, addr=0, size=4, scope=4)
+    ordered.atomic(0, 0, addr=0, size=4, scope=4, proxy=1)
+    assert found(ordered) == {(2, "proxy_fence", 1)}
+
+
 def test_write_followed_by_a_later_write_is_not_checked():
     # A write that happens before another write to its bytes, already made,
     # is overwritten: only the later one is checked (here a race with the read).

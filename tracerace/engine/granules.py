@@ -204,7 +204,8 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
             if kind >= 0:
                 offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
                 found = 1
-            elif is_proxy and (xinfo & I_PROXY) == 0 and xm & m & ~hidden_bytes(cold, x):
+            elif kind == ORDERED and is_proxy and (xinfo & I_PROXY) == 0 and \
+                    xm & m & ~hidden_bytes(cold, x):
                 found |= check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand,
                                            x, aw, space, owner, addr, end, t)
             if kind == ORDERED and prunes_writes and (not is_atomic or (

@@ -29,6 +29,9 @@ def main(argv: list[str]) -> int:
         exit_code, failure = run_program(kind, target, args)
     if session.failure is not None:  # the recorder's reason, not the program's symptom
         failure = f"cannot record the program: {session.failure}"
+    elif session.launch_error is not None:  # named at the kernel's line, not the host's
+        caught = " (the program caught it)" if failure is None else ""
+        failure = f"{session.launch_error}{caught}"
     return finish_recording(session, out, status_path, exit_code, failure, "Triton")
 
 

@@ -30,12 +30,16 @@ import inspect
 
 from ..ops import READ, WRITE
 from ._program import missing_names
+from ._triton_libdevice import Libdevice
 
 INTERPRETER = "triton.runtime.interpreter"
 
 HOOKS = {
     INTERPRETER: ("InterpretedFunction.run", "InterpretedFunction.rewritten_fn",
-                  "interpreter_builder", "GridExecutor.__call__"),
+                  "interpreter_builder", "interpreter_semantic", "GridExecutor.__call__",
+                  "_implicit_cvt", "_get_np_dtype", "TensorHandle"),
+    "triton.language.extra.libdevice": ("rsqrt",),
+    "triton.language.extra.cuda.libdevice": ("rsqrt",),
     "triton.runtime.driver": ("driver.set_active",),
     "triton.runtime.autotuner": ("Autotuner.do_bench",),
     "triton.runtime.jit": ("TensorWrapper",),
@@ -53,6 +57,8 @@ BUILDER_METHODS = {
     "create_atomic_rmw": ("rmwOp", "ptr", "val", "mask", "sem", "scope"),
     "create_atomic_cas": ("ptr", "cmp", "val", "sem", "scope"),
     "create_barrier": (),
+    "create_extern_elementwise": ("libName", "libPath", "symbol", "argList", "retType",
+                                  "isPure"),
 }
 """The builder methods the recorder wraps -> the parameters it relies on, in order."""
 
@@ -131,6 +137,26 @@ def install(session) -> None:
 
     interpreter.InterpretedFunction.run = run
     _wrap_builder(interpreter.interpreter_builder, session)
+    interpreter._implicit_cvt = _scalar_arguments(interpreter._implicit_cvt)
+    Libdevice(session.refuse).install(interpreter.interpreter_builder,
+                                      interpreter.interpreter_semantic, interpreter._get_np_dtype)
+
+
+def _scalar_arguments(stock):
+    """The interpreter's conversion of a launch's arguments, with a Python float made
+    an fp32 scalar as compiled Triton passes it (the interpreter converts ints and
+    bools, to i32/i64 and i1, but leaves floats Python floats, without ``.to``)."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    def implicit_cvt(arg):
+        if isinstance(arg, float):
+            return tl.tensor(TensorHandle(np.array([arg], dtype=np.float32), tl.float32),
+                             tl.float32)
+        return stock(arg)
+
+    return implicit_cvt
 
 
 def _wrap_builder(builder, session) -> None:

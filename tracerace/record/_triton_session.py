@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import traceback
 from time import perf_counter
 
 import numpy as np
@@ -58,6 +59,8 @@ class Session:
         """A launch ended in an exception: its events are partial, no trace is written."""
         self.failure: str | None = None
         """Why the recorder could not follow the program (the first reason)."""
+        self.launch_error: str | None = None
+        """The first exception a launch raised: its kernel, program and kernel line."""
         self._memory: LaunchMemory | None = None
         self._kernel = ""
         self._grid = (1, 1, 1)
@@ -79,8 +82,10 @@ class Session:
                 except RecordError as exc:
                     raise self.fail(str(exc)) from None
                 return run()
-        except BaseException:
+        except BaseException as exc:
             self.incomplete = True
+            if self.launch_error is None:
+                self.launch_error = self._describe(exc)
             raise
         finally:
             self._memory = None
@@ -120,6 +125,18 @@ class Session:
             for offset in range(start, end, SIZE_LIMIT):
                 size = min(SIZE_LIMIT, end - offset)
                 self.log.log(virt + offset, pack(INIT, space=GLOBAL, size=size) | NO_SITE_WORD)
+
+    def _describe(self, exc: BaseException) -> str:
+        """``kernel k, program (x, y, z) raised Error: message at file:line`` of the exception
+        a launch raised; the interpreter chains the kernel's own exception to its own."""
+        cause = exc
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        text = "".join(traceback.format_exception_only(type(cause), cause)).strip()
+        first = text.splitlines()[0] if text else type(cause).__name__
+        where = self.sites.innermost(cause.__traceback__)
+        return (f"kernel {self._kernel}, program {self._pid} raised {first}"
+                + (f" at {where}" if where else ""))
 
     def grid(self, dims: tuple[int, int, int]) -> None:
         self._grid = dims
@@ -197,6 +214,11 @@ class Session:
     def _check_running(self, what: str) -> None:
         if self._memory is None:
             raise self.fail(f"a Triton {what} ran outside a kernel launch")
+
+    def refuse(self, message: str) -> RecordError:
+        """:meth:`fail` for what the kernel line running now asks of the recorder."""
+        return self.fail(f"kernel {self._kernel}, program {self._pid}: {message} at "
+                         f"{self.sites.text()}")
 
     def fail(self, message: str) -> RecordError:
         """The error to raise when the recorder cannot follow; the first reason is kept."""
@@ -290,11 +312,24 @@ class KernelSites:
         """``file:line`` of the kernel line running now."""
         return self._text(self._kernel_frame())
 
-    def _kernel_frame(self):
+    def innermost(self, tb) -> str | None:
+        """``file:line`` of the innermost kernel frame of traceback ``tb``, if any."""
+        codes = self._kernel_codes()
+        found = None
+        for frame, line in traceback.walk_tb(tb):
+            if frame.f_code in codes:
+                found = f"{self._path(frame)}:{line}"
+        return found
+
+    def _kernel_codes(self) -> set:
         # A device function is rewritten on its first call, inside a launch.
         if self._known != len(self._rewritten):
             self._codes = {getattr(fn, "__code__", None) for fn in self._rewritten.values()}
             self._known = len(self._rewritten)
+        return self._codes
+
+    def _kernel_frame(self):
+        self._kernel_codes()
         frame = sys._getframe(2)
         while frame is not None and frame.f_code not in self._codes:
             frame = frame.f_back
@@ -303,7 +338,10 @@ class KernelSites:
         return frame
 
     def _text(self, frame) -> str:
+        return f"{self._path(frame)}:{frame.f_lineno}"
+
+    def _path(self, frame) -> str:
         path = os.path.abspath(frame.f_code.co_filename)
         if path.startswith(self._cwd):
             path = os.path.relpath(path, self._cwd)
-        return f"{path}:{frame.f_lineno}"
+        return path

@@ -87,6 +87,7 @@ BROKEN = [
     ("histogram.py", "plain", {"raw", "war", "waw"}, ("race",)),
     ("flag.py", "relaxed", {"raw"}, ("race",)),
     ("flag.py", "cta", {"raw", "waw"}, ("race", "race cta")),
+    ("scalars.py", "shared", {"waw"}, ("race",)),
 ]
 
 CORRECT = [
@@ -100,6 +101,9 @@ CORRECT = [
     ("uninit.py", "late"),
     ("transpose.py",),
     ("descriptor.py",),
+    ("scalars.py", "rows"),
+    ("gelu.py", "stub"),
+    ("gelu.py", "cuda"),
 ]
 
 
@@ -322,6 +326,82 @@ def test_a_caught_failure_still_fails_the_recording(tmp_path):
                            "except Exception:\n    pass\n"
                            "copy[(1,)](torch.ones(8), torch.empty(8), BLOCK=8)\n"))
     assert "outside every tensor argument" in line
+    assert not (tmp_path / "out.arrow").exists()
+
+
+def test_a_float_argument_is_an_fp32_scalar(tmp_path):
+    """The issue's minimal form: ``s.to`` needs ``s`` to be a Triton scalar."""
+    result = run_source(tmp_path, KERNEL + (
+        "@triton.jit\n"
+        "def k(x_ptr, s):\n"
+        "    tl.store(x_ptr + tl.arange(0, 4), s.to(tl.float32))\n\n"
+        "x = torch.zeros(4)\n"
+        "k[(1,)](x, 2.0)\n"
+        "assert x.tolist() == [2.0] * 4\n"))
+    assert result.returncode == 0, result.stderr
+    cols = read_columns(str(tmp_path / "out.arrow"))
+    assert cols["size"][cols["op"] == Op.WRITE].tolist() == [16]
+
+
+def test_scalars_have_the_types_compiled_triton_gives_them(tmp_path):
+    """fp32 for a float, i32 or i64 for an int by its range, i1 for a bool."""
+    result = run_source(tmp_path, KERNEL + (
+        "@triton.jit\n"
+        "def k(x_ptr, f, small, big, flag):\n"
+        "    tl.static_assert(f.dtype == tl.float32)\n"
+        "    tl.static_assert(small.dtype == tl.int32)\n"
+        "    tl.static_assert(big.dtype == tl.int64)\n"
+        "    tl.static_assert(flag.dtype == tl.int1)\n"
+        "    tl.store(x_ptr + tl.arange(0, 2), (f * 2).to(tl.float32))\n\n"
+        "x = torch.zeros(2)\n"
+        "k[(1,)](x, 0.25, 7, 2**40, True)\n"
+        "assert x.tolist() == [0.5, 0.5]\n"))
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("variant,function,reason", [
+    ("bessel", "j0", "libdevice.j0 (__nv_j0f) has no CPU version"),
+    ("fast_tanhf", "fast_tanhf", "libdevice.fast_tanhf has no CUDA version")])
+def test_a_libdevice_function_without_a_cpu_version_is_refused(tmp_path, variant, function,
+                                                               reason):
+    line = one_error_line(run_cli(tmp_path, "python", str(KERNELS / "gelu.py"), variant))
+    assert f"program (0, 0, 0): {reason}" in line
+    assert line.endswith(f"gelu.py:{_line_of('gelu.py', f'libdevice.{function}(')}")
+    assert not (tmp_path / "out.arrow").exists()
+
+
+def test_libdevice_values_are_numpy_ones():
+    """Against Python's math: the functions whose NumPy form is not one ufunc."""
+    import math
+
+    from tracerace.record._triton_libdevice import NUMPY
+
+    x = np.array([-2.5, -0.5, 0.5, 1.5, 2.5], dtype=np.float32)
+    assert NUMPY["round"](x).tolist() == [-3.0, -1.0, 1.0, 2.0, 3.0]
+    assert NUMPY["rint"](x).tolist() == [-2.0, -0.0, 0.0, 2.0, 2.0]
+    assert NUMPY["erf"](x).tolist() == [math.erf(v) for v in x.tolist()]
+    assert NUMPY["remainder"](x, np.float32(2)).tolist() == [
+        math.remainder(v, 2) for v in x.tolist()]
+    assert NUMPY["fdim"](x, np.float32(0)).tolist() == [0.0, 0.0, 0.5, 1.5, 2.5]
+    assert NUMPY["rsqrt"](np.float32(4)) == 0.5
+
+
+BAD_KERNEL = KERNEL + """@triton.jit
+def bad(x_ptr, s):
+    offsets = tl.arange(0, 4)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) + s.nope())
+
+"""
+
+
+@pytest.mark.parametrize("call,caught", [
+    ("bad[(2,)](torch.ones(8), 2)\n", ""),
+    ("try:\n    bad[(2,)](torch.ones(8), 2)\nexcept Exception:\n    pass\n",
+     " (the program caught it)")])
+def test_a_kernel_exception_names_the_kernel_line(tmp_path, call, caught):
+    line = one_error_line(run_source(tmp_path, BAD_KERNEL + call))
+    assert line.endswith("kernel bad, program (0, 0, 0) raised AttributeError: 'tensor' "
+                         "object has no attribute 'nope' at prog.py:14" + caught), line
     assert not (tmp_path / "out.arrow").exists()
 
 

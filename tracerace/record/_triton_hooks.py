@@ -36,7 +36,8 @@ INTERPRETER = "triton.runtime.interpreter"
 
 HOOKS = {
     INTERPRETER: ("InterpretedFunction.run", "InterpretedFunction.rewritten_fn",
-                  "interpreter_builder", "interpreter_semantic", "GridExecutor.__call__",
+                  "interpreter_builder", "interpreter_semantic", "GridExecutor.__init__",
+                  "GridExecutor.__call__",
                   "_implicit_cvt", "_get_np_dtype", "TensorHandle"),
     "triton.language.extra.libdevice": ("rsqrt",),
     "triton.language.extra.cuda.libdevice": ("rsqrt",),
@@ -137,6 +138,13 @@ def install(session) -> None:
 
     interpreter.InterpretedFunction.run = run
     _wrap_builder(interpreter.interpreter_builder, session)
+    stock_init = interpreter.GridExecutor.__init__
+
+    def init(executor, fn, *args, **kwargs):
+        stock_init(executor, fn, *args, **kwargs)
+        executor.fn = session.programs.function(executor.fn)
+
+    interpreter.GridExecutor.__init__ = init
     interpreter._implicit_cvt = _scalar_arguments(interpreter._implicit_cvt)
     Libdevice(session.refuse).install(interpreter.interpreter_builder,
                                       interpreter.interpreter_semantic, interpreter._get_np_dtype)
@@ -167,10 +175,15 @@ def _wrap_builder(builder, session) -> None:
     def set_grid_dim(nx, ny, nz):
         stock["set_grid_dim"](nx, ny, nz)
         session.grid((nx, ny, nz))
+        session.programs.grid((nx, ny, nz))
 
-    def set_grid_idx(x, y, z):
+    def enter(x, y, z):
         stock["set_grid_idx"](x, y, z)
         session.program(x, y, z)
+
+    def set_grid_idx(x, y, z):
+        enter(x, y, z)
+        session.programs.entered((x, y, z))
 
     def create_masked_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
         session.access(READ, ptrs, mask)
@@ -183,16 +196,21 @@ def _wrap_builder(builder, session) -> None:
 
     def create_atomic_rmw(rmwOp, ptr, val, mask, sem, scope):
         session.atomic(ptr, mask, sem, scope)
-        return stock["create_atomic_rmw"](rmwOp, ptr, val, mask, sem, scope)
+        old = stock["create_atomic_rmw"](rmwOp, ptr, val, mask, sem, scope)
+        session.atomic_done(ptr, mask, old)
+        return old
 
     def create_atomic_cas(ptr, cmp, val, sem, scope):
         session.atomic(ptr, None, sem, scope)
-        return stock["create_atomic_cas"](ptr, cmp, val, sem, scope)
+        old = stock["create_atomic_cas"](ptr, cmp, val, sem, scope)
+        session.atomic_done(ptr, None, old)
+        return old
 
     def create_barrier():
         session.barrier()
         return stock["create_barrier"]()
 
+    session.programs.set_enter(enter)
     for fn in (set_grid_dim, set_grid_idx, create_masked_load, create_masked_store,
                create_atomic_rmw, create_atomic_cas, create_barrier):
         setattr(builder, fn.__name__, fn)

@@ -13,6 +13,7 @@ event of its element.
 
 from __future__ import annotations
 
+import ctypes
 import inspect
 import os
 import sys
@@ -29,6 +30,7 @@ from ._numba_events import FLUSH_ROWS, NO_SITE_WORD, SITE_SHIFT, SIZE_LIMIT, SIZ
     EventLog, pack
 from ._triton_host import HostMemory
 from ._triton_memory import Intervals, LaunchMemory, RecordError, StorageMap
+from ._triton_sched import Deadlock, Programs, Schedule
 
 GLOBAL = int(Space.GLOBAL)
 
@@ -45,7 +47,7 @@ BARRIER_ARRIVALS = 1
 class Session:
     """Everything one recorded run owns; :meth:`finish` writes the trace."""
 
-    def __init__(self, out: str, interpreter: str) -> None:
+    def __init__(self, out: str, interpreter: str, schedule: Schedule) -> None:
         self.writer = TraceWriter(out, producer=f"tracerace {__version__} record: "
                                                 f"{interpreter} interpreter")
         self.log = EventLog(self.writer)
@@ -61,6 +63,8 @@ class Session:
         """Why the recorder could not follow the program (the first reason)."""
         self.launch_error: str | None = None
         """The first exception a launch raised: its kernel, program and kernel line."""
+        self.programs = Programs(schedule)
+        """The programs of the launch running now, as cooperative tasks."""
         self._memory: LaunchMemory | None = None
         self._kernel = ""
         self._grid = (1, 1, 1)
@@ -84,6 +88,9 @@ class Session:
                 return run()
         except BaseException as exc:
             self.incomplete = True
+            stuck = _deadlock(exc)
+            if stuck is not None:
+                raise self.fail(f"kernel {self._kernel}: {stuck}") from None
             if self.launch_error is None:
                 self.launch_error = self._describe(exc)
             raise
@@ -168,6 +175,8 @@ class Session:
             addr, size = _split(addr, size, SIZE_LIMIT - SIZE_LIMIT % itemsize)
         word = np.uint64(pack(op, space=GLOBAL) | self.sites.word())
         self._append(addr, word | (size << np.uint64(SIZE_SHIFT)))
+        if op != READ:
+            self.programs.stored()
 
     def atomic(self, ptrs, mask, sem, scope) -> None:
         """An atomic through ``ptrs``: one atomic event per active lane, in lane order."""
@@ -179,6 +188,20 @@ class Session:
         word = pack(ATOMIC, space=GLOBAL, size=itemsize, sem=int(self._code(SEMANTICS, sem)),
                     scope=int(self._code(SCOPES, scope))) | self.sites.word()
         self._append(virt, np.full(virt.size, word, dtype=np.uint64))
+
+    def atomic_done(self, ptrs, mask, old) -> None:
+        """The atomic through ``ptrs`` ran and returned ``old``: the program gives way
+        to the others if it changed no memory (it polls), or as the schedule says."""
+        addrs = self._active(ptrs, mask)
+        if not addrs.size:
+            return
+        before = np.broadcast_to(np.asarray(old.data), np.shape(ptrs.data))
+        if mask is not None:
+            before = before[np.broadcast_to(np.asarray(mask.data, dtype=bool), before.shape)]
+        before = np.ravel(before)
+        itemsize = before.dtype.itemsize
+        now = b"".join(ctypes.string_at(int(a), itemsize) for a in addrs.tolist())
+        self.programs.atomic_done(now != before.tobytes(), self.sites.text)
 
     def barrier(self) -> None:
         """``tl.debug_barrier``: a barrier of the program (its ``arg`` rides in the address)."""
@@ -226,6 +249,13 @@ class Session:
             self.failure = message
         return RecordError(message)
 
+
+
+def _deadlock(exc: BaseException) -> Deadlock | None:
+    """The :class:`Deadlock` that ``exc`` is or was raised from, if any."""
+    while exc is not None and not isinstance(exc, Deadlock):
+        exc = exc.__cause__
+    return exc
 
 
 def _split(addr: np.ndarray, size: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:

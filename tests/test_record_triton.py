@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from time import perf_counter
 
 import numpy as np
 import pytest
@@ -88,6 +89,7 @@ BROKEN = [
     ("flag.py", "relaxed", {"raw"}, ("race",)),
     ("flag.py", "cta", {"raw", "waw"}, ("race", "race cta")),
     ("scalars.py", "shared", {"waw"}, ("race",)),
+    ("lookback.py", "relaxed", {"raw"}, ("race",)),
 ]
 
 CORRECT = [
@@ -104,6 +106,8 @@ CORRECT = [
     ("scalars.py", "rows"),
     ("gelu.py", "stub"),
     ("gelu.py", "cuda"),
+    ("lookback.py", "acq_rel"),
+    ("lookback.py", "minimal"),
 ]
 
 
@@ -410,10 +414,55 @@ def test_a_program_without_kernels_is_an_error(tmp_path):
     assert "launched no Triton kernel" in line
 
 
-def test_only_the_serial_schedule_exists(tmp_path):
-    with pytest.raises(TraceError, match="usage.*serial"):
+def test_the_schedules_are_serial_and_random(tmp_path):
+    with pytest.raises(TraceError, match="usage.*serial and random"):
         record(["python", str(KERNELS / "vector_add.py")], str(tmp_path / "x.arrow"),
                backend="triton", schedule="round-robin")
+
+
+# --- programs that wait for later programs -------------------------------------------------
+
+def test_a_program_waits_for_a_later_one_in_the_order_they_ran(recorded):
+    """Program 0 polls, program 1 raises the flag and ends, program 0 polls again
+    (now it sees the flag) and stores: the trace is in that order."""
+    cols = read_columns(recorded("lookback.py", "minimal"))
+    ran = cols["op"] != Op.INIT
+    assert list(zip(cols["block"][ran].tolist(), cols["op"][ran].tolist())) == [
+        (0, Op.ATOMIC), (1, Op.ATOMIC), (0, Op.ATOMIC), (0, Op.WRITE)]
+
+
+@pytest.mark.parametrize("variant,kinds", [("acq_rel", set()), ("relaxed", {"raw"})])
+def test_the_random_schedule_interleaves_at_atomics(tmp_path, recorded, variant, kinds):
+    """Seeded: the same seed gives the same trace, another seed another order."""
+    traces = []
+    for seed, folder in ((1, "a"), (1, "b"), (2, "c")):
+        out = tmp_path / folder
+        out.mkdir()
+        result = record(["python", str(KERNELS / "lookback.py"), variant],
+                        str(out / "trace.arrow"), backend="triton", schedule="random",
+                        seed=seed)
+        assert result.exit_code == 0
+        traces.append(out / "trace.arrow")
+    assert traces[0].read_bytes() == traces[1].read_bytes()
+    orders = [read_columns(str(t))["block"].tolist() for t in (traces[0], traces[2])]
+    serial = read_columns(recorded("lookback.py", variant))["block"].tolist()
+    assert len({tuple(serial), *map(tuple, orders)}) > 1
+    for trace in traces:
+        report = tracerace.check(str(trace))
+        assert {g.kind for g in report.groups} == kinds
+        if kinds:
+            assert reported_lines(report) == marked_lines("lookback.py", "race")
+
+
+def test_a_deadlock_stops_the_recording_naming_programs_and_lines(tmp_path):
+    start = perf_counter()
+    line = one_error_line(run_cli(tmp_path, "python", str(KERNELS / "lookback.py"), "deadlock"))
+    assert perf_counter() - start < 60
+    assert "kernel wait_for_later: no program can go on" in line
+    for program, mark in (("(0, 0, 0)", "wait 0"), ("(1, 0, 0)", "wait 1")):
+        (site,) = marked_lines("lookback.py", mark)
+        assert f"program {program} at {KERNELS}/{site}" in line
+    assert not (tmp_path / "out.arrow").exists()
 
 
 def test_the_hooked_interpreter_names_exist():

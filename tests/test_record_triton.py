@@ -90,6 +90,7 @@ BROKEN = [
     ("flag.py", "cta", {"raw", "waw"}, ("race", "race cta")),
     ("scalars.py", "shared", {"waw"}, ("race",)),
     ("lookback.py", "relaxed", {"raw"}, ("race",)),
+    ("lookback.py", "volatile", {"raw", "war"}, ("race volatile",)),
 ]
 
 CORRECT = [

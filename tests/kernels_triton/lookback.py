@@ -9,7 +9,9 @@ nothing orders a program's suffix sum before the next program's read of it.
 
 ``minimal``: program 0 spins until program 1 raises a flag (the issue's form).
 ``deadlock``: each of two programs waits for a flag only the other raises
-after its own wait, so neither can go on.
+after its own wait, so neither can go on. ``volatile``: program 0 spins on a
+volatile load of a flag that program 1 stores, plainly: the wait ends, but
+nothing orders the flag's store and loads.
 """
 
 import sys
@@ -55,8 +57,23 @@ def wait_for_later(flags_ptr, out_ptr, DEADLOCK: tl.constexpr):
         tl.atomic_xchg(flags_ptr, 1)
 
 
+@triton.jit
+def spin_on_load(flags_ptr, out_ptr):
+    if tl.program_id(0) == 0:
+        while tl.load(flags_ptr, volatile=True) == 0:  # race volatile
+            pass
+        tl.store(out_ptr, 7)
+    else:
+        tl.store(flags_ptr, 1)  # race volatile
+
+
 def main(mode: str) -> None:
     flags = torch.zeros(PROGRAMS, dtype=torch.int32)
+    if mode == "volatile":
+        out = torch.zeros(1, dtype=torch.int32)
+        spin_on_load[(2,)](flags, out)
+        assert out.item() == 7
+        return
     if mode in ("minimal", "deadlock"):
         out = torch.zeros(1, dtype=torch.int32)
         wait_for_later[(2,)](flags, out, DEADLOCK=mode == "deadlock")

@@ -187,8 +187,11 @@ def _wrap_builder(builder, session) -> None:
 
     def create_masked_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
         session.access(READ, ptrs, mask)
-        return stock["create_masked_load"](ptrs, mask, other, cache_modifier, eviction_policy,
-                                           is_volatile)
+        value = stock["create_masked_load"](ptrs, mask, other, cache_modifier, eviction_policy,
+                                            is_volatile)
+        if is_volatile:
+            session.volatile_load_done(ptrs, mask, value)
+        return value
 
     def create_masked_store(ptrs, value, mask, cache_modifier, eviction_policy):
         session.access(WRITE, ptrs, mask)

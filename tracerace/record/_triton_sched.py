@@ -6,11 +6,13 @@ Triton's interpreter calls the kernel once per program, in grid order
 call for the last program of the grid runs them all (the interpreter's patches
 of ``triton.language`` are still in place, and an exception still leaves
 through its loop). Exactly one program runs at a time; it gives way only at an
-atomic (:meth:`Programs.atomic_done`), and a :class:`Schedule` decides who
-runs next:
+atomic (:meth:`Programs.atomic_done`) or a volatile load
+(:meth:`Programs.read`), and a :class:`Schedule` decides who runs next:
 
 ``serial``  (the default) a program runs until it ends or polls: an atomic that
-            changed no memory. Then the next live program in grid order runs.
+            changed no memory, or a volatile load that read the same addresses
+            and values as the program's last one at that line. Then the next
+            live program in grid order runs.
             A launch whose programs never poll runs exactly in grid order.
 ``random``  also at every atomic that changed memory, with probability
             ``RANDOM_SWITCH_P``, a live program drawn with the seeded generator;
@@ -71,6 +73,7 @@ class Programs:
         self._grid = (1, 1, 1)
         self._tasks: dict[int, tuple[tuple[int, int, int], greenlet]] = {}
         self._polls: dict[int, str] = {}  # program -> where it last polled
+        self._reads: dict[tuple[int, str], bytes] = {}  # (program, site) -> last volatile read
         self._current = -1
         self._entered = (0, 0, 0)  # the grid index the interpreter set last
         self._main: greenlet | None = None
@@ -97,6 +100,7 @@ class Programs:
         self._grid = dims
         self._tasks = {}
         self._polls = {}
+        self._reads = {}
         self.progress = 0
 
     def index(self, pid: tuple[int, int, int]) -> int:
@@ -155,7 +159,20 @@ class Programs:
             if self.schedule.switch_on_progress():
                 self._yield()
             return
-        self._polls[self._current] = site()
+        self.poll(site())
+
+    def read(self, site: str, seen: bytes) -> None:
+        """A volatile load at ``site`` read ``seen`` (its addresses and values): the
+        same as this program's last one there is a poll."""
+        key = (self._current, site)
+        if self._reads.get(key) == seen:
+            self.poll(site)
+        else:
+            self._reads[key] = seen
+
+    def poll(self, site: str) -> None:
+        """The running program polls at ``site``: the others run."""
+        self._polls[self._current] = site
         self._yield()
 
     def stored(self) -> None:

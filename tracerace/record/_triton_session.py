@@ -195,13 +195,18 @@ class Session:
         addrs = self._active(ptrs, mask)
         if not addrs.size:
             return
-        before = np.broadcast_to(np.asarray(old.data), np.shape(ptrs.data))
-        if mask is not None:
-            before = before[np.broadcast_to(np.asarray(mask.data, dtype=bool), before.shape)]
-        before = np.ravel(before)
+        before = _active_values(old, ptrs, mask)
         itemsize = before.dtype.itemsize
         now = b"".join(ctypes.string_at(int(a), itemsize) for a in addrs.tolist())
         self.programs.atomic_done(now != before.tobytes(), self.sites.text)
+
+    def volatile_load_done(self, ptrs, mask, value) -> None:
+        """A volatile load through ``ptrs`` read ``value``: a poll when it read what
+        the program's last one at this line read."""
+        addrs = self._active(ptrs, mask)
+        if addrs.size:
+            self.programs.read(self.sites.text(),
+                               addrs.tobytes() + _active_values(value, ptrs, mask).tobytes())
 
     def barrier(self) -> None:
         """``tl.debug_barrier``: a barrier of the program (its ``arg`` rides in the address)."""
@@ -249,6 +254,14 @@ class Session:
             self.failure = message
         return RecordError(message)
 
+
+
+def _active_values(handle, ptrs, mask) -> np.ndarray:
+    """The values of ``handle`` (one per lane of ``ptrs``) of the active lanes."""
+    values = np.broadcast_to(np.asarray(handle.data), np.shape(ptrs.data))
+    if mask is not None:
+        values = values[np.broadcast_to(np.asarray(mask.data, dtype=bool), values.shape)]
+    return np.ravel(values)
 
 
 def _deadlock(exc: BaseException) -> Deadlock | None:

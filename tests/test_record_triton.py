@@ -194,6 +194,9 @@ def test_programs_are_blocks_of_one_agent_on_a_2d_grid(recorded):
     (dims,) = cols["meta"].launches
     assert (dims.grid, dims.block, dims.kernel) == ((2, 3, 1), (1, 1, 1), "transpose_kernel")
     assert cols["meta"].coords.agent(0, 5, 0) == "block (1,2,0)"
+    # programs run in the interpreter's grid order (the last axis fastest)
+    ran = cols["block"][cols["op"] != Op.INIT].tolist()
+    assert [b for i, b in enumerate(ran) if i == 0 or ran[i - 1] != b] == [0, 2, 4, 1, 3, 5]
     x = buffer_named(cols, "x_ptr")
     assert x.shape == (8, 12) and x.strides == (1, 8)
     assert buffer_named(cols, "out_ptr").strides is None

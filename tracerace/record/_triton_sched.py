@@ -12,7 +12,7 @@ atomic (:meth:`Programs.atomic_done`) or a volatile load
 ``serial``  (the default) a program runs until it ends or polls: an atomic that
             changed no memory, or a volatile load that read the same addresses
             and values as the program's last one at that line. Then the next
-            live program in grid order runs.
+            live program in the interpreter's grid order runs (``z`` fastest).
             A launch whose programs never poll runs exactly in grid order.
 ``random``  also at every atomic that changed memory, with probability
             ``RANDOM_SWITCH_P``, a live program drawn with the seeded generator;
@@ -71,7 +71,7 @@ class Programs:
         self.schedule = schedule
         self._enter = None
         self._grid = (1, 1, 1)
-        self._tasks: dict[int, tuple[tuple[int, int, int], greenlet]] = {}
+        self._tasks: dict[int, tuple[tuple[int, int, int], greenlet]] = {}  # by call order
         self._polls: dict[int, str] = {}  # program -> where it last polled
         self._reads: dict[tuple[int, str], bytes] = {}  # (program, site) -> last volatile read
         self._current = -1
@@ -103,14 +103,10 @@ class Programs:
         self._reads = {}
         self.progress = 0
 
-    def index(self, pid: tuple[int, int, int]) -> int:
-        nx, ny, _ = self._grid
-        x, y, z = pid
-        return x + nx * (y + ny * z)
-
     def _spawn(self, fn, args: dict) -> None:
         pid = self._entered
-        self._tasks[self.index(pid)] = (pid, greenlet(lambda: fn(**args)))
+        # Programs are numbered in the order the interpreter calls them (its grid order).
+        self._tasks[len(self._tasks)] = (pid, greenlet(lambda: fn(**args)))
         nx, ny, nz = self._grid
         if pid == (nx - 1, ny - 1, nz - 1):
             self._run()

@@ -2,14 +2,20 @@
 
 Under ``TRITON_INTERPRET=1`` ``@triton.jit`` gives an ``InterpretedFunction``:
 its ``run`` is the launch (the autotuner and ``kernel[grid](...)`` both go
-through it), and a ``GridExecutor`` runs the programs one after another on the
-module's ``interpreter_builder``, calling ``set_grid_dim`` once and
-``set_grid_idx`` before each program. Every memory operation of a kernel
+through it), and a ``GridExecutor`` calls the kernel function once per program
+on the module's ``interpreter_builder``, calling ``set_grid_dim`` once and
+``set_grid_idx`` before each program. The recorder gives each executor its
+own kernel function (:mod:`._triton_sched`), which makes the programs
+cooperative tasks. ``_implicit_cvt`` converts a launch's arguments (the
+recorder adds floats, :func:`_scalar_arguments`), and
+``create_extern_elementwise`` computes libdevice calls
+(:mod:`._triton_libdevice`). Every memory operation of a kernel
 reaches that builder: ``create_load``/``create_store`` and the tensor
 descriptor ops call ``create_masked_load``/``create_masked_store`` with the
 absolute addresses and the mask; atomics are ``create_atomic_rmw`` (masked)
 and ``create_atomic_cas``; ``tl.debug_barrier`` is ``create_barrier``. The
-recorder wraps those methods on the builder instance and ``run`` on the class.
+recorder wraps those methods on the builder instance, and ``run`` and
+``GridExecutor.__init__`` on the classes.
 
 Autotuning asks the active driver for a benchmarker, and the interpreter has
 no driver: :class:`InterpreterDriver` stands in for it, so each config runs

@@ -4,8 +4,11 @@ The hooks (:mod:`._triton_hooks`) hand this session every launch
 (:meth:`Session.launch`), every program the interpreter starts
 (:meth:`Session.program`) and every memory operation of the interpreter's
 builder before it runs (:meth:`Session.access`, :meth:`Session.atomic`,
-:meth:`Session.barrier`). Each program instance is a block of one agent
-(thread 0); its events are in program order. A masked vector access becomes
+:meth:`Session.barrier`), and what an atomic or a volatile load returned
+(:meth:`Session.atomic_done`, :meth:`Session.volatile_load_done`), where a
+program may give way to the others. Each program instance is a block of one agent
+(thread 0); its events are in program order, and the trace in the order the
+programs ran (:attr:`Session.programs`). A masked vector access becomes
 the accesses of its active elements, sorted, duplicates dropped, with runs of
 adjacent elements as one event; each active lane of an atomic is one atomic
 event of its element.

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from time import perf_counter
 
 import numpy as np
 import pytest
@@ -87,6 +88,9 @@ BROKEN = [
     ("histogram.py", "plain", {"raw", "war", "waw"}, ("race",)),
     ("flag.py", "relaxed", {"raw"}, ("race",)),
     ("flag.py", "cta", {"raw", "waw"}, ("race", "race cta")),
+    ("scalars.py", "shared", {"waw"}, ("race",)),
+    ("lookback.py", "relaxed", {"raw"}, ("race",)),
+    ("lookback.py", "volatile", {"raw", "war"}, ("race volatile",)),
 ]
 
 CORRECT = [
@@ -100,6 +104,11 @@ CORRECT = [
     ("uninit.py", "late"),
     ("transpose.py",),
     ("descriptor.py",),
+    ("scalars.py", "rows"),
+    ("gelu.py", "stub"),
+    ("gelu.py", "cuda"),
+    ("lookback.py", "acq_rel"),
+    ("lookback.py", "minimal"),
 ]
 
 
@@ -185,6 +194,9 @@ def test_programs_are_blocks_of_one_agent_on_a_2d_grid(recorded):
     (dims,) = cols["meta"].launches
     assert (dims.grid, dims.block, dims.kernel) == ((2, 3, 1), (1, 1, 1), "transpose_kernel")
     assert cols["meta"].coords.agent(0, 5, 0) == "block (1,2,0)"
+    # programs run in the interpreter's grid order (the last axis fastest)
+    ran = cols["block"][cols["op"] != Op.INIT].tolist()
+    assert [b for i, b in enumerate(ran) if i == 0 or ran[i - 1] != b] == [0, 2, 4, 1, 3, 5]
     x = buffer_named(cols, "x_ptr")
     assert x.shape == (8, 12) and x.strides == (1, 8)
     assert buffer_named(cols, "out_ptr").strides is None
@@ -325,15 +337,136 @@ def test_a_caught_failure_still_fails_the_recording(tmp_path):
     assert not (tmp_path / "out.arrow").exists()
 
 
+def test_a_float_argument_is_an_fp32_scalar(tmp_path):
+    """The issue's minimal form: ``s.to`` needs ``s`` to be a Triton scalar."""
+    result = run_source(tmp_path, KERNEL + (
+        "@triton.jit\n"
+        "def k(x_ptr, s):\n"
+        "    tl.store(x_ptr + tl.arange(0, 4), s.to(tl.float32))\n\n"
+        "x = torch.zeros(4)\n"
+        "k[(1,)](x, 2.0)\n"
+        "assert x.tolist() == [2.0] * 4\n"))
+    assert result.returncode == 0, result.stderr
+    cols = read_columns(str(tmp_path / "out.arrow"))
+    assert cols["size"][cols["op"] == Op.WRITE].tolist() == [16]
+
+
+def test_scalars_have_the_types_compiled_triton_gives_them(tmp_path):
+    """fp32 for a float, i32 or i64 for an int by its range, i1 for a bool."""
+    result = run_source(tmp_path, KERNEL + (
+        "@triton.jit\n"
+        "def k(x_ptr, f, small, big, flag):\n"
+        "    tl.static_assert(f.dtype == tl.float32)\n"
+        "    tl.static_assert(small.dtype == tl.int32)\n"
+        "    tl.static_assert(big.dtype == tl.int64)\n"
+        "    tl.static_assert(flag.dtype == tl.int1)\n"
+        "    tl.store(x_ptr + tl.arange(0, 2), (f * 2).to(tl.float32))\n\n"
+        "x = torch.zeros(2)\n"
+        "k[(1,)](x, 0.25, 7, 2**40, True)\n"
+        "assert x.tolist() == [0.5, 0.5]\n"))
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize("variant,function,reason", [
+    ("bessel", "j0", "libdevice.j0 (__nv_j0f) has no CPU version"),
+    ("fast_tanhf", "fast_tanhf", "libdevice.fast_tanhf has no CUDA version")])
+def test_a_libdevice_function_without_a_cpu_version_is_refused(tmp_path, variant, function,
+                                                               reason):
+    line = one_error_line(run_cli(tmp_path, "python", str(KERNELS / "gelu.py"), variant))
+    assert f"program (0, 0, 0): {reason}" in line
+    assert line.endswith(f"gelu.py:{_line_of('gelu.py', f'libdevice.{function}(')}")
+    assert not (tmp_path / "out.arrow").exists()
+
+
+def test_libdevice_values_are_numpy_ones():
+    """Against Python's math: the functions whose NumPy form is not one ufunc."""
+    import math
+
+    from tracerace.record._triton_libdevice import NUMPY
+
+    x = np.array([-2.5, -0.5, 0.5, 1.5, 2.5], dtype=np.float32)
+    assert NUMPY["round"](x).tolist() == [-3.0, -1.0, 1.0, 2.0, 3.0]
+    assert NUMPY["rint"](x).tolist() == [-2.0, -0.0, 0.0, 2.0, 2.0]
+    assert NUMPY["erf"](x).tolist() == [math.erf(v) for v in x.tolist()]
+    assert NUMPY["remainder"](x, np.float32(2)).tolist() == [
+        math.remainder(v, 2) for v in x.tolist()]
+    assert NUMPY["fdim"](x, np.float32(0)).tolist() == [0.0, 0.0, 0.5, 1.5, 2.5]
+    assert NUMPY["rsqrt"](np.float32(4)) == 0.5
+
+
+BAD_KERNEL = KERNEL + """@triton.jit
+def bad(x_ptr, s):
+    offsets = tl.arange(0, 4)
+    tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) + s.nope())
+
+"""
+
+
+@pytest.mark.parametrize("call,caught", [
+    ("bad[(2,)](torch.ones(8), 2)\n", ""),
+    ("try:\n    bad[(2,)](torch.ones(8), 2)\nexcept Exception:\n    pass\n",
+     " (the program caught it)")])
+def test_a_kernel_exception_names_the_kernel_line(tmp_path, call, caught):
+    line = one_error_line(run_source(tmp_path, BAD_KERNEL + call))
+    assert line.endswith("kernel bad, program (0, 0, 0) raised AttributeError: 'tensor' "
+                         "object has no attribute 'nope' at prog.py:14" + caught), line
+    assert not (tmp_path / "out.arrow").exists()
+
+
 def test_a_program_without_kernels_is_an_error(tmp_path):
     line = one_error_line(run_source(tmp_path, "import triton\nprint('hello')\n"))
     assert "launched no Triton kernel" in line
 
 
-def test_only_the_serial_schedule_exists(tmp_path):
-    with pytest.raises(TraceError, match="usage.*serial"):
+def test_the_schedules_are_serial_and_random(tmp_path):
+    with pytest.raises(TraceError, match="usage.*serial and random"):
         record(["python", str(KERNELS / "vector_add.py")], str(tmp_path / "x.arrow"),
                backend="triton", schedule="round-robin")
+
+
+# --- programs that wait for later programs -------------------------------------------------
+
+def test_a_program_waits_for_a_later_one_in_the_order_they_ran(recorded):
+    """Program 0 polls, program 1 raises the flag and ends, program 0 polls again
+    (now it sees the flag) and stores: the trace is in that order."""
+    cols = read_columns(recorded("lookback.py", "minimal"))
+    ran = cols["op"] != Op.INIT
+    assert list(zip(cols["block"][ran].tolist(), cols["op"][ran].tolist())) == [
+        (0, Op.ATOMIC), (1, Op.ATOMIC), (0, Op.ATOMIC), (0, Op.WRITE)]
+
+
+@pytest.mark.parametrize("variant,kinds", [("acq_rel", set()), ("relaxed", {"raw"})])
+def test_the_random_schedule_interleaves_at_atomics(tmp_path, recorded, variant, kinds):
+    """Seeded: the same seed gives the same trace, another seed another order."""
+    traces = []
+    for seed, folder in ((1, "a"), (1, "b"), (2, "c")):
+        out = tmp_path / folder
+        out.mkdir()
+        result = record(["python", str(KERNELS / "lookback.py"), variant],
+                        str(out / "trace.arrow"), backend="triton", schedule="random",
+                        seed=seed)
+        assert result.exit_code == 0
+        traces.append(out / "trace.arrow")
+    assert traces[0].read_bytes() == traces[1].read_bytes()
+    orders = [read_columns(str(t))["block"].tolist() for t in (traces[0], traces[2])]
+    serial = read_columns(recorded("lookback.py", variant))["block"].tolist()
+    assert len({tuple(serial), *map(tuple, orders)}) > 1
+    for trace in traces:
+        report = tracerace.check(str(trace))
+        assert {g.kind for g in report.groups} == kinds
+        if kinds:
+            assert reported_lines(report) == marked_lines("lookback.py", "race")
+
+
+def test_a_deadlock_stops_the_recording_naming_programs_and_lines(tmp_path):
+    start = perf_counter()
+    line = one_error_line(run_cli(tmp_path, "python", str(KERNELS / "lookback.py"), "deadlock"))
+    assert perf_counter() - start < 60
+    assert "kernel wait_for_later: no program can go on" in line
+    for program, mark in (("(0, 0, 0)", "wait 0"), ("(1, 0, 0)", "wait 1")):
+        (site,) = marked_lines("lookback.py", mark)
+        assert f"program {program} at {KERNELS}/{site}" in line
+    assert not (tmp_path / "out.arrow").exists()
 
 
 def test_the_hooked_interpreter_names_exist():

@@ -254,7 +254,8 @@ def record_command(
                                      "(Triton's interpreter) or cuda (an NVIDIA GPU)."),
     schedule: str | None = typer.Option(None, "--schedule",
                                         help="round-robin (numba's default), serial or "
-                                             "random; oclgrind, triton and cuda have serial only."),
+                                             "random; triton has serial and random, oclgrind and "
+                                             "cuda serial only."),
     seed: int = typer.Option(0, "--seed", help="Seed of the random schedule."),
 ) -> None:
     """Run a program under a simulator (or on a GPU) and write a v1 trace of its kernels.

@@ -9,8 +9,8 @@ schedule::
 ``numba``     Numba's CUDA simulator (package numba-cuda), deterministic scheduler
               (default schedule round-robin).
 ``oclgrind``  The Oclgrind OpenCL simulator with tracerace's plugin (serial, its only one).
-``triton``    Triton's interpreter (``TRITON_INTERPRET=1``), torch tensors on the CPU
-              (serial, its only one).
+``triton``    Triton's interpreter (``TRITON_INTERPRET=1``), torch tensors on the CPU,
+              programs as cooperative tasks (default schedule serial; also random).
 ``cuda``      An NVIDIA GPU, through the Compute Sanitizer API and tracerace's tool
               library (the GPU's own schedule, called serial).
 

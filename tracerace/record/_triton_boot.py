@@ -1,5 +1,5 @@
 """The recorded process: ``python -m tracerace.record._triton_boot OUT STATUS
-script|module TARGET [ARGS...]``.
+SCHEDULE SEED script|module TARGET [ARGS...]``.
 
 Started by :func:`tracerace.record.triton_interp.record` with
 ``TRITON_INTERPRET=1``. It hooks the interpreter, follows the program's torch
@@ -20,9 +20,9 @@ INTERPRETER = "triton"
 
 
 def main(argv: list[str]) -> int:
-    out, status_path, kind, target, *args = argv
+    out, status_path, schedule, seed, kind, target, *args = argv
     try:
-        session = _start(out)
+        session = _start(out, schedule, int(seed))
     except Exception as exc:  # noqa: BLE001 (any reason the interpreter cannot start)
         write_status(status_path, error=f"cannot start the Triton interpreter: {exc}")
         return 2
@@ -31,10 +31,13 @@ def main(argv: list[str]) -> int:
         exit_code, failure = run_program(kind, target, args)
     if session.failure is not None:  # the recorder's reason, not the program's symptom
         failure = f"cannot record the program: {session.failure}"
+    elif session.launch_error is not None:  # named at the kernel's line, not the host's
+        caught = " (the program caught it)" if failure is None else ""
+        failure = f"{session.launch_error}{caught}"
     return finish_recording(session, out, status_path, exit_code, failure, "Triton")
 
 
-def _start(out: str):
+def _start(out: str, schedule: str, seed: int):
     """Import the interpreter, hook it and return the recording session."""
     if os.environ.get("TRITON_INTERPRET") != "1":
         raise RuntimeError("TRITON_INTERPRET=1 is not set")
@@ -42,9 +45,10 @@ def _start(out: str):
 
     from ._triton_hooks import install
     from ._triton_host import follow_exports
+    from ._triton_sched import Schedule
     from ._triton_session import Session
 
-    session = Session(out, f"{INTERPRETER} {version(INTERPRETER)}")
+    session = Session(out, f"{INTERPRETER} {version(INTERPRETER)}", Schedule(schedule, seed))
     install(session)
     follow_exports(session.host)
     return session

@@ -2,14 +2,20 @@
 
 Under ``TRITON_INTERPRET=1`` ``@triton.jit`` gives an ``InterpretedFunction``:
 its ``run`` is the launch (the autotuner and ``kernel[grid](...)`` both go
-through it), and a ``GridExecutor`` runs the programs one after another on the
-module's ``interpreter_builder``, calling ``set_grid_dim`` once and
-``set_grid_idx`` before each program. Every memory operation of a kernel
+through it), and a ``GridExecutor`` calls the kernel function once per program
+on the module's ``interpreter_builder``, calling ``set_grid_dim`` once and
+``set_grid_idx`` before each program. The recorder gives each executor its
+own kernel function (:mod:`._triton_sched`), which makes the programs
+cooperative tasks. ``_implicit_cvt`` converts a launch's arguments (the
+recorder adds floats, :func:`_scalar_arguments`), and
+``create_extern_elementwise`` computes libdevice calls
+(:mod:`._triton_libdevice`). Every memory operation of a kernel
 reaches that builder: ``create_load``/``create_store`` and the tensor
 descriptor ops call ``create_masked_load``/``create_masked_store`` with the
 absolute addresses and the mask; atomics are ``create_atomic_rmw`` (masked)
 and ``create_atomic_cas``; ``tl.debug_barrier`` is ``create_barrier``. The
-recorder wraps those methods on the builder instance and ``run`` on the class.
+recorder wraps those methods on the builder instance, and ``run`` and
+``GridExecutor.__init__`` on the classes.
 
 Autotuning asks the active driver for a benchmarker, and the interpreter has
 no driver: :class:`InterpreterDriver` stands in for it, so each config runs
@@ -30,12 +36,17 @@ import inspect
 
 from ..ops import READ, WRITE
 from ._program import missing_names
+from ._triton_libdevice import Libdevice
 
 INTERPRETER = "triton.runtime.interpreter"
 
 HOOKS = {
     INTERPRETER: ("InterpretedFunction.run", "InterpretedFunction.rewritten_fn",
-                  "interpreter_builder", "GridExecutor.__call__"),
+                  "interpreter_builder", "interpreter_semantic", "GridExecutor.__init__",
+                  "GridExecutor.__call__",
+                  "_implicit_cvt", "_get_np_dtype", "TensorHandle"),
+    "triton.language.extra.libdevice": ("rsqrt",),
+    "triton.language.extra.cuda.libdevice": ("rsqrt",),
     "triton.runtime.driver": ("driver.set_active",),
     "triton.runtime.autotuner": ("Autotuner.do_bench",),
     "triton.runtime.jit": ("TensorWrapper",),
@@ -53,6 +64,8 @@ BUILDER_METHODS = {
     "create_atomic_rmw": ("rmwOp", "ptr", "val", "mask", "sem", "scope"),
     "create_atomic_cas": ("ptr", "cmp", "val", "sem", "scope"),
     "create_barrier": (),
+    "create_extern_elementwise": ("libName", "libPath", "symbol", "argList", "retType",
+                                  "isPure"),
 }
 """The builder methods the recorder wraps -> the parameters it relies on, in order."""
 
@@ -131,6 +144,33 @@ def install(session) -> None:
 
     interpreter.InterpretedFunction.run = run
     _wrap_builder(interpreter.interpreter_builder, session)
+    stock_init = interpreter.GridExecutor.__init__
+
+    def init(executor, fn, *args, **kwargs):
+        stock_init(executor, fn, *args, **kwargs)
+        executor.fn = session.programs.function(executor.fn)
+
+    interpreter.GridExecutor.__init__ = init
+    interpreter._implicit_cvt = _scalar_arguments(interpreter._implicit_cvt)
+    Libdevice(session.refuse).install(interpreter.interpreter_builder,
+                                      interpreter.interpreter_semantic, interpreter._get_np_dtype)
+
+
+def _scalar_arguments(stock):
+    """The interpreter's conversion of a launch's arguments, with a Python float made
+    an fp32 scalar as compiled Triton passes it (the interpreter converts ints and
+    bools, to i32/i64 and i1, but leaves floats Python floats, without ``.to``)."""
+    import numpy as np
+    import triton.language as tl
+    from triton.runtime.interpreter import TensorHandle
+
+    def implicit_cvt(arg):
+        if isinstance(arg, float):
+            return tl.tensor(TensorHandle(np.array([arg], dtype=np.float32), tl.float32),
+                             tl.float32)
+        return stock(arg)
+
+    return implicit_cvt
 
 
 def _wrap_builder(builder, session) -> None:
@@ -141,15 +181,23 @@ def _wrap_builder(builder, session) -> None:
     def set_grid_dim(nx, ny, nz):
         stock["set_grid_dim"](nx, ny, nz)
         session.grid((nx, ny, nz))
+        session.programs.grid((nx, ny, nz))
 
-    def set_grid_idx(x, y, z):
+    def enter(x, y, z):
         stock["set_grid_idx"](x, y, z)
         session.program(x, y, z)
 
+    def set_grid_idx(x, y, z):
+        enter(x, y, z)
+        session.programs.entered((x, y, z))
+
     def create_masked_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
         session.access(READ, ptrs, mask)
-        return stock["create_masked_load"](ptrs, mask, other, cache_modifier, eviction_policy,
-                                           is_volatile)
+        value = stock["create_masked_load"](ptrs, mask, other, cache_modifier, eviction_policy,
+                                            is_volatile)
+        if is_volatile:
+            session.volatile_load_done(ptrs, mask, value)
+        return value
 
     def create_masked_store(ptrs, value, mask, cache_modifier, eviction_policy):
         session.access(WRITE, ptrs, mask)
@@ -157,16 +205,21 @@ def _wrap_builder(builder, session) -> None:
 
     def create_atomic_rmw(rmwOp, ptr, val, mask, sem, scope):
         session.atomic(ptr, mask, sem, scope)
-        return stock["create_atomic_rmw"](rmwOp, ptr, val, mask, sem, scope)
+        old = stock["create_atomic_rmw"](rmwOp, ptr, val, mask, sem, scope)
+        session.atomic_done(ptr, mask, old)
+        return old
 
     def create_atomic_cas(ptr, cmp, val, sem, scope):
         session.atomic(ptr, None, sem, scope)
-        return stock["create_atomic_cas"](ptr, cmp, val, sem, scope)
+        old = stock["create_atomic_cas"](ptr, cmp, val, sem, scope)
+        session.atomic_done(ptr, None, old)
+        return old
 
     def create_barrier():
         session.barrier()
         return stock["create_barrier"]()
 
+    session.programs.set_enter(enter)
     for fn in (set_grid_dim, set_grid_idx, create_masked_load, create_masked_store,
                create_atomic_rmw, create_atomic_cas, create_barrier):
         setattr(builder, fn.__name__, fn)

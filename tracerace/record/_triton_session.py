@@ -4,8 +4,11 @@ The hooks (:mod:`._triton_hooks`) hand this session every launch
 (:meth:`Session.launch`), every program the interpreter starts
 (:meth:`Session.program`) and every memory operation of the interpreter's
 builder before it runs (:meth:`Session.access`, :meth:`Session.atomic`,
-:meth:`Session.barrier`). Each program instance is a block of one agent
-(thread 0); its events are in program order. A masked vector access becomes
+:meth:`Session.barrier`), and what an atomic or a volatile load returned
+(:meth:`Session.atomic_done`, :meth:`Session.volatile_load_done`), where a
+program may give way to the others. Each program instance is a block of one agent
+(thread 0); its events are in program order, and the trace in the order the
+programs ran (:attr:`Session.programs`). A masked vector access becomes
 the accesses of its active elements, sorted, duplicates dropped, with runs of
 adjacent elements as one event; each active lane of an atomic is one atomic
 event of its element.
@@ -13,9 +16,11 @@ event of its element.
 
 from __future__ import annotations
 
+import ctypes
 import inspect
 import os
 import sys
+import traceback
 from time import perf_counter
 
 import numpy as np
@@ -28,6 +33,7 @@ from ._numba_events import FLUSH_ROWS, NO_SITE_WORD, SITE_SHIFT, SIZE_LIMIT, SIZ
     EventLog, pack
 from ._triton_host import HostMemory
 from ._triton_memory import Intervals, LaunchMemory, RecordError, StorageMap
+from ._triton_sched import Deadlock, Programs, Schedule
 
 GLOBAL = int(Space.GLOBAL)
 
@@ -44,7 +50,7 @@ BARRIER_ARRIVALS = 1
 class Session:
     """Everything one recorded run owns; :meth:`finish` writes the trace."""
 
-    def __init__(self, out: str, interpreter: str) -> None:
+    def __init__(self, out: str, interpreter: str, schedule: Schedule) -> None:
         self.writer = TraceWriter(out, producer=f"tracerace {__version__} record: "
                                                 f"{interpreter} interpreter")
         self.log = EventLog(self.writer)
@@ -58,6 +64,10 @@ class Session:
         """A launch ended in an exception: its events are partial, no trace is written."""
         self.failure: str | None = None
         """Why the recorder could not follow the program (the first reason)."""
+        self.launch_error: str | None = None
+        """The first exception a launch raised: its kernel, program and kernel line."""
+        self.programs = Programs(schedule)
+        """The programs of the launch running now, as cooperative tasks."""
         self._memory: LaunchMemory | None = None
         self._kernel = ""
         self._grid = (1, 1, 1)
@@ -79,8 +89,13 @@ class Session:
                 except RecordError as exc:
                     raise self.fail(str(exc)) from None
                 return run()
-        except BaseException:
+        except BaseException as exc:
             self.incomplete = True
+            stuck = _deadlock(exc)
+            if stuck is not None:
+                raise self.fail(f"kernel {self._kernel}: {stuck}") from None
+            if self.launch_error is None:
+                self.launch_error = self._describe(exc)
             raise
         finally:
             self._memory = None
@@ -121,6 +136,18 @@ class Session:
                 size = min(SIZE_LIMIT, end - offset)
                 self.log.log(virt + offset, pack(INIT, space=GLOBAL, size=size) | NO_SITE_WORD)
 
+    def _describe(self, exc: BaseException) -> str:
+        """``kernel k, program (x, y, z) raised Error: message at file:line`` of the exception
+        a launch raised; the interpreter chains the kernel's own exception to its own."""
+        cause = exc
+        while cause.__cause__ is not None:
+            cause = cause.__cause__
+        text = "".join(traceback.format_exception_only(type(cause), cause)).strip()
+        first = text.splitlines()[0] if text else type(cause).__name__
+        where = self.sites.innermost(cause.__traceback__)
+        return (f"kernel {self._kernel}, program {self._pid} raised {first}"
+                + (f" at {where}" if where else ""))
+
     def grid(self, dims: tuple[int, int, int]) -> None:
         self._grid = dims
         # A program is one agent: a block of one thread, named by its program id.
@@ -151,6 +178,8 @@ class Session:
             addr, size = _split(addr, size, SIZE_LIMIT - SIZE_LIMIT % itemsize)
         word = np.uint64(pack(op, space=GLOBAL) | self.sites.word())
         self._append(addr, word | (size << np.uint64(SIZE_SHIFT)))
+        if op != READ:
+            self.programs.stored()
 
     def atomic(self, ptrs, mask, sem, scope) -> None:
         """An atomic through ``ptrs``: one atomic event per active lane, in lane order."""
@@ -162,6 +191,25 @@ class Session:
         word = pack(ATOMIC, space=GLOBAL, size=itemsize, sem=int(self._code(SEMANTICS, sem)),
                     scope=int(self._code(SCOPES, scope))) | self.sites.word()
         self._append(virt, np.full(virt.size, word, dtype=np.uint64))
+
+    def atomic_done(self, ptrs, mask, old) -> None:
+        """The atomic through ``ptrs`` ran and returned ``old``: the program gives way
+        to the others if it changed no memory (it polls), or as the schedule says."""
+        addrs = self._active(ptrs, mask)
+        if not addrs.size:
+            return
+        before = _active_values(old, ptrs, mask)
+        itemsize = before.dtype.itemsize
+        now = b"".join(ctypes.string_at(int(a), itemsize) for a in addrs.tolist())
+        self.programs.atomic_done(now != before.tobytes(), self.sites.text)
+
+    def volatile_load_done(self, ptrs, mask, value) -> None:
+        """A volatile load through ``ptrs`` read ``value``: a poll when it read what
+        the program's last one at this line read."""
+        addrs = self._active(ptrs, mask)
+        if addrs.size:
+            self.programs.read(self.sites.text(),
+                               addrs.tobytes() + _active_values(value, ptrs, mask).tobytes())
 
     def barrier(self) -> None:
         """``tl.debug_barrier``: a barrier of the program (its ``arg`` rides in the address)."""
@@ -198,12 +246,32 @@ class Session:
         if self._memory is None:
             raise self.fail(f"a Triton {what} ran outside a kernel launch")
 
+    def refuse(self, message: str) -> RecordError:
+        """:meth:`fail` for what the kernel line running now asks of the recorder."""
+        return self.fail(f"kernel {self._kernel}, program {self._pid}: {message} at "
+                         f"{self.sites.text()}")
+
     def fail(self, message: str) -> RecordError:
         """The error to raise when the recorder cannot follow; the first reason is kept."""
         if self.failure is None:
             self.failure = message
         return RecordError(message)
 
+
+
+def _active_values(handle, ptrs, mask) -> np.ndarray:
+    """The values of ``handle`` (one per lane of ``ptrs``) of the active lanes."""
+    values = np.broadcast_to(np.asarray(handle.data), np.shape(ptrs.data))
+    if mask is not None:
+        values = values[np.broadcast_to(np.asarray(mask.data, dtype=bool), values.shape)]
+    return np.ravel(values)
+
+
+def _deadlock(exc: BaseException) -> Deadlock | None:
+    """The :class:`Deadlock` that ``exc`` is or was raised from, if any."""
+    while exc is not None and not isinstance(exc, Deadlock):
+        exc = exc.__cause__
+    return exc
 
 
 def _split(addr: np.ndarray, size: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
@@ -290,11 +358,24 @@ class KernelSites:
         """``file:line`` of the kernel line running now."""
         return self._text(self._kernel_frame())
 
-    def _kernel_frame(self):
+    def innermost(self, tb) -> str | None:
+        """``file:line`` of the innermost kernel frame of traceback ``tb``, if any."""
+        codes = self._kernel_codes()
+        found = None
+        for frame, line in traceback.walk_tb(tb):
+            if frame.f_code in codes:
+                found = f"{self._path(frame)}:{line}"
+        return found
+
+    def _kernel_codes(self) -> set:
         # A device function is rewritten on its first call, inside a launch.
         if self._known != len(self._rewritten):
             self._codes = {getattr(fn, "__code__", None) for fn in self._rewritten.values()}
             self._known = len(self._rewritten)
+        return self._codes
+
+    def _kernel_frame(self):
+        self._kernel_codes()
         frame = sys._getframe(2)
         while frame is not None and frame.f_code not in self._codes:
             frame = frame.f_back
@@ -303,7 +384,10 @@ class KernelSites:
         return frame
 
     def _text(self, frame) -> str:
+        return f"{self._path(frame)}:{frame.f_lineno}"
+
+    def _path(self, frame) -> str:
         path = os.path.abspath(frame.f_code.co_filename)
         if path.startswith(self._cwd):
             path = os.path.relpath(path, self._cwd)
-        return f"{path}:{frame.f_lineno}"
+        return path

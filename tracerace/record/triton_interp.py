@@ -14,8 +14,9 @@ elements as one event), its atomics (``tl.atomic_*``: one event per active
 lane, with Triton's ``sem`` and ``scope``), ``tl.debug_barrier`` as a
 barrier of the program, each with the kernel's ``file:line`` as its site;
 ``init`` for the bytes the host wrote (:mod:`._triton_host`), and a buffer
-declaration per tensor argument. The interpreter has one schedule (programs
-in grid order), so ``schedule`` must be ``serial``.
+declaration per tensor argument. Programs run as cooperative tasks
+(:mod:`._triton_sched`), so one may wait for a later one; ``schedule`` is
+``serial`` (grid order, switching where a program polls) or ``random``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import importlib.util
 from ..errors import TraceError
 from .result import RecordResult
 from ._program import record_program
+from ._triton_sched import SCHEDULES
 
 NEEDS = {"triton": "triton", "torch": "torch"}
 """Modules the recorded process imports -> the packages that provide them."""
@@ -33,19 +35,19 @@ INSTALL_HINT = "pip install 'tracerace[triton]' (a CPU build of torch is enough)
 
 
 DEFAULT_SCHEDULE = "serial"
-"""The interpreter's own schedule (programs in grid order), the only one."""
+"""Programs in grid order, each until it ends or polls (see :mod:`._triton_sched`)."""
 
 
-def record(command: list[str], out: str, *, schedule: str = "serial",
+def record(command: list[str], out: str, *, schedule: str = DEFAULT_SCHEDULE,
            seed: int = 0) -> RecordResult:
     """Run the Python program ``command`` under Triton's interpreter and write its
-    trace to ``out``. Only the ``serial`` schedule exists; ``seed`` is unused."""
-    if schedule != "serial":
-        raise TraceError(f"the triton backend runs the interpreter's own schedule (programs "
-                         f"in grid order); --schedule {schedule} is not available (use serial)",
-                         path="options", rule="usage")
+    trace to ``out``; ``schedule`` is ``serial`` or ``random`` (drawn with ``seed``)."""
+    if schedule not in SCHEDULES:
+        raise TraceError(f"the triton backend has the schedules {' and '.join(SCHEDULES)}; "
+                         f"--schedule {schedule} is not one of them", path="options",
+                         rule="usage")
     return record_program("tracerace.record._triton_boot", command, out, backend="triton",
-                          options=[], env={"TRITON_INTERPRET": "1"},
+                          options=[schedule, str(seed)], env={"TRITON_INTERPRET": "1"},
                           check_installed=_check_installed)
 
 

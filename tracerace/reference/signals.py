@@ -20,6 +20,9 @@ class Signals:
 
     def on_signal(self, row: int, ev: dict, st: AgentState) -> None:
         count = ev["arg"] if ev["arg"] > 0 else 1
+        pending = sum(entry[0] for entry in self.flags[ev["obj"]])
+        if pending + count > badinput.COUNT_MAX:
+            raise self.error(row, badinput.SIGNAL_OVERFLOW, ev["obj"], pending, count)
         self.flags[ev["obj"]].append([count, copy_clock(st.clock), row, ev, st.key, st.epoch])
 
     def on_wait(self, row: int, ev: dict, st: AgentState) -> None:

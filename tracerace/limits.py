@@ -17,8 +17,11 @@ import re
 
 import numpy as np
 
-MAX_JSON_BYTES = 64 << 20
-"""The longest JSON value read from a trace, in UTF-8 bytes (rule ``json-too-large``)."""
+MAX_JSON_BYTES = 16 << 20
+"""The longest JSON value read from a trace, in UTF-8 bytes (rule ``json-too-large``).
+Reading one costs up to ~20 times its size in memory and ~0.5 s per MiB
+(``tracerace.launches`` entries, the most expensive kind, measured in
+``tests/test_untrusted.py``)."""
 
 MAX_JSON_DEPTH = 64
 """The deepest nesting of lists and objects in such a value (rule ``json-too-deep``);
@@ -51,8 +54,6 @@ class JSONLimitError(ValueError):
 
 # A JSON string literal, unrolled so the regex engine does not backtrack.
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-_OPEN = np.frombuffer(b"[{", np.uint8)
-_CLOSE = np.frombuffer(b"]}", np.uint8)
 
 
 def json_depth(text: str) -> int:
@@ -63,8 +64,9 @@ def json_depth(text: str) -> int:
     bare = np.frombuffer(_STRING.sub("", text).encode("utf-8", "surrogatepass"), np.uint8)
     if not bare.size:
         return 0
-    step = np.isin(bare, _OPEN).astype(np.int64) - np.isin(bare, _CLOSE)
-    return int(np.cumsum(step).max(initial=0))
+    step = ((bare == ord("[")) | (bare == ord("{"))).astype(np.int32)
+    step -= (bare == ord("]")) | (bare == ord("}"))
+    return int(np.cumsum(step, dtype=np.int64).max(initial=0))
 
 
 def load_json(text: str | bytes, *, max_bytes: int = MAX_JSON_BYTES,

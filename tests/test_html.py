@@ -200,7 +200,7 @@ def test_hostile_page_runs_nothing_in_chromium(tmp_path):
 
 
 
-def test_source_lines_around_both_sites_when_the_file_is_readable(tmp_path):
+def test_source_lines_around_both_sites_from_the_source_root(tmp_path):
     source = tmp_path / "kern.cu"
     source.write_text("".join(f"line {n} of the kernel\n" for n in range(1, 21)))
     t = Trace().init(0, 0, addr=0, size=4, site=0)
@@ -210,9 +210,212 @@ def test_source_lines_around_both_sites_when_the_file_is_readable(tmp_path):
     import pyarrow.feather as feather
 
     feather.write_feather(table, str(path))
-    page = page_of(tracerace.check(str(path)))   # found beside the trace
-    assert '<span class="hl">    5  line 5 of the kernel</span>' in page
-    assert '<span class="hl">   12  line 12 of the kernel</span>' in page
-    assert "    9  line 9 of the kernel" in page and "line 16 of" not in page
+    report = tracerace.check(str(path))
+    out = io.StringIO()
+    formats.render(report, "html", out, source_roots=[tmp_path])
+    page = out.getvalue()
+    assert '<span class="line hl">    5  line 5 of the kernel</span>\n' in page
+    assert '<span class="line hl">   12  line 12 of the kernel</span>\n' in page
+    assert '<span class="line">    9  line 9 of the kernel</span>\n' in page
+    assert "line 16 of" not in page
+    assert "line 5 of the kernel" not in page_of(report)     # no root: nothing read
     source.unlink()
-    assert "line 5 of the kernel" not in page_of(tracerace.check(str(path)))
+    out = io.StringIO()
+    formats.render(report, "html", out, source_roots=[tmp_path])
+    assert "line 5 of the kernel" not in out.getvalue()
+
+
+def test_a_group_of_one_access_labels_its_snippet_access(tmp_path):
+    (tmp_path / "k.cu").write_text("".join(f"line {n}\n" for n in range(1, 10)))
+    t = Trace().read(0, 0, addr=0x40, size=4, site=0)
+    table = make_table(t.columns(), sites=["k.cu:4 ld"])
+    path = tmp_path / "u.arrow"
+    import pyarrow.feather as feather
+
+    feather.write_feather(table, str(path))
+    report = tracerace.check(str(path))
+    assert [g.kind for g in report.shown_groups] == ["uninit_read"]
+    out = io.StringIO()
+    formats.render(report, "html", out, source_roots=[tmp_path])
+    page = out.getvalue()
+    assert '<div class="muted">access: <code>k.cu:4</code></div>' in page
+    assert "later: <code>" not in page
+
+
+# -- what a reader sees: geometry after layout ---------------------------------------------
+
+MEASURE = """<script>
+(function () {
+  function box(r) { return [r.left, r.top, r.right, r.bottom]; }
+  var out = {snippets: [], timelines: []};
+  document.querySelectorAll("pre.src").forEach(function (pre) {
+    var range = document.createRange();
+    range.selectNodeContents(pre);
+    var tops = [];
+    Array.prototype.forEach.call(range.getClientRects(), function (r) {
+      if (r.width > 0) { tops.push(r.top); }
+    });
+    out.snippets.push({tops: tops,
+                       lines: pre.querySelectorAll("span.line").length,
+                       scrolls: pre.scrollWidth > pre.clientWidth + 1});
+  });
+  document.querySelectorAll("div.timeline").forEach(function (div) {
+    var svg = div.querySelector("svg");
+    var texts = [];
+    svg.querySelectorAll("text").forEach(function (t) {
+      texts.push({text: t.textContent, box: box(t.getBoundingClientRect())});
+    });
+    var marks = [];
+    svg.querySelectorAll(".earlier, .later").forEach(function (m) {
+      marks.push(box(m.getBoundingClientRect()));
+    });
+    out.timelines.push({view: box(div.getBoundingClientRect()), svg: box(svg.getBoundingClientRect()),
+                        texts: texts, accesses: marks});
+  });
+  var pre = document.createElement("pre");
+  pre.id = "measured";
+  pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+})();
+</script>"""
+
+
+def measured(page: Path, tmp_path: Path) -> dict:
+    """Boxes of the page's snippets and timelines as chromium lays them out (a
+    copy of the page with its no-script policy removed and a measuring script
+    added)."""
+    import html as html_lib
+    import json
+
+    text = page.read_text()
+    text = re.sub(r'<meta http-equiv="Content-Security-Policy"[^>]*>', "", text)
+    copy = tmp_path / f"measure-{page.name}"
+    copy.write_text(text.replace("</body>", MEASURE + "</body>"))
+    run = browse(copy, tmp_path, "--dump-dom")
+    assert run.returncode == 0 and console_messages(run.stderr) == [], run.stderr[-2000:]
+    found = re.search(r'<pre id="measured">(.*?)</pre>', run.stdout, re.S)
+    assert found, run.stdout[-2000:]
+    return json.loads(html_lib.unescape(found.group(1)))
+
+
+def rows(tops: list[float]) -> int:
+    """Text rows, from the tops of a block's text boxes: boxes of one row lie
+    within a few pixels of each other (an inline block sits a little apart)."""
+    out, last = 0, None
+    for top in sorted(tops):
+        if last is None or top - last > 6:
+            out += 1
+            last = top
+    return out
+
+
+def overlap(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] - 0.5 and b[0] < a[2] - 0.5 and a[1] < b[3] - 0.5 and b[1] < a[3] - 0.5
+
+
+def inside(a: list[float], b: list[float]) -> bool:
+    return a[0] >= b[0] - 0.5 and a[1] >= b[1] - 0.5 and a[2] <= b[2] + 0.5 and a[3] <= b[3] + 0.5
+
+
+def fake_sources(folder: Path, sites: tuple[str, ...]) -> Path:
+    """Source files for every ``file:line`` a scenario's sites name, under ``folder``."""
+    from tracerace.formats.sarif import SITE_RE
+
+    folder.mkdir()
+    for site in sites:
+        m = SITE_RE.match(site)
+        if m and "/" not in m["file"]:
+            (folder / m["file"]).write_text(
+                "".join(f"    statement({n}); // line {n} of {m['file']}\n" for n in range(1, 300)))
+    return folder
+
+
+@pytest.mark.parametrize("name", list(SCENARIOS))
+def test_a_reader_sees_snippet_lines_on_rows_and_timelines_that_fit(tmp_path, name):
+    path = SCENARIOS[name].write(tmp_path / f"{name}.arrow")
+    report = tracerace.check(path)
+    root = fake_sources(tmp_path / "src", report.meta.sites)
+    out = tmp_path / f"{name}.html"
+    result = CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out),
+                                      "--source-root", str(root)])
+    assert result.exit_code == 1, result.output
+    seen = measured(out, tmp_path)
+    assert seen["snippets"] and seen["timelines"]
+    for snippet in seen["snippets"]:
+        # every site is at line 4 or later of its (fake) file: a full snippet
+        assert rows(snippet["tops"]) == snippet["lines"] == 2 * html.SOURCE_CONTEXT + 1, snippet
+        assert not snippet["scrolls"]
+    for t in seen["timelines"]:
+        # the whole picture is in view (no scrolling to find the later access)
+        assert inside(t["svg"], t["view"]), (t["svg"], t["view"])
+        assert t["accesses"]
+        for mark in t["accesses"]:
+            assert inside(mark, t["view"])
+        texts = t["texts"]
+        for x in texts:
+            assert inside(x["box"], t["svg"]), (x["text"], x["box"], t["svg"])
+        for i, a in enumerate(texts):
+            for b in texts[i + 1:]:
+                assert not overlap(a["box"], b["box"]), (a, b)
+
+
+def estimated_boxes(picture: dict) -> list[tuple[str, tuple[float, float, float, float]]]:
+    """The layout's own estimate of each text's box (what it promises to keep apart)."""
+    sizes = {"lanelabel": html.NAME_PX, "evlabel": html.EVENT_PX, "rowlabel": html.ROW_PX,
+             "gap": html.EVENT_PX}
+    out = []
+    texts = list(picture["texts"])
+    if picture["missing"]:
+        m = picture["missing"]
+        texts.append({"x": m["tx"], "y": m["ty"], "text": m["label"], "cls": "missinglabel",
+                      "anchor": "middle"})
+    for t in texts:
+        size = sizes.get(t["cls"], html.EDGE_PX)
+        w = html.text_width(t["text"], size)
+        left = t["x"] - w / 2 if t.get("anchor") == "middle" else t["x"]
+        out.append((t["text"], (left, t["y"] - size, left + w, t["y"] + size * 0.25)))
+    return out
+
+
+@pytest.mark.parametrize("events, same_lane", [(4, True), (40, True), (40, False), (3, False)])
+def test_timeline_layout_keeps_texts_apart_and_both_accesses_in_view(events, same_lane):
+    from tracerace.timeline import Event, Lane
+
+    ops = ["bar_sync", "cp_async_commit", "cp_async_wait", "mbar_arrive", "fence_proxy_async",
+           "write"]
+    first = Lane(0, 0, 0, "block (1023,1023,63) thread (1023,1023,63) (warp 31, lane 31)",
+                 skipped=123_456_789, dropped=987_654)
+    second = first if same_lane else Lane(0, 1, 0, "block (0,0,1) thread (0,0,0)")
+    lanes = [first] if same_lane else [first, second]
+    base = 10 ** 12
+    for i in range(events):
+        lane = lanes[i % len(lanes)]
+        lane.events.append(Event(base + 3 * i, ops[i % len(ops)], i * 7, "k.cu:1 x"))
+    first.events.insert(1, Event(base + 1, "cp_async", 0, "k.cu:2", role="earlier"))
+    second.events.append(Event(base + 3 * events, "write", 0, "k.cu:3", role="later"))
+    group = type("G", (), {"kind": "async_inflight"})()
+    picture = html.timeline_layout(group, lanes)
+    assert picture["width"] <= html.MAX_WIDTH
+    roles = {m["role"]: m for m in picture["marks"] if m["role"]}
+    assert set(roles) == {"earlier", "later"}
+    for m in roles.values():
+        assert 0 < m["x"] < picture["width"] and 0 < m["y"] < picture["height"]
+    boxes = estimated_boxes(picture)
+    for text, (x0, y0, x1, y1) in boxes:
+        assert 0 <= x0 and x1 <= picture["width"] and 0 <= y0 and y1 <= picture["height"], text
+    for i, (ta, a) in enumerate(boxes):
+        for tb, b in boxes[i + 1:]:
+            assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (ta, tb)
+
+
+def test_timeline_shows_an_agent_name_whole_when_the_picture_is_narrow():
+    from tracerace.timeline import Event, Lane
+
+    lanes = [Lane(0, 0, 4, "block (0,0,0) thread (4,0,0)"),
+             Lane(0, 0, 0, "block (0,0,0) thread (0,0,0)", skipped=1)]
+    lanes[0].events += [Event(27, "bar_sync", 0, None), Event(70, "write", 0, None, "earlier")]
+    lanes[1].events += [Event(19, "bar_sync", 0, None), Event(78, "read", 0, None, "later")]
+    picture = html.timeline_layout(type("G", (), {"kind": "raw"})(), lanes)
+    names = [t["text"] for t in picture["texts"] if t["cls"] == "lanelabel"]
+    assert names == ["block (0,0,0) thread (4,0,0)",
+                     "block (0,0,0) thread (0,0,0)  (1 other access not shown)"]

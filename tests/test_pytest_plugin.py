@@ -96,6 +96,8 @@ def test_every_test_is_recorded_with_the_option(session, pytester):
     (result_,) = sarif["runs"][0]["results"]
     assert result_["ruleId"] == "raw" and result_["fixes"]
     assert sarif["runs"][0]["results"] and (reports / "test_kernels.py_test_racy.html").is_file()
+    # no --tracerace-source-root: the page shows no source lines
+    assert "no barrier: another thread" not in (reports / "test_kernels.py_test_racy.html").read_text()
     clean = json.loads((reports / "test_kernels.py_test_clean.sarif").read_text())
     assert clean["runs"][0]["results"] == []
     assert (reports / "test_kernels.py_test_clean.arrow").is_file()
@@ -117,6 +119,14 @@ def test_a_marker_records_one_test(session, pytester):
     assert sorted(p.name for p in (pytester.path / "out").iterdir()) == [
         "test_kernels.py_test_racy.arrow", "test_kernels.py_test_racy.html",
         "test_kernels.py_test_racy.sarif"]
+
+
+def test_source_lines_come_from_the_source_root_option(session, pytester):
+    result = session("--tracerace-source-root", str(pytester.path),
+                     marker="@pytest.mark.tracerace")
+    result.assert_outcomes(passed=2, failed=1)
+    page = (pytester.path / "tracerace-reports" / "test_kernels.py_test_racy.html").read_text()
+    assert "out[t] = s[(t + 1) % 32]          # no barrier: another thread" in page
 
 
 def test_a_test_that_fails_by_itself_fails_with_its_own_report(session, pytester):

@@ -61,6 +61,10 @@ def check(
     progress: bool | None = typer.Option(None, "--progress/--no-progress",
                                          help="Progress bar on stderr (default: large traces "
                                               "on a terminal)."),
+    source_root: list[str] | None = typer.Option(
+        None, "--source-root", help="Directory whose files the HTML report may show source "
+                                    "lines from and SARIF may name (repeatable; default: "
+                                    "none, no source file is read)."),
 ) -> None:
     """Check a trace for races and synchronization hazards.
 
@@ -72,7 +76,7 @@ def check(
     if max_reports is None:
         max_reports = DEFAULT_MAX_REPORTS
     try:
-        with formats.Output(fmt, output, inputs=[trace]) as out:
+        with formats.Output(fmt, output, inputs=[trace], source_roots=source_root or ()) as out:
             with ProgressBar(progress) as bar:
                 report = api.check(trace, engine=engine, max_reports=max_reports,
                                    select=select, ignore=ignore, progress=bar.update,

@@ -14,7 +14,8 @@ trace of every kernel launch; the parent then checks the trace and
 * fails it when the recording failed (the recorder's one-line reason);
 * fails it on error-severity hazards, with the text report in the message;
 * writes ``<test>.arrow`` (the trace), ``.sarif`` and ``.html`` to the report
-  folder (``--tracerace-dir``, default ``tracerace-reports``);
+  folder (``--tracerace-dir``, default ``tracerace-reports``), source lines
+  and file locations only from ``--tracerace-source-root`` (none by default);
 * passes it otherwise. A test that launched no kernel of its backend passes
   with a line in the terminal summary saying that nothing was checked.
 """
@@ -48,6 +49,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tracerace-backend", default="numba", choices=("numba", "triton"),
                     help="Recorder for the tests' kernels (default numba; a marker's "
                          "backend= wins).")
+    group.addoption("--tracerace-source-root", action="append", default=[], metavar="DIR",
+                    help="Directory the HTML report may show source lines from and SARIF "
+                         "may name files in (repeatable; default: none, no source file is "
+                         "read).")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -151,7 +156,11 @@ def _record_and_check(item: pytest.Function, backend: str) -> None:
     written = []
     for fmt in ("sarif", "html"):
         path = folder / f"{stem}.{fmt}"
-        formats.render(report, fmt, str(path))
+        try:
+            formats.render(report, fmt, str(path),
+                           source_roots=config.getoption("tracerace_source_root"))
+        except TraceError as err:
+            pytest.fail(f"tracerace could not write its {fmt} report: {err}", pytrace=False)
         written.append(str(path))
     where = f"reports: {', '.join(written)}; trace: {trace}"
     notes.append(f"{item.nodeid}: {report.summary_line()} ({where})")

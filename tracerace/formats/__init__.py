@@ -1,7 +1,9 @@
 """Output formats: each a module behind one interface.
 
 A format module has ``NAME``, ``BINARY`` (writes bytes, not text) and
-``write(report, stream)``; a format that takes every finding as the check
+``write(report, stream)``; one that names source files (HTML, SARIF) has
+``TAKES_SOURCE_ROOTS`` and takes ``source_roots=`` (:mod:`tracerace.sources`)
+in ``write`` and its writer; a format that takes every finding as the check
 finds them has a ``FindingsWriter`` too (Arrow writes them; HTML counts them
 for its heatmaps and writes the page when the report is done). :class:`Output` opens files
 (atomically, never over an input), picks text or byte streams and turns I/O
@@ -14,12 +16,14 @@ from __future__ import annotations
 import io
 import os
 import sys
+from collections.abc import Iterable
 from types import ModuleType
 from typing import IO, Any
 
 from ..errors import TraceError
 from ..outfile import create_beside, io_error, refuse_inputs
 from ..report import Report
+from ..sources import SourceRoots
 from . import arrowfmt, html, jsonfmt, sarif, text
 
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (text, jsonfmt, sarif, arrowfmt, html)}
@@ -45,9 +49,13 @@ def resolve(fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None) -> Mo
     return module
 
 
-def render(report: Report, fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None) -> None:
-    """Write ``report`` as ``fmt`` to a path, an open stream, or stdout (None)."""
-    with Output(fmt, out) as output:
+def render(report: Report, fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None, *,
+           source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
+    """Write ``report`` as ``fmt`` to a path, an open stream, or stdout (None).
+    ``source_roots``: the directories the formats that name source files
+    (HTML, SARIF) may resolve sites in (:mod:`tracerace.sources`); none: no
+    source file is read and no site becomes a file location."""
+    with Output(fmt, out, source_roots=source_roots) as output:
         output.write(report)
 
 
@@ -59,13 +67,20 @@ class Output:
     the ``with`` block ends without an error and removed otherwise, so a
     failed check leaves nothing behind and an existing file is replaced only
     by a complete report. ``inputs``: paths the output must not be (a usage
-    error). Formats that write every finding (Arrow) take them as the check
-    finds them, through :attr:`sink`; the others write :meth:`write`'s report.
+    error). ``source_roots``: where the formats that name source files (HTML,
+    SARIF, those with ``TAKES_SOURCE_ROOTS``) may resolve sites; a root that
+    is not a directory is a usage error, raised here. Formats that write
+    every finding (Arrow) take them as the check finds them, through
+    :attr:`sink`; the others write :meth:`write`'s report.
     """
 
     def __init__(self, fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None, *,
-                 inputs: tuple[str | os.PathLike[str], ...] | list = ()) -> None:
+                 inputs: tuple[str | os.PathLike[str], ...] | list = (),
+                 source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
         self.module = resolve(fmt, out)
+        roots = SourceRoots.of(source_roots)
+        self._options = {"source_roots": roots} if getattr(
+            self.module, "TAKES_SOURCE_ROOTS", False) else {}
         self.path = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
         self._stream = sys.stdout if out is None else out
         if self.path is not None:
@@ -88,7 +103,7 @@ class Output:
         self._target = stream
         writer = getattr(self.module, "FindingsWriter", None)
         if writer is not None:
-            self.sink = _Sink(writer(stream, file=self.path is not None),
+            self.sink = _Sink(writer(stream, file=self.path is not None, **self._options),
                               self.path or "<stdout>")
         return self
 
@@ -109,7 +124,7 @@ class Output:
                 self.sink.write(report.findings, report.group_of())
                 self.sink.close(report, exact=report.keeps_every_finding)
             elif self.module.BINARY:
-                self.module.write(report, self._target)
+                self.module.write(report, self._target, **self._options)
             else:
                 self._write_text(report)
             self._target.flush()
@@ -120,11 +135,11 @@ class Output:
         out = self._target
         if self._file is not None or isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
             wrapper = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
-            self.module.write(report, wrapper)
+            self.module.write(report, wrapper, **self._options)
             wrapper.flush()
             wrapper.detach()
         else:
-            self.module.write(report, out)
+            self.module.write(report, out, **self._options)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if self._file is None:

@@ -1,8 +1,9 @@
 """HTML: one self-contained page a person opens in a browser (no server, no network).
 
 The page holds the summary; per shown group the text report's words (sites,
-accesses, bytes, why, fix), the source lines around both sites when the file
-is readable, and a timeline (inline SVG) of the agents around the two
+accesses, bytes, why, fix), the source lines around both sites when their
+file lies inside a source root the caller names (:mod:`tracerace.sources`;
+none by default, and then no file is read), and a timeline (inline SVG) of the agents around the two
 accesses, read back from the trace (:mod:`tracerace.timeline`): the barriers,
 waits, signals, fences and copies between them, and a dashed line where the
 ordering edge is missing; then, for each named buffer, a heatmap of the
@@ -21,6 +22,9 @@ findings the report kept and says so.
 Everything from the trace (sites, buffer and kernel names, producer text) is
 data: Jinja2 escapes it, and the page's Content-Security-Policy allows no
 script at all, so a site holding ``<script>`` shows that text and runs nothing.
+A site (and the producer, a buffer's name) is cut to :data:`SITE_CHARS`
+characters wherever the page names it (:func:`bounded`), so its size cannot
+blow the page up.
 """
 
 from __future__ import annotations
@@ -31,6 +35,8 @@ import os
 import struct
 import zlib
 from base64 import b64encode
+from dataclasses import replace
+from collections.abc import Iterable
 from typing import IO, Any
 
 import numpy as np
@@ -38,6 +44,7 @@ import numpy as np
 from ..meta import Buffer, TraceMeta
 from ..ops import Space
 from ..report import HazardGroup, Report
+from ..sources import SourceRoots
 from ..version import tool_version
 from .sarif import SITE_RE
 
@@ -57,13 +64,27 @@ HEAT_ELEMENTS = 1 << 20
 this many bins of consecutive elements."""
 SOURCE_CONTEXT = 3
 """Source lines shown before and after a site's line."""
+SOURCE_LINE_CHARS = 400
+"""Characters shown of one source line; the rest is cut, with a marker."""
+SITE_CHARS = 300
+"""Characters shown of one site (and of the producer, of a buffer's name); the
+rest is cut, with a marker."""
+WARNING_CHARS = 1000
+"""Characters shown of one of the trace's warnings; the rest is cut, with a marker."""
 
 
-def write(report: Report, stream: IO[str]) -> None:
-    """The page of ``report``, heatmaps from the findings it kept."""
+TAKES_SOURCE_ROOTS = True
+"""``write`` and ``FindingsWriter`` take ``source_roots`` (the files source lines come from)."""
+
+
+def write(report: Report, stream: IO[str], *,
+          source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
+    """The page of ``report``, heatmaps from the findings it kept; source lines
+    only from files inside ``source_roots`` (none: no file is read)."""
     heat = Heat(report.meta)
     heat.add(report.findings)
-    stream.write(render_page(report, heat, exact=report.keeps_every_finding))
+    stream.write(render_page(report, heat, exact=report.keeps_every_finding,
+                             source_roots=SourceRoots.of(source_roots)))
 
 
 class FindingsWriter:
@@ -72,9 +93,11 @@ class FindingsWriter:
 
     takes_report = True
 
-    def __init__(self, out: Any, *, file: bool) -> None:
+    def __init__(self, out: Any, *, file: bool,
+                 source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
         self._out = out
         self._heat: Heat | None = None
+        self._roots = SourceRoots.of(source_roots)
 
     @property
     def opened(self) -> bool:
@@ -89,7 +112,7 @@ class FindingsWriter:
     def close(self, report: Report | None = None, exact: bool = True) -> None:
         if report is None:
             return
-        page = render_page(report, self._heat, exact=exact)
+        page = render_page(report, self._heat, exact=exact, source_roots=self._roots)
         if isinstance(self._out, (io.RawIOBase, io.BufferedIOBase)) or "b" in getattr(
                 self._out, "mode", ""):
             self._out.write(page.encode("utf-8"))
@@ -172,6 +195,7 @@ def _flat(b: Buffer, offset: np.ndarray) -> np.ndarray:
 
 
 def _heatmap(b: Buffer, counts: np.ndarray, per: int, findings: int) -> dict[str, Any]:
+    b = replace(b, name=shorten(b.name, SITE_CHARS))
     cols = b.shape[-1]
     n = math.prod(b.shape)
     if per > 1:  # bins of consecutive elements: lay them out as rows of one bin each
@@ -239,46 +263,96 @@ def _png_uri(grid: np.ndarray) -> str:
 # -- source context -----------------------------------------------------------------
 
 class Sources:
-    """Lines of the source files sites name, when readable (relative paths are
-    looked up from the working directory, then beside the trace)."""
+    """Lines around the sites, from files inside the source roots only
+    (:class:`~tracerace.sources.SourceRoots`: with no root, nothing is read).
+    One file is held at a time: memory is bounded by
+    :data:`~tracerace.sources.MAX_SOURCE_BYTES`, whatever the sites name."""
 
-    def __init__(self, meta: TraceMeta) -> None:
-        self._roots = [os.getcwd()]
-        if meta.path:
-            self._roots.append(os.path.dirname(os.path.abspath(meta.path)))
-        self._files: dict[str, list[str] | None] = {}
+    def __init__(self, roots: SourceRoots) -> None:
+        self._roots = roots
+        self._contexts: dict[tuple[str, int], dict[str, Any] | None] = {}
+        self._unreadable: set[str] = set()
 
     def context(self, site: str | None) -> dict[str, Any] | None:
-        m = SITE_RE.match(site) if site else None
+        m = SITE_RE.match(site) if site and self._roots else None
         if m is None:
             return None
-        lines = self._read(m["file"])
-        line = int(m["line"])
-        if lines is None or not 1 <= line <= len(lines):
+        name, line = m["file"], int(m["line"])
+        key = (name, line)
+        if key not in self._contexts:
+            self._contexts[key] = self._read(name, line)
+        return self._contexts[key]
+
+    def _read(self, name: str, line: int) -> dict[str, Any] | None:
+        if name in self._unreadable:
+            return None
+        data = self._roots.read(name)
+        if data is None:
+            self._unreadable.add(name)
+            return None
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        if not 1 <= line <= len(lines):
             return None
         lo, hi = max(1, line - SOURCE_CONTEXT), min(len(lines), line + SOURCE_CONTEXT)
-        return {"file": m["file"], "line": line,
-                "lines": [(n, lines[n - 1].rstrip("\n"), n == line) for n in range(lo, hi + 1)]}
+        return {"file": name, "line": line,
+                "lines": [(n, shorten(lines[n - 1], SOURCE_LINE_CHARS), n == line)
+                          for n in range(lo, hi + 1)]}
 
-    def _read(self, name: str) -> list[str] | None:
-        if name not in self._files:
-            self._files[name] = None
-            paths = [name] if os.path.isabs(name) else [os.path.join(r, name) for r in self._roots]
-            for path in paths:
-                try:
-                    if os.path.getsize(path) > 8 << 20:
-                        continue
-                    with open(path, encoding="utf-8", errors="replace") as f:
-                        self._files[name] = f.readlines()
-                    break
-                except OSError:
-                    continue
-        return self._files[name]
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, saying how many more there were."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}\u2026 [{len(text) - limit:,} more characters not shown]"
+
+
+def bounded(report: Report) -> Report:
+    """``report`` over metadata whose text from the trace is cut: sites, the
+    producer and buffer names to :data:`SITE_CHARS`, warnings to
+    :data:`WARNING_CHARS`. So a huge site adds a few hundred characters to
+    each place the page names it, never its whole length."""
+    meta = report.meta
+    texts = [*meta.sites, meta.producer or "", *(b.name for b in meta.buffers)]
+    if all(len(t) <= SITE_CHARS for t in texts) and \
+            all(len(w) <= WARNING_CHARS for w in meta.warnings):
+        return report
+    meta = replace(meta, sites=tuple(shorten(s, SITE_CHARS) for s in meta.sites),
+                   producer=None if meta.producer is None else shorten(meta.producer, SITE_CHARS),
+                   buffers=tuple(replace(b, name=shorten(b.name, SITE_CHARS))
+                                 for b in meta.buffers),
+                   warnings=tuple(shorten(w, WARNING_CHARS) for w in meta.warnings))
+    return replace(report, meta=meta)
 
 
 # -- timelines ------------------------------------------------------------------------
+#
+# The picture is laid out here, not by the browser: every text's box is
+# estimated from its length (monospace fonts advance about 0.6 em a character;
+# CHAR_EM leaves a margin), so the layout can promise what a reader needs: no
+# text over another, everything inside the picture, and the two accesses in a
+# picture at most MAX_WIDTH wide (no scrolling to find the later one).
+#
+# A lane, top to bottom: the agent's name; a band for the missing edge's
+# label; the events (marks) on the lane's line; their names; their rows.
 
-LANE_HEIGHT, SLOT, MARGIN_LEFT, MARGIN_TOP = 84, 92, 16, 16
+MAX_WIDTH = 1120
+"""Widest picture (pixels): fits the page's group box in a 1280-pixel window."""
+MARGIN_LEFT, MARGIN_RIGHT, MARGIN_TOP, MARGIN_BOTTOM = 16, 16, 6, 4
+LANE_HEIGHT = 106
+NAME_Y, EDGE_Y, ARC_Y, MARK_Y, EVENT_Y, ROW_Y = 15, 33, 40, 58, 84, 98
+"""Offsets from a lane's top: the baselines of its name, of the missing edge's
+label and of its events' names and rows; the peak of a missing edge within
+one lane; the lane's line (mark centres)."""
+CHAR_EM = 0.64
+"""Estimated advance of a monospace character, in em."""
+NAME_PX, EVENT_PX, ROW_PX, EDGE_PX = 12, 11, 10, 11
+"""Font sizes (pixels) of the lane names, event names, row numbers and the
+missing edge's label; the stylesheet's ``svg`` rules use the same."""
+EVENT_CHARS = 18
+"""Characters of an event's name; a longer one is cut with an ellipsis."""
+MIN_SLOT, SLOT_PAD, GAP = 56, 14, 30
+"""Narrowest column, space between two columns' texts, and the width of a
+column standing for events left out between two shown ones."""
 
 _SYNC_SHAPES = {"bar_sync": "bar", "bar_arrive": "bar", "warp_sync": "bar",
                 "wait": "wait", "mbar_wait": "wait", "cp_async_wait": "wait", "bulk_wait": "wait",
@@ -290,46 +364,136 @@ _EDGE_LABELS = {"async_inflight": "copy still in flight", "proxy_fence": "no fen
                 "sync_alias": "crossed hand-off"}
 
 
-def _timeline_svg(group: HazardGroup, lanes: list) -> dict[str, Any]:
-    """Lanes (agents), events placed by row order in slots, the two accesses
-    highlighted, the missing edge dashed."""
-    rows = sorted({e.row for lane in lanes for e in lane.events})
-    slot = {row: i for i, row in enumerate(rows)}
-    width = MARGIN_LEFT + SLOT * max(1, len(rows)) + 40
-    height = MARGIN_TOP + LANE_HEIGHT * len(lanes) + 20
-    marks, texts, lines = [], [], []
-    points: dict[str, tuple[int, int]] = {}
-    for li, lane in enumerate(lanes):
-        y = MARGIN_TOP + LANE_HEIGHT * li + LANE_HEIGHT // 2 + 8
-        lines.append({"x1": MARGIN_LEFT - 10, "y1": y, "x2": width - 20, "y2": y,
-                      "cls": "lane"})
+def text_width(text: str, size: int) -> float:
+    """Estimated width (pixels) of ``text`` in the page's monospace font."""
+    return len(text) * size * CHAR_EM
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
+
+
+def _cut(text: str, chars: int) -> str:
+    return text if len(text) <= chars else text[:chars - 1] + "\u2026"
+
+
+def _event_label(e: Any) -> str:
+    access = e.op in ("read", "write", "atomic", "init")
+    return _cut(e.op if e.obj == 0 or access else f"{e.op} {e.obj}", EVENT_CHARS)
+
+
+def _columns(rows: list[int], keep: set[int], slot: int, room: int) -> list[tuple[str, Any]]:
+    """The picture's columns, left to right: ("row", row) for a shown event,
+    ("gap", rows) for a run of rows left out. The rows in ``keep`` are always
+    shown; the others nearest to them (by rank) while the columns fit ``room``."""
+    rank = {row: i for i, row in enumerate(rows)}
+    anchors = [rank[r] for r in keep if r in rank] or [len(rows) - 1]
+    by_distance = sorted(range(len(rows)), key=lambda i: (min(abs(i - a) for a in anchors), i))
+    chosen: set[int] = set()
+    for i in by_distance:
+        trial = chosen | {i}
+        if chosen and _width(trial, len(rows), slot) > room and i not in anchors:
+            break
+        chosen = trial
+    out: list[tuple[str, Any]] = []
+    run: list[int] = []
+    for i, row in enumerate(rows):
+        if i in chosen:
+            if run:
+                out.append(("gap", run))
+                run = []
+            out.append(("row", row))
+        else:
+            run.append(row)
+    if run:
+        out.append(("gap", run))
+    return out
+
+
+def _width(chosen: set[int], n: int, slot: int) -> int:
+    gaps = sum(1 for i in range(n) if i not in chosen and (i == 0 or i - 1 in chosen))
+    return len(chosen) * slot + gaps * GAP
+
+
+def timeline_layout(group: HazardGroup, lanes: list) -> dict[str, Any]:
+    """Lanes (agents), events in row order one column each, the two accesses
+    highlighted, the missing edge dashed; laid out so that no text covers
+    another and all lies inside the picture (see the comment above)."""
+    events = [e for lane in lanes for e in lane.events]
+    rows = sorted({e.row for e in events})
+    slot = MIN_SLOT
+    for e in events:
+        slot = max(slot, math.ceil(text_width(_event_label(e), EVENT_PX)) + SLOT_PAD,
+                   math.ceil(text_width(f"{e.row:,}", ROW_PX)) + SLOT_PAD)
+    room = MAX_WIDTH - MARGIN_LEFT - MARGIN_RIGHT
+    columns = _columns(rows, {e.row for e in events if e.role}, slot, room)
+    x_of: dict[int, int] = {}
+    gaps: list[tuple[int, set[int]]] = []
+    x = MARGIN_LEFT
+    for kind, what in columns:
+        if kind == "row":
+            x_of[what] = x + slot // 2
+            x += slot
+        else:
+            gaps.append((x + GAP // 2, set(what)))
+            x += GAP
+    names = []
+    for lane in lanes:
+        hidden = sum(1 for e in lane.events if e.row not in x_of)
         extra = []
         if lane.skipped:
-            extra.append(f"{lane.skipped:,} other accesses not shown")
-        if lane.dropped:
-            extra.append(f"{lane.dropped:,} events not shown")
-        label = lane.label + (f"  ({'; '.join(extra)})" if extra else "")
-        texts.append({"x": 8, "y": y - 30, "text": label, "cls": "lanelabel"})
+            extra.append(_count(lane.skipped, "other access", "other accesses") + " not shown")
+        if lane.dropped + hidden:
+            extra.append(_count(lane.dropped + hidden, "event", "events") + " not shown")
+        names.append(lane.label + (f"  ({'; '.join(extra)})" if extra else ""))
+    kind_label = _EDGE_LABELS.get(group.kind, "unordered")
+    width = max(x + MARGIN_RIGHT,
+                max((math.ceil(text_width(n, NAME_PX)) + 2 * 8 for n in names), default=0),
+                math.ceil(text_width(kind_label, EDGE_PX)) + 2 * 8)
+    width = min(width, MAX_WIDTH)
+    name_chars = math.floor((width - 2 * 8) / (NAME_PX * CHAR_EM) + 1e-9)
+    height = MARGIN_TOP + LANE_HEIGHT * len(lanes) + MARGIN_BOTTOM
+    marks, texts, lines = [], [], []
+    points: dict[str, tuple[int, int, int]] = {}
+    for li, lane in enumerate(lanes):
+        top = MARGIN_TOP + LANE_HEIGHT * li
+        y = top + MARK_Y
+        lines.append({"x1": MARGIN_LEFT - 10, "y1": y, "x2": width - 6, "y2": y, "cls": "lane"})
+        texts.append({"x": 8, "y": top + NAME_Y, "text": _cut(names[li], name_chars),
+                      "cls": "lanelabel"})
         for e in lane.events:
-            x = MARGIN_LEFT + SLOT * slot[e.row] + SLOT // 2
+            if e.row not in x_of:
+                continue
+            ex = x_of[e.row]
             kind = "access" if e.op in ("read", "write", "atomic", "init") else \
                 _SYNC_SHAPES.get(e.op, "copy")
-            label = e.op if e.obj == 0 or kind == "access" else f"{e.op} {e.obj}"
             title = f"row {e.row:,}: {e.op}" + (f" on {e.obj}" if e.obj else "") + \
                 (f" at {e.site}" if e.site else "")
-            marks.append({"x": x, "y": y, "kind": kind, "role": e.role or "", "title": title})
-            texts.append({"x": x, "y": y + 24, "text": label[:13], "cls": "evlabel",
-                          "anchor": "middle"})
-            texts.append({"x": x, "y": y - 14, "text": f"{e.row:,}", "cls": "rowlabel",
+            marks.append({"x": ex, "y": y, "kind": kind, "role": e.role or "", "title": title})
+            texts.append({"x": ex, "y": top + EVENT_Y, "text": _event_label(e),
+                          "cls": "evlabel", "anchor": "middle"})
+            texts.append({"x": ex, "y": top + ROW_Y, "text": f"{e.row:,}", "cls": "rowlabel",
                           "anchor": "middle"})
             if e.role:
-                points[e.role] = (x, y)
+                points[e.role] = (ex, y, top)
+        lane_rows = {e.row for e in lane.events}
+        for gx, hidden_rows in gaps:
+            if lane_rows & hidden_rows:
+                texts.append({"x": gx, "y": y + 4, "text": "\u22ef", "cls": "gap",
+                              "anchor": "middle"})
     missing = None
     if "earlier" in points and "later" in points:
-        (x1, y1), (x2, y2) = points["earlier"], points["later"]
-        missing = {"x1": x1, "y1": y1, "x2": x2, "y2": y2,
-                   "label": _EDGE_LABELS.get(group.kind, "unordered"),
-                   "tx": (x1 + x2) // 2, "ty": min(y1, y2) - 24 if y1 == y2 else (y1 + y2) // 2}
+        (x1, y1, _), (x2, y2, top2) = points["earlier"], points["later"]
+        half = text_width(kind_label, EDGE_PX) / 2
+        if y1 == y2:
+            tx = (x1 + x2) / 2
+            path = f"M {x1} {y1} Q {(x1 + x2) // 2} {2 * (top2 + ARC_Y) - y1} {x2} {y2}"
+        else:  # the label sits in the later lane's band, beside where the line crosses it
+            band = top2 + EDGE_Y - EDGE_PX // 3
+            tx = x1 + (x2 - x1) * (band - y1) / (y2 - y1) + half + 6
+            path = f"M {x1} {y1} L {x2} {y2}"
+        tx = int(min(max(tx, half + 4), width - half - 4))
+        missing = {"path": path, "label": kind_label, "tx": tx, "ty": top2 + EDGE_Y}
     return {"width": width, "height": height, "marks": marks, "texts": texts, "lines": lines,
             "missing": missing, "empty": not rows}
 
@@ -365,20 +529,38 @@ def _lanes(report: Report, groups: list[HazardGroup]) -> list[list] | None:
 
 # -- the page -------------------------------------------------------------------------
 
-def render_page(report: Report, heat: Heat, *, exact: bool) -> str:
+def _snippets(sources: Sources, example: Any) -> list[tuple[str, dict[str, Any]]]:
+    """(label, source context) of the example's sites that have one, labelled
+    as the fields above them are: ``earlier`` and ``later``, or ``access`` for
+    a hazard of one access (``uninit_read``)."""
+    if example.first is None:
+        sites = [("access", example.second.site)]
+    else:
+        sites = [("earlier", example.first.site), ("later", example.second.site)]
+    out = []
+    for label, site in sites:
+        context = sources.context(site)
+        if context is not None:
+            out.append((label, context))
+    return out
+
+
+def render_page(report: Report, heat: Heat, *, exact: bool,
+                source_roots: SourceRoots | None = None) -> str:
     import jinja2
 
+    report = bounded(report)
     env = jinja2.Environment(loader=jinja2.PackageLoader("tracerace.formats", "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
     shown = list(report.shown_groups)
     detailed = shown[:DETAIL_GROUPS]
     lanes = _lanes(report, detailed)
-    sources = Sources(report.meta)
+    sources = Sources(source_roots if source_roots is not None else SourceRoots())
     groups = []
     for i, g in enumerate(detailed):
         ex = g.example
         hint = g.hint
-        timeline = _timeline_svg(g, lanes[i]) if lanes is not None else None
+        timeline = timeline_layout(g, lanes[i]) if lanes is not None else None
         groups.append({
             "id": g.id, "kind": g.kind, "severity": g.severity, "count": g.count,
             "first_site": g.first_site, "second_site": g.second_site,
@@ -387,10 +569,7 @@ def render_page(report: Report, heat: Heat, *, exact: bool) -> str:
             "bytes": g.bytes_text() if ex.location is not None else None,
             "why": ex.explanation, "fix": hint.text if hint is not None else None,
             "linked": g.linked,
-            "sources": [(label, sources.context(site)) for label, site in
-                        (("earlier", ex.first.site if ex.first else None),
-                         ("later", ex.second.site))
-                        if sources.context(site) is not None],
+            "sources": _snippets(sources, ex),
             "timeline": timeline,
         })
     table = [{"id": g.id, "kind": g.kind, "severity": g.severity, "count": g.count,

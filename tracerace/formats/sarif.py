@@ -12,11 +12,19 @@ site, is the result's ``fixes`` entry: its description and an empty region
 at the start of that line (where the change goes; tracerace does not write
 the code). A race linked to a crossed wait (``sync_alias``)
 has that wait as a second related location.
+
+A site's file becomes an artifact URI only as a path relative to the source
+roots (:meth:`tracerace.sources.SourceRoots.relative`): a relative path that
+stays below them, or an absolute path inside one. A URI (``https://...``,
+``file://...``), a path that climbs out with ``..`` or an absolute path
+outside every root is no file location: the site is a logical location.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 from typing import IO, Any
 from urllib.parse import quote
 
@@ -24,6 +32,7 @@ from ..explain import KIND_TITLES
 from ..hazards import Access
 from ..ops import HazardKind
 from ..report import HazardGroup, Report
+from ..sources import SourceRoots
 from ..version import tool_version
 from .jsonstream import Items, dump
 
@@ -37,15 +46,23 @@ SITE_RE = re.compile(r"^(?P<file>\S+?):(?P<line>\d+)(?::(?P<col>\d+))?(?:\s+(?P<
 """``path:line[:col] [text]``; the path is everything up to the first ``:digits``."""
 
 
-def write(report: Report, stream: IO[str]) -> None:
+TAKES_SOURCE_ROOTS = True
+"""``write`` takes ``source_roots``: site paths are made relative to them."""
+
+
+def write(report: Report, stream: IO[str], *,
+          source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
     """Result by result, as each group is worded."""
-    dump(_document(report, Items(_result(g) for g in report.shown_groups)), stream)
+    roots = SourceRoots.of(source_roots)
+    dump(_document(report, Items(_result(g, roots) for g in report.shown_groups)), stream)
     stream.write("\n")
 
 
-def to_sarif(report: Report) -> dict[str, Any]:
+def to_sarif(report: Report, *,
+             source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> dict[str, Any]:
     """The whole SARIF document as a dict."""
-    return _document(report, [_result(g) for g in report.shown_groups])
+    roots = SourceRoots.of(source_roots)
+    return _document(report, [_result(g, roots) for g in report.shown_groups])
 
 
 def _document(report: Report, results: list | Items) -> dict[str, Any]:
@@ -81,7 +98,7 @@ def _rule(kind: HazardKind) -> dict[str, Any]:
     }
 
 
-def _result(group: HazardGroup) -> dict[str, Any]:
+def _result(group: HazardGroup, roots: SourceRoots) -> dict[str, Any]:
     ex = group.example
     count = f"{group.count:,} hazard{'' if group.count == 1 else 's'}"
     where = f" on {ex.location}" if ex.location else ""
@@ -92,7 +109,8 @@ def _result(group: HazardGroup) -> dict[str, Any]:
         "ruleIndex": int(HazardKind[group.kind.upper()]),
         "level": group.severity,
         "message": {"text": f"{group.kind}: {ex.explanation} ({count}{where}).{fix}"},
-        "locations": [location(ex.second, f"later {ex.second.op} by {_agent(ex.second)}")],
+        "locations": [location(ex.second, f"later {ex.second.op} by {_agent(ex.second)}",
+                               roots)],
         "properties": {"count": group.count, "space": ex.space, "addr": ex.addr,
                        "size": ex.size, "element": ex.element, "row": ex.second.row,
                        "group": group.id},
@@ -100,18 +118,19 @@ def _result(group: HazardGroup) -> dict[str, Any]:
     related = []
     if ex.first is not None:
         related.append({"id": 1, **location(ex.first,
-                                            f"earlier {ex.first.op} by {_agent(ex.first)}")})
+                                            f"earlier {ex.first.op} by {_agent(ex.first)}",
+                                            roots)})
         result["properties"]["firstRow"] = ex.first.row
     linked = group.linked
     if linked is not None:
-        related.append({"id": 2, **_site_location(linked.site, linked.text)})
+        related.append({"id": 2, **_site_location(linked.site, linked.text, roots)})
         result["properties"]["linked"] = {"row": linked.row, "obj": linked.obj,
                                           "hint": linked.hint.text}
     if related:
         result["relatedLocations"] = related
     if hint is not None:
         result["properties"]["hint"] = hint.text
-        fix = _fix(hint.text, hint.site)
+        fix = _fix(hint.text, hint.site, roots)
         if fix is not None:
             result["fixes"] = [fix]
     return result
@@ -121,45 +140,50 @@ def _agent(access: Access) -> str:
     return access.name or access.agent
 
 
-def _fix(text: str, site: str | None) -> dict[str, Any] | None:
+def _fix(text: str, site: str | None, roots: SourceRoots) -> dict[str, Any] | None:
     """A SARIF ``fix``: the hint, and an empty region at the start of the line
-    where the change goes; None when ``site`` names no ``file:line`` (SARIF
-    wants at least one artifact change; the message has the hint)."""
+    where the change goes; None when ``site`` names no ``file:line`` a URI can
+    be made of (SARIF wants at least one artifact change; the message has the
+    hint)."""
     m = SITE_RE.match(site) if site else None
-    if m is None or int(m["line"]) < 1:
+    uri = _site_uri(m["file"], roots) if m is not None else None
+    if uri is None or int(m["line"]) < 1:
         return None
     line = int(m["line"])
     return {"description": {"text": text}, "artifactChanges": [{
-        "artifactLocation": {"uri": _uri(m["file"])},
+        "artifactLocation": {"uri": uri},
         "replacements": [{"deletedRegion": {"startLine": line, "startColumn": 1,
                                             "endLine": line, "endColumn": 1}}],
     }]}
 
 
-def _site_location(site: str | None, text: str) -> dict[str, Any]:
+def _site_location(site: str | None, text: str, roots: SourceRoots) -> dict[str, Any]:
     """A location for a site with no access record (a linked wait)."""
     if site is None:
         return {"message": {"text": text}}
     m = SITE_RE.match(site)
-    if m is None or int(m["line"]) < 1:
+    uri = _site_uri(m["file"], roots) if m is not None else None
+    if uri is None or int(m["line"]) < 1:
         return {"logicalLocations": [{"name": site, "fullyQualifiedName": site}],
                 "message": {"text": text}}
-    return {"physicalLocation": {"artifactLocation": {"uri": _uri(m["file"])},
+    return {"physicalLocation": {"artifactLocation": {"uri": uri},
                                  "region": {"startLine": int(m["line"])}},
             "message": {"text": text}}
 
 
-def location(access: Access, what: str) -> dict[str, Any]:
-    """A SARIF location for an access: physical when its site is ``file:line``."""
+def location(access: Access, what: str, roots: SourceRoots | None = None) -> dict[str, Any]:
+    """A SARIF location for an access: physical when its site is ``file:line``
+    with a file a URI can be made of (see the module's rule), else logical."""
     text = f"{what} (row {access.row}, launch {access.launch}, ts {access.ts})"
     site = access.site
     if site is None:
         return {"message": {"text": text}}
     m = SITE_RE.match(site)
-    if m is None:
+    uri = _site_uri(m["file"], roots or SourceRoots()) if m is not None else None
+    if uri is None:
         return {"logicalLocations": [{"name": site, "fullyQualifiedName": site}],
                 "message": {"text": text}}
-    physical: dict[str, Any] = {"artifactLocation": {"uri": _uri(m["file"])}}
+    physical: dict[str, Any] = {"artifactLocation": {"uri": uri}}
     if int(m["line"]) >= 1:  # SARIF lines and columns count from 1
         physical["region"] = {"startLine": int(m["line"])}
         if m["col"] and int(m["col"]) >= 1:
@@ -167,6 +191,12 @@ def location(access: Access, what: str) -> dict[str, Any]:
     if m["rest"]:
         text = f"{text}: {m['rest']}"
     return {"physicalLocation": physical, "message": {"text": text}}
+
+
+def _site_uri(name: str, roots: SourceRoots) -> str | None:
+    """The artifact URI of a site's file: relative to the source roots, or None."""
+    relative = roots.relative(name)
+    return None if relative is None else quote(relative, safe="/")
 
 
 def _uri(path: str) -> str:

@@ -19,9 +19,7 @@ import numpy as np
 
 MAX_JSON_BYTES = 16 << 20
 """The longest JSON value read from a trace, in UTF-8 bytes (rule ``json-too-large``).
-Reading one costs up to ~20 times its size in memory and ~0.5 s per MiB
-(``tracerace.launches`` entries, the most expensive kind, measured in
-``tests/test_untrusted.py``)."""
+What reading one costs is measured in ``bench/README.md`` ("Untrusted input")."""
 
 MAX_JSON_DEPTH = 64
 """The deepest nesting of lists and objects in such a value (rule ``json-too-deep``);

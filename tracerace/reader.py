@@ -184,7 +184,8 @@ class TraceReader:
             offset = 0
             while offset < record.num_rows:
                 take = min(size - pieces.rows, record.num_rows - offset)
-                pieces.add(record.slice(offset, take))
+                whole = offset == 0 and take == record.num_rows
+                pieces.add(record if whole else record.slice(offset, take))
                 offset += take
                 if pieces.rows == size:
                     yield pieces.take()

@@ -248,6 +248,17 @@ def one_row_records(path: Path, n: int) -> str:
     return str(path)
 
 
+def test_a_million_launch_entries_are_refused_before_they_are_parsed(tmp_path):
+    """Parsing them took 1.1 GB and 23 s; the 58 MB of JSON are refused by size."""
+    entries = ",".join(f'{{"launch": {i}, "grid": [1, 1, 1], "block": [2, 1, 1]}}'
+                       for i in range(1_000_000))
+    path = with_metadata(tmp_path / "t.arrow", racy_table(),
+                         tracerace__launches=f"[{entries}]")
+    out = under_a_limit(512, "validate", path)
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert out.stderr.count("\n") == 1 and ": json-too-large: tracerace.launches: " in out.stderr
+
+
 def test_a_stream_of_one_row_records_is_read_in_bounded_memory(tmp_path):
     """Each record held until a batch was glued cost ~10 KB: 10^6 of them took
     10 GB and died in ``std::bad_alloc``. Now they are glued 1024 at a time."""

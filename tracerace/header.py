@@ -4,6 +4,9 @@
 once, integer-typed); :func:`parse_metadata` reads the format version, sites,
 buffers, producer, warnings and launch dimensions into a
 :class:`~tracerace.meta.TraceMeta`. Errors name the file and the rule broken.
+The metadata is untrusted: its JSON goes through
+:func:`tracerace.limits.load_json`, and the version and buffers are held to
+the limits of :mod:`tracerace.limits` before anything uses them.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -25,8 +26,8 @@ from tracerace.ops import Op, Scope
 from tracerace.reader import open_trace
 from tracerace.record import cuda_build
 from tracerace.record.cuda_convert import ZERO_SOURCE, convert
-from tracerace.record.cuda_stream import (MAGIC, AccessFlag, BarrierAction, Kind, Space,
-                                          StreamWriter, read_stream)
+from tracerace.record.cuda_stream import (MAGIC, RECORD_DTYPE, AccessFlag, BarrierAction, Kind,
+                                          Space, StreamWriter, read_stream)
 
 ROOT = Path(__file__).resolve().parent.parent
 A = 0x7F00_0000_0000   # a device allocation of the synthetic kernels
@@ -400,3 +401,106 @@ def test_the_tool_library_and_its_patches_build_here(tmp_path, monkeypatch):
     blob = patches.read_bytes()
     assert names and all(name.encode() in blob for name in names), names
     assert cuda_build.tool_library(kit) == tool   # cached: built once
+
+
+# --- the conversion streams ----------------------------------------------------------------
+
+def mixed(w: StreamWriter) -> None:
+    """Several launches whose rows span batches: strings, host inits, untracked
+    globals, exits at a barrier, zero-filling copies and mbarrier phases."""
+    reduction(w, sync=True)
+    pipeline(w, wait=True, zero_fill=True)
+    w.launch("early_exit", block=(N, 1, 1), pc=0x100)
+    w.exit(0, N - 1, pc=0x110)
+    for t in range(N - 1):
+        w.write(0, t, 4 * t, space=Space.SHARED, pc=0x120)
+        w.barrier(0, t, pc=0x130)
+    w.read(0, 0, 0x5000, 4)
+    w.launch_end()
+    w.launch("mbar", block=(2, 1, 1))
+    w.mbarrier(0, 0, BarrierAction.INIT, 0x100, 2)
+    for phase in range(3):
+        w.mbarrier(0, 0, BarrierAction.ARRIVE, 0x100, 1)
+        w.mbarrier(0, 1, BarrierAction.ARRIVE, 0x100, 1)
+        w.mbarrier(0, 1, BarrierAction.WAIT, 0x100)
+    w.launch_end()
+
+
+def test_batches_of_any_size_give_the_same_trace(tmp_path):
+    w, prefix = stream(tmp_path)
+    with w:
+        mixed(w)
+    outs = {}
+    for batch in (1, 2, 3, 7, 1 << 18):
+        out = str(tmp_path / f"out{batch}.arrow")
+        _, _, warnings = convert(prefix, out, batch_records=batch)
+        with open_trace(out) as t:
+            outs[batch] = (columns(out), t.meta.sites, warnings)
+    cols, sites, warnings = outs[1 << 18]
+    assert (cols["op"] == Op.BAR_ARRIVE).any() and (cols["op"] == Op.MBAR_WAIT).any()
+    for batch, (c, s, warn) in outs.items():
+        assert s == sites and warn == warnings, batch
+        for name in cols:
+            assert np.array_equal(c[name], cols[name]), (batch, name)
+
+
+def conversion_peak(tmp_path, accesses: int) -> int:
+    """Peak resident KiB of converting a one-launch stream of ``accesses`` global
+    reads, in a fresh interpreter."""
+    w, prefix = stream(tmp_path, f"big{accesses}")
+    with w:
+        w.alloc(A, 4 * 1024)
+        w.host_init(A, 4 * 1024)
+        w.launch("long", block=(1024, 1, 1), pc=0x100)
+        step = 1 << 20
+        for first in range(0, accesses, step):
+            n = min(step, accesses - first)
+            rec = np.zeros(n, dtype=RECORD_DTYPE)
+            rec["kind"], rec["space"], rec["flags"] = Kind.ACCESS, Space.GLOBAL, AccessFlag.READ
+            rec["size"], rec["pc"] = 4, 0x110
+            rec["thread"] = np.arange(first, first + n) % 1024
+            rec["addr"] = A + 4 * rec["thread"].astype(np.uint64)
+            w.device_records(rec)
+        w.launch_end()
+    code = textwrap.dedent(f"""
+        import resource
+        from tracerace.record.cuda_convert import convert
+        events, _, _ = convert({prefix!r}, {prefix + '.arrow'!r})
+        assert events == {accesses + 1}, events
+        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """)
+    root = str(Path(__file__).parent.parent)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=root))
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.split()[-1])
+
+
+def test_conversion_memory_does_not_grow_with_the_launch(tmp_path):
+    """Four times the records (4 million, 192 MB of stream), the same memory, well
+    under what holding the whole stream takes."""
+    small = conversion_peak(tmp_path, 1 << 20)
+    large = conversion_peak(tmp_path, 1 << 22)
+    assert large < 450 << 10, large
+    assert large - small < 100 << 10, (small, large)
+
+
+@pytest.mark.parametrize("write, what", [
+    (lambda w: w.read(0, 0, 0xFFFFFFFFFFFFFFFE, 4), "ACCESS record's bytes pass the end"),
+    (lambda w: w.cp_async(0, 0, 0, 0xFFFFFFFFFFFFFFF8, 16), "CP_ASYNC record's bytes pass"),
+    (lambda w: w.host_init(0xFFFFFFFFFFFFFFF0, 32), "HOST_INIT record's bytes pass"),
+], ids=["access", "cp-async-source", "host-init"])
+def test_bytes_past_64_bits_are_refused_naming_the_record(tmp_path, write, what):
+    """The stream is written inside the recorded process, which could write it too."""
+    def program(w):
+        w.launch("k", block=(1, 1, 1))
+        write(w)
+        w.launch_end()
+    refused(tmp_path, program, what)
+
+
+def test_a_grid_past_2_32_blocks_is_refused(tmp_path):
+    def program(w):
+        w.launch("huge", grid=(1 << 31, 4, 1), block=(1, 1, 1))
+        w.launch_end()
+    refused(tmp_path, program, r"more than 2\^32 blocks or threads")

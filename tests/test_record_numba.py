@@ -484,3 +484,68 @@ def test_the_hooked_simulator_names_exist():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, check=True).stdout
     assert json.loads(out) == []
+
+
+# --- the status file is untrusted: the recorded program can write it -------------------
+
+VALID_STATUS = {"events": 5, "launches": 1, "seconds": 0.1, "exit_code": 0, "written": True,
+                "warnings": [], "error": None}
+
+
+@pytest.mark.parametrize("text, why", [
+    ('{"error": 5}', "other keys"),
+    ("[]", "not a JSON object"),
+    ("{}", "other keys"),
+    ("[" * 100_000, "nested JSON"),
+    ("not json", "not JSON"),
+    (json.dumps(VALID_STATUS | {"events": "many"}), "events is str"),
+    (json.dumps(VALID_STATUS | {"error": ["x"]}), "error is list"),
+    (json.dumps(VALID_STATUS | {"warnings": [1]}), "a warning is not text"),
+    (json.dumps(VALID_STATUS | {"launches": -1}), "out of range"),
+    (json.dumps(VALID_STATUS), "was not written"),
+], ids=["error-int", "list", "empty", "deep", "text", "events-str", "error-list",
+        "warning-int", "negative", "says-written"])
+def test_a_status_file_the_program_wrote_fails_in_one_line(tmp_path, text, why):
+    """``forge_status.py`` overwrites the child's status file and exits at once."""
+    done = record_cli(tmp_path, "forge_status.py", text)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("tracerace: error")]
+    assert len(errors) == 1 and "status file" in errors[0] and why in errors[0], done.stderr
+    assert not (tmp_path / "out.arrow").exists()
+
+
+def test_rows_flush_while_a_barrier_waits_for_its_count(tmp_path):
+    """A generation still open (threads wait while another runs on) does not keep
+    the rows since its first arrival in memory: the log flushes them, and the
+    count reaches the flushed ``bar_sync`` rows through the writer."""
+    from tracerace.record._numba_events import NO_SITE_WORD, EventLog, pack
+    from tracerace.writer import TraceWriter
+
+    out = tmp_path / "t.arrow"
+    with TraceWriter(out) as writer:
+        log = EventLog(writer)
+        log.set_agent(0, 0, 0)
+        first = log.log(0, pack(Op.BAR_SYNC) | NO_SITE_WORD)           # thread 0 waits
+        log.set_agent(0, 0, 1)
+        for i in range(10):
+            log.log(8 * i, pack(Op.WRITE, size=8) | NO_SITE_WORD)      # thread 1 runs on
+        log.flush()
+        assert len(log.addr) == 0
+        last = log.log(0, pack(Op.BAR_SYNC) | NO_SITE_WORD)  # thread 1 arrives: count 2
+        log.set_arg(first, 2)
+        log.set_arg(last, 2)
+        log.flush()
+    cols = read_columns(str(out))
+    bars = cols["op"] == Op.BAR_SYNC
+    assert np.flatnonzero(bars).tolist() == [first, last] == [0, 11]
+    assert cols["arg"][bars].tolist() == [2, 2]
+    assert not any(tracerace.check(str(out)).summary["by_kind"].values())
+
+
+def test_a_nested_record_field_is_refused_at_its_line(tmp_path):
+    result = record_cli(tmp_path, "nested_record.py")
+    assert result.returncode == 2, result.stderr
+    (line,) = marked_lines("nested_record.py", "nested")
+    assert "nested record" in result.stderr and f"nested_record.py:{line}" in result.stderr
+    assert not (tmp_path / "out.arrow").exists()

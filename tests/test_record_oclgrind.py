@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import textwrap
 import warnings
 from pathlib import Path
 
@@ -406,3 +407,68 @@ def test_sim_program_names_the_source(tmp_path):
     sim = tmp_path / "k.sim"
     sim.write_text("# a comment\n\n  kern.cl  # the program\nk\n1 1 1\n1 1 1\n")
     assert sim_program(Path(sim)) == "kern.cl"
+
+
+# --- the plugin's files are untrusted; a recording streams ---------------------------------
+
+@pytest.mark.parametrize("what, why", [
+    ("meta-kind", "unknown line kind 'hello'"),
+    ("meta-short", "a buffer line needs 6 fields"),
+    ("meta-number", "'zero' is not a number"),
+    ("meta-site-gap", "site 1 is missing"),
+    ("meta-buffer-name", "'name' must be a non-empty string"),
+    ("record-kind", "unknown record kind 99"),
+    ("record-copy", "async copy 12345, which the side table lacks"),
+    ("record-address", "passes the end of the 64-bit address space"),
+    ("record-partial", "not a whole number of 32-byte records"),
+])
+def test_plugin_files_the_program_wrote_fail_in_one_line(plugin, pyopencl_installed, tmp_path,
+                                                          what, why):
+    """``forge_records.py`` adds to the plugin's side table or records file what
+    the plugin never writes, then exits at once."""
+    out = tmp_path / "out.arrow"
+    done = subprocess.run(
+        [sys.executable, "-m", "tracerace", "record", "--backend", "oclgrind", "-o", str(out),
+         "--", sys.executable, str(RECORDER / "forge_records.py"), what],
+        capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("tracerace: error")]
+    assert len(errors) == 1, done.stderr
+    assert why in errors[0] and "the plugin does not write this" in errors[0], errors[0]
+    assert not out.exists()
+
+
+def record_peak(tmp_path, rounds: int) -> tuple[int, int]:
+    """(events, peak resident KiB of the recording process) of ``private_loops.sim``
+    with ``ROUNDS`` iterations, built with -cl-opt-disable (Oclgrind itself runs in
+    a child of that process)."""
+    out = tmp_path / f"loops{rounds}.arrow"
+    code = textwrap.dedent(f"""
+        import resource
+        from tracerace.record.oclgrind import run
+        result = run([{str(RECORDER / "private_loops.sim")!r}], {str(out)!r},
+                     oclgrind_args=["--build-options", "-cl-opt-disable -DROUNDS={rounds}"])
+        print(result.events, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+    """)
+    root = str(Path(__file__).parent.parent)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=root))
+    assert done.returncode == 0, done.stderr
+    events, peak = done.stdout.split()[-2:]
+    return int(events), int(peak)
+
+
+RECORDING_PEAK_KIB = 450 << 10
+"""A recording's peak memory, imports included: well under what the 2 million
+events of 64 rounds take when the whole run is held in memory."""
+
+
+def test_recording_memory_does_not_grow_with_the_kernel(plugin, tmp_path):
+    """Long loops over private variables (a kernel shaped like GPUVerify's
+    multiloop_return, 8 groups of 64): 16 times the events, the same memory."""
+    small_events, small_peak = record_peak(tmp_path, 4)
+    events, peak = record_peak(tmp_path, 64)
+    assert events > 10 * small_events and events > 1_900_000
+    assert peak < RECORDING_PEAK_KIB, peak
+    assert peak - small_peak < 100 << 10, (small_peak, peak)

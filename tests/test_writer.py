@@ -260,3 +260,24 @@ def test_spilled_writer_reads_back_in_bounded_batches(tmp_path):
     assert meta.num_rows == n and got["addr"].tolist() == list(range(0, 4 * n, 4))
     for col in COLUMNS:
         assert got[col.name].dtype == col.dtype
+
+
+@pytest.mark.parametrize("name", ["t.arrow", "t.arrows", "t.parquet"])
+def test_set_value_reaches_rows_already_spilled_and_pending(tmp_path, name):
+    """A count known late (a barrier's arrivals) is set on rows written long before:
+    the writer does not keep them in memory for it."""
+    out = tmp_path / name
+    with TraceWriter(out, batch_size=4) as w:
+        zeros = np.zeros(10, dtype=np.uint32)
+        w.extend(ts=np.arange(10, dtype=np.uint64), op=np.full(10, Op.BAR_SYNC, np.uint8),
+                 launch=zeros, block=zeros, thread=np.arange(10, dtype=np.uint32))
+        w.event("bar_sync", ts=10, launch=0, block=0, thread=10)
+        for row in (0, 3, 4, 9, 10):        # spilled (first and later batches), pending
+            w.set_value(row, "arg", 11)
+        with pytest.raises(ValueError, match="row 11 has not been written"):
+            w.set_value(11, "arg", 1)
+        with pytest.raises(TraceError, match="does not fit"):
+            w.set_value(0, "arg", 1 << 63)
+    with open_trace(str(out)) as t:
+        arg = np.concatenate([b.cols["arg"] for b in t])
+    assert arg.tolist() == [11, 0, 0, 11, 11, 0, 0, 0, 0, 11, 11]

@@ -26,7 +26,7 @@ def _version(value: bool) -> None:
     if value:
         from .version import tool_version
 
-        typer.echo(f"tracerace {tool_version()}")
+        _echo(f"tracerace {tool_version()}")
         raise typer.Exit()
 
 
@@ -38,6 +38,27 @@ def _main(
     """tracerace: race detection on recorded GPU/accelerator traces."""
 
 
+def _echo(text: str) -> None:
+    """Print ``text`` on stdout; a reader that has gone (``| head``) is its
+    choice: the rest is dropped quietly and the command ends as it would have."""
+    try:
+        typer.echo(text)
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
+def _quiet_stdout() -> None:
+    """Point stdout at the null device: its reader has gone, and what is still
+    buffered (flushed when Python exits) must not raise again."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, ValueError, OSError):
+        return  # not a real stream (a test's): nothing is flushed to a descriptor
+    null = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(null, fd)
+    os.close(null)
+
+
 def _fail(err: Exception) -> "typer.Exit":
     """Print a user error on one line and return the exit-2 signal to raise."""
     typer.echo(f"tracerace: error: {err}", err=True)
@@ -46,10 +67,12 @@ def _fail(err: Exception) -> "typer.Exit":
 
 @app.command()
 def check(
-    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet."),
+    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet; - reads "
+                                          "an Arrow IPC stream from stdin."),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif, arrow or html."),
     output: str | None = typer.Option(None, "--output", "-o",
-                                      help="Write the report here instead of stdout."),
+                                      help="Write the report here instead of stdout "
+                                           "(see docs/security.md)."),
     engine: str = typer.Option("numba", "--engine", help="numba (fast) or reference."),
     max_reports: str | None = typer.Option(None, "--max-reports",
                                            help="Show at most N groups (default 100; 0 or "
@@ -82,10 +105,13 @@ def check(
                                    select=select, ignore=ignore, progress=bar.update,
                                    sink=out.sink)
             for warning in report.meta.warnings:
-                typer.echo(f"tracerace: warning: {trace}: {warning}", err=True)
+                typer.echo(f"tracerace: warning: {report.meta.path or trace}: {warning}",
+                           err=True)
             out.write(report)
     except TraceError as err:
         raise _fail(err) from None
+    if out.reader_gone:
+        _quiet_stdout()
     if output is not None:
         typer.echo(report.summary_line(), err=True)
     raise typer.Exit(report.exit_code)
@@ -93,7 +119,8 @@ def check(
 
 @app.command("validate")
 def validate_command(
-    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet."),
+    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet; - reads "
+                                          "an Arrow IPC stream from stdin."),
 ) -> None:
     """Check that TRACE follows the trace format (exit 0: it does, 2: it does not):
     every rule `check` enforces, including those the replay finds."""
@@ -103,13 +130,14 @@ def validate_command(
         meta = validate(trace)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(f"{trace}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
-               f"{len(meta.sites)} sites, {len(meta.buffers)} buffers")
+    _echo(f"{meta.path or trace}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
+          f"{len(meta.sites)} sites, {len(meta.buffers)} buffers")
 
 
 @app.command("info")
 def info_command(
-    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet."),
+    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet; - reads "
+                                          "an Arrow IPC stream from stdin."),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
     """Summarise TRACE: events, launches, agents, ops, memory touched, metadata."""
@@ -122,7 +150,7 @@ def info_command(
         summary = trace_info(trace)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(formats[fmt](summary))
+    _echo(formats[fmt](summary))
 
 
 @app.command("demo")
@@ -144,8 +172,7 @@ def demo_command(
     from . import api, formats, scenarios
 
     if list_:
-        for s in scenarios.SCENARIOS.values():
-            typer.echo(f"{s.name:<10} {s.title}")
+        _echo("\n".join(f"{s.name:<10} {s.title}" for s in scenarios.SCENARIOS.values()))
         return
     try:
         if name is None:
@@ -156,16 +183,20 @@ def demo_command(
         typer.echo(f"wrote {path}: {scenario.name}, "
                    f"{'the fixed program' if fixed else 'the buggy schedule'}", err=True)
         report = api.check(path, engine=engine)
-        formats.render(report, "text", None)
+        with formats.Output("text") as out:
+            out.write(report)
     except TraceError as err:
         raise _fail(err) from None
+    if out.reader_gone:
+        _quiet_stdout()
     raise typer.Exit(report.exit_code)
 
 
 @app.command("convert")
 def convert_command(
     src: str = typer.Argument(..., help="Input: .std, .arrow, .arrows, .parquet, or a trace "
-                                        "recorded on a GPU (see --from)."),
+                                        "recorded on a GPU (see --from); - reads an Arrow "
+                                        "IPC stream from stdin."),
     dst: str = typer.Argument(..., help="Output: .std, .arrow, .arrows or .parquet."),
     compression: str | None = typer.Option(None, "--compression",
                                            help="lz4, zstd or none (Arrow and Parquet outputs; "
@@ -302,9 +333,30 @@ class ProgressBar:
             self._progress = None
 
 
+def _flush_stdout() -> None:
+    """Flush what is still buffered while a closed pipe can be caught (quietly)."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _quiet_stdout()
+
+
 def main() -> None:
+    from .stopping import Stopped, end_by, raise_on_stop
+
+    raise_on_stop()
+    try:
+        _run_app()
+    except Stopped as stop:
+        end_by(stop.signum)
+
+
+def _run_app() -> None:
     try:
         app(standalone_mode=True)
+    except SystemExit:
+        _flush_stdout()
+        raise
     except TraceError as err:  # a command that forgot to catch it
         typer.echo(f"tracerace: error: {err}", err=True)
         sys.exit(2)
@@ -315,5 +367,5 @@ def main() -> None:
         # The reader of stdout went away (``| head``): stop quietly, as
         # command-line tools do. Point stdout at devnull so the interpreter's
         # final flush does not raise again.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         sys.exit(1)

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from .errors import TraceError
-from .outfile import create_beside, io_error, refuse_inputs
-from .reader import open_trace
+from .outfile import create_beside, destination, io_error, refuse_inputs, refuse_non_trace
+from .reader import open_trace, reads_once
 from .schema import arrow_schema
 from .std import export_std, import_std
 from .writer import _format, _record_batch, _Sink, trace_metadata
@@ -87,15 +87,22 @@ def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
     for name, value in (("shared_window", shared_window), ("local_window", local_window)):
         windows[name] = (gpu.parse_window(value, "--" + name.replace("_", "-"))
                          if isinstance(value, str) else value)
-    gpu_format = gpu.detect(src, fmt)
+    once = reads_once(src)
+    if once and fmt is not None:
+        raise TraceError("a GPU trace is read from a file, not from a pipe or device",
+                         path=src, rule="usage")
+    gpu_format = None if once else gpu.detect(src, fmt)
     if gpu_format is None and (any(windows.values()) or generic_global):
         raise TraceError("--shared-window, --local-window and --generic-global apply to "
                          "traces recorded on a GPU", path="options", rule="usage")
     refuse_inputs(dst, [src])
+    out = destination(dst)
+    refuse_non_trace(out)
     try:
-        fd, probe = create_beside(dst)  # an output folder that is missing or read-only fails now
-        os.close(fd)
-        os.unlink(probe)
+        if out.kind == "file":  # a missing or read-only folder fails now
+            fd, probe = create_beside(out.real)
+            os.close(fd)
+            os.unlink(probe)
         if gpu_format is not None:
             codec = compression or DEFAULT_COMPRESSION
             options = gpu.ImportOptions(compression=None if codec == "none" else codec,
@@ -103,7 +110,10 @@ def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
             result = gpu.import_trace(src, dst, fmt=fmt, options=options)
             return ConvertResult(src, dst, result.records, result.rows, result.summary_line(),
                                  result.notes)
-        fin, fout = format_of(src), format_of(dst)
+        fin, fout = "stream" if once else format_of(src), format_of(dst)
+        if once and fout == "std":
+            raise TraceError("an STD export reads its input twice: give a file, not a pipe "
+                             "or device", path=src, rule="usage")
         if fin == "std" and fout == "std":
             with tempfile.TemporaryDirectory() as tmp:
                 mid = os.path.join(tmp, "trace.arrows")
@@ -113,7 +123,7 @@ def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
         if fout == "std":
             return ConvertResult(src, dst, *export_std(src, dst))
         if compression is None:
-            kept = trace_compression(src) if fin != "std" else None
+            kept = trace_compression(src) if fin != "std" and not once else None
             compression = kept if kept in ("lz4", "zstd") else DEFAULT_COMPRESSION
         codec = None if compression == "none" else compression
         if fin == "std":

@@ -22,9 +22,11 @@ before each new batch (see :class:`_MappedFile`).
 from __future__ import annotations
 
 import contextlib
+import io
 import mmap
 import os
 import re
+import stat
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
 
@@ -40,8 +42,9 @@ from .meta import TraceMeta
 from .schema import COLUMN_BY_NAME
 
 __all__ = ["ADDRESS_END", "DEFAULT_BATCH_SIZE", "ENUM_LIMITS", "EXTENSION_OP_MIN",
-           "OLDEST_VERSION", "Batch", "TraceReader", "check_schema", "decode_pool", "glue_limit",
-           "open_trace", "out_of_range", "parse_buffer", "parse_metadata", "validate_trace"]
+           "OLDEST_VERSION", "STDIN", "Batch", "TraceReader", "check_schema", "decode_pool",
+           "glue_limit", "open_trace", "out_of_range", "parse_buffer", "parse_metadata",
+           "reads_once", "validate_trace"]
 
 DEFAULT_BATCH_SIZE = 1 << 20
 
@@ -76,7 +79,9 @@ def open_trace(source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> "TraceReader"
     """Open a trace for streaming.
 
     ``source`` is a path (Arrow IPC file or stream, or Parquet; the container
-    is recognised from its first bytes, not its name), a ``pyarrow.Table``, a
+    is recognised from its first bytes, not its name; ``-`` is standard input,
+    and it, a FIFO or a device is read once, as an IPC stream or the bytes of
+    an IPC file), a ``pyarrow.Table``, a
     ``pyarrow.RecordBatchReader`` or a ``pyarrow.RecordBatch``. The schema and
     metadata are checked now; rows are checked as the reader is iterated.
     """
@@ -352,10 +357,42 @@ def _open_arrow(schema, container, num_rows, batches, batch_size, check_values,
                        source_bytes=source_bytes)
 
 
+STDIN = "-"
+"""The trace path that means standard input."""
+
+STDIN_NAME = "<stdin>"
+"""How messages name standard input."""
+
+
+def reads_once(path: str) -> bool:
+    """Whether trace ``path`` can be read only once, front to back: ``-``
+    (standard input), a FIFO, a device, a socket."""
+    if path == STDIN:
+        return True
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
 def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
     def fail(message: str, rule: str = "not-arrow") -> TraceError:
         return TraceError(message, path=path, rule=rule)
 
+    if path == STDIN:
+        if os.isatty(0):  # an Arrow trace is never typed: do not wait for one
+            raise TraceError("standard input is a terminal: pipe a trace in "
+                             "(tracerace check - < trace.arrows)", path=STDIN_NAME,
+                             rule="usage")
+        return _open_once(os.fdopen(os.dup(0), "rb", buffering=0), STDIN_NAME, batch_size,
+                          check_values)
+    if reads_once(path):
+        try:  # a FIFO, device or socket
+            raw = open(path, "rb", buffering=0)
+        except OSError as exc:
+            raise fail(f"cannot read: {exc.strerror or one_line(exc)}", "unreadable") from None
+        return _open_once(raw, path, batch_size, check_values)
     try:
         with open(path, "rb") as f:
             head = f.read(8)
@@ -396,6 +433,7 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
         if head.startswith(IPC_FILE_MAGIC):
             raise fail(f"truncated or damaged Arrow IPC file: {one_line(exc)}") from None
         raise fail("not an Arrow IPC file, IPC stream or Parquet file") from None
+
     def diagnose(index: int) -> tuple[str, BaseException] | None:
         """Record batch ``index`` (from 0) read one column at a time: the
         first column that fails, and how."""
@@ -442,6 +480,89 @@ def _open_parquet(path: str, batch_size: int, check_values: bool, fail) -> Trace
     except TraceError:
         parquet.close()
         raise
+
+
+def _open_once(raw, name: str, batch_size: int, check_values: bool) -> TraceReader:
+    """A trace read once from ``raw`` (standard input, a FIFO, a device), which
+    this reader owns: an Arrow IPC stream, or the bytes of an IPC file (its
+    stream part: an IPC file is its magic, a stream and a footer). Parquet needs
+    to seek to its footer, so it is refused."""
+    def fail(message: str, rule: str = "not-arrow") -> TraceError:
+        raw.close()
+        return TraceError(message, path=name, rule=rule)
+
+    try:
+        head = _read_up_to(raw, len(IPC_FILE_MAGIC) + 2)
+    except OSError as exc:
+        raise fail(f"cannot read: {exc.strerror or one_line(exc)}", "unreadable") from None
+    if not head:
+        raise fail("empty input: not an Arrow IPC stream")
+    if head.startswith(PARQUET_MAGIC):
+        raise fail("a Parquet trace cannot be read from a pipe or device (Parquet is read "
+                   "from its end): give the file, or an Arrow IPC stream")
+    if head.startswith(IPC_FILE_MAGIC):
+        head = b""  # the stream starts after the magic and its padding
+    source = pa.PythonFile(io.BufferedReader(_Prefixed(head, raw), STREAM_READ_SIZE), mode="r")
+    try:
+        reader = ipc.open_stream(source)
+    except MemoryError:
+        source.close()
+        raise
+    except _ARROW_FAILURES:
+        source.close()
+        raise fail("not an Arrow IPC stream or IPC file") from None
+    used = []
+
+    def once() -> Iterator[pa.RecordBatch]:
+        if used:
+            raise RuntimeError(f"{name} can be read once")
+        used.append(True)
+        return iter(reader)
+    try:
+        return _open_arrow(reader.schema, "stream", None, once, batch_size, check_values,
+                           path=name, on_close=source.close)
+    except TraceError:
+        source.close()
+        raise
+
+
+STREAM_READ_SIZE = 1 << 20
+"""Bytes read at a time from a pipe or device."""
+
+
+def _read_up_to(raw, n: int) -> bytes:
+    """The first ``n`` bytes of ``raw`` (fewer at its end): a pipe may give less
+    at a time."""
+    head = b""
+    while len(head) < n:
+        more = raw.read(n - len(head))
+        if not more:
+            break
+        head += more
+    return head
+
+
+class _Prefixed(io.RawIOBase):
+    """``head`` (bytes already read from ``raw``), then the rest of ``raw``."""
+
+    def __init__(self, head: bytes, raw) -> None:
+        self._head = head
+        self._raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        if self._head:
+            n = min(len(buffer), len(self._head))
+            buffer[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        return self._raw.readinto(buffer)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
 
 
 class _MappedFile:

@@ -42,7 +42,6 @@ being equal are an error. The location is the number in the row's site
 
 from __future__ import annotations
 
-import os
 import re
 
 import numpy as np
@@ -51,7 +50,7 @@ import pyarrow.compute as pc
 
 from . import ops as O
 from .errors import TraceError
-from .outfile import create_beside
+from .outfile import OutputFile
 from .reader import open_trace
 from .schema import SITE_NONE
 from .writer import TraceWriter
@@ -70,6 +69,8 @@ NAMED_ID = 1 << 36
 
 CHUNK_LINES = 1 << 20
 READ_BYTES = 1 << 24
+MAX_LINE_BYTES = 1 << 20
+"""The longest STD line read (1 MiB); a longer one is an error, not a read without end."""
 
 STD_OPS = ("r", "w", "acq", "rel", "fork", "join")
 S_R, S_W, S_ACQ, S_REL, S_FORK, S_JOIN = range(6)
@@ -336,6 +337,10 @@ def _std_lines(path: str):
             cut = data.rfind(b"\n")
             if cut < 0:
                 rest = data
+                if len(rest) > MAX_LINE_BYTES:
+                    raise TraceError(f"line {lineno}: longer than {MAX_LINE_BYTES >> 20} MiB "
+                                     f"(an STD line is one event)", path=path,
+                                     rule="line-too-long")
                 continue
             rest = data[cut + 1:]
             lines = data[:cut].decode("utf-8", errors="replace").split("\n")
@@ -356,6 +361,9 @@ def import_std(src: str, dst: str, *, compression: str | None = None) -> tuple[i
         for lines, first in _std_lines(src):
             imp.chunk(lines, first)
             imp.lines = first + len(lines) - 1
+        if imp.rows == 0:
+            raise TraceError("no events: the file is empty or blank (an STD trace has one "
+                             "event per line)", path=src, rule="empty")
         if imp.vars.max_canonical >= 0:
             writer.buffer("V", O.SPACE_GLOBAL, 0, (imp.vars.max_canonical + 1,), VAR_SIZE)
     return imp.lines, imp.rows
@@ -515,19 +523,18 @@ def export_std(src: str, dst: str) -> tuple[int, int]:
         plan.finish(reader)
         site_loc = np.array([_site_location(i, s) for i, s in enumerate(reader.meta.sites)],
                             dtype=np.int64)
-        fd, tmp = create_beside(dst)
+        output = OutputFile(dst)
         rows = lines = 0
         try:
-            with os.fdopen(fd, "wb") as out:
-                for b in reader:
-                    data, k = _std_text(b, plan, site_loc)
-                    out.write(data)
-                    rows += b.n
-                    lines += k
-            os.replace(tmp, dst)
+            out = output.open()
+            for b in reader:
+                data, k = _std_text(b, plan, site_loc)
+                out.write(data)
+                rows += b.n
+                lines += k
+            output.commit()
         except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            output.discard()
             raise
     return rows, lines
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -33,7 +33,7 @@ from .errors import TraceError
 from .header import parse_buffer
 from .meta import Buffer
 from .ops import Op, Space
-from .outfile import create_beside
+from .outfile import OutputFile, scratch_for
 from .reader import DEFAULT_BATCH_SIZE, _open
 from .schema import (COLUMN_BY_NAME, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION, META_BUFFERS,
                      META_PRODUCER, META_SITES, META_VERSION, META_WARNINGS, REQUIRED,
@@ -146,9 +146,13 @@ class TraceWriter:
         """Grid and block dimensions declared with :meth:`launch_dims`."""
         self.rows = 0
         self._site_index: dict[str, int] = {}
+        self._patches: dict = {}
+        """Values of rows already written, by column and row (see :meth:`set_value`)."""
         self._pending = {c.name: np.empty(batch_size, dtype=c.dtype) for c in COLUMNS}
         self._fill = 0
         self._spill: _Sink | None = None
+        self._final: _Sink | None = None
+        """The output's sink while :meth:`close` writes it."""
         self._closed = False
 
     # -- metadata --
@@ -229,6 +233,19 @@ class TraceWriter:
             part = {name: values[start:start + self.batch_size] for name, values in cols.items()}
             self._spill_batch(part)
 
+    def set_value(self, row: int, column: str, value: int) -> None:
+        """Set ``column`` of a row appended earlier (a count known only later, such
+        as a barrier's arrivals). The rows need not stay in memory for it: the
+        value is applied when ``close`` copies them into the output."""
+        self._check_open()
+        if not 0 <= row < self.rows + self._fill:
+            raise ValueError(f"row {row} has not been written (rows: {self.rows + self._fill})")
+        value = _scalar(column, value, self.path, row)
+        if row >= self.rows:
+            self._pending[column][row - self.rows] = value
+        else:
+            self._patches.setdefault(column, {})[row] = value
+
     # -- finishing --
 
     def close(self) -> None:
@@ -243,28 +260,52 @@ class TraceWriter:
                                                            key=lambda d: d.launch))
         schema = arrow_schema(trace_metadata(self.sites, self.buffers, self.producer,
                                              metadata, self.warnings))
-        sink = _Sink(self.path, self.format, self.compression, schema)
+        sink = self._final = _Sink(self.path, self.format, self.compression, schema)
         try:
             if self._spill is not None:
                 spill_path = self._spill.close_temporary()
                 self._spill = None
                 try:
                     with pa.OSFile(spill_path, "rb") as f:
+                        row0 = 0
                         for record in ipc.open_stream(f):
-                            sink.write(record)
+                            sink.write(self._patched(record, row0))
+                            row0 += record.num_rows
                 finally:
                     os.unlink(spill_path)
         except BaseException:
             sink.abort()
             raise
         sink.close()
+        self._final = None
+
+    def _patched(self, record: pa.RecordBatch, row0: int) -> pa.RecordBatch:
+        """``record`` (rows ``row0`` on) with the values :meth:`set_value` set."""
+        end = row0 + record.num_rows
+        for column, values in self._patches.items():
+            if not isinstance(values, tuple):   # sorted once: (rows, values) arrays
+                rows = np.fromiter(sorted(values), dtype=np.int64, count=len(values))
+                values = self._patches[column] = (rows, [values[r] for r in rows.tolist()])
+            rows, new = values
+            lo, hi = np.searchsorted(rows, [row0, end])
+            if lo == hi:
+                continue
+            i = record.schema.get_field_index(column)
+            array = record.column(i).to_numpy(zero_copy_only=False).copy()
+            array[rows[lo:hi] - row0] = new[lo:hi]
+            record = record.set_column(i, record.schema.field(i),
+                                       pa.array(array, type=record.schema.field(i).type))
+        return record
 
     def abort(self) -> None:
-        """Discard everything written so far; no output file is created."""
+        """Discard everything written so far; no output file is created. Also
+        while :meth:`close` runs (from a signal handler): a trace not yet renamed
+        into place is discarded too."""
         self._closed = True
-        if self._spill is not None:
-            self._spill.abort()
-            self._spill = None
+        for sink in (self._spill, self._final):
+            if sink is not None:
+                sink.abort()
+        self._spill = self._final = None
 
     def __enter__(self) -> "TraceWriter":
         return self
@@ -288,7 +329,7 @@ class TraceWriter:
     def _spill_batch(self, cols: dict[str, np.ndarray]) -> None:
         if self._spill is None:
             self._spill = _Sink(self.path, "stream", self.compression, arrow_schema(),
-                                suffix=".spill")
+                                suffix=".spill", scratch=True)
         self._spill.write(_record_batch(cols, arrow_schema()))
         self.rows += len(cols["ts"])
 
@@ -296,26 +337,42 @@ class TraceWriter:
 # --- sinks -----------------------------------------------------------------------
 
 class _Sink:
-    """An Arrow IPC file/stream or Parquet writer into a temporary file next
-    to ``path``, renamed over ``path`` on :meth:`close`."""
+    """An Arrow IPC file/stream or Parquet writer to output ``path``, by the
+    rules of :func:`tracerace.outfile.destination`: a file is written beside
+    ``path`` and renamed over it on :meth:`close`; a device or FIFO is written
+    in place. ``scratch``: a temporary file of its own instead (beside ``path``,
+    or in the temporary folder when ``path`` is a stream), for
+    :meth:`close_temporary`."""
 
     def __init__(self, path: str, format: str, compression: str | None, schema: pa.Schema,
-                 suffix: str = ".tmp") -> None:
+                 suffix: str = ".tmp", scratch: bool = False) -> None:
         self.path = path
         self.schema = schema
-        fd, self.temp = create_beside(path, suffix)
-        os.close(fd)
+        self._out: OutputFile | None = None
+        if scratch:
+            fd, self.temp = scratch_for(path, suffix)
+            os.close(fd)
+            where: Any = self.temp
+        else:
+            self._out = OutputFile(path, suffix)
+            file = self._out.open()
+            self.temp = self._out.temp
+            if self._out.is_stream:
+                where = file
+            else:
+                file.close()  # pyarrow writes the temporary by its name
+                where = self.temp
         try:
             if format == "parquet":
                 import pyarrow.parquet as pq
-                self._writer = pq.ParquetWriter(self.temp, schema,
+                self._writer = pq.ParquetWriter(where, schema,
                                                 compression=compression or "none")
             else:
                 options = ipc.IpcWriteOptions(compression=compression)
                 new = ipc.new_file if format == "file" else ipc.new_stream
-                self._writer = new(self.temp, schema, options=options)
+                self._writer = new(where, schema, options=options)
         except BaseException:
-            os.unlink(self.temp)
+            self._remove()
             raise
 
     def write(self, record: pa.RecordBatch) -> None:
@@ -329,14 +386,24 @@ class _Sink:
 
     def close(self) -> None:
         self._writer.close()
-        os.replace(self.temp, self.path)
+        if self._out is not None:
+            self._out.commit()
+        else:
+            os.replace(self.temp, self.path)
 
     def abort(self) -> None:
         try:
             self._writer.close()
+        except OSError:
+            pass  # a stream whose reader went away; nothing more to end
         finally:
-            if os.path.exists(self.temp):
-                os.unlink(self.temp)
+            self._remove()
+
+    def _remove(self) -> None:
+        if self._out is not None:
+            self._out.discard()
+        elif os.path.lexists(self.temp):
+            os.unlink(self.temp)
 
 
 def _format(path: str, format: str | None) -> str:

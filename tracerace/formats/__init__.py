@@ -5,10 +5,11 @@ A format module has ``NAME``, ``BINARY`` (writes bytes, not text) and
 ``TAKES_SOURCE_ROOTS`` and takes ``source_roots=`` (:mod:`tracerace.sources`)
 in ``write`` and its writer; a format that takes every finding as the check
 finds them has a ``FindingsWriter`` too (Arrow writes them; HTML counts them
-for its heatmaps and writes the page when the report is done). :class:`Output` opens files
-(atomically, never over an input), picks text or byte streams and turns I/O
-failures into :class:`~tracerace.errors.TraceError`; :func:`render` writes a
-finished report through it.
+for its heatmaps and writes the page when the report is done). :class:`Output` opens
+outputs by :func:`tracerace.outfile.destination`'s rules (files atomically, never over an
+input; devices, FIFOs and descriptors as streams), picks text or byte streams and turns
+I/O failures into :class:`~tracerace.errors.TraceError` (a closed pipe into
+:attr:`Output.reader_gone`); :func:`render` writes a finished report through it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from types import ModuleType
 from typing import IO, Any
 
 from ..errors import TraceError
-from ..outfile import create_beside, io_error, refuse_inputs
+from ..outfile import OutputFile, io_error, refuse_inputs
 from ..report import Report
 from ..sources import SourceRoots
 from . import arrowfmt, html, jsonfmt, sarif, text
@@ -62,16 +63,22 @@ def render(report: Report, fmt: str, out: str | os.PathLike[str] | IO[Any] | Non
 class Output:
     """Where a check's report goes, opened before the check runs.
 
-    ``out``: a path, an open stream, or None (stdout). A path is written to a
-    new file beside it (the user's umask sets its mode), renamed over it when
-    the ``with`` block ends without an error and removed otherwise, so a
-    failed check leaves nothing behind and an existing file is replaced only
-    by a complete report. ``inputs``: paths the output must not be (a usage
+    ``out``: a path, an open stream, or None (stdout). A path follows the
+    rules of :func:`tracerace.outfile.destination`: a file is written to a new
+    file beside it (the user's umask sets its mode), renamed over it when the
+    ``with`` block ends without an error and removed otherwise, so a failed
+    check leaves nothing behind and an existing file is replaced only by a
+    complete report; a device, FIFO or descriptor (``-``, ``/dev/stdout``) is
+    written as a stream. ``inputs``: paths the output must not be (a usage
     error). ``source_roots``: where the formats that name source files (HTML,
     SARIF, those with ``TAKES_SOURCE_ROOTS``) may resolve sites; a root that
     is not a directory is a usage error, raised here. Formats that write
     every finding (Arrow) take them as the check finds them, through
     :attr:`sink`; the others write :meth:`write`'s report.
+
+    A stream whose reader has gone (a closed pipe: ``| head``) ends the
+    writing, not the check: later writes are dropped and :attr:`reader_gone`
+    is True, so the caller can finish and report the check's own result.
     """
 
     def __init__(self, fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None, *,
@@ -83,28 +90,31 @@ class Output:
             self.module, "TAKES_SOURCE_ROOTS", False) else {}
         self.path = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
         self._stream = sys.stdout if out is None else out
+        self._file: OutputFile | None = None
         if self.path is not None:
             refuse_inputs(self.path, [os.fspath(p) for p in inputs])
-        self._temp: str | None = None
-        self._file: IO[Any] | None = None
+            self._file = OutputFile(self.path)
+            if self._file.is_stream and self.module.BINARY and self._file.dest.fd is not None:
+                resolve(fmt, _Descriptor(self._file.dest.fd))
+        self.reader_gone = False
+        """True once a write found the stream's reader gone (a closed pipe)."""
         self.sink = None
         """A findings sink for ``api.check(..., sink=...)``, or None."""
 
     def __enter__(self) -> "Output":
-        if self.path is not None:
+        if self._file is not None:
             try:
-                fd, self._temp = create_beside(self.path)
+                stream: IO[Any] = self._file.open()
             except OSError as err:
                 raise io_error(err, self.path) from None
-            self._file = os.fdopen(fd, "w+b")  # readable: a format may finish in place
-            stream: IO[Any] = self._file
         else:
             stream = self._binary_stream() if self.module.BINARY else self._stream
         self._target = stream
         writer = getattr(self.module, "FindingsWriter", None)
         if writer is not None:
-            self.sink = _Sink(writer(stream, file=self.path is not None, **self._options),
-                              self.path or "<stdout>")
+            seekable = self._file is not None and not self._file.is_stream
+            self.sink = _Sink(writer(stream, file=seekable, **self._options),
+                              self.path or "<stdout>", self)
         return self
 
     def _binary_stream(self) -> IO[bytes]:
@@ -116,6 +126,8 @@ class Output:
 
     def write(self, report: Report) -> None:
         """Finish the output with ``report`` (the streamed formats: end the stream)."""
+        if self.reader_gone:
+            return
         try:
             if self.sink is not None and self.sink.opened:
                 self.sink.close(report)
@@ -127,53 +139,76 @@ class Output:
                 self.module.write(report, self._target, **self._options)
             else:
                 self._write_text(report)
-            self._target.flush()
+            if not self.reader_gone:
+                self._target.flush()
         except OSError as err:
-            raise io_error(err, self.path) from None
+            self.failed(err)
+
+    def failed(self, err: OSError) -> None:
+        """An I/O error while writing: a gone reader ends the writing quietly
+        (:attr:`reader_gone`); anything else is a one-line ``io`` error."""
+        if isinstance(err, BrokenPipeError) and (self._file is None or self._file.is_stream):
+            self.reader_gone = True
+            return
+        raise io_error(err, self.path) from None
 
     def _write_text(self, report: Report) -> None:
         out = self._target
         if self._file is not None or isinstance(out, (io.RawIOBase, io.BufferedIOBase)):
             wrapper = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
-            self.module.write(report, wrapper, **self._options)
-            wrapper.flush()
-            wrapper.detach()
+            try:
+                self.module.write(report, wrapper, **self._options)
+                wrapper.flush()
+            finally:
+                wrapper.detach()
         else:
             self.module.write(report, out, **self._options)
 
     def __exit__(self, exc_type, exc, tb) -> None:
         if self._file is None:
             return
-        done = False
+        if exc_type is not None:
+            self._file.discard()
+            return
         try:
-            self._file.close()
-            if exc_type is None:
-                os.replace(self._temp, self.path)
-                done = True
+            self._file.commit()
+        except BrokenPipeError as err:  # the last bytes met a closed pipe
+            self._file.discard()
+            self.failed(err)
         except OSError as err:
-            if exc_type is None:
-                raise io_error(err, self.path) from None
-        finally:
-            if not done and os.path.exists(self._temp):
-                os.unlink(self._temp)
+            self._file.discard()
+            raise io_error(err, self.path) from None
+
+
+class _Descriptor:
+    """An open descriptor seen as a stream, to ask whether it is a terminal."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def isatty(self) -> bool:
+        return os.isatty(self._fd)
 
 
 class _Sink:
     """A format's findings writer whose I/O failures name the output, not the trace."""
 
-    def __init__(self, writer: Any, where: str) -> None:
+    def __init__(self, writer: Any, where: str, output: Output) -> None:
         self._writer = writer
         self._where = where
+        self._output = output
 
     @property
     def opened(self) -> bool:
         return self._writer.opened
 
     def _guard(self, method: str, *args: Any) -> None:
+        if self._output.reader_gone:
+            return
         try:
             getattr(self._writer, method)(*args)
         except OSError as err:
-            raise io_error(err, self._where) from None
+            self._output.failed(err)
 
     def open(self, *args: Any) -> None:
         self._guard("open", *args)

@@ -93,6 +93,9 @@ def parse_window(text: str, what: str) -> tuple[int, int]:
     if size <= 0:
         raise TraceError(f"{what} {text!r}: the size must be positive", path="options",
                          rule="usage")
+    if base + size > 1 << 64:
+        raise TraceError(f"{what} {text!r}: the window passes the end of the 64-bit address "
+                         f"space", path="options", rule="usage")
     return base, size
 
 

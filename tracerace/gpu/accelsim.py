@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import re
 
+from ..columns import ADDRESS_END
 from ..schema import SITE_NONE
 from .emit import DEFAULT_WINDOW_SIZE, Emitter
 from .items import A_ACTIVE, A_STRIDE
@@ -48,10 +49,10 @@ from .sass import IMPLICIT_COUNT, Effect, SyncOperands, decode
 from .source import error, lines
 
 RULE = "accelsim-syntax"
-_DIMS = re.compile(r"^\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$")
-_TB = re.compile(r"^thread block\s*=\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*$")
-_WARP = re.compile(r"^warp\s*=\s*(\d+)\s*$")
-_INSTS = re.compile(r"^insts\s*=\s*(\d+)\s*$")
+_DIMS = re.compile(r"^\(\s*(\d{1,20})\s*,\s*(\d{1,20})\s*,\s*(\d{1,20})\s*\)$")
+_TB = re.compile(r"^thread block\s*=\s*(\d{1,20})\s*,\s*(\d{1,20})\s*,\s*(\d{1,20})\s*$")
+_WARP = re.compile(r"^warp\s*=\s*(\d{1,20})\s*$")
+_INSTS = re.compile(r"^insts\s*=\s*(\d{1,20})\s*$")
 _MEMCPY = re.compile(r"^Memcpy(HtoD|DtoH|DtoD),0x[0-9a-fA-F]+,\d+$")
 MAX_BARRIER_ID = 15
 GROUPED_LDGSTS = ("the post-processed .traceg keeps only the global source of each LDGSTS, "
@@ -112,21 +113,22 @@ class _Header:
         try:
             return int(value, base)
         except ValueError:
-            raise error(self.path, lineno, RULE, f"-{key} = {value!r} is not a number") from None
+            raise error(self.path, lineno, RULE, f"-{key} = {_short(value)!r} is not a "
+                        f"number") from None
 
     def dims(self, key: str) -> tuple[int, int, int]:
         lineno, value = self.get(key)
         m = _DIMS.match(value)
         if not m or 0 in (d := tuple(int(g) for g in m.groups())):
-            raise error(self.path, lineno, RULE, f"-{key} = {value!r}: expected (x,y,z), each "
-                        f"at least 1")
+            raise error(self.path, lineno, RULE, f"-{key} = {_short(value)!r}: expected (x,y,z), "
+                        f"each at least 1")
         return d
 
 
 def _windows(shared: int, local: int, options) -> tuple:
     """(shared window, local window) from the header bases and the options."""
-    sw = options.shared_window or ((shared, DEFAULT_WINDOW_SIZE) if shared else None)
-    lw = options.local_window or ((local, DEFAULT_WINDOW_SIZE) if local else None)
+    sw = options.shared_window or ((shared, _window_size(shared)) if shared else None)
+    lw = options.local_window or ((local, _window_size(local)) if local else None)
     if sw and lw and not options.shared_window and not options.local_window:
         # Two windows closer than the default size: each ends where the other starts.
         if sw[0] < lw[0] < sw[0] + sw[1]:
@@ -134,6 +136,11 @@ def _windows(shared: int, local: int, options) -> tuple:
         elif lw[0] < sw[0] < lw[0] + lw[1]:
             lw = (lw[0], sw[0] - lw[0])
     return sw, lw
+
+
+def _window_size(base: int) -> int:
+    """The default window size, cut short where the 64-bit address space ends."""
+    return min(DEFAULT_WINDOW_SIZE, ADDRESS_END + 1 - base)
 
 
 class _LineParser:
@@ -219,6 +226,8 @@ class _LineParser:
             imm = None
             if self.has_imm:
                 imm = int(t[i])
+                if not -(1 << 63) <= imm < 1 << 63:
+                    self.fail(lineno, f"immediate {imm} is not a 64-bit integer")
                 i += 1
             if i != len(t):
                 raise IndexError
@@ -283,6 +292,10 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
     name = header.get("kernel name")[1]
     shared = header.number("shmem base_addr", default=0, base=16)
     local = header.number("local mem base_addr", default=0, base=16)
+    for key, base in (("shmem base_addr", shared), ("local mem base_addr", local)):
+        if base > ADDRESS_END:
+            raise error(path, header.get(key)[0], "address-overflow",
+                        f"-{key} = {base:#x} is not a 64-bit address")
     sw, lw = _windows(shared, local, options)
     extra = {"tool": f"accel-sim tracer {version}"}
     kid = header.get("kernel id", required=False)
@@ -290,6 +303,9 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
         extra["kernel_id"] = header.number("kernel id")
     info = KernelInfo(name, header.dims("grid dim"), header.dims("block dim"), path, sw, lw,
                       extra)
+    problem = info.dims_problem()
+    if problem is not None:
+        raise error(path, header.get("grid dim")[0], RULE, problem)
     lineinfo = header.number("enable lineinfo", default=0) != 0
     parser = _LineParser(path, info, version, lineinfo, writer, raw=not grouped)
     launch = Launch(launch_id, info, emitter, src, explicit_barriers=False,

@@ -36,15 +36,15 @@ has no end marker. There are no generic-window bases either
 
 from __future__ import annotations
 
-import json
 import os
 
+from ..errors import TraceError
 from .emit import Emitter
 from .items import A_LANES
 from .kernel import KernelInfo, Launch, Notes, Record
 from .order import RecordedOrder
 from .sass import decode, split_text, sync_operands
-from .source import error, lines
+from .source import bounded_json, error, lines
 
 RULE = "cutracer-syntax"
 SUFFIXES = (".ndjson", ".ndjson.zst", ".ndjson.zstd")
@@ -67,8 +67,8 @@ def claims_line(text: str) -> bool:
     if not s.startswith("{"):
         return False
     try:
-        obj = json.loads(s)
-    except ValueError:
+        obj = bounded_json("", 0, s, RULE)
+    except (ValueError, TraceError):
         return False
     return isinstance(obj, dict) and obj.get("type") in (("kernel_metadata",) + MEM_TYPES
                                                          + INSTR_TYPES + OTHER_TYPES)
@@ -100,9 +100,11 @@ def _parse(path: str, lineno: int, text: str) -> dict | None:
     if not text.strip():
         return None
     try:
-        obj = json.loads(text)
-    except ValueError as exc:
-        raise error(path, lineno, RULE, f"not JSON ({exc.msg} at column {exc.colno})") from None
+        obj = bounded_json(path, lineno, text, RULE)
+    except ValueError as exc:  # json's own errors say where; a number too long does not
+        where = f" at column {exc.colno}" if hasattr(exc, "colno") else ""
+        raise error(path, lineno, RULE, f"not JSON ({getattr(exc, 'msg', exc)}{where})"
+                    ) from None
     if not isinstance(obj, dict):
         raise error(path, lineno, RULE, "a record must be a JSON object")
     return obj
@@ -117,17 +119,27 @@ def _int(path: str, lineno: int, obj: dict, key: str) -> int:
             pass
     elif isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise error(path, lineno, RULE, f"{obj.get('type', 'record')}: {key!r} must be an integer "
-                f"(got {value!r})")
+    raise error(path, lineno, RULE, f"{_kind(obj)}: {key!r} must be an integer "
+                f"(got {_shown(value)})")
 
 
 def _dims(path: str, lineno: int, obj: dict, key: str) -> tuple[int, int, int]:
     value = obj.get(key)
     if (not isinstance(value, list) or len(value) != 3
             or not all(isinstance(v, int) and v >= 0 for v in value)):
-        raise error(path, lineno, RULE, f"{obj.get('type', 'record')}: {key!r} must be a list "
-                    f"of three non-negative integers (got {value!r})")
+        raise error(path, lineno, RULE, f"{_kind(obj)}: {key!r} must be a list "
+                    f"of three non-negative integers (got {_shown(value)})")
     return tuple(value)
+
+
+def _shown(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kind(obj: dict) -> str:
+    kind = obj.get("type", "record")
+    return _shown(kind) if not isinstance(kind, str) or len(kind) > 40 else kind
 
 
 class _Kernel:
@@ -141,21 +153,21 @@ class _Kernel:
         if not isinstance(name, str) or not name:
             raise error(path, lineno, RULE, "kernel_metadata: no kernel name")
         grid, block = _dims(path, lineno, meta, "grid"), _dims(path, lineno, meta, "block")
-        if 0 in grid or 0 in block:
-            raise error(path, lineno, RULE, f"kernel_metadata: grid {list(grid)} and block "
-                        f"{list(block)} must be at least 1 in every dimension")
+        problem = KernelInfo(name, grid, block, path).dims_problem()
+        if problem is not None:
+            raise error(path, lineno, RULE, f"kernel_metadata: {problem}")
         table = meta.get("instructions", {})
         if not isinstance(table, dict):
             raise error(path, lineno, RULE, "kernel_metadata: 'instructions' must be an object")
         self.sass: dict[int, str] = {}
         for key, entry in table.items():
             if not (isinstance(entry, dict) and isinstance(entry.get("sass"), str)):
-                raise error(path, lineno, RULE, f"kernel_metadata: instruction {key!r} has no "
-                            f"'sass' text")
+                raise error(path, lineno, RULE, f"kernel_metadata: instruction {_shown(key)} "
+                            f"has no 'sass' text")
             try:
                 self.sass[int(key)] = entry["sass"]
             except ValueError:
-                raise error(path, lineno, RULE, f"kernel_metadata: instruction id {key!r} is "
+                raise error(path, lineno, RULE, f"kernel_metadata: instruction id {_shown(key)} is "
                             f"not a number") from None
         extra = {"tool": "CUTracer"}
         if isinstance(meta.get("mangled_name"), str):
@@ -188,7 +200,7 @@ class _Kernel:
             raise error(path, lineno, RULE, "a second kernel_metadata line: one file holds "
                         "one kernel launch")
         if kind not in MEM_TYPES + INSTR_TYPES + OTHER_TYPES:
-            raise error(path, lineno, RULE, f"unknown record type {kind!r}")
+            raise error(path, lineno, RULE, f"unknown record type {_shown(kind)}")
         index = _int(path, lineno, obj, "trace_index")
         if index != self.next_index:
             raise error(path, lineno, "cutracer-missing", f"trace_index {index} where "

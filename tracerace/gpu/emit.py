@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import ops as O
+from ..columns import ADDRESS_END
 from .items import A_ACTIVE, A_LANES, A_STRIDE, WARP, ItemBuffer, Items
 from .sass import GENERIC
 from .source import error
@@ -152,7 +153,7 @@ class Emitter:
                                "shared or local pointer through generic instructions")
                 for sp, (base, size) in ((O.SPACE_SHARED, w.shared), (O.SPACE_LOCAL, w.local)):
                     if size:
-                        hit = g & (addr >= np.uint64(base)) & (addr < np.uint64(base + size))
+                        hit = g & _inside(addr, base, size)
                         space[hit] = sp
                         addr[hit] -= np.uint64(base)
                         g &= ~hit
@@ -161,7 +162,7 @@ class Emitter:
                                            (O.SPACE_LOCAL, w.local, local)):
                 m = mask & in_launch
                 if size and m.any():
-                    hit = m & (addr >= np.uint64(base)) & (addr < np.uint64(base + size))
+                    hit = m & _inside(addr, base, size)
                     addr[hit] -= np.uint64(base)
         for sp, limit, what in ((O.SPACE_SHARED, SHARED_LIMIT, "shared"),
                                 (O.SPACE_LOCAL, LOCAL_LIMIT, "local")):
@@ -205,7 +206,10 @@ class Emitter:
         init["op"] = np.full(k, O.INIT, dtype=cols["op"].dtype)
         init["space"] = np.zeros(k, dtype=cols["space"].dtype)
         init["addr"] = wins << shift
-        init["size"] = np.full(k, GLOBAL_INIT_WINDOW, dtype=cols["size"].dtype)
+        # The last window of the address space stops one byte short: addr + size
+        # must fit 64 bits.
+        room = np.uint64(ADDRESS_END) - init["addr"]
+        init["size"] = np.minimum(room, np.uint64(GLOBAL_INIT_WINDOW)).astype(cols["size"].dtype)
         for name in ("space2", "addr2", "obj", "arg", "sem", "proxy"):
             init[name] = np.zeros(k, dtype=cols[name].dtype)
         init["scope"] = np.full(k, O.SCOPE_DEVICE, dtype=cols["scope"].dtype)
@@ -219,6 +223,11 @@ class Emitter:
             prev = p
         out.append({name: a[prev:] for name, a in cols.items()})
         return out
+
+
+def _inside(addr: np.ndarray, base: int, size: int) -> np.ndarray:
+    """Mask of ``addr`` in ``[base, base + size)``; the window may end at 2^64."""
+    return (addr >= np.uint64(base)) & (addr - np.uint64(base) < np.uint64(size))
 
 
 def _lowest_lane(lanes: np.ndarray) -> np.ndarray:

@@ -32,8 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .. import ops as O
+from ..columns import ADDRESS_END
 from .emit import Emitter, Windows
-from .items import A_ACTIVE, A_LANES, FULL_MASK, WARP, ItemBuffer
+from .items import A_ACTIVE, A_LANES, A_STRIDE, FULL_MASK, WARP, ItemBuffer
 from .sass import IMPLICIT_COUNT, Effect, Sass, SyncOperands, decode
 from .source import error
 
@@ -61,6 +62,20 @@ class KernelInfo:
     @property
     def blocks(self) -> int:
         return self.grid[0] * self.grid[1] * self.grid[2]
+
+    def dims_problem(self) -> str | None:
+        """Why the trace format cannot hold this launch's grid and block, or None:
+        a block id and a thread id are uint32 columns."""
+        if 0 in self.grid or 0 in self.block:
+            return (f"grid {list(self.grid)} and block {list(self.block)} must be at least 1 "
+                    f"in every dimension")
+        if self.blocks > MAX_IDS:
+            return (f"grid {list(self.grid)} has {self.blocks:,} blocks: a trace numbers at "
+                    f"most {MAX_IDS:,} (2^32)")
+        if self.threads > MAX_IDS:
+            return (f"block {list(self.block)} has {self.threads:,} threads: a trace numbers "
+                    f"at most {MAX_IDS:,} (2^32)")
+        return None
 
     def block_index(self, cta: tuple[int, int, int]) -> int | None:
         """The linear block id (x fastest) of CTA coordinates, or None if outside the grid."""
@@ -115,6 +130,12 @@ class Arrival:
     lanes: int
     site: int
     lineno: int
+
+
+MAX_IDS = 1 << 32
+"""Block and thread ids are uint32 columns: a grid or a block has at most this many."""
+MAX_STRIDE = (1 << 63) - 1
+"""An Accel-Sim stride is kept as an int64."""
 
 
 def popcount(x: int) -> int:
@@ -258,8 +279,9 @@ class Launch:
             if lanes:
                 op = {Effect.LOAD: O.READ, Effect.STORE: O.WRITE, Effect.ATOMIC: O.ATOMIC}[eff]
                 add(op, *common, lanes, rec.site, rec.lineno, self.src, space=sass.space,
-                    size=sass.size, addrs=self._addr_spec(rec, lanes), scope=sass.scope,
-                    sem=sass.sem)
+                    size=sass.size, addrs=self._checked(rec, self._addr_spec(rec, lanes),
+                                                        lanes, sass.size),
+                    scope=sass.scope, sem=sass.sem)
             return None
         if eff is Effect.CP_ASYNC:
             return self._cp_async(rec, sass, out, key)
@@ -309,6 +331,36 @@ class Launch:
             return (A_ACTIVE, kept)
         return spec
 
+    def _checked(self, rec: Record, spec: tuple, lanes: int, size: int) -> tuple:
+        """``spec`` once every address it gives ``lanes`` fits the format: ``addr +
+        size`` within 64 bits, as a trace's reader requires (rule
+        ``address-overflow``, naming the input line, where the reader would name
+        only a row of the output)."""
+        if spec[0] == A_STRIDE:
+            _, base, stride = spec
+            span = _bits_max(lanes) - _bits_min(lanes)
+            used = [base, base + stride * span]
+            if span == 0:
+                spec = (A_STRIDE, base, 0)  # one lane: its stride is never used
+            elif abs(stride) > MAX_STRIDE:
+                spec = (A_ACTIVE, [base + stride * (lane - _bits_min(lanes))
+                                   for lane in _bits(lanes)])
+        else:
+            values = spec[1]
+            if values and min(values) >= 0 and max(values) <= ADDRESS_END - size:
+                return spec  # the common case, checked at C speed
+            for a in values:
+                if not 0 <= a <= ADDRESS_END:
+                    self.fail(rec, "address-overflow", f"{rec.opcode}: address {a:#x} is not "
+                              f"a 64-bit address")
+            used = (values if spec[0] == A_ACTIVE
+                    else [values[lane] for lane in _bits(lanes)])
+        for a in used:
+            if not 0 <= a <= ADDRESS_END - size:
+                self.fail(rec, "address-overflow", f"{rec.opcode}: address {a:#x} + size "
+                          f"{size} passes the end of the 64-bit address space")
+        return spec
+
     def _cp_async(self, rec: Record, sass: Sass, out: ItemBuffer, key) -> None:
         if self.single_ldgsts:
             self.fail(rec, "sass-unfollowable", f"{rec.opcode}: {self.single_ldgsts}")
@@ -329,8 +381,9 @@ class Launch:
         if lanes:
             out.add(O.CP_ASYNC, self.id, rec.block, rec.warp, lanes, first.site, first.lineno,
                     self.src, space=O.SPACE_SHARED, size=sass.size,
-                    addrs=self._addr_spec(first, lanes), space2=O.SPACE_GLOBAL,
-                    addrs2=self._addr_spec(rec, lanes))
+                    addrs=self._checked(first, self._addr_spec(first, lanes), lanes, sass.size),
+                    space2=O.SPACE_GLOBAL,
+                    addrs2=self._checked(rec, self._addr_spec(rec, lanes), lanes, sass.size))
         return None
 
     def _barrier(self, rec: Record, sass: Sass, out: ItemBuffer) -> Arrival | None:
@@ -377,6 +430,14 @@ def _bits(mask: int):
             yield lane
         mask >>= 1
         lane += 1
+
+
+def _bits_min(mask: int) -> int:
+    return (mask & -mask).bit_length() - 1
+
+
+def _bits_max(mask: int) -> int:
+    return mask.bit_length() - 1
 
 
 def _progression(points: list[tuple[int, int]]) -> int | None:

@@ -44,11 +44,13 @@ RULE = "memtrace-syntax"
 PREFIX = "MEMTRACE: "
 _LAUNCH = re.compile(
     r"^MEMTRACE: CTX (0x[0-9a-fA-F]+) - LAUNCH - Kernel pc 0x[0-9a-fA-F]+ - Kernel name (.+?)"
-    r" - grid launch id (\d+) - grid size (\d+),(\d+),(\d+) - block size (\d+),(\d+),(\d+)"
+    r" - grid launch id (\d{1,20}) - grid size (\d{1,20}),(\d{1,20}),(\d{1,20})"
+    r" - block size (\d{1,20}),(\d{1,20}),(\d{1,20})"
     r" - nregs -?\d+ - shmem -?\d+ - cuda stream id -?\d+\s*$")
 _ACCESS = re.compile(
-    r"^MEMTRACE: CTX (0x[0-9a-fA-F]+) - grid_launch_id (\d+) - CTA (\d+),(\d+),(\d+)"
-    r" - warp (\d+) - (\S+) - ((?:0x[0-9a-fA-F]+\s*){32})$")
+    r"^MEMTRACE: CTX (0x[0-9a-fA-F]+) - grid_launch_id (\d{1,20})"
+    r" - CTA (\d{1,20}),(\d{1,20}),(\d{1,20}) - warp (\d{1,20})"
+    r" - (\S+) - ((?:0x[0-9a-fA-F]+\s*){32})$")
 _SKIP = re.compile(r"^MEMTRACE: (STARTING CONTEXT|TERMINATING CONTEXT|CTX \S+, Inspecting )")
 MAX_HW_WARPS = 64
 NOTE = ("NVBit mem_trace records memory instructions only: barriers, fences and cp.async "
@@ -114,14 +116,14 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
                             f"{key[1]}")
             grid = tuple(int(g) for g in m.group(4, 5, 6))
             block = tuple(int(g) for g in m.group(7, 8, 9))
-            if 0 in grid or 0 in block:
-                raise error(path, lineno, RULE, f"grid size {grid} and block size {block} "
-                            f"must be at least 1 in every dimension")
-            if current is not None:
-                current.order.finish()
             info = KernelInfo(m.group(2), grid, block, path, options.shared_window,
                               options.local_window,
                               {"tool": "NVBit mem_trace", "grid_launch_id": key[1]})
+            problem = info.dims_problem()
+            if problem is not None:
+                raise error(path, lineno, RULE, problem)
+            if current is not None:
+                current.order.finish()
             launch = Launch(len(kernels), info, emitter, src, lanes_per_warp=lambda warp: 0xFFFFFFFF, notes=notes)
             current = launches[key] = _Launch(launch)
             kernels.append(info)

@@ -15,8 +15,18 @@ import os
 from collections.abc import Iterator
 
 from ..errors import TraceError
+from ..limits import JSONLimitError, load_json
 
 READ_BYTES = 1 << 22
+ZSTD_FEED_BYTES = 1 << 10
+MAX_LINE_BYTES = 16 << 20
+"""The longest line an import reads (16 MiB): a CUTracer ``kernel_metadata``
+line of a kernel with 100,000 instructions is under 10 MiB; an Accel-Sim or
+mem_trace line is under 2 KiB."""
+MAX_BLANK_BYTES = 1 << 20
+"""The longest run of blank lines an import reads through (1 MiB)."""
+MAX_JSON_DEPTH = 32
+"""The deepest JSON nesting a CUTracer line may have (its records nest 3 deep)."""
 
 
 def where(path: str, lineno: int | None) -> str:
@@ -67,66 +77,93 @@ def open_binary(path: str) -> io.BufferedIOBase:
             raw.close()
             raise error(path, None, "usage", "reading zstd needs the zstandard package "
                         "(pip install 'tracerace[gpu]')") from None
-        return _ZstdFrames(raw, zstandard)
+        return io.BufferedReader(_ZstdFrames(raw, zstandard), READ_BYTES)
     return raw
 
 
 class _ZstdFrames(io.RawIOBase):
     """The decompressed bytes of a stream of zstd frames (CUTracer writes one frame
-    per buffer flush). A stream that ends inside a frame raises ``EOFError``."""
+    per buffer flush). A stream that ends inside a frame raises ``EOFError``.
+
+    The decompressor is fed :data:`ZSTD_FEED_BYTES` of input at a time: a zstd
+    block holds at most 128 KiB and takes at least 4 bytes, so one feed yields
+    at most ``ZSTD_FEED_BYTES * 32768`` bytes, however the input was crafted
+    (a frame of 1 GiB of spaces is a few KiB).
+    """
 
     def __init__(self, raw, zstandard) -> None:
         self._raw = raw
         self._zstd = zstandard
         self._dobj = None
-        self._pending = b""
+        self._input = b""
+        self._out = memoryview(b"")
 
     def readable(self) -> bool:
         return True
 
-    def read(self, size: int = -1) -> bytes:
-        while not self._pending:
-            data = self._raw.read(READ_BYTES)
-            if not data:
-                if self._dobj is not None and not self._dobj.eof:
-                    raise EOFError("the zstd stream ends inside a frame")
-                return b""
-            while data:
-                if self._dobj is None:
-                    self._dobj = self._zstd.ZstdDecompressor().decompressobj()
-                try:
-                    self._pending += self._dobj.decompress(data)
-                except self._zstd.ZstdError as exc:
-                    raise EOFError(f"damaged zstd data: {exc}") from None
-                if self._dobj.eof:
-                    data = self._dobj.unused_data
-                    self._dobj = None
-                else:
-                    data = b""
-        if size is None or size < 0:
-            out, self._pending = self._pending, b""
-        else:
-            out, self._pending = self._pending[:size], self._pending[size:]
-        return out
+    def readinto(self, buffer) -> int:
+        while not self._out:
+            if not self._input:
+                self._input = self._raw.read(READ_BYTES)
+                if not self._input:
+                    if self._dobj is not None and not self._dobj.eof:
+                        raise EOFError("the zstd stream ends inside a frame")
+                    return 0
+            if self._dobj is None:
+                self._dobj = self._zstd.ZstdDecompressor().decompressobj()
+            piece, self._input = self._input[:ZSTD_FEED_BYTES], self._input[ZSTD_FEED_BYTES:]
+            try:
+                self._out = memoryview(self._dobj.decompress(piece))
+            except self._zstd.ZstdError as exc:
+                raise EOFError(f"damaged zstd data: {exc}") from None
+            if self._dobj.eof:
+                self._input = self._dobj.unused_data + self._input
+                self._dobj = None
+        n = min(len(buffer), len(self._out))
+        buffer[:n] = self._out[:n]
+        self._out = self._out[n:]
+        return n
 
     def close(self) -> None:
         self._raw.close()
         super().close()
 
 
-def lines(path: str) -> Iterator[tuple[int, str]]:
+def lines(path: str, *, max_line: int = MAX_LINE_BYTES,
+          max_blank: int = MAX_BLANK_BYTES) -> Iterator[tuple[int, str]]:
     """``(line number, text without the newline)`` for every line of ``path``.
 
     Decoding is UTF-8 with replacement (kernel names are the only non-ASCII
     text a tracer writes). A compressed stream that ends early raises
-    ``TraceError`` (rule ``truncated``).
+    ``TraceError`` (rule ``truncated``). Memory stays bounded whatever the
+    input: a line longer than ``max_line`` bytes (rule ``line-too-long``) and
+    a run of blank lines longer than ``max_blank`` bytes (rule
+    ``blank-input``) are errors, found after reading at most that much.
     """
     f = open_binary(path)
     lineno = 0
+    blank_from, blank_bytes = 0, 0
     try:
         with f:
-            for raw in _raw_lines(f, path):
+            while True:
+                raw = f.readline(max_line + 1)
+                if not raw:
+                    break
                 lineno += 1
+                if len(raw) > max_line and not raw.endswith(b"\n"):
+                    raise error(path, lineno, "line-too-long",
+                                f"a line longer than {_size(max_line)}: no tracer writes one "
+                                f"(a damaged file, or not a trace)")
+                if raw.isspace():
+                    if not blank_bytes:
+                        blank_from = lineno
+                    blank_bytes += len(raw)
+                    if blank_bytes > max_blank:
+                        raise error(path, blank_from, "blank-input",
+                                    f"more than {_size(max_blank)} of blank lines in a row "
+                                    f"from here: not a trace")
+                else:
+                    blank_bytes = 0
                 yield lineno, raw.decode("utf-8", errors="replace").rstrip("\r\n")
     except (EOFError, lzma.LZMAError) as exc:
         kind = compression_of(path) or "compressed"
@@ -137,18 +174,25 @@ def lines(path: str) -> Iterator[tuple[int, str]]:
         raise error(path, lineno or None, "unreadable", f"cannot read: {exc}") from None
 
 
-def _raw_lines(f, path: str) -> Iterator[bytes]:
-    rest = b""
-    while True:
-        data = f.read(READ_BYTES)
-        if not data:
-            break
-        data = rest + data
-        parts = data.split(b"\n")
-        rest = parts.pop()
-        yield from parts
-    if rest:
-        yield rest
+def _size(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift and n % (1 << shift) == 0:
+            return f"{n >> shift} {unit}"
+    return f"{n:,} bytes"
+
+
+def bounded_json(path: str, lineno: int, text: str, rule: str,
+                 max_depth: int = MAX_JSON_DEPTH):
+    """``json.loads(text)`` through :func:`tracerace.limits.load_json`, refusing
+    nesting deeper than ``max_depth`` (rule ``rule``) before parsing. Raises
+    ``ValueError`` for text that is not JSON, as ``json.loads`` does."""
+    try:
+        return load_json(text, max_bytes=MAX_LINE_BYTES, max_depth=max_depth)
+    except JSONLimitError as exc:
+        if exc.rule != "json-too-deep":
+            raise error(path, lineno, rule, str(exc)) from None
+        raise error(path, lineno, rule, f"JSON nested deeper than {max_depth} levels: no "
+                    f"tracer writes one") from None
 
 
 def is_directory(path: str) -> bool:

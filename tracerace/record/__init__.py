@@ -19,9 +19,11 @@ Backends import their simulator lazily, so ``import tracerace`` never needs them
 
 from __future__ import annotations
 
+import os
 from types import ModuleType
 
 from ..errors import TraceError
+from ..outfile import destination, refuse_inputs, refuse_non_trace
 from .result import RecordResult
 
 BACKENDS = ("numba", "oclgrind", "triton", "cuda")
@@ -42,8 +44,17 @@ def record(command: list[str], out: str, *, backend: str = "numba",
                          path="options", rule="usage")
     if not command:
         raise TraceError("name the program to record after --", path="options", rule="usage")
+    refuse_output(out, command)
     module = _backend(backend)
     return module.record(command, out, schedule=schedule or module.DEFAULT_SCHEDULE, seed=seed)
+
+
+def refuse_output(out: str, command: list[str]) -> None:
+    """Raise a ``usage`` error, before the program runs, when ``out`` is the
+    program or another file its command line names, or an existing file that
+    is not a trace (:func:`tracerace.outfile.refuse_non_trace`)."""
+    refuse_inputs(out, [word for word in command if os.path.exists(word)])
+    refuse_non_trace(destination(out))
 
 
 def _backend(name: str) -> ModuleType:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..stopping import discard_on_stop
 from ._program import describe_failure, finish_recording, run_program, write_status
 
 SIMULATOR = "numba-cuda"
@@ -27,6 +28,7 @@ def main(argv: list[str]) -> int:
     except (ImportError, RuntimeError) as exc:
         write_status(status_path, error=f"cannot start the CUDA simulator: {exc}")
         return 2
+    discard_on_stop(session.writer.abort)
     exit_code, failure = run_program(kind, target, args)
     if session.unrecordable is not None:
         failure = f"cannot record: {describe_failure(session.unrecordable, name=False)}"

@@ -10,7 +10,8 @@ columns to :meth:`TraceWriter.extend`; ``ts`` is the row number.
 
 A ``bar_sync`` word carries its ``arg`` (the arrivals of its generation) in the
 address slot, because the scheduler learns the count only when the generation
-completes and patches it in place (see :meth:`EventLog.set_arg`). A ``signal``
+completes and patches it then, in the buffer or, once flushed, through the
+writer (see :meth:`EventLog.set_arg`). A ``signal``
 or ``wait`` (the grid barrier) carries its flag (``obj``) in the address slot
 and its count (``arg``) in the size field.
 """
@@ -82,10 +83,11 @@ class EventLog:
         self.runs.append((len(self.addr), launch, block, thread))
 
     def log(self, addr: int, word: int) -> int:
-        """Log one row (slow path: hot callers append to the arrays directly)."""
+        """Log one row (slow path: hot callers append to the arrays directly);
+        its row number in the trace."""
         self.addr.append(addr)
         self.word.append(word)
-        return len(self.addr) - 1
+        return self.flushed + len(self.addr) - 1
 
     def accesses(self) -> int:
         """Reads, writes and atomics logged so far, flushed or not."""
@@ -93,11 +95,17 @@ class EventLog:
         return self.flushed_accesses + int(np.isin(ops, ACCESS_OPS).sum())
 
     def set_arg(self, row: int, arg: int) -> None:
-        """Set the ``arg`` of the buffered ``bar_sync`` at ``row`` (a buffer index)."""
-        self.addr[row] = arg
+        """Set the ``arg`` of the ``bar_sync`` at trace row ``row``: in the buffer,
+        or, once flushed, in the writer (so a barrier that stays open while other
+        threads run long does not hold every row since in memory)."""
+        if row >= self.flushed:
+            self.addr[row - self.flushed] = arg
+        else:
+            self.writer.set_value(row, "arg", arg)
 
     def flush(self) -> None:
-        """Write the buffered rows; callers make sure no buffered arg is still open."""
+        """Write the buffered rows (an open barrier's ``arg`` is set later, see
+        :meth:`set_arg`)."""
         n = len(self.addr)
         if n:
             columns = self._columns(n)

@@ -305,6 +305,18 @@ class RecordedStructArray(RecordedArray):
         """Read field ``name`` of ``record`` (at ``addr``), or write ``value`` to it."""
         self.preempt()
         dtype, offset = self._ary.dtype.fields[name][:2]
+        if dtype.names:
+            raise Unrecordable(f"field {name!r} (at {self._session.sites.text(frame)}) is a "
+                               f"nested record; the recorder follows fields of plain and array "
+                               f"types only")
+        if value is _READ and dtype.subdtype is not None:
+            # An array field: the kernel indexes it (rec.garden[0] = x), so it is an array
+            # over the field's bytes, whose element accesses are the events.
+            view = record[name]
+            if not np.may_share_memory(view, self._ary):
+                raise Unrecordable(f"field {name!r} at {self._session.sites.text(frame)}: "
+                                   f"its array is a copy, not the record's memory")
+            return recorded(view, addr + offset, self._space, self._session)
         if value is _READ:
             result = record[name]
         else:

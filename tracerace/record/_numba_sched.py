@@ -228,8 +228,6 @@ class LaunchRun:
         self.blocks: list[BlockRun | None] = [None] * prod(grid_dim)
         self.live = prod(grid_dim) * prod(block_dim)
         """Threads of the launch that have not ended, started or not."""
-        self.open_rows = 0
-        """``bar_sync`` rows of any block whose ``arg`` is not known yet (no flush then)."""
         self.grid_arrivals: list[tuple[BlockRun, int, int]] = []  # (block, thread, site)
         self.launcher: greenlet | None = None
         # The progress check.
@@ -416,7 +414,7 @@ class BlockRun:
         self.wait_site = [0] * n  # site word of the barrier each waiting thread is at
         self.live = n
         self.arrived = 0
-        self.open_rows: list[int] = []  # buffer rows of the open generation's bar_syncs
+        self.open_rows: list[int] = []  # trace rows of the open generation's bar_syncs
         self.votes: list | None = None  # syncthreads_count/and/or values of this generation
         self.outcome: list | None = None  # the votes of the last completed generation
         self.current = -1
@@ -455,7 +453,7 @@ class BlockRun:
         self.current = t
         self.sched.block = self
         self.log.set_agent(self.launch.launch, self.block, t)
-        if not self.launch.open_rows and len(self.log.addr) >= FLUSH_ROWS:
+        if len(self.log.addr) >= FLUSH_ROWS:
             self.log.flush()
         self.greenlets[t].switch()
 
@@ -476,7 +474,6 @@ class BlockRun:
         """
         t = self.current
         self.open_rows.append(self.log.log(0, word))
-        self.launch.open_rows += 1
         if vote is not None:
             if self.votes is None:
                 self.votes = [None] * len(self.states)
@@ -492,7 +489,6 @@ class BlockRun:
     def _release(self) -> None:
         for row in self.open_rows:
             self.log.set_arg(row, len(self.open_rows))
-        self.launch.open_rows -= len(self.open_rows)
         self.open_rows.clear()
         self.states = [READY if s == WAITING else s for s in self.states]
         self.arrived = 0

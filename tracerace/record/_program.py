@@ -25,6 +25,7 @@ from collections.abc import Callable
 from time import perf_counter
 
 from ..errors import TraceError
+from ..limits import JSONLimitError, load_json
 from .result import RecordResult
 from ._numba_events import library_roots, shown_path
 
@@ -48,13 +49,40 @@ def record_program(boot: str, command: list[str], out: str, *, backend: str,
     with tempfile.TemporaryDirectory(prefix="tracerace-record-") as tmp:
         status_path = os.path.join(tmp, "status.json")
         child = [sys.executable, "-m", boot, out, status_path, *options, kind, target, *args]
-        returncode = subprocess.run(child, env=child_env(env)).returncode
+        returncode = run_child(child, child_env(env))
         status = _read_status(status_path, returncode, target)
+    if status["error"] is None and not (status["written"] and os.path.isfile(out)):
+        raise TraceError(f"the recording's status file says the recording succeeded, and "
+                         f"{out} was not written: the recorded program wrote the status file "
+                         f"(exit status {returncode})", path=target, rule="record")
     if status["error"] is not None:
         raise TraceError(_failure(status, out), path=target, rule="record")
     return RecordResult(out=out, events=status["events"], launches=status["launches"],
                         seconds=status["seconds"], exit_code=status["exit_code"],
                         warnings=tuple(status["warnings"]))
+
+
+CHILD_STOP_SECONDS = 30
+"""How long a stopped recording's process may take to discard its trace."""
+
+
+def run_child(argv: list[str], env: dict[str, str]) -> int:
+    """Run the recording process to its end; its exit status. When this process
+    is stopped (Ctrl-C, SIGTERM, SIGHUP), the child is stopped too and waited
+    for, so that it discards its trace rather than outlive tracerace and write
+    it later, or leave its temporary files."""
+    child = subprocess.Popen(argv, env=env)
+    try:
+        return child.wait()
+    except BaseException:
+        if child.poll() is None:
+            child.terminate()
+            try:
+                child.wait(CHILD_STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        raise
 
 
 def parse_command(command: list[str], backend: str) -> tuple[str, str, list[str]]:
@@ -93,13 +121,55 @@ def _usage(message: str) -> TraceError:
     return TraceError(message, path="options", rule="usage")
 
 
+STATUS_FIELDS = {"events": int, "launches": int, "seconds": (int, float), "exit_code": int,
+                 "written": bool, "warnings": list, "error": (str, type(None))}
+"""The status file's keys and their JSON types (see :func:`write_status`)."""
+MAX_STATUS_BYTES = 16 << 20
+"""The largest status file read: the recorded program can write the file too."""
+
+
 def _read_status(path: str, returncode: int, target: str) -> dict:
+    """The child's status, validated: the recorded program runs in the child and
+    can find and write the file, so it is read as untrusted input."""
     try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        with open(path, "rb") as f:
+            data = f.read(MAX_STATUS_BYTES + 1)
+    except OSError:
         raise TraceError(f"the program ended before its recording finished "
                          f"(exit status {returncode})", path=target, rule="record") from None
+    problem = _status_problem(data)
+    if problem is not None:
+        raise TraceError(f"the recording's status file is not the one tracerace writes "
+                         f"({problem}); the recorded program wrote it, or ended while it was "
+                         f"written (exit status {returncode})", path=target, rule="record")
+    return json.loads(data)
+
+
+def _status_problem(data: bytes) -> str | None:
+    """Why ``data`` is not a status :func:`write_status` wrote, or None."""
+    if len(data) > MAX_STATUS_BYTES:
+        return f"larger than {MAX_STATUS_BYTES >> 20} MiB"
+    # write_status nests two levels (the object, its warnings list): anything deeper is
+    # not its output, and json would recurse once per bracket.
+    try:
+        status = load_json(data, max_depth=2)
+    except JSONLimitError:
+        return "nested JSON"
+    except ValueError:
+        return "not JSON"
+    if not isinstance(status, dict):
+        return "not a JSON object"
+    if set(status) != set(STATUS_FIELDS):
+        return "other keys than " + ", ".join(STATUS_FIELDS)
+    for key, kind in STATUS_FIELDS.items():
+        value = status[key]
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            return f"{key} is {type(value).__name__}"
+        if kind is int and not (0 if key != "exit_code" else -(1 << 31)) <= value < 1 << 63:
+            return f"{key} {value} is out of range"
+    if not all(isinstance(w, str) for w in status["warnings"]):
+        return "a warning is not text"
+    return None
 
 
 def _failure(status: dict, out: str) -> str:

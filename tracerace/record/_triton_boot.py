@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ..stopping import discard_on_stop
 from ._program import finish_recording, run_program, write_status
 
 INTERPRETER = "triton"
@@ -25,6 +26,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # noqa: BLE001 (any reason the interpreter cannot start)
         write_status(status_path, error=f"cannot start the Triton interpreter: {exc}")
         return 2
+    discard_on_stop(session.writer.abort)
     with session.host:
         exit_code, failure = run_program(kind, target, args)
     if session.failure is not None:  # the recorder's reason, not the program's symptom

@@ -40,23 +40,24 @@ that returned before any phase of its barrier completed.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 import os
+from collections.abc import Callable
+from math import prod
+from dataclasses import dataclass, field
 from glob import escape, glob
 
 import numpy as np
 
-from ..coords import LaunchDims
+from ..columns import ADDRESS_END
 from ..errors import TraceError
 from ..ops import Op, Scope, Sem
 from ..ops import Space as TSpace
 from ..schema import FENCE_ALL, SITE_NONE
-from ..writer import write_table
+from ..writer import TraceWriter
 from ._rows import Rows
 from .cuda_lines import find_nvdisasm, line_namer
 from .cuda_stream import (RECORD_DTYPE, UNFOLLOWED_NAMES, AccessFlag, BarrierAction, Kind,
-                          Launch, Space, decode_launch, read_stream, stream_error, strings)
+                          Launch, Space, StreamBatches, decode_launch, stream_error)
 
 PRODUCER = "tracerace cuda tool (Compute Sanitizer API)"
 ZERO_SOURCE = 0xFFFF_FFFF_0000_0000
@@ -98,32 +99,60 @@ def find_streams(prefix: str) -> list[str]:
     return sorted(glob(f"{escape(prefix)}.*.trc"))
 
 
+MAX_IDS = 1 << 32
+"""Block and thread ids are uint32 columns."""
+BATCH_RECORDS = 1 << 18
+"""Stream records converted at a time (12 MiB of records): with two passes over
+the stream, the conversion's memory does not grow with the kernel's length."""
+
+
 def convert(prefix: str, out: str, *, site_of: SiteNamer | None = None,
-            warnings: tuple[str, ...] = ()) -> tuple[int, int, tuple[str, ...]]:
+            warnings: tuple[str, ...] = (), batch_records: int = BATCH_RECORDS
+            ) -> tuple[int, int, tuple[str, ...]]:
     """Write the v1 trace of the one process that launched kernels under ``prefix``;
     (events, launches, warnings). ``warnings`` are added to the trace's own. Sites
     are ``site_of(launch, pc)``; by default source lines where the module's cubin
-    has them (:mod:`.cuda_lines`), else instruction offsets."""
+    has them (:mod:`.cuda_lines`), else instruction offsets. The stream is read
+    twice, ``batch_records`` at a time: once to check it and learn its launches
+    (:func:`scan`), once to write the rows (:class:`Converter`)."""
     paths = find_streams(prefix)
     if not paths:
         raise TraceError("the program did not initialise CUDA under the tool (or the tool "
                          "library could not load: see the messages above); nothing was "
                          "recorded", path="cuda backend", rule="record")
-    streams = [(p, r) for p, r in ((p, read_stream(p)) for p in paths)
-               if np.any(r["kind"] == Kind.LAUNCH)]
-    if len(streams) > 1:
-        raise TraceError(f"{len(streams)} processes launched CUDA kernels; record one at a "
+    launched = [p for p in paths if _launches_kernels(p, batch_records)]
+    if len(launched) > 1:
+        raise TraceError(f"{len(launched)} processes launched CUDA kernels; record one at a "
                          "time", path="cuda backend", rule="record")
-    if not streams:
+    if not launched:
         raise TraceError("the program launched no CUDA kernel", path="cuda backend",
                          rule="record")
-    path, records = streams[0]
-    columns, sites, found, launches = to_columns(records, path, site_of=site_of)
-    all_warnings = tuple(dict.fromkeys((*warnings, *found)))
-    dims = [LaunchDims(x.launch, x.grid, x.block, x.name) for x in launches]
-    write_table(out, columns, sites=sites, producer=PRODUCER, warnings=all_warnings,
-                launches=dims)
-    return len(columns["ts"]), int(np.sum(records["kind"] == Kind.LAUNCH)), all_warnings
+    path = launched[0]
+    plan = scan(path, batch_records)
+    if site_of is None:
+        site_of = line_namer(module_cubins(plan.modules, plan.texts, path), offset_site,
+                             find_nvdisasm())
+    converter = Converter(plan, Sites(site_of), path)
+    with TraceWriter(out, producer=PRODUCER) as writer:
+        for rec, index in StreamBatches(path, batch_records):
+            cols = converter.columns(rec, index)
+            if len(cols["ts"]):
+                writer.extend(**cols)
+        found = plan.warnings + converter.warnings
+        if plan.launches:
+            found.append(FENCE_WARNING)
+        all_warnings = tuple(dict.fromkeys((*warnings, *found)))
+        writer.sites = converter.sites.texts   # grows while converting
+        for text in all_warnings:
+            writer.warn(text)
+        for x in plan.launches:
+            writer.launch_dims(x.launch, x.grid, x.block, x.name)
+        rows = writer.rows
+    return rows, len(plan.launches), all_warnings
+
+
+def _launches_kernels(path: str, batch: int) -> bool:
+    return any(np.any(rec["kind"] == Kind.LAUNCH) for rec, _ in StreamBatches(path, batch))
 
 
 def module_cubins(rec: np.ndarray, texts: dict[int, str], path: str) -> dict[int, str]:
@@ -135,34 +164,199 @@ def module_cubins(rec: np.ndarray, texts: dict[int, str], path: str) -> dict[int
     return {module: cubin for module, cubin in found.items() if os.path.isfile(cubin)}
 
 
-def to_columns(records: np.ndarray, path: str, *, site_of: SiteNamer | None = None
-               ) -> tuple[dict[str, np.ndarray], list[str], list[str], list[Launch]]:
-    """(trace columns in replay order, sites, warnings, launches) of a stream's records.
-    Sites: ``site_of``, by default source lines where a module's cubin has them."""
-    texts, keep = strings(records, path)
-    index = np.flatnonzero(keep)          # stream positions (for error rows)
-    rec = records[keep]
-    if site_of is None:
-        site_of = line_namer(module_cubins(rec, texts, path), offset_site, find_nvdisasm())
-    errors = np.flatnonzero(rec["kind"] == Kind.ERROR)
-    if len(errors):
-        message = texts.get(int(rec["size"][errors[0]]), "an unknown error")
+@dataclass
+class Plan:
+    """What the first pass over a stream learns: the strings, the launches, the
+    modules, and per launch the global bytes nothing defined and its warnings."""
+
+    texts: dict[int, str]
+    launches: list[Launch]
+    modules: np.ndarray
+    untracked: dict[int, list[tuple[int, int]]]
+    warnings: list[str]
+
+
+@dataclass
+class _Open:
+    """The launch the first pass is in."""
+
+    launch: Launch
+    start: int               # stream position of its LAUNCH record
+    allocs: list[tuple[int, int]]
+    device: int = 0
+    accesses: bool = False
+    atomics: bool = False
+    spans: set = field(default_factory=set)
+
+
+def scan(path: str, batch: int) -> Plan:
+    """The first pass: check the stream's launches and learn what the second needs.
+
+    Refuses what the tool reported it could not do (an ERROR record), a stream
+    that ends inside a launch, a launch whose device buffer overflowed, and
+    device records outside launches."""
+    batches = StreamBatches(path, batch)
+    launches: list[Launch] = []
+    modules: list[np.ndarray] = []
+    allocs: list[tuple[int, int]] = []
+    untracked: dict[int, list[tuple[int, int]]] = {}
+    flags: list[tuple[bool, bool]] = []
+    error: tuple[int, int] | None = None
+    state: _Open | None = None
+    texts = batches.texts
+
+    def segment(rec: np.ndarray, index: np.ndarray, lo: int, hi: int) -> None:
+        """Records ``lo:hi`` of a batch, none of them a launch's start or end."""
+        part = rec[lo:hi]
+        sized = np.isin(part["kind"], [Kind.ACCESS, Kind.CP_ASYNC, Kind.HOST_INIT, Kind.ALLOC])
+        room = np.uint64(ADDRESS_END) - part["size"].astype(np.uint64)
+        past = sized & ((part["addr"] > room) | ((part["kind"] == Kind.CP_ASYNC)
+                                                 & (part["addr2"] > room)))
+        if past.any():
+            i = int(np.argmax(past))
+            raise stream_error(path, f"a {Kind(int(part['kind'][i])).name} record's bytes pass "
+                                     f"the end of the 64-bit address space (the tool writes "
+                                     f"none)", row=int(index[lo + i]))
+        device = np.isin(part["kind"], DEVICE_KINDS)
+        if state is None:
+            if device.any():
+                raise stream_error(path, "a device record outside any launch",
+                                   row=int(index[lo + int(np.argmax(device))]))
+            return
+        state.device += int(device.sum())
+        kind, pflags = part["kind"], part["flags"]
+        access = (kind == Kind.ACCESS) & ((pflags & AccessFlag.PREFETCH) == 0)
+        both = AccessFlag.READ | AccessFlag.WRITE
+        state.accesses |= bool(access.any())
+        state.atomics |= bool((access & ((pflags & both) == both)).any())
+        glob_ = access & (part["space"] == Space.GLOBAL)
+        if glob_.any():
+            a = part["addr"][glob_].astype(np.uint64)
+            e = a + part["size"][glob_].astype(np.uint64)
+            inside = np.zeros(len(a), dtype=bool)
+            for low, high in state.allocs:
+                inside |= (a >= low) & (e <= high)
+            state.spans.update(zip(a[~inside].tolist(), e[~inside].tolist()))
+
+    for rec, index in batches:
+        kind = rec["kind"]
+        errors = np.flatnonzero(kind == Kind.ERROR)
+        if error is None and len(errors):
+            error = (int(index[errors[0]]), int(rec["size"][errors[0]]))
+        marks = np.flatnonzero(np.isin(kind, [Kind.LAUNCH, Kind.LAUNCH_END, Kind.ALLOC,
+                                              Kind.MODULE])).tolist()
+        lo = 0
+        for i in marks:
+            segment(rec, index, lo, i)
+            lo = i + 1
+            k, row = int(kind[i]), int(index[i])
+            if k == Kind.ALLOC:
+                allocs.append((int(rec["addr"][i]), int(rec["addr"][i]) + int(rec["size"][i])))
+            elif k == Kind.MODULE:
+                modules.append(rec[i:i + 1])
+            elif k == Kind.LAUNCH:
+                n = len(launches)
+                if state is not None:
+                    raise _ended(path, state.launch)
+                launch = decode_launch(rec[i], texts)
+                if min(launch.grid + launch.block) < 1:
+                    raise stream_error(path, f"launch {n} ({launch.name}) has grid "
+                                             f"{launch.grid} and block {launch.block}: a "
+                                             f"dimension of 0", row=row)
+                if prod(launch.grid) > MAX_IDS or launch.threads_per_block > MAX_IDS:
+                    raise stream_error(path, f"launch {n} ({launch.name}) has grid "
+                                             f"{launch.grid} and block {launch.block}: more "
+                                             f"than 2^32 blocks or threads", row=row)
+                if int(rec["block"][i]) != n:
+                    raise stream_error(path, f"launch {int(rec['block'][i])} where launch "
+                                             f"{n} was expected", row=row)
+                launches.append(launch)
+                state = _Open(launch, row, list(allocs))
+            else:
+                if state is None:
+                    raise stream_error(path, "the end of a launch that did not begin", row=row)
+                n, launch = state.launch.launch, state.launch
+                produced, capacity = int(rec["arg"][i]), int(rec["addr"][i])
+                if produced > capacity:
+                    raise TraceError(
+                        f"launch {n} ({launch.name}) produced {produced:,} records but the "
+                        f"device buffer holds {capacity:,}; the rest were lost, so nothing "
+                        f"was written: set TRACERACE_CUDA_BUFFER_MB to at least "
+                        f"{-(-produced * RECORD_DTYPE.itemsize // (1 << 20)) + 1} and record "
+                        f"again", path=path, rule="record")
+                if state.device != produced:
+                    raise stream_error(path, f"launch {n} holds {state.device} device records, "
+                                             f"its end says {produced}", row=row)
+                untracked[n] = merge(sorted(state.spans))
+                flags.append((state.accesses, state.atomics))
+                state = None
+        segment(rec, index, lo, len(rec))
+    if error is not None:
+        message = texts.get(error[1], "an unknown error")
         raise TraceError(f"the CUDA tool stopped recording: {message}; nothing was written",
-                         path=path, row=int(index[errors[0]]), rule="record")
-    launches, launch_of = check_launches(rec, index, texts, path)
-    refuse_unfollowed(rec, index, launches, launch_of, path, site_of)
-    sites = Sites(site_of)
-    warnings: list[str] = []
-    parity = mbar_parities(rec, index, launches, launch_of, sites, path)
-    direct, key = direct_rows(rec, launches, launch_of, sites, parity)
-    extra = Rows(ROW_DEFAULTS)
-    barriers(rec, launches, launch_of, sites, extra, warnings)
-    untracked_inits(rec, launches, launch_of, extra)
-    cols = extra.merged(direct, key)
-    warnings = launch_warnings(rec, launches, launch_of) + warnings
-    if launches:
-        warnings.append(FENCE_WARNING)
-    return cols, sites.texts, warnings, launches
+                         path=path, row=error[0], rule="record")
+    if state is not None:
+        raise _ended(path, state.launch)
+    warnings = []
+    for launch, (accesses, atomics) in zip(launches, flags):
+        if not accesses:
+            warnings.append(EMPTY_WARNING.format(launch=launch.launch, kernel=launch.name))
+        if atomics:
+            warnings.append(ATOMIC_WARNING.format(launch=launch.launch, kernel=launch.name))
+    module_records = (np.concatenate(modules) if modules
+                      else np.zeros(0, dtype=RECORD_DTYPE))
+    return Plan(texts, launches, module_records, untracked, warnings)
+
+
+def _ended(path: str, launch: Launch) -> TraceError:
+    return TraceError(f"the program ended while launch {launch.launch} ({launch.name}) was "
+                      "running or being recorded; nothing was written", path=path,
+                      rule="record")
+
+
+class Converter:
+    """The second pass: stream records to trace columns, batch after batch. What
+    spans batches (the launch in progress, barrier generations, mbarrier phases,
+    the row count) is kept here."""
+
+    def __init__(self, plan: Plan, sites: "Sites", path: str) -> None:
+        self.plan = plan
+        self.sites = sites
+        self.path = path
+        self.warnings: list[str] = []
+        self.begun = 0      # LAUNCH records before this batch
+        self.open = 0       # 1 inside a launch at the batch's start
+        self.rows = 0
+        self.mbarriers: dict[tuple[int, int], MBarrier] = {}
+        self.barriers = BarrierState()
+
+    def columns(self, rec: np.ndarray, index: np.ndarray) -> dict[str, np.ndarray]:
+        plan, sites, path = self.plan, self.sites, self.path
+        kind = rec["kind"]
+        starts = (kind == Kind.LAUNCH).astype(np.int64)
+        ends = (kind == Kind.LAUNCH_END).astype(np.int64)
+        begun = self.begun + np.cumsum(starts)
+        depth = self.open + np.cumsum(starts) - (np.cumsum(ends) - ends)  # an end is inside
+        launch_of = np.where(depth > 0, begun - 1, -1)
+        host = kind == Kind.HOST_INIT
+        launch_of[host] = begun[host]   # a host init belongs to the launch after it
+        if len(rec):
+            self.begun = int(begun[-1])
+            self.open = int(depth[-1] - ends[-1])
+        launches = plan.launches
+        refuse_unfollowed(rec, index, launches, launch_of, path, sites.site_of)
+        parity = mbar_parities(rec, index, launches, launch_of, sites, path, self.mbarriers)
+        direct, key = direct_rows(rec, launches, launch_of, sites, parity)
+        extra = Rows(ROW_DEFAULTS)
+        barriers(rec, launches, launch_of, sites, extra, self.warnings, self.barriers)
+        for i in np.flatnonzero(kind == Kind.LAUNCH).tolist():
+            n = int(launch_of[i])
+            for begin, end in plan.untracked.get(n, ()):
+                extra.add(2 * i + 1, op=Op.INIT, launch=n, addr=begin, size=end - begin)
+        cols = extra.merged(direct, key)
+        cols["ts"] += np.uint64(self.rows)
+        self.rows += len(cols["ts"])
+        return cols
 
 
 class Sites:
@@ -188,52 +382,6 @@ class Sites:
 
     def text(self, launch: Launch, pc: int) -> str:
         return self.texts[self.of(launch, pc)]
-
-
-def check_launches(rec: np.ndarray, index: np.ndarray, texts: dict[int, str], path: str
-                   ) -> tuple[list[Launch], np.ndarray]:
-    """The launches, and each record's launch (-1 outside launches; a HOST_INIT
-    belongs to the launch after it). Refuses a stream that ends inside a launch,
-    a launch whose device buffer overflowed and device records outside launches."""
-    kind = rec["kind"]
-    launches: list[Launch] = []
-    launch_of = np.full(len(rec), -1, dtype=np.int64)
-    begins = np.flatnonzero(kind == Kind.LAUNCH)
-    ends = np.flatnonzero(kind == Kind.LAUNCH_END)
-    for n, start in enumerate(begins.tolist()):
-        launch = decode_launch(rec[start], texts)
-        if min(launch.grid + launch.block) < 1:
-            raise stream_error(path, f"launch {n} ({launch.name}) has grid {launch.grid} and "
-                                     f"block {launch.block}: a dimension of 0", row=int(index[start]))
-        if int(rec["block"][start]) != n:
-            raise stream_error(path, f"launch {int(rec['block'][start])} where launch {n} "
-                                     "was expected", row=int(index[start]))
-        if n >= len(ends) or (n + 1 < len(begins) and ends[n] > begins[n + 1]):
-            raise TraceError(f"the program ended while launch {n} ({launch.name}) was "
-                             "running or being recorded; nothing was written",
-                             path=path, rule="record")
-        end = int(ends[n])
-        produced, capacity = int(rec["arg"][end]), int(rec["addr"][end])
-        if produced > capacity:
-            raise TraceError(
-                f"launch {n} ({launch.name}) produced {produced:,} records but the device "
-                f"buffer holds {capacity:,}; the rest were lost, so nothing was written: "
-                f"set TRACERACE_CUDA_BUFFER_MB to at least "
-                f"{-(-produced * RECORD_DTYPE.itemsize // (1 << 20)) + 1} and record again",
-                path=path, rule="record")
-        device = int(np.sum(np.isin(kind[start:end], DEVICE_KINDS)))
-        if device != produced:
-            raise stream_error(path, f"launch {n} holds {device} device records, its end says "
-                                     f"{produced}", row=int(index[end]))
-        launch_of[start:end + 1] = n
-        launches.append(launch)
-    outside = np.isin(kind, DEVICE_KINDS) & (launch_of < 0)
-    if np.any(outside):
-        raise stream_error(path, "a device record outside any launch",
-                           row=int(index[np.flatnonzero(outside)[0]]))
-    host = kind == Kind.HOST_INIT
-    launch_of[host] = np.searchsorted(begins, np.flatnonzero(host))
-    return launches, launch_of
 
 
 def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
@@ -341,22 +489,35 @@ class Generation:
     pc: int = 0
 
 
-def barriers(rec, launches, launch_of, sites: Sites, rows: Rows, warnings: list[str]) -> None:
+@dataclass
+class BarrierState:
+    """Per launch: the threads that exited (by block), the block barriers'
+    generations in progress, the threads whose zero source is defined."""
+
+    exited: dict[int, set[int]] = field(default_factory=dict)
+    open_: dict[tuple[int, int], Generation] = field(default_factory=dict)
+    zeroed: set[tuple[int, int]] = field(default_factory=set)
+
+
+def barriers(rec, launches, launch_of, sites: Sites, rows: Rows, warnings: list[str],
+             state: BarrierState | None = None) -> None:
     """Rows for threads that exited before a block-wide barrier the rest of their
     block completed (a ``bar_arrive`` each, right after the record that
-    completed the generation), and the zero sources of zero-filling copies."""
+    completed the generation), and the zero sources of zero-filling copies.
+    ``state`` carries what is in progress from one batch of records to the next."""
     kind = rec["kind"]
     picked = np.flatnonzero(np.isin(kind, [Kind.BARRIER, Kind.BLOCK_EXIT, Kind.LAUNCH])
                             | ((kind == Kind.CP_ASYNC) & (rec["addr2"] == 0)))
-    exited: dict[int, set[int]] = {}
-    open_: dict[tuple[int, int], Generation] = {}
-    zeroed: set[tuple[int, int]] = set()
+    state = state or BarrierState()
+    exited, open_, zeroed = state.exited, state.open_, state.zeroed
     for i, k, block, thread, addr, count, pc in zip(
             picked.tolist(), kind[picked].tolist(), rec["block"][picked].tolist(),
             rec["thread"][picked].tolist(), rec["addr"][picked].tolist(),
             rec["arg"][picked].tolist(), rec["pc"][picked].tolist()):
         if k == Kind.LAUNCH:
-            exited.clear(), open_.clear(), zeroed.clear()
+            exited.clear()
+            open_.clear()
+            zeroed.clear()
             continue
         launch = launches[int(launch_of[i])]
         if k == Kind.CP_ASYNC:
@@ -397,14 +558,16 @@ def complete(rows, i, launch: Launch, block, index, gen: Generation, gone: set[i
                                         n=len(missing), site=where))
 
 
-def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str) -> np.ndarray:
+def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str,
+                  state: dict[tuple[int, int], "MBarrier"] | None = None) -> np.ndarray:
     """The parity of each mbarrier wait (0 elsewhere): that of the phase the
     arrivals recorded so far completed last. The API reports that a wait
-    happened, not the parity it waited for."""
+    happened, not the parity it waited for. ``state`` (the mbarriers of the
+    launch in progress) carries from one batch of records to the next."""
     kind, aux = rec["kind"], rec["aux"]
     parity = np.zeros(len(rec), dtype=np.int64)
     picked = np.flatnonzero((kind == Kind.MBARRIER) | (kind == Kind.LAUNCH))
-    state: dict[tuple[int, int], MBarrier] = {}
+    state = {} if state is None else state
     for i in picked.tolist():
         if kind[i] == Kind.LAUNCH:
             state.clear()
@@ -440,32 +603,6 @@ def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str) -> n
     return parity
 
 
-def untracked_inits(rec, launches, launch_of, rows: Rows) -> None:
-    """``init`` at a launch's start for the global bytes it touches outside every
-    device allocation seen so far: nothing shows who defined them (a module's
-    ``__device__`` variables, memory imported from another API or process)."""
-    kind = rec["kind"]
-    allocs = np.flatnonzero(kind == Kind.ALLOC)
-    starts = np.flatnonzero(kind == Kind.LAUNCH)
-    glob_ = np.flatnonzero((kind == Kind.ACCESS) & (rec["space"] == Space.GLOBAL)
-                           & ((rec["flags"] & AccessFlag.PREFETCH) == 0))
-    for n, start in enumerate(starts.tolist()):
-        seen = allocs[allocs < start]
-        lo = rec["addr"][seen].astype(np.uint64)
-        hi = lo + rec["size"][seen].astype(np.uint64)
-        mine = glob_[launch_of[glob_] == n]
-        if not len(mine):
-            continue
-        a = rec["addr"][mine].astype(np.uint64)
-        e = a + rec["size"][mine].astype(np.uint64)
-        inside = np.zeros(len(mine), dtype=bool)
-        for l, h in zip(lo.tolist(), hi.tolist()):
-            inside |= (a >= l) & (e <= h)
-        spans = sorted(set(zip(a[~inside].tolist(), e[~inside].tolist())))
-        for begin, end in merge(spans):
-            rows.add(2 * start + 1, op=Op.INIT, launch=n, addr=begin, size=end - begin)
-
-
 def merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """Sorted byte ranges with overlapping and adjacent ones joined."""
     out: list[list[int]] = []
@@ -475,24 +612,6 @@ def merge(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
         else:
             out.append([begin, end])
     return [(b, e) for b, e in out]
-
-
-def launch_warnings(rec, launches, launch_of) -> list[str]:
-    """A warning per launch with atomics (their order is not reported) and per
-    launch that recorded no access."""
-    kind, flags = rec["kind"], rec["flags"]
-    access = (kind == Kind.ACCESS) & ((flags & AccessFlag.PREFETCH) == 0)
-    both = AccessFlag.READ | AccessFlag.WRITE
-    atomic = access & ((flags & both) == both)
-    with_atomics = set(np.unique(launch_of[atomic]).tolist())
-    with_access = set(np.unique(launch_of[access]).tolist())
-    out = []
-    for launch in launches:
-        if launch.launch not in with_access:
-            out.append(EMPTY_WARNING.format(launch=launch.launch, kernel=launch.name))
-        if launch.launch in with_atomics:
-            out.append(ATOMIC_WARNING.format(launch=launch.launch, kernel=launch.name))
-    return out
 
 
 @dataclass

@@ -162,23 +162,88 @@ def stream_error(path: str, message: str, row: int | None = None) -> TraceError:
     return TraceError(message, path=path, row=row, rule="cuda-stream")
 
 
+def _read_header(f, path: str) -> None:
+    head = f.read(HEADER_DTYPE.itemsize)
+    if len(head) < HEADER_DTYPE.itemsize or head[:8] != MAGIC:
+        raise stream_error(path, "not a tracerace CUDA record stream (bad magic)")
+    header = np.frombuffer(head, dtype=HEADER_DTYPE)[0]
+    if int(header["version"]) != VERSION or int(header["record_size"]) != 48:
+        raise stream_error(path, f"record stream version {int(header['version'])} "
+                                 f"(record size {int(header['record_size'])}); this "
+                                 f"tracerace reads version {VERSION} (record size 48)")
+
+
+def _check_body(path: str, body: int) -> None:
+    if body % RECORD_DTYPE.itemsize:
+        raise stream_error(path, f"the stream ends inside a record ({body} bytes after "
+                                 "the header are not a whole number of records): the "
+                                 "recorded process stopped while writing it")
+
+
 def read_stream(path: str) -> np.ndarray:
     """The records of the stream at ``path`` (header checked, strings left in place)."""
     with open(path, "rb") as f:
-        head = f.read(HEADER_DTYPE.itemsize)
-        if len(head) < HEADER_DTYPE.itemsize or head[:8] != MAGIC:
-            raise stream_error(path, "not a tracerace CUDA record stream (bad magic)")
-        header = np.frombuffer(head, dtype=HEADER_DTYPE)[0]
-        if int(header["version"]) != VERSION or int(header["record_size"]) != 48:
-            raise stream_error(path, f"record stream version {int(header['version'])} "
-                                     f"(record size {int(header['record_size'])}); this "
-                                     f"tracerace reads version {VERSION} (record size 48)")
+        _read_header(f, path)
         body = f.read()
-    if len(body) % RECORD_DTYPE.itemsize:
-        raise stream_error(path, f"the stream ends inside a record ({len(body)} bytes after "
-                                 "the header are not a whole number of records): the "
-                                 "recorded process stopped while writing it")
+    _check_body(path, len(body))
     return np.frombuffer(body, dtype=RECORD_DTYPE)
+
+
+MAX_STRING_BYTES = 1 << 20
+"""The longest string a stream may hold (kernel names, file names, messages)."""
+
+
+class StreamBatches:
+    """The records of the stream at ``path``, ``batch`` at a time, without its
+    strings: iterating yields ``(records, positions in the stream)``, and
+    :attr:`texts` holds the strings read so far (string id -> text). A batch
+    is extended to the end of a string that starts in it, so memory is bounded
+    by the batch (and :data:`MAX_STRING_BYTES`) whatever the stream's length."""
+
+    def __init__(self, path: str, batch: int) -> None:
+        self.path = path
+        self.batch = batch
+        self.texts: dict[int, str] = {}
+
+    def __iter__(self):
+        path = self.path
+        with open(path, "rb") as f:
+            _read_header(f, path)
+            _check_body(path, os.fstat(f.fileno()).st_size - HEADER_DTYPE.itemsize)
+            first = 0
+            while True:
+                records = np.fromfile(f, dtype=RECORD_DTYPE, count=self.batch)
+                if not len(records):
+                    return
+                records, keep = self._strings(f, records, first)
+                index = np.flatnonzero(keep)
+                yield records[index], first + index
+                first += len(records)
+
+    def _strings(self, f, records: np.ndarray, first: int) -> tuple[np.ndarray, np.ndarray]:
+        """(the batch, extended to the end of its last string; a mask of the
+        records that are not strings or their payload), collecting the texts."""
+        keep = np.ones(len(records), dtype=bool)
+        for i in np.flatnonzero(records["kind"] == Kind.STRING).tolist():
+            if not keep[i]:
+                continue   # payload that happens to start with the STRING byte
+            size = int(records["size"][i])
+            if size > MAX_STRING_BYTES:
+                raise stream_error(self.path, f"a string of {size:,} bytes (the tool writes "
+                                              f"at most {MAX_STRING_BYTES >> 20} MiB)",
+                                   row=first + i)
+            n = -(-size // RECORD_DTYPE.itemsize)
+            if i + 1 + n > len(records):
+                more = np.fromfile(f, dtype=RECORD_DTYPE, count=i + 1 + n - len(records))
+                records = np.concatenate([records, more])
+                keep = np.concatenate([keep, np.ones(len(more), dtype=bool)])
+                if i + 1 + n > len(records):
+                    raise stream_error(self.path, f"a string of {size} bytes runs past the "
+                                                  "end of the stream", row=first + i)
+            raw = records[i + 1:i + 1 + n].view(np.uint8).tobytes()
+            self.texts[int(records["block"][i])] = raw[:size].decode("utf-8", errors="replace")
+            keep[i:i + 1 + n] = False
+        return records, keep
 
 
 def strings(records: np.ndarray, path: str) -> tuple[dict[int, str], np.ndarray]:
@@ -245,6 +310,11 @@ class StreamWriter:
         self._f.write(rec.tobytes())
         if kind >= Kind.ACCESS:
             self._device += 1
+
+    def device_records(self, records: np.ndarray) -> None:
+        """Write many device records of the launch in progress at once."""
+        self._f.write(np.ascontiguousarray(records, dtype=RECORD_DTYPE).tobytes())
+        self._device += len(records)
 
     def string(self, text: str) -> int:
         """The id of ``text``, writing it the first time."""

@@ -44,17 +44,20 @@ program exits 0; :func:`convert` then refuses to write a trace.
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import IntEnum
 from glob import escape, glob
 
 import numpy as np
 
+from ..columns import ADDRESS_END
 from ..errors import TraceError
 from ..ops import Op, Scope, Sem, Space
 from ..schema import FENCE_ALL, FENCE_GLOBAL, FENCE_SHARED
-from ..writer import write_table
+from ..writer import TraceWriter
 from ._rows import Rows
 
 RECORD_DTYPE = np.dtype([
@@ -171,22 +174,53 @@ ROW_DEFAULTS = {"op": 0, "launch": 0, "block": 0, "thread": 0, "space": int(Spac
 """The columns this converter writes, with the values of a row that does not set them."""
 
 
-def convert(prefix: str, out: str, *, source_names: dict[str, str] | None = None
-            ) -> tuple[int, int]:
+BATCH_RECORDS = 1 << 18
+"""Plugin records converted at a time (8 MiB of records, about 40 MiB of columns):
+the memory a conversion needs, whatever the kernel's length."""
+MAX_GROUP_SIZE = 1 << 16
+"""The largest work-group a release record may name (Oclgrind's own limit is 1024)."""
+MAX_COPY_ELEMENTS = 1 << 16
+"""The most elements one async copy may name (each is a row; local memory is smaller)."""
+SOURCE = "oclgrind backend"
+"""What errors about the plugin's files name: the files are temporary."""
+
+
+def convert(prefix: str, out: str, *, source_names: dict[str, str] | None = None,
+            batch_records: int = BATCH_RECORDS) -> tuple[int, int]:
     """Write the v1 trace of the plugin output under ``prefix``; (events, launches).
 
     ``source_names`` renames source files in sites (Oclgrind calls a program
     built from a string ``input.cl``). A fatal Oclgrind error in a launch is
-    a :class:`TraceError` (nothing is written).
+    a :class:`TraceError` (nothing is written). The records are read and
+    written ``batch_records`` at a time, so memory does not grow with the run.
+    The recorded program can write the plugin's files too: anything in them
+    that the plugin does not write is a :class:`TraceError` naming the file,
+    the record or line, and what is wrong.
     """
-    records, meta = read_output(prefix)
+    events, meta = read_output(prefix)
     names = source_names or {}
     if meta.fatal:
         raise fatal_error(meta, names)
     sites = [rename_site(s, names) for s in meta.sites]
-    columns, sites = to_columns(records, sites, meta)
-    write_table(out, columns, sites=sites, buffers=buffers(meta), producer=PRODUCER)
-    return len(columns["ts"]), len(meta.kernels)
+    with TraceWriter(out, producer=PRODUCER) as writer:
+        writer.sites = sites   # the converter appends to it (sites of added rows)
+        for buf in buffers(meta):
+            try:
+                writer.buffer(buf["name"], buf["space"], buf["base"], buf["shape"],
+                              buf["itemsize"], launch=buf["launch"])
+            except ValueError as exc:
+                raise bad_output("the side table", str(exc)[:200]) from None
+        launches = 0
+        if events is not None:
+            launches = scan_records(events, batch_records, meta)
+        converter = Converter(sites, meta, launches)
+        if events is not None:
+            for records in read_records(events, batch_records):
+                cols = converter.columns(records)
+                if len(cols["ts"]):
+                    writer.extend(**cols)
+        rows = writer.rows
+    return rows, len(meta.kernels)
 
 
 def fatal_error(meta: Meta, names: dict[str, str]) -> TraceError:
@@ -206,11 +240,18 @@ def fatal_error(meta: Meta, names: dict[str, str]) -> TraceError:
     kernel = meta.kernels.get(launch, "?")
     return TraceError(f"Oclgrind stopped kernel {kernel} (launch {launch}) with a fatal "
                       f"error: {what}{where}; the rest of the launch never ran, so no trace "
-                      f"was written", path="oclgrind backend", rule="record")
+                      f"was written", path=SOURCE, rule="record")
 
 
-def read_output(prefix: str) -> tuple[np.ndarray, Meta]:
-    """The records and side table of the one process that ran kernels.
+def bad_output(what: str, message: str) -> TraceError:
+    """The error of a plugin file holding what the plugin does not write."""
+    return TraceError(f"{what}: {message} (the plugin does not write this: the recorded "
+                      f"program wrote its files?)", path=SOURCE, rule="record")
+
+
+def read_output(prefix: str) -> tuple[str | None, Meta]:
+    """The records file and side table of the one process that ran kernels
+    (None and an empty table when no process did).
 
     The plugin creates its files when Oclgrind loads it, with the first OpenCL
     context: no files means the program made none (or the plugin did not load).
@@ -219,45 +260,193 @@ def read_output(prefix: str) -> tuple[np.ndarray, Meta]:
     if not files:
         raise TraceError("the program created no OpenCL context under Oclgrind (or "
                          "Oclgrind could not load tracerace's plugin: see its messages "
-                         "above); nothing was recorded", path="oclgrind backend",
-                         rule="record")
-    outputs = [(records, base) for records, base in
-               ((np.fromfile(f, dtype=RECORD_DTYPE), f[:-len(".events")]) for f in files)
-               if np.any(records["kind"] == Kind.KERNEL_BEGIN)]
-    if len(outputs) > 1:
-        raise TraceError(f"{len(outputs)} processes ran OpenCL kernels; record one at a time",
-                         path="oclgrind backend", rule="record")
-    if not outputs:
-        return np.zeros(0, dtype=RECORD_DTYPE), Meta()
-    records, base = outputs[0]
-    return records, read_meta(base + ".meta")
+                         "above); nothing was recorded", path=SOURCE, rule="record")
+    ran = [f for f in files if _ran_kernels(f)]
+    if len(ran) > 1:
+        raise TraceError(f"{len(ran)} processes ran OpenCL kernels; record one at a time",
+                         path=SOURCE, rule="record")
+    if not ran:
+        return None, Meta()
+    return ran[0], read_meta(ran[0][:-len(".events")] + ".meta")
+
+
+def read_records(path: str, batch: int) -> Iterator[np.ndarray]:
+    """The records of ``path``, ``batch`` at a time."""
+    size = RECORD_DTYPE.itemsize
+    try:
+        total = os.path.getsize(path)
+        if total % size:
+            raise bad_output("the records file", f"{total} bytes is not a whole number of "
+                             f"{size}-byte records")
+        with open(path, "rb") as f:
+            while True:
+                records = np.fromfile(f, dtype=RECORD_DTYPE, count=batch)
+                if not len(records):
+                    return
+                yield records
+    except OSError as exc:
+        raise TraceError(f"cannot read the plugin's records: {exc.strerror or exc}",
+                         path=SOURCE, rule="record") from None
+
+
+def _ran_kernels(path: str) -> bool:
+    return any(np.any(r["kind"] == Kind.KERNEL_BEGIN) for r in read_records(path, BATCH_RECORDS))
+
+
+def scan_records(path: str, batch: int, meta: Meta) -> int:
+    """Check every record of ``path`` holds what the plugin writes; the number of
+    launches (``KERNEL_BEGIN`` records)."""
+    launches = 0
+    first = 0
+    nsites = len(meta.sites)
+    for records in read_records(path, batch):
+        problem = record_problem(records, launches, nsites, meta)
+        if problem is not None:
+            row, message = problem
+            raise bad_output(f"the records file, record {first + row}", message)
+        launches += int(np.sum(records["kind"] == Kind.KERNEL_BEGIN))
+        first += len(records)
+    return launches
+
+
+_KNOWN_KIND = np.zeros(256, dtype=bool)
+_KNOWN_KIND[[int(k) for k in Kind]] = True
+
+
+def record_problem(rec: np.ndarray, launches_before: int, nsites: int,
+                   meta: Meta) -> tuple[int, str] | None:
+    """(index, why) of the first record the plugin would not write, or None."""
+    kind = rec["kind"]
+    found = []
+
+    def first(mask: np.ndarray, describe) -> None:
+        if mask.any():
+            i = int(np.argmax(mask))
+            found.append((i, describe(i)))
+
+    first(~_KNOWN_KIND[kind], lambda i: f"unknown record kind {int(kind[i])}")
+    begun = launches_before + np.cumsum(kind == Kind.KERNEL_BEGIN)
+    first((begun == 0) & (kind != Kind.HOST_WRITE),
+          lambda i: f"a {Kind(int(kind[i])).name} record before any kernel began")
+    access = np.isin(kind, ACCESS_KINDS)
+    first(access & (rec["space"] > OclSpace.LOCAL),
+          lambda i: f"address space {int(rec['space'][i])} (Oclgrind has 0 to 3)")
+    room = np.uint64(ADDRESS_END) - rec["size"].astype(np.uint64)
+    first(access & (rec["address"] > room),
+          lambda i: f"address {int(rec['address'][i]):#x} + size {int(rec['size'][i])} "
+                    f"passes the end of the 64-bit address space")
+    rowed = np.isin(kind, DIRECT_KINDS + [Kind.COPY_ISSUE, Kind.WAIT_EVENTS])
+    first(rowed & (rec["site"] != NO_SITE) & (rec["site"] >= nsites),
+          lambda i: f"site {int(rec['site'][i])}, and the side table has {nsites}")
+    first((kind == Kind.RELEASE) & (rec["count"] > MAX_GROUP_SIZE),
+          lambda i: f"a work-group of {int(rec['count'][i]):,} work-items")
+    copies = kind == Kind.COPY_ISSUE
+    if copies.any():
+        known = np.fromiter(meta.copies, dtype=np.int64, count=len(meta.copies))
+        first(copies & ~np.isin(rec["count"], known),
+              lambda i: f"async copy {int(rec['count'][i])}, which the side table lacks")
+    waits = kind == Kind.WAIT_EVENTS
+    if waits.any():
+        known = np.fromiter(meta.waits, dtype=np.int64, count=len(meta.waits))
+        first(waits & ~np.isin(rec["count"], known),
+              lambda i: f"wait {int(rec['count'][i])}, which the side table lacks")
+    return min(found) if found else None
+
+
+META_FIELDS = {"site": 2, "kernel": 2, "buffer": 6, "copy": 10, "wait": 2, "fatal": 2}
+"""Side-table line kinds and their least number of tab-separated fields after the kind."""
 
 
 def read_meta(path: str) -> Meta:
     """Parse the tab-separated side table (``site``, ``kernel``, ``buffer``,
-    ``copy``, ``wait`` and ``fatal`` lines)."""
+    ``copy``, ``wait`` and ``fatal`` lines); a line the plugin would not write is
+    a :class:`TraceError`."""
     meta = Meta()
     sites: dict[int, str] = {}
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for line in f:
+    try:
+        f = open(path, encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise TraceError(f"cannot read the plugin's side table: {exc.strerror or exc}",
+                         path=SOURCE, rule="record") from None
+    with f:
+        for lineno, line in enumerate(_bounded_lines(f), 1):
             parts = line.rstrip("\n").split("\t")
-            if parts[0] == "site":
-                sites[int(parts[1])] = "\t".join(parts[2:])
-            elif parts[0] == "kernel":
-                meta.kernels[int(parts[1])] = parts[2]
-            elif parts[0] == "buffer":
-                launch, name, space, base, size, itemsize = parts[1:7]
-                meta.buffers.append({"launch": int(launch), "name": name, "space": space,
-                                     "base": int(base), "bytes": int(size),
-                                     "itemsize": int(itemsize)})
-            elif parts[0] == "copy":
-                meta.copies[int(parts[1])] = CopyCall(*(int(v) for v in parts[2:11]))
-            elif parts[0] == "wait":
-                meta.waits[int(parts[1])] = tuple(int(e) for e in parts[2].split(",") if e)
-            elif parts[0] == "fatal":
-                meta.fatal.append((int(parts[1]), "\t".join(parts[2:])))
+            what = f"the side table, line {lineno}"
+            need = META_FIELDS.get(parts[0])
+            if need is None:
+                raise bad_output(what, f"unknown line kind {parts[0][:40]!r}")
+            if len(parts) - 1 < need:
+                raise bad_output(what, f"a {parts[0]} line needs {need} fields or more")
+            try:
+                _meta_line(meta, sites, parts)
+            except ValueError as exc:
+                raise bad_output(what, f"a {parts[0]} line: {exc}") from None
+    if sorted(sites) != list(range(len(sites))):
+        missing = min(set(range(len(sites))) - set(sites))
+        raise bad_output("the side table", f"site {missing} is missing")
     meta.sites = [sites[i] for i in range(len(sites))]
     return meta
+
+
+MAX_META_LINE = 1 << 20
+"""The longest side-table line read (a site is a file name and a line number)."""
+
+
+def _bounded_lines(f) -> Iterator[str]:
+    while True:
+        line = f.readline(MAX_META_LINE + 1)
+        if not line:
+            return
+        if len(line) > MAX_META_LINE:
+            raise bad_output("the side table", f"a line longer than {MAX_META_LINE >> 20} MiB")
+        yield line
+
+
+def _number(text: str, low: int = 0, high: int = ADDRESS_END) -> int:
+    """A decimal field within [low, high]; ``ValueError`` otherwise."""
+    if not re.fullmatch(r"-?\d{1,20}", text):
+        raise ValueError(f"{text[:40]!r} is not a number")
+    value = int(text)
+    if not low <= value <= high:
+        raise ValueError(f"{value} is out of range")
+    return value
+
+
+def _meta_line(meta: Meta, sites: dict[int, str], parts: list[str]) -> None:
+    kind = parts[0]
+    if kind == "site":
+        index = _number(parts[1], high=NO_SITE - 1)
+        if index in sites:
+            raise ValueError(f"site {index} twice")
+        sites[index] = "\t".join(parts[2:])
+    elif kind == "kernel":
+        meta.kernels[_number(parts[1], high=NO_SITE)] = parts[2]
+    elif kind == "buffer":
+        launch, name, space, base, size, itemsize = parts[1:7]
+        if space not in ("global", "constant", "local"):
+            raise ValueError(f"space {space[:40]!r}")
+        base_, bytes_ = _number(base), _number(size)
+        if base_ + bytes_ > ADDRESS_END:
+            raise ValueError("the buffer passes the end of the 64-bit address space")
+        meta.buffers.append({"launch": _number(launch, high=NO_SITE), "name": name,
+                             "space": space, "base": base_, "bytes": bytes_,
+                             "itemsize": _number(itemsize, low=1, high=1 << 16)})
+    elif kind == "copy":
+        ints = [_number(v) for v in parts[2:11]]
+        call = CopyCall(*ints)
+        if call.dest_space > OclSpace.LOCAL or call.src_space > OclSpace.LOCAL:
+            raise ValueError("an address space past 3")
+        if not 0 < call.element <= 1 << 16 or call.count > MAX_COPY_ELEMENTS:
+            raise ValueError(f"{call.count} elements of {call.element} bytes")
+        for start, stride in ((call.dest, call.dest_stride), (call.src, call.src_stride)):
+            if start + max(call.count - 1, 0) * stride * call.element + call.element > ADDRESS_END:
+                raise ValueError("the copy passes the end of the 64-bit address space")
+        meta.copies[_number(parts[1], high=NO_SITE)] = call
+    elif kind == "wait":
+        events = tuple(_number(e) for e in parts[2].split(",") if e)
+        meta.waits[_number(parts[1], high=NO_SITE)] = events
+    else:
+        meta.fatal.append((_number(parts[1], high=NO_SITE), "\t".join(parts[2:])))
 
 
 def rename_site(site: str, names: dict[str, str]) -> str:
@@ -288,22 +477,44 @@ def buffers(meta: Meta) -> list[dict]:
 
 def to_columns(records: np.ndarray, sites: list[str], meta: Meta | None = None
                ) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Trace columns (in replay order) for the records; sites may grow."""
+    """Trace columns (in replay order) for all the records at once; sites may grow."""
     meta = meta or Meta()
-    launch = launch_of(records)
-    kind = records["kind"]
-    keep = np.isin(kind, DIRECT_KINDS) & (
-        (kind != Kind.HOST_WRITE) | (launch < np.sum(kind == Kind.KERNEL_BEGIN)))
-    base = direct_columns(records[keep], launch[keep])
-    key = np.flatnonzero(keep) * 2
-    extra = added_rows(records, launch, sites, meta)
-    cols = extra.merged(base, key)
-    return cols, sites
+    converter = Converter(sites, meta, int(np.sum(records["kind"] == Kind.KERNEL_BEGIN)))
+    return converter.columns(records), sites
 
 
-def launch_of(records: np.ndarray) -> np.ndarray:
-    """Each record's launch; a host write belongs to the launch after it."""
-    begins = np.cumsum(records["kind"] == Kind.KERNEL_BEGIN).astype(np.int64)
+class Converter:
+    """Records to trace columns, one batch after another: what spans batches
+    (the launch, each work-group's barrier and copies, the row count) is kept here."""
+
+    def __init__(self, sites: list[str], meta: Meta, launches: int) -> None:
+        self.sites = sites
+        self.meta = meta
+        self.launches = launches      # KERNEL_BEGIN records in the whole run
+        self.begun = 0                # ... in the batches before this one
+        self.groups: dict[int, GroupState] = {}
+        self.rows = 0
+
+    def columns(self, records: np.ndarray) -> dict[str, np.ndarray]:
+        """Columns of the next batch of records (``ts`` continues the last batch's)."""
+        launch = launch_of(records, self.begun)
+        kind = records["kind"]
+        keep = np.isin(kind, DIRECT_KINDS) & (
+            (kind != Kind.HOST_WRITE) | (launch < self.launches))
+        base = direct_columns(records[keep], launch[keep])
+        key = np.flatnonzero(keep) * 2
+        extra = added_rows(records, launch, self.sites, self.meta, self.groups)
+        cols = extra.merged(base, key)
+        cols["ts"] += np.uint64(self.rows)
+        self.rows += len(cols["ts"])
+        self.begun += int(np.sum(kind == Kind.KERNEL_BEGIN))
+        return cols
+
+
+def launch_of(records: np.ndarray, begun: int = 0) -> np.ndarray:
+    """Each record's launch (``begun`` launches began before ``records``); a host
+    write belongs to the launch after it."""
+    begins = begun + np.cumsum(records["kind"] == Kind.KERNEL_BEGIN).astype(np.int64)
     return np.where(records["kind"] == Kind.HOST_WRITE, begins, begins - 1)
 
 
@@ -368,10 +579,11 @@ class GroupState:
     in_flight: dict[int, list[int]] = field(default_factory=dict)  # item -> events
 
 
-def added_rows(records: np.ndarray, launch: np.ndarray, sites: list[str], meta: Meta) -> Rows:
-    """Rows that are not one record each: missing barrier arrivals and async copies."""
+def added_rows(records: np.ndarray, launch: np.ndarray, sites: list[str], meta: Meta,
+               groups: dict[int, GroupState]) -> Rows:
+    """Rows that are not one record each: missing barrier arrivals and async copies.
+    ``groups`` is the work-groups' state, carried from batch to batch."""
     rows = Rows(ROW_DEFAULTS)
-    groups: dict[int, GroupState] = {}
     wanted = [Kind.ARRIVE, Kind.RELEASE, Kind.COPY_ISSUE, Kind.WAIT_EVENTS, Kind.KERNEL_BEGIN]
     index = np.flatnonzero(np.isin(records["kind"], wanted))
     picked = records[index]
@@ -454,7 +666,7 @@ def wait_copies(rows: Rows, where: tuple, events: tuple[int, ...], state: GroupS
         raise TraceError(f"at {site_text(sites, site)}, work-item {item} of work-group {group} "
                          "waits for an async copy it issued while an older copy it issued "
                          "stays in flight; the trace format retires copies oldest first",
-                         path="oclgrind backend", rule="record")
+                         path=SOURCE, rule="record")
     state.in_flight[item] = flight[newest + 1:]
     rows.add(key, op=Op.CP_ASYNC_WAIT, launch=launch, block=group, thread=item,
              arg=len(flight) - newest - 1, site=site)

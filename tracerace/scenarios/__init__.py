@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import TraceError
+from ..outfile import destination, refuse_non_trace
 from . import (incident1_flag_alias, incident2_ring_slot, incident3_cp_async,
                incident4_alias_permute, incident5_multicast_uninit)
 
@@ -52,11 +53,13 @@ class Scenario:
 
     def write(self, path: str | os.PathLike | None = None, *, fixed: bool = False,
               scale: int = 1, seed: int = 0) -> str:
-        """Write the trace to ``path`` (default :meth:`default_path`); returns the path."""
+        """Write the trace to ``path`` (default :meth:`default_path`); returns the path.
+        An existing file there that is not a trace is a ``usage`` error."""
         if not isinstance(scale, int) or scale < 1:
             raise TraceError(f"scale must be a positive integer, not {scale!r}",
                              path="options", rule="usage")
         path = os.fspath(path) if path is not None else self.default_path(fixed)
+        refuse_non_trace(destination(path))
         try:
             self.generate(path, fixed=fixed, scale=scale, seed=seed)
         except OSError as err:

@@ -28,6 +28,8 @@ from typer.testing import CliRunner
 
 from tracerace import limits
 from tracerace.cli import app
+from tracerace.engine import EngineState
+from tracerace.engine.layout import GR_AGENTS
 from tracerace.limits import JSONLimitError, json_depth, load_json
 from tracerace.ops import Op
 from tracerace.schema import COLUMNS
@@ -257,6 +259,22 @@ def test_a_million_launch_entries_are_refused_before_they_are_parsed(tmp_path):
     out = under_a_limit(512, "validate", path)
     assert out.returncode == 2, out.stderr[-2000:]
     assert out.stderr.count("\n") == 1 and ": json-too-large: tracerace.launches: " in out.stderr
+
+
+def test_a_launch_does_not_cost_the_agents_of_the_widest_launch_before_it():
+    """Each launch remade the joins' scratch arrays at the size of the agent
+    table, so after a launch of 10^6 agents every later launch cost ~0.5 ms:
+    10^6 one-event launches after it would take minutes. The scratch is all
+    -1 after every join, so it is kept."""
+    st = EngineState()
+    for _ in range(6):
+        st.grow(GR_AGENTS)
+    scratch, touched = st.scratch, st.touched
+    assert scratch.shape[0] >= 1 << 14
+    for launch in range(3):
+        st.reset_launch(launch)
+        assert st.scratch is scratch and st.touched is touched
+    assert (scratch == -1).all()
 
 
 def test_a_stream_of_one_row_records_is_read_in_bounded_memory(tmp_path):

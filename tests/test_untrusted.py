@@ -251,7 +251,7 @@ def one_row_records(path: Path, n: int) -> str:
 
 
 def test_a_million_launch_entries_are_refused_before_they_are_parsed(tmp_path):
-    """Parsing them took 1.1 GB and 23 s; the 58 MB of JSON are refused by size."""
+    """Parsing them ran out of memory under this limit; their JSON is refused by size."""
     entries = ",".join(f'{{"launch": {i}, "grid": [1, 1, 1], "block": [2, 1, 1]}}'
                        for i in range(1_000_000))
     path = with_metadata(tmp_path / "t.arrow", racy_table(),
@@ -263,9 +263,8 @@ def test_a_million_launch_entries_are_refused_before_they_are_parsed(tmp_path):
 
 def test_a_launch_does_not_cost_the_agents_of_the_widest_launch_before_it():
     """Each launch remade the joins' scratch arrays at the size of the agent
-    table, so after a launch of 10^6 agents every later launch cost ~0.5 ms:
-    10^6 one-event launches after it would take minutes. The scratch is all
-    -1 after every join, so it is kept."""
+    table, so after a wide launch every later launch cost that launch's agents.
+    The scratch is all -1 after every join, so it is kept."""
     st = EngineState()
     for _ in range(6):
         st.grow(GR_AGENTS)
@@ -278,8 +277,8 @@ def test_a_launch_does_not_cost_the_agents_of_the_widest_launch_before_it():
 
 
 def test_a_stream_of_one_row_records_is_read_in_bounded_memory(tmp_path):
-    """Each record held until a batch was glued cost ~10 KB: 10^6 of them took
-    10 GB and died in ``std::bad_alloc``. Now they are glued 1024 at a time."""
+    """All the records of a batch were glued at once, and Arrow died in
+    ``std::bad_alloc`` under this limit. Now they are glued 1024 at a time."""
     path = one_row_records(tmp_path / "t.arrows", 50_000)
     out = under_a_limit(256, "check", path, "--no-progress")
     assert out.returncode == 0, out.stderr[-2000:]

@@ -258,10 +258,10 @@ def glue_limit(batch_size: int) -> int:
 
 
 GLUE_PIECES = 1024
-"""Small records are glued this many at a time: a record costs ~1 KB of
-objects, so a stream of a million one-row records held for one batch took
-10 GB; glued in groups, each row is copied twice and the pieces held stay
-below 2 * GLUE_PIECES."""
+"""Small records are glued this many at a time. Gluing all the records of a
+batch at once held an object per record and column, and Arrow's concatenation
+of a million one-row records ran out of memory; glued in groups, each row is
+copied twice and at most 2 * GLUE_PIECES pieces are held."""
 
 
 class _Pieces:

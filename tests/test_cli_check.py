@@ -169,6 +169,44 @@ def test_progress_bar_when_asked_or_large_on_a_terminal(asked, terminal, rows, s
         bar.update(5, rows)
     assert bar.shown == shown
     assert ("checking" in stream.getvalue()) == (shown and terminal)  # rich draws on terminals
+    assert ("checked: 5" in stream.getvalue()) == (shown and not terminal)  # a log gets lines
+
+
+def test_progress_off_a_terminal_is_plain_lines():
+    import io
+
+    from tracerace.cli import ProgressBar
+
+    stream = io.StringIO()
+    with ProgressBar(True, stream, interval=0) as bar:
+        for done in (0, 1_500_000, 3_000_000):
+            bar.update(done, 3_000_000)
+    lines = stream.getvalue().splitlines()
+    assert [line.split(",")[0] for line in lines] == [
+        "checking: 1.5M/3M rows (50%)", "checking: 3M/3M rows (100%)", "checked: 3M/3M rows (100%)"]
+    assert all(line.endswith(" s") and "events/s" in line for line in lines)
+    assert "\x1b" not in stream.getvalue() and "\r" not in stream.getvalue()
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_progress_bar_fits_the_terminal_on_one_line(columns):
+    import io
+    import re
+
+    from tracerace.cli import ProgressBar
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    stream = Terminal()
+    with ProgressBar(True, stream, width=columns) as bar:
+        bar.update(0, 123_456_789)
+        bar.update(12_345_678, 123_456_789)
+    drawn = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", stream.getvalue())
+    lines = [line for line in re.split(r"[\r\n]", drawn) if line.strip()]
+    assert lines and all(len(line) <= columns for line in lines)
+    assert all("checking" in line and "rows" in line for line in lines)
 
 
 def test_progress_bar_leaves_the_report_alone(racy):

@@ -231,6 +231,49 @@ def test_generator_reaches_barriers_that_fence_some_memory():
     assert_agree(events, [])
 
 
+WRITES_DST = {int(Op.WRITE), int(Op.ATOMIC), int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE)}
+
+
+def _owner(ev, space):
+    """The ``owner`` a finding gives the memory an event writes."""
+    if space == 1:
+        return ev.get("peer", ev["block"])
+    return ev["thread"] if space == 2 else 0
+
+
+def _proxy_names_older_write(events):
+    """Some ``proxy_fence`` names a write that is not the newest write (in
+    replay order) to its bytes before the access: a write that a copy issued
+    later (retired or not), or a racing write, did not hide."""
+    from tracerace.ops import HazardKind
+    try:
+        res = reference.check_trace(SimpleReader(columns(events)))
+    except TraceError:
+        return False
+    f = res.findings
+    for k in range(len(f)):
+        if f["kind"][k] != int(HazardKind.PROXY_FENCE):
+            continue
+        row, prev, lo, size = int(f["row"][k]), int(f["prev_row"][k]), int(f["addr"][k]), \
+            int(f["size"][k])
+        space, owner = int(f["space"][k]), int(f["owner"][k])
+        if any(ev["op"] in WRITES_DST and ev.get("space", 0) == space and
+               ev["launch"] == events[row]["launch"] and _owner(ev, space) == owner and
+               (space != 2 or ev["block"] == events[row]["block"]) and
+               ev.get("addr", 0) < lo + size and lo < ev.get("addr", 0) + ev.get("size", 0)
+               for ev in events[prev + 1:row]):
+            return True
+    return False
+
+
+def test_generator_reaches_proxy_writes_behind_newer_ones():
+    # Derandomized, as above.
+    events = find(traces(async_ops=True), _proxy_names_older_write,
+                  settings=settings(max_examples=3000, database=None, phases=[Phase.generate],
+                                    derandomize=True, **SETTINGS))
+    assert_agree(events, [])
+
+
 @pytest.mark.parametrize("what", ["signal", "tx"])
 def test_generator_reaches_counts_past_int64(what):
     """Signal and transaction counts whose sums pass the format's int64: the

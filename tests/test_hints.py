@@ -13,6 +13,8 @@ import json
 
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import tracerace
 from tracerace import reasons as R
@@ -410,3 +412,131 @@ def test_arrow_hints_stream_with_the_findings(incidents, tmp_path):
         next(g for g in tracerace.check(incidents["incident5"]).groups
              if g.kind == "uninit_read").hint.text}
     assert set(uninit["hint_site"].to_pylist()) == {"gemm_mcast.cu:209 wgmma.mma_async B cols 64-95"}
+
+
+# -- read-modify-writes, the producer's language, flags by name ------------------------
+
+HIST = [{"name": "h", "space": 1, "base": 0, "shape": [4], "itemsize": 4}]
+
+
+def histogram(tmp_path, sites, reads_own: bool = True, producer: str | None = None,
+              batch_size: int | None = None):
+    """Four threads of block 0 each read a shared bin, then write it (``h[0] += 1``)
+    with no barrier; with ``reads_own`` False each thread reads its left
+    neighbour's element and writes its own (a stencil: not an update)."""
+    t = Trace().init(0, 0, addr=0, size=16, space=1)
+    for thread in range(4):
+        addr = 0 if reads_own else 4 * thread
+        t.read(0, thread, addr=(addr - 4) % 16 if not reads_own else addr, size=4, space=1,
+               site=0)
+        t.write(0, thread, addr=addr, size=4, space=1, site=sites)
+    path = tmp_path / "hist.arrow"
+    from tracerace.writer import write_table
+
+    write_table(path, t.columns(), sites=["hist.cu:12 ld.shared", "hist.cu:12 st.shared",
+                                          "hist.cu:13 st.shared"],
+                buffers=HIST, producer=producer)
+    return str(path)
+
+
+@pytest.mark.parametrize("write_site, where", [(1, "at hist.cu:12"),
+                                               (2, "read at hist.cu:12 and written at hist.cu:13")])
+def test_a_read_modify_write_by_many_threads_gets_an_atomic(tmp_path, write_site, where):
+    path = histogram(tmp_path, write_site)
+    texts = set()
+    for engine in ("reference", "numba"):
+        report = tracerace.check(path, engine=engine)
+        races = [g for g in report.groups if g.kind in ("raw", "war", "waw")]
+        assert {g.kind for g in races} >= {"war", "waw"}
+        assert report.updates == {g.id for g in races}
+        texts |= {g.hint.text for g in races}
+    assert len(texts) == 1
+    (text,) = texts
+    assert text.startswith(f"make the read-modify-write of `h` {where} one atomic update")
+    assert "`atomicAdd(&h[i], v)`" in text and "barrier both threads" not in text
+    for how, table in arrow_outputs(path, tmp_path).items():
+        races = pa.compute.is_in(table["kind"].cast(pa.string()), pa.array(["raw", "war", "waw"]))
+        assert set(table.filter(races)["hint"].to_pylist()) == {text}, how
+    doc = report.to_json()
+    assert {h["hint"]["text"] for h in doc["hazards"]} == {text}
+
+
+def test_a_stencil_is_not_an_update(tmp_path):
+    report = tracerace.check(histogram(tmp_path, 1, reads_own=False))
+    assert report.groups and not report.updates
+    assert all("atomic" not in g.hint.text for g in report.groups if g.hint)
+
+
+@pytest.mark.parametrize("producer, want, never", [
+    (None, "`__syncthreads()`", "cuda.syncthreads"),
+    ("tracerace 0.1.0 record: numba-cuda 0.20 simulator, schedule serial, seed 0",
+     "`cuda.syncthreads()`", "__syncthreads"),
+    ("tracerace oclgrind plugin", "`barrier(CLK_LOCAL_MEM_FENCE)`", "__syncthreads"),
+    ("tracerace 0.1.0 record: triton 3.8.0 interpreter", "`tl.debug_barrier()`",
+     "__syncthreads"),
+])
+def test_barrier_hints_speak_the_producers_language(producer, want, never):
+    t = Trace().init(0, 0, addr=0, size=8, **SH)
+    t.write(0, 0, addr=0, size=4, **SH).read(0, 1, addr=0, size=4, **SH)
+    for row, ev in enumerate(t.events):
+        ev["site"] = row
+    table = make_table(t.columns(), sites=[line(r) for r in range(3)], producer=producer)
+    (group,) = tracerace.check(table).groups
+    assert want in group.hint.text and never not in group.hint.text
+    t = Trace().init(0, 0, addr=0, size=16, **SH)
+    t.write(0, 0, addr=0, size=4, **SH).bar_sync(0, 0, obj=0, arg=1)
+    t.read(0, 1, addr=0, size=4, **SH)
+    table = make_table(t.columns(), producer=producer)
+    assert never not in tracerace.check(table).groups[0].hint.text
+
+
+@pytest.mark.parametrize("producer, want", [
+    ("tracerace 0.1.0 record: triton 3.8.0 interpreter",
+     ["programs 0 and 1 must be ordered", 'tl.atomic_xchg(flag, 1, sem="release", scope="gpu")',
+      "sem=\"acquire\""]),
+    ("tracerace 0.1.0 record: numba-cuda 0.20 simulator", ["blocks 0 and 1",
+                                                            "cuda.threadfence()"]),
+    ("tracerace oclgrind plugin", ["work-groups 0 and 1", "memory_order_release"]),
+    ("tracerace cuda tool (Compute Sanitizer API)", ["`st.release.gpu`", "`__threadfence()`"]),
+])
+def test_cross_block_hints_speak_the_producers_language(producer, want):
+    t = Trace().init(0, 0, addr=0, size=4).write(0, 0, addr=0, size=4).read(1, 0, addr=0, size=4)
+    (group,) = tracerace.check(make_table(t.columns(), producer=producer)).groups
+    for words in want:
+        assert words in group.hint.text
+    if "cuda tool" not in producer:
+        assert "__threadfence" not in group.hint.text and "st.release" not in group.hint.text
+
+
+def test_a_flag_in_a_declared_buffer_is_named_by_its_element():
+    t = flag_handoff(DEVICE, BLOCK)
+    for row, ev in enumerate(t.events):
+        ev["site"] = row
+    counter = {"name": "counter", "space": 0, "base": 64, "shape": [1], "itemsize": 4}
+    table = make_table(t.columns(), sites=[line(r) for r in range(len(t.events))],
+                       buffers=[counter])
+    (group,) = [g for g in tracerace.check(table).groups if g.kind == "raw"]
+    assert group.hint.text.startswith(f"widen the acquire on flag `counter[0]` before {line(5)}")
+    assert "0x40" not in group.hint.text
+
+
+def test_a_weak_acquire_names_the_other_agent_in_the_producers_word():
+    t = flag_handoff(DEVICE, BLOCK)
+    table = make_table(t.columns(), producer="tracerace 0.1.0 record: triton 3.8.0 interpreter")
+    (group,) = [g for g in tracerace.check(table).groups if g.kind == "raw"]
+    assert group.hint.text.endswith("is in another program")
+
+
+def test_a_read_modify_write_across_triton_programs_gets_tl_atomic_add(tmp_path):
+    path = histogram(tmp_path, 1, producer="tracerace 0.1.0 record: triton 3.8.0 interpreter")
+    texts = {g.hint.text for g in tracerace.check(path).groups}
+    assert len(texts) == 1 and "many programs read and write" in texts.pop()
+
+
+@given(st.lists(st.text(alphabet="k.cu:0129 \t\n\v\x1b٣é/", max_size=12), max_size=8))
+def test_site_lines_reads_lines_as_line_of_does(sites):
+    from tracerace.hints import site_lines
+
+    names, ids = site_lines(tuple(sites))
+    assert [names[i] for i in ids[:-1]] == [line_of(s, "") or s for s in sites]
+    assert ids[-1] == -1 and len(set(names)) == len(names)

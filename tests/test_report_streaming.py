@@ -144,3 +144,35 @@ def test_arrow_output_streams_every_finding(tmp_path):
     assert set(table.column("group").to_pylist()) == {0}
     assert table.schema.metadata[b"tracerace.events"] == b"600"
     assert table.equals(full.to_arrow())
+
+
+def test_arrow_output_stores_each_repeated_text_once(tmp_path):
+    """6000 findings of one group by 32 threads repeat 32 explanations, a hint per
+    thread and one site: the file holds each once (dictionaries that grow by deltas across batches),
+    and reads back as the same strings as the report's table."""
+    path = many_findings_trace(tmp_path / "u.arrow", n=6000)
+    out = tmp_path / "r.arrow"
+    with formats.Output("arrow", str(out)) as output:
+        output.write(tracerace.check(path, sink=output.sink, batch_size=500))
+    with pa.ipc.open_file(out) as f:
+        batches = [f.get_batch(i) for i in range(f.num_record_batches)]
+        table = f.read_all()
+    assert len(batches) > 1
+    texts = {"explanation", "hint", "hint_site", "site", "reason"}
+    for name in texts:
+        assert pa.types.is_dictionary(table.schema.field(name).type), name
+    last = batches[-1]
+    for name in ("explanation", "hint"):
+        assert len(last.column(name).dictionary) == len(set(table.column(name).to_pylist()))
+    # Against the same table with its text columns written out in every row: the
+    # sentences' bytes are what the dictionaries save.
+    plain = table.cast(pa.schema([f.with_type(f.type.value_type)
+                                  if pa.types.is_dictionary(f.type) else f for f in table.schema]))
+    with pa.ipc.new_file(tmp_path / "plain.arrow", plain.schema) as writer:
+        writer.write_table(plain, max_chunksize=500)
+    repeated = sum(len(s.encode()) for name in ("explanation", "hint")
+                   for s in table.column(name).to_pylist())
+    assert out.stat().st_size < (tmp_path / "plain.arrow").stat().st_size - repeated * 0.9
+    full = tracerace.check(path, keep_findings=True).to_arrow()
+    for name in table.column_names:
+        assert table.column(name).to_pylist() == full.column(name).to_pylist(), name

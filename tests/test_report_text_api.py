@@ -83,3 +83,31 @@ def test_no_notice_when_the_kernels_come_from_the_cache(tmp_path):
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 1
     assert NOTICE not in run.stderr
+
+
+def test_the_first_run_compiles_what_a_later_check_with_findings_needs(tmp_path):
+    """On a cold cache, a clean trace's check says the notice and compiles the
+    kernels findings need, the grouping's included; later checks, with findings
+    and with larger state (kernels the engine compiles when its tables grow),
+    say nothing."""
+    import os
+
+    import pyarrow.feather as feather
+
+    racy, clean = tmp_path / "racy.arrow", tmp_path / "clean.arrow"
+    feather.write_feather(racy_table(), str(racy))
+    t = Trace().init(0, 0, addr=0, size=4).write(0, 0, addr=0, size=4).read(0, 0, addr=0, size=4)
+    feather.write_feather(make_table(t.columns()), str(clean))
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
+
+    def check(path):
+        return subprocess.run([sys.executable, "-m", "tracerace", "check", str(path)], cwd=ROOT,
+                              env=env, capture_output=True, text=True, timeout=900)
+    first = check(clean)
+    assert first.returncode == 0 and first.stderr.count(NOTICE) == 1
+    second = check(racy)
+    assert second.returncode == 1 and NOTICE not in second.stderr
+    from tracerace.scenarios import SCENARIOS
+
+    third = check(SCENARIOS["incident3"].write(tmp_path / "incident3.arrow"))
+    assert third.returncode == 1 and NOTICE not in third.stderr

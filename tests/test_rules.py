@@ -314,6 +314,121 @@ def test_generic_write_read_by_async_proxy_needs_fence():
     assert found(fixed) == set()
 
 
+def proxy_copy(*steps: str) -> Trace:
+    """t0 of block 0 runs ``steps`` on shared [0, 4) after an init of the copy
+    source: ``copy`` (cp_async), ``write``, ``fence``, ``commit``, ``wait``
+    (wait_group 0), ``tma`` (a read by the async proxy)."""
+    t = Trace().init(0, 0, addr=1000, size=4)
+    for step in steps:
+        if step == "copy":
+            t.cp_async(0, 0, addr=0, size=4, space=1, addr2=1000)
+        elif step == "write":
+            t.write(0, 0, addr=0, size=4, space=1)
+        elif step == "fence":
+            t.fence_proxy_async(0, 0)
+        elif step == "commit":
+            t.cp_async_commit(0, 0)
+        elif step == "wait":
+            t.cp_async_wait(0, 0, arg=0)
+        else:
+            t.read(0, 0, addr=0, size=4, space=1, proxy=1)
+    return t
+
+
+def test_copy_destination_is_written_at_its_retiring_wait():
+    # The only fence comes before the wait that retires the copy: it covers
+    # the plain write, not the copy's destination write (performed at the wait).
+    t = proxy_copy("copy", "write", "fence", "commit", "wait", "tma")
+    assert found(t) == {(2, "async_inflight", 1), (6, "proxy_fence", 1)}
+    fixed = proxy_copy("copy", "write", "commit", "wait", "fence", "tma")
+    assert found(fixed) == {(2, "async_inflight", 1)}
+
+
+def test_copy_never_retired_hides_no_earlier_write():
+    # A copy no wait retired has written nothing: the plain write before it is
+    # the one the async proxy reads, and it was never fenced.
+    t = proxy_copy("write", "copy", "tma")
+    assert found(t) == {(3, "async_inflight", 2), (3, "proxy_fence", 1)}
+    fenced = proxy_copy("write", "fence", "copy", "tma")
+    assert found(fenced) == {(4, "async_inflight", 3)}
+
+
+def test_retired_copy_hides_the_write_it_overwrote():
+    # The copy follows the plain write in happens-before and is retired: only
+    # the copy's write is checked, and its fence comes after the wait.
+    assert found(proxy_copy("write", "copy", "commit", "wait", "fence", "tma")) == set()
+    late = proxy_copy("write", "fence", "copy", "commit", "wait", "tma")
+    assert found(late) == {(6, "proxy_fence", 3)}
+
+
+def copies_over_a_write(*copies: tuple[int, int], waits: int) -> Trace:
+    """Thread 1 writes shared [0, 4) and never fences; after a barrier thread 0
+    copies over it (``copies``: (addr, size) per cp_async, ``commit`` between
+    groups as strings), waits until ``waits`` groups are pending, fences, and
+    its async proxy reads [0, 4)."""
+    t = Trace().init(0, 0, addr=1000, size=16).write(0, 1, addr=0, size=4, space=1)
+    t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2)
+    for c in copies:
+        if c == "commit":
+            t.cp_async_commit(0, 0)
+        else:
+            t.cp_async(0, 0, addr=c[0], size=c[1], space=1, addr2=1000)
+    t.cp_async_wait(0, 0, arg=waits).fence_proxy_async(0, 0)
+    return t.read(0, 0, addr=0, size=4, space=1, proxy=1)
+
+
+def test_retired_copies_hide_the_write_under_them():
+    # Two groups over the same bytes; the first is retired and fenced, the
+    # second still in flight: the first hides thread 1's unfenced write.
+    two_groups = copies_over_a_write((0, 4), "commit", (0, 4), "commit", waits=1)
+    assert found(two_groups) == {(6, "async_inflight", 4), (10, "async_inflight", 6)}
+    # One group of two copies, each over half of the write: together they hide it.
+    halves = copies_over_a_write((0, 2), (2, 2), "commit", waits=0)
+    assert found(halves) == set()
+
+
+def racing_atomics(*fenced: int) -> Trace:
+    """Threads 1 and 0 each write shared [0, 4) by a block-scope atomic (so they
+    do not race), in that order, after an init; then a barrier, and thread 0's async proxy reads."""
+    t = Trace().init(0, 0, addr=0, size=4, space=1)
+    t.atomic(0, 1, addr=0, size=4, space=1, scope=2)
+    if 1 in fenced:
+        t.fence_proxy_async(0, 1)
+    t.atomic(0, 0, addr=0, size=4, space=1, scope=2)
+    if 0 in fenced:
+        t.fence_proxy_async(0, 0)
+    t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2)
+    return t.read(0, 0, addr=0, size=4, space=1, proxy=1)
+
+
+def test_racing_writes_before_the_access_are_each_checked():
+    # Both writes happen before the read and neither before the other: the
+    # newer row does not hide the older one, whose thread did not fence.
+    assert found(racing_atomics(0)) == {(6, "proxy_fence", 1)}
+    assert found(racing_atomics(1)) == {(6, "proxy_fence", 3)}
+    assert found(racing_atomics(0, 1)) == set()
+
+
+def test_async_proxy_atomic_checks_only_writes_before_it():
+    # Two device-scope atomics do not race, and the first does not happen
+    # before the second: it is no write the second may see, fenced or not.
+    t = Trace().init(0, 0, addr=0, size=4).atomic(0, 1, addr=0, size=4, scope=4)
+    t.atomic(0, 0, addr=0, size=4, scope=4, proxy=1)
+    assert found(t) == set()
+    ordered = Trace().init(0, 0, addr=0, size=4).atomic(0, 0, addr=0, size=4, scope=4)
+    ordered.atomic(0, 0, addr=0, size=4, scope=4, proxy=1)
+    assert found(ordered) == {(2, "proxy_fence", 1)}
+
+
+def test_write_followed_by_a_later_write_is_not_checked():
+    # A write that happens before another write to its bytes, already made,
+    # is overwritten: only the later one is checked (here a race with the read).
+    t = Trace().write(0, 0, addr=0, size=4, space=1)
+    t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2).write(0, 1, addr=0, size=4, space=1)
+    t.read(0, 0, addr=0, size=4, space=1, proxy=1)
+    assert found(t) == {(4, "raw", 3)}
+
+
 # -- sync_alias -------------------------------------------------------------------
 def test_sync_alias_error_when_protocols_cross():
     t = Trace()

@@ -221,6 +221,17 @@ def test_valid_trace_passes(tmp_path):
     assert result.stdout == f"{path}: OK: trace format v1, 50 events, 1 sites, 0 buffers\n"
 
 
+def test_validate_is_the_package_api(tmp_path):
+    import tracerace
+
+    assert "validate" in tracerace.__all__ and "validate" in dir(tracerace)
+    path = ipc_file(cols(50), {**META, "tracerace.sites": '["a"]'})(tmp_path)
+    assert tracerace.validate(path).num_rows == 50
+    bad = ipc_file(cols(3, op=np.array([1, 99, 1], np.uint8)), META)(tmp_path)
+    with pytest.raises(TraceError, match="row 1"):
+        tracerace.validate(bad)
+
+
 def test_boundary_values_are_valid():
     n = 6
     table = pa.table(cols(n, space=np.array([0, 1, 2, 0, 1, 2], np.uint8),

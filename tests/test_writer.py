@@ -281,3 +281,14 @@ def test_set_value_reaches_rows_already_spilled_and_pending(tmp_path, name):
     with open_trace(str(out)) as t:
         arg = np.concatenate([b.cols["arg"] for b in t])
     assert arg.tolist() == [11, 0, 0, 11, 11, 0, 0, 0, 0, 11, 11]
+
+
+@pytest.mark.parametrize("ops", [np.array(["write", "bar_sync"]),
+                                 np.array([Op.WRITE, "BAR_SYNC"], dtype=object),
+                                 ["write", Op.BAR_SYNC]])
+def test_extend_takes_the_op_names_event_takes(tmp_path, ops):
+    with TraceWriter(tmp_path / "t.arrow") as w:
+        w.event("write", ts=0, launch=0, block=0, thread=0)
+        w.extend(op=ops, ts=[1, 2], launch=0, block=0, thread=[0, 1])
+    meta, got = read_back(tmp_path / "t.arrow")
+    assert got["op"].tolist() == [int(Op.WRITE), int(Op.WRITE), int(Op.BAR_SYNC)]

@@ -26,10 +26,17 @@ ASYNC_OPS = [Op.CP_ASYNC, Op.CP_ASYNC_COMMIT, Op.CP_ASYNC_WAIT, Op.MBAR_INIT, Op
 # traces hold the patterns whose rules are subtle: a flag hand-off with mixed
 # atomic and fence scopes (fence before a relaxed release, fence after a
 # relaxed acquire), a TMA load read with or without a wait, and cp.async
-# copies handed to the async proxy with the fence before or after the wait.
+# copies handed to the async proxy with the fence before or after the wait;
+# and for the proxy rule's choice of writes (which writes an async-proxy
+# access may see), plain writes, atomics, fences and cp.async copies to one
+# shared window in any order, some never committed or never waited for, then
+# an async-proxy access of it; with several threads doing so, racing writes
+# meet before a fence.
 RELEASE, ACQUIRE, TMA_READ, CP_TO_PROXY = "release", "acquire", "tma_read", "cp_to_proxy"
+PROXY_STEPS, PROXY_WRITE = "proxy_steps", "proxy_write"
 SYNC_MACROS = [RELEASE, ACQUIRE]
-ASYNC_MACROS = [TMA_READ, CP_TO_PROXY]
+ASYNC_MACROS = [TMA_READ, CP_TO_PROXY, PROXY_STEPS, PROXY_WRITE]
+PROXY_WINDOW = 48  # shared [48, 64): CP_TO_PROXY's and the PROXY_* macros'
 FLAG = 8  # the hand-off flag's address (atomics also use 0 and 4)
 
 # Counts at the edge of the format's int64 ``arg`` (signals and transaction
@@ -65,6 +72,39 @@ def _macro(draw, name: str, base: dict) -> list[dict]:
         if draw(st.booleans()):
             out.append(ev(Op.MBAR_WAIT, obj=obj, arg=draw(st.integers(0, 1))))
         out.append(ev(Op.READ, space=1, addr=draw(st.sampled_from([32, 40])), size=4))
+        return out
+    if name in (PROXY_STEPS, PROXY_WRITE):
+        def write():
+            addr = PROXY_WINDOW + draw(st.sampled_from([0, 0, 4, 8]))
+            if draw(st.integers(0, 3)) == 0:  # atomics do not race each other
+                return ev(Op.ATOMIC, space=1, addr=addr, size=4, scope=draw(st.sampled_from([2, 4])))
+            return ev(Op.WRITE, space=1, addr=addr, size=draw(st.sampled_from([4, 16])))
+        if name == PROXY_WRITE:
+            out = [write()]
+            if draw(st.booleans()):
+                out.append(ev(Op.FENCE_PROXY_ASYNC))
+            return out
+        out = []
+        for step in draw(st.lists(st.sampled_from(["write", "fence", "copy", "copy", "commit",
+                                                   "wait", "wait"]), min_size=1, max_size=7)):
+            if step == "write":
+                out.append(write())
+            elif step == "fence":
+                out.append(ev(Op.FENCE_PROXY_ASYNC))
+            elif step == "copy":
+                out.append(ev(Op.CP_ASYNC, space=1, addr=PROXY_WINDOW + draw(st.sampled_from([0, 8])),
+                              size=draw(st.sampled_from([4, 8, 16])), space2=0,
+                              addr2=draw(st.integers(0, 8))))
+            elif step == "commit":
+                out.append(ev(Op.CP_ASYNC_COMMIT))
+            else:
+                out.append(ev(Op.CP_ASYNC_WAIT, arg=draw(st.integers(0, 1))))
+        addr = PROXY_WINDOW + draw(st.sampled_from([0, 4, 8]))
+        if draw(st.booleans()):
+            out.append(ev(Op.READ, space=1, addr=addr, size=draw(st.sampled_from([4, 8])), proxy=1))
+        else:
+            out.append(ev(Op.TMA_STORE, space=0, addr=draw(st.sampled_from([0, 4096])), size=8,
+                          space2=1, addr2=addr))
         return out
     # CP_TO_PROXY: cp.async into shared 48.., then a TMA store (async proxy) of it.
     out = [ev(Op.CP_ASYNC, space=1, addr=48, size=16, space2=0, addr2=draw(st.integers(0, 8))),

@@ -1,7 +1,7 @@
 """tracerace: race detection on recorded GPU and accelerator kernel traces.
 
-``tracerace.check(path) -> Report`` is the API. ``import tracerace`` stays
-cheap: the API (NumPy, Numba, the checkers: about 0.3 s) loads on first use of
+``tracerace.check(path) -> Report`` and ``tracerace.validate(path)`` are the
+API. ``import tracerace`` stays cheap: the API (NumPy, Numba, the checkers: about 0.3 s) loads on first use of
 one of its names, which matters to every pytest run where the tracerace plugin
 is installed. Nothing inside the package imports this module.
 """
@@ -13,15 +13,17 @@ from typing import TYPE_CHECKING, Any
 from .version import __version__
 
 if TYPE_CHECKING:
-    from .api import check
+    from .api import check, validate
     from .report import Hazard, HazardGroup, Report
 
-__all__ = ["__version__", "check", "Report", "HazardGroup", "Hazard"]
+__all__ = ["__version__", "check", "validate", "Report", "HazardGroup", "Hazard"]
 
 
 def __getattr__(name: str) -> Any:
-    if name == "check":
-        from .api import check as value
+    if name in ("check", "validate"):
+        from . import api
+
+        value = getattr(api, name)
     elif name in ("Report", "HazardGroup", "Hazard"):
         from . import report
 

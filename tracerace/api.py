@@ -128,7 +128,7 @@ def _replay(source: Any, options: CheckOptions,
         from .notice import CompileNotice
         from .reader import decode_pool, open_trace
 
-        with CompileNotice(), decode_pool():
+        with CompileNotice() as notice, decode_pool():
             reader = open_trace(source, batch_size=options.batch_size)
             try:
                 on_findings = start(reader.meta)
@@ -138,6 +138,8 @@ def _replay(source: Any, options: CheckOptions,
                 close = getattr(reader, "close", None)
                 if close is not None:
                     close()
+            if notice.compiled:
+                _compile_the_rest(reader.meta)
     except TraceError as err:
         raise err.with_path(path) from None
     except MemoryError:
@@ -147,6 +149,18 @@ def _replay(source: Any, options: CheckOptions,
             raise out_of_memory(path) from None
         raise TraceError(err.strerror or str(err), path=path, rule="io") from None
     return result, reader.meta
+
+
+def _compile_the_rest(meta: TraceMeta) -> None:
+    """Compile the kernels that only findings run (handing them out, grouping
+    them), after a check that compiled the others: the notice of that first run
+    said compiling happens once, and a trace without findings would leave these
+    to the first check that has some."""
+    from .engine.races import records
+    from .findings import FIELDS
+
+    records(np.zeros((1, len(FIELDS)), dtype=np.int64))
+    GroupBuilder(meta).compile_kernels()
 
 
 def out_of_memory(path: str | None) -> TraceError:

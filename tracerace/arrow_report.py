@@ -14,12 +14,22 @@ fix hint ``hint`` with ``hint_site``, the site where the change goes
 (:class:`~tracerace.hazards.Link`): ``linked_row, linked_obj, linked_site,
 linked, linked_hint`` (null for a group without one). The columns, their
 types and the schema metadata are published in
-``schemas/report-v1.arrow-schema.json``. Names (kind, severity, op, space)
-are dictionary-encoded strings, with the same dictionary in every batch
-(every code's name).
+``schemas/report-v1.arrow-schema.json``.
+
+What repeats from row to row is dictionary-encoded, so each distinct text is
+stored once per output, not once per finding (10^5 findings of a few groups
+repeat a few sentences 10^5 times). Names (kind, severity, op, space) and
+``reason`` carry the same dictionary in every batch (every code's name);
+``site``, ``first_site`` and ``linked_site`` the trace's sites; the
+sentences (``explanation``, ``hint``, ``hint_site``, ``linked``,
+``linked_hint``) a dictionary that grows from batch to batch, each batch's
+extending the one before (an IPC dictionary delta: write with
+:data:`WRITE_OPTIONS`).
 
 Columns are built with NumPy and Arrow compute; sentences are worded once
 per distinct set of the fields they read (:data:`~tracerace.explain.UNWORDED`).
+A group whose fix is an atomic update (:attr:`~tracerace.report.Report.updates`:
+known only when every group is) gives each of its findings its group's hint.
 """
 
 from __future__ import annotations
@@ -35,7 +45,7 @@ from .coords import META_LAUNCHES, launches_json
 from .explain import COPY_OPS, UNWORDED, explain, op_name
 from .findings import FIELDS, NO_ROW
 from .hazards import KIND_NAMES, SEVERITY_NAMES, Link
-from .hints import hint
+from .hints import Hint, hint
 from .locations import space_name
 from .meta import TraceMeta
 from .ops import HazardKind, Space
@@ -50,6 +60,10 @@ _KIND_DICT = pa.array(list(KIND_NAMES), pa.string())
 _SEVERITY_DICT = pa.array(list(SEVERITY_NAMES), pa.string())
 _IS_COPY = np.isin(_CODES, sorted(COPY_OPS))
 _NAME_TYPE = pa.dictionary(pa.int16(), pa.string())
+_TEXT_TYPE = pa.dictionary(pa.int32(), pa.string())
+WRITE_OPTIONS = pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)
+"""How every writer of the report writes it: a sentence column's dictionary grows
+by deltas from batch to batch."""
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _SHIFTS = np.arange(60, -1, -4, dtype=np.uint64)
 
@@ -60,26 +74,26 @@ for _kind, _names in REASON_NAMES.items():
     for _code, _text in _names.items():
         _REASON_INDEX[int(HazardKind[_kind.upper()]), _code] = len(_REASON_TEXTS)
         _REASON_TEXTS.append(_text)
-_REASON_ARRAY = pa.array(_REASON_TEXTS, pa.string())
+_REASON_DICT = pa.array(_REASON_TEXTS[1:], pa.string())
 
 _WORDED = [name for name in FIELDS if name not in UNWORDED and name != "prev_row"]
 
 SCHEMA = pa.schema([
     ("group", pa.int32()), ("kind", _NAME_TYPE), ("severity", _NAME_TYPE),
     ("row", pa.int64()), ("launch", pa.uint32()), ("block", pa.uint32()),
-    ("thread", pa.uint32()), ("op", _NAME_TYPE), ("ts", pa.uint64()), ("site", pa.string()),
+    ("thread", pa.uint32()), ("op", _NAME_TYPE), ("ts", pa.uint64()), ("site", _TEXT_TYPE),
     ("async", pa.bool_()),
     ("first_row", pa.int64()), ("first_launch", pa.uint32()), ("first_block", pa.uint32()),
     ("first_thread", pa.uint32()), ("first_op", _NAME_TYPE), ("first_ts", pa.uint64()),
-    ("first_site", pa.string()), ("first_async", pa.bool_()),
+    ("first_site", _TEXT_TYPE), ("first_async", pa.bool_()),
     ("space", _NAME_TYPE), ("owner", pa.uint32()), ("addr", pa.uint64()), ("size", pa.uint32()),
     ("element", pa.string()), ("location", pa.string()), ("obj", pa.uint64()),
-    ("code", pa.uint8()), ("reason", pa.string()), ("aux", pa.int64()),
+    ("code", pa.uint8()), ("reason", _TEXT_TYPE), ("aux", pa.int64()),
     ("bar_obj", pa.int64()), ("bar_gen", pa.int64()), ("first_bar_obj", pa.int64()),
-    ("first_bar_gen", pa.int64()), ("explanation", pa.string()),
-    ("hint", pa.string()), ("hint_site", pa.string()),
-    ("linked_row", pa.int64()), ("linked_obj", pa.uint64()), ("linked_site", pa.string()),
-    ("linked", pa.string()), ("linked_hint", pa.string()),
+    ("first_bar_gen", pa.int64()), ("explanation", _TEXT_TYPE),
+    ("hint", _TEXT_TYPE), ("hint_site", _TEXT_TYPE),
+    ("linked_row", pa.int64()), ("linked_obj", pa.uint64()), ("linked_site", _TEXT_TYPE),
+    ("linked", _TEXT_TYPE), ("linked_hint", _TEXT_TYPE),
 ])
 LINK_FIELDS = [field for field in SCHEMA if field.name.startswith("linked")]
 """The columns of a group's :class:`~tracerace.hazards.Link`: the last ones."""
@@ -98,28 +112,61 @@ def schema_for(meta: TraceMeta, events: int | None) -> pa.Schema:
 
 
 def report_table(meta: TraceMeta, findings: np.ndarray, groups: np.ndarray,
-                 events: int | None, links: Mapping[int, Link]) -> pa.Table:
+                 events: int | None, links: Mapping[int, Link],
+                 updates: Mapping[int, Hint] | None = None) -> pa.Table:
     """``findings`` (``FINDING_DTYPE``) and their group ids as one table, with the
-    groups' ``links``."""
-    batch = Columns(meta).batch(findings, groups, links)
+    groups' ``links`` and the hints of the groups whose fix is an atomic update."""
+    batch = Columns(meta).batch(findings, groups, links, updates)
     return pa.Table.from_batches([batch]).replace_schema_metadata(
         schema_for(meta, events).metadata)
 
 
+class Texts:
+    """A column's strings as indices into one dictionary that only grows, so that
+    each batch's dictionary extends the one before (an IPC dictionary delta)."""
+
+    def __init__(self) -> None:
+        self._index: dict[str, int] = {}
+        self._values: list[str] = []
+        self._array = pa.array([], pa.string())
+
+    def index(self, text: str | None) -> int:
+        """The dictionary index of ``text`` (added when new); -1 for None (null)."""
+        if text is None:
+            return -1
+        at = self._index.get(text)
+        if at is None:
+            at = self._index[text] = len(self._values)
+            self._values.append(text)
+        return at
+
+    def column(self, indices: np.ndarray) -> pa.DictionaryArray:
+        """The column of these indices (-1: null) over the dictionary as it is now."""
+        if len(self._array) != len(self._values):
+            self._array = pa.array(self._values, pa.string())
+        null = indices < 0
+        ids = pa.array(np.where(null, 0, indices).astype(np.int32), pa.int32(), mask=null)
+        return pa.DictionaryArray.from_arrays(ids, self._array)
+
+
 class Columns:
     """Builds the record batch of a batch of findings; remembers the sentences
-    already worded across batches."""
+    already worded across batches, and their dictionaries."""
 
     def __init__(self, meta: TraceMeta) -> None:
         self.meta = meta
-        self._sites = pa.array(list(meta.sites) + [None], pa.string())
-        self._memo: dict[tuple[int, int], str] = {}
-        self._hints: dict[tuple[int, int, int], tuple[str | None, str | None]] = {}
+        self._sites = pa.array(list(meta.sites), pa.string())
+        self._memo: dict[tuple[int, int], int] = {}
+        self._hints: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self.explanations_dict = Texts()
+        self.hints_dict = Texts()
+        self.hint_sites_dict = Texts()
 
     def batch(self, f: np.ndarray, groups: np.ndarray,
-              links: Mapping[int, Link] | None = None) -> pa.RecordBatch:
+              links: Mapping[int, Link] | None = None,
+              updates: Mapping[int, Hint] | None = None) -> pa.RecordBatch:
         """The findings ``f`` of groups ``groups``, with the groups' ``links``
-        (None: not known yet, null)."""
+        (None: not known yet, null) and the hints of the ``updates`` groups."""
         meta = self.meta
         no_first = f["prev_row"] == NO_ROW
 
@@ -131,16 +178,16 @@ class Columns:
             return pa.array(values, type_, mask=no_first)
 
         def site(col: np.ndarray, mask=None) -> pa.Array:
-            index = np.minimum(col.astype(np.int64), len(meta.sites))
+            null = col >= len(meta.sites)
             if mask is not None:
-                index = np.where(mask, len(meta.sites), index)
-            return self._sites.take(pa.array(index))
+                null = null | mask
+            ids = pa.array(np.where(null, 0, col).astype(np.int32), pa.int32(), mask=null)
+            return pa.DictionaryArray.from_arrays(ids, self._sites)
 
         element, location = name_bytes(meta, f["space"], f["owner"], f["addr"], f["size"],
                                        f["launch"])
         explanation, keys, inverse = self.explanations(f)
-        reason = _REASON_ARRAY.take(pa.array(_REASON_INDEX[np.minimum(f["kind"], len(KIND_NAMES) - 1),
-                                                           f["code"]]))
+        reason = _REASON_INDEX[np.minimum(f["kind"], len(KIND_NAMES) - 1), f["code"]]
         columns = [
             pa.array(groups, pa.int32()),
             names(f["kind"], _KIND_DICT),
@@ -169,40 +216,74 @@ class Columns:
             location,
             pa.array(f["obj"], pa.uint64()),
             pa.array(f["code"], pa.uint8()),
-            reason,
+            names(reason - 1, _REASON_DICT, mask=reason == 0),
             pa.array(f["aux"], pa.int64()),
             pa.array(f["bar_obj"], pa.int64()),
             pa.array(f["bar_gen"], pa.int64()),
             earlier(f["prev_bar_obj"], pa.int64()),
             earlier(f["prev_bar_gen"], pa.int64()),
             explanation,
-            *self.hints(f, keys, inverse),
+            *self.hints(f, keys, inverse, groups, updates or {}),
             *link_columns(groups, links or {}),
         ]
         return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
 
-    def hints(self, f: np.ndarray, keys: np.ndarray, inverse: np.ndarray) -> list[pa.Array]:
+    def hints(self, f: np.ndarray, keys: np.ndarray, inverse: np.ndarray, groups: np.ndarray,
+              updates: Mapping[int, Hint]) -> list[pa.Array]:
         """(hint, hint_site) of every finding: worded once per distinct set of the
         fields a sentence reads (``keys``/``inverse`` from :meth:`explanations`)
-        and the buffer the bytes are in (an ``uninit_read`` hint names it)."""
+        and the buffer the bytes are in (an ``uninit_read`` hint names it); a
+        finding of an ``updates`` group gets its group's hint."""
         n = len(f)
-        if n == 0:
-            return [pa.array([], pa.string()), pa.array([], pa.string())]
-        buf = _buffer_index(self.meta, f["space"], f["addr"], f["launch"])
-        combined = inverse.astype(np.int64) * (len(self.meta.buffers) + 1) + buf + 1
-        _, first, which = np.unique(combined, return_index=True, return_inverse=True)
-        texts, sites = [], []
-        for i in first.tolist():
-            key = (*keys[inverse[i]], int(buf[i]))
-            found = self._hints.get(key)
-            if found is None:
-                name = self.meta.buffers[buf[i]].name if buf[i] >= 0 else None
-                h = hint(dict(zip(FIELDS, f[i].tolist())), self.meta, name)
-                found = self._hints[key] = (None, None) if h is None else (h.text, h.site)
-            texts.append(found[0])
-            sites.append(found[1])
-        take = pa.array(which.astype(np.int64))
-        return [pa.array(texts, pa.string()).take(take), pa.array(sites, pa.string()).take(take)]
+        text_ids = np.full(n, -1, dtype=np.int64)
+        site_ids = np.full(n, -1, dtype=np.int64)
+        if n:
+            buf = _buffer_index(self.meta, f["space"], f["addr"], f["launch"])
+            combined = inverse.astype(np.int64) * (len(self.meta.buffers) + 1) + buf + 1
+            _, first, which = np.unique(combined, return_index=True, return_inverse=True)
+            texts, sites = [], []
+            records = f[first].tolist()  # one conversion, not one per record
+            for i, record, b in zip(first.tolist(), records, buf[first].tolist()):
+                key = (*keys[inverse[i]], b)
+                found = self._hints.get(key)
+                if found is None:
+                    name = self.meta.buffers[b].name if b >= 0 else None
+                    h = hint(dict(zip(FIELDS, record)), self.meta, name)
+                    found = self._hints[key] = self._hint_ids(h)
+                texts.append(found[0])
+                sites.append(found[1])
+            text_ids = np.array(texts, dtype=np.int64)[which]
+            site_ids = np.array(sites, dtype=np.int64)[which]
+            self._update(groups, updates, text_ids, site_ids)
+        return [self.hints_dict.column(text_ids), self.hint_sites_dict.column(site_ids)]
+
+    def _hint_ids(self, h: Hint | None) -> tuple[int, int]:
+        if h is None:
+            return -1, -1
+        return self.hints_dict.index(h.text), self.hint_sites_dict.index(h.site)
+
+    def _update(self, groups: np.ndarray, updates: Mapping[int, Hint], text_ids: np.ndarray,
+                site_ids: np.ndarray) -> None:
+        """Give the findings of each ``updates`` group that group's hint, in place."""
+        for gid, h in updates.items():
+            rows = groups == gid
+            if rows.any():
+                text_ids[rows], site_ids[rows] = self._hint_ids(h)
+
+    def rehint(self, batch: pa.RecordBatch, updates: Mapping[int, Hint]) -> list[pa.Array]:
+        """The (hint, hint_site) columns of a written ``batch`` again, with the
+        ``updates`` groups' hints, over this object's dictionaries."""
+        groups = batch.column(SCHEMA.get_field_index("group")).to_numpy(zero_copy_only=False)
+        out = []
+        for name, texts in (("hint", self.hints_dict), ("hint_site", self.hint_sites_dict)):
+            col = batch.column(SCHEMA.get_field_index(name))
+            ids = np.array([texts.index(v) for v in col.dictionary.to_pylist()] + [-1],
+                           dtype=np.int64)
+            old = col.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+            null = col.is_null().to_numpy(zero_copy_only=False)
+            out.append(ids[np.where(null, len(ids) - 1, old)])
+        self._update(groups, updates, out[0], out[1])
+        return [self.hints_dict.column(out[0]), self.hint_sites_dict.column(out[1])]
 
     def explanations(self, f: np.ndarray) -> tuple[pa.Array, list, np.ndarray]:
         """:func:`~tracerace.explain.explain` of every finding, worded once per
@@ -213,7 +294,8 @@ class Columns:
         Also returns each set's hash pair and each finding's set."""
         n = len(f)
         if n == 0:
-            return pa.array([], pa.string()), [], np.zeros(0, dtype=np.int64)
+            return (self.explanations_dict.column(np.zeros(0, dtype=np.int64)), [],
+                    np.zeros(0, dtype=np.int64))
         cols = [f[name].astype(np.uint64) for name in _WORDED]
         cols.append((f["prev_row"] >= 0).astype(np.uint64))
         h1 = np.zeros(n, dtype=np.uint64)
@@ -235,32 +317,41 @@ class Columns:
             inverse = inverse.astype(np.int64)
             inverse[odd] = len(first) + np.arange(len(odd))
             first = np.concatenate([first, odd])
-        texts = []
+        ids = []
         keys = list(zip(h1[first].tolist(), h2[first].tolist()))
-        for i, key in enumerate(keys):
-            text = self._memo.get(key)
-            if text is None:
-                text = self._memo[key] = explain(dict(zip(FIELDS, f[first[i]].tolist())),
-                                                 self.meta)
-            texts.append(text)
+        records = f[first].tolist()  # one conversion, not one per record
+        for key, record in zip(keys, records):
+            at = self._memo.get(key)
+            if at is None:
+                at = self._memo[key] = self.explanations_dict.index(
+                    explain(dict(zip(FIELDS, record)), self.meta))
+            ids.append(at)
         inverse = inverse.astype(np.int64)
-        return pa.array(texts, pa.string()).take(pa.array(inverse)), keys, inverse
+        return (self.explanations_dict.column(np.array(ids, dtype=np.int64)[inverse]), keys,
+                inverse)
 
 
 def link_columns(groups: np.ndarray, links: Mapping[int, Link]) -> list[pa.Array]:
     """The ``linked_*`` columns of findings of groups ``groups``: their group's link
-    in ``links``, null where it has none."""
+    in ``links``, null where it has none. The text columns' dictionaries are the
+    links' values, the same for every batch of one output."""
     n = len(groups)
     if not links:
         return [pa.nulls(n, field.type) for field in LINK_FIELDS]
     gids = np.array(sorted(links), dtype=np.int64)
     at = np.minimum(np.searchsorted(gids, groups), len(gids) - 1)
     missing = gids[at] != groups
-    take = pa.array(at, pa.int64(), mask=missing)
     values = [links[g] for g in gids.tolist()]
     columns = ([v.row for v in values], [v.obj for v in values], [v.site for v in values],
                [v.text for v in values], [v.hint.text for v in values])
-    return [pa.array(c, field.type).take(take) for c, field in zip(columns, LINK_FIELDS)]
+    out = []
+    for c, field in zip(columns, LINK_FIELDS):
+        if pa.types.is_dictionary(field.type):
+            ids = pa.array(at.astype(np.int32), pa.int32(), mask=missing)
+            out.append(pa.DictionaryArray.from_arrays(ids, pa.array(c, pa.string())))
+        else:
+            out.append(pa.array(c, field.type).take(pa.array(at, pa.int64(), mask=missing)))
+    return out
 
 
 # -- element names and byte ranges, vectorised (report.locate is the definition) --

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from typing import IO, Any
 
 import typer
@@ -61,8 +62,15 @@ def _quiet_stdout() -> None:
 
 def _fail(err: Exception) -> "typer.Exit":
     """Print a user error on one line and return the exit-2 signal to raise."""
-    typer.echo(f"tracerace: error: {err}", err=True)
+    _say(f"tracerace: error: {err}")
     return typer.Exit(2)
+
+
+def _say(line: str) -> None:
+    """A line on stderr, trace text in it shown escaped (:func:`~tracerace.shown.shown`)."""
+    from .shown import shown
+
+    typer.echo(shown(line), err=True)
 
 
 @app.command()
@@ -105,8 +113,7 @@ def check(
                                    select=select, ignore=ignore, progress=bar.update,
                                    sink=out.sink)
             for warning in report.meta.warnings:
-                typer.echo(f"tracerace: warning: {report.meta.path or trace}: {warning}",
-                           err=True)
+                _say(f"tracerace: warning: {report.meta.path or trace}: {warning}")
             out.write(report)
     except TraceError as err:
         raise _fail(err) from None
@@ -125,13 +132,14 @@ def validate_command(
     """Check that TRACE follows the trace format (exit 0: it does, 2: it does not):
     every rule `check` enforces, including those the replay finds."""
     from .api import validate
+    from .shown import shown
 
     try:
         meta = validate(trace)
     except TraceError as err:
         raise _fail(err) from None
-    _echo(f"{meta.path or trace}: OK: trace format v{meta.version}, {meta.num_rows:,} events, "
-          f"{len(meta.sites)} sites, {len(meta.buffers)} buffers")
+    _echo(f"{shown(meta.path or trace)}: OK: trace format v{meta.version}, "
+          f"{meta.num_rows:,} events, {len(meta.sites)} sites, {len(meta.buffers)} buffers")
 
 
 @app.command("info")
@@ -232,9 +240,9 @@ def convert_command(
                          generic_global=generic_global)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(result.summary_line(), err=True)
+    _say(result.summary_line())
     for note in result.notes:
-        typer.echo(f"note: {note}", err=True)
+        _say(f"note: {note}")
 
 
 @app.command("record", context_settings={"ignore_unknown_options": True})
@@ -259,9 +267,9 @@ def record_command(
         result = record(list(command), out, backend=backend, schedule=schedule, seed=seed)
     except TraceError as err:
         raise _fail(err) from None
-    typer.echo(result.summary_line(), err=True)
+    _say(result.summary_line())
     for warning in result.warnings:
-        typer.echo(f"tracerace: warning: {warning}", err=True)
+        _say(f"tracerace: warning: {warning}")
     if result.exit_code:
         typer.echo(f"note: the recorded program exited with status {result.exit_code}; "
                    "its trace is complete up to then", err=True)
@@ -275,22 +283,41 @@ def show_progress(asked: bool | None, terminal: bool, total_rows: int | None) ->
     return terminal and (total_rows is None or total_rows > PROGRESS_MIN_ROWS)
 
 
+def _count(n: float) -> str:
+    """``12.3M``: a count in three digits, so the progress line keeps its width."""
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if n >= 0.9995 * scale:
+            return f"{n / scale:.3g}{unit}"
+    return f"{n:.0f}"
+
+
 class ProgressBar:
-    """A rich bar on stderr: rows done / total and events per second.
+    """Progress of a check on stderr (rich): rows done / total and events per second.
 
     ``with ProgressBar(asked) as bar: api.check(..., progress=bar.update)``: the
     first update (rows done 0, the trace's rows) decides, by
-    :func:`show_progress`, whether a bar is drawn; a total of None (a stream of
-    unknown length) draws a pulsing bar.
+    :func:`show_progress`, whether progress is shown. On a terminal it is a bar
+    on one line that fits the terminal's width (the counts in three digits, the
+    bar taking what is left; a total of None, a stream of unknown length,
+    draws a pulsing bar). Elsewhere (a CI log, a file) it is a plain line every
+    ``interval`` seconds and one when the check ends.
     """
 
-    def __init__(self, asked: bool | None, stream: IO[str] | None = None) -> None:
+    def __init__(self, asked: bool | None, stream: IO[str] | None = None,
+                 interval: float = 5.0, width: int | None = None) -> None:
         self.asked = asked
         self.stream = sys.stderr if stream is None else stream
+        self.interval = interval
+        self.width = width
+        """Columns of the terminal (None: rich asks the terminal)."""
         self.shown: bool | None = None
-        """None until the first update, then whether a bar is drawn."""
+        """None until the first update, then whether progress is shown."""
         self._progress: Any = None
         self._task: Any = None
+        self._console: Any = None
+        self._total: int | None = None
+        self._rows = 0
+        self._started = self._said = 0.0
 
     def __enter__(self) -> "ProgressBar":
         return self
@@ -299,38 +326,71 @@ class ProgressBar:
         if self.shown is None:
             from .formats.text import is_terminal
 
-            self.shown = show_progress(self.asked, is_terminal(self.stream), total_rows)
+            terminal = is_terminal(self.stream)
+            self.shown = show_progress(self.asked, terminal, total_rows)
             if self.shown:
-                self._start(total_rows)
-        if self.shown:
-            self._progress.update(self._task, completed=rows_done)
+                self._start(total_rows, terminal)
+        if not self.shown:
+            return
+        self._rows = rows_done
+        if self._progress is not None:
+            self._progress.update(self._task, completed=rows_done, refresh=True)
+            return
+        now = time.monotonic()
+        if rows_done and now - self._said >= self.interval:
+            self._said = now
+            self._say("checking")
 
-    def _start(self, total_rows: int | None) -> None:
+    def _start(self, total_rows: int | None, terminal: bool) -> None:
         from rich.console import Console
         from rich.progress import (BarColumn, Progress, ProgressColumn, TextColumn,
                                    TimeElapsedColumn)
+        from rich.table import Column
         from rich.text import Text
+
+        self._total = total_rows
+        self._started = self._said = time.monotonic()
+        self._console = Console(file=self.stream, highlight=False, width=self.width)
+        if not terminal:
+            return
 
         class Rows(ProgressColumn):
             def render(self, task: Any) -> Text:
-                of = f"/{int(task.total):,}" if task.total is not None else ""
-                return Text(f"{int(task.completed):,}{of} rows")
+                of = f"/{_count(task.total)}" if task.total is not None else ""
+                return Text(f"{_count(task.completed)}{of} rows")
 
         class Speed(ProgressColumn):
             def render(self, task: Any) -> Text:
                 speed = task.finished_speed or task.speed
-                return Text("" if speed is None else f"{speed:,.0f} events/s")
+                return Text("" if speed is None else f"{_count(speed)} events/s")
 
-        self._progress = Progress(TextColumn("checking"), BarColumn(), Rows(), Speed(),
-                                  TimeElapsedColumn(), console=Console(file=self.stream),
-                                  transient=True)
+        # Every column but the bar keeps its words on one line; the bar takes the
+        # width that is left, so the whole fits the terminal and never wraps.
+        fixed = Column(no_wrap=True)
+        self._progress = Progress(TextColumn("checking", table_column=fixed),
+                                  BarColumn(bar_width=None), Rows(table_column=fixed),
+                                  Speed(table_column=fixed), TimeElapsedColumn(),
+                                  console=self._console, transient=True, expand=True)
         self._task = self._progress.add_task("check", total=total_rows)
         self._progress.start()
 
-    def __exit__(self, *exc: object) -> None:
+    def _say(self, what: str) -> None:
+        """A plain progress line: ``checking: 1.2M/2M rows (60%), 1.1M events/s, 1.1 s``."""
+        seconds = time.monotonic() - self._started
+        rows = f"{_count(self._rows)} rows"
+        if self._total is not None:
+            rows = f"{_count(self._rows)}/{_count(self._total)} rows"
+            if self._total:
+                rows += f" ({self._rows / self._total:.0%})"
+        speed = f", {_count(self._rows / seconds)} events/s" if seconds > 0 else ""
+        self._console.print(f"{what}: {rows}{speed}, {seconds:.1f} s", soft_wrap=True)
+
+    def __exit__(self, exc_type: object, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+        elif self.shown and exc_type is None:
+            self._say("checked")
 
 
 def _flush_stdout() -> None:
@@ -358,7 +418,7 @@ def _run_app() -> None:
         _flush_stdout()
         raise
     except TraceError as err:  # a command that forgot to catch it
-        typer.echo(f"tracerace: error: {err}", err=True)
+        _say(f"tracerace: error: {err}")
         sys.exit(2)
     except MemoryError:  # outside a check (the API turns its own into a TraceError)
         typer.echo("tracerace: error: out-of-memory: not enough memory to finish", err=True)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .limits import JSONLimitError, load_json
+from .shown import surrogate_at, surrogate_message
 
 META_LAUNCHES = "tracerace.launches"
 """Schema metadata key: JSON list of ``{"launch", "grid", "block"[, "kernel"]}``."""
@@ -89,6 +90,9 @@ def parse_launches(meta: Mapping[str, str],
         raise fail(f"{META_LAUNCHES}: {err}", err.rule) from None
     except ValueError as err:
         raise fail(f"{META_LAUNCHES} is not valid JSON: {err}") from None
+    where = surrogate_at(text, entries)
+    if where is not None:
+        raise fail(surrogate_message(META_LAUNCHES, where))
     if not isinstance(entries, list):
         raise fail(f"{META_LAUNCHES} must be a JSON list of objects")
     out: dict[int, LaunchDims] = {}
@@ -127,8 +131,8 @@ def _from_kernels(text: str | None) -> tuple[LaunchDims, ...]:
         grid, block = _dims(entry.get("grid")), _dims(entry.get("block"))
         if isinstance(launch, int) and launch >= 0 and grid and block:
             name = entry.get("name")
-            out.setdefault(launch, LaunchDims(launch, grid, block,
-                                              name if isinstance(name, str) else None))
+            named = isinstance(name, str) and surrogate_at(text, name) is None
+            out.setdefault(launch, LaunchDims(launch, grid, block, name if named else None))
     return tuple(sorted(out.values(), key=lambda d: d.launch))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .shown import shown
+
 
 class TraceError(Exception):
     """A trace (or an option) that tracerace cannot accept.
@@ -9,6 +11,8 @@ class TraceError(Exception):
     The message names the file, the 0-based row where one applies, and the
     rule that was broken, e.g.
     ``trace.arrow: row 17: unknown-op: op code 99 is not in trace format v1``.
+    ``str(err)`` shows control characters as escapes (:func:`~tracerace.shown.shown`),
+    so the line stays one line whatever the trace holds.
     """
 
     def __init__(self, message: str, *, path: str | None = None,
@@ -25,7 +29,8 @@ class TraceError(Exception):
             parts.append(f"row {self.row}")
         parts.append(self.rule)
         parts.append(self.message)
-        return ": ".join(parts)
+        # Messages quote trace values: what a terminal would obey is shown escaped.
+        return shown(": ".join(parts))
 
     def with_path(self, path: str | None) -> "TraceError":
         """The same error, naming ``path`` when it named none."""

@@ -373,6 +373,24 @@ class GroupBuilder:
             self._kept_gid_parts.append(gids)
         return findings, gids
 
+    def compile_kernels(self) -> None:
+        """Have every kernel the fold runs compiled (or loaded from Numba's cache)
+        now, for each shape of its arguments: scanning, growing the table, and
+        folding with and without the prefetch that many groups turn on. A check
+        that finds nothing runs none of them; without this, the first check that
+        finds something would compile them, after the notice of the first run
+        promised that compiling was over. Leaves the builder as it was."""
+        empty = np.zeros(0, dtype=FINDING_DTYPE)
+        none = np.empty(0, dtype=np.int64)
+        scan(empty)
+        table = np.zeros(table_slots(1), dtype=np.uint64)
+        rehash(self._table, table)
+        sv = self._sv.copy()
+        for prefetch in (None, PREFETCH_AHEAD):
+            fold(empty, self._canon, _COPY_OPS, self._base, self._named, self._named_start,
+                 self._launch_named, self._k, 0, self._groups.array, table, self._loc.array,
+                 sv, self.by_kind.copy(), self._rows_seen, none, none, none, prefetch)
+
     def _room(self, n: int, last_row: int) -> None:
         """Capacities for ``n`` more findings (at most as many new groups, twice
         as many locators), up to row ``last_row``."""

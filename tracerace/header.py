@@ -21,6 +21,7 @@ from .meta import Buffer, TraceMeta
 from .ops import Space
 from .schema import (COLUMNS, FORMAT_VERSION, META_BUFFERS, META_PRODUCER, META_SITES,
                      META_VERSION, META_WARNINGS, REQUIRED)
+from .shown import surrogate_at, surrogate_message
 
 OLDEST_VERSION = 1
 """The oldest trace-format version this package reads."""
@@ -114,11 +115,15 @@ def _parse_json(meta: dict[str, str], key: str, fail):
     if key not in meta:
         return None
     try:
-        return load_json(meta[key])
+        value = load_json(meta[key])
     except JSONLimitError as exc:
         raise fail(f"{key}: {exc}", exc.rule) from None
     except ValueError as exc:
         raise fail(f"{key} is not valid JSON: {one_line(exc)}") from None
+    where = surrogate_at(meta[key], value)
+    if where is not None:
+        raise fail(surrogate_message(key, where))
+    return value
 
 
 def _is_int(value) -> bool:

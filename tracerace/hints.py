@@ -14,23 +14,106 @@ A hint is a :class:`Hint`: the sentence, and the site where the change goes
 (the SARIF fix's location), or None when no single line is the place.
 Lines are written ``file:line`` when the site starts that way
 (``matmul.cu:104 LDGSTS.E.128`` -> ``matmul.cu:104``), else as the site's text.
+
+Hints speak the producer's language (:class:`Language`, chosen from the
+trace's ``tracerace.producer`` by :func:`language_of`): CUDA C++ with its PTX
+(the default: the CUDA tool, GPU tracer imports, the scenarios), numba.cuda,
+Triton or OpenCL C, for barriers, atomics and the hand-off between blocks. A
+flag or mbarrier whose address a declared buffer holds is named by its
+element (``counter[0]``), else by its address.
+
+A race that is part of a read-modify-write of the same bytes by many threads
+(a histogram's ``h[k] += 1``) needs an atomic update, not a barrier; which
+races are is a property of the report's groups, not of one finding
+(:func:`updates`), so the caller says so (``update``).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from . import reasons
 from .explain import NO_GENERATION, _View, scope_name
 from .meta import TraceMeta
 from .ops import HazardKind, Op, Scope, Space
 
-_SITE_LINE = re.compile(r"^(\S+?:\d+)(?::\d+)?(?:\s|$)")
+_SITE_LINE_PATTERN = r"^(?P<line>[^ \t\n\r\f\v]+?:[0-9]+)(?::[0-9]+)?(?:[ \t\n\r\f\v]|$)"
+"""``file:line`` at the start of a site, in what Python's ``re`` and Arrow's RE2
+read alike (ASCII classes: their ``\\s`` and ``\\d`` differ)."""
+_SITE_LINE = re.compile(_SITE_LINE_PATTERN)
 
 _OPENCL_FENCE = {int(Space.GLOBAL): "CLK_GLOBAL_MEM_FENCE", int(Space.SHARED): "CLK_LOCAL_MEM_FENCE"}
+
+
+@dataclass(frozen=True)
+class Language:
+    """How the hints of one producer's language spell what to write."""
+
+    name: str
+    barrier: str
+    """A barrier every thread of the block reaches (block scope)."""
+    agents: str
+    """What the language calls the blocks of a launch."""
+    atomic_update: str
+    """An atomic read-modify-write of ``{b}`` (the buffer's name), with the others."""
+    handoff: str
+    """The release after ``{l1}`` and the acquire before ``{l2}`` that order two blocks."""
+    barrier_id: str | None = None
+    """A barrier of id ``{n}`` (None: the language has only :attr:`barrier`)."""
+    threads: str = "threads"
+    """What the language calls the agents that run the kernel's code."""
+
+
+CUDA = Language(
+    name="CUDA C++", barrier="`__syncthreads()`", agents="blocks",
+    barrier_id="`bar.sync {n}` / `__syncthreads()` for 0",
+    atomic_update="`atomicAdd(&{b}[i], v)`, or the atomic of the update (`atomicMax`, "
+                  "`atomicOr`, an `atomicCAS` loop)",
+    handoff="a release after {l1} (device scope: a `st.release.gpu` or `atomic` with release, "
+            "or `__threadfence()` then a flag write) and an acquire of the same flag before {l2}")
+NUMBA = Language(
+    name="numba.cuda", barrier="`cuda.syncthreads()`", agents="blocks",
+    atomic_update="`cuda.atomic.add({b}, i, v)`, or the atomic of the update "
+                  "(`cuda.atomic.max`, `cuda.atomic.or_`, a `cuda.atomic.cas` loop)",
+    handoff="after {l1}, `cuda.threadfence()` then raise a flag (`cuda.atomic.exch(flag, 0, "
+            "1)`); before {l2}, wait until the flag is raised (a `cuda.atomic.cas` loop) then "
+            "`cuda.threadfence()`")
+TRITON = Language(
+    name="Triton", barrier="`tl.debug_barrier()`", agents="programs", threads="programs",
+    atomic_update="`tl.atomic_add({b} + offsets, v)`, or the atomic of the update "
+                  "(`tl.atomic_max`, `tl.atomic_or`, a `tl.atomic_cas` loop)",
+    handoff="a release after {l1} (`tl.atomic_xchg(flag, 1, sem=\"release\", "
+            "scope=\"gpu\")`) and an acquire of the same flag before {l2} (a "
+            "`tl.atomic_cas(flag, 1, 1, sem=\"acquire\", scope=\"gpu\")` loop)")
+OPENCL = Language(
+    name="OpenCL C", barrier="`barrier(CLK_LOCAL_MEM_FENCE)`", agents="work-groups",
+    threads="work-items",
+    atomic_update="`atomic_add(&{b}[i], v)`, or the atomic of the update (`atomic_max`, "
+                  "`atomic_or`, an `atomic_cmpxchg` loop)",
+    handoff="a release after {l1} (`atomic_store_explicit(&flag, 1, memory_order_release, "
+            "memory_scope_device)`, OpenCL 2.0) and an acquire of the same flag before {l2} "
+            "(an `atomic_load_explicit(&flag, memory_order_acquire, memory_scope_device)` loop)")
+
+_PRODUCERS = ((re.compile(r"numba", re.I), NUMBA), (re.compile(r"triton", re.I), TRITON),
+              (re.compile(r"oclgrind|opencl", re.I), OPENCL))
+"""The recorders' producer texts (``tracerace ... record: numba-cuda ... simulator``,
+``... record: triton ... interpreter``, ``tracerace oclgrind plugin``) by language."""
+
+
+@functools.lru_cache(maxsize=64)
+def language_of(producer: str | None) -> Language:
+    """The language of a trace's producer; CUDA C++ for any other (the CUDA tool,
+    the GPU tracer imports, hand-written traces)."""
+    for pattern, language in _PRODUCERS:
+        if producer and pattern.search(producer):
+            return language
+    return CUDA
 
 
 @dataclass(frozen=True)
@@ -54,30 +137,67 @@ def line_of(site: str | None, fallback: str) -> str:
 
 
 class _Words:
-    """The two lines of a finding, as a hint names them."""
+    """The two lines of a finding, as a hint names them, in the producer's language."""
 
     def __init__(self, v: _View) -> None:
         self.v = v
         meta = v.meta
+        self.lang = language_of(meta.producer)
         self.site2 = meta.site_text(v.site)
         self.site1 = meta.site_text(v.prev_site) if v.has_first else None
         self.l2 = line_of(self.site2, f"row {v.row:,}")
         self.l1 = line_of(self.site1, f"row {v.prev_row:,}" if v.has_first
                           else "the earlier access")
 
+    def barrier(self, n: int | None = None) -> str:
+        """A barrier of the block (of id ``n``, when the language names ids)."""
+        lang = self.lang
+        if lang is OPENCL and self.v.space == int(Space.GLOBAL):
+            return "`barrier(CLK_GLOBAL_MEM_FENCE)`"
+        if n is not None and lang.barrier_id is not None:
+            return lang.barrier_id.format(n=n)
+        return lang.barrier
+
+    def obj_name(self) -> str:
+        """The finding's sync object (a flag, an mbarrier) by the element a buffer
+        declares at its address (``counter[0]``), else by the address."""
+        v = self.v
+        for space in (int(Space.GLOBAL), int(Space.SHARED)):
+            element = v.meta.describe_bytes(space, v.obj, v.launch)
+            if element is not None:
+                return f"`{element}`"
+        return v.obj_hex
+
+
+def _update(v: _View, w: _Words, buffer: str | None) -> Hint:
+    """A race of a read-modify-write by many threads: an atomic update."""
+    what = f"`{buffer}`" if buffer else "these bytes"
+    read, write = v.update
+    where = f"at {write}" if read == write else f"read at {read} and written at {write}"
+    site = w.site1 if v.kind == int(HazardKind.RAW) else w.site2
+    example = w.lang.atomic_update.format(b=buffer or "x")
+    return Hint(f"make the read-modify-write of {what} {where} one atomic update: many "
+                f"{w.lang.threads} read and write these bytes there and overwrite each other's "
+                f"updates; "
+                f"{example} (a barrier would order the threads, not make each update whole)",
+                site)
+
 
 def _race(v: _View, w: _Words, buffer: str | None) -> Hint | None:
     if v.prev_launch != v.launch:
         return None  # a checker bug (see explain): nothing to fix in the kernel
+    if v.update:
+        return _update(v, w, buffer)
     if v.code == reasons.RACE_WEAK_SYNC:
         rel, acq, need, how = reasons.weak_sync_parts(v.aux)
-        flag = f"flag {v.obj_hex}"
+        flag = f"flag {w.obj_name()}"
         if how == reasons.WEAK_RELAXED:
             return Hint(f"make the atomic on {flag} that {v.thread_of()} does before {w.l2} an "
                         f"acquire of {scope_name(need)} scope (or follow it with an acquire "
                         f"fence of {scope_name(need)} scope): it reads the release of "
                         f"{v.thread_of(True)} but, relaxed, orders nothing", w.site2)
-        where = "another block" if need >= int(Scope.DEVICE) else f"another {scope_name(acq)}"
+        block = w.lang.agents[:-1]  # "block", "program", "work-group"
+        where = f"another {block}" if need >= int(Scope.DEVICE) else f"another {scope_name(acq)}"
         if acq < need:
             text = (f"widen the acquire on {flag} before {w.l2} to {scope_name(need)} scope: the "
                     f"release it reads, by {v.thread_of(True)}, is in {where}")
@@ -100,20 +220,19 @@ def _race(v: _View, w: _Words, buffer: str | None) -> Hint | None:
         return Hint(f"put a barrier between {w.l1} and the copy issued at {w.l2}: the copy "
                     f"starts when it is issued", w.site2)
     if v.prev_block != v.block:
-        return Hint(f"blocks {v.prev_block} and {v.block} must be ordered: a release after "
-                    f"{w.l1} (device scope: a `st.release.gpu` or `atomic` with release, or "
-                    f"`__threadfence()` then a flag write) and an acquire of the same flag before "
-                    f"{w.l2}; or end the kernel between them (a launch boundary orders "
-                    f"everything)", w.site2)
+        lang = w.lang
+        return Hint(f"{lang.agents} {v.prev_block} and {v.block} must be ordered: "
+                    f"{lang.handoff.format(l1=w.l1, l2=w.l2)}; or end the kernel between them "
+                    f"(a launch boundary orders everything)", w.site2)
     barrier = next((b for b in (v.bar_obj, v.prev_bar_obj) if b >= 0), None)
     if barrier is not None and (v.bar_gen != NO_GENERATION or v.prev_bar_gen != NO_GENERATION):
         return Hint(f"add a barrier between {w.l1} and {w.l2}: barrier {barrier}, which this "
-                    f"block already uses (`bar.sync {barrier}` / `__syncthreads()` for 0), "
-                    f"reached by every thread of the block", w.site2)
+                    f"block already uses ({w.barrier(barrier)}), reached by every thread of "
+                    f"the block", w.site2)
     after = {"war": "the read is done", "raw": "the data is written",
              "waw": "the first write is done"}[HazardKind(v.kind).label]
     return Hint(f"order {w.l1} before {w.l2}: a barrier both threads reach between them "
-                f"(`__syncthreads()`), or a signal after {w.l1} ({after}) that "
+                f"({w.barrier()}), or a signal after {w.l1} ({after}) that "
                 f"{v.thread_of(launch=False)} waits for before {w.l2}", w.site2)
 
 
@@ -145,7 +264,7 @@ def _async_inflight(v: _View, w: _Words, buffer: str | None) -> Hint:
         return Hint(f"`cp.async.bulk.wait_group.read 0` before {w.l2}: {group} of the store "
                     f"issued at {w.l1} is still reading its source{then}", w.site2)
     if v.code == reasons.INFLIGHT_TMA_LOAD:
-        return Hint(f"`mbarrier` wait on {v.obj_hex} phase {v.aux} (parity {v.aux & 1}) before "
+        return Hint(f"`mbarrier` wait on {w.obj_name()} phase {v.aux} (parity {v.aux & 1}) before "
                     f"{w.l2}: the TMA load issued at {w.l1} completes that phase", w.site2)
     return Hint(f"wait for the async copy issued at {w.l1} before {w.l2}", w.site2)
 
@@ -178,7 +297,7 @@ def _barrier_mismatch(v: _View, w: _Words, buffer: str | None) -> Hint | None:
 
 
 def _mbarrier_misuse(v: _View, w: _Words, buffer: str | None) -> Hint | None:
-    bar = v.obj_hex
+    bar = w.obj_name()
     if v.code == reasons.MBAR_BEFORE_INIT:
         return Hint(f"`mbarrier.init` on {bar} before {w.l2} (then a fence and a barrier so "
                     f"every thread sees it initialized)", w.site2)
@@ -211,10 +330,13 @@ _HINTS: dict[HazardKind, Callable[[_View, _Words, str | None], Hint | None]] = {
 
 
 def hint(finding: Mapping[str, Any], meta: TraceMeta | None = None,
-         buffer: str | None = None) -> Hint | None:
+         buffer: str | None = None, update: tuple[str, str] | None = None) -> Hint | None:
     """The fix hint of ``finding`` (a ``FINDING_DTYPE`` record or a dict of its
-    fields), or None when the trace shows nothing to change (a checker bug)."""
+    fields), or None when the trace shows nothing to change (a checker bug).
+    ``update``: the (read line, write line) of the read-modify-write by many
+    threads the race is part of (:func:`updates`): an atomic update is the fix."""
     v = _View(finding, meta)
+    v.update = update
     v.op_label = Op(v.op).label if v.op in Op._value2member_map_ else f"op{v.op}"
     return _HINTS[HazardKind(int(v.kind))](v, _Words(v), buffer)
 
@@ -232,3 +354,57 @@ def link_hint(flag: int, site: str | None) -> Hint:
     return Hint(f"give each hand-off its own flag: the wait on flag {flag} at "
                 f"{line_of(site, 'its wait')} consumed another protocol's signal; once each "
                 f"protocol has its own flag, that wait orders this access", site)
+
+
+def site_lines(sites: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
+    """The distinct lines (:func:`line_of`) of ``sites``, and for each site the
+    index of its line, then -1 (for "no site"). Vectorised (Arrow's regex):
+    a trace may have a site per instruction."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = pa.array(sites, pa.string())
+    found = pc.extract_regex(texts, _SITE_LINE_PATTERN)
+    # A site that names no line (a null match) is its own line, as in line_of.
+    encoded = pc.if_else(pc.is_valid(found), found.field("line"), texts).dictionary_encode()
+    ids = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return encoded.dictionary.to_pylist(), np.append(ids, -1)
+
+
+def updates(kind: np.ndarray, line1: np.ndarray, line2: np.ndarray,
+            plain: np.ndarray) -> dict[int, tuple[int, int]]:
+    """The races that are part of a read-modify-write of the same bytes by many
+    threads, among a report's groups: for each such group's index, the (read
+    line, write line) of the update. Per group: its ``kind``, the lines of its
+    earlier and later access (``line1``, ``line2``: ids, -1 for none) and whether
+    both accesses are ``plain`` reads or writes (not atomics, not copies).
+
+    An update is a line whose writes race with each other (``waw`` with both
+    accesses at that line) and a read racing with them (``war`` from the read's
+    line to it, or ``raw`` from it to the read's line): each thread read the
+    bytes, then wrote them, while another did the same (a histogram's
+    ``h[k] += 1`` on one line, or ``v = h[k]`` ... ``h[k] = v + 1``). Races
+    where the later thread writes other bytes than it read (a stencil's
+    ``x[i] = x[i - 1]``) have no such ``waw``. Vectorised: a report may have
+    hundreds of thousands of groups."""
+    ok = plain & (line1 >= 0) & (line2 >= 0)
+    waw = ok & (kind == int(HazardKind.WAW)) & (line1 == line2)
+    war, raw = ok & (kind == int(HazardKind.WAR)), ok & (kind == int(HazardKind.RAW))
+    written = np.unique(line1[waw])
+    # Each candidate read, as (read line, write line).
+    read = np.where(war, line1, line2)
+    write = np.where(war, line2, line1)
+    pair = (war | raw) & np.isin(write, written)
+    if not pair.any():
+        return {}
+    out = {int(g): (int(read[g]), int(write[g])) for g in np.flatnonzero(pair)}
+    first_read: dict[int, int] = {}
+    for r, w in sorted(set(out.values())):
+        first_read.setdefault(w, r)
+    for g in np.flatnonzero(waw & np.isin(line1, list(first_read))).tolist():
+        out[g] = (first_read[int(line1[g])], int(line1[g]))
+    return out
+
+
+PLAIN_OPS = np.array([int(Op.READ), int(Op.WRITE)])
+"""The ops that can be half of a non-atomic update (:func:`updates`)."""

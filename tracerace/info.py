@@ -17,6 +17,7 @@ import numpy as np
 from .meta import Buffer
 from .ops import CP_ASYNC, TMA_LOAD, TMA_STORE, Op, Space
 from .reader import DEFAULT_BATCH_SIZE, Batch, open_trace
+from .shown import shown
 
 # Ops whose (space, addr, size) is the memory they access.
 _PLAIN_ACCESS = np.zeros(256, dtype=bool)
@@ -197,7 +198,7 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
 
 
 def format_text(info: TraceInfo) -> str:
-    """The summary as aligned text lines."""
+    """The summary as aligned text lines (the trace's text in them shown escaped)."""
     where = info.path or "<trace>"
     head = f"{_CONTAINERS.get(info.container, info.container)}, trace format v{info.version}"
     if info.producer:
@@ -231,7 +232,7 @@ def format_text(info: TraceInfo) -> str:
             text += f", launch {buf.launch}"
         lines.append(("buffers" if i == 0 else "", text))
     width = max(len(label) for label, _ in lines)
-    return "\n".join(f"{label:<{width}}  {text}" for label, text in lines)
+    return "\n".join(f"{label:<{width}}  {shown(text)}" for label, text in lines)
 
 
 def format_json(info: TraceInfo) -> str:

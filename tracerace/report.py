@@ -29,11 +29,12 @@ from .groups import ROLE_NAMES, GroupTable, group_findings, stable_order
 from .arrow_report import report_table
 from .hazards import (KIND_NAMES, RACE_KINDS, SEVERITY_NAMES, Access, Hazard, Link,
                       hazard_from_record)
-from .hints import Hint, buffer_name, hint
+from .hints import PLAIN_OPS, Hint, buffer_name, hint, site_lines, updates
 from .locations import byte_range, locate_all, merge_ranges, name_range, space_name
 from .meta import TraceMeta
 from .options import CheckOptions
 from .ops import HazardKind, Space
+from .shown import shown
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -133,8 +134,11 @@ class HazardGroup:
 
     @cached_property
     def hint(self) -> Hint | None:
-        """What to change, from the example (:mod:`tracerace.hints`)."""
-        return hint(self._record, self._report.meta, buffer_name(self.example.element))
+        """What to change, from the example (:mod:`tracerace.hints`); an atomic
+        update when the group is a read-modify-write by many threads
+        (:attr:`Report.updates`)."""
+        return hint(self._record, self._report.meta, buffer_name(self.example.element),
+                    update=self._report.update_lines.get(self.id))
 
     @cached_property
     def linked(self) -> Link | None:
@@ -461,6 +465,41 @@ class Report:
         return out
 
     @property
+    def updates(self) -> frozenset[int]:
+        """Ids of the race groups that are a read-modify-write of the same bytes by
+        many threads (:func:`~tracerace.hints.updates`): their fix is an
+        atomic update."""
+        return frozenset(self.update_lines)
+
+    @cached_property
+    def update_lines(self) -> dict[int, tuple[str, str]]:
+        """Group id -> (read line, write line) of each of :attr:`updates`."""
+        table = self.table
+        if len(table) == 0:
+            return {}
+        first = table.examples[table.example_start[:-1]]  # each group's example
+        plain = (np.isin(first["op"], PLAIN_OPS) & np.isin(first["prev_op"], PLAIN_OPS)
+                 & (first["prev_row"] >= 0))
+        kind = table.kind.astype(np.int64)
+        if not (plain & (kind == int(HazardKind.WAW))).any():
+            return {}
+        names, site_line = site_lines(self.meta.sites)
+        nsites = len(self.meta.sites)
+
+        def line(sites: np.ndarray) -> np.ndarray:
+            return site_line[np.minimum(sites.astype(np.int64), nsites)]
+
+        found = updates(kind, line(first["prev_site"]), line(first["site"]), plain)
+        return {g: (names[r], names[w]) for g, (r, w) in found.items()}
+
+    @cached_property
+    def update_hints(self) -> dict[int, Hint]:
+        """Group id -> hint of each of :attr:`updates` (the Arrow report gives each
+        finding of such a group its group's hint)."""
+        return {g: h for g in sorted(self.updates)
+                if (h := HazardGroup(self, g).hint) is not None}
+
+    @property
     def legend(self) -> str | None:
         """How agents are named when the trace gives no dimensions (None otherwise,
         or when no group is shown)."""
@@ -474,7 +513,7 @@ class Report:
         """The text report: the lines of each shown group (:meth:`HazardGroup.text_lines`),
         then the closing lines (legend, what ``max_reports`` left out, the summary)."""
         for group in self.shown_groups:
-            yield group.text_lines() + [[]]
+            yield _shown_lines(group.text_lines()) + [[]]
         end = []
         if self.legend is not None:
             end += field_lines("agents", self.legend[len("agents are "):], "note")
@@ -483,7 +522,7 @@ class Report:
             end.append([(omitted, "note")])
         role = "error" if self.errors else ("warning" if self.warnings else "clean")
         end.append([(self.summary_line(), role)])
-        yield end
+        yield _shown_lines(end)
 
     def to_text(self) -> str:
         """The text report, as ``tracerace check`` prints it to a file."""
@@ -522,7 +561,15 @@ class Report:
     def to_arrow(self) -> pa.Table:
         """One row per finding of :attr:`findings` (not grouped), flat columns
         (:mod:`tracerace.arrow_report`)."""
-        return report_table(self.meta, self.findings, self.group_of(), self.events, self.links)
+        return report_table(self.meta, self.findings, self.group_of(), self.events, self.links,
+                            self.update_hints)
+
+
+def _shown_lines(lines: list[Line]) -> list[Line]:
+    """``lines`` with the trace's text in them (sites, names) shown escaped: a site
+    holding a terminal escape or a newline cannot act on the terminal or forge a
+    line of the report (:func:`~tracerace.shown.shown`)."""
+    return [[(shown(text), role) for text, role in line] for line in lines]
 
 
 def _count(n: int, noun: str) -> str:

@@ -473,8 +473,10 @@ def _array(name: str, values, n: int, path: str | None, row0: int) -> np.ndarray
     if np.ndim(values) == 0:
         value = _op_code(values) if name == "op" else values
         return np.full(n, _scalar(name, value, path, row0), dtype=col.dtype)
-    if name == "op" and not isinstance(values, np.ndarray):
-        values = [_op_code(v) for v in values]
+    if name == "op" and (not isinstance(values, np.ndarray) or values.dtype.kind in "UO"):
+        # Names and Op members, as event() takes them, also in a NumPy array.
+        values = [_op_code(v) for v in (values.tolist() if isinstance(values, np.ndarray)
+                                        else values)]
     if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
         bad = out_of_range(values, col.dtype)
         if bad is not None and bad.any():

@@ -11,7 +11,7 @@ from ._jit import jit_inline, jit_inline_ir, jit_leaf, store_row_nt
 from .agents import known
 from .async_copies import copy_retired, proxy_fenced, retiring_wait
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_ISSUER, C_LAST_NODE, C_LAST_ROW, FN_EPOCH, SV_GLOBAL_REGION,
+    AG_BARGEN, AG_BAROBJ, AG_ISSUER, AG_KIND, FN_EPOCH, KIND_TMA, SV_GLOBAL_REGION,
     SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH, SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED,
     SV_SHARED_REGION)
 from .pools import pool_alloc, pool_free
@@ -20,7 +20,8 @@ from .shadow import (
     G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, I_ASYNC, I_ATOMIC, I_MASK_SHIFT, I_PROXY,
     I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, K_ROW, K_SHADOW_AGENT, K_SHADOW_EPOCH, MASK_ALL,
     N_AGENT, N_EPOCH, N_INFO, N_NEXT, PF_FAR, PF_NEAR, READ_PRUNE_MIN, REGION_LOCAL,
-    find_granule, granule_shift, iv_init_mask, iv_region, prefetch_lists, prefetch_slots)
+    find_granule, granule_shift, hidden_bytes, hide_bytes, iv_init_mask, iv_region,
+    prefetch_lists, prefetch_slots, set_shadow_agent, shadow_agent)
 
 @jit_inline
 def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
@@ -106,8 +107,8 @@ def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
 
     Per granule, as the reference's ``on_access``: the earlier writes race
     with any access, the earlier reads with a write (``races.race_kind``);
-    a generic-proxy access after an async-proxy write needs a proxy fence;
-    then the access joins the granule's writes or reads."""
+    an async-proxy access after a generic-proxy write it may see needs a
+    proxy fence; then the access joins the granule's writes or reads."""
     found = 0
     is_write = (info & I_WRITE) != 0
     reads = not is_write or (info & I_ATOMIC) != 0
@@ -135,10 +136,7 @@ def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
                 if un:
                     uninit_lo, uninit_hi = extend_bytes(un, base, gsize, uninit_lo, uninit_hi)
         found |= check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
-                              slot, m, gsize, space, owner, addr, end, a, epoch, t, info)
-        if info & I_PROXY:
-            found |= check_proxy_fences(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand, m,
-                                        gsize, space, owner, addr, end, t, info)
+                              slot, m, space, owner, addr, end, a, epoch, t, info)
         if is_write:
             found |= check_reads(ag, snaps, arena_a, arena_e, nodes, cold, gran, fen, cand, slot,
                                  m, space, owner, addr, end, t)
@@ -160,14 +158,20 @@ def uninitialized(gran, sv, ivs, region, slot, base, m):
 
 
 @jit_inline
-def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, slot, m, gsize,
-                 space, owner, addr, end, a, epoch, t, info):
+def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, slot, m, space,
+                 owner, addr, end, a, epoch, t, info):
     """The granule's writes against the access: each one that overlaps and races
-    is a candidate. One pass also prunes them: a plain write (or an atomic, of
-    its own earlier atomics) that happens after a write covers its bytes;
+    is a candidate; for an async-proxy access, each one it may see is checked
+    for its proxy fence (``check_proxy_fence``). One pass also prunes them: a
+    plain write (or an atomic, of its own earlier atomics) that happens after
+    a write covers its bytes; another atomic hides them from the proxy rule;
     retired copies drop their shadowed bytes; an async copy's write shadows
-    the bytes it overwrites. For a proxy access, the newest write of each byte
-    is kept in ``cand``'s scratch rows for ``check_proxy_fences``."""
+    the bytes it overwrites.
+
+    The invariant the proxy rule relies on: a write leaves the list, or has
+    its bytes hidden, only once a later write that it happens before has been
+    performed (a copy: retired), so the writes left that happen before the
+    access and whose bytes are not hidden are exactly the ones it may see."""
     found = 0
     is_write = (info & I_WRITE) != 0
     is_atomic = (info & I_ATOMIC) != 0
@@ -175,9 +179,6 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
     is_proxy = (info & I_PROXY) != 0
     scope = (info >> I_SCOPE_SHIFT) & 7
     aw = 1 if is_write else 0
-    if is_proxy:
-        for b in range(gsize):
-            cand[C_LAST_ROW, b] = -1
     prunes_writes = is_write and not is_copy
     prev = np.int64(-1)
     x = gran[slot, G_WRITES]
@@ -186,7 +187,7 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
         xinfo = nodes[x, N_INFO]
         xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
         if (xinfo >> I_SHADOW_SHIFT) & MASK_ALL and \
-                copy_retired(ag, fen, cold[x, K_SHADOW_AGENT], cold[x, K_SHADOW_EPOCH]):
+                copy_retired(ag, fen, shadow_agent(cold, x), cold[x, K_SHADOW_EPOCH]):
             # A retired copy that x happens before covers these bytes.
             xm &= ~((xinfo >> I_SHADOW_SHIFT) & MASK_ALL)
             if xm == 0:
@@ -198,17 +199,16 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
             nodes[x, N_INFO] = xinfo
         if xm & m:
             xa = nodes[x, N_AGENT]
-            if is_proxy:
-                for b in range(gsize):
-                    if (xm & m) & (1 << b) and cold[x, K_ROW] > cand[C_LAST_ROW, b]:
-                        cand[C_LAST_ROW, b] = cold[x, K_ROW]
-                        cand[C_LAST_NODE, b] = x
             kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, True, is_write,
                              is_atomic, scope)
             if kind >= 0:
                 offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
                 found = 1
-            elif kind == ORDERED and prunes_writes and (not is_atomic or (
+            elif kind == ORDERED and is_proxy and (xinfo & I_PROXY) == 0 and \
+                    xm & m & ~hidden_bytes(cold, x):
+                found |= check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand,
+                                           x, aw, space, owner, addr, end, t)
+            if kind == ORDERED and prunes_writes and (not is_atomic or (
                     (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and xa == a and
                     ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
                 xm &= ~m
@@ -217,48 +217,57 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
                     x = nxt
                     continue
                 nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+            elif kind == ORDERED and is_atomic:
+                hide_bytes(cold, x, xm & m)
             elif kind == ORDERED and is_copy and is_write:
-                cold[x, K_SHADOW_AGENT] = a
-                cold[x, K_SHADOW_EPOCH] = epoch
-                nodes[x, N_INFO] = (xinfo & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (
-                    (xm & m) << I_SHADOW_SHIFT)
+                shade(ag, nodes, cold, x, xinfo, xm & m, a, epoch)
         prev = x
         x = nxt
     return found
 
 
 @jit_inline
-def check_proxy_fences(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand, m, gsize, space,
-                       owner, addr, end, t, info):
-    """An async-proxy access after a generic-proxy write it is ordered after:
-    the writer must have fenced the proxies (``fence.proxy.async``) after the
-    write (a cp.async destination: after the wait that retired it), else a
-    ``proxy_fence`` candidate. Reads the newest writes ``check_writes`` kept."""
-    found = 0
-    aw = 1 if (info & I_WRITE) != 0 else 0
-    for b in range(gsize):
-        if not (m & (1 << b)) or cand[C_LAST_ROW, b] < 0:
-            continue
-        x = cand[C_LAST_NODE, b]
-        xinfo = nodes[x, N_INFO]
-        if xinfo & I_PROXY:
-            continue
-        xa = nodes[x, N_AGENT]
-        if known(ag, snaps, arena_a, arena_e, t, xa) < nodes[x, N_EPOCH]:
-            continue  # not ordered: reported as a race
-        if xinfo & I_ASYNC:
-            # A cp.async destination (the one generic-proxy copy): its
-            # issuer's write, performed at the wait that retired it.
-            w = ag[xa, AG_ISSUER]
-            after = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_EPOCH]
-        else:
-            w = xa
-            after = nodes[x, N_EPOCH]
-        if not proxy_fenced(ag, fen, w, after, known(ag, snaps, arena_a, arena_e, t, w)):
-            offer(cand, O.K_PROXY_FENCE, ag, nodes, cold, fen, x, 1, aw, space, owner, addr,
-                  end, t)
-            found = 1
-    return found
+def shade(ag, nodes, cold, x, xinfo, m, a, epoch):
+    """Copy ``epoch`` of async agent ``a``, which write ``x`` happens before,
+    shadows the bytes ``m`` of ``x`` (one shadow per node). Where ``x`` is
+    already shadowed by a copy still in flight, the copy that retires first
+    is kept when that is known: the same group of the same agent shadows
+    both sets of bytes; an older group of the same cp.async or bulk agent
+    (retired no later) keeps its own when it already covers ``m``. Otherwise
+    the newer copy replaces the older one."""
+    old = (xinfo >> I_SHADOW_SHIFT) & MASK_ALL
+    if old and shadow_agent(cold, x) == a and ag[a, AG_KIND] != KIND_TMA:
+        e = cold[x, K_SHADOW_EPOCH]
+        if e == epoch:
+            m |= old
+        elif e < epoch and (m & ~old) == 0:
+            return
+    set_shadow_agent(cold, x, a)
+    cold[x, K_SHADOW_EPOCH] = epoch
+    nodes[x, N_INFO] = (xinfo & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (m << I_SHADOW_SHIFT)
+
+
+@jit_inline
+def check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand, x, aw, space, owner,
+                      addr, end, t):
+    """An async-proxy access after a generic-proxy write ``x`` it may see: the
+    writer must have fenced the proxies (``fence.proxy.async``) after the
+    write (a cp.async destination: after the wait that retired it) and before
+    what orders it before the access, else a ``proxy_fence`` candidate."""
+    xa = nodes[x, N_AGENT]
+    if nodes[x, N_INFO] & I_ASYNC:
+        # A cp.async destination (the one generic-proxy copy): its issuer's
+        # write, performed at the wait that retired it (x happens before the
+        # access, so that wait has been).
+        w = ag[xa, AG_ISSUER]
+        after = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_EPOCH]
+    else:
+        w = xa
+        after = nodes[x, N_EPOCH]
+    if proxy_fenced(ag, fen, w, after, known(ag, snaps, arena_a, arena_e, t, w)):
+        return 0
+    offer(cand, O.K_PROXY_FENCE, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
+    return 1
 
 
 @jit_inline

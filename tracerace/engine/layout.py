@@ -187,7 +187,6 @@ WARP_BARRIER = -2
 SITE_NONE_I = np.int64(SITE_NONE)
 
 WARNING = int(O.Severity.WARNING)
-C_LAST_ROW, C_LAST_NODE = N_KINDS, N_KINDS + 1  # scratch rows of the candidate table
 
 
 def _slots_are_disjoint() -> None:

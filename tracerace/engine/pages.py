@@ -16,9 +16,10 @@ from .pools import pool_alloc, pool_free
 from .races import offer_uninit
 from .shadow import (
     GS_NARROW, GS_WIDE, G_INIT, G_LAUNCH, G_NREADS, G_READS, G_RLIMIT, G_WRITES, I_ATOMIC,
-    I_MASK_SHIFT, I_SHADOW_SHIFT, I_WRITE, K_FIELDS, MASK_ALL, N_AGENT, N_EPOCH, N_INFO,
-    N_NEXT, PAGE_REGION, PAGE_SPLIT, find_granule, granule_shift, is_global, iv_add,
-    iv_covers, iv_init_mask, iv_region, other_size_init, page_stamp_index, probe)
+    I_MASK_SHIFT, I_SHADOW_SHIFT, I_WRITE, KS_HIDDEN_SHIFT, K_FIELDS, K_SHADOW_AGENT, MASK_ALL,
+    N_AGENT, N_EPOCH, N_INFO, N_NEXT, PAGE_REGION, PAGE_SPLIT, find_granule, granule_shift,
+    hidden_bytes, is_global, iv_add, iv_covers, iv_init_mask, iv_region, other_size_init,
+    page_stamp_index, probe, shadow_agent)
 
 @jit_inline
 def covers_page(sv, addr, size):
@@ -69,6 +70,8 @@ def copy_list(nodes, cold, gran, sv, src, slot, col, m):
         nodes[n, N_NEXT] = -1
         for f in range(K_FIELDS):
             cold[n, f] = cold[x, f]
+        if hidden_bytes(cold, n):  # the page's one unit stands for all of m
+            cold[n, K_SHADOW_AGENT] = shadow_agent(cold, n) | (m << KS_HIDDEN_SHIFT)
         if tail < 0:
             gran[slot, col] = n
         else:

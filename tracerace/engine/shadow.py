@@ -29,8 +29,12 @@ pipeline collect one node per iteration.
 Pruning never changes an answer (a dropped node is always shadowed by a later
 node of the same kind), so it is done when it is cheap: writes are pruned in
 the same pass that checks them, reads only when their list has doubled since
-the last prune (amortized constant work per read). The latest write of every byte is never dropped (only later
-writes drop writes), which the proxy rule relies on.
+the last prune (amortized constant work per read). A write leaves a list only
+once a later write that it happens before has been performed (a copy: retired),
+and an atomic that a write happens before marks those bytes of the write
+hidden (``hide_bytes``) instead: the writes of a list that happen before an
+access and are not hidden are the ones it may see, which the proxy rule
+relies on (``granules.check_writes``).
 """
 
 from __future__ import annotations
@@ -119,6 +123,13 @@ N_FIELDS = 4
 # both uint32 in the trace, share ``K_SIZE_SITE``: site in the high half).
 K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN, K_SHADOW_AGENT, K_SHADOW_EPOCH = range(8)
 K_FIELDS = 8
+# ``K_SHADOW_AGENT`` packs two fields: the agent of the copy that shadows the
+# node (low bits, see ``shadow_agent``), and the bytes of the node that a later
+# atomic follows in happens-before (``KS_HIDDEN_SHIFT``, 16 bits, see
+# ``hidden_bytes``): the proxy rule does not check those bytes of the node.
+KS_AGENT_BITS = 40
+KS_AGENT_MASK = (1 << KS_AGENT_BITS) - 1
+KS_HIDDEN_SHIFT = KS_AGENT_BITS
 
 # N_INFO bit layout.
 I_OP_MASK = 0xFF
@@ -130,6 +141,29 @@ I_SCOPE_SHIFT = 12     # 3 bits
 I_MASK_SHIFT = 16      # 16 bits: bytes of the granule this node stands for
 I_COPY_SHIFT = 32      # 2 bits: reasons.INFLIGHT_*
 I_SHADOW_SHIFT = 40    # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none), see below
+
+
+@jit_inline
+def shadow_agent(cold, x):
+    """The agent of the copy that shadows node ``x`` (meaningful while its
+    shadow bits are set)."""
+    return cold[x, K_SHADOW_AGENT] & KS_AGENT_MASK
+
+
+@jit_inline
+def set_shadow_agent(cold, x, a):
+    cold[x, K_SHADOW_AGENT] = (cold[x, K_SHADOW_AGENT] & ~np.int64(KS_AGENT_MASK)) | a
+
+
+@jit_inline
+def hidden_bytes(cold, x):
+    """The bytes of node ``x`` that a later atomic follows in happens-before."""
+    return (cold[x, K_SHADOW_AGENT] >> KS_HIDDEN_SHIFT) & MASK_ALL
+
+
+@jit_inline
+def hide_bytes(cold, x, m):
+    cold[x, K_SHADOW_AGENT] |= m << KS_HIDDEN_SHIFT
 
 
 # The 16 granules of an aligned 64-byte line share a hash and take the 16

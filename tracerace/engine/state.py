@@ -77,7 +77,7 @@ class EngineState:
             self.mapped[name] = MappedArray(sizes.arena, reserve=FAULT_AHEAD)
         self.arena_a = self.mapped["arena_a"].array
         self.arena_e = self.mapped["arena_e"].array
-        self.cand = np.zeros((N_KINDS + 2, C_FIELDS), np.int64)
+        self.cand = np.zeros((N_KINDS, C_FIELDS), np.int64)
         self.cvs = np.empty((self._cvs_rows(), CV_FIELDS), np.int64)
         # A granule table twice the size of the one in use, filled by the
         # faulter before the replay asks for it (see ``_prepare_spare``),

@@ -12,7 +12,9 @@ A group's link to a crossed wait (the ``linked_*`` columns) may only be known
 after its findings were written: the crossing shows once the wait has been fed
 by both protocols, which can be after the race. So the batches are written
 with those columns null, and when the finished report has links they are read
-back and written again with them. A path's file is read back in place; a
+back and written again with them; so are the hints of the groups whose fix
+is an atomic update, known only when every group is
+(:attr:`~tracerace.report.Report.updates`). A path's file is read back in place; a
 stream that cannot be read back (stdout) gets the batches through a temporary
 file, copied to it when the check ends.
 """
@@ -27,8 +29,9 @@ from typing import IO, Any
 import numpy as np
 import pyarrow as pa
 
-from ..arrow_report import Columns, link_columns, schema_for
+from ..arrow_report import WRITE_OPTIONS, Columns, link_columns, schema_for
 from ..hazards import Link
+from ..hints import Hint
 from ..meta import TraceMeta
 from ..report import Report
 
@@ -41,7 +44,7 @@ COPY_CHUNK = 1 << 20
 def write(report: Report, stream: IO[bytes]) -> None:
     """``report`` as an IPC stream."""
     table = report.to_arrow()
-    with pa.ipc.new_stream(stream, table.schema) as writer:
+    with pa.ipc.new_stream(stream, table.schema, options=WRITE_OPTIONS) as writer:
         writer.write_table(table)
 
 
@@ -76,7 +79,7 @@ class FindingsWriter:
         self._columns = Columns(meta)
         schema = schema_for(meta, meta.num_rows if events is None else events)
         new = pa.ipc.new_file if self._file else pa.ipc.new_stream
-        self._writer = new(self._target, schema)
+        self._writer = new(self._target, schema, options=WRITE_OPTIONS)
 
     def write(self, findings: np.ndarray, groups: np.ndarray) -> None:
         if len(findings):
@@ -90,26 +93,29 @@ class FindingsWriter:
             self._writer = None
         if report is None:
             return
-        links = report.links
+        links, updates = report.links, report.update_hints
+        again = bool(links or updates)
         if self._target is self._out:
-            if links:
+            if again:
                 with tempfile.TemporaryFile() as scratch:
-                    self._relink(self._out, scratch, links)
+                    self._relink(self._out, scratch, links, updates)
                     self._out.seek(0)
                     self._out.truncate()
                     scratch.seek(0)
                     shutil.copyfileobj(scratch, self._out, COPY_CHUNK)
             return
         with self._target:
-            if links:
-                self._relink(self._target, self._out, links)
+            if again:
+                self._relink(self._target, self._out, links, updates)
             else:
                 self._target.seek(0)
                 shutil.copyfileobj(self._target, self._out, COPY_CHUNK)
 
-    def _relink(self, src: Any, dst: Any, links: Mapping[int, Link]) -> None:
+    def _relink(self, src: Any, dst: Any, links: Mapping[int, Link],
+                updates: Mapping[int, Hint]) -> None:
         """The IPC file or stream written to ``src``, with the ``linked_*`` columns
-        of ``links``, to ``dst``, a batch at a time."""
+        of ``links`` and the hints of the ``updates`` groups, to ``dst``, a batch
+        at a time."""
         src.seek(0)
         if self._file:
             reader = pa.ipc.open_file(src)
@@ -121,11 +127,14 @@ class FindingsWriter:
             new = pa.ipc.new_stream
         schema = reader.schema
         names = [f.name for f in schema]
-        start = names.index("linked_row")
-        with new(dst, schema) as writer:
+        start, hint_at = names.index("linked_row"), names.index("hint")
+        columns_of = Columns(self._columns.meta)  # fresh dictionaries for the hints
+        with new(dst, schema, options=WRITE_OPTIONS) as writer:
             for batch in batches:
                 groups = batch.column(names.index("group")).to_numpy(zero_copy_only=False)
                 columns = batch.columns[:start] + link_columns(groups, links)
+                if updates:
+                    columns[hint_at:hint_at + 2] = columns_of.rehint(batch, updates)
                 writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
 
 

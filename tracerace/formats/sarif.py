@@ -11,7 +11,8 @@ result's location, the earlier one a related location. The group's fix hint
 site, is the result's ``fixes`` entry: its description and an empty region
 at the start of that line (where the change goes; tracerace does not write
 the code). A race linked to a crossed wait (``sync_alias``)
-has that wait as a second related location.
+has that wait as a second related location. Message texts and logical
+location names show control characters as escapes (:mod:`tracerace.shown`).
 
 A site's file becomes an artifact URI only as a path relative to the source
 roots (:meth:`tracerace.sources.SourceRoots.relative`): a relative path that
@@ -32,6 +33,7 @@ from ..explain import KIND_TITLES
 from ..hazards import Access
 from ..ops import HazardKind
 from ..report import HazardGroup, Report
+from ..shown import shown
 from ..sources import SourceRoots
 from ..version import tool_version
 from .jsonstream import Items, dump
@@ -108,7 +110,7 @@ def _result(group: HazardGroup, roots: SourceRoots) -> dict[str, Any]:
         "ruleId": group.kind,
         "ruleIndex": int(HazardKind[group.kind.upper()]),
         "level": group.severity,
-        "message": {"text": f"{group.kind}: {ex.explanation} ({count}{where}).{fix}"},
+        "message": _message(f"{group.kind}: {ex.explanation} ({count}{where}).{fix}"),
         "locations": [location(ex.second, f"later {ex.second.op} by {_agent(ex.second)}",
                                roots)],
         "properties": {"count": group.count, "space": ex.space, "addr": ex.addr,
@@ -150,7 +152,7 @@ def _fix(text: str, site: str | None, roots: SourceRoots) -> dict[str, Any] | No
     if uri is None or int(m["line"]) < 1:
         return None
     line = int(m["line"])
-    return {"description": {"text": text}, "artifactChanges": [{
+    return {"description": _message(text), "artifactChanges": [{
         "artifactLocation": {"uri": uri},
         "replacements": [{"deletedRegion": {"startLine": line, "startColumn": 1,
                                             "endLine": line, "endColumn": 1}}],
@@ -160,15 +162,14 @@ def _fix(text: str, site: str | None, roots: SourceRoots) -> dict[str, Any] | No
 def _site_location(site: str | None, text: str, roots: SourceRoots) -> dict[str, Any]:
     """A location for a site with no access record (a linked wait)."""
     if site is None:
-        return {"message": {"text": text}}
+        return {"message": _message(text)}
     m = SITE_RE.match(site)
     uri = _site_uri(m["file"], roots) if m is not None else None
     if uri is None or int(m["line"]) < 1:
-        return {"logicalLocations": [{"name": site, "fullyQualifiedName": site}],
-                "message": {"text": text}}
+        return {"logicalLocations": [_logical(site)], "message": _message(text)}
     return {"physicalLocation": {"artifactLocation": {"uri": uri},
                                  "region": {"startLine": int(m["line"])}},
-            "message": {"text": text}}
+            "message": _message(text)}
 
 
 def location(access: Access, what: str, roots: SourceRoots | None = None) -> dict[str, Any]:
@@ -177,12 +178,11 @@ def location(access: Access, what: str, roots: SourceRoots | None = None) -> dic
     text = f"{what} (row {access.row}, launch {access.launch}, ts {access.ts})"
     site = access.site
     if site is None:
-        return {"message": {"text": text}}
+        return {"message": _message(text)}
     m = SITE_RE.match(site)
     uri = _site_uri(m["file"], roots or SourceRoots()) if m is not None else None
     if uri is None:
-        return {"logicalLocations": [{"name": site, "fullyQualifiedName": site}],
-                "message": {"text": text}}
+        return {"logicalLocations": [_logical(site)], "message": _message(text)}
     physical: dict[str, Any] = {"artifactLocation": {"uri": uri}}
     if int(m["line"]) >= 1:  # SARIF lines and columns count from 1
         physical["region"] = {"startLine": int(m["line"])}
@@ -190,7 +190,19 @@ def location(access: Access, what: str, roots: SourceRoots | None = None) -> dic
             physical["region"]["startColumn"] = int(m["col"])
     if m["rest"]:
         text = f"{text}: {m['rest']}"
-    return {"physicalLocation": physical, "message": {"text": text}}
+    return {"physicalLocation": physical, "message": _message(text)}
+
+
+def _message(text: str) -> dict[str, str]:
+    """A SARIF message (or description) people read: the trace's text in it shown
+    escaped (:func:`~tracerace.shown.shown`), as in the text report."""
+    return {"text": shown(text)}
+
+
+def _logical(site: str) -> dict[str, str]:
+    """A logical location: the site, shown escaped, as its name."""
+    name = shown(site)
+    return {"name": name, "fullyQualifiedName": name}
 
 
 def _site_uri(name: str, roots: SourceRoots) -> str | None:

@@ -38,6 +38,7 @@ class Access:
     copy_group: int = 0
     phase: tuple | None = None  # a tma_load's phase: (mbarrier key, init number, phase)
     mbar_obj: int = 0  # a tma_load's mbarrier address
+    clock: Clock | None = None  # a write's clock at the write (for rule 7), else None
 
 
 def fields_of(a: Access) -> tuple:
@@ -85,16 +86,15 @@ class Memory:
         okey = self.owner_key(ev, space, launch, source=source)
         uninit_lo = uninit_hi = None
         reads = not acc.is_write or acc.is_atomic
+        if acc.is_write:
+            acc.clock = copy_clock(clock)
         for b in range(acc.addr, acc.addr + acc.size):
             key = okey + (b,)
             if reads and key not in self.initialized:
                 uninit_lo = b if uninit_lo is None else uninit_lo
                 uninit_hi = b
             hist = self.history.get(key, ())
-            last_write = None
             for x in hist:
-                if x.is_write:
-                    last_write = x
                 if not (x.is_write or acc.is_write):
                     continue  # both reads
                 if x.is_atomic and acc.is_atomic and \
@@ -109,10 +109,10 @@ class Memory:
                 else:
                     kind = O.K_WAR
                 self.offer(found, kind, x, acc)
-            if acc.proxy_async and last_write is not None and not last_write.proxy_async \
-                    and last_write.launch == launch and self.hb(last_write, launch, clock, space) \
-                    and not self.proxy_fenced(last_write, clock, space):
-                self.offer(found, O.K_PROXY_FENCE, last_write, acc)
+            if acc.proxy_async:
+                for w in self.writes_seen(hist, launch, clock, space):
+                    if not w.proxy_async and not self.proxy_fenced(w, clock, space):
+                        self.offer(found, O.K_PROXY_FENCE, w, acc)
         if uninit_lo is not None:
             cur = found.get(O.K_UNINIT_READ)
             if cur is None:
@@ -124,6 +124,18 @@ class Memory:
             self.history[key].append(acc)
             if acc.is_write:
                 self.initialized.add(key)
+
+    def writes_seen(self, hist: list, launch: int, clock: Clock, space: int) -> list:
+        """The writes of this launch in one byte's history ``hist`` that an
+        access made with ``clock`` may see (rule 7): those that happen before
+        it and that no later performed write follows in happens-before. A
+        copy's write is performed once its group (a tma_load: its phase) is
+        retired; before that it hides nothing. (A write of an earlier launch
+        is never checked, and never follows one of this launch.)"""
+        done = [x for x in hist if x.is_write and x.launch == launch and
+                not (x.is_async_agent and self.in_flight(x))]
+        return [w for i, w in enumerate(done) if self.hb(w, launch, clock, space) and
+                not any(self.hb(w, launch, v.clock, space) for v in done[i + 1:])]
 
     def copy(self, row: int, ev: dict, st: AgentState, agent: tuple, epoch: int, *,
              proxy_async: bool, copy_kind: int, phase: tuple | None = None) -> Clock:

@@ -32,6 +32,16 @@ BAD = {
                                1, ()),
     badinput.MBARRIER_COUNT: (lambda t: t.mbar_init(0, 0, obj=0x100, arg=-2), 0, (0x100, -2)),
     badinput.WAIT_GROUP: (lambda t: t.cp_async_wait(0, 0, arg=-1), 0, (-1,)),
+    # two signals of 2^62 pass the int64 a count is (issue 35: the engine wrapped)
+    badinput.SIGNAL_OVERFLOW: (lambda t: t.signal(0, 0, obj=5, arg=1 << 62)
+                               .signal(0, 0, obj=5, arg=1 << 62).wait(0, 1, obj=5),
+                               1, (5, 1 << 62, 1 << 62)),
+    # expect_tx of 2^63-1 twice (the engine wrapped to a negative count)
+    badinput.TX_OVERFLOW: (lambda t: t.mbar_init(0, 0, obj=8, arg=1)
+                           .mbar_expect_tx(0, 0, obj=8, arg=(1 << 63) - 1)
+                           .mbar_expect_tx(0, 0, obj=8, arg=(1 << 63) - 1)
+                           .mbar_expect_tx(0, 0, obj=8, arg=2),
+                           2, (8, (1 << 63) - 1, (1 << 63) - 1)),
 }
 
 
@@ -74,6 +84,40 @@ def test_the_rules_codes_are_distinct_and_not_the_kernels_other_statuses():
     codes = [rule.code for rule in (badinput.BARRIER_ORDER, badinput.WAIT_WITHOUT_SIGNAL,
                                     badinput.BARRIER_COUNT, badinput.EMPTY_WARP_MASK,
                                     badinput.LAUNCH_ORDER, badinput.MBARRIER_COUNT,
-                                    badinput.WAIT_GROUP)]
+                                    badinput.WAIT_GROUP, badinput.SIGNAL_OVERFLOW,
+                                    badinput.TX_OVERFLOW)]
     assert len(set(codes)) == len(codes)
     assert not set(codes) & {layout.OK, layout.NEED_GROW, layout.NEW_LAUNCH}
+
+
+@pytest.mark.parametrize("change, row", [(-(1 << 63), 2), (-(1 << 62), 3)])
+def test_a_transaction_count_below_int64_is_bad_input(change, row):
+    """Negative expect_tx twice (row 2), or a load's 16 bytes after them (row 3),
+    take the count past -2^63."""
+    def build(t: Trace) -> None:
+        t.mbar_init(0, 0, obj=8, arg=2).mbar_expect_tx(0, 0, obj=8, arg=change)
+        t.mbar_expect_tx(0, 0, obj=8, arg=change)
+        t.tma_load(0, 0, obj=8, space=1, addr=0, size=16, addr2=0x1000, space2=0)
+
+    ref, eng = errors(build)
+    assert str(ref) == str(eng)
+    assert (ref.rule, ref.row) == ("count-overflow", row)
+
+
+def test_a_sync_object_past_2_63_reads_alike_from_both_checkers():
+    """The engine keeps ``obj`` in an int64: the message still shows the trace's value."""
+    obj = (1 << 64) - 16
+    ref, eng = errors(lambda t: t.signal(0, 0, obj=obj).wait(0, 1, obj=obj, arg=2))
+    assert str(ref) == str(eng)
+    assert f"flag {obj} " in str(ref)
+
+
+def test_warp_sync_with_every_bit_of_arg_set_is_checked_by_both():
+    """``arg = -1`` is a full mask; the reference used to overflow writing it as the
+    mismatch's ``obj``."""
+    t = Trace()
+    t.write(0, 0, addr=0, size=4).warp_sync(0, 0, arg=3).warp_sync(0, 1, arg=-1)
+    ref = reference.check_trace(t.reader()).findings
+    eng = engine.check_trace(t.reader()).findings
+    assert ref.tolist() == eng.tolist()
+    assert ref["obj"].tolist() == [(1 << 64) - 1]  # the mismatch names the mask as written

@@ -272,3 +272,20 @@ def test_generator_reaches_proxy_writes_behind_newer_ones():
                   settings=settings(max_examples=3000, database=None, phases=[Phase.generate],
                                     derandomize=True, **SETTINGS))
     assert_agree(events, [])
+
+
+@pytest.mark.parametrize("what", ["signal", "tx"])
+def test_generator_reaches_counts_past_int64(what):
+    """Signal and transaction counts whose sums pass the format's int64: the
+    engine wrapped them where the reference did not (issue 35)."""
+    def hit(events):
+        try:
+            reference.check_trace(SimpleReader(columns(events)))
+        except TraceError as err:
+            return err.rule == "count-overflow" and \
+                err.message.startswith("signal" if what == "signal" else "mbarrier")
+        return False
+    events = find(traces(async_ops=True), hit,
+                  settings=settings(max_examples=5000, database=None, phases=[Phase.generate],
+                                    derandomize=True, **SETTINGS))
+    assert_agree(events, [])

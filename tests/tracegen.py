@@ -5,7 +5,8 @@ a thread blocked in ``bar_sync`` is not scheduled until its generation
 completes, and a ``wait`` is drawn only when signals are pending on its flag
 (except, rarely, on purpose). Addresses come from a few small windows so
 accesses overlap at odd offsets; objects come from tiny sets so sync objects
-are shared, aliased and misused.
+are shared, aliased and misused. Counts and objects are now and then at the
+edges of their columns' integer types.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ SYNC_MACROS = [RELEASE, ACQUIRE]
 ASYNC_MACROS = [TMA_READ, CP_TO_PROXY, PROXY_STEPS, PROXY_WRITE]
 PROXY_WINDOW = 48  # shared [48, 64): CP_TO_PROXY's and the PROXY_* macros'
 FLAG = 8  # the hand-off flag's address (atomics also use 0 and 4)
+
+# Counts at the edge of the format's int64 ``arg`` (signals and transaction
+# counts whose sums pass it are bad input in both checkers), and a flag past
+# 2^63 (the engine keeps sync objects in int64 words).
+INT64_MAX, INT64_MIN = (1 << 63) - 1, -(1 << 63)
+FLAG_PAST_INT64 = (1 << 64) - 3
 
 
 def _macro(draw, name: str, base: dict) -> list[dict]:
@@ -182,6 +189,8 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                     mask |= 1 << (t % 32)
                 if draw(st.integers(0, 5)) == 0:
                     mask |= 1 << 31
+                if draw(st.integers(0, 9)) == 0:
+                    mask |= -1 << 32  # bits above the 32 lanes: a negative arg
                 ev["arg"] = mask
                 if partial_fences:
                     ev["fence_spaces"] = draw(st.sampled_from([7, 2, 1]))
@@ -189,8 +198,8 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                 ev["sem"] = draw(st.integers(0, 3))
                 ev["scope"] = draw(st.integers(0, 5))
             elif op == Op.SIGNAL:
-                ev["obj"] = draw(st.integers(0, 2))
-                ev["arg"] = draw(st.sampled_from([0, 1, 2]))
+                ev["obj"] = draw(st.sampled_from([0, 1, 2, 0, 1, 2, FLAG_PAST_INT64]))
+                ev["arg"] = draw(st.sampled_from([0, 1, 2] * 6 + [1 << 62, INT64_MAX]))
                 pending_signals[ev["obj"]] = pending_signals.get(ev["obj"], 0) + max(ev["arg"], 1)
             elif op == Op.WAIT:
                 ready = [o for o, c in pending_signals.items() if c > 0]
@@ -222,7 +231,7 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                 elif op == Op.MBAR_ARRIVE:
                     ev["arg"] = draw(st.integers(0, 2))
                 elif op == Op.MBAR_EXPECT_TX:
-                    ev["arg"] = draw(st.sampled_from([4, 8, 16, 32]))
+                    ev["arg"] = draw(st.sampled_from([4, 8, 16, 32] * 4 + [INT64_MAX, INT64_MIN]))
                 elif op == Op.MBAR_WAIT:
                     ev["arg"] = draw(st.integers(0, 1))
                 if n_blocks > 1 and draw(st.integers(0, 4)) == 0:
@@ -235,7 +244,7 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
             if op in (Op.BAR_SYNC, Op.BAR_ARRIVE, Op.WARP_SYNC):
                 if op == Op.WARP_SYNC:
                     key = ("warp", block, thread // 32)
-                    need = bin(ev["arg"]).count("1")
+                    need = bin(ev["arg"] & 0xFFFFFFFF).count("1")
                 else:
                     key = ("bar", block, ev["obj"])
                     need = ev["arg"]

@@ -33,10 +33,26 @@ class Rule:
 
     def message(self, *values: int) -> str:
         """The message for ``values`` (extra trailing values are ignored: the engine
-        hands over all four it keeps)."""
+        hands over all four it keeps). A sync object (:data:`OBJECT_FIELDS`) reads
+        as the trace's unsigned 64-bit ``obj``, whichever checker passes it: the
+        engine keeps it in a signed 64-bit word."""
         if len(values) < len(self.fields):
             raise TypeError(f"rule {self.name} needs {self.fields}, got {values}")
-        return self.text.format(**dict(zip(self.fields, values)))
+        named = {name: value & OBJ_MASK if name in OBJECT_FIELDS else value
+                 for name, value in zip(self.fields, values)}
+        return self.text.format(**named)
+
+
+OBJECT_FIELDS = frozenset({"obj", "flag"})
+"""Fields that hold a value of the ``obj`` column (uint64)."""
+OBJ_MASK = (1 << 64) - 1
+
+COUNT_MAX = (1 << 63) - 1
+"""The largest count the format holds: ``arg`` is an int64. A flag's pending
+signals and an mbarrier phase's transaction count are sums of ``arg`` values;
+a sum past the int64 range is bad input (``count-overflow``), never a wrapped
+count."""
+COUNT_MIN = -(1 << 63)
 
 
 BARRIER_ORDER = Rule(10, "barrier-order", ("block", "thread", "obj", "generation"),
@@ -53,11 +69,18 @@ LAUNCH_ORDER = Rule(14, "launch-order", ("launch", "previous"),
 MBARRIER_COUNT = Rule(15, "mbarrier-count", ("obj", "count"),
                       "mbar_init of {obj:#x} expects {count} arrivals; it must be > 0")
 WAIT_GROUP = Rule(16, "bad-value", ("count",), "wait_group {count}: the group count must be >= 0")
+SIGNAL_OVERFLOW = Rule(17, "count-overflow", ("flag", "pending", "count"),
+                       "signal on flag {flag} adds {count} to {pending} pending signal(s): "
+                       "the sum passes 2^63-1, the largest count the format holds")
+TX_OVERFLOW = Rule(18, "count-overflow", ("obj", "tx", "change"),
+                   "mbarrier {obj:#x}: transaction count {tx} changed by {change} leaves the "
+                   "signed 64-bit range the format holds")
 
 RULES = {rule.code: rule for rule in (BARRIER_ORDER, WAIT_WITHOUT_SIGNAL, BARRIER_COUNT,
-                                      EMPTY_WARP_MASK, LAUNCH_ORDER, MBARRIER_COUNT, WAIT_GROUP)}
+                                      EMPTY_WARP_MASK, LAUNCH_ORDER, MBARRIER_COUNT, WAIT_GROUP,
+                                      SIGNAL_OVERFLOW, TX_OVERFLOW)}
 """Every replay rule by its engine status code."""
-assert len(RULES) == 7 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
+assert len(RULES) == 9 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
 
 
 def error(rule: Rule | int, *values: int, path: str | None, row: int) -> TraceError:

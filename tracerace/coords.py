@@ -22,6 +22,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from .limits import JSONLimitError, load_json
 from .shown import surrogate_at, surrogate_message
 
 META_LAUNCHES = "tracerace.launches"
@@ -71,10 +72,12 @@ def _dims(value: object) -> tuple[int, int, int] | None:
     return tuple(value + [1] * (3 - len(value)))  # type: ignore[return-value]
 
 
-def parse_launches(meta: Mapping[str, str], fail: Callable[[str], Exception]) -> tuple[LaunchDims, ...]:
+def parse_launches(meta: Mapping[str, str],
+                   fail: Callable[..., Exception]) -> tuple[LaunchDims, ...]:
     """The launch dimensions of a trace's schema metadata (decoded keys and values).
 
-    ``tracerace.launches`` is checked (a malformed one raises ``fail(message)``);
+    ``tracerace.launches`` is checked (a malformed one raises ``fail(message)``,
+    one past a limit of :func:`tracerace.limits.load_json` ``fail(message, rule)``);
     without it, the grid and block of well-formed ``tracerace.kernels``
     entries are used (that key belongs to the GPU import, which checks it).
     """
@@ -82,7 +85,9 @@ def parse_launches(meta: Mapping[str, str], fail: Callable[[str], Exception]) ->
     if text is None:
         return _from_kernels(meta.get(META_KERNELS))
     try:
-        entries = json.loads(text)
+        entries = load_json(text)
+    except JSONLimitError as err:
+        raise fail(f"{META_LAUNCHES}: {err}", err.rule) from None
     except ValueError as err:
         raise fail(f"{META_LAUNCHES} is not valid JSON: {err}") from None
     where = surrogate_at(text, entries)
@@ -115,8 +120,8 @@ def _from_kernels(text: str | None) -> tuple[LaunchDims, ...]:
     if text is None:
         return ()
     try:
-        entries = json.loads(text)
-    except ValueError:
+        entries = load_json(text)
+    except ValueError:  # the GPU import's key, which it checks: a damaged one names nothing
         return ()
     out: dict[int, LaunchDims] = {}
     for entry in entries if isinstance(entries, list) else ():

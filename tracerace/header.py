@@ -4,16 +4,19 @@
 once, integer-typed); :func:`parse_metadata` reads the format version, sites,
 buffers, producer, warnings and launch dimensions into a
 :class:`~tracerace.meta.TraceMeta`. Errors name the file and the rule broken.
+The metadata is untrusted: its JSON goes through
+:func:`tracerace.limits.load_json`, and the version and buffers are held to
+the limits of :mod:`tracerace.limits` before anything uses them.
 """
 
 from __future__ import annotations
-
-import json
 
 import pyarrow as pa
 
 from .coords import parse_launches
 from .errors import TraceError
+from .limits import (ADDRESS_LIMIT, MAX_BUFFER_DIMS, MAX_ITEMSIZE, MAX_VERSION_DIGITS,
+                     JSONLimitError, load_json)
 from .meta import Buffer, TraceMeta
 from .ops import Space
 from .schema import (COLUMNS, FORMAT_VERSION, META_BUFFERS, META_PRODUCER, META_SITES,
@@ -91,10 +94,14 @@ def _parse_version(text: str | None, fail) -> int:
     if text is None:
         raise fail(f"the schema metadata has no {META_VERSION}; this is not a tracerace "
                    f"trace (this tracerace reads version {FORMAT_VERSION})", "version")
-    if not text.strip().isdigit():
+    digits = text.strip()
+    if len(digits) > MAX_VERSION_DIGITS:
+        raise fail(f"trace format version of {len(digits):,} characters is not a version "
+                   f"number (this tracerace reads version {FORMAT_VERSION})", "version")
+    if not (digits.isascii() and digits.isdigit()):
         raise fail(f"trace format version {text!r} is not a version number "
                    f"(this tracerace reads version {FORMAT_VERSION})", "version")
-    version = int(text)
+    version = int(digits)
     if version > FORMAT_VERSION:
         raise fail(f"trace format version {version} is newer than the newest this "
                    f"tracerace reads ({FORMAT_VERSION})", "version")
@@ -108,7 +115,9 @@ def _parse_json(meta: dict[str, str], key: str, fail):
     if key not in meta:
         return None
     try:
-        value = json.loads(meta[key])
+        value = load_json(meta[key])
+    except JSONLimitError as exc:
+        raise fail(f"{key}: {exc}", exc.rule) from None
     except ValueError as exc:
         raise fail(f"{key} is not valid JSON: {one_line(exc)}") from None
     where = surrogate_at(meta[key], value)
@@ -128,8 +137,8 @@ def _int_list(value) -> bool:
 def parse_buffer(entry, where: str, fail=None) -> Buffer:
     """A :class:`Buffer` from its JSON object; ``fail(message)`` makes the error."""
     if fail is None:
-        def fail(message: str) -> TraceError:
-            return TraceError(message, rule="metadata")
+        def fail(message: str, rule: str = "metadata") -> TraceError:
+            return TraceError(message, rule=rule)
     if not isinstance(entry, dict):
         raise fail(f"{where} must be a JSON object")
     for key in ("name", "space", "base", "shape", "itemsize"):
@@ -153,8 +162,36 @@ def parse_buffer(entry, where: str, fail=None) -> Buffer:
                    f"one per dimension of 'shape'")
     if launch is not None and (not _is_int(launch) or launch < 0):
         raise fail(f"{where}: 'launch' must be a non-negative integer or null")
-    return Buffer(name=name, space=space, base=base, shape=tuple(shape), itemsize=itemsize,
-                  strides=None if strides is None else tuple(strides), launch=launch)
+    buffer = Buffer(name=name, space=space, base=base, shape=tuple(shape), itemsize=itemsize,
+                    strides=None if strides is None else tuple(strides), launch=launch)
+    _check_buffer_limits(buffer, where, fail)
+    return buffer
+
+
+def _check_buffer_limits(buffer: Buffer, where: str, fail) -> None:
+    """A declared buffer lies in the 64-bit address space, with at most
+    :data:`MAX_BUFFER_DIMS` dimensions, elements of at most ``size``'s
+    2^32-1 bytes, and strides and dimensions a signed 64-bit element count
+    holds (the reports index elements with those). Rule ``buffer-limit``."""
+    def limit(message: str) -> TraceError:
+        return fail(f"{where}: {message}", "buffer-limit")
+
+    if len(buffer.shape) > MAX_BUFFER_DIMS:
+        raise limit(f"{len(buffer.shape):,} dimensions: more than the {MAX_BUFFER_DIMS} "
+                    f"tracerace reads")
+    if buffer.base >= ADDRESS_LIMIT:
+        raise limit(f"'base' {buffer.base:#x} is past the 64-bit address space")
+    if buffer.itemsize > MAX_ITEMSIZE:
+        raise limit(f"'itemsize' {buffer.itemsize:,} is more than {MAX_ITEMSIZE:,} bytes")
+    for key, values in (("shape", buffer.shape), ("strides", buffer.element_strides)):
+        if any(v > _I64_MAX for v in values):
+            raise limit(f"'{key}' holds a value past 2^63-1 elements")
+    if buffer.base + buffer.nbytes_span > ADDRESS_LIMIT:
+        raise limit(f"its {buffer.nbytes_span:,} bytes from 'base' {buffer.base:#x} pass the "
+                    f"end of the 64-bit address space")
+
+
+_I64_MAX = (1 << 63) - 1
 
 
 def one_line(exc: BaseException) -> str:

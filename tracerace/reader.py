@@ -25,6 +25,7 @@ import contextlib
 import io
 import mmap
 import os
+import re
 import stat
 from dataclasses import dataclass, replace
 from typing import Callable, Iterator
@@ -106,7 +107,9 @@ class TraceReader:
     def __init__(self, *, meta: TraceMeta, container: str, schema: pa.Schema,
                  batches: Callable[[], Iterator[pa.RecordBatch]], batch_size: int,
                  check_values: bool = True, on_close: Callable[[], None] | None = None,
-                 before_batch: Callable[[], None] | None = None) -> None:
+                 before_batch: Callable[[], None] | None = None,
+                 diagnose: Callable[[int], tuple[str, BaseException] | None] | None = None,
+                 source_bytes: int | None = None) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         self.meta = meta
@@ -118,6 +121,10 @@ class TraceReader:
         self._check_values = check_values
         self._on_close = on_close
         self._before_batch = before_batch
+        self._diagnose = diagnose
+        """``diagnose(k)``: record batch ``k`` read one column at a time; the first
+        column that fails and its error, or None (files only)."""
+        self._source_bytes = source_bytes
         self._closed = False
 
     def __iter__(self) -> Iterator[Batch]:
@@ -171,31 +178,32 @@ class TraceReader:
         """
         size = self.batch_size
         small = glue_limit(size)
-        pieces: list[pa.RecordBatch] = []
-        have = 0
+        pieces = _Pieces()
         for record in self._raw():
             if record.num_rows >= small:
-                if pieces:
-                    yield _glue(pieces)
-                    pieces, have = [], 0
+                if pieces.rows:
+                    yield pieces.take()
                 for offset in range(0, record.num_rows, size):
                     yield record.slice(offset, size)
                 continue
             offset = 0
             while offset < record.num_rows:
-                take = min(size - have, record.num_rows - offset)
-                pieces.append(record.slice(offset, take))
-                have += take
+                take = min(size - pieces.rows, record.num_rows - offset)
+                whole = offset == 0 and take == record.num_rows
+                pieces.add(record if whole else record.slice(offset, take))
                 offset += take
-                if have == size:
-                    yield _glue(pieces)
-                    pieces, have = [], 0
-        if have:
-            yield _glue(pieces)
+                if pieces.rows == size:
+                    yield pieces.take()
+        if pieces.rows:
+            yield pieces.take()
 
     def _raw(self) -> Iterator[pa.RecordBatch]:
-        """The source's own record batches; pyarrow failures become ``not-arrow``."""
+        """The source's own record batches; pyarrow failures become ``not-arrow``,
+        naming the column that cannot be read where that can be found, and a
+        compressed buffer that claims more memory than its file could hold
+        becomes ``damaged-buffer`` instead of an out-of-memory."""
         rows = 0
+        index = 0
         try:
             it = self._batches()
             while True:
@@ -204,13 +212,44 @@ class TraceReader:
                 except StopIteration:
                     return
                 rows += record.num_rows
+                index += 1
                 if record.num_rows:
                     yield record
-        except MemoryError:  # the machine's, not the trace's: not a damaged file
-            raise
+        except MemoryError as exc:
+            claim = _claimed_bytes(exc)
+            if claim is None or self._source_bytes is None or \
+                    claim <= MAX_EXPANSION * self._source_bytes:
+                raise  # the machine's, not the trace's: not a damaged file
+            found = self._diagnose(index) if self._diagnose is not None else None
+            where = f"record batch {index}" + (f", column '{found[0]}'" if found else "")
+            raise self._error(f"{where}: a compressed buffer claims {claim:,} bytes, more than "
+                              f"any LZ4 or ZSTD data in this {self._source_bytes:,}-byte file "
+                              f"expands to (damaged?)", "damaged-buffer", rows) from None
         except _ARROW_FAILURES as exc:
-            raise self._error(f"cannot read the trace past this row (truncated or damaged?): "
-                              f"{one_line(exc)}", "not-arrow", rows) from exc
+            found = self._diagnose(index) if self._diagnose is not None else None
+            if found is not None:
+                exc = found[1]
+                message = (f"cannot read column '{found[0]}' of record batch {index} "
+                           f"(truncated or damaged?): {one_line(exc)}")
+            else:
+                message = (f"cannot read the trace past this row (truncated or damaged?): "
+                           f"{one_line(exc)}")
+            raise self._error(message, "not-arrow", rows) from exc
+
+
+MAX_EXPANSION = 1 << 16
+"""No LZ4 or ZSTD data expands more than this many times (LZ4 at most ~255,
+ZSTD ~2^15: a 4-byte RLE block for 128 KiB): a buffer that claims more than
+this times its file's size is damaged, not large."""
+
+_MALLOC_SIZE = re.compile(r"\bsize (\d+)\b")
+
+
+def _claimed_bytes(exc: BaseException) -> int | None:
+    """The allocation an Arrow out-of-memory error names (``malloc of size N
+    failed``), or None."""
+    match = _MALLOC_SIZE.search(str(exc))
+    return int(match.group(1)) if match and isinstance(exc, pa.ArrowException) else None
 
 
 def glue_limit(batch_size: int) -> int:
@@ -218,9 +257,41 @@ def glue_limit(batch_size: int) -> int:
     return max(1, batch_size // 8)
 
 
+GLUE_PIECES = 1024
+"""Small records are glued this many at a time. Gluing all the records of a
+batch at once held an object per record and column, and Arrow's concatenation
+of a million one-row records ran out of memory; glued in groups, each row is
+copied twice and at most 2 * GLUE_PIECES pieces are held."""
+
+
+class _Pieces:
+    """Small records waiting to be glued into a batch, in bounded memory."""
+
+    def __init__(self) -> None:
+        self.rows = 0
+        self._glued: list[pa.RecordBatch] = []
+        self._small: list[pa.RecordBatch] = []
+
+    def add(self, record: pa.RecordBatch) -> None:
+        self._small.append(record)
+        self.rows += record.num_rows
+        if len(self._small) == GLUE_PIECES:
+            self._glued.append(_glue(self._small))
+            self._small = []
+
+    def take(self) -> pa.RecordBatch:
+        """Everything added, as one record; empties the pieces."""
+        out = _glue(self._glued + self._small)
+        self.rows, self._glued, self._small = 0, [], []
+        return out
+
+
 def _glue(pieces: list[pa.RecordBatch]) -> pa.RecordBatch:
     if len(pieces) == 1:
         return pieces[0]
+    concat = getattr(pa, "concat_batches", None)  # pyarrow >= 19: half the time a piece
+    if concat is not None:
+        return concat(pieces)
     return pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
 
 
@@ -276,12 +347,14 @@ def _open(source, *, batch_size: int, check_values: bool) -> TraceReader:
 
 
 def _open_arrow(schema, container, num_rows, batches, batch_size, check_values,
-                path=None, on_close=None, before_batch=None) -> TraceReader:
+                path=None, on_close=None, before_batch=None, diagnose=None,
+                source_bytes=None) -> TraceReader:
     meta = replace(parse_metadata(schema, path), num_rows=num_rows)
     check_schema(schema, path)
     return TraceReader(meta=meta, container=container, schema=schema, batches=batches,
                        batch_size=batch_size, check_values=check_values,
-                       on_close=on_close, before_batch=before_batch)
+                       on_close=on_close, before_batch=before_batch, diagnose=diagnose,
+                       source_bytes=source_bytes)
 
 
 STDIN = "-"
@@ -360,9 +433,27 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
         if head.startswith(IPC_FILE_MAGIC):
             raise fail(f"truncated or damaged Arrow IPC file: {one_line(exc)}") from None
         raise fail("not an Arrow IPC file, IPC stream or Parquet file") from None
+
+    def diagnose(index: int) -> tuple[str, BaseException] | None:
+        """Record batch ``index`` (from 0) read one column at a time: the
+        first column that fails, and how."""
+        for j, name in enumerate(schema.names):
+            options = ipc.IpcReadOptions(included_fields=[j])
+            try:
+                if container == "file":
+                    ipc.open_file(mapped.reader(), options=options).get_batch(index)
+                else:
+                    for k, _ in enumerate(ipc.open_stream(mapped.reader(), options=options)):
+                        if k == index:
+                            break
+            except (MemoryError, *_ARROW_FAILURES) as exc:
+                return name, exc
+        return None
+
     try:
         return _open_arrow(schema, container, num_rows, batches, batch_size, check_values,
-                           path=path, on_close=mapped.close, before_batch=mapped.release)
+                           path=path, on_close=mapped.close, before_batch=mapped.release,
+                           diagnose=diagnose, source_bytes=mapped.size)
     except TraceError:
         mapped.close()
         raise
@@ -493,6 +584,7 @@ class _MappedFile:
         with open(path, "rb") as f:
             self._map = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         self._buffer: pa.Buffer | None = pa.py_buffer(self._map)
+        self.size = len(self._map)
 
     def reader(self) -> pa.BufferReader:
         if self._buffer is None:

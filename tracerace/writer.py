@@ -186,7 +186,7 @@ class TraceWriter:
         if kernel is not None:
             entry["kernel"] = kernel
 
-        def fail(message: str) -> ValueError:
+        def fail(message: str, rule: str = "metadata") -> ValueError:
             return ValueError(message)
 
         (dims,) = parse_launches({META_LAUNCHES: json.dumps([entry])}, fail)
@@ -518,7 +518,7 @@ def _op_code(op) -> int:
 
 def _buffer(entry: Mapping, where: str) -> Buffer:
     """A checked :class:`Buffer`; NumPy and enum integers are taken as ints."""
-    def fail(message: str) -> ValueError:
+    def fail(message: str, rule: str = "metadata") -> ValueError:
         return ValueError(message)
 
     def plain(value):

@@ -48,6 +48,8 @@ def shared_shift_for(cols: dict, start: int) -> int:
     cp.async pipeline), 4-byte granules cost four of everything per access.
     Shared memory starts afresh at a launch, so each launch may choose."""
     rows = _launch_sample(cols, start)
+    if rows.stop - rows.start < SHIFT_MIN_ACCESSES:
+        return GRANULE_SHIFT  # too few to sample (a trace of many short launches)
     op = cols["op"][rows]
     shared = (cols["space"][rows] == O.SPACE_SHARED) & ((op <= O.ATOMIC) | (op == O.CP_ASYNC))
     wide = _mostly_vectors(cols["size"][rows][shared], cols["addr"][rows][shared])
@@ -63,6 +65,8 @@ def global_shift_for(cols: dict, start: int) -> int:
     never depend on the choice (see shadow.SV_GLOBAL_SIZES for the
     initialized bytes, which outlive a launch)."""
     rows = _launch_sample(cols, start)
+    if rows.stop - rows.start < SHIFT_MIN_ACCESSES:
+        return GLOBAL_GRANULE_SHIFT
     op = cols["op"][rows]
     direct = (cols["space"][rows] == O.SPACE_GLOBAL) & (op <= O.ATOMIC)
     source = (cols["space2"][rows] == O.SPACE_GLOBAL) & (op == O.CP_ASYNC)

@@ -169,6 +169,11 @@ E_WARP_MASK = badinput.EMPTY_WARP_MASK.code
 E_LAUNCH_ORDER = badinput.LAUNCH_ORDER.code
 E_MBAR_COUNT = badinput.MBARRIER_COUNT.code
 E_WAIT_GROUP = badinput.WAIT_GROUP.code
+E_SIGNAL_OVERFLOW = badinput.SIGNAL_OVERFLOW.code
+E_TX_OVERFLOW = badinput.TX_OVERFLOW.code
+COUNT_MAX = np.int64(badinput.COUNT_MAX)
+"""The largest pending-signal or transaction count (the format's int64 ``arg``)."""
+COUNT_MIN = np.int64(badinput.COUNT_MIN)
 
 # Grow bits.
 (GR_AGENTS, GR_SNAPS, GR_ARENA, GR_NODES, GR_GRAN, GR_GENS, GR_ARR, GR_SIG, GR_FQ, GR_MB,

@@ -15,11 +15,11 @@ from .clocks import decref, incref
 from .hashmap import hm_get, hm_put
 from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_BASE, AG_EPOCH, AG_FENCES, AG_MBAR, ARF_TMA, AR_AGENT, AR_BASE,
-    AR_EPOCH, AR_FLAG, AR_NEXT, E_MBAR_COUNT, FN_AUX, FN_EPOCH, FN_NEXT, FN_VAL, KIND_TMA,
-    MB_ARRIVALS, MB_DONE0, MB_DONE1, MB_EXPECTED, MB_FIELDS, MB_INITS, MB_I_BLOCK,
+    AR_EPOCH, AR_FLAG, AR_NEXT, COUNT_MAX, COUNT_MIN, E_MBAR_COUNT, E_TX_OVERFLOW, FN_AUX,
+    FN_EPOCH, FN_NEXT, FN_VAL, KIND_TMA, MB_ARRIVALS, MB_DONE0, MB_DONE1, MB_EXPECTED, MB_FIELDS, MB_INITS, MB_I_BLOCK,
     MB_I_LAUNCH, MB_I_OP, MB_I_ROW, MB_I_SITE, MB_I_THREAD, MB_I_TS, MB_PENDING, MB_PHASE,
     MB_TMA0, MB_TMA1, MB_TX, MB_VALID, OK, SV_ARR_FREE, SV_ARR_USED, SV_ERR_A, SV_ERR_B,
-    SV_FEN_TOP, SV_MB_N)
+    SV_ERR_C, SV_FEN_TOP, SV_MB_N)
 from .memory import copy
 from .pools import pool_free
 from .races import flush_candidates, misuse, set_prev
@@ -104,7 +104,8 @@ def arrived(t, c, i, ev, a, mslot):
 def on_tma_load(t, c, i, ev, a, epoch):
     """A TMA load: a copy by the mbarrier's TMA agent, whose bytes count
     against the phase's transaction count; it completes the phase (with
-    the arrivals) and is retired by the first wait on it."""
+    the arrivals) and is retired by the first wait on it. A transaction
+    count past the int64 range is ``E_TX_OVERFLOW``."""
     sv, ag, mbs, fen, arr, snaps = t.sv, t.ag, t.mbs, t.fen, t.arr, t.snaps
     peer = np.int64(c.peer[i])
     obj = np.int64(c.obj[i])
@@ -131,10 +132,13 @@ def on_tma_load(t, c, i, ev, a, epoch):
         flush_candidates(t.cand, t.find, sv, ev.row, ev.launch, ev.block, ev.thread, ev.op,
                          ev.ts, ev.site, ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
     if not not_initialized(t, c, i, ev, a, mslot):
+        if tx_overflows(t, mslot, obj, -ev.size):
+            return E_TX_OVERFLOW
         mbs[mslot, MB_TX] -= ev.size
         h = add_arrival(arr, sv, snaps, mbs[mslot, MB_ARRIVALS], ag[a, AG_BASE], a, epoch, 0)
         mbs[mslot, MB_ARRIVALS] = add_arrival(arr, sv, snaps, h, 0, ta, cnt, ARF_TMA)
         arrived(t, c, i, ev, a, mslot)
+    return OK
 
 
 @jit_leaf
@@ -202,12 +206,31 @@ def on_mbar_arrive(t, c, i, ev, a, epoch):
 
 @jit_leaf
 def on_mbar_expect_tx(t, c, i, ev, a, epoch):
-    """expect_tx: the phase also waits for ``arg`` more bytes of TMA loads."""
-    mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))
+    """expect_tx: the phase also waits for ``arg`` more bytes of TMA loads; a
+    count past the int64 range is ``E_TX_OVERFLOW``."""
+    obj = np.int64(c.obj[i])
+    arg = np.int64(c.arg[i])
+    mslot = mbarrier_slot(t, np.int64(c.peer[i]), obj)
     if not_initialized(t, c, i, ev, a, mslot):
-        return
-    t.mbs[mslot, MB_TX] += np.int64(c.arg[i])
+        return OK
+    if tx_overflows(t, mslot, obj, arg):
+        return E_TX_OVERFLOW
+    t.mbs[mslot, MB_TX] += arg
     arrived(t, c, i, ev, a, mslot)
+    return OK
+
+
+@jit_inline
+def tx_overflows(t, mslot, obj, change):
+    """Whether the transaction count plus ``change`` leaves the int64 range
+    (the reference's ``check_tx``); if so the error's values are set."""
+    tx = t.mbs[mslot, MB_TX]
+    if (tx > COUNT_MAX - change) if change > 0 else (tx < COUNT_MIN - change):
+        t.sv[SV_ERR_A] = obj
+        t.sv[SV_ERR_B] = tx
+        t.sv[SV_ERR_C] = change
+        return True
+    return False
 
 
 @jit_leaf

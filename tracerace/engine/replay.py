@@ -149,7 +149,7 @@ def replay(c, row0, start, t, gpos):
         elif op == O.ACQUIRE:
             on_acquire(t, c, i, ev, a, epoch)
         elif op == O.SIGNAL:
-            on_signal(t, c, i, ev, a, epoch)
+            status = on_signal(t, c, i, ev, a, epoch)
         elif op == O.WAIT:
             status = on_wait(t, c, i, ev, a, epoch)
         elif op == O.CP_ASYNC:
@@ -165,13 +165,13 @@ def replay(c, row0, start, t, gpos):
         elif op == O.BULK_WAIT:
             status = on_bulk_wait(t, c, i, ev, a, epoch)
         elif op == O.TMA_LOAD:
-            on_tma_load(t, c, i, ev, a, epoch)
+            status = on_tma_load(t, c, i, ev, a, epoch)
         elif op == O.MBAR_INIT:
             status = on_mbar_init(t, c, i, ev, a, epoch)
         elif op == O.MBAR_ARRIVE:
             on_mbar_arrive(t, c, i, ev, a, epoch)
         elif op == O.MBAR_EXPECT_TX:
-            on_mbar_expect_tx(t, c, i, ev, a, epoch)
+            status = on_mbar_expect_tx(t, c, i, ev, a, epoch)
         elif op == O.MBAR_WAIT:
             on_mbar_wait(t, c, i, ev, a, epoch)
         elif op == O.MBAR_INVAL:

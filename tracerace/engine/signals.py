@@ -12,8 +12,8 @@ from .agents import set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, lookup, merge_many
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_BASE, CV_CONS, CV_USED, ED_NEXT, ED_S, ED_W, E_WAIT, FQ_EDGES,
-    FQ_HEAD, FQ_PAIRS, FQ_TAIL, FQ_TOTAL, F_BAR_GEN, F_BAR_OBJ, F_CODE, F_OBJ, F_SEVERITY, OK,
+    AG_BARGEN, AG_BAROBJ, AG_BASE, COUNT_MAX, CV_CONS, CV_USED, E_SIGNAL_OVERFLOW, ED_NEXT,
+    ED_S, ED_W, E_WAIT, FQ_EDGES, FQ_HEAD, FQ_PAIRS, FQ_TAIL, FQ_TOTAL, F_BAR_GEN, F_BAR_OBJ, F_CODE, F_OBJ, F_SEVERITY, OK,
     PR_NEXT, PR_S_AGENT, PR_S_BLOCK, PR_S_EPOCH, PR_S_LAUNCH, PR_S_ROW, PR_S_SITE,
     PR_S_THREAD, PR_S_TS, PR_W_AGENT, PR_W_EPOCH, PR_W_SITE, SG_AGENT, SG_BASE, SG_BLOCK,
     SG_COUNT, SG_EPOCH, SG_LAUNCH, SG_NEXT, SG_ROW, SG_SITE, SG_THREAD, SG_TS, SV_ED_TOP,
@@ -179,7 +179,8 @@ def consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, 
 # ---------------------------------------------------------------------------
 @jit_leaf
 def on_signal(t, c, i, ev, a, epoch):
-    """A signal: the reference's ``on_signal``."""
+    """A signal: the reference's ``on_signal``; a pending count past the
+    format's int64 is ``E_SIGNAL_OVERFLOW``."""
     sv, ag, snaps, sigs, flag_map, fq = t.sv, t.ag, t.snaps, t.sigs, t.flag_map, t.fq
     row, launch, block, thread, ts, site = ev.row, ev.launch, ev.block, ev.thread, ev.ts, ev.site
     obj = np.int64(c.obj[i])
@@ -194,6 +195,12 @@ def on_signal(t, c, i, ev, a, epoch):
         fq[q, FQ_TOTAL] = 0
         fq[q, FQ_PAIRS] = -1
         fq[q, FQ_EDGES] = -1
+    count = arg if arg > 0 else 1
+    if fq[q, FQ_TOTAL] > COUNT_MAX - count:  # (the sum itself would wrap)
+        sv[SV_ERR_A] = obj
+        sv[SV_ERR_B] = fq[q, FQ_TOTAL]
+        sv[SV_ERR_C] = count
+        return E_SIGNAL_OVERFLOW
     s = pool_alloc(sigs, sv, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED)
     sigs[s, SG_ROW] = row
     sigs[s, SG_SITE] = site
@@ -201,7 +208,7 @@ def on_signal(t, c, i, ev, a, epoch):
     sigs[s, SG_BLOCK] = block
     sigs[s, SG_THREAD] = thread
     sigs[s, SG_TS] = ts
-    sigs[s, SG_COUNT] = arg if arg > 0 else 1
+    sigs[s, SG_COUNT] = count
     incref(snaps, ag[a, AG_BASE])
     sigs[s, SG_BASE] = ag[a, AG_BASE]
     sigs[s, SG_AGENT] = a
@@ -211,7 +218,8 @@ def on_signal(t, c, i, ev, a, epoch):
     else:
         fq[q, FQ_HEAD] = s
     fq[q, FQ_TAIL] = s
-    fq[q, FQ_TOTAL] += sigs[s, SG_COUNT]
+    fq[q, FQ_TOTAL] += count
+    return OK
 
 
 # ---------------------------------------------------------------------------

@@ -146,8 +146,13 @@ class EngineState:
                 sigs[s, SG_BASE] = 0
                 sigs[s, SG_AGENT] = -1
                 s = sigs[s, SG_NEXT]
-        self.scratch = np.full(self.arrays["ag"].shape[0], -1, np.int64)
-        self.touched = np.zeros(self.arrays["ag"].shape[0], np.int64)
+        # The joins' scratch (merge_many) is all -1 again after every join, so
+        # it is made only when missing: remaking it at each launch cost every
+        # launch the agents of the widest launch before it.
+        rows = self.arrays["ag"].shape[0]
+        if getattr(self, "scratch", None) is None or self.scratch.shape[0] != rows:
+            self.scratch = np.full(rows, -1, np.int64)
+            self.touched = np.zeros(rows, np.int64)
         for name in MAPS:
             if name != "flag_map" or not hasattr(self, "flag_map"):
                 setattr(self, name, new_table(self.sizes.maps))

@@ -10,13 +10,12 @@ not a shorter trace.
 from __future__ import annotations
 
 import io
-import json
 import lzma
 import os
-import re
 from collections.abc import Iterator
 
 from ..errors import TraceError
+from ..limits import JSONLimitError, load_json
 
 READ_BYTES = 1 << 22
 ZSTD_FEED_BYTES = 1 << 10
@@ -184,29 +183,16 @@ def _size(n: int) -> str:
 
 def bounded_json(path: str, lineno: int, text: str, rule: str,
                  max_depth: int = MAX_JSON_DEPTH):
-    """``json.loads(text)``, refusing nesting deeper than ``max_depth`` (rule
-    ``rule``) before Python's recursion limit would. Raises ``ValueError`` for
-    text that is not JSON, as ``json.loads`` does."""
-    if text.count("[") + text.count("{") > max_depth and json_depth(text) > max_depth:
+    """``json.loads(text)`` through :func:`tracerace.limits.load_json`, refusing
+    nesting deeper than ``max_depth`` (rule ``rule``) before parsing. Raises
+    ``ValueError`` for text that is not JSON, as ``json.loads`` does."""
+    try:
+        return load_json(text, max_bytes=MAX_LINE_BYTES, max_depth=max_depth)
+    except JSONLimitError as exc:
+        if exc.rule != "json-too-deep":
+            raise error(path, lineno, rule, str(exc)) from None
         raise error(path, lineno, rule, f"JSON nested deeper than {max_depth} levels: no "
-                    f"tracer writes one")
-    return json.loads(text)
-
-
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-
-def json_depth(text: str) -> int:
-    """The deepest nesting of ``[``/``{`` outside strings."""
-    depth = deepest = 0
-    for m in _JSON_TOKEN.finditer(text):
-        c = m.group()
-        if c in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        elif c in "]}":
-            depth -= 1
-    return deepest
+                    f"tracer writes one") from None
 
 
 def is_directory(path: str) -> bool:

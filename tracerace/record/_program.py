@@ -25,7 +25,7 @@ from collections.abc import Callable
 from time import perf_counter
 
 from ..errors import TraceError
-from ..gpu.source import json_depth
+from ..limits import JSONLimitError, load_json
 from .result import RecordResult
 from ._numba_events import library_roots, shown_path
 
@@ -152,10 +152,9 @@ def _status_problem(data: bytes) -> str | None:
     # write_status nests two levels (the object, its warnings list): anything deeper is
     # not its output, and json would recurse once per bracket.
     try:
-        text = data.decode("utf-8")
-        if json_depth(text) > 2:
-            return "nested JSON"
-        status = json.loads(text)
+        status = load_json(data, max_depth=2)
+    except JSONLimitError:
+        return "nested JSON"
     except ValueError:
         return "not JSON"
     if not isinstance(status, dict):

@@ -59,7 +59,7 @@ class Barriers:
             self.generations[bkey] = gen
         elif count != gen.arg or mask != gen.mask:
             self.emit(O.K_BARRIER_MISMATCH, row, ev, prev_row=gen.first_row, prev_ev=gen.first_ev,
-                      obj=ev["obj"] if op != O.WARP_SYNC else ev["arg"],
+                      obj=ev["obj"] if op != O.WARP_SYNC else ev["arg"] & badinput.OBJ_MASK,
                       code=R.BAR_ARG_DISAGREES, aux=gen.arg, bar=st.bar)
         if not gen.rows:
             gen.first_ev = ev
@@ -99,7 +99,7 @@ class Barriers:
         """End of a launch: incomplete barrier generations are mismatches."""
         for bkey, gen in sorted(self.generations.items(), key=lambda kv: kv[1].first_row):
             ev = gen.last_ev
-            obj = ev["obj"] if bkey[2] == "bar" else ev["arg"]
+            obj = ev["obj"] if bkey[2] == "bar" else ev["arg"] & badinput.OBJ_MASK
             self.emit(O.K_BARRIER_MISMATCH, gen.rows[-1], ev, obj=obj, code=R.BAR_INCOMPLETE,
                       aux=len(gen.rows))
         self.generations.clear()

@@ -41,6 +41,7 @@ class ReferenceChecker(Agents, Memory, Races, AsyncCopies, Atomics, Copies, MBar
         self.gen_count: dict[tuple, int] = defaultdict(int)
         self.locks: dict[int, Clock] = defaultdict(dict)
         self.flags: dict[int, deque] = defaultdict(deque)
+        self.pending_signals: dict[int, int] = defaultdict(int)  # the counts in flags[obj]
         # address -> {(releaser key, scope): [fields, clock]}, in creation order
         self.atomic_releases: dict[tuple, dict] = defaultdict(dict)
         self.mbarriers: dict[tuple, MBarrier] = defaultdict(MBarrier)

@@ -51,6 +51,7 @@ class MBarriers:
         if not mb.valid:
             self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
             return
+        self.check_tx(row, ev, mb, -ev["size"])
         mb.tx -= ev["size"]
         join(mb.clock, clock)
         raise_entry(mb.clock, agent, count)
@@ -96,8 +97,14 @@ class MBarriers:
         if not mb.valid:
             self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
             return
+        self.check_tx(row, ev, mb, ev["arg"])
         mb.tx += ev["arg"]
         self.complete_phase(row, ev, st, mb)
+
+    def check_tx(self, row: int, ev: dict, mb: MBarrier, change: int) -> None:
+        """A transaction count stays a signed 64-bit number (rule ``count-overflow``)."""
+        if not badinput.COUNT_MIN <= mb.tx + change <= badinput.COUNT_MAX:
+            raise self.error(row, badinput.TX_OVERFLOW, ev["obj"], mb.tx, change)
 
     def on_mbar_wait(self, row: int, ev: dict, st: AgentState) -> None:
         _, mb = self.mbar(ev)

@@ -20,15 +20,20 @@ class Signals:
 
     def on_signal(self, row: int, ev: dict, st: AgentState) -> None:
         count = ev["arg"] if ev["arg"] > 0 else 1
+        pending = self.pending_signals[ev["obj"]]
+        if pending + count > badinput.COUNT_MAX:
+            raise self.error(row, badinput.SIGNAL_OVERFLOW, ev["obj"], pending, count)
+        self.pending_signals[ev["obj"]] = pending + count
         self.flags[ev["obj"]].append([count, copy_clock(st.clock), row, ev, st.key, st.epoch])
 
     def on_wait(self, row: int, ev: dict, st: AgentState) -> None:
         obj = ev["obj"]
         need = ev["arg"] if ev["arg"] > 0 else 1
         queue = self.flags[obj]
-        available = sum(entry[0] for entry in queue)
+        available = self.pending_signals[obj]
         if available < need:
             raise self.error(row, badinput.WAIT_WITHOUT_SIGNAL, obj, need, available)
+        self.pending_signals[obj] = available - need
         consumed = []
         while need:
             entry = queue[0]

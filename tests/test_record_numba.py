@@ -320,7 +320,7 @@ def warp_meetings(cols: dict) -> list[tuple[int, int, list[int], int]]:
         mask = int(cols["arg"][rows[i]])
         n = bin(mask).count("1")
         part = rows[i:i + n]
-        assert np.array_equal(part, np.arange(part[0], part[0] + n)), "a meeting's rows stand together"
+        assert np.array_equal(part, np.arange(part[0], part[0] + n))  # rows stand together
         assert set(cols["arg"][part].tolist()) == {mask}
         assert len(set(cols["block"][part].tolist())) == 1
         meetings.append((int(cols["block"][part[0]]), mask, sorted(cols["thread"][part].tolist()),
@@ -355,8 +355,11 @@ def test_an_exchange_without_syncwarp_races_at_its_lines(tmp_path, schedule, see
 
 @pytest.mark.parametrize("variant, mark, words", [
     ("left_out", "lane 31 ends", ["lane 31", "ended without making it", "wait for it"]),
-    ("left_out_deadlock", "lane 31 busy", ["deadlock", "lane(s) 31 of warp 0", "warp.py:{elsewhere}"]),
+    ("left_out_deadlock", "lane 31 busy", ["deadlock", "lane(s) 31 of warp 0",
+                                           "warp.py:{elsewhere}"]),
     ("outside_mask", "outside", ["lane 1", "0x00000001 leaves out"]),
+    ("mismatch", "other operation", ["cuda.ballot_sync", "cuda.shfl_xor_sync",
+                                     "warp.py:{first}", "the same warp operation"]),
 ])
 @pytest.mark.parametrize("schedule", ["serial", "round-robin", "random"])
 def test_a_lane_missing_from_its_mask_stops_the_recording_at_the_line(tmp_path, variant, mark,
@@ -368,7 +371,8 @@ def test_a_lane_missing_from_its_mask_stops_the_recording_at_the_line(tmp_path, 
     (line,) = marked_lines("warp.py", mark)
     assert f"warp.py:{line}" in lines[0]
     (elsewhere,) = marked_lines("warp.py", "elsewhere")
-    assert all(w.format(elsewhere=elsewhere) in lines[0] for w in words), lines[0]
+    (first,) = marked_lines("warp.py", "first operation")
+    assert all(w.format(elsewhere=elsewhere, first=first) in lines[0] for w in words), lines[0]
     assert not (tmp_path / "out.arrow").exists()
 
 

@@ -13,7 +13,8 @@ not what a GPU computes.
 - ``tree``: a shared-memory tree reduction whose last steps use ``syncwarp``.
 - ``left_out``: lane 31 skips a full-mask shuffle and ends;
   ``left_out_deadlock``: it waits at ``syncthreads`` instead;
-  ``outside_mask``: every lane calls ``syncwarp`` with lane 0's mask only.
+  ``outside_mask``: every lane calls ``syncwarp`` with lane 0's mask only;
+  ``mismatch``: half the lanes of a full mask shuffle, the other half vote.
 """
 
 import sys
@@ -137,6 +138,15 @@ def outside_mask(x, out):
     out[t] = x[t]
 
 
+@cuda.jit
+def mismatch(x, out):
+    t = cuda.threadIdx.x
+    if cuda.laneid < 16:
+        out[t] = cuda.shfl_xor_sync(FULL, x[t], 1)  # first operation
+    else:
+        out[t] = cuda.ballot_sync(FULL, x[t] > 0)  # other operation
+
+
 def expected_votes(x: np.ndarray) -> np.ndarray:
     """What a GPU gives ``votes`` for ``x`` (a block of ``PARTIAL`` threads)."""
     out = np.zeros((len(x), 12), dtype=np.int64)
@@ -187,7 +197,7 @@ def main(variant: str) -> int:
         expected = x[:TPB].sum(keepdims=True)
     else:
         kernel = {"left_out": left_out, "left_out_deadlock": left_out_deadlock,
-                  "outside_mask": outside_mask}[variant]
+                  "outside_mask": outside_mask, "mismatch": mismatch}[variant]
         out = np.zeros(TPB, dtype=np.float32)
         kernel[1, TPB](x, out)
         return 0

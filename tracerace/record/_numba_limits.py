@@ -11,10 +11,6 @@ when the simulated threads stop making progress, the recorder raises
 
 from __future__ import annotations
 
-WARP_INTRINSICS = frozenset({"shfl_sync_intrinsic", "vote_sync_intrinsic"})
-"""numba-cuda's raw warp intrinsics, which the recorder does not give (the named
-shuffles and votes built on them it does, see ``_numba_warp``)."""
-
 
 class Unrecordable(Exception):
     """Kernel code did something the recording cannot show; the message says what and where."""
@@ -23,8 +19,5 @@ class Unrecordable(Exception):
 def missing_feature(name: str, where: str | None, owner: str = "cuda") -> Unrecordable:
     """The error for ``cuda.NAME`` (or ``cuda.cg.NAME``), which the simulator lacks."""
     at = f" at {where}" if where else ""
-    if owner == "cuda" and name in WARP_INTRINSICS:
-        return Unrecordable(f"the recorder has no raw warp intrinsic cuda.{name}{at}; use "
-                            f"the shfl_*_sync and *_sync functions built on it")
     return Unrecordable(f"numba-cuda's CUDA simulator has no {owner}.{name} (used{at}); "
                         f"the recorder cannot run this kernel")

@@ -357,6 +357,8 @@ def test_an_exchange_without_syncwarp_races_at_its_lines(tmp_path, schedule, see
     ("left_out", "lane 31 ends", ["lane 31", "ended without making it", "wait for it"]),
     ("left_out_deadlock", "lane 31 busy", ["deadlock", "lane(s) 31 of warp 0",
                                            "warp.py:{elsewhere}"]),
+    ("returned_early", "lane 31 returned", ["lane 31", "ended without making it",
+                                            "cuda.syncwarp", "wait for it"]),
     ("outside_mask", "outside", ["lane 1", "0x00000001 leaves out"]),
     ("mismatch", "other operation", ["cuda.ballot_sync", "cuda.shfl_xor_sync",
                                      "warp.py:{first}", "the same warp operation"]),

@@ -13,6 +13,7 @@ not what a GPU computes.
 - ``tree``: a shared-memory tree reduction whose last steps use ``syncwarp``.
 - ``left_out``: lane 31 skips a full-mask shuffle and ends;
   ``left_out_deadlock``: it waits at ``syncthreads`` instead;
+  ``returned_early``: it returns before a full-mask ``syncwarp``;
   ``outside_mask``: every lane calls ``syncwarp`` with lane 0's mask only;
   ``mismatch``: half the lanes of a full mask shuffle, the other half vote.
 """
@@ -132,6 +133,15 @@ def left_out_deadlock(x, out):
 
 
 @cuda.jit
+def returned_early(x, out):
+    t = cuda.threadIdx.x
+    if cuda.laneid == 31:
+        return
+    out[t] = x[t]
+    cuda.syncwarp()  # lane 31 returned
+
+
+@cuda.jit
 def outside_mask(x, out):
     t = cuda.threadIdx.x
     cuda.syncwarp(1)  # outside
@@ -197,7 +207,8 @@ def main(variant: str) -> int:
         expected = x[:TPB].sum(keepdims=True)
     else:
         kernel = {"left_out": left_out, "left_out_deadlock": left_out_deadlock,
-                  "outside_mask": outside_mask, "mismatch": mismatch}[variant]
+                  "outside_mask": outside_mask, "mismatch": mismatch,
+                  "returned_early": returned_early}[variant]
         out = np.zeros(TPB, dtype=np.float32)
         kernel[1, TPB](x, out)
         return 0

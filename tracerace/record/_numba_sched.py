@@ -538,13 +538,10 @@ class BlockRun:
                                f"CUDA requires every calling lane in its mask")
         open_meetings = self.meetings.setdefault(warp, [])
         meeting = next((m for m in open_meetings if m.mask == mask), None)
-        if meeting is None:
+        fresh = meeting is None
+        if fresh:
             meeting = Meeting(name, mask, mask & self.warp_lanes(warp), word)
             open_meetings.append(meeting)
-            for other in range(WARP_SIZE):
-                if meeting.required >> other & 1 and \
-                        self.states[warp * WARP_SIZE + other] == DONE:
-                    raise self._left_out(meeting, warp, other)
         elif meeting.name != name:
             raise Unrecordable(
                 f"lane {lane} ({self._who(t)}) makes cuda.{name} at {self._site(word)} while "
@@ -554,6 +551,11 @@ class BlockRun:
         meeting.values[lane] = value
         meeting.words[lane] = word
         meeting.arrived |= 1 << lane
+        if fresh:  # a lane that ended before the meeting opened will never come
+            for other in range(WARP_SIZE):
+                if meeting.required >> other & 1 and \
+                        self.states[warp * WARP_SIZE + other] == DONE:
+                    raise self._left_out(meeting, warp, other)
         if meeting.arrived == meeting.required:
             self._meet(warp, meeting)
         else:
@@ -591,8 +593,9 @@ class BlockRun:
         return Unrecordable(
             f"lane {lane} ({self._who(thread)}) is in the mask 0x{meeting.mask:08x} of "
             f"cuda.{meeting.name} at {self._site(meeting.word)} but ended without making it, "
-            f"while lane(s) {lanes(meeting.arrived)} wait for it; CUDA requires every lane "
-            f"a mask names to make the operation")
+            f"while lane(s) {lanes(meeting.arrived)} wait for it; the recorder requires every "
+            f"lane a mask names to make the operation (CUDA lets an exited lane off but "
+            f"leaves a value shuffled from it undefined): name only the lanes that take part")
 
     def _who(self, t: int) -> str:
         return f"threadIdx={self.thread_idx[t]} blockIdx={self.block_idx}"

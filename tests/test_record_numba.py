@@ -378,6 +378,24 @@ def test_a_lane_missing_from_its_mask_stops_the_recording_at_the_line(tmp_path, 
     assert not (tmp_path / "out.arrow").exists()
 
 
+@pytest.mark.parametrize("schedule", ["serial", "round-robin", "random"])
+def test_a_warp_polling_with_a_vote_lets_the_other_blocks_run(tmp_path, schedule):
+    """A warp operation is not progress: block 0's warp polls a flag with
+    any_sync until block 1, which runs once block 0 stalls, sets it."""
+    result = record_cli(tmp_path, "warp.py", "vote_hand_off", schedule=schedule)
+    assert result.returncode == 0, result.stderr
+    assert "results ok" in result.stdout
+    assert not tracerace.check(str(tmp_path / "out.arrow")).groups
+
+
+def test_a_warp_polling_a_flag_nobody_sets_stops_the_recording(tmp_path):
+    result = record_cli(tmp_path, "warp.py", "vote_spin", schedule="round-robin", timeout=60)
+    assert result.returncode == 2
+    (line,) = marked_lines("warp.py", "nobody sets the flag")
+    assert "no progress" in result.stderr and f"warp.py:{line}" in result.stderr
+    assert not (tmp_path / "out.arrow").exists()
+
+
 @pytest.mark.parametrize("mode, lane, b, source", [
     (SHFL_DOWN, 3, 1, 4), (SHFL_DOWN, 31, 1, 31), (SHFL_DOWN, 20, 16, 20), (SHFL_DOWN, 0, 33, 1),
     (SHFL_UP, 4, 4, 0), (SHFL_UP, 3, 4, 3), (SHFL_UP, 31, 16, 15),

@@ -15,7 +15,9 @@ not what a GPU computes.
   ``left_out_deadlock``: it waits at ``syncthreads`` instead;
   ``returned_early``: it returns before a full-mask ``syncwarp``;
   ``outside_mask``: every lane calls ``syncwarp`` with lane 0's mask only;
-  ``mismatch``: half the lanes of a full mask shuffle, the other half vote.
+  ``mismatch``: half the lanes of a full mask shuffle, the other half vote;
+  ``vote_spin``: a warp polls a flag nobody sets with ``any_sync``;
+  ``vote_hand_off``: block 0 polls a flag block 1 sets.
 """
 
 import sys
@@ -142,6 +144,25 @@ def returned_early(x, out):
 
 
 @cuda.jit
+def vote_spin(flag, out):
+    t = cuda.threadIdx.x
+    while cuda.any_sync(FULL, flag[0] == 0):  # nobody sets the flag
+        pass
+    out[t] = 1
+
+
+@cuda.jit
+def vote_hand_off(flag, out):
+    t = cuda.threadIdx.x
+    if cuda.blockIdx.x == 0:
+        while cuda.any_sync(FULL, cuda.atomic.add(flag, 0, 0) == 0):
+            pass
+        out[t] = 2
+    else:
+        cuda.atomic.exch(flag, 0, 1)
+
+
+@cuda.jit
 def outside_mask(x, out):
     t = cuda.threadIdx.x
     cuda.syncwarp(1)  # outside
@@ -205,6 +226,11 @@ def main(variant: str) -> int:
         out = np.zeros(1, dtype=np.float32)
         tree[1, TPB](x, out)
         expected = x[:TPB].sum(keepdims=True)
+    elif variant in ("vote_spin", "vote_hand_off"):
+        flag = np.zeros(1, dtype=np.int32)
+        out = np.zeros(32, dtype=np.float32)
+        (vote_spin if variant == "vote_spin" else vote_hand_off)[2, 32](flag, out)
+        expected = np.full(32, 2, dtype=np.float32)
     else:
         kernel = {"left_out": left_out, "left_out_deadlock": left_out_deadlock,
                   "outside_mask": outside_mask, "mismatch": mismatch,

@@ -33,7 +33,8 @@ nothing more. Each generation has its own pair of flags.
 
 Progress: every ``WINDOW`` accesses the scheduler looks at what was logged.
 Accesses that write, read something not read since the last progress, or
-pass a barrier, and threads that end, are progress. A window without any
+pass a barrier, and threads that end, are progress (a warp operation is not:
+a warp may poll a flag with a vote). A window without any
 makes the serial schedule switch thread, ``STALL_WINDOWS`` of them in a row
 let another block run, and after ``ABORT_WINDOWS`` (with every block tried)
 the recording stops with :class:`Unrecordable` naming the lines the threads
@@ -575,7 +576,7 @@ class BlockRun:
             log.log(meeting.required, WARP_SYNC_WORD | word)
             self.states[thread] = READY
         log.set_agent(launch, self.block, self.current)
-        self.sched.progress += 1
+        # Not progress: a warp polling a flag with a vote meets on every turn.
 
     def warp_lanes(self, warp: int) -> int:
         """The lanes of ``warp`` this block has (a last warp may be partial)."""

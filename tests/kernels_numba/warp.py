@@ -74,6 +74,8 @@ def votes(x, out):
     out[t, 9] = cuda.activemask()
     out[t, 10] = cuda.lanemask_lt()
     out[t, 11] = cuda.ballot_sync(0x0000FFFF, v > 0) if cuda.laneid < 16 else -1
+    half = 0x0000FFFF if cuda.laneid < 16 else 0xFFFF0000  # two meetings at once
+    out[t, 12] = cuda.shfl_xor_sync(half, v, 2)
 
 
 @cuda.jit
@@ -180,7 +182,7 @@ def mismatch(x, out):
 
 def expected_votes(x: np.ndarray) -> np.ndarray:
     """What a GPU gives ``votes`` for ``x`` (a block of ``PARTIAL`` threads)."""
-    out = np.zeros((len(x), 12), dtype=np.int64)
+    out = np.zeros((len(x), 13), dtype=np.int64)
     for t in range(len(x)):
         w0 = t // 32 * 32
         lanes = range(min(32, len(x) - w0))
@@ -199,6 +201,7 @@ def expected_votes(x: np.ndarray) -> np.ndarray:
         out[t, 9] = (1 << len(warp)) - 1
         out[t, 10] = (1 << lane) - 1
         out[t, 11] = sum(1 << k for k, v in enumerate(warp[:16]) if v > 0) if lane < 16 else -1
+        out[t, 12] = warp[lane ^ 2]
     return out
 
 
@@ -215,7 +218,7 @@ def main(variant: str) -> int:
         expected = np.cumsum(x.reshape(-1, 32), axis=1).ravel()
     elif variant == "votes":
         xi = np.arange(1, PARTIAL + 1, dtype=np.int32) * 7 % 50
-        out = np.zeros((PARTIAL, 12), dtype=np.int64)
+        out = np.zeros((PARTIAL, 13), dtype=np.int64)
         votes[1, PARTIAL](xi, out)
         expected = expected_votes(xi)
     elif variant in ("exchange", "exchange_broken"):

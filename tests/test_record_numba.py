@@ -28,6 +28,9 @@ from tracerace.errors import TraceError  # noqa: E402
 from tracerace.ops import Op, Scope, Sem, Space  # noqa: E402
 from tracerace.reader import open_trace  # noqa: E402
 from tracerace.record import record  # noqa: E402
+from tracerace.record._numba_warp import (SHFL_BFLY, SHFL_CLAMP, SHFL_DOWN,  # noqa: E402
+                                          SHFL_IDX, SHFL_UP, ballot, match_all, match_any,
+                                          shfl_source, shuffle)
 
 KERNELS = Path(__file__).parent / "kernels_numba"
 ALGORITHMS = ["reduce", "matmul", "scan", "histogram", "transpose",
@@ -292,14 +295,127 @@ def test_a_spin_wait_that_never_ends_stops_the_recording(tmp_path):
     assert not (tmp_path / "out.arrow").exists()
 
 
-@pytest.mark.parametrize("variant, name", [("syncwarp", "cuda.syncwarp"),
-                                           ("shfl", "cuda.shfl_down_sync")])
-def test_warp_operations_are_refused_at_their_line(tmp_path, variant, name):
-    result = record_cli(tmp_path, "warp.py", variant)
+# --- warp operations ---------------------------------------------------------------------
+
+WARP_CLEAN = ["reduce", "scan", "votes", "exchange", "tree"]
+"""warp.py's correct kernels: a shuffle reduction and scan, votes and matches in a
+partial warp, a syncwarp-ordered exchange and a tree reduction ending in syncwarp."""
+
+
+@pytest.mark.parametrize("schedule,seed", CORRECT_SCHEDULES)
+@pytest.mark.parametrize("variant", WARP_CLEAN)
+def test_warp_kernels_compute_what_a_gpu_does_and_are_clean(tmp_path, variant, schedule, seed):
+    """The program exits 1 when a result differs from the GPU's (record_script
+    asserts it exits 0); the reference checker agrees with the engine."""
+    trace = record_script(tmp_path, "warp.py", variant, schedule=schedule, seed=seed)
+    assert not tracerace.check(trace).groups
+    assert not tracerace.check(trace, engine="reference").groups
+
+
+def warp_meetings(cols: dict) -> list[tuple[int, int, list[int], int]]:
+    """The trace's warp_sync rows cut into meetings: (block, mask, threads, site)."""
+    rows = np.flatnonzero(cols["op"] == Op.WARP_SYNC)
+    meetings, i = [], 0
+    while i < len(rows):
+        mask = int(cols["arg"][rows[i]])
+        n = bin(mask).count("1")
+        part = rows[i:i + n]
+        assert np.array_equal(part, np.arange(part[0], part[0] + n))  # rows stand together
+        assert set(cols["arg"][part].tolist()) == {mask}
+        assert len(set(cols["block"][part].tolist())) == 1
+        meetings.append((int(cols["block"][part[0]]), mask, sorted(cols["thread"][part].tolist()),
+                         int(cols["site"][part[0]])))
+        i += n
+    return meetings
+
+
+def test_each_shuffle_is_a_warp_sync_of_its_lanes(tmp_path):
+    cols = read_columns(record_script(tmp_path, "warp.py", "reduce", schedule="round-robin"))
+    meetings = warp_meetings(cols)
+    assert len(meetings) == 5 * 4  # five shuffles in each of the 2 x 2 warps
+    for block, mask, threads, site in meetings:
+        assert mask == 0xFFFFFFFF
+        assert threads == list(range(threads[0], threads[0] + 32)) and threads[0] % 32 == 0
+    assert site_lines(cols, "warp.py", [Op.WARP_SYNC]) == marked_lines("warp.py", "shuffle")
+
+
+def test_a_partial_warp_meets_over_the_lanes_the_block_has(tmp_path):
+    """A full mask in a 48-thread block: warp 1 meets over its 16 lanes; the
+    two halves of warp 0 meet apart, each meeting's rows together."""
+    cols = read_columns(record_script(tmp_path, "warp.py", "votes", schedule="random", seed=5))
+    masks = {(threads[0] // 32, mask) for _, mask, threads, _ in warp_meetings(cols)}
+    assert masks == {(0, 0xFFFFFFFF), (1, 0xFFFF), (0, 0xFFFF), (0, 0xFFFF0000)}
+
+
+@pytest.mark.parametrize("schedule,seed", BROKEN_SCHEDULES)
+def test_an_exchange_without_syncwarp_races_at_its_lines(tmp_path, schedule, seed):
+    trace = record_script(tmp_path, "warp.py", "exchange_broken", schedule=schedule, seed=seed)
+    assert reported_lines(tracerace.check(trace)) == race_lines("warp")
+    assert reported_lines(tracerace.check(trace, engine="reference")) == race_lines("warp")
+
+
+@pytest.mark.parametrize("variant, mark, words", [
+    ("left_out", "lane 31 ends", ["lane 31", "ended without making it", "wait for it"]),
+    ("left_out_deadlock", "lane 31 busy", ["deadlock", "lane(s) 31 of warp 0",
+                                           "warp.py:{elsewhere}"]),
+    ("returned_early", "lane 31 returned", ["lane 31", "ended without making it",
+                                            "cuda.syncwarp", "wait for it"]),
+    ("outside_mask", "outside", ["lane 1", "0x00000001 leaves out"]),
+    ("mismatch", "other operation", ["cuda.ballot_sync", "cuda.shfl_xor_sync",
+                                     "warp.py:{first}", "the same warp operation"]),
+])
+@pytest.mark.parametrize("schedule", ["serial", "round-robin", "random"])
+def test_a_lane_missing_from_its_mask_stops_the_recording_at_the_line(tmp_path, variant, mark,
+                                                                       words, schedule):
+    result = record_cli(tmp_path, "warp.py", variant, schedule=schedule, timeout=60)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and "no warp operations" in lines[0] and name in lines[0]
-    assert any(f"warp.py:{n}" in lines[0] for n in marked_lines("warp.py", "warp operation"))
+    assert len(lines) == 1 and "Traceback" not in result.stderr
+    (line,) = marked_lines("warp.py", mark)
+    assert f"warp.py:{line}" in lines[0]
+    (elsewhere,) = marked_lines("warp.py", "elsewhere")
+    (first,) = marked_lines("warp.py", "first operation")
+    assert all(w.format(elsewhere=elsewhere, first=first) in lines[0] for w in words), lines[0]
+    assert not (tmp_path / "out.arrow").exists()
+
+
+@pytest.mark.parametrize("schedule", ["serial", "round-robin", "random"])
+def test_a_warp_polling_with_a_vote_lets_the_other_blocks_run(tmp_path, schedule):
+    """A warp operation is not progress: block 0's warp polls a flag with
+    any_sync until block 1, which runs once block 0 stalls, sets it."""
+    result = record_cli(tmp_path, "warp.py", "vote_hand_off", schedule=schedule)
+    assert result.returncode == 0, result.stderr
+    assert "results ok" in result.stdout
+    assert not tracerace.check(str(tmp_path / "out.arrow")).groups
+
+
+def test_a_warp_polling_a_flag_nobody_sets_stops_the_recording(tmp_path):
+    result = record_cli(tmp_path, "warp.py", "vote_spin", schedule="round-robin", timeout=60)
+    assert result.returncode == 2
+    (line,) = marked_lines("warp.py", "nobody sets the flag")
+    assert "no progress" in result.stderr and f"warp.py:{line}" in result.stderr
+    assert not (tmp_path / "out.arrow").exists()
+
+
+@pytest.mark.parametrize("mode, lane, b, source", [
+    (SHFL_DOWN, 3, 1, 4), (SHFL_DOWN, 31, 1, 31), (SHFL_DOWN, 20, 16, 20), (SHFL_DOWN, 0, 33, 1),
+    (SHFL_UP, 4, 4, 0), (SHFL_UP, 3, 4, 3), (SHFL_UP, 31, 16, 15),
+    (SHFL_BFLY, 5, 1, 4), (SHFL_BFLY, 7, 16, 23),
+    (SHFL_IDX, 9, 3, 3), (SHFL_IDX, 9, 35, 3),
+])
+def test_shuffles_read_the_lane_ptx_names(mode, lane, b, source):
+    """PTX shfl.sync with numba-cuda's clamp operands: five bits of b; a source
+    past the warp's end (down) or before its start (up) is the lane itself."""
+    assert shfl_source(mode, lane, b, SHFL_CLAMP[mode]) == source
+
+
+def test_votes_and_matches_combine_the_lanes_values():
+    values = {0: 5, 1: 7, 2: 5, 4: 9}
+    assert ballot({0: True, 1: False, 3: True}) == 0b1001
+    assert match_any(values, 2) == 0b101 and match_any(values, 4) == 1 << 4
+    assert match_all(values, 0x17) == (0, False)
+    assert match_all({0: 1, 5: 1}, 0x21) == (0x21, True)
+    assert shuffle(values, SHFL_DOWN, 1, 2) == 7  # lane 3 gave nothing: the caller's own
 
 
 @pytest.mark.parametrize("variant", ["container", "sum"])

@@ -11,7 +11,8 @@ columns to :meth:`TraceWriter.extend`; ``ts`` is the row number.
 A ``bar_sync`` word carries its ``arg`` (the arrivals of its generation) in the
 address slot, because the scheduler learns the count only when the generation
 completes and patches it then, in the buffer or, once flushed, through the
-writer (see :meth:`EventLog.set_arg`). A ``signal``
+writer (see :meth:`EventLog.set_arg`). A ``warp_sync`` carries its lane mask
+(``arg``) in the address slot too. A ``signal``
 or ``wait`` (the grid barrier) carries its flag (``obj``) in the address slot
 and its count (``arg``) in the size field.
 """
@@ -24,7 +25,7 @@ from array import array
 
 import numpy as np
 
-from ..ops import ATOMIC, BAR_SYNC, READ, SIGNAL, WAIT, WRITE, Scope
+from ..ops import ATOMIC, BAR_SYNC, READ, SIGNAL, WAIT, WARP_SYNC, WRITE, Scope
 from ..schema import SITE_NONE
 
 # The packed word, low bits first.
@@ -123,7 +124,7 @@ class EventLog:
         site = (word >> SITE_SHIFT).astype(np.uint32)
         site[site == NO_SITE] = SITE_NONE
         size = _field(word, SIZE_SHIFT, SIZE_LIMIT, np.uint32)
-        barrier = op == BAR_SYNC
+        barrier = (op == BAR_SYNC) | (op == WARP_SYNC)
         flag = (op == SIGNAL) | (op == WAIT)
         arg = np.where(barrier, addr, np.where(flag, size, 0)).astype(np.int64)
         obj = np.where(flag, addr, 0).astype(np.uint64)

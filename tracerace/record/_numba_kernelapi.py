@@ -7,8 +7,9 @@ length of a launch; :class:`RecordingModule` is a subclass that answers
 Its ``shared`` and ``local`` allocators give :class:`RecordedArray`\\ s, and
 shared arrays are per block, told apart by their allocation site.
 ``cuda.cg.this_grid().sync()`` is the grid barrier (see ``_numba_sched``).
-What the simulator lacks (warp operations, ...) raises :class:`Unrecordable`
-naming the line that used it.
+Warp operations (``syncwarp``, the shuffles, votes and matches), which the
+simulator lacks, are meetings of the scheduler (``_numba_warp``). What neither
+has raises :class:`Unrecordable` naming the line that used it.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from ..ops import BAR_SYNC, FENCE, Scope, Sem, Space
 from ._numba_events import pack
 from ._numba_limits import Unrecordable, missing_feature
 from ._numba_memory import RecordedArray, StaticLayout, assigned_name, recorded
+from ._numba_warp import (FULL_MASK, SHFL_BFLY, SHFL_DOWN, SHFL_IDX, SHFL_UP, WARP_SIZE,
+                          ballot, match_all, match_any, shuffle)
 
 _getframe = sys._getframe
 
@@ -141,6 +144,65 @@ class RecordingModule(kernelapi.FakeCUDAModule):
     def grid_sync(self, frame) -> None:
         """Arrive at the grid barrier from ``frame``'s line and wait for every thread."""
         self._sched.grid_sync(self._launch.site_word(frame))
+
+
+    # -- warp operations --
+
+    def _meet(self, name: str, mask, value, frame):
+        """The running lane's part in warp operation ``cuda.NAME``: the values
+        every lane of the meeting brought, by lane."""
+        word = self._launch.site_word(frame)
+        return self._sched.block.warp_meet(name, int(mask), value, word).values
+
+    def _lane(self) -> int:
+        return self._sched.block.current % WARP_SIZE
+
+    def syncwarp(self, mask=FULL_MASK) -> None:
+        self._meet("syncwarp", mask, None, _getframe(1))
+
+    def shfl_sync(self, mask, value, src_lane):
+        return self._shuffle("shfl_sync", SHFL_IDX, mask, value, src_lane, _getframe(1))
+
+    def shfl_up_sync(self, mask, value, delta):
+        return self._shuffle("shfl_up_sync", SHFL_UP, mask, value, delta, _getframe(1))
+
+    def shfl_down_sync(self, mask, value, delta):
+        return self._shuffle("shfl_down_sync", SHFL_DOWN, mask, value, delta, _getframe(1))
+
+    def shfl_xor_sync(self, mask, value, lane_mask):
+        return self._shuffle("shfl_xor_sync", SHFL_BFLY, mask, value, lane_mask, _getframe(1))
+
+    def _shuffle(self, name: str, mode: int, mask, value, b, frame):
+        values = self._meet(name, mask, value, frame)
+        return shuffle(values, mode, self._lane(), b)
+
+    def all_sync(self, mask, predicate) -> bool:
+        return all(self._meet("all_sync", mask, bool(predicate), _getframe(1)).values())
+
+    def any_sync(self, mask, predicate) -> bool:
+        return any(self._meet("any_sync", mask, bool(predicate), _getframe(1)).values())
+
+    def eq_sync(self, mask, predicate) -> bool:
+        return len(set(self._meet("eq_sync", mask, bool(predicate), _getframe(1)).values())) == 1
+
+    def ballot_sync(self, mask, predicate) -> int:
+        return ballot(self._meet("ballot_sync", mask, bool(predicate), _getframe(1)))
+
+    def match_any_sync(self, mask, value) -> int:
+        return match_any(self._meet("match_any_sync", mask, value, _getframe(1)), self._lane())
+
+    def match_all_sync(self, mask, value) -> tuple[int, bool]:
+        return match_all(self._meet("match_all_sync", mask, value, _getframe(1)),
+                         int(mask) & FULL_MASK)
+
+    def activemask(self) -> int:
+        """Every lane of the caller's warp that the block has: the lanes a
+        converged warp runs with (no meeting, and no divergence modelled)."""
+        run = self._sched.block
+        return run.warp_lanes(run.current // WARP_SIZE)
+
+    def lanemask_lt(self) -> int:
+        return (1 << self._lane()) - 1
 
 
 class RecordingCg:

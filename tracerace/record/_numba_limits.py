@@ -1,8 +1,8 @@
 """What the numba recorder cannot follow, and how it says so.
 
 A recording must never present as complete what it did not see. When kernel
-code does something the recorder cannot turn into trace rows (a warp
-operation the simulator lacks, an array reached by a path the recorder does
+code does something the recorder cannot turn into trace rows (a function
+of ``cuda`` neither the simulator nor the recorder has, an array reached by a path the recorder does
 not wrap, a NumPy call that reads or writes a whole array behind its back) or
 when the simulated threads stop making progress, the recorder raises
 :class:`Unrecordable`; the launch is then incomplete, no trace is written and
@@ -10,13 +10,6 @@ when the simulated threads stop making progress, the recorder raises
 """
 
 from __future__ import annotations
-
-WARP_OPERATIONS = frozenset({
-    "syncwarp", "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync",
-    "shfl_sync_intrinsic", "all_sync", "any_sync", "eq_sync", "ballot_sync", "vote_sync_intrinsic",
-    "match_any_sync", "match_all_sync", "activemask", "lanemask_lt",
-})
-"""``cuda.*`` warp-level operations (numba-cuda's names); the simulator has none."""
 
 
 class Unrecordable(Exception):
@@ -26,8 +19,5 @@ class Unrecordable(Exception):
 def missing_feature(name: str, where: str | None, owner: str = "cuda") -> Unrecordable:
     """The error for ``cuda.NAME`` (or ``cuda.cg.NAME``), which the simulator lacks."""
     at = f" at {where}" if where else ""
-    if owner == "cuda" and name in WARP_OPERATIONS:
-        return Unrecordable(f"numba-cuda's CUDA simulator has no warp operations: "
-                            f"cuda.{name}{at}; the recorder cannot run this kernel")
     return Unrecordable(f"numba-cuda's CUDA simulator has no {owner}.{name} (used{at}); "
                         f"the recorder cannot run this kernel")

@@ -33,11 +33,22 @@ nothing more. Each generation has its own pair of flags.
 
 Progress: every ``WINDOW`` accesses the scheduler looks at what was logged.
 Accesses that write, read something not read since the last progress, or
-pass a barrier, and threads that end, are progress. A window without any
+pass a barrier, and threads that end, are progress (a warp operation is not:
+a warp may poll a flag with a vote). A window without any
 makes the serial schedule switch thread, ``STALL_WINDOWS`` of them in a row
 let another block run, and after ``ABORT_WINDOWS`` (with every block tried)
 the recording stops with :class:`Unrecordable` naming the lines the threads
 were polling: a spin-wait that nothing will end.
+
+Warp operations (``_numba_warp``) are meetings of the lanes their mask names:
+a lane that arrives waits (``WARP_WAITING``) until the last one comes, and
+that one writes a ``warp_sync`` over the mask for every lane of the meeting,
+in the order they arrived, so a generation's rows stand together in the trace
+and no lane has an event between its ``warp_sync`` and the meeting's end. A
+lane of the mask that ends without joining, a calling lane outside its own
+mask, or lanes of one mask making different operations stop the recording
+with :class:`Unrecordable` naming the line; lanes that wait for a lane that
+waits elsewhere are a deadlock, named the same way.
 """
 
 from __future__ import annotations
@@ -48,11 +59,12 @@ from math import prod
 import numpy as np
 from greenlet import greenlet
 
-from ..ops import INIT, SIGNAL, WAIT, WRITE, Scope
+from ..ops import INIT, SIGNAL, WAIT, WARP_SYNC, WRITE, Scope
 from ._numba_events import FLUSH_ROWS, OP_MASK, SITE_SHIFT, pack
 from ._numba_limits import Unrecordable
+from ._numba_warp import FULL_MASK, WARP_SIZE, lanes
 
-READY, WAITING, GRID_WAITING, DONE = 0, 1, 2, 3
+READY, WAITING, GRID_WAITING, DONE, WARP_WAITING = 0, 1, 2, 3, 4
 """The states of a simulated thread (the running one is READY)."""
 
 RANDOM_SWITCH_P = 0.125
@@ -68,6 +80,9 @@ ABORT_WINDOWS = 64
 GRID_FLAGS = 1 << 40
 """Flag objects of the grid barrier: generation g uses GRID_FLAGS + 2g (arrivals) and
 GRID_FLAGS + 2g + 1 (departures)."""
+
+WARP_SYNC_WORD = pack(WARP_SYNC)
+"""A ``warp_sync`` (its lane mask travels in the address slot, see ``_numba_events``)."""
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 """Mixes an address into a (address, word) key of the progress check."""
@@ -290,8 +305,9 @@ class LaunchRun:
 
     def deadlock(self) -> str:
         """Why no thread can run: where the threads wait."""
-        block_sites, grid_sites = set(), set()
-        waiting = grid = 0
+        block_sites, grid_sites, warp_sites = set(), set(), set()
+        waiting = grid = warp = 0
+        absent = []
         for run in self.blocks:
             for t, state in enumerate(run.states if run is not None else ()):
                 if state == WAITING:
@@ -300,9 +316,16 @@ class LaunchRun:
                 elif state == GRID_WAITING:
                     grid += 1
                     grid_sites.add(run.wait_site[t])
-        return (f"deadlock: {waiting} simulated thread(s) wait at a block barrier "
-                f"({self._sites(block_sites)}) while {grid} wait at the grid barrier "
-                f"({self._sites(grid_sites)}); no thread can go on")
+                elif state == WARP_WAITING:
+                    warp += 1
+                    warp_sites.add(run.wait_site[t])
+            absent += run.absent_lanes() if run is not None else []
+        parts = [f"{waiting} at a block barrier ({self._sites(block_sites)})" if waiting else "",
+                 f"{grid} at the grid barrier ({self._sites(grid_sites)})" if grid else "",
+                 f"{warp} at a warp operation ({self._sites(warp_sites)}) that lacks "
+                 f"{'; '.join(absent[:3])}{'; ...' if len(absent) > 3 else ''}" if warp else ""]
+        return (f"deadlock: simulated threads wait where no thread can go on: "
+                f"{', '.join(p for p in parts if p)}")
 
     def _sites(self, words) -> str:
         texts = sorted({self.sched.sites.text_of(w) or "an unknown line" for w in words})
@@ -420,6 +443,7 @@ class BlockRun:
         self.current = -1
         self.started = False
         self.shared: dict = {}  # allocation site -> this block's RecordedArray
+        self.meetings: dict[int, list[Meeting]] = {}  # warp -> its open warp operations
         self.greenlets = [greenlet(self._body(launch.fn, launch.args)) for _ in range(n)]
 
     def _body(self, fn, args):
@@ -440,6 +464,10 @@ class BlockRun:
         self.switch(t)
 
     def _end(self, t: int) -> None:
+        warp, lane = divmod(t, WARP_SIZE)
+        for meeting in self.meetings.get(warp, ()):
+            if meeting.required >> lane & 1:
+                raise self._left_out(meeting, warp, lane)
         self.states[t] = DONE
         self.live -= 1
         if self.live and self.arrived == self.live:
@@ -496,6 +524,86 @@ class BlockRun:
         self.votes = None
         self.sched.progress += 1
 
+    # -- warp operations --
+
+    def warp_meet(self, name: str, mask: int, value, word: int) -> "Meeting":
+        """The running lane makes warp operation ``cuda.NAME`` over ``mask``
+        (from site word ``word``), bringing ``value``; returns the meeting once
+        every lane of the mask the block has has come, each with its value."""
+        t = self.current
+        warp, lane = divmod(t, WARP_SIZE)
+        mask &= FULL_MASK
+        if not mask >> lane & 1:
+            raise Unrecordable(f"cuda.{name} at {self._site(word)} is made by lane {lane} "
+                               f"({self._who(t)}), which its mask 0x{mask:08x} leaves out; "
+                               f"CUDA requires every calling lane in its mask")
+        open_meetings = self.meetings.setdefault(warp, [])
+        meeting = next((m for m in open_meetings if m.mask == mask), None)
+        fresh = meeting is None
+        if fresh:
+            meeting = Meeting(name, mask, mask & self.warp_lanes(warp), word)
+            open_meetings.append(meeting)
+        elif meeting.name != name:
+            raise Unrecordable(
+                f"lane {lane} ({self._who(t)}) makes cuda.{name} at {self._site(word)} while "
+                f"lanes {lanes(meeting.arrived)} of its warp wait at cuda.{meeting.name} "
+                f"({self._site(meeting.word)}) with the same mask 0x{mask:08x}; CUDA requires "
+                f"the lanes of a mask to make the same warp operation")
+        meeting.values[lane] = value
+        meeting.words[lane] = word
+        meeting.arrived |= 1 << lane
+        if fresh:  # a lane that ended before the meeting opened will never come
+            for other in range(WARP_SIZE):
+                if meeting.required >> other & 1 and \
+                        self.states[warp * WARP_SIZE + other] == DONE:
+                    raise self._left_out(meeting, warp, other)
+        if meeting.arrived == meeting.required:
+            self._meet(warp, meeting)
+        else:
+            self.states[t] = WARP_WAITING
+            self.wait_site[t] = word
+            self.wait(t)
+        return meeting
+
+    def _meet(self, warp: int, meeting: "Meeting") -> None:
+        """The last lane has come: one ``warp_sync`` per lane, in arrival order
+        (the running lane's last), and the waiting lanes go on."""
+        self.meetings[warp].remove(meeting)
+        launch, log = self.launch.launch, self.log
+        for lane, word in meeting.words.items():
+            thread = warp * WARP_SIZE + lane
+            log.set_agent(launch, self.block, thread)
+            log.log(meeting.required, WARP_SYNC_WORD | word)
+            self.states[thread] = READY
+        log.set_agent(launch, self.block, self.current)
+        # Not progress: a warp polling a flag with a vote meets on every turn.
+
+    def warp_lanes(self, warp: int) -> int:
+        """The lanes of ``warp`` this block has (a last warp may be partial)."""
+        count = min(WARP_SIZE, len(self.states) - warp * WARP_SIZE)
+        return (1 << count) - 1
+
+    def absent_lanes(self) -> list[str]:
+        """For a deadlock message: each open warp operation and the lanes it lacks."""
+        return [f"lane(s) {lanes(m.required & ~m.arrived)} of warp {warp} in block "
+                f"{self.block_idx} at cuda.{m.name} ({self._site(m.word)})"
+                for warp, meetings in self.meetings.items() for m in meetings]
+
+    def _left_out(self, meeting: "Meeting", warp: int, lane: int) -> Unrecordable:
+        thread = warp * WARP_SIZE + lane
+        return Unrecordable(
+            f"lane {lane} ({self._who(thread)}) is in the mask 0x{meeting.mask:08x} of "
+            f"cuda.{meeting.name} at {self._site(meeting.word)} but ended without making it, "
+            f"while lane(s) {lanes(meeting.arrived)} wait for it; the recorder requires every "
+            f"lane a mask names to make the operation (CUDA lets an exited lane off but "
+            f"leaves a value shuffled from it undefined): name only the lanes that take part")
+
+    def _who(self, t: int) -> str:
+        return f"threadIdx={self.thread_idx[t]} blockIdx={self.block_idx}"
+
+    def _site(self, word: int) -> str:
+        return self.sched.sites.text_of(word) or "an unknown line"
+
     # -- choosing --
 
     def next_ready(self, t: int) -> int | None:
@@ -515,3 +623,20 @@ class BlockRun:
                 return i
         ready = [i for i, s in enumerate(states) if s == READY]
         return rng.choice(ready) if ready else None
+
+
+class Meeting:
+    """An open warp operation: the lanes that have come, with their values."""
+
+    __slots__ = ("name", "mask", "required", "word", "arrived", "values", "words")
+
+    def __init__(self, name: str, mask: int, required: int, word: int) -> None:
+        self.name = name
+        self.mask = mask
+        self.required = required
+        """The lanes of the mask that the block has: the meeting's ``warp_sync`` mask."""
+        self.word = word
+        """The site word of the first arrival (what messages name)."""
+        self.arrived = 0
+        self.values: dict[int, object] = {}  # lane -> value, in arrival order
+        self.words: dict[int, int] = {}  # lane -> site word of its call

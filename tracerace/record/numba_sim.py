@@ -13,7 +13,9 @@ reaches (arguments, globals, closures, attributes of named objects, shared
 and local arrays, views of them; size = element or field size, the user's
 ``file:line`` as site), barriers (``syncthreads`` and its count/and/or forms:
 ``bar_sync``, barrier 0), the grid barrier (``grid.sync()``: signals and waits
-at device scope among all threads, see ``_numba_sched``), atomics
+at device scope among all threads, see ``_numba_sched``), warp operations
+(shuffles, votes, matches, ``syncwarp``: a ``warp_sync`` over the mask for
+each lane of the meeting, see ``_numba_warp``), atomics
 (``cuda.atomic.*``: device scope, relaxed), fences (``threadfence``: device,
 ``_block``: block, ``_system``: system; acq_rel), ``init`` for global arrays
 the host filled, a buffer declaration per array, and ``tracerace.warnings``

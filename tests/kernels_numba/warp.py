@@ -11,9 +11,9 @@ not what a GPU computes.
 - ``exchange``: lanes swap values through shared memory, ordered by ``syncwarp``;
   ``exchange_broken`` drops the ``syncwarp`` (lines marked ``# race``).
 - ``tree``: a shared-memory tree reduction whose last steps use ``syncwarp``.
-- ``left_out``: lane 31 skips a full-mask shuffle and ends;
+- ``left_out``: lane 31 skips a full-mask shuffle and ends (it is let off);
   ``left_out_deadlock``: it waits at ``syncthreads`` instead;
-  ``returned_early``: it returns before a full-mask ``syncwarp``;
+  ``returned_early``: it returns before a full-mask ``syncwarp`` (let off);
   ``outside_mask``: every lane calls ``syncwarp`` with lane 0's mask only;
   ``mismatch``: half the lanes of a full mask shuffle, the other half vote;
   ``vote_spin``: a warp polls a flag nobody sets with ``any_sync``;

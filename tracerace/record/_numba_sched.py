@@ -465,10 +465,14 @@ class BlockRun:
 
     def _end(self, t: int) -> None:
         warp, lane = divmod(t, WARP_SIZE)
-        for meeting in self.meetings.get(warp, ()):
-            if meeting.required >> lane & 1:
-                raise self._left_out(meeting, warp, lane)
         self.states[t] = DONE
+        # An exited lane is let off the warp operations its mask names (CUDA
+        # asks only the lanes that have not exited to make them).
+        for meeting in list(self.meetings.get(warp, ())):
+            if meeting.required >> lane & 1:
+                meeting.required &= ~(1 << lane)
+                if meeting.arrived == meeting.required:
+                    self._meet(warp, meeting)
         self.live -= 1
         if self.live and self.arrived == self.live:
             self._release()
@@ -541,7 +545,8 @@ class BlockRun:
         meeting = next((m for m in open_meetings if m.mask == mask), None)
         fresh = meeting is None
         if fresh:
-            meeting = Meeting(name, mask, mask & self.warp_lanes(warp), word)
+            meeting = Meeting(name, mask, mask & self.warp_lanes(warp) & ~self.ended_lanes(warp),
+                              word)
             open_meetings.append(meeting)
         elif meeting.name != name:
             raise Unrecordable(
@@ -552,11 +557,6 @@ class BlockRun:
         meeting.values[lane] = value
         meeting.words[lane] = word
         meeting.arrived |= 1 << lane
-        if fresh:  # a lane that ended before the meeting opened will never come
-            for other in range(WARP_SIZE):
-                if meeting.required >> other & 1 and \
-                        self.states[warp * WARP_SIZE + other] == DONE:
-                    raise self._left_out(meeting, warp, other)
         if meeting.arrived == meeting.required:
             self._meet(warp, meeting)
         else:
@@ -578,6 +578,12 @@ class BlockRun:
         log.set_agent(launch, self.block, self.current)
         # Not progress: a warp polling a flag with a vote meets on every turn.
 
+    def ended_lanes(self, warp: int) -> int:
+        """The lanes of ``warp`` whose threads have ended (returned)."""
+        first = warp * WARP_SIZE
+        return sum(1 << lane for lane, state in enumerate(self.states[first:first + WARP_SIZE])
+                   if state == DONE)
+
     def warp_lanes(self, warp: int) -> int:
         """The lanes of ``warp`` this block has (a last warp may be partial)."""
         count = min(WARP_SIZE, len(self.states) - warp * WARP_SIZE)
@@ -588,15 +594,6 @@ class BlockRun:
         return [f"lane(s) {lanes(m.required & ~m.arrived)} of warp {warp} in block "
                 f"{self.block_idx} at cuda.{m.name} ({self._site(m.word)})"
                 for warp, meetings in self.meetings.items() for m in meetings]
-
-    def _left_out(self, meeting: "Meeting", warp: int, lane: int) -> Unrecordable:
-        thread = warp * WARP_SIZE + lane
-        return Unrecordable(
-            f"lane {lane} ({self._who(thread)}) is in the mask 0x{meeting.mask:08x} of "
-            f"cuda.{meeting.name} at {self._site(meeting.word)} but ended without making it, "
-            f"while lane(s) {lanes(meeting.arrived)} wait for it; the recorder requires every "
-            f"lane a mask names to make the operation (CUDA lets an exited lane off but "
-            f"leaves a value shuffled from it undefined): name only the lanes that take part")
 
     def _who(self, t: int) -> str:
         return f"threadIdx={self.thread_idx[t]} blockIdx={self.block_idx}"

@@ -13,9 +13,11 @@ from or writes them to is recorded where the kernel touches it.
 
 Lanes a mask names that the block does not have (a block of 48 threads has
 lanes 16..31 of warp 1 missing) are left out of the meeting, as on a GPU,
-where they never run. A lane the operation reads from that gave no value (it
-is outside the mask or does not exist) gives the caller its own value: CUDA
-leaves that result undefined, and the recorder picks a fixed one.
+where they never run; so is a lane whose thread has ended before the meeting
+completes (CUDA lets an exited lane off). A lane the operation reads from that
+gave no value (it is outside the mask, does not exist or has ended) gives the
+caller its own value: CUDA leaves that result undefined, and the recorder picks
+a fixed one.
 """
 
 from __future__ import annotations

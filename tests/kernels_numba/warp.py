@@ -180,6 +180,12 @@ def mismatch(x, out):
         out[t] = cuda.ballot_sync(FULL, x[t] > 0)  # other operation
 
 
+def i4(mask: int) -> int:
+    """A lane mask as numba-cuda's ``ballot_sync``/``match_*_sync`` return it:
+    a signed 32-bit number (lane 31 set makes it negative)."""
+    return int(np.uint32(mask).view(np.int32))
+
+
 def expected_votes(x: np.ndarray) -> np.ndarray:
     """What a GPU gives ``votes`` for ``x`` (a block of ``PARTIAL`` threads)."""
     out = np.zeros((len(x), 13), dtype=np.int64)
@@ -191,10 +197,10 @@ def expected_votes(x: np.ndarray) -> np.ndarray:
         out[t, 0] = all(v > 0 for v in warp)
         out[t, 1] = any(v > 40 for v in warp)
         out[t, 2] = len({v >= 0 for v in warp}) == 1
-        out[t, 3] = sum(1 << k for k, v in enumerate(warp) if v % 2 == 0)
-        out[t, 4] = sum(1 << k for k, v in enumerate(warp) if v % 3 == warp[lane] % 3)
+        out[t, 3] = i4(sum(1 << k for k, v in enumerate(warp) if v % 2 == 0))
+        out[t, 4] = i4(sum(1 << k for k, v in enumerate(warp) if v % 3 == warp[lane] % 3))
         same = len({v // 64 for v in warp}) == 1
-        out[t, 5] = FULL if same else 0
+        out[t, 5] = i4(FULL) if same else 0
         out[t, 6] = same
         out[t, 7] = warp[3]
         out[t, 8] = warp[lane ^ 1]

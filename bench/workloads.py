@@ -586,6 +586,24 @@ def large_access_racy(w, em, n, rng) -> dict:
     return large_access(w, em, n, rng, racy=True)
 
 
+def launches(w: TraceWriter, em: Emitter, n: int, rng, *, one_launch: bool = False) -> dict:
+    """``n`` launches of one global write each (a different word each, so
+    race-free): what a launch boundary costs. ``one_launch=True``: the same
+    writes by the same ``(block, thread)`` agents in one launch, the
+    baseline a trace of many launches is judged against."""
+    w.buffer("words", GLOBAL, A_BASE, (n,), 8)
+    store = w.site("step.cu:7 st.global.u64")
+    i = np.arange(n)
+    em.emit(op=WRITE, space=GLOBAL, launch=0 if one_launch else i, block=i, thread=0,
+            addr=A_BASE + 8 * i, size=8, site=store)
+    return {"launches": 1 if one_launch else n}
+
+
+def launches_one(w, em, n, rng) -> dict:
+    """``launches``' writes and agents in one launch."""
+    return launches(w, em, n, rng, one_launch=True)
+
+
 # --- (e) incident scenarios from tracerace.scenarios ------------------------------------
 
 def scenarios_module():
@@ -655,6 +673,10 @@ BUILTIN: dict[str, Workload] = {wl.name: wl for wl in (
              frozenset({"uninit_read"})),
     Workload("uninit_reads_init", uninit_reads_init,
              "uninit_reads after an init of its buffer: no findings"),
+    Workload("launches", launches,
+             "n launches of one global write each (one agent, one word each)"),
+    Workload("launches_one", launches_one,
+             "launches' n writes by the same agents in one launch"),
     Workload("large_access", large_access,
              "a 1 GiB buffer written and read back in n/2 large accesses each (1 to 2^14)",
              reference=False),

@@ -87,7 +87,7 @@ def test_the_choice_reaches_the_replay_and_leaves_the_findings_alone(monkeypatch
         chosen.append((launch, int(self.sv[SV_SHARED_REGION]) & int(REGION_WIDE) != 0))
 
     monkeypatch.setattr(EngineState, "reset_launch", spy)
-    want = assert_agree(racy + narrow, [100, 300])
+    want = assert_agree(racy + narrow, [100, 256])
     assert chosen[1:] == [(0, True), (1, False)]
     assert len(want.findings) > 0
 

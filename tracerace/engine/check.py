@@ -144,17 +144,18 @@ def replay_batch(st: EngineState, batch, path: str | None,
     cols = Columns(*(c[name] for name in COLUMN_NAMES))
     start = 0
     while True:
+        st.kernel_calls += 1
         status, start = replay(cols, batch.row0, start, st.tables(), gpos)
         if status == OK:
             return
         if status == NEED_GROW:
             mask = int(st.sv[SV_GROW])
-            if (mask & GR_FIND and on_findings is not None
+            if (mask & GR_FIND and on_findings is not None and st.sv[SV_NFIND] > 0
                     and st.arrays["find"].shape[0] >= FIND_HANDOVER_ROWS):
                 on_findings(st.take_findings())
                 mask &= ~GR_FIND
             st.grow(mask)
-        elif status == NEW_LAUNCH:
+        elif status == NEW_LAUNCH:  # a launch the kernel leaves to the driver (launches)
             close_launch(st)
             shared = st.shared_shift if st.shared_shift is not None else shared_shift_for(c, start)
             st.reset_launch(int(c["launch"][start]), shared, global_shift_for(c, start))

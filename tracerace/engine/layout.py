@@ -52,7 +52,12 @@ SV_VIEW = 39
 # PURE page (-1: none yet).
 SV_PAGE_SHIFT = 40
 SV_PAGE_LAUNCH = 41
-SV_FIELDS = 42
+# Launch boundaries the kernel crosses itself (``launches``): the slots each
+# launch's hash maps start with (``Sizes.maps``), and the shared granule
+# shift every launch is given (-1: chosen per launch).
+SV_MAPS_CAP = 42
+SV_FIXED_SHARED = 43
+SV_FIELDS = 44
 VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 
 # Agents.

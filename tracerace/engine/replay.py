@@ -25,9 +25,10 @@ from .copies import (
     on_bulk_commit, on_bulk_wait, on_cp_async, on_cp_commit, on_cp_wait, on_tma_store)
 from .granules import prefetch_ahead
 from .hashmap import hm_prefetch, hm_put
+from .launches import next_launch
 from .layout import (
     AG_BLOCKED, AG_BLOCKNUM, AG_EPOCH, E_BARRIER_ORDER, E_LAUNCH_ORDER, GN_KEYOBJ,
-    KIND_THREAD, NEED_GROW, NEW_LAUNCH, OK, SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D,
+    KIND_THREAD, NEED_GROW, OK, SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D,
     SV_GLOBAL_REGION, SV_LAUNCH, SV_N_AGENTS, SV_PAGE_LAUNCH, SV_PAGE_SHIFT)
 from .locks import on_acquire, on_release
 from .mbarriers import (
@@ -58,7 +59,8 @@ def replay(c, row0, start, t, gpos):
     """Replay rows ``start``.. of batch ``c`` (:class:`Columns`, its first row is
     ``row0`` of the trace) against the state ``t`` (:class:`.state.Tables`):
     ``(OK, n)``, or the status that stopped it and the row to resume at
-    (``NEED_GROW``, ``NEW_LAUNCH``, an ``E_*`` bad-input code). ``gpos``: the
+    (``NEED_GROW``, ``NEW_LAUNCH`` for a launch the driver starts, an ``E_*``
+    bad-input code). ``gpos``: the
     rows of the batch's global accesses (:func:`.granules.global_accesses`)."""
     sv, ag, agent_map = t.sv, t.ag, t.agent_map
     n = c.op.shape[0]
@@ -71,13 +73,19 @@ def replay(c, row0, start, t, gpos):
         row = row0 + i
         op = np.int64(c.op[i])
         launch = np.int64(c.launch[i])
-        # -- a new launch: the driver closes the old one first.
+        # -- a new launch: closed and started here, or by the driver
+        # (``launches``); nothing of the old launch's agents carries over.
         if launch != sv[SV_LAUNCH]:
             if launch < sv[SV_LAUNCH]:
                 sv[SV_ERR_A] = launch
                 sv[SV_ERR_B] = sv[SV_LAUNCH]
                 return E_LAUNCH_ORDER, i
-            return NEW_LAUNCH, i
+            status = next_launch(t, c, i, launch)
+            if status != OK:
+                return status, i
+            budget = np.int64(0)
+            last_a = np.int64(-1)
+            last_block = np.int64(-1)
         size = np.int64(c.size[i])
         # -- room for the worst this event can need, before touching anything.
         # A run of small plain accesses by known agents draws on a budget

@@ -9,22 +9,21 @@ from collections import namedtuple
 import numpy as np
 
 
-from .clocks import SN_REF, compact
+from .clocks import compact
+from .launches import begin_launch
 from .hashmap import new_table
 from .layout import (
-    CV_FIELDS, C_FIELDS, FQ_HEAD, FQ_PAIRS, GR_AGENTS, GR_ARENA, GR_ARR, GR_RL, GR_SIG,
-    N_KINDS, SG_AGENT, SG_BASE, SG_NEXT, SV_ARENA_TOP, SV_ARR_FREE, SV_AR_FREE, SV_ED_TOP,
-    SV_FIELDS, SV_FQ_N, SV_GLOBAL_REGION, SV_GLOBAL_SIZES, SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH,
-    SV_NFIND, SV_NODE_FREE, SV_N_AGENTS, SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARED_REGION,
-    SV_SIG_FREE, SV_SIG_TOP, SV_SIG_USED, SV_SNAP_FREE, SV_SNAP_N, SV_VIEW, VIEW_ALL)
+    CV_FIELDS, C_FIELDS, GR_AGENTS, GR_ARENA, GR_ARR, GR_RL, GR_SIG, N_KINDS, SV_ARENA_TOP,
+    SV_FIELDS, SV_FIXED_SHARED, SV_GRAN_COUNT, SV_LAUNCH, SV_MAPS_CAP, SV_NFIND, SV_N_AGENTS,
+    SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SIG_FREE, SV_VIEW, VIEW_ALL)
 from .mapped import MappedArray
 from .pools import (
     AG_FAULT_AHEAD, FAULT_AHEAD, FAULT_CHUNK, MAPPED, MAPS, POOLS, SPARE_BLIND_MAX, Sizes)
 from .races import records
 from .room import ARENA_NEED, PLAIN_NG
 from .shadow import (
-    GLOBAL_GRANULE_SHIFT, GS_NARROW, GS_WIDE, G_FIELDS, IV_REGION, PAGE_SHIFT, PST_SIZE,
-    REGION_SHARED, REGION_WIDE, WIDE_GRANULE_SHIFT, rehash)
+    GLOBAL_GRANULE_SHIFT, GRANULE_SHIFT, G_FIELDS, PAGE_SHIFT, PST_SIZE, WIDE_GRANULE_SHIFT,
+    rehash)
 from .hashmap import rehash as hm_rehash
 
 # With a findings consumer, the findings pool is handed over rather than grown
@@ -60,6 +59,8 @@ class EngineState:
         self.sv[SV_VIEW] = VIEW_ALL
         self.sv[SV_PAGE_SHIFT] = page_shift
         self.sv[SV_PAGE_LAUNCH] = -1
+        self.sv[SV_MAPS_CAP] = sizes.maps
+        self.sv[SV_FIXED_SHARED] = -1 if shared_shift is None else shared_shift
         # Per page hash, the last launch that gave one of its granules lists.
         self.pst = np.full(PST_SIZE, -1, np.int64)
         self.findings: list[np.ndarray] = []
@@ -84,6 +85,9 @@ class EngineState:
         # and what it goes by: the rows replayed and, when known, in all.
         self.spare_gran: np.ndarray | None = None
         self.spares_taken = 0  # growths that found their table ready
+        # Calls of the replay kernel (``check.replay_batch``): one per batch,
+        # plus one per stop to grow a pool or to start a long launch.
+        self.kernel_calls = 0
         self.rows_done = 0
         self.rows_total: int | None = None
         # (rows replayed, granules) after each of the last batches.
@@ -103,49 +107,16 @@ class EngineState:
 
     def reset_launch(self, launch: int, shared_shift: int | None = None,
                      global_shift: int | None = None) -> None:
-        """Forget everything of the finished launch (see the module docstring).
+        """Forget everything of the finished launch (:mod:`.launches`), and
+        make the per-launch hash maps afresh at their starting size; the
+        replay does the same itself at most boundaries (``next_launch``).
         ``shared_shift``, ``global_shift``: log2 of the new launch's shared-
         and global-memory granules (default: 4 and 8 bytes; see
         :func:`shared_shift_for` and :func:`global_shift_for`)."""
-        sv = self.sv
-        # The granule table is kept: its slots are stamped with their launch.
-        keep = {SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP,
-                SV_GRAN_COUNT, SV_GLOBAL_SIZES, SV_VIEW, SV_PAGE_SHIFT, SV_PAGE_LAUNCH}
-        # Global init intervals survive; shared and local ones belong to the launch.
-        ivs = self.arrays["ivs"]
-        live = ivs[: int(sv[SV_IV_N])]
-        live = live[live[:, IV_REGION] == 0]
-        ivs[: len(live)] = live
-        n_iv = len(live)
-        for k in range(SV_FIELDS):
-            if k not in keep:
-                sv[k] = 0
-        sv[SV_LAUNCH] = launch
-        sv[SV_IV_N] = n_iv
-        sv[SV_SHARED_REGION] = REGION_SHARED | (
-            REGION_WIDE if shared_shift == WIDE_GRANULE_SHIFT else 0)
-        wide = global_shift == WIDE_GRANULE_SHIFT
-        sv[SV_GLOBAL_REGION] = REGION_WIDE if wide else 0
-        if launch >= 0:  # not the state's first reset: no launch has run yet
-            sv[SV_GLOBAL_SIZES] |= GS_WIDE if wide else GS_NARROW
-        for q in range(int(sv[SV_FQ_N])):
-            self.arrays["fq"][q, FQ_PAIRS] = -1
-        for k in (SV_SNAP_FREE, SV_NODE_FREE, SV_ARR_FREE, SV_AR_FREE):
-            sv[k] = -1
-        sv[SV_SNAP_N] = 1  # snapshot 0: the empty clock
-        snaps = self.arrays["snaps"]
-        snaps[0] = 0
-        snaps[0, SN_REF] = 1
-        # Signals survive a launch (their counts pair with later waits) but
-        # their clocks name only agents of the old launch: make them empty.
-        sigs = self.arrays["sigs"]
-        fq = self.arrays["fq"]
-        for q in range(int(sv[SV_FQ_N])):
-            s = fq[q, FQ_HEAD]
-            while s >= 0:
-                sigs[s, SG_BASE] = 0
-                sigs[s, SG_AGENT] = -1
-                s = sigs[s, SG_NEXT]
+        shared = GRANULE_SHIFT if shared_shift is None else shared_shift
+        glob = GLOBAL_GRANULE_SHIFT if global_shift is None else global_shift
+        begin_launch(self.sv, self.arrays["ivs"], self.arrays["fq"], self.arrays["sigs"],
+                     self.arrays["snaps"], launch, shared, glob)
         # The joins' scratch (merge_many) is all -1 again after every join, so
         # it is made only when missing: remaking it at each launch cost every
         # launch the agents of the widest launch before it.

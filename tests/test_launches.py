@@ -139,3 +139,51 @@ def test_generated_traces_reach_launch_ends_with_pending_state():
 
     draw()
     assert seen == {p.__name__ for p in PENDING}
+
+
+def _flag_launches(n: int) -> list[dict]:
+    """Launch 0 signals flag 1 twice from two sites (one pending across every
+    launch); launches 1..n-2 each signal a fresh flag and write; the last
+    launch's two threads each consume one of launch 0's signals, after a pair
+    of their own on flag 1 (sync_alias pairings of two launches on one flag),
+    and write what launch 0 wrote."""
+    ev = [dict(launch=0, block=0, thread=0, op=Op.WRITE, space=Space.GLOBAL, addr=0, size=8),
+          dict(launch=0, block=0, thread=0, op=Op.SIGNAL, obj=1, site=1),
+          dict(launch=0, block=0, thread=1, op=Op.SIGNAL, obj=1, site=2)]
+    for k in range(1, n - 1):
+        ev += [dict(launch=k, block=0, thread=0, op=Op.SIGNAL, obj=100 + k, site=3),
+               dict(launch=k, block=0, thread=0, op=Op.WRITE, space=Space.GLOBAL, addr=8,
+                    size=8)]
+    last = n - 1
+    ev += [dict(launch=last, block=0, thread=0, op=Op.WAIT, obj=1, arg=1, site=4),
+           dict(launch=last, block=0, thread=1, op=Op.WAIT, obj=1, arg=1, site=5),
+           dict(launch=last, block=0, thread=0, op=Op.WRITE, space=Space.GLOBAL, addr=0, size=8),
+           dict(launch=last, block=0, thread=1, op=Op.WRITE, space=Space.GLOBAL, addr=8, size=8)]
+    return ev
+
+
+@settings(**SETTINGS, max_examples=20)
+@given(n=st.integers(2, 40), split=st.integers(1, 200))
+def test_signals_pending_across_many_launches_agree_with_the_reference(n, split):
+    """A signal and a flag's pairings are stamped with their launch and read
+    as empty from a later one (no boundary walks the flags): the waits of the
+    last launch take launch 0's signals, which order nothing of it."""
+    events = _flag_launches(n)
+    assert_agree(events, list(range(split, len(events), split)))
+    assert_agree(events, [], sizes=Sizes.tiny())
+
+
+def test_a_later_launch_does_not_see_an_earlier_launchs_pairings():
+    """Launch 0 pairs flag 7's signal site 1 with wait site 2; launch 1 pairs
+    site 3 with site 4 on the same flag. The reference reports no sync_alias
+    (the pairings of launch 0 are not launch 1's), nor may the engine, whose
+    pool of pairings starts again at each launch."""
+    events = [dict(launch=0, block=0, thread=0, op=Op.SIGNAL, obj=7, site=1),
+              dict(launch=0, block=0, thread=1, op=Op.WAIT, obj=7, arg=1, site=2),
+              dict(launch=1, block=0, thread=0, op=Op.SIGNAL, obj=7, site=3),
+              dict(launch=1, block=0, thread=1, op=Op.WAIT, obj=7, arg=1, site=4),
+              dict(launch=1, block=0, thread=0, op=Op.SIGNAL, obj=7, site=1),
+              dict(launch=1, block=0, thread=1, op=Op.WAIT, obj=7, arg=1, site=2)]
+    for splits in ([], [1, 3, 5], [2, 4]):
+        ref = assert_agree(events, splits)
+        assert O.K_SYNC_ALIAS not in ref.findings["kind"].tolist()

@@ -25,7 +25,7 @@ from .clocks import SN_REF
 from .granularity import SHIFT_MIN_ACCESSES
 from .hashmap import HM_EMPTY
 from .layout import (
-    FQ_HEAD, FQ_PAIRS, GR_FIND, NEED_GROW, NEW_LAUNCH, OK, SG_AGENT, SG_BASE, SG_NEXT,
+    GR_FIND, NEED_GROW, NEW_LAUNCH, OK,
     SV_ARR_FREE, SV_AR_FREE, SV_ED_TOP, SV_FIELDS, SV_FIXED_SHARED, SV_FQ_N,
     SV_GEN_N, SV_GLOBAL_REGION, SV_GLOBAL_SIZES, SV_GRAN_COUNT, SV_GROW, SV_IV_N, SV_LAUNCH,
     SV_MAPS_CAP, SV_NFIND, SV_NODE_FREE, SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARED_REGION,
@@ -46,7 +46,7 @@ FINISH_SLACK = 8
 
 
 @jit
-def begin_launch(sv, ivs, fq, sigs, snaps, launch, shared_shift, global_shift):
+def begin_launch(sv, ivs, snaps, launch, shared_shift, global_shift):
     """Forget the finished launch's state in the arrays (not the hash maps,
     which the caller empties) and start ``launch`` (-1: the state's first
     reset, before any launch) with shared and global granules of
@@ -80,15 +80,10 @@ def begin_launch(sv, ivs, fq, sigs, snaps, launch, shared_shift, global_shift):
     snaps[0, :] = 0
     snaps[0, SN_REF] = 1
     # Signals survive a launch (their counts pair with later waits) but
-    # their clocks name only agents of the old launch: make them empty. The
-    # pairs of waits and signals (sync_alias) are the launch's own.
-    for q in range(sv[SV_FQ_N]):
-        fq[q, FQ_PAIRS] = -1
-        s = fq[q, FQ_HEAD]
-        while s >= 0:
-            sigs[s, SG_BASE] = 0
-            sigs[s, SG_AGENT] = -1
-            s = sigs[s, SG_NEXT]
+    # their clocks name only agents of the old launch, and the pairs of waits
+    # and signals (sync_alias) are the launch's own: both are stamped with
+    # their launch and read as empty from a later one (signals.py), so
+    # nothing here walks the flags.
 
 
 @jit_leaf
@@ -118,7 +113,7 @@ def next_launch(t, c, i, launch):
             return NEED_GROW
         finish_launch(t.gens, sv, t.find)
     shared = sv[SV_FIXED_SHARED] if sv[SV_FIXED_SHARED] >= 0 else np.int64(GRANULE_SHIFT)
-    begin_launch(sv, t.ivs, t.fq, t.sigs, t.snaps, launch, shared,
+    begin_launch(sv, t.ivs, t.snaps, launch, shared,
                  np.int64(GLOBAL_GRANULE_SHIFT))
     _empty(t.agent_map)
     _empty(t.async_map)

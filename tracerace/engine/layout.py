@@ -107,8 +107,11 @@ ARF_FENCE_SHIFT = 4  # a barrier arrival's fence_spaces, in its flag
 (SG_NEXT, SG_COUNT, SG_BASE, SG_AGENT, SG_EPOCH, SG_ROW, SG_SITE, SG_LAUNCH, SG_BLOCK, SG_THREAD,
  SG_TS) = range(11)
 SG_FIELDS = 11
-FQ_HEAD, FQ_TAIL, FQ_TOTAL, FQ_PAIRS, FQ_EDGES = range(5)
-FQ_FIELDS = 5
+# A signal's clock (SG_BASE, SG_AGENT) and a flag's pairings (FQ_PAIRS) are
+# of their launch only (SG_LAUNCH, FQ_PAIRS_LAUNCH): read from a later launch
+# they are empty, so a launch boundary does not walk every flag and signal.
+FQ_HEAD, FQ_TAIL, FQ_TOTAL, FQ_PAIRS, FQ_EDGES, FQ_PAIRS_LAUNCH = range(6)
+FQ_FIELDS = 6
 
 # sync_alias: FIFO pairings of this launch, and (signal site, wait site) edges.
 (PR_NEXT, PR_S_ROW, PR_S_SITE, PR_S_AGENT, PR_S_EPOCH, PR_W_SITE, PR_W_AGENT, PR_W_EPOCH,

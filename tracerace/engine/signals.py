@@ -13,7 +13,7 @@ from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, lookup, merge_m
 from .hashmap import hm_get, hm_put
 from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_BASE, COUNT_MAX, CV_CONS, CV_USED, E_SIGNAL_OVERFLOW, ED_NEXT,
-    ED_S, ED_W, E_WAIT, FQ_EDGES, FQ_HEAD, FQ_PAIRS, FQ_TAIL, FQ_TOTAL, F_BAR_GEN, F_BAR_OBJ, F_CODE, F_OBJ, F_SEVERITY, OK,
+    ED_S, ED_W, E_WAIT, FQ_EDGES, FQ_HEAD, FQ_PAIRS, FQ_PAIRS_LAUNCH, FQ_TAIL, FQ_TOTAL, F_BAR_GEN, F_BAR_OBJ, F_CODE, F_OBJ, F_SEVERITY, OK,
     PR_NEXT, PR_S_AGENT, PR_S_BLOCK, PR_S_EPOCH, PR_S_LAUNCH, PR_S_ROW, PR_S_SITE,
     PR_S_THREAD, PR_S_TS, PR_W_AGENT, PR_W_EPOCH, PR_W_SITE, SG_AGENT, SG_BASE, SG_BLOCK,
     SG_COUNT, SG_EPOCH, SG_LAUNCH, SG_NEXT, SG_ROW, SG_SITE, SG_THREAD, SG_TS, SV_ED_TOP,
@@ -21,6 +21,13 @@ from .layout import (
     WARNING)
 from .pools import pool_alloc, pool_free
 from .races import emit, set_prev
+
+@jit_inline
+def pairs_of(fq, q, launch):
+    """The head of flag queue ``q``'s pairings in ``launch`` (-1: none yet;
+    the list an earlier launch left is not this launch's)."""
+    return fq[q, FQ_PAIRS] if fq[q, FQ_PAIRS_LAUNCH] == launch else np.int64(-1)
+
 
 @jit_leaf
 def sig_knows(snaps, arena_a, arena_e, sigs, s, u):
@@ -53,7 +60,7 @@ def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
         s = cons[c]
         if sigs[s, SG_LAUNCH] != launch:
             continue
-        p = fq[q, FQ_PAIRS]
+        p = pairs_of(fq, q, launch)
         while p >= 0:
             if pairs[p, PR_S_SITE] != sigs[s, SG_SITE] and pairs[p, PR_W_SITE] != site and \
                     pairs[p, PR_S_LAUNCH] == launch:
@@ -64,6 +71,8 @@ def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
                 if not w1 and not s1 and (warn < 0 or pairs[p, PR_S_ROW] > pairs[warn, PR_S_ROW]):
                     warn = p
             p = pairs[p, PR_NEXT]
+    fq[q, FQ_PAIRS] = pairs_of(fq, q, launch)
+    fq[q, FQ_PAIRS_LAUNCH] = launch
     for c in range(ncons):
         s = cons[c]
         p = sv[SV_PR_TOP]
@@ -72,7 +81,7 @@ def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
         fq[q, FQ_PAIRS] = p
         pairs[p, PR_S_ROW] = sigs[s, SG_ROW]
         pairs[p, PR_S_SITE] = sigs[s, SG_SITE]
-        pairs[p, PR_S_AGENT] = sigs[s, SG_AGENT]
+        pairs[p, PR_S_AGENT] = sigs[s, SG_AGENT] if sigs[s, SG_LAUNCH] == launch else -1
         pairs[p, PR_S_EPOCH] = sigs[s, SG_EPOCH]
         pairs[p, PR_W_SITE] = site
         pairs[p, PR_W_AGENT] = a
@@ -153,8 +162,12 @@ def consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, 
         take = min(need, sigs[s, SG_COUNT])
         cvs[ncons, CV_CONS] = s
         ncons += 1
-        cvs[m, CV_BASE] = sigs[s, SG_BASE]
-        cvs[m, CV_AGENT] = sigs[s, SG_AGENT]
+        if sigs[s, SG_LAUNCH] == launch:
+            cvs[m, CV_BASE] = sigs[s, SG_BASE]
+            cvs[m, CV_AGENT] = sigs[s, SG_AGENT]
+        else:  # a signal of an earlier launch orders nothing of this one
+            cvs[m, CV_BASE] = 0
+            cvs[m, CV_AGENT] = -1
         cvs[m, CV_EPOCH] = sigs[s, SG_EPOCH]
         m += 1
         sigs[s, SG_COUNT] -= take
@@ -172,7 +185,8 @@ def consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, 
                ncons, a, epoch, row, launch, block, thread, op, ts, site, obj)
     # Consumed signals go only after the merge has read their clocks.
     for p in range(nused):
-        decref(snaps, sv, sigs[cvs[p, CV_USED], SG_BASE])
+        if sigs[cvs[p, CV_USED], SG_LAUNCH] == launch:  # (an older one's snapshot is gone)
+            decref(snaps, sv, sigs[cvs[p, CV_USED], SG_BASE])
         pool_free(sigs, sv, SV_SIG_FREE, SV_SIG_USED, cvs[p, CV_USED])
 
 
@@ -194,6 +208,7 @@ def on_signal(t, c, i, ev, a, epoch):
         fq[q, FQ_TAIL] = -1
         fq[q, FQ_TOTAL] = 0
         fq[q, FQ_PAIRS] = -1
+        fq[q, FQ_PAIRS_LAUNCH] = launch
         fq[q, FQ_EDGES] = -1
     count = arg if arg > 0 else 1
     if fq[q, FQ_TOTAL] > COUNT_MAX - count:  # (the sum itself would wrap)

@@ -115,8 +115,7 @@ class EngineState:
         :func:`shared_shift_for` and :func:`global_shift_for`)."""
         shared = GRANULE_SHIFT if shared_shift is None else shared_shift
         glob = GLOBAL_GRANULE_SHIFT if global_shift is None else global_shift
-        begin_launch(self.sv, self.arrays["ivs"], self.arrays["fq"], self.arrays["sigs"],
-                     self.arrays["snaps"], launch, shared, glob)
+        begin_launch(self.sv, self.arrays["ivs"], self.arrays["snaps"], launch, shared, glob)
         # The joins' scratch (merge_many) is all -1 again after every join, so
         # it is made only when missing: remaking it at each launch cost every
         # launch the agents of the widest launch before it.

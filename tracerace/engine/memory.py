@@ -38,7 +38,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, p
         return access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                             pst, region, space, owner, addr, size, a, epoch, t, info, row, ts,
                             site)
-    split_pages_of(sv, nodes, cold, gran, pst, region, addr, size)
+    split_pages_of(sv, nodes, cold, gran, ivs, pst, region, addr, size)
     found, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                              pst, region, space, owner, addr, addr + size, addr, addr + size, a,
                              epoch, t, info, row, ts, site, size, np.int64(-1))
@@ -104,7 +104,7 @@ def on_access(t, c, i, ev, a, epoch):
                            ivs, pst, region, space, owner, addr, size, a, epoch, a, info,
                            row, ts, site)
         else:
-            split_pages_of(sv, nodes, cold, gran, pst, region, addr, size)
+            split_pages_of(sv, nodes, cold, gran, ivs, pst, region, addr, size)
             found, ulo, uhi = granule_range(
                 ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
                 region, space, owner, addr, addr + size, addr, addr + size, a, epoch, a,

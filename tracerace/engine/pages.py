@@ -236,14 +236,21 @@ def split_page(sv, nodes, cold, gran, ivs, pst, region, p):
     row_remove(ivs, sv, k)
 
 
+@jit_leaf
+def split_pages(sv, nodes, cold, gran, ivs, pst, region, p0, p1):
+    """``split_page`` of pages ``p0`` to ``p1``."""
+    for p in range(p0, p1 + 1):
+        split_page(sv, nodes, cold, gran, ivs, pst, region, p)
+
+
 @jit_inline
 def split_pages_of(sv, nodes, cold, gran, ivs, pst, region, addr, size):
     """Before a granule path over [addr, addr + size): split the pages it
-    touches out of their runs, in a launch that has any."""
+    touches out of their runs, in a launch that has any. One call, not a
+    loop, where small accesses inline it (into ``replay``)."""
     if sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH]:
         ps = sv[SV_PAGE_SHIFT]
-        for p in range(addr >> ps, ((addr + size - 1) >> ps) + 1):
-            split_page(sv, nodes, cold, gran, ivs, pst, region, p)
+        split_pages(sv, nodes, cold, gran, ivs, pst, region, addr >> ps, (addr + size - 1) >> ps)
 
 
 @jit_leaf

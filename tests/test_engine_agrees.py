@@ -89,8 +89,8 @@ def test_engine_matches_reference_while_growing(events, data):
 @given(events=traces(async_ops=True, large=True), data=st.data())
 def test_engine_matches_reference_with_pages(events, data):
     """Accesses and copies that cover whole pages (32 or 64 bytes here, 4 KiB
-    by default) are recorded once per page, and split into granules by the
-    accesses that follow: no finding changes."""
+    by default) are recorded as runs of pages, cut and split into granules by
+    the accesses that follow: no finding changes."""
     splits = data.draw(split_rows(events))
     assert_agree(events, splits, page_shift=data.draw(st.sampled_from([5, 6])))
 

@@ -1,24 +1,29 @@
-"""Pages: an access that covers whole pages is recorded once per page
-(``tracerace.engine.shadow``, PAGES; ``engine.pages.access_pages``, ``split_pages``), and
-splits into granules only when another access needs them.
+"""Pages: an access that covers whole pages records them as runs, one record
+per run however many pages it holds (``tracerace.engine.pages``, RUNS;
+``access_pages``, ``cut_run``, ``split_page``); a run is cut where another
+large access needs only some of its pages, and a page is split into granules
+when an access needs them.
 
 The reference checker keeps every byte; the property tests of
 ``test_engine_agrees`` (``test_engine_matches_reference_with_pages*``) make
-pages 32 and 64 bytes long so that short generated traces make, use and split
-them. Here: the default 4 KiB pages on hand-written traces, the generator
-reaching every page state, and memory that does not grow with the bytes one
-access touches."""
+pages 32 and 64 bytes long so that short generated traces make, cut and split
+runs. Here: the default 4 KiB pages on hand-written traces, the generator
+reaching every shape, and memory that does not grow with the bytes an access
+claims."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, Phase, find, settings
 
 from tracerace import engine
 from tracerace.engine.check import replay_batch
-from tracerace.engine.layout import SV_LAUNCH
-from tracerace.ops import K_RAW, K_UNINIT_READ, K_WAR, Op, Space
-from tracerace.engine.shadow import G_INIT, G_LAUNCH, G_REGION, PAGE_REGION, PAGE_SHIFT, PAGE_SPLIT
+from tracerace.engine.layout import SV_IV_N, SV_LAUNCH
+from tracerace.ops import K_RAW, K_UNINIT_READ, K_WAR, K_WAW, Op, Space
+from tracerace.engine.shadow import (
+    G_LAUNCH, G_READS, G_REGION, G_WRITES, IV_HI, IV_LO, IV_REGION, K_ADDR, K_SIZE_SITE, N_NEXT,
+    PAGE_REGION, PAGE_SHIFT)
 
 from builders import SimpleReader, Trace, columns
 from test_engine_agrees import assert_agree
@@ -37,25 +42,45 @@ def replay(events, page_shift=PAGE_SHIFT) -> engine.EngineState:
     return st
 
 
-def page_slots(st: engine.EngineState) -> tuple[int, int]:
-    """(pure, split) page slots of the current launch."""
+def runs(st: engine.EngineState) -> list[tuple[int, int, int]]:
+    """The runs of the current launch: (region, first page, past-last page)."""
+    ivs = st.arrays["ivs"][: int(st.sv[SV_IV_N])]
+    return [(int(r) & ~int(PAGE_REGION), int(lo), int(hi))
+            for r, lo, hi in ivs[:, [IV_REGION, IV_LO, IV_HI]] if r >= PAGE_REGION]
+
+
+def run_nodes(st: engine.EngineState, region: int, lo: int) -> list[tuple[int, int]]:
+    """(addr, size) of the accesses the lists of the run at ``lo`` hold."""
+    gran, nodes, cold = st.arrays["gran"], st.arrays["nodes"], st.arrays["cold"]
+    slot = np.flatnonzero((gran[:, G_REGION] == (region | PAGE_REGION)) &
+                          (gran[:, 1] == lo) & (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH]))
+    out = []
+    for col in (G_WRITES, G_READS):
+        x = int(gran[slot[0], col])
+        while x >= 0:
+            out.append((int(cold[x, K_ADDR]), int(cold[x, K_SIZE_SITE]) & 0xFFFFFFFF))
+            x = int(nodes[x, N_NEXT])
+    return out
+
+
+def granules_with_lists(st: engine.EngineState) -> int:
     gran = st.arrays["gran"]
-    live = (gran[:, G_REGION] >= PAGE_REGION) & (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH])
-    return int((live & (gran[:, G_INIT] != PAGE_SPLIT)).sum()), \
-        int((live & (gran[:, G_INIT] == PAGE_SPLIT)).sum())
+    live = (gran[:, G_REGION] >= 0) & (gran[:, G_REGION] < PAGE_REGION) & \
+        (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH])
+    return int((live & ((gran[:, G_WRITES] >= 0) | (gran[:, G_READS] >= 0))).sum())
 
 
-def test_a_gib_written_and_read_is_one_node_per_page():
+def test_a_gib_written_and_read_is_one_run():
     span = 1 << 30
     t = Trace()
     t.write(0, 0, space=GLOBAL, addr=1 << 32, size=span)
     t.read(1, 0, space=GLOBAL, addr=1 << 32, size=span)  # no barrier: races
     st = replay(t.events)
-    pure, split = page_slots(st)
-    assert (pure, split) == (span // PAGE, 0)
-    # Two nodes per page and a slot per page: about 150 bytes a page, where
-    # granules would take ~190 bytes a byte.
-    assert st.nbytes < 160 * (span // PAGE) + (64 << 20)
+    first = (1 << 32) // PAGE
+    assert runs(st) == [(0, first, first + span // PAGE)]
+    assert sorted(run_nodes(st, 0, first)) == [(1 << 32, span)] * 2
+    assert granules_with_lists(st) == 0
+    assert st.nbytes < replay([]).nbytes + (1 << 20)
     found = st.take_findings()
     assert found["kind"].tolist() == [K_RAW]
     assert (int(found["addr"][0]), int(found["size"][0])) == (1 << 32, span)
@@ -91,25 +116,100 @@ def test_default_pages_agree_with_the_reference_shared():
     assert K_UNINIT_READ in set(ref.findings["kind"].tolist())
 
 
-def test_a_small_access_splits_a_pure_page_into_granules():
+def test_a_small_access_splits_a_page_out_of_its_run():
     t = Trace()
-    t.write(0, 0, space=GLOBAL, addr=0, size=2 * PAGE)
-    assert page_slots(replay(t.events)) == (2, 0)
+    t.write(0, 0, space=GLOBAL, addr=0, size=3 * PAGE)
+    assert runs(replay(t.events)) == [(0, 0, 3)]
     t.read(0, 1, space=GLOBAL, addr=PAGE + 8, size=4)
-    assert page_slots(replay(t.events)) == (1, 1)
-    # A large access over a page some granule of the launch already holds
-    # lists for uses the granules too.
-    t.write(0, 2, space=GLOBAL, addr=PAGE, size=2 * PAGE)
-    assert page_slots(replay(t.events)) == (2, 1)
+    st = replay(t.events)
+    assert runs(st) == [(0, 0, 1), (0, 2, 3)]
+    assert granules_with_lists(st) == PAGE // 8  # page 1's granules hold its history
+    # A large access over a page some granule of the launch holds lists for
+    # goes through the granules there, and makes a run of the pages beyond.
+    t.write(0, 2, space=GLOBAL, addr=PAGE, size=4 * PAGE)
+    st = replay(t.events)
+    assert runs(st) == [(0, 0, 1), (0, 2, 3), (0, 3, 5)]
+    assert granules_with_lists(st) == PAGE // 8
 
 
-def test_the_generator_makes_and_splits_pages():
-    """The property tests reach pure pages, split pages, and findings on
-    both (with 32-byte pages)."""
+def test_runs_are_cut_where_large_accesses_overlap_in_part():
+    """A write of pages 0-7, a racing write of pages 4-11, a read nested in
+    the first: three runs, then five; each run's lists hold the accesses that
+    cover it, and the findings name the bytes both accesses touched."""
+    t = Trace()
+    t.write(0, 0, space=GLOBAL, addr=0, size=8 * PAGE)
+    t.write(0, 1, space=GLOBAL, addr=4 * PAGE, size=8 * PAGE)
+    st = replay(t.events)
+    assert runs(st) == [(0, 0, 4), (0, 4, 8), (0, 8, 12)]
+    assert run_nodes(st, 0, 0) == [(0, 8 * PAGE)]
+    assert sorted(run_nodes(st, 0, 4)) == [(0, 8 * PAGE), (4 * PAGE, 8 * PAGE)]
+    t.read(0, 2, space=GLOBAL, addr=PAGE, size=2 * PAGE)
+    st = replay(t.events)
+    assert runs(st) == [(0, 0, 1), (0, 1, 3), (0, 3, 4), (0, 4, 8), (0, 8, 12)]
+    found = st.take_findings()
+    assert sorted((int(k), int(a), int(n)) for k, a, n in
+                  zip(found["kind"], found["addr"], found["size"])) == \
+        sorted([(K_WAW, 4 * PAGE, 4 * PAGE), (K_RAW, PAGE, 2 * PAGE)])
+    assert_agree(t.events, [])
+
+
+def test_reads_of_uninitialized_runs_name_their_first_and_last_byte():
+    """The uninitialized bytes of a run are found from its ends: an init
+    interval in the middle and granules an earlier launch initialized near
+    the ends are stepped over."""
+    t = Trace()
+    t.init(0, 0, space=GLOBAL, addr=0, size=16)                 # granule bits
+    t.init(0, 0, space=GLOBAL, addr=PAGE, size=PAGE)            # an interval
+    t.write(0, 0, space=GLOBAL, addr=64 * PAGE - 8, size=8)     # the last granule
+    t.launch = 1
+    t.read(0, 0, space=GLOBAL, addr=0, size=64 * PAGE)
+    assert runs(replay(t.events)) == [(0, 0, 64)]
+    ref = assert_agree(t.events, [])
+    found = ref.findings
+    assert found["kind"].tolist() == [K_UNINIT_READ]
+    assert (int(found["addr"][0]), int(found["size"][0])) == (16, 64 * PAGE - 8 - 16)
+
+
+def page_spans(events, shift):
+    """(index, launch, space, first page, past-last page, covers a page) of each
+    read, write or atomic."""
+    out = []
+    for i, e in enumerate(events):
+        if Op(e["op"]) in (Op.READ, Op.WRITE, Op.ATOMIC) and e.get("size", 0) > 0:
+            addr, size = e["addr"], e["size"]
+            p0, p1 = -(-addr >> shift), (addr + size) >> shift
+            out.append((i, e.get("launch", 0), e.get("space", 0), p0, p1, p1 > p0,
+                        addr >> shift, (addr + size - 1) >> shift))
+    return out
+
+
+def shapes(events, shift=5) -> set[str]:
+    """Which shapes of a later access meeting an earlier large one a trace has."""
+    found = set()
+    spans = page_spans(events, shift)
+    for i, li, si, a0, a1, large, _, _ in spans:
+        if not large:
+            continue
+        for j, lj, sj, b0, b1, blarge, f, l in spans:
+            if j <= i or (lj, sj) != (li, si):
+                continue
+            if blarge and b0 < a1 and a0 < b1:
+                if a0 <= b0 and b1 <= a1 and (a0, a1) != (b0, b1):
+                    found.add("nested")
+                elif not (b0 <= a0 and a1 <= b1):
+                    found.add("partial")
+            elif not blarge and (a0 <= f < a1 or a0 <= l < a1):
+                found.add("small inside")
+    return found
+
+
+@pytest.mark.parametrize("shape", ["partial", "nested", "small inside"])
+def test_the_generator_cuts_and_splits_runs(shape):
+    """The property tests reach large accesses that overlap an earlier one in
+    part or nest in it (the run is cut) and small accesses inside a run (a page
+    is split), each with findings (with 32-byte pages)."""
     def reaches(events):
-        st = replay(events, page_shift=5)
-        pure, split = page_slots(st)
-        return pure > 0 and split > 0 and len(st.take_findings()) > 0
+        return shape in shapes(events) and len(replay(events, page_shift=5).take_findings()) > 0
 
     events = find(traces(async_ops=True, large=True), reaches,
                   settings=settings(max_examples=2000, database=None, phases=[Phase.generate],

@@ -125,11 +125,12 @@ def _macro(draw, name: str, base: dict) -> list[dict]:
 def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: int = 2,
            large: bool = False):
     """A trace of ``max_events`` or fewer events over ``max_launches`` or
-    fewer launches. ``large``: accesses and copies of up to 100 bytes too,
-    spread over 128 bytes (with the engine's pages made 32 or 64 bytes
-    long, they cover whole pages and split them)."""
+    fewer launches. ``large``: accesses and copies of up to 160 bytes too,
+    spread over 256 bytes (with the engine's pages made 32 or 64 bytes
+    long, they cover runs of whole pages, overlap them in part, nest in
+    them and split them)."""
     addrs = st.integers(0, 96) if large else st.integers(0, 24)
-    sizes = [1, 2, 4, 4, 8, 3, 16] + ([32, 33, 64, 64, 100, 48] if large else [])
+    sizes = [1, 2, 4, 4, 8, 3, 16] + ([32, 33, 64, 64, 100, 48, 128, 160] if large else [])
     copy_sizes = [4, 8, 16] + ([32, 64, 96] if large else [])
     n_launch = draw(st.integers(1, max_launches))
     # Barriers that fence only some memory, in about a third of the traces.

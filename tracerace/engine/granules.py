@@ -100,8 +100,8 @@ def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
                   site, size, page):
     """Check an access [addr, end) against the lists of the granules of its
     bytes [lo_addr, hi_addr), record it there, and find the uninitialized
-    ones; or, when ``page`` is a slot, against a PURE page's lists (one unit,
-    bit 0: the whole page; its uninitialized bytes are ``page_uninit``'s).
+    ones; or, when ``page`` is a slot, against a run of pages' lists (one unit,
+    bit 0: the whole run; its uninitialized bytes are ``range_uninit``'s).
     Returns (1 when it left a candidate in ``cand``, else 0; the first and
     last uninitialized byte or -1).
 

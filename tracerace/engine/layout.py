@@ -48,8 +48,8 @@ SV_GLOBAL_REGION = 38
 # 4 local): all of them, or, once a barrier orders only some memory, one of
 # the two views the driver runs side by side (see ``check.check_trace``).
 SV_VIEW = 39
-# Pages (shadow, PAGES): the page size's shift, and the launch that made a
-# PURE page (-1: none yet).
+# Pages (pages, RUNS): the page size's shift, and the last launch that made a
+# run of pages (-1: none yet).
 SV_PAGE_SHIFT = 40
 SV_PAGE_LAUNCH = 41
 # Launch boundaries the kernel crosses itself (``launches``): the slots each

@@ -13,7 +13,7 @@ from .atomics import acquire_atomic, release_atomic
 from .granules import granule_range, granules, region_of
 from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_BASE, AG_FREL_BASE, AG_FREL_EPOCH, AG_THREAD, N_LEVELS,
-    SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH, SV_VIEW)
+    SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH, SV_PAGE_LAUNCH, SV_VIEW)
 from .pages import access_pages, covers_page, split_pages_of
 from .races import flush_candidates, offer_uninit
 from .shadow import (
@@ -38,7 +38,7 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, p
         return access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                             pst, region, space, owner, addr, size, a, epoch, t, info, row, ts,
                             site)
-    split_pages_of(sv, nodes, cold, gran, pst, region, addr, size)
+    split_pages_of(sv, nodes, cold, gran, ivs, pst, region, addr, size)
     found, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
                              pst, region, space, owner, addr, addr + size, addr, addr + size, a,
                              epoch, t, info, row, ts, site, size, np.int64(-1))
@@ -99,12 +99,14 @@ def on_access(t, c, i, ev, a, epoch):
     # slower: an incref and decref of each array per event).
     found = 0
     if sv[SV_VIEW] & (1 << space) and size > 0:
-        if covers_page(sv, addr, size):
+        # A launch with runs of pages (see ``pages``): ``access`` splits the
+        # pages a small access needs out of their runs; the call to it is the
+        # one large accesses take, so ``replay`` inlines no more for them.
+        if covers_page(sv, addr, size) or sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH]:
             found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
                            ivs, pst, region, space, owner, addr, size, a, epoch, a, info,
                            row, ts, site)
         else:
-            split_pages_of(sv, nodes, cold, gran, pst, region, addr, size)
             found, ulo, uhi = granule_range(
                 ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
                 region, space, owner, addr, addr + size, addr, addr + size, a, epoch, a,

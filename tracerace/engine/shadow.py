@@ -272,32 +272,13 @@ def find_granule(gran, region, index, create, sv, count_slot, launch, pst):
 
 
 # ---------------------------------------------------------------------------
-# PAGES. One access that covers whole pages (``1 << sv[SV_PAGE_SHIFT]``
-# aligned bytes, 4 KiB by default) is recorded once per page, not once per
-# granule: a page is a slot of the same table, region ``region |
-# PAGE_REGION`` and index the page number, whose two lists hold nodes that
-# each stand for the whole page (mask bit 0). In a launch a page is
-#
-# * PURE (``G_INIT`` 0): its lists are the whole history of its bytes; the
-#   page's granules of this launch, if any, hold no nodes (only ``init``
-#   bits);
-# * SPLIT (``G_INIT`` PAGE_SPLIT): its lists are empty and the granules hold
-#   the history, as for memory no large access has touched.
-#
-# A page is made PURE when a large access first meets it in a launch, unless
-# a granule of the page may already have lists of the launch (then SPLIT). To
-# know that without probing every granule of the page, each granule that
-# becomes the launch's stamps ``pst[page_hash]`` with the launch: a
-# colliding stamp only makes a page SPLIT that could have been PURE. Any
-# other access that touches a PURE page first splits it: copies its nodes
-# into every granule of the page (``split_page``). So small accesses look at
-# pages only in a launch that made a PURE page (``SV_PAGE_LAUNCH``), and a
-# range one access wrote stays one node per page until something splits it.
-# A large write's bytes are initialized through an init interval, not granule
-# masks; page slots never carry init bits.
+# PAGES. An access that covers whole pages (``1 << sv[SV_PAGE_SHIFT]``
+# aligned bytes, 4 KiB by default) records them as runs of pages, one slot of
+# this table per run (region ``region | PAGE_REGION``, index the run's first
+# page); ``pages.py`` (RUNS) has the design. ``pst`` tells a large access
+# which pages a granule of the launch may hold lists for.
 PAGE_SHIFT = 12
 PAGE_REGION = np.int64(1) << 43  # above any shared, local or wide region
-PAGE_SPLIT = 1
 PST_SIZE = 1 << 16
 
 

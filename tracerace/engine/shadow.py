@@ -140,6 +140,7 @@ I_PROXY = 1 << 11      # async proxy
 I_SCOPE_SHIFT = 12     # 3 bits
 I_MASK_SHIFT = 16      # 16 bits: bytes of the granule this node stands for
 I_COPY_SHIFT = 32      # 2 bits: reasons.INFLIGHT_*
+I_AFTER_ALL = 1 << 34  # a copy's write that every older write to its bytes here happens before
 I_SHADOW_SHIFT = 40    # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none), see below
 
 

@@ -17,9 +17,10 @@ from .layout import (
 from .pools import pool_alloc, pool_free
 from .races import ORDERED, offer, race_kind
 from .shadow import (
-    G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, I_AFTER_ALL, I_ASYNC, I_ATOMIC, I_MASK_SHIFT, I_PROXY,
-    I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, K_ROW, K_SHADOW_AGENT, K_SHADOW_EPOCH, MASK_ALL,
-    N_AGENT, N_EPOCH, N_INFO, N_NEXT, PF_FAR, PF_NEAR, READ_PRUNE_MIN, REGION_LOCAL,
+    G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, I_AFTER_ALL, I_ASYNC, I_ATOMIC, I_MASK_SHIFT,
+    I_PROXY, I_RACED, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, K_ROW, K_SHADOW_AGENT,
+    K_SHADOW_EPOCH, MASK_ALL, N_AGENT, N_EPOCH, N_INFO, N_NEXT, PF_FAR, PF_NEAR, READ_PRUNE_MIN,
+    REGION_LOCAL,
     find_granule, granule_shift, hidden_bytes, hide_bytes, iv_init_mask, iv_region,
     prefetch_lists, prefetch_slots, set_shadow_agent, shadow_agent)
 
@@ -177,15 +178,20 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
     performed (a copy: retired), and such a copy stays in the list until then.
     A write ``x`` the access may see is one it knows of and whose bytes here
     no later performed write follows: not hidden, and not under a retired
-    ``I_AFTER_ALL`` copy newer than ``x`` (met earlier in this pass: the list
-    is newest first). Such a copy overlapping ``x`` follows it in
-    happens-before, since ``x`` was in the list, over those bytes, when the
-    copy was checked against it. A copy that raced some write is no
-    ``I_AFTER_ALL``; only its one shadow on ``x`` (``shade``) hides ``x``."""
+    copy newer than ``x`` (met earlier in this pass: the list is newest
+    first) that ``x`` happens before. Every newer copy overlapping ``x`` was
+    checked against ``x`` (which was in the list, over those bytes, then):
+    either ``x`` happens before it, or ``x`` raced it and is ``I_RACED``. So
+    all of them follow an ``x`` that is not ``I_RACED``; an ``I_RACED`` one
+    is hidden by the ``I_AFTER_ALL`` copies (which every write they overlap
+    happens before) and by its one shadow (``shade``)."""
     found = 0
     is_copy_write = (info & I_ASYNC) != 0 and (info & I_WRITE) != 0
     after_all = is_copy_write
-    cover = np.int64(0)  # bytes of m under retired I_AFTER_ALL copies met so far
+    # Bytes of m under the retired copies met so far, and under those of
+    # them that are I_AFTER_ALL.
+    cover = np.int64(0)
+    cover_after_all = np.int64(0)
     is_write = (info & I_WRITE) != 0
     is_atomic = (info & I_ATOMIC) != 0
     is_copy = (info & I_ASYNC) != 0
@@ -218,14 +224,19 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
                 offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
                 found = 1
             elif kind == ORDERED and is_proxy and (xinfo & I_PROXY) == 0 and \
-                    xm & m & ~hidden_bytes(cold, x) & ~cover:
+                    xm & m & ~hidden_bytes(cold, x) & \
+                    ~(cover_after_all if xinfo & I_RACED else cover):
                 found |= check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand,
                                            x, aw, space, owner, addr, end, t)
-            if kind != ORDERED:
+            if kind != ORDERED and is_copy_write:
                 after_all = False
-            if is_proxy and (xinfo & I_AFTER_ALL) != 0 and copy_retired(ag, fen, xa,
-                                                                        nodes[x, N_EPOCH]):
+                xinfo |= I_RACED
+                nodes[x, N_INFO] = xinfo
+            if is_proxy and (xinfo & I_ASYNC) != 0 and copy_retired(ag, fen, xa,
+                                                                    nodes[x, N_EPOCH]):
                 cover |= xm & m
+                if xinfo & I_AFTER_ALL:
+                    cover_after_all |= xm & m
             if kind == ORDERED and prunes_writes and (not is_atomic or (
                     (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and xa == a and
                     ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):

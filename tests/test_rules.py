@@ -388,13 +388,17 @@ def test_retired_copies_hide_the_write_under_them():
     assert found(halves) == set()
 
 
-def copies_of_two_threads(first: int, waits: tuple[int, ...]) -> Trace:
-    """Thread 2 writes shared [0, 4) and never fences; after a barrier thread
+def copies_of_two_threads(first: int, waits: tuple[int, ...], racer: bool = False) -> Trace:
+    """Thread 2 writes shared [0, 4) and never fences (after thread 3, which
+    syncs with nobody, wrote it too when ``racer``); after a barrier thread
     ``first`` copies [0, 2) and then the other of threads 0 and 1 copies
     [2, 4), each into a group of its own; the threads in ``waits`` retire
     their group and fence; then a barrier, and thread 0's async proxy reads
     [0, 2)."""
-    t = Trace().init(0, 0, addr=1000, size=16).write(0, 2, addr=0, size=4, space=1)
+    t = Trace().init(0, 0, addr=1000, size=16)
+    if racer:
+        t.write(0, 3, addr=0, size=4, space=1)
+    t.write(0, 2, addr=0, size=4, space=1)
     for th in range(3):
         t.bar_sync(0, th, arg=3)
     for th, addr in ((first, 0), (1 - first, 2)):
@@ -416,6 +420,17 @@ def test_copies_of_two_threads_each_hide_the_write_under_them():
         # 2's write, and races the copy in flight.
         assert found(copies_of_two_threads(first, (1 - first,))) == {
             (13, "async_inflight", 5), (13, "proxy_fence", 1)}
+
+
+def test_copies_that_race_another_write_still_hide_the_write_they_follow():
+    # Thread 3's write races thread 2's and both copies (and is no write the
+    # read may see: it does not happen before it); thread 2's write still
+    # happens before each copy, and the retired one over the bytes read hides it.
+    races = {(2, "waw", 1), (6, "waw", 1), (8, "waw", 1), (14, "raw", 1)}
+    for first in (0, 1):
+        assert found(copies_of_two_threads(first, (first,), racer=True)) == races
+        assert found(copies_of_two_threads(first, (1 - first,), racer=True)) == races | {
+            (14, "async_inflight", 6), (14, "proxy_fence", 2)}
 
 
 def test_older_group_hides_the_write_under_a_later_larger_group():

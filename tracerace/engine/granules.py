@@ -223,20 +223,20 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
             if kind >= 0:
                 offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
                 found = 1
-                if is_copy_write:  # (a copy is no atomic: kind is ORDERED or a race)
-                    after_all = False
-                    xinfo |= I_RACED
-                    nodes[x, N_INFO] = xinfo
-            if is_proxy:
-                if kind == ORDERED and (xinfo & I_PROXY) == 0 and \
-                        xm & m & ~hidden_bytes(cold, x) & \
-                        ~(cover_after_all if xinfo & I_RACED else cover):
-                    found |= check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen,
-                                               cand, x, aw, space, owner, addr, end, t)
-                if (xinfo & I_ASYNC) != 0 and copy_retired(ag, fen, xa, nodes[x, N_EPOCH]):
-                    cover |= xm & m
-                    if xinfo & I_AFTER_ALL:
-                        cover_after_all |= xm & m
+            elif kind == ORDERED and is_proxy and (xinfo & I_PROXY) == 0 and \
+                    xm & m & ~hidden_bytes(cold, x) & \
+                    ~(cover_after_all if xinfo & I_RACED else cover):
+                found |= check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand,
+                                           x, aw, space, owner, addr, end, t)
+            if kind != ORDERED and is_copy_write:
+                after_all = False
+                xinfo |= I_RACED
+                nodes[x, N_INFO] = xinfo
+            if is_proxy and (xinfo & I_ASYNC) != 0 and copy_retired(ag, fen, xa,
+                                                                    nodes[x, N_EPOCH]):
+                cover |= xm & m
+                if xinfo & I_AFTER_ALL:
+                    cover_after_all |= xm & m
             if kind == ORDERED and prunes_writes and (not is_atomic or (
                     (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and xa == a and
                     ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):

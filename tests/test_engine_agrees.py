@@ -21,6 +21,7 @@ from tracerace.engine.pools import Sizes
 from tracerace.engine.shadow import WIDE_GRANULE_SHIFT
 from tracerace.errors import TraceError
 from tracerace.ops import Op
+from tracerace.reference.checker import ReferenceChecker
 
 from builders import SimpleReader, columns
 from tracegen import traces
@@ -286,6 +287,79 @@ def test_generator_reaches_counts_past_int64(what):
                 err.message.startswith("signal" if what == "signal" else "mbarrier")
         return False
     events = find(traces(async_ops=True), hit,
+                  settings=settings(max_examples=5000, database=None, phases=[Phase.generate],
+                                    derandomize=True, **SETTINGS))
+    assert_agree(events, [])
+
+
+class _HiddenUnderTwoCopies(ReferenceChecker):
+    """The reference checker, noting whether some async-proxy access knows
+    of an unfenced plain write that only two copies follow, the newer still
+    in flight and issued while the older one, retired since, was in flight
+    too: of another thread (``other_thread``), else a later group of the
+    same thread over more of the write (``witnessed``: the rows of such
+    accesses). One shadow per write does not tell those apart."""
+
+    def __init__(self, *, other_thread: bool, **kw):
+        super().__init__(**kw)
+        self.other_thread = other_thread
+        self.witnessed: set[int] = set()
+        self.row = -1
+
+    def access(self, row, ev, st, acc, clock, space, found, *, source=False):
+        self.row = row
+        if acc.is_async_agent and acc.is_write:  # the copies in flight under it
+            okey = self.owner_key(ev, space, ev["launch"], source=source)
+            acc.flying = {id(x) for b in range(acc.addr, acc.addr + acc.size)
+                          for x in self.history.get(okey + (b,), ())
+                          if x.is_async_agent and x.is_write and self.in_flight(x)}
+        super().access(row, ev, st, acc, clock, space, found, source=source)
+
+    def writes_seen(self, hist, launch, clock, space):
+        seen = super().writes_seen(hist, launch, clock, space)
+        for i, w in enumerate(hist):
+            if not w.is_write or w.is_async_agent or w.launch != launch or \
+                    not self.hb(w, launch, clock, space) or any(v is w for v in seen) or \
+                    self.proxy_fenced(w, clock, space):
+                continue
+            after = [v for v in hist[i + 1:] if v.is_write and
+                     self.hb(w, launch, v.clock, space)]
+            if len(after) != 2 or any(not v.is_async_agent for v in after):
+                continue  # not two copies; a plain write or an atomic follows it
+            r, last = after
+            if self.in_flight(last) and not self.in_flight(r) and id(r) in last.flying and (
+                    last.agent != r.agent if self.other_thread else
+                    last.agent == r.agent and _beyond(last, r, w)):
+                self.witnessed.add(self.row)
+        return seen
+
+
+def _beyond(v, r, w) -> bool:
+    """Access ``v`` covers a byte of ``w`` that ``r`` does not."""
+    lo, hi = max(v.addr, w.addr), min(v.addr + v.size, w.addr + w.size)
+    return lo < hi and (lo < r.addr or hi > r.addr + r.size)
+
+
+def _write_under_a_retired_and_a_newer_copy(events, other_thread):
+    """Some async-proxy access knows of an unfenced plain write hidden by a
+    retired copy, while a newer copy over the same byte, which follows the
+    write too, is still in flight (of another thread, or a later group); and
+    no other write makes it a ``proxy_fence``."""
+    from tracerace.ops import HazardKind
+    checker = _HiddenUnderTwoCopies(path=None, other_thread=other_thread)
+    try:
+        f = checker.run(SimpleReader(columns(events)), None, None).findings
+    except TraceError:
+        return False
+    fence_rows = set(f["row"][f["kind"] == int(HazardKind.PROXY_FENCE)].tolist())
+    return bool(checker.witnessed - fence_rows)
+
+
+@pytest.mark.parametrize("other_thread", [True, False])
+def test_generator_reaches_writes_under_a_retired_copy_and_a_newer_one(other_thread):
+    # Derandomized, as above.
+    events = find(traces(async_ops=True),
+                  lambda ev: _write_under_a_retired_and_a_newer_copy(ev, other_thread),
                   settings=settings(max_examples=5000, database=None, phases=[Phase.generate],
                                     derandomize=True, **SETTINGS))
     assert_agree(events, [])

@@ -361,11 +361,12 @@ def test_retired_copy_hides_the_write_it_overwrote():
     assert found(late) == {(6, "proxy_fence", 3)}
 
 
-def copies_over_a_write(*copies: tuple[int, int], waits: int) -> Trace:
+def copies_over_a_write(*copies: tuple[int, int], waits: int,
+                        read: tuple[int, int] = (0, 4)) -> Trace:
     """Thread 1 writes shared [0, 4) and never fences; after a barrier thread 0
     copies over it (``copies``: (addr, size) per cp_async, ``commit`` between
     groups as strings), waits until ``waits`` groups are pending, fences, and
-    its async proxy reads [0, 4)."""
+    its async proxy reads ``read`` ((addr, size), [0, 4) unless given)."""
     t = Trace().init(0, 0, addr=1000, size=16).write(0, 1, addr=0, size=4, space=1)
     t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2)
     for c in copies:
@@ -374,7 +375,7 @@ def copies_over_a_write(*copies: tuple[int, int], waits: int) -> Trace:
         else:
             t.cp_async(0, 0, addr=c[0], size=c[1], space=1, addr2=1000)
     t.cp_async_wait(0, 0, arg=waits).fence_proxy_async(0, 0)
-    return t.read(0, 0, addr=0, size=4, space=1, proxy=1)
+    return t.read(0, 0, addr=read[0], size=read[1], space=1, proxy=1)
 
 
 def test_retired_copies_hide_the_write_under_them():
@@ -385,6 +386,63 @@ def test_retired_copies_hide_the_write_under_them():
     # One group of two copies, each over half of the write: together they hide it.
     halves = copies_over_a_write((0, 2), (2, 2), "commit", waits=0)
     assert found(halves) == set()
+
+
+def copies_of_two_threads(first: int, waits: tuple[int, ...], racer: bool = False) -> Trace:
+    """Thread 2 writes shared [0, 4) and never fences (after thread 3, which
+    syncs with nobody, wrote it too when ``racer``); after a barrier thread
+    ``first`` copies [0, 2) and then the other of threads 0 and 1 copies
+    [2, 4), each into a group of its own; the threads in ``waits`` retire
+    their group and fence; then a barrier, and thread 0's async proxy reads
+    [0, 2)."""
+    t = Trace().init(0, 0, addr=1000, size=16)
+    if racer:
+        t.write(0, 3, addr=0, size=4, space=1)
+    t.write(0, 2, addr=0, size=4, space=1)
+    for th in range(3):
+        t.bar_sync(0, th, arg=3)
+    for th, addr in ((first, 0), (1 - first, 2)):
+        t.cp_async(0, th, addr=addr, size=2, space=1, addr2=1000).cp_async_commit(0, th)
+    for th in waits:
+        t.cp_async_wait(0, th, arg=0).fence_proxy_async(0, th)
+    t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2)
+    return t.read(0, 0, addr=0, size=2, space=1, proxy=1)
+
+
+def test_copies_of_two_threads_each_hide_the_write_under_them():
+    # Each thread's copy covers half of thread 2's write. Once the copy over
+    # the bytes read is retired (and fenced) the write under them is hidden,
+    # whether or not the other copy is, and whichever thread copied first.
+    for first in (0, 1):
+        assert found(copies_of_two_threads(first, (first,))) == set()
+        assert found(copies_of_two_threads(first, (0, 1))) == set()
+        # Only the copy over the other half retired: the read sees thread
+        # 2's write, and races the copy in flight.
+        assert found(copies_of_two_threads(first, (1 - first,))) == {
+            (13, "async_inflight", 5), (13, "proxy_fence", 1)}
+
+
+def test_copies_that_race_another_write_still_hide_the_write_they_follow():
+    # Thread 3's write races thread 2's and both copies (and is no write the
+    # read may see: it does not happen before it); thread 2's write still
+    # happens before each copy, and the retired one over the bytes read hides it.
+    races = {(2, "waw", 1), (6, "waw", 1), (8, "waw", 1), (14, "raw", 1)}
+    for first in (0, 1):
+        assert found(copies_of_two_threads(first, (first,), racer=True)) == races
+        assert found(copies_of_two_threads(first, (1 - first,), racer=True)) == races | {
+            (14, "async_inflight", 6), (14, "proxy_fence", 2)}
+
+
+def test_older_group_hides_the_write_under_a_later_larger_group():
+    # A later group of the same thread covers more of the write (racing the
+    # older one), and is still in flight: the retired older group hides the
+    # bytes it covers.
+    t = copies_over_a_write((0, 2), "commit", (0, 4), "commit", waits=1, read=(0, 2))
+    assert found(t) == {(6, "async_inflight", 4), (10, "async_inflight", 6)}
+    # Its bytes outside the older group are still the write's.
+    t = copies_over_a_write((0, 2), "commit", (0, 4), "commit", waits=1, read=(2, 2))
+    assert found(t) == {(6, "async_inflight", 4), (10, "async_inflight", 6),
+                        (10, "proxy_fence", 1)}
 
 
 def racing_atomics(*fenced: int) -> Trace:

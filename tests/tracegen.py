@@ -31,13 +31,18 @@ ASYNC_OPS = [Op.CP_ASYNC, Op.CP_ASYNC_COMMIT, Op.CP_ASYNC_WAIT, Op.MBAR_INIT, Op
 # access may see), plain writes, atomics, fences and cp.async copies to one
 # shared window in any order, some never committed or never waited for, then
 # an async-proxy access of it; with several threads doing so, racing writes
-# meet before a fence.
+# meet before a fence; and a write handed off to copiers over parts of it,
+# one of which waits (the newest copy maybe still in flight) and reads by the
+# async proxy: copies of two threads, or a later larger group of one thread,
+# over one write, the older retired and the newer not.
 RELEASE, ACQUIRE, TMA_READ, CP_TO_PROXY = "release", "acquire", "tma_read", "cp_to_proxy"
-PROXY_STEPS, PROXY_WRITE = "proxy_steps", "proxy_write"
+PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS = "proxy_steps", "proxy_write", "proxy_groups"
 SYNC_MACROS = [RELEASE, ACQUIRE]
-ASYNC_MACROS = [TMA_READ, CP_TO_PROXY, PROXY_STEPS, PROXY_WRITE]
+ASYNC_MACROS = [TMA_READ, CP_TO_PROXY, PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS]
 PROXY_WINDOW = 48  # shared [48, 64): CP_TO_PROXY's and the PROXY_* macros'
 FLAG = 8  # the hand-off flag's address (atomics also use 0 and 4)
+HANDOFF = 5  # PROXY_GROUPS' signal object (SIGNAL draws 0 to 2)
+GROUPS_WINDOW = 256  # shared [256, 272): PROXY_GROUPS' own, out of every other access's reach
 
 # Counts at the edge of the format's int64 ``arg`` (signals and transaction
 # counts whose sums pass it are bad input in both checkers), and a flag past
@@ -46,8 +51,9 @@ INT64_MAX, INT64_MIN = (1 << 63) - 1, -(1 << 63)
 FLAG_PAST_INT64 = (1 << 64) - 3
 
 
-def _macro(draw, name: str, base: dict) -> list[dict]:
-    """The events of one macro (``base``: op-less fields of its thread)."""
+def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
+    """The events of one macro (``base``: op-less fields of its thread;
+    ``others``: the other threads of its block free to run)."""
     def ev(op, **kw):
         return {**base, "op": int(op), **kw}
 
@@ -73,6 +79,37 @@ def _macro(draw, name: str, base: dict) -> list[dict]:
             out.append(ev(Op.MBAR_WAIT, obj=obj, arg=draw(st.integers(0, 1))))
         out.append(ev(Op.READ, space=1, addr=draw(st.sampled_from([32, 40])), size=4))
         return out
+    if name == PROXY_GROUPS:
+        # Thread x writes and hands off (a signal of 2, a wait of 1 each) to
+        # copiers y and z of its block, where the block has them free; y
+        # copies in one or two groups, z maybe in between, over parts of the
+        # write; y waits (maybe leaving its newest group in flight), fences
+        # (usually) and its async proxy reads part of the window.
+        x = base["thread"]
+        y, z = (draw(st.sampled_from(others)) if others else x for _ in range(2))
+
+        def on(thread, op, **kw):
+            return {**base, "thread": thread, "op": int(op), **kw}
+
+        def copy(thread):
+            return [on(thread, Op.CP_ASYNC, space=1,
+                       addr=GROUPS_WINDOW + draw(st.sampled_from([0, 2])),
+                       size=draw(st.sampled_from([2, 4, 8])), space2=0,
+                       addr2=draw(st.integers(0, 8))), on(thread, Op.CP_ASYNC_COMMIT)]
+
+        out = [on(x, Op.WRITE, space=1, addr=GROUPS_WINDOW, size=draw(st.sampled_from([4, 16]))),
+               on(x, Op.SIGNAL, obj=HANDOFF, arg=2), on(y, Op.WAIT, obj=HANDOFF, arg=1),
+               on(z, Op.WAIT, obj=HANDOFF, arg=1)] + copy(y)
+        if draw(st.booleans()):
+            out += copy(z)
+        if draw(st.booleans()):
+            out += copy(y)
+        out.append(on(y, Op.CP_ASYNC_WAIT, arg=draw(st.integers(0, 1))))
+        if draw(st.integers(0, 3)):
+            out.append(on(y, Op.FENCE_PROXY_ASYNC))
+        out.append(on(y, Op.READ, space=1, addr=GROUPS_WINDOW + draw(st.sampled_from([0, 2, 4])),
+                      size=draw(st.sampled_from([2, 4])), proxy=1))
+        return out
     if name in (PROXY_STEPS, PROXY_WRITE):
         def write():
             addr = PROXY_WINDOW + draw(st.sampled_from([0, 0, 4, 8]))
@@ -92,7 +129,10 @@ def _macro(draw, name: str, base: dict) -> list[dict]:
             elif step == "fence":
                 out.append(ev(Op.FENCE_PROXY_ASYNC))
             elif step == "copy":
-                out.append(ev(Op.CP_ASYNC, space=1, addr=PROXY_WINDOW + draw(st.sampled_from([0, 8])),
+                # At 2 a copy covers part of a granule: copies of two
+                # threads, or a later larger group, over part of one write.
+                out.append(ev(Op.CP_ASYNC, space=1,
+                              addr=PROXY_WINDOW + draw(st.sampled_from([0, 2, 8])),
                               size=draw(st.sampled_from([4, 8, 16])), space2=0,
                               addr2=draw(st.integers(0, 8))))
             elif step == "commit":
@@ -156,7 +196,8 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
             op = draw(st.sampled_from(ops))
             if isinstance(op, str):
                 base = dict(launch=launch, block=block, thread=thread, cluster=clusters[block])
-                for ev in _macro(draw, op, base):
+                others = [u for b, u in free if b == block and u != thread]
+                for ev in _macro(draw, op, base, others):
                     ev["ts"] = ts
                     ev["site"] = draw(st.integers(0, 3))
                     ts += draw(st.integers(0, 2))

@@ -17,9 +17,10 @@ from .layout import (
 from .pools import pool_alloc, pool_free
 from .races import ORDERED, offer, race_kind
 from .shadow import (
-    G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, I_ASYNC, I_ATOMIC, I_MASK_SHIFT, I_PROXY,
-    I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, K_ROW, K_SHADOW_AGENT, K_SHADOW_EPOCH, MASK_ALL,
-    N_AGENT, N_EPOCH, N_INFO, N_NEXT, PF_FAR, PF_NEAR, READ_PRUNE_MIN, REGION_LOCAL,
+    G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, I_AFTER_ALL, I_ASYNC, I_ATOMIC, I_MASK_SHIFT,
+    I_PROXY, I_RACED, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, K_ROW, K_SHADOW_AGENT,
+    K_SHADOW_EPOCH, MASK_ALL, N_AGENT, N_EPOCH, N_INFO, N_NEXT, PF_FAR, PF_NEAR, READ_PRUNE_MIN,
+    REGION_LOCAL,
     find_granule, granule_shift, hidden_bytes, hide_bytes, iv_init_mask, iv_region,
     prefetch_lists, prefetch_slots, set_shadow_agent, shadow_agent)
 
@@ -135,13 +136,15 @@ def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
                 un = uninitialized(gran, sv, ivs, region, slot, base, m)
                 if un:
                     uninit_lo, uninit_hi = extend_bytes(un, base, gsize, uninit_lo, uninit_hi)
-        found |= check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
-                              slot, m, space, owner, addr, end, a, epoch, t, info)
+        found_w, after_all = check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran,
+                                          fen, cand, slot, m, space, owner, addr, end, a, epoch,
+                                          t, info)
+        found |= found_w
         if is_write:
             found |= check_reads(ag, snaps, arena_a, arena_e, nodes, cold, gran, fen, cand, slot,
                                  m, space, owner, addr, end, t)
-        record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch, t, info,
-               addr, size, row, ts, site, page)
+        record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch, t,
+               info | I_AFTER_ALL if after_all else info, addr, size, row, ts, site, page)
     return found, uninit_lo, uninit_hi
 
 
@@ -166,13 +169,29 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
     plain write (or an atomic, of its own earlier atomics) that happens after
     a write covers its bytes; another atomic hides them from the proxy rule;
     retired copies drop their shadowed bytes; an async copy's write shadows
-    the bytes it overwrites.
+    the bytes it overwrites. Returns (1 when it left a candidate, else 0;
+    for a copy's write, whether every write it overlaps happens before it:
+    its node is then ``I_AFTER_ALL``).
 
     The invariant the proxy rule relies on: a write leaves the list, or has
     its bytes hidden, only once a later write that it happens before has been
-    performed (a copy: retired), so the writes left that happen before the
-    access and whose bytes are not hidden are exactly the ones it may see."""
+    performed (a copy: retired), and such a copy stays in the list until then.
+    A write ``x`` the access may see is one it knows of and whose bytes here
+    no later performed write follows: not hidden, and not under a retired
+    copy newer than ``x`` (met earlier in this pass: the list is newest
+    first) that ``x`` happens before. Every newer copy overlapping ``x`` was
+    checked against ``x`` (which was in the list, over those bytes, then):
+    either ``x`` happens before it, or ``x`` raced it and is ``I_RACED``. So
+    all of them follow an ``x`` that is not ``I_RACED``; an ``I_RACED`` one
+    is hidden by the ``I_AFTER_ALL`` copies (which every write they overlap
+    happens before) and by its one shadow (``shade``)."""
     found = 0
+    is_copy_write = (info & I_ASYNC) != 0 and (info & I_WRITE) != 0
+    after_all = is_copy_write
+    # Bytes of m under the retired copies met so far, and under those of
+    # them that are I_AFTER_ALL.
+    cover = np.int64(0)
+    cover_after_all = np.int64(0)
     is_write = (info & I_WRITE) != 0
     is_atomic = (info & I_ATOMIC) != 0
     is_copy = (info & I_ASYNC) != 0
@@ -205,9 +224,19 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
                 offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
                 found = 1
             elif kind == ORDERED and is_proxy and (xinfo & I_PROXY) == 0 and \
-                    xm & m & ~hidden_bytes(cold, x):
+                    xm & m & ~hidden_bytes(cold, x) & \
+                    ~(cover_after_all if xinfo & I_RACED else cover):
                 found |= check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand,
                                            x, aw, space, owner, addr, end, t)
+            if kind != ORDERED and is_copy_write:
+                after_all = False
+                xinfo |= I_RACED
+                nodes[x, N_INFO] = xinfo
+            if is_proxy and (xinfo & I_ASYNC) != 0 and copy_retired(ag, fen, xa,
+                                                                    nodes[x, N_EPOCH]):
+                cover |= xm & m
+                if xinfo & I_AFTER_ALL:
+                    cover_after_all |= xm & m
             if kind == ORDERED and prunes_writes and (not is_atomic or (
                     (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and xa == a and
                     ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
@@ -223,7 +252,7 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
                 shade(ag, nodes, cold, x, xinfo, xm & m, a, epoch)
         prev = x
         x = nxt
-    return found
+    return found, after_all
 
 
 @jit_inline

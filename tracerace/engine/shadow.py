@@ -33,8 +33,9 @@ the last prune (amortized constant work per read). A write leaves a list only
 once a later write that it happens before has been performed (a copy: retired),
 and an atomic that a write happens before marks those bytes of the write
 hidden (``hide_bytes``) instead: the writes of a list that happen before an
-access and are not hidden are the ones it may see, which the proxy rule
-relies on (``granules.check_writes``).
+access, with bytes neither hidden nor under a newer retired copy that follows
+them (``I_AFTER_ALL``, ``I_RACED``), are the ones it may see, which the proxy
+rule relies on (``granules.check_writes``).
 """
 
 from __future__ import annotations
@@ -140,6 +141,8 @@ I_PROXY = 1 << 11      # async proxy
 I_SCOPE_SHIFT = 12     # 3 bits
 I_MASK_SHIFT = 16      # 16 bits: bytes of the granule this node stands for
 I_COPY_SHIFT = 32      # 2 bits: reasons.INFLIGHT_*
+I_AFTER_ALL = 1 << 34  # a copy's write that every older write to its bytes here happens before
+I_RACED = 1 << 35      # a write that a newer copy's write raced (it does not happen before it)
 I_SHADOW_SHIFT = 40    # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none), see below
 
 

@@ -287,7 +287,7 @@ def test_generator_reaches_counts_past_int64(what):
                 err.message.startswith("signal" if what == "signal" else "mbarrier")
         return False
     events = find(traces(async_ops=True), hit,
-                  settings=settings(max_examples=5000, database=None, phases=[Phase.generate],
+                  settings=settings(max_examples=20000, database=None, phases=[Phase.generate],
                                     derandomize=True, **SETTINGS))
     assert_agree(events, [])
 

@@ -19,8 +19,8 @@ from .shadow import (
     GS_NARROW, GS_WIDE, G_INIT, G_LAUNCH, G_NREADS, G_READS, G_RLIMIT, G_WRITES, IV_FIELDS,
     IV_HI, IV_LO, IV_REGION, I_ATOMIC, I_MASK_SHIFT, I_SHADOW_SHIFT, I_WRITE, KS_HIDDEN_SHIFT,
     K_FIELDS, K_SHADOW_AGENT, MASK_ALL, N_AGENT, N_EPOCH, N_INFO, N_NEXT, PAGE_REGION,
-    find_granule, granule_shift, hidden_bytes, is_global, iv_add, iv_init_mask, iv_region,
-    other_size_init, page_stamp_index, probe, shadow_agent)
+    find_granule, granule_shift, hidden_bytes, is_global, iv_add, iv_before, iv_init_mask,
+    iv_region, other_size_init, page_stamp_index, probe, shadow_agent)
 
 # ---------------------------------------------------------------------------
 # RUNS. An access that covers whole pages (``1 << sv[SV_PAGE_SHIFT]`` aligned
@@ -81,24 +81,10 @@ def touched(gran, pst, sv, region, page):
     return False
 
 
-@jit_leaf
-def row_before(ivs, n, rr, page):
-    """Index of the last row of ``ivs`` at or before (rr, page), or -1."""
-    lo, hi = 0, n
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        r = ivs[mid, IV_REGION]
-        if r < rr or (r == rr and ivs[mid, IV_LO] <= page):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo - 1
-
-
 @jit_inline
 def run_of(ivs, n, rr, page):
     """Index of the run row of region ``rr`` that holds ``page``, or -1."""
-    k = row_before(ivs, n, rr, page)
+    k = iv_before(ivs, n, rr, page)
     if k >= 0 and ivs[k, IV_REGION] == rr and ivs[k, IV_HI] > page:
         return k
     return -1
@@ -291,7 +277,7 @@ def range_uninit(gran, sv, ivs, region, lo_addr, hi_addr):
     gend = hi_addr >> gs
     while g < gend:
         base = g << gs
-        k = row_before(ivs, n, ivr, base)
+        k = iv_before(ivs, n, ivr, base)
         if k >= 0 and ivs[k, IV_REGION] == ivr and (ivs[k, IV_HI] >> gs) > g:
             g = ivs[k, IV_HI] >> gs  # the interval covers granules g and on to there
             continue
@@ -305,7 +291,7 @@ def range_uninit(gran, sv, ivs, region, lo_addr, hi_addr):
     g = gend - 1
     while g >= lo_addr >> gs:
         base = g << gs
-        k = row_before(ivs, n, ivr, base + gsize - 1)
+        k = iv_before(ivs, n, ivr, base + gsize - 1)
         if k >= 0 and ivs[k, IV_REGION] == ivr and ivs[k, IV_HI] >= base + gsize:
             down = ((ivs[k, IV_LO] + gsize - 1) >> gs) - 1
             if down < g:
@@ -339,7 +325,7 @@ def access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
             p = p0
             while p < p1:
                 n = sv[SV_IV_N]
-                k = row_before(ivs, n, rr, p)
+                k = iv_before(ivs, n, rr, p)
                 s = np.int64(-1)
                 q = p + 1
                 if k >= 0 and ivs[k, IV_REGION] == rr and ivs[k, IV_HI] > p:  # a run
@@ -431,7 +417,7 @@ def range_need(gran, nodes, sv, ivs, pst, region, addr, size):
     if p1 > p0:
         p = p0
         while p < p1:
-            k = row_before(ivs, nrows, rr, p)
+            k = iv_before(ivs, nrows, rr, p)
             if k >= 0 and ivs[k, IV_REGION] == rr and ivs[k, IV_HI] > p:
                 n += 1
                 cuts = (1 if ivs[k, IV_LO] < p else 0) + (1 if ivs[k, IV_HI] > p1 else 0)

@@ -380,8 +380,9 @@ INIT_INTERVAL_MIN = 64  # bytes; smaller inits go straight to granule masks
 
 
 @jit_leaf
-def _iv_before(ivs, n, region, addr):
-    """Index of the last interval starting at or before (region, addr), or -1."""
+def iv_before(ivs, n, region, addr):
+    """Index of the last row of ``ivs`` (init intervals and page runs, sorted by
+    region, then start) starting at or before (region, addr), or -1."""
     lo, hi = 0, n
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -403,7 +404,7 @@ def iv_init_mask(ivs, n, region, base, un):
         if not (un >> b) & 1:
             b += 1
             continue
-        k = _iv_before(ivs, n, region, base + b)
+        k = iv_before(ivs, n, region, base + b)
         if k >= 0 and ivs[k, IV_REGION] == region and base + b < ivs[k, IV_HI]:
             # The interval covers bytes [b, end) of the granule (masks hold
             # at most 16 bytes, so 32 stands for "to its end").
@@ -418,7 +419,7 @@ def iv_init_mask(ivs, n, region, base, un):
 @jit_leaf
 def iv_covers(ivs, n, region, lo, hi):
     """Whether one interval covers all of [lo, hi)."""
-    k = _iv_before(ivs, n, region, lo)
+    k = iv_before(ivs, n, region, lo)
     return k >= 0 and ivs[k, IV_REGION] == region and ivs[k, IV_HI] >= hi
 
 
@@ -426,7 +427,7 @@ def iv_covers(ivs, n, region, lo, hi):
 def iv_add(ivs, n, region, lo, hi):
     """Insert [lo, hi) into the list of ``n`` rows, merging; returns the new n.
     The caller guarantees room for one more row."""
-    k = _iv_before(ivs, n, region, lo)
+    k = iv_before(ivs, n, region, lo)
     # Start merging at k when it touches [lo, hi), else at k + 1.
     if k >= 0 and ivs[k, IV_REGION] == region and ivs[k, IV_HI] >= lo:
         first = k

@@ -211,7 +211,8 @@ def convert_command(
                                                 "default: the input's LZ4 or ZSTD, else lz4)."),
     fmt: str | None = typer.Option(None, "--from",
                                    help="GPU trace format of SRC: accelsim (.trace, .traceg, "
-                                        "kernelslist[.g], plain or .xz), cutracer (.ndjson, "
+                                        "kernelslist[.g], plain or .xz), tracez (Accel-Sim "
+                                        "2.0 .tracez), cutracer (.ndjson, "
                                         ".ndjson.zst) or memtrace (NVBit mem_trace output); "
                                         "detected when not given."),
     shared_window: str | None = typer.Option(None, "--shared-window",

@@ -7,6 +7,9 @@ Three tools are read, each from the output its own writer produces:
               post-processed ``kernel-N.traceg`` (grouped by block and warp),
               ``kernelslist`` / ``kernelslist.g`` (several kernels); plain or
               ``.xz`` (:mod:`.accelsim`).
+``tracez``    Accel-Sim 2.0's compressed ``kernel-N.tracez`` (block and warp
+              grouped, zstd), alone or named by ``kernelslist.g``
+              (:mod:`.tracez`).
 ``cutracer``  Meta's CUTracer: per-kernel NDJSON, plain or zstd
               (``.ndjson``, ``.ndjson.zst``) (:mod:`.cutracer`).
 ``memtrace``  NVBit's ``mem_trace`` example tool: the ``MEMTRACE:`` lines it
@@ -36,18 +39,18 @@ from dataclasses import dataclass
 
 from ..errors import TraceError
 from ..writer import TraceWriter
-from . import accelsim, cutracer, nvbit
+from . import accelsim, cutracer, nvbit, tracez
 from .emit import Emitter
 from .kernel import KernelInfo, Notes
 from .source import lines
 
-FORMATS = ("accelsim", "cutracer", "memtrace")
+FORMATS = ("accelsim", "tracez", "cutracer", "memtrace")
 META_KERNELS = "tracerace.kernels"
 META_IMPORT = "tracerace.import"
 V1_EXTENSIONS = (".arrow", ".arrows", ".parquet", ".feather")
 SNIFF_LINES = 64
 
-_MODULES = {"accelsim": accelsim, "cutracer": cutracer, "memtrace": nvbit}
+_MODULES = {"accelsim": accelsim, "tracez": tracez, "cutracer": cutracer, "memtrace": nvbit}
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,8 @@ def detect(path: str, fmt: str | None = None) -> str | None:
                              f"{', '.join(FORMATS)})", path="options", rule="usage")
         return fmt
     lower = path.lower()
+    if tracez.claims(path):
+        return "tracez"
     if accelsim.claims(path):
         return "accelsim"
     if cutracer.claims(path):

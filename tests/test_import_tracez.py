@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.gpu import detect, import_trace
-from tracerace.gpu.sass import Effect, decode
+from tracerace.gpu.sass import Effect, decode, mbar_init_count
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402
@@ -49,13 +49,21 @@ def convert_fails(tmp_path, data: bytes, name: str = "kernel-1.tracez") -> str:
 
 # --- the SASS rows ------------------------------------------------------------------------
 
+def test_mbarrier_init_count_from_the_state_word():
+    # nvcc 13, sm_90a: mbarrier.init(count) exchanges (2^20 - count) << 1 (low word).
+    assert [mbar_init_count(z.init_word(n)) for n in (1, 32, 128, (1 << 20) - 1)] == [
+        1, 32, 128, (1 << 20) - 1]
+    assert mbar_init_count(0) == 0
+
+
 def test_syncs_rows():
     assert decode("SYNCS.EXCH.64").effect is Effect.MBAR_INIT
     arrive = decode("SYNCS.ARRIVE.TRANS64.RED.A1T0")
     assert arrive.effect is Effect.MBAR_ARRIVE and (arrive.arrivals, arrive.tx) == ("1", "0")
     expect = decode("SYNCS.ARRIVE.TRANS64.A0TR")
     assert (expect.arrivals, expect.tx) == ("0", "R")
-    assert decode("SYNCS.ARRIVE.TRANS64").arrivals == "1"
+    plain = decode("SYNCS.ARRIVE.TRANS64")   # arrive.expect_tx, bytes in the register
+    assert (plain.arrivals, plain.tx) == ("1", "R")
     assert decode("SYNCS.PHASECHK.TRANS64.TRYWAIT").effect is Effect.MBAR_WAIT
     assert decode("SYNCS.PHASECHK.TRANS64").effect is Effect.MBAR_WAIT
     assert decode("SYNCS.CCTL.IV").effect is Effect.MBAR_INVAL
@@ -139,7 +147,7 @@ def test_kernelslist_dictionary_and_subchunks(tmp_path):
 def test_register_values_are_needed(tmp_path):
     data = z.producer_consumer()
     head = z.header("k", (1, 1, 1), (32, 1, 1))
-    noval = z.Line(0x10, "SYNCS.EXCH.64", z.LANE0, dst=["URZ"], src=["UR4", "UR6"], width=8,
+    noval = z.Line(0x10, "SYNCS.EXCH.64", z.LANE0, dst=["URZ"], src=["UR8", "UR4"], width=8,
                    addrs=[z.SHMEM + z.FULL_BAR]).text()
     line = convert_fails(tmp_path, z.tracez(head, [z.Block((0, 0, 0), [[noval]])]))
     assert "instruction 0: sass-unfollowable: SYNCS.EXCH.64:" in line

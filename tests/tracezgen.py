@@ -162,19 +162,27 @@ def bra(pc: int) -> str:
     return Line(pc, "BRA", values=[]).text()
 
 
+def init_word(count: int) -> int:
+    """The low word of an mbarrier's initial state as nvcc 13 builds it for sm_90a
+    (``UIADD3 UR4, -UR4, 0x100000``; ``USHF.L.U32 UR4, UR4, 0x1``)."""
+    return ((0x100000 - count) << 1) & 0xFFFFFFFF
+
+
 def mbar_init(pc: int, mbar: int, count: int) -> str:
-    return Line(pc, "SYNCS.EXCH.64", LANE0, dst=["URZ"], src=["UR4", "UR6"], width=8,
-                addrs=[SHMEM + mbar], values=[0, mbar, count]).text()
+    return Line(pc, "SYNCS.EXCH.64", LANE0, dst=["URZ"], src=["UR8", "UR4"], width=8,
+                addrs=[SHMEM + mbar], values=[0, mbar, init_word(count)]).text()
 
 
 def mbar_arrive(pc: int, mbar: int, tx: int | None = None, mask: int = LANE0) -> str:
-    opcode = "SYNCS.ARRIVE.TRANS64.RED.A1T0" if tx is None else "SYNCS.ARRIVE.TRANS64.A1TR"
-    return Line(pc, opcode, mask, dst=["RZ"], src=["UR4", "R5" if tx else "RZ"], width=8,
+    """``mbarrier.arrive`` (``.A1T0 ..., RZ``) or, with ``tx``, ``arrive.expect_tx``
+    (no modifier, the bytes in a register), as nvcc 13 writes them for sm_90a."""
+    opcode = "SYNCS.ARRIVE.TRANS64.A1T0" if tx is None else "SYNCS.ARRIVE.TRANS64"
+    return Line(pc, opcode, mask, dst=["RZ"], src=["R6", "R3" if tx else "RZ"], width=8,
                 addrs=[SHMEM + mbar] * len(lanes(mask)), values=[0, mbar, tx or 0]).text()
 
 
 def mbar_wait(pc: int, mbar: int, parity: int, mask: int = FULL) -> str:
-    return Line(pc, "SYNCS.PHASECHK.TRANS64.TRYWAIT", mask, dst=["P0"], src=["R6", "R7"],
+    return Line(pc, "SYNCS.PHASECHK.TRANS64.TRYWAIT", mask, dst=["P0"], src=["R5", "R0"],
                 width=8, addrs=[SHMEM + mbar] * len(lanes(mask)),
                 values=[0, mbar, parity]).text()
 

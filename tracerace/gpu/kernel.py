@@ -35,7 +35,7 @@ from .. import ops as O
 from ..columns import ADDRESS_END
 from .emit import Emitter, Windows
 from .items import A_ACTIVE, A_LANES, A_STRIDE, FULL_MASK, WARP, ItemBuffer
-from .sass import IMPLICIT_COUNT, MBAR_COUNT_BITS, Effect, Sass, SyncOperands, decode
+from .sass import IMPLICIT_COUNT, Effect, Sass, SyncOperands, decode, mbar_init_count
 from .source import error
 
 
@@ -438,14 +438,14 @@ class Launch:
         common = (self.id, rec.block, rec.warp, lanes, rec.site, rec.lineno, self.src)
         eff = sass.effect
         if eff is Effect.MBAR_INIT:
-            count = ops.value & ((1 << MBAR_COUNT_BITS) - 1)
+            count = mbar_init_count(ops.value)
             if count == 0:
                 self.fail(rec, "gpu-mbarrier", f"{rec.opcode}: mbarrier {obj:#x} initialized "
                           f"with an expected arrival count of 0 (register value "
                           f"{ops.value:#x})")
             out.add(O.MBAR_INIT, *common, obj=obj, arg=count, scope=O.SCOPE_BLOCK)
         elif eff is Effect.MBAR_ARRIVE:
-            if sass.tx == "R":
+            if sass.tx == "R" and ops.value:
                 out.add(O.MBAR_EXPECT_TX, *common, obj=obj, arg=ops.value,
                         scope=O.SCOPE_BLOCK)
             count = ops.value if sass.arrivals == "R" else int(sass.arrivals)

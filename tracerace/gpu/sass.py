@@ -44,11 +44,14 @@ SASS                           tracerace
 ``CCTL.IVALL``                 ``fence`` acquire, device scope: the cache invalidation
                                that completes ``ld.acquire`` after a strong load
 ``FENCE.VIEW.ASYNC.*``         ``fence_proxy_async``
-``SYNCS.EXCH.64``              ``mbar_init``: the expected arrival count is the low 20 bits
-                               of the exchanged register's value (:data:`MBAR_COUNT_BITS`)
+``SYNCS.EXCH.64``              ``mbar_init``: the count from the exchanged register's
+                               value (:func:`mbar_init_count`)
 ``SYNCS.ARRIVE.TRANS64.AxTy``  ``mbar_expect_tx`` (``Ty`` = ``TR``: the register's bytes),
                                then ``mbar_arrive`` (``A1``: one arrival, ``AR``: the
-                               register's count, ``A0``: none); no ``AxTy``: ``A1T0``
+                               register's count, ``A0``: none); without ``AxTy`` it is
+                               ``A1TR`` (``mbarrier.arrive.expect_tx``: nvcc 13 for sm_90a
+                               writes ``SYNCS.ARRIVE.TRANS64 RZ, [R6+URZ], R3`` with the
+                               bytes in ``R3``, and ``.A1T0 ..., RZ`` for a plain arrive)
 ``SYNCS.PHASECHK.TRANS64``     ``mbar_wait`` on the parity in the register's low bit
                                (``.TRYWAIT`` and the test form alike; see the importers for
                                which attempt succeeded)
@@ -139,10 +142,20 @@ DEPBAR_CP_ASYNC_SCOREBOARD = 0
 IMPLICIT_COUNT = 0
 """A barrier without a count operand: every thread of the block that has not exited."""
 MBAR_COUNT_BITS = 20
-"""``SYNCS.EXCH.64`` (``mbarrier.init``): the expected arrival count is the low
-this-many bits of the register it exchanges (PTX limits the count to 2^20 - 1).
-Read from the instruction's recorded register value; not yet checked against a
-recording from hardware."""
+"""An mbarrier's arrival counts are 20-bit fields (PTX: a count is at most 2^20 - 1)."""
+
+
+def mbar_init_count(value: int) -> int:
+    """The expected arrival count of a ``SYNCS.EXCH.64`` (``mbarrier.init``) whose
+    exchanged register (the low word of the 64-bit state) holds ``value``.
+
+    nvcc 13 for sm_90a builds that word as ``(2^20 - count) << 1``
+    (``UIADD3 UR4, -UR4, 0x100000``; ``USHF.L.U32 UR4, UR4, 0x1``): the pending
+    count is kept as a negative 20-bit field above bit 0. Read from the
+    compiler's code, not yet from a recording on hardware. 0 when the field is
+    0 (no valid count)."""
+    field = (value >> 1) & ((1 << MBAR_COUNT_BITS) - 1)
+    return (1 << MBAR_COUNT_BITS) - field if field else 0
 REG_ZERO = frozenset({"RZ", "R255", "URZ", "UR63"})
 """Register names that read as 0 whatever a trace records for them."""
 
@@ -343,7 +356,7 @@ def _syncs(opcode: str, mods: tuple[str, ...]) -> Sass:
         return Sass(opcode, "SYNCS", Effect.MBAR_INIT, int(Space.SHARED), 8)
     if mods[:2] == ("ARRIVE", "TRANS64"):
         form = next((m for m in (_ARRIVE_TX.match(x) for x in mods[2:]) if m), None)
-        arrivals, tx = form.groups() if form else ("1", "0")
+        arrivals, tx = form.groups() if form else ("1", "R")
         return Sass(opcode, "SYNCS", Effect.MBAR_ARRIVE, int(Space.SHARED), 8,
                     scope=int(Scope.BLOCK), sem=int(Sem.RELEASE), arrivals=arrivals, tx=tx)
     if mods[:2] == ("PHASECHK", "TRANS64"):

@@ -17,8 +17,8 @@ from tracerace.gpu import detect, import_trace
 from tracerace.gpu.sass import Effect, decode, mbar_init_count
 
 sys.path.insert(0, os.path.dirname(__file__))
-import gputrace as g  # noqa: E402
-import tracezgen as z  # noqa: E402
+import gputrace as g  # noqa: E402, RUF100
+import tracezgen as z  # noqa: E402, RUF100
 
 
 def kinds(path, engine) -> Counter:

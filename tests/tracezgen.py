@@ -16,6 +16,7 @@ second immediate, ``Val`` and the register values or ``NoVal``.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass, field
 
@@ -66,7 +67,7 @@ class Line:
 def _addresses(addrs: list[int], fmt: int) -> list[str]:
     if fmt == 0:
         return ["0", *(f"{a:x}" for a in addrs)]
-    deltas = [b - a for a, b in zip(addrs, addrs[1:])]
+    deltas = [b - a for a, b in itertools.pairwise(addrs)]
     return ["2", f"{addrs[0]:x}", *(str(d) for d in deltas)]
 
 
@@ -79,8 +80,8 @@ def header(name: str, grid, block, version: int = 6) -> list[str]:
         f"-shmem base_addr = 0x{SHMEM:016x}", f"-local mem base_addr = 0x{LOCAL:016x}",
         "-nvbit version = 1.7.5", f"-accelsim tracer version = {version}",
         "-enable lineinfo = 0", "",
-        "#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] "
-        "mem_width [adrrescompress?] [mem_addresses] immediate [Val reg_vals|NoVal]", "",
+        ("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] "
+         "mem_width [adrrescompress?] [mem_addresses] immediate [Val reg_vals|NoVal]"), "",
     ]
 
 

@@ -433,7 +433,7 @@ class Launch:
                       f"with register values records it")
         lanes = self.access_lanes(rec, sass)
         if not lanes:
-            return None
+            return
         obj = self.mbar_object(rec)
         common = (self.id, rec.block, rec.warp, lanes, rec.site, rec.lineno, self.src)
         eff = sass.effect
@@ -459,7 +459,6 @@ class Launch:
                     sem=O.SEM_ACQUIRE)
         else:
             out.add(O.MBAR_INVAL, *common, obj=obj, scope=O.SCOPE_BLOCK)
-        return None
 
     def _barrier(self, rec: Record, sass: Sass, out: ItemBuffer) -> Arrival | None:
         ops = rec.ops or SyncOperands()

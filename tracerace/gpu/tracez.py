@@ -133,7 +133,7 @@ def kernel_files(path: str) -> list[str]:
 # --- the container ----------------------------------------------------------------------
 
 class _Block:
-    __slots__ = ("cta", "cluster", "cluster_cta", "rank", "warps")
+    __slots__ = ("cluster", "cluster_cta", "cta", "rank", "warps")
 
     def __init__(self, fields: tuple) -> None:
         self.cta = fields[0:3]
@@ -150,7 +150,7 @@ class Container:
     def __init__(self, path: str) -> None:
         self.path = path
         try:
-            self.f = open(path, "rb")
+            self.f = open(path, "rb")  # noqa: SIM115 - closed by close(), after the import
         except FileNotFoundError:
             raise error(path, None, "no-such-file", "no such file") from None
         except IsADirectoryError:
@@ -369,7 +369,7 @@ class _LineParser:
     @staticmethod
     def _addresses(t: list[str], i: int, mask: int, lineno: int) -> tuple:
         fmt = int(t[i])
-        n = bin(mask).count("1")
+        n = mask.bit_count()
         if fmt == 0:
             out = [int(a, 16) for a in t[i + 1:i + 1 + n]]
             if len(out) != n:

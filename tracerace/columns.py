@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .meta import TraceMeta
-from .ops import OP_CODES, Op, Proxy, Scope, Sem, Space
+from .ops import OP_CODES, UNCHECKED_OPS, Op, Proxy, Scope, Sem, Space
 from .schema import (COLUMN_NAMES, COLUMNS, DEFAULT_BLOCK, FENCE_ALL, FORMAT_VERSION, META_SITES,
                      SITE_NONE, Column)
 
@@ -188,6 +188,9 @@ class RowChecks:
 
 
 def _unknown_op_message(code: int) -> str:
+    if code in UNCHECKED_OPS:
+        return (f"op code {code} ({Op(code).label}) is defined by trace format "
+                f"v{FORMAT_VERSION} but this version of tracerace does not check it yet")
     if code >= EXTENSION_OP_MIN:
         return (f"op code {code} is in the extension range (>= {EXTENSION_OP_MIN}) "
                 f"but not known to trace format v{FORMAT_VERSION}")

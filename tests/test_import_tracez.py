@@ -120,7 +120,7 @@ def test_tma_copy_without_its_shared_side_is_refused(tmp_path, consumer_wait):
 @pytest.mark.parametrize("cluster_barrier", [True, False])
 def test_cluster_launch_is_refused(tmp_path, cluster_barrier):
     line = convert_fails(tmp_path, z.cluster_exchange(cluster_barrier))
-    assert ": tracez-cluster: blocks (0, 0, 0) and (1, 0, 0) share cluster (0, 0, 0)" in line
+    assert ": gpu-cluster: blocks (0,0,0) and (1,0,0) share cluster (0,0,0)" in line
 
 
 def test_kernelslist_dictionary_and_subchunks(tmp_path):
@@ -240,3 +240,41 @@ def test_every_cut_short_file_is_refused(tmp_path):
     for cut in range(0, len(good), max(1, len(good) // 40)):
         line = convert_fails(tmp_path, good[:cut])
         assert ": truncated: " in line or ": tracez-format: " in line, (cut, line)
+
+
+# --- the text forms of tracer version 6 ---------------------------------------------------
+
+@pytest.mark.parametrize("full_wait, empty_wait, expected", [
+    (True, True, {}), (False, True, {"raw": 64}), (True, False, {"war": 32})])
+def test_traceg_of_version_6_keeps_mbarrier_phases(tmp_path, full_wait, empty_wait, expected):
+    src = tmp_path / "kernel-1.traceg"
+    src.write_text(z.traceg(*z.producer_consumer_kernel(full_wait, empty_wait)))
+    out = tmp_path / "out.arrow"
+    assert import_trace(src, out).format == "accelsim"
+    assert kinds(out, "reference") == Counter(expected)
+
+
+def test_raw_trace_of_version_6(tmp_path):
+    head = z.header("k", (1, 1, 1), (64, 1, 1))
+    tile = [z.Block((0, 0, 0), [[z.sts(0x10, 0), z.bar(0x20), z.exit_(0x30)],
+                                [z.bar(0x20), z.lds(0x40, 0), z.exit_(0x50)]])]
+    src = tmp_path / "kernel-1.trace"
+    src.write_text(z.raw_trace(head, tile))
+    out = tmp_path / "out.arrow"
+    assert import_trace(src, out).order == "recorded"
+    assert kinds(out, "reference") == Counter()
+    # mbarriers need the grouped forms: a try-wait's record may precede the arrival.
+    sub = tmp_path / "sub"
+    sub.mkdir()
+    line = convert_fails(sub, z.raw_trace(*z.producer_consumer_kernel()).encode(),
+                         "kernel-1.trace")
+    assert "sass-unfollowable: SYNCS.EXCH.64:" in line and ".traceg" in line
+
+
+@pytest.mark.parametrize("form", [z.traceg, z.raw_trace])
+def test_text_cluster_launch_is_refused(tmp_path, form):
+    name = "kernel-1.traceg" if form is z.traceg else "kernel-1.trace"
+    # Without the cluster barrier (which fails on its own, as an unfollowed opcode), the
+    # second block's cluster fields refuse the launch.
+    line = convert_fails(tmp_path, form(*z.cluster_exchange_kernel(False)).encode(), name)
+    assert ": gpu-cluster: blocks (0,0,0) and (1,0,0) share cluster (0,0,0)" in line

@@ -133,6 +133,36 @@ def tracez(head: list[str], blocks: list[Block], subchunk: int = 2048,
     return bytes(out)
 
 
+def traceg(head: list[str], blocks: list[Block]) -> str:
+    """The text ``.traceg`` of version 6, as ``group_per_block`` writes it without
+    ``.tracez``: per block its ids and cluster, per warp its lines."""
+    out = [*head]
+    for b in blocks:
+        cluster = b.cluster if b.cluster is not None else b.cta
+        out += ["", "#BEGIN_TB", "", "thread block = {},{},{}".format(*b.cta),
+                "cluster id = {},{},{}".format(*cluster),
+                "cluster cta = {},{},{}".format(*b.cluster_cta), f"cluster rank = {b.rank}"]
+        for w, lines in enumerate(b.warps):
+            out += ["", f"warp = {w}", f"insts = {len(lines)}", *lines]
+        out += ["", "#END_TB"]
+    return "\n".join(out) + "\n"
+
+
+def raw_trace(head: list[str], blocks: list[Block]) -> str:
+    """The raw ``kernel-N.trace`` of version 6: each line after its CTA, warp and
+    cluster fields; warps interleaved one instruction at a time, blocks in turn."""
+    out = [*head]
+    for b in blocks:
+        cluster = b.cluster if b.cluster is not None else b.cta
+        prefix = [*b.cta, 0, *cluster, *b.cluster_cta, b.rank]
+        for k in range(max(len(lines) for lines in b.warps)):
+            for w, lines in enumerate(b.warps):
+                if k < len(lines):
+                    prefix[3] = w
+                    out.append(" ".join(map(str, prefix)) + " " + lines[k])
+    return "\n".join(out) + "\n"
+
+
 # --- SASS lines ---------------------------------------------------------------------------
 
 def lanes(mask: int) -> list[int]:
@@ -219,6 +249,12 @@ FULL_BAR, EMPTY_BAR, BUF = 0x1000, 0x1008, 0x0
 
 def producer_consumer(full_wait: bool = True, empty_wait: bool = True,
                       retries: int = 2) -> bytes:
+    """:func:`producer_consumer_kernel` as a ``.tracez``."""
+    return tracez(*producer_consumer_kernel(full_wait, empty_wait, retries), subchunk=3)
+
+
+def producer_consumer_kernel(full_wait: bool = True, empty_wait: bool = True,
+                             retries: int = 2) -> tuple[list[str], list[Block]]:
     """A warp-specialized kernel: warp 0 produces two stages into one shared buffer,
     warp 1 consumes them; "full" hands each stage over, "empty" hands the buffer back.
     ``full_wait=False``: the consumer reads without waiting for the stage;
@@ -240,7 +276,7 @@ def producer_consumer(full_wait: bool = True, empty_wait: bool = True,
     producer.append(exit_(0x70))
     consumer.append(exit_(0x140))
     head = header("_Z17producer_consumerPf", (1, 1, 1), (64, 1, 1))
-    return tracez(head, [Block((0, 0, 0), [producer, consumer])], subchunk=3)
+    return head, [Block((0, 0, 0), [producer, consumer])]
 
 
 def tma_pipeline(consumer_wait: bool = True) -> bytes:
@@ -258,6 +294,11 @@ def tma_pipeline(consumer_wait: bool = True) -> bytes:
 
 
 def cluster_exchange(cluster_barrier: bool = True) -> bytes:
+    """:func:`cluster_exchange_kernel` as a ``.tracez``."""
+    return tracez(*cluster_exchange_kernel(cluster_barrier))
+
+
+def cluster_exchange_kernel(cluster_barrier: bool = True) -> tuple[list[str], list[Block]]:
     """Two blocks of one cluster: each writes its shared buffer, then reads its peer's
     through a generic address (distributed shared memory)."""
     blocks = []
@@ -270,7 +311,7 @@ def cluster_exchange(cluster_barrier: bool = True) -> bytes:
         blocks.append(Block((rank, 0, 0), [lines], cluster=(0, 0, 0),
                             cluster_cta=(rank, 0, 0), rank=rank))
     head = header("_Z16cluster_exchangePf", (2, 1, 1), (32, 1, 1))
-    return tracez(head, blocks)
+    return head, blocks
 
 
 def write_list(folder, files: dict[str, bytes]) -> str:

@@ -422,7 +422,8 @@ class Launch:
             self.fail(rec, "sass-unfollowable", f"{rec.opcode}: an mbarrier operation, and "
                       f"this trace format records neither the register values it needs "
                       f"(arrival count, transaction bytes, phase parity) nor which try-wait "
-                      f"returned (Accel-Sim's .tracez of tracer version 6 does)")
+                      f"returned (Accel-Sim's post-processed .tracez and .traceg of tracer version "
+                      f"6 do)")
         ops = rec.ops or SyncOperands()
         needs_value = (sass.effect in (Effect.MBAR_INIT, Effect.MBAR_WAIT)
                        or "R" in (sass.arrivals, sass.tx))
@@ -495,6 +496,19 @@ class Launch:
         for key, rec in self.cp_pending.items():
             self.fail(rec, "gpu-ldgsts", f"{rec.opcode}: the trace ends after the first of "
                       f"the two address records of this LDGSTS")
+
+
+def cluster_error(path: str, lineno: int | None, first: tuple, second: tuple,
+                  cluster: tuple) -> Exception:
+    """Two blocks of one cluster: a launch in clusters of more than one block is not
+    imported. Its blocks may use each other's shared memory through generic
+    addresses and meet at cluster barriers, and neither is followed, so no
+    verdict is given on it."""
+    fmt = lambda c: "(" + ",".join(map(str, c)) + ")"  # noqa: E731
+    return error(path, lineno, "gpu-cluster",
+                 f"blocks {fmt(first)} and {fmt(second)} share cluster {fmt(cluster)}: "
+                 f"distributed shared memory and cluster barriers are not followed, so a "
+                 f"launch in clusters of more than one block is not imported")
 
 
 def _bits(mask: int):

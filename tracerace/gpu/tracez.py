@@ -49,7 +49,7 @@ What is imported, and what is not:
   the shared-memory side, and tracerace gives no verdict about bytes nobody
   saw;
 * a launch in clusters of more than one block (the index gives each block's
-  cluster) fails (rule ``tracez-cluster``): its blocks may use each other's
+  cluster) fails (rule ``gpu-cluster``): its blocks may use each other's
   shared memory through generic addresses and meet at cluster barriers
   (``UCGABAR_*``), which are not followed;
 * as in ``.traceg``, ``LDGSTS`` keeps only its global line and cannot be
@@ -64,17 +64,14 @@ from __future__ import annotations
 import bisect
 import os
 import struct
-from dataclasses import replace
 
 from ..columns import ADDRESS_END
 from ..errors import TraceError
-from ..schema import SITE_NONE
-from .accelsim import GROUPED_LDGSTS, LIST_NAMES, _Header, _operands, _short, _windows
+from .accel_v6 import TryWaits, V6LineParser
+from .accelsim import GROUPED_LDGSTS, LIST_NAMES, _Header, _short, _windows
 from .emit import Emitter
-from .items import A_ACTIVE, A_STRIDE
-from .kernel import KernelInfo, Launch, Notes, Record
+from .kernel import KernelInfo, Launch, Notes, cluster_error
 from .phases import PhaseReplay
-from .sass import REG_ZERO, Effect, SyncOperands, decode
 from .source import MAX_LINE_BYTES, error
 
 RULE = "tracez-format"
@@ -89,11 +86,7 @@ TB_RECORD = struct.Struct("<11I")
 WARP_RECORD = struct.Struct("<IIQ")
 U32 = struct.Struct("<I")
 U64 = struct.Struct("<Q")
-TMA_OPCODES = ("UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UBLKCP", "UBLKPF", "UBLKRED")
-TMA_LIST, TMA_BASE_DELTA = 3, 4
-REG_VALUES_ONE, REG_VALUES_ALL = 1, 32
 MIN_VERSION, MAX_VERSION = 3, 6
-VALUES_VERSION = 6
 
 
 def claims(path: str) -> bool:
@@ -269,192 +262,6 @@ def _decompressor(path: str, dictionary: bytes):
     return zstandard.ZstdDecompressor(), zstandard
 
 
-# --- instruction lines ------------------------------------------------------------------
-
-class _LineParser:
-    """One grouped instruction line of tracer versions 3 to 6."""
-
-    def __init__(self, path: str, info: KernelInfo, version: int, lineinfo: bool,
-                 writer) -> None:
-        self.path = path
-        self.info = info
-        self.version = version
-        self.lineinfo = lineinfo
-        self.writer = writer
-        self.sites: dict[tuple, int] = {}
-
-    def site(self, pc: int, opcode: str, line: int | None) -> int:
-        key = (pc, opcode, line)
-        site = self.sites.get(key)
-        if site is None:
-            if decode(opcode).effect in (Effect.NONE, Effect.EXIT):
-                return SITE_NONE
-            where = f" line {line}" if line is not None else ""
-            site = self.sites[key] = self.writer.site(
-                f"{self.info.name}{where} pc {pc:#06x} {opcode}")
-        return site
-
-    def parse(self, lineno: int, text: str, block: int, warp: int) -> Record | None:
-        t = text.split()
-        i = 0
-        try:
-            line = None
-            if self.lineinfo:
-                line = int(t[0])
-                i = 1
-            pc = int(t[i], 16)
-            mask = int(t[i + 1], 16)
-            if not 0 <= mask <= 0xFFFFFFFF:
-                raise ValueError
-            ndst = int(t[i + 2])
-            dst = t[i + 3:i + 3 + ndst]
-            i += 3 + ndst
-            opcode = t[i]
-            nsrc = int(t[i + 1])
-            if not (0 <= ndst <= 4 and 0 <= nsrc <= 8):
-                raise ValueError
-            src = t[i + 2:i + 2 + nsrc]
-            if len(dst) != ndst or len(src) != nsrc:
-                raise IndexError
-            i += 2 + nsrc
-            if "GMMA" in opcode:
-                i += 1
-            width = int(t[i])
-            i += 1
-            addrs = None
-            copy = None
-            if opcode.startswith(TMA_OPCODES):
-                copy, i = self._copy(t, i)
-            elif width:
-                addrs, i = self._addresses(t, i, mask, lineno)
-            imm = int(t[i])
-            i += 1
-            value = None
-            if self.version >= VALUES_VERSION:
-                if i < len(t) and t[i] not in ("Val", "NoVal"):
-                    int(t[i])  # the second immediate
-                    i += 1
-                if t[i] == "Val":
-                    values, i = self._values(t, i + 1, ndst + nsrc)
-                    value = _operand_value(src, values[ndst:], mask)
-                elif t[i] != "NoVal":
-                    raise ValueError
-                else:
-                    i += 1
-            if i != len(t):
-                raise IndexError
-        except (IndexError, ValueError):
-            raise error(self.path, lineno, RULE, f"{_short(text)!r}: expected "
-                        f"{'LINE ' if self.lineinfo else ''}PC MASK NDST [Rd] OPCODE NSRC "
-                        f"[Rs...] WIDTH [ADDRESSES] IMM"
-                        f"{' [IMM2] Val VALUES|NoVal' if self.version >= 6 else ''} "
-                        f"(tracer version {self.version})") from None
-        if copy is not None and mask:
-            mbar, nbytes, first = copy
-            raise error(self.path, lineno, "tma-shared-unseen",
-                        f"{opcode}: a copy of {nbytes} bytes (global {first}) completing on "
-                        f"mbarrier {mbar:#x}: the trace does not record its shared-memory "
-                        f"side, and tracerace gives no verdict about bytes nobody saw")
-        eff = decode(opcode).effect
-        if eff is Effect.NONE:
-            return None
-        if not -(1 << 63) <= imm < 1 << 64:
-            raise error(self.path, lineno, RULE, f"immediate {imm} is not a 64-bit integer")
-        ops = _operands(opcode, nsrc, imm)
-        if value is not None:
-            ops = replace(ops or SyncOperands(), value=value)
-        return Record(lineno, block, warp, opcode, self.site(pc, opcode, line), mask, addrs,
-                      ops, pc)
-
-    @staticmethod
-    def _addresses(t: list[str], i: int, mask: int, lineno: int) -> tuple:
-        fmt = int(t[i])
-        n = mask.bit_count()
-        if fmt == 0:
-            out = [int(a, 16) for a in t[i + 1:i + 1 + n]]
-            if len(out) != n:
-                raise IndexError
-            return (A_ACTIVE, out), i + 1 + n
-        if fmt == 1:
-            return (A_STRIDE, int(t[i + 1], 16), int(t[i + 2])), i + 3
-        if fmt == 2:
-            base = int(t[i + 1], 16)
-            deltas = t[i + 2:i + 1 + n] if n else []
-            if len(deltas) != max(n - 1, 0):
-                raise IndexError
-            out, acc = [base], base
-            for d in deltas:
-                acc += int(d)
-                out.append(acc)
-            return (A_ACTIVE, out[:n]), i + 2 + max(n - 1, 0)
-        raise ValueError
-
-    @staticmethod
-    def _copy(t: list[str], i: int) -> tuple:
-        """A TMA/bulk copy's fields: (mbarrier, bytes, first global address)."""
-        mbar = int(t[i], 16)
-        multicast = int(t[i + 1])
-        i += 2
-        if multicast:
-            int(t[i], 16)
-            i += 1
-        nbytes = int(t[i])
-        int(t[i + 1])  # out-of-bounds bytes
-        mode = int(t[i + 2])
-        i += 3
-        if mode == TMA_LIST:
-            n = int(t[i])
-            if not 0 <= n <= len(t):
-                raise ValueError
-            addrs = [int(a, 16) for a in t[i + 1:i + 1 + n]]
-            if len(addrs) != n:
-                raise IndexError
-            i += 1 + n
-        elif mode == TMA_BASE_DELTA:
-            base = int(t[i], 16)
-            n = int(t[i + 1])
-            if not 0 <= n <= len(t):
-                raise ValueError
-            deltas = [int(d) for d in t[i + 2:i + 1 + n]] if n else []
-            if len(deltas) != max(n - 1, 0):
-                raise IndexError
-            addrs = [base] if n else []
-            i += 2 + max(n - 1, 0)
-        else:
-            raise ValueError
-        first = f"{addrs[0]:#x}" if addrs else "addresses not recorded"
-        return (mbar, nbytes, first), i
-
-    @staticmethod
-    def _values(t: list[str], i: int, nregs: int) -> tuple[list[list[int]], int]:
-        out = []
-        for _ in range(nregs):
-            n = int(t[i])
-            if n not in (REG_VALUES_ONE, REG_VALUES_ALL):
-                raise ValueError
-            vals = [int(v, 16) for v in t[i + 1:i + 1 + n]]
-            if len(vals) != n or any(not 0 <= v <= 0xFFFFFFFF for v in vals):
-                raise ValueError
-            out.append(vals)
-            i += 1 + n
-        return out, i
-
-
-def _operand_value(src: list[str], values: list[list[int]], mask: int) -> int | None:
-    """The value of the last non-predicate source register in the active lanes, when
-    they agree (None otherwise, or without such a register)."""
-    for name, vals in zip(reversed(src), reversed(values)):
-        if name.lstrip("U").startswith("P"):
-            continue
-        if name in REG_ZERO:
-            return 0
-        if len(vals) == REG_VALUES_ONE:
-            return vals[0]
-        active = {vals[lane] for lane in range(32) if (mask >> lane) & 1}
-        return active.pop() if len(active) == 1 else None
-    return None
-
-
 # --- one kernel -------------------------------------------------------------------------
 
 class _Where:
@@ -534,7 +341,7 @@ def _import(box: Container, where: _Where, launch_id: int, emitter: Emitter, src
     blocks, index_at = box.index(data_start, info)
     _refuse_clusters(path, blocks)
     decompressor, zstandard = _decompressor(path, dictionary)
-    parser = _LineParser(path, info, version, lineinfo, writer)
+    parser = V6LineParser(path, info, version, lineinfo, writer, RULE)
     launch = Launch(launch_id, info, emitter, src, explicit_barriers=False, notes=notes,
                     single_ldgsts=GROUPED_LDGSTS, mbarriers=True)
     replay = PhaseReplay(launch)
@@ -553,7 +360,7 @@ def _import(box: Container, where: _Where, launch_id: int, emitter: Emitter, src
             for warp in range(len(b.warps)):
                 where.add(record, b.cta, warp)
                 replay.begin_warp(warp)
-                waits = _Waits(replay)
+                waits = TryWaits(replay)
                 for k, lines, comp in box.warp_chunks(b, warp, index_at):
                     for text in _lines(path, decompressor, zstandard, comp, lines, b, warp, k):
                         rec = parser.parse(record, text, block, warp)
@@ -570,17 +377,11 @@ def _import(box: Container, where: _Where, launch_id: int, emitter: Emitter, src
 
 
 def _refuse_clusters(path: str, blocks: list[_Block]) -> None:
-    """A launch whose blocks share clusters fails: a block of a cluster may read and
-    write its peers' shared memory through generic addresses and meet them at
-    cluster barriers, and neither is followed, so no verdict is given on it."""
     first: dict[tuple, _Block] = {}
     for b in blocks:
         other = first.setdefault(b.cluster, b)
         if other is not b:
-            raise error(path, None, "tracez-cluster",
-                        f"blocks {other.cta} and {b.cta} share cluster {b.cluster}: "
-                        f"distributed shared memory and cluster barriers are not followed, "
-                        f"so a launch in clusters of more than one block is not imported")
+            raise cluster_error(path, None, other.cta, b.cta, b.cluster)
 
 
 def _lines(path: str, decompressor, zstandard, comp: bytes, count: int, b: _Block, warp: int,
@@ -606,36 +407,6 @@ def _lines(path: str, decompressor, zstandard, comp: bytes, count: int, b: _Bloc
         raise error(path, None, RULE, f"{where}: {len(out)} lines where the index says "
                     f"{count}")
     return out
-
-
-class _Waits:
-    """A warp's try-wait loop as one wait: a try-wait that fails is retried, so of a
-    run of waits on one mbarrier and parity only the last returned."""
-
-    def __init__(self, replay: PhaseReplay) -> None:
-        self.replay = replay
-        self.pending: Record | None = None
-
-    @staticmethod
-    def key(rec: Record) -> tuple:
-        spec = rec.addrs
-        addrs = (spec[0], tuple(spec[1])) if spec and spec[0] == A_ACTIVE else spec
-        value = rec.ops.value if rec.ops else None
-        return addrs, rec.mask, None if value is None else value & 1
-
-    def record(self, rec: Record) -> None:
-        if decode(rec.opcode).effect is Effect.MBAR_WAIT:
-            if self.pending is not None and self.key(self.pending) != self.key(rec):
-                self.replay.record(self.pending)
-            self.pending = rec
-            return
-        self.flush()
-        self.replay.record(rec)
-
-    def flush(self) -> None:
-        if self.pending is not None:
-            self.replay.record(self.pending)
-            self.pending = None
 
 
 def read(path: str, writer, emitter: Emitter, options, notes: Notes):

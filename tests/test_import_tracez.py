@@ -9,10 +9,13 @@ from collections import Counter
 
 import pytest
 import zstandard
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import tracerace
 from tracerace.cli import app
+from tracerace.errors import TraceError
 from tracerace.gpu import detect, import_trace
 from tracerace.gpu.sass import Effect, decode, mbar_init_count
 
@@ -278,3 +281,43 @@ def test_text_cluster_launch_is_refused(tmp_path, form):
     # second block's cluster fields refuse the launch.
     line = convert_fails(tmp_path, form(*z.cluster_exchange_kernel(False)).encode(), name)
     assert ": gpu-cluster: blocks (0,0,0) and (1,0,0) share cluster (0,0,0)" in line
+
+
+# --- generated rings ----------------------------------------------------------------------
+
+@st.composite
+def rings(draw):
+    slots = draw(st.integers(1, 3))
+    stages = draw(st.integers(1, 6))
+    retries = draw(st.lists(st.integers(1, 3), min_size=stages, max_size=stages))
+    skip_full = draw(st.sets(st.integers(0, stages - 1), max_size=2))
+    skip_empty = draw(st.sets(st.integers(slots, max(slots, stages - 1)), max_size=2)
+                      if stages > slots else st.just(set()))
+    return slots, stages, retries, skip_full, skip_empty
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(rings())
+def test_generated_rings(tmp_path, ring):
+    """A ring with every wait checks clean, its replay never lets a wait return on a
+    phase that did not complete, and engine == reference; leaving a wait out is
+    never clean (a race, or, where no order of the warps completes a phase the
+    other warp waits for, a refusal naming that wait)."""
+    slots, stages, retries, skip_full, skip_empty = ring
+    data = z.tracez(*z.ring(slots, stages, retries, skip_full, skip_empty))
+    src = tmp_path / "kernel-1.tracez"
+    src.write_bytes(data)
+    out = tmp_path / "ring.arrow"
+    try:
+        import_trace(src, out)
+    except TraceError as err:
+        assert (skip_full or skip_empty) and err.rule == "gpu-mbarrier", str(err)
+        return
+    ref, eng = kinds(out, "reference"), kinds(out, "numba")
+    assert ref == eng
+    assert "mbarrier_misuse" not in ref
+    if not (skip_full or skip_empty):
+        assert ref == Counter()
+    else:
+        assert ref, ring

@@ -321,3 +321,35 @@ def write_list(folder, files: dict[str, bytes]) -> str:
     path = folder / "kernelslist.g"
     path.write_text("".join(f"{name}\n" for name in files))
     return str(path)
+
+
+def ring(slots: int, stages: int, retries: list[int], skip_full: set[int],
+         skip_empty: set[int]) -> tuple[list[str], list[Block]]:
+    """A producer warp and a consumer warp passing ``stages`` 128-byte stages
+    through a ring of ``slots`` shared buffers, each with a "full" and an "empty"
+    mbarrier (32 arrivals each). The consumer's wait for stage k is tried
+    ``retries[k]`` times; the waits of the stages in ``skip_full`` (consumer) and
+    ``skip_empty`` (producer) are left out."""
+    def full(s: int) -> int:
+        return 0x1000 + 16 * s
+
+    def empty(s: int) -> int:
+        return 0x1008 + 16 * s
+
+    producer = [line for s in range(slots)
+                for line in (mbar_init(0x10, full(s), 32), mbar_init(0x18, empty(s), 32))]
+    producer.append(bar(0x30))
+    consumer = [bar(0x30)]
+    for k in range(stages):
+        s, lap = k % slots, k // slots
+        if k not in skip_empty:
+            producer.append(mbar_wait(0x40, empty(s), (lap + 1) % 2))
+        producer += [sts(0x50, 128 * s), mbar_arrive(0x60, full(s), mask=FULL)]
+        if k not in skip_full:
+            for _ in range(retries[k] - 1):
+                consumer += [mbar_wait(0x100, full(s), lap % 2), bra(0x110)]
+            consumer.append(mbar_wait(0x100, full(s), lap % 2))
+        consumer += [lds(0x120, 128 * s), mbar_arrive(0x130, empty(s), mask=FULL)]
+    producer.append(exit_(0x70))
+    consumer.append(exit_(0x140))
+    return header("_Z4ringPf", (1, 1, 1), (64, 1, 1)), [Block((0, 0, 0), [producer, consumer])]

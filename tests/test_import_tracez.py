@@ -16,8 +16,8 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.errors import TraceError
-from tracerace.gpu import detect, import_trace
-from tracerace.gpu.sass import Effect, decode, mbar_init_count
+from tracerace.convert.gpu import detect, import_trace
+from tracerace.convert.gpu.sass import Effect, decode, mbar_init_count
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402, RUF100

@@ -1,5 +1,6 @@
 """Instruction lines of Accel-Sim's tracer version 6, shared by its text traces
-(:mod:`.accelsim`) and ``.tracez`` (:mod:`.tracez`).
+(:mod:`.accelsim`) and ``.tracez`` (:mod:`.tracez`), and the operand reading
+every version shares (:func:`operands`).
 
 A line, after the raw trace's CTA, warp and cluster fields::
 
@@ -26,19 +27,43 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...trace.schema import SITE_NONE
-from .accelsim import _operands, _short
 from .items import A_ACTIVE, A_STRIDE
 from .kernel import KernelInfo, Record
-from .sass import REG_ZERO, Effect, SyncOperands, decode
+from .sass import IMPLICIT_COUNT, REG_ZERO, Effect, SyncOperands, decode
 from .source import error
 
 TMA_OPCODES = ("UTMALDG", "UTMASTG", "UTMAPF", "UTMAREDG", "UBLKCP", "UBLKPF", "UBLKRED")
 TMA_LIST, TMA_BASE_DELTA = 3, 4
 REG_VALUES_ONE, REG_VALUES_ALL = 1, 32
 VALUES_VERSION = 6
+MAX_BARRIER_ID = 15
 RAW_FIELDS = 11
 """A raw version 6 line starts with CTA x y z, warp, cluster id x y z, CTA id in
 the cluster x y z and cluster rank."""
+
+
+def operands(opcode: str, nsrc: int, imm: int | None) -> SyncOperands | None:
+    """Operand values of a ``BAR``, ``DEPBAR`` or ``WARPSYNC`` from the one immediate
+    the tracer records (versions 5 and 6)."""
+    if not (opcode.startswith(("BAR", "DEPBAR", "WARPSYNC"))):
+        return None
+    if imm is None:
+        return SyncOperands()
+    if opcode.startswith("BAR"):
+        if nsrc == 0 and 0 <= imm <= MAX_BARRIER_ID:
+            return SyncOperands(barrier=imm, count=IMPLICIT_COUNT)
+        return SyncOperands()
+    if opcode.startswith("DEPBAR"):
+        return SyncOperands(pending=imm) if imm >= 0 else SyncOperands()
+    if opcode.startswith("WARPSYNC.ALL"):
+        return SyncOperands(mask=0xFFFFFFFF)
+    return SyncOperands(mask=imm & 0xFFFFFFFF) if nsrc == 0 else SyncOperands()
+
+
+def short(text: str) -> str:
+    """``text`` cut for a one-line message."""
+    text = text.strip()
+    return text if len(text) <= 70 else text[:67] + "..."
 
 
 class V6LineParser:
@@ -116,7 +141,7 @@ class V6LineParser:
             if i != len(t):
                 raise IndexError
         except (IndexError, ValueError):
-            raise error(self.path, lineno, self.rule, f"{_short(text)!r}: expected "
+            raise error(self.path, lineno, self.rule, f"{short(text)!r}: expected "
                         f"{'LINE ' if self.lineinfo else ''}PC MASK NDST [Rd] OPCODE NSRC "
                         f"[Rs...] WIDTH [ADDRESSES] IMM"
                         f"{' [IMM2] Val VALUES|NoVal' if self.version >= 6 else ''} "
@@ -132,7 +157,7 @@ class V6LineParser:
             return None
         if not -(1 << 63) <= imm < 1 << 64:
             raise error(self.path, lineno, self.rule, f"immediate {imm} is not a 64-bit integer")
-        ops = _operands(opcode, nsrc, imm)
+        ops = operands(opcode, nsrc, imm)
         if value is not None:
             ops = replace(ops or SyncOperands(), value=value)
         return Record(lineno, block, warp, opcode, self.site(pc, opcode, line), mask, addrs,
@@ -269,7 +294,7 @@ class RawV6LineParser(V6LineParser):
             if len(t) <= RAW_FIELDS or min(fields) < 0:
                 raise ValueError
         except ValueError:
-            raise error(self.path, lineno, self.rule, f"{_short(text)!r}: expected CTA_X CTA_Y "
+            raise error(self.path, lineno, self.rule, f"{short(text)!r}: expected CTA_X CTA_Y "
                         f"CTA_Z WARP CLUSTER_X CLUSTER_Y CLUSTER_Z CLUSTER_CTA_X CLUSTER_CTA_Y "
                         f"CLUSTER_CTA_Z CLUSTER_RANK, then the instruction (tracer version "
                         f"{self.version})") from None

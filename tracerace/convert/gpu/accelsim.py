@@ -50,12 +50,13 @@ import re
 
 from ...trace.columns import ADDRESS_END
 from ...trace.schema import SITE_NONE
+from .accel_v6 import RawV6LineParser, TryWaits, V6LineParser, operands, short
 from .emit import DEFAULT_WINDOW_SIZE, Emitter
 from .items import A_ACTIVE, A_STRIDE
 from .kernel import KernelInfo, Launch, Notes, Record, cluster_error
 from .order import CtaReplay, RecordedOrder
 from .phases import PhaseReplay
-from .sass import IMPLICIT_COUNT, Effect, SyncOperands, decode
+from .sass import Effect, decode
 from .source import error, lines
 
 RULE = "accelsim-syntax"
@@ -66,7 +67,6 @@ _INSTS = re.compile(r"^insts\s*=\s*(\d{1,20})\s*$")
 _MEMCPY = re.compile(r"^Memcpy(HtoD|DtoH|DtoD),0x[0-9a-fA-F]+,\d+$")
 _CLUSTER = re.compile(r"^cluster (id|cta|rank)\s*=\s*(\d{1,10})(?:\s*,\s*(\d{1,10})\s*,\s*"
                       r"(\d{1,10}))?\s*$")
-MAX_BARRIER_ID = 15
 V6 = 6
 """Tracer version 6: register values, cluster fields (raw lines, ``.traceg``
 block headers), TMA copy fields (:mod:`.accel_v6`)."""
@@ -129,14 +129,14 @@ class _Header:
         try:
             return int(value, base)
         except ValueError:
-            raise error(self.path, lineno, RULE, f"-{key} = {_short(value)!r} is not a "
+            raise error(self.path, lineno, RULE, f"-{key} = {short(value)!r} is not a "
                         f"number") from None
 
     def dims(self, key: str) -> tuple[int, int, int]:
         lineno, value = self.get(key)
         m = _DIMS.match(value)
         if not m or 0 in (d := tuple(int(g) for g in m.groups())):
-            raise error(self.path, lineno, RULE, f"-{key} = {_short(value)!r}: expected (x,y,z), "
+            raise error(self.path, lineno, RULE, f"-{key} = {short(value)!r}: expected (x,y,z), "
                         f"each at least 1")
         return d
 
@@ -248,7 +248,7 @@ class _LineParser:
             if i != len(t):
                 raise IndexError
         except (IndexError, ValueError):
-            self.fail(lineno, f"{_short(text)!r}: expected "
+            self.fail(lineno, f"{short(text)!r}: expected "
                       f"{'CTA_X CTA_Y CTA_Z WARP ' if self.raw else ''}"
                       f"{'LINE ' if self.lineinfo else ''}PC MASK NDST [Rd] OPCODE NSRC "
                       f"[Rs...] WIDTH [FORMAT ADDRESSES]{' IMM' if self.has_imm else ''} "
@@ -256,29 +256,7 @@ class _LineParser:
         if decode(opcode).effect is Effect.NONE:
             return None
         return Record(lineno, block, warp, opcode, self.site(pc, opcode, line), mask, addrs,
-                      _operands(opcode, nsrc, imm), pc)
-
-
-def _operands(opcode: str, nsrc: int, imm: int | None) -> SyncOperands | None:
-    """Operand values from the one immediate the tracer records (version 5)."""
-    if not (opcode.startswith(("BAR", "DEPBAR", "WARPSYNC"))):
-        return None
-    if imm is None:
-        return SyncOperands()
-    if opcode.startswith("BAR"):
-        if nsrc == 0 and 0 <= imm <= MAX_BARRIER_ID:
-            return SyncOperands(barrier=imm, count=IMPLICIT_COUNT)
-        return SyncOperands()
-    if opcode.startswith("DEPBAR"):
-        return SyncOperands(pending=imm) if imm >= 0 else SyncOperands()
-    if opcode.startswith("WARPSYNC.ALL"):
-        return SyncOperands(mask=0xFFFFFFFF)
-    return SyncOperands(mask=imm & 0xFFFFFFFF) if nsrc == 0 else SyncOperands()
-
-
-def _short(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= 70 else text[:67] + "..."
+                      operands(opcode, nsrc, imm), pc)
 
 
 def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer, options,
@@ -296,7 +274,7 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
             fmt_line = lineno
             break
         elif text.strip():
-            raise error(path, lineno, RULE, f"{_short(text)!r} before the '#traces format' "
+            raise error(path, lineno, RULE, f"{short(text)!r} before the '#traces format' "
                         f"line: expected a '-key = value' header line")
     if fmt_line is None:
         raise error(path, None, "truncated" if header.values else RULE,
@@ -325,8 +303,6 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
     lineinfo = header.number("enable lineinfo", default=0) != 0
     v6 = version >= V6
     if v6:
-        # Imported here: accel_v6 reads this module's operand helpers.
-        from .accel_v6 import RawV6LineParser, V6LineParser
         parser = (V6LineParser(path, info, version, lineinfo, writer, RULE) if grouped
                   else RawV6LineParser(path, info, version, lineinfo, writer, RULE))
     else:
@@ -346,7 +322,7 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
         if not text.strip():
             continue
         if text.startswith(("#", "-")):
-            raise error(path, lineno, RULE, f"{_short(text)!r} among instruction lines")
+            raise error(path, lineno, RULE, f"{short(text)!r} among instruction lines")
         if v6:
             rec, cta, cluster = parser.parse_raw(lineno, text)
             other = clusters.setdefault(cluster, cta)
@@ -367,7 +343,6 @@ def _grouped(path: str, it, parser, launch: Launch, v6: bool) -> int:
     phases, and a try-wait loop read as one wait)."""
     info = launch.info
     if v6:
-        from .accel_v6 import TryWaits
         replay = PhaseReplay(launch)
         into = TryWaits(replay)
     else:
@@ -434,10 +409,10 @@ def _grouped(path: str, it, parser, launch: Launch, v6: bool) -> int:
                 replay.begin_warp(warp)
             elif v6 and (m := _CLUSTER.match(s)):
                 if block is None or state != "block":
-                    raise error(path, lineno, RULE, f"{_short(s)!r} outside a thread block's "
+                    raise error(path, lineno, RULE, f"{short(s)!r} outside a thread block's "
                                 f"header")
                 if (m.group(1) == "rank") != (m.group(3) is None):
-                    raise error(path, lineno, RULE, f"{_short(s)!r}: expected 'cluster id = "
+                    raise error(path, lineno, RULE, f"{short(s)!r}: expected 'cluster id = "
                                 f"x,y,z', 'cluster cta = x,y,z' or 'cluster rank = n'")
                 if m.group(1) == "id":
                     cluster = tuple(int(g) for g in m.group(2, 3, 4))
@@ -452,7 +427,7 @@ def _grouped(path: str, it, parser, launch: Launch, v6: bool) -> int:
                 raise error(path, lineno, RULE, f"warp {warp} (line {warp_line}): more "
                             f"instruction lines than its 'insts =' line announced")
             else:
-                raise error(path, lineno, RULE, f"{_short(s)!r}: expected #BEGIN_TB, "
+                raise error(path, lineno, RULE, f"{short(s)!r}: expected #BEGIN_TB, "
                             f"'thread block =', 'warp =', 'insts =', an instruction or #END_TB")
         if state != "between":
             raise error(path, last, "truncated", "the file ends inside a thread block "

@@ -65,10 +65,10 @@ import bisect
 import os
 import struct
 
-from ...trace.columns import ADDRESS_END
 from ...errors import TraceError
-from .accel_v6 import TryWaits, V6LineParser
-from .accelsim import GROUPED_LDGSTS, LIST_NAMES, _Header, _short, _windows
+from ...trace.columns import ADDRESS_END
+from .accel_v6 import TryWaits, V6LineParser, short
+from .accelsim import GROUPED_LDGSTS, LIST_NAMES, _Header, _windows
 from .emit import Emitter
 from .kernel import KernelInfo, Launch, Notes, cluster_error
 from .phases import PhaseReplay
@@ -115,7 +115,7 @@ def kernel_files(path: str) -> list[str]:
             if not entry or entry.startswith("Memcpy"):
                 continue
             if not (entry.startswith("kernel") and entry.endswith(SUFFIX)):
-                raise error(path, lineno, RULE, f"{_short(entry)!r}: expected a kernel-N.tracez "
+                raise error(path, lineno, RULE, f"{short(entry)!r}: expected a kernel-N.tracez "
                             f"file name or a Memcpy line")
             files.append(os.path.join(folder, entry))
     if not files:
@@ -314,7 +314,7 @@ def _import(box: Container, where: _Where, launch_id: int, emitter: Emitter, src
         if line.startswith("-"):
             header.add(None, line)
         elif line.strip() and not line.startswith("#"):
-            raise error(path, None, RULE, f"header line {k + 1} {_short(line)!r}: expected "
+            raise error(path, None, RULE, f"header line {k + 1} {short(line)!r}: expected "
                         f"'-key = value' or a '#' comment")
     version = header.number("accelsim tracer version")
     if not MIN_VERSION <= version <= MAX_VERSION:

@@ -321,3 +321,40 @@ def test_generated_rings(tmp_path, ring):
         assert ref == Counter()
     else:
         assert ref, ring
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_damaged_files_fail_as_bad_input(tmp_path, data):
+    """Any byte of a .tracez changed, or the file cut anywhere: the import succeeds or
+    fails with a TraceError (one line, exit 2), never another exception."""
+    good = bytearray(z.producer_consumer())
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(good) - 1))
+        good[at] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(0, len(good)))
+    src = tmp_path / "kernel-1.tracez"
+    src.write_bytes(bytes(good[:cut]) if data.draw(st.booleans()) else bytes(good))
+    try:
+        import_trace(src, tmp_path / "out.arrow")
+    except TraceError as err:
+        assert "\n" not in str(err)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                   HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_damaged_version_6_lines_fail_as_bad_input(tmp_path, data):
+    """A version 6 .traceg with a few characters of its lines changed: imported, or a
+    TraceError, never another exception."""
+    text = list(z.traceg(*z.producer_consumer_kernel()))
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(text) - 1))
+        text[at] = data.draw(st.sampled_from("0 1f-xRUPVal\n"))
+    src = tmp_path / "kernel-1.traceg"
+    src.write_text("".join(text))
+    try:
+        import_trace(src, tmp_path / "out.arrow")
+    except TraceError as err:
+        assert "\n" not in str(err)

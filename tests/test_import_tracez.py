@@ -15,9 +15,9 @@ from typer.testing import CliRunner
 
 import tracerace
 from tracerace.cli import app
-from tracerace.errors import TraceError
 from tracerace.convert.gpu import detect, import_trace
 from tracerace.convert.gpu.sass import Effect, decode, mbar_init_count
+from tracerace.errors import TraceError
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402, RUF100

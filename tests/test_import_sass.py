@@ -1,12 +1,12 @@
-"""The SASS opcode table (tracerace.gpu.sass): effects, spaces, sizes, scopes, operands."""
+"""The SASS opcode table (tracerace.convert.gpu.sass): effects, spaces, sizes, scopes, operands."""
 
 from __future__ import annotations
 
 import pytest
 
-from tracerace.gpu.sass import (GENERIC, IMPLICIT_COUNT, Effect, decode, immediate, split_text,
+from tracerace.convert.gpu.sass import (GENERIC, IMPLICIT_COUNT, Effect, decode, immediate, split_text,
                                 sync_operands)
-from tracerace.ops import Scope, Sem, Space
+from tracerace.trace.ops import Scope, Sem, Space
 
 
 @pytest.mark.parametrize("opcode, effect, space, size", [
@@ -97,9 +97,9 @@ def test_no_effect_and_unknown():
 
 
 @pytest.mark.parametrize("opcode, missing", [
-    ("SYNCS.ARRIVE.TRANS64.RED.A1T0", "arrival count"),
-    ("SYNCS.PHASECHK.TRANS64.TRYWAIT", "try-wait"),
-    ("UTMALDG.2D", "box"), ("UTMASTG.2D", "box"), ("UBLKCP.S.G", "byte count"),
+    ("SYNCS.FROB.TRANS64", "mbarrier form"),
+    ("UTMALDG.2D", "shared-memory side"), ("UTMASTG.2D", "shared-memory side"),
+    ("UBLKCP.S.G", "shared-memory side"),
     ("ARRIVES.LDGSTSBAR.64", "mbarrier"), ("HGMMA.64x128x16.F32", "descriptors"),
     ("TEX.SCR.LL", "texture"), ("SUST.D.BA.2D", "surface"), ("UCGABAR_ARV", "cluster"),
 ])

@@ -18,15 +18,16 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pyarrow.ipc as ipc
 import pytest
 
 import tracerace
 from tracerace.errors import TraceError
-from tracerace.ops import Op, Scope
-from tracerace.reader import open_trace
-from tracerace.record import cuda_build
-from tracerace.record.cuda_convert import ZERO_SOURCE, convert
-from tracerace.record.cuda_stream import (MAGIC, RECORD_DTYPE, AccessFlag, BarrierAction, Kind,
+from tracerace.trace.ops import Op, Scope
+from tracerace.trace.reader import open_trace
+from tracerace.record.cuda import build as cuda_build
+from tracerace.record.cuda.convert import ZERO_SOURCE, convert
+from tracerace.record.cuda.stream import (MAGIC, RECORD_DTYPE, AccessFlag, BarrierAction, Kind,
                                           Space, StreamWriter, read_stream)
 from peak import PEAK_KIB
 
@@ -266,12 +267,26 @@ def test_instructions_the_format_cannot_express_are_refused(tmp_path, instructio
                              r"\(block 0, thread 0\), which tracerace cannot follow")
 
 
-def test_an_arrive_and_drop_is_refused(tmp_path):
-    def write(w):
-        w.launch("drop", block=(1, 1, 1))
-        w.mbarrier(0, 0, BarrierAction.ARRIVE_DROP, 0x40, 1)
+def test_an_arrive_and_drop_lowers_the_later_phases_count(tmp_path):
+    """Thread 0 arrives and drops out of an mbarrier of two; thread 1 then completes
+    phase 0 alone and, as the only one expected, phase 1: its waits get parities
+    0 and 1."""
+    w, prefix = stream(tmp_path)
+    bar = 0x40
+    with w:
+        w.launch("drop", block=(2, 1, 1))
+        w.mbarrier(0, 0, BarrierAction.INIT, bar, 2)
+        w.mbarrier(0, 0, BarrierAction.ARRIVE_DROP, bar, 1, pc=0x10)
+        for _ in range(2):
+            w.mbarrier(0, 1, BarrierAction.ARRIVE, bar, 1)
+            w.mbarrier(0, 1, BarrierAction.WAIT, bar)
         w.launch_end()
-    refused(tmp_path, write, "arrive-and-drop")
+    out = str(tmp_path / "out.arrow")
+    convert(prefix, out)
+    t = ipc.open_file(out).read_all().to_pydict()
+    rows = [(op, thread, arg) for op, thread, arg in zip(t["op"], t["thread"], t["arg"])
+            if op in (Op.MBAR_ARRIVE_DROP, Op.MBAR_WAIT)]
+    assert rows == [(Op.MBAR_ARRIVE_DROP, 0, 1), (Op.MBAR_WAIT, 1, 0), (Op.MBAR_WAIT, 1, 1)]
 
 
 def test_a_stream_that_ends_inside_a_launch_is_refused(tmp_path):
@@ -326,7 +341,7 @@ def test_syncwarp_and_named_barriers_keep_their_operands(tmp_path):
 
 
 def test_the_stream_kinds_mirror_the_tool_header():
-    header = (ROOT / "tracerace/record/cuda_tool/tracerace_cuda.h").read_text()
+    header = (ROOT / "tracerace/record/cuda/tool/tracerace_cuda.h").read_text()
     body = header[header.index("enum Kind"):header.index("};", header.index("enum Kind"))]
     found = {name: int(value) for name, value in re.findall(r"(\w+) = (\d+),", body)}
     assert found == {k.name: int(k) for k in Kind}
@@ -464,7 +479,7 @@ def conversion_peak(tmp_path, accesses: int) -> int:
             w.device_records(rec)
         w.launch_end()
     code = textwrap.dedent(f"""
-        from tracerace.record.cuda_convert import convert
+        from tracerace.record.cuda.convert import convert
         events, _, _ = convert({prefix!r}, {prefix + '.arrow'!r})
         assert events == {accesses + 1}, events
         print({PEAK_KIB})

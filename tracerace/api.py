@@ -120,28 +120,32 @@ def check_many(sources: Iterable[Any], *, engine: str = "numba",
                select: str | Iterable[str] | None = None,
                ignore: str | Iterable[str] | None = None, progress: Progress | None = None,
                batch_size: int = DEFAULT_BATCH_SIZE, jobs: int | None = None,
-               keep_findings: bool = False) -> list[Report | TraceError]:
+               keep_findings: bool = False,
+               sinks: Iterable[FindingSink | None] | None = None) -> list[Report | TraceError]:
     """Check several traces (paths) at once, as CI does: on ``jobs`` threads
     (None: the cores this process may use), each trace in its share of them
     (``docs/parallel.md``). Returns, per trace, its report (the one
     :func:`check` gives) or the :class:`~tracerace.errors.TraceError` that
-    stopped its check. ``progress`` counts the rows of all of them. Bad
-    options raise (rule ``usage``)."""
+    stopped its check. ``progress`` counts the rows of all of them;
+    ``sinks``: one :class:`FindingSink` (or None) per trace. Bad options
+    raise (rule ``usage``)."""
     options = make_options(engine=engine, max_reports=max_reports, select=select, ignore=ignore,
                            batch_size=batch_size)
     sources = list(sources)
+    sinks = list(sinks) if sinks is not None else [None] * len(sources)
     jobs = _jobs(jobs)
-    if options.engine != "numba":
+    if options.engine != "numba":  # the definition: one trace after the other
         out: list[Report | TraceError] = []
-        for source in sources:
+        for source, sink in zip(sources, sinks):
             try:
                 out.append(check(source, engine=options.engine, max_reports=max_reports,
                                  select=select, ignore=ignore, batch_size=batch_size,
-                                 keep_findings=keep_findings))
+                                 keep_findings=keep_findings, sink=sink))
             except TraceError as err:
                 out.append(err)
         return out
-    return _sharded(sources, options, jobs, keep_findings=keep_findings, progress=progress)
+    return _sharded(sources, options, jobs, keep_findings=keep_findings, progress=progress,
+                    sinks=sinks)
 
 
 def _jobs(jobs: int | None) -> int:

@@ -152,3 +152,82 @@ def test_one_shard_is_the_api_check(tmp_path):
     sharded = api.check(path, jobs=3)
     for fmt in FORMATS:
         assert rendered(direct, fmt) == rendered(sharded, fmt), fmt
+
+
+def ev(op, thread, addr, size, **kw):
+    return {"op": int(op), "launch": 0, "block": 0, "thread": thread, "space": 0,
+            "addr": addr, "size": size, **kw}
+
+
+def numbered(events):
+    return [{**e, "ts": i} for i, e in enumerate(events)]
+
+
+# Pages of 32 bytes, stretches of one page: the accesses below cross 5 stretches.
+SMALL = dict(page_shift=5, stretch_shift=5)
+
+
+@pytest.mark.parametrize("shards", range(2, 8))
+def test_an_uninitialized_read_spans_the_bytes_of_every_shard(shards):
+    """A read of 160 bytes, 40..150 never written: the finding spans the first
+    and the last uninitialized byte, whichever shards own them."""
+    from tracerace.ops import Op
+
+    events = numbered([ev(Op.INIT, 0, 0, 40), ev(Op.INIT, 0, 150, 10), ev(Op.READ, 1, 0, 160)])
+    cols = columns(events)
+    single = single_chunks(cols, [], page_shift=5)
+    [found] = [c for c in single[1] if len(c)]
+    assert (found["addr"][0], found["size"][0]) == (40, 110)
+    assert_same(single, sharded_chunks(cols, [], shards, **SMALL))
+
+
+@pytest.mark.parametrize("shards", range(2, 8))
+def test_a_race_names_the_latest_earlier_access_of_any_shard(shards):
+    """Two writes in two stretches, one read over both: the finding names the
+    later write and its bytes, as one state does."""
+    from tracerace.ops import Op
+
+    events = numbered([ev(Op.WRITE, 0, 0, 32), ev(Op.WRITE, 0, 64, 32), ev(Op.READ, 1, 0, 96),
+                       ev(Op.WRITE, 2, 40, 100)])
+    cols = columns(events)
+    single = single_chunks(cols, [], page_shift=5)
+    [found] = [c for c in single[1] if len(c)]
+    assert found["prev_row"][0] == 1
+    assert_same(single, sharded_chunks(cols, [], shards, **SMALL))
+
+
+@pytest.mark.parametrize("shards", range(2, 8))
+def test_a_copy_between_two_shards(shards):
+    """A cp.async from global bytes one shard owns to shared bytes another owns,
+    read before its wait: in flight, and racing a write of its source."""
+    from tracerace.ops import Op
+
+    events = numbered([
+        ev(Op.INIT, 0, 0, 256),
+        ev(Op.CP_ASYNC, 0, 160, 64, space=1, space2=0, addr2=40),
+        ev(Op.READ, 0, 170, 40, space=1),
+        ev(Op.WRITE, 1, 30, 80),
+    ])
+    cols = columns(events)
+    single = single_chunks(cols, [], page_shift=5)
+    assert sum(len(c) for c in single[1]) >= 2
+    assert_same(single, sharded_chunks(cols, [], shards, **SMALL))
+
+
+def test_each_shard_checks_only_the_bytes_it_owns():
+    """The shards of a read over five stretches each report the uninitialized
+    bytes of their own stretches: together, the read's."""
+    from tracerace.engine.layout import F_ADDR, F_SIZE
+    from tracerace.ops import Op
+
+    events = numbered([ev(Op.READ, 1, 0, 160)])
+    cols = columns(events)
+    spans = []
+    for k in range(3):
+        rows = []
+        check_trace(SimpleReader(cols), shard=(k, 3), raw=True, on_findings=rows.append,
+                    **SMALL)
+        found = np.concatenate(rows)
+        spans += [(int(r[F_ADDR]), int(r[F_ADDR] + r[F_SIZE])) for r in found]
+    assert len(spans) >= 2 and min(s[0] for s in spans) == 0 and max(s[1] for s in spans) == 160
+    assert all(hi - lo < 160 for lo, hi in spans)  # none read all of it

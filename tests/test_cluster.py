@@ -7,7 +7,8 @@ import io
 
 import pytest
 
-from tracerace import api, formats
+from tracerace import api
+from tracerace.report import formats
 from tracerace.errors import TraceError
 
 from test_cli_check import write_trace
@@ -31,7 +32,7 @@ def text(report):
 
 
 def test_one_trace_on_the_cluster_is_the_local_report(client, tmp_path):
-    from tracerace.cluster import check_on_cluster
+    from tracerace.checker.cluster import check_on_cluster
     from tracerace.scenarios import SCENARIOS
 
     scenario = next(iter(SCENARIOS.values()))
@@ -47,7 +48,7 @@ def test_one_trace_on_the_cluster_is_the_local_report(client, tmp_path):
 
 
 def test_several_traces_on_the_cluster(client, tmp_path):
-    from tracerace.cluster import check_on_cluster
+    from tracerace.checker.cluster import check_on_cluster
 
     racy = write_trace(tmp_path / "racy.arrow", barrier=False)
     clean = write_trace(tmp_path / "clean.arrow", barrier=True)

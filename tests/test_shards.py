@@ -12,12 +12,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracerace import api, formats, parallel
-from tracerace.engine import check_trace
+from tracerace import api
+from tracerace.checker import parallel
+from tracerace.report import formats
+from tracerace.checker.engine import check_trace
 from tracerace.errors import TraceError
-from tracerace.findings import sort_findings
-from tracerace.options import make_options
-from tracerace.writer import write_table
+from tracerace.checker.findings import sort_findings
+from tracerace.checker.options import make_options
+from tracerace.trace.writer import write_table
 
 from builders import SimpleReader, columns
 from tracegen import traces
@@ -171,7 +173,7 @@ SMALL = dict(page_shift=5, stretch_shift=5)
 def test_an_uninitialized_read_spans_the_bytes_of_every_shard(shards):
     """A read of 160 bytes, 40..150 never written: the finding spans the first
     and the last uninitialized byte, whichever shards own them."""
-    from tracerace.ops import Op
+    from tracerace.trace.ops import Op
 
     events = numbered([ev(Op.INIT, 0, 0, 40), ev(Op.INIT, 0, 150, 10), ev(Op.READ, 1, 0, 160)])
     cols = columns(events)
@@ -185,7 +187,7 @@ def test_an_uninitialized_read_spans_the_bytes_of_every_shard(shards):
 def test_a_race_names_the_latest_earlier_access_of_any_shard(shards):
     """Two writes in two stretches, one read over both: the finding names the
     later write and its bytes, as one state does."""
-    from tracerace.ops import Op
+    from tracerace.trace.ops import Op
 
     events = numbered([ev(Op.WRITE, 0, 0, 32), ev(Op.WRITE, 0, 64, 32), ev(Op.READ, 1, 0, 96),
                        ev(Op.WRITE, 2, 40, 100)])
@@ -200,7 +202,7 @@ def test_a_race_names_the_latest_earlier_access_of_any_shard(shards):
 def test_a_copy_between_two_shards(shards):
     """A cp.async from global bytes one shard owns to shared bytes another owns,
     read before its wait: in flight, and racing a write of its source."""
-    from tracerace.ops import Op
+    from tracerace.trace.ops import Op
 
     events = numbered([
         ev(Op.INIT, 0, 0, 256),
@@ -217,8 +219,8 @@ def test_a_copy_between_two_shards(shards):
 def test_each_shard_checks_only_the_bytes_it_owns():
     """The shards of a read over five stretches each report the uninitialized
     bytes of their own stretches: together, the read's."""
-    from tracerace.engine.layout import F_ADDR, F_SIZE
-    from tracerace.ops import Op
+    from tracerace.checker.engine.layout import F_ADDR, F_SIZE
+    from tracerace.trace.ops import Op
 
     events = numbered([ev(Op.READ, 1, 0, 160)])
     cols = columns(events)

@@ -1,12 +1,12 @@
 """The Python API: ``check(trace) -> Report``, ``validate(trace)``. The CLI is a
 thin layer over it.
 
-Options are validated first (:mod:`tracerace.options`), before any trace is
+Options are validated first (:mod:`tracerace.checker.options`), before any trace is
 read, and a bad one raises :class:`~tracerace.errors.TraceError` with rule
 ``usage``.
 
 A check hands the checker's findings, a batch at a time, to a
-:class:`~tracerace.groups.GroupBuilder` (and to a ``sink``, when one streams
+:class:`~tracerace.group.groups.GroupBuilder` (and to a ``sink``, when one streams
 them to a file), so memory grows with the groups, not with the findings.
 Progress goes to a plain callback; drawing it (the CLI's bar) is the caller's.
 """
@@ -22,17 +22,17 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .engine import check_trace as numba_check
+from .checker.engine import check_trace as numba_check
 from .errors import TraceError
-from .groups import GroupBuilder
-from .meta import TraceMeta
-from .options import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, CheckOptions, make_options,
+from .group.groups import GroupBuilder
+from .trace.meta import TraceMeta
+from .checker.options import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, CheckOptions, make_options,
                       usage)
-from .reference import check_trace as reference_check
-from .report import Report
+from .checker.reference import check_trace as reference_check
+from .report.model import Report
 
 CHECKERS: dict[str, Callable[..., Any]] = {"numba": numba_check, "reference": reference_check}
-"""Engine name (:data:`~tracerace.options.ENGINES`) -> ``check_trace(reader, *,
+"""Engine name (:data:`~tracerace.checker.options.ENGINES`) -> ``check_trace(reader, *,
 progress=None, on_findings=None) -> CheckResult``. Both are imported with the
 API: after NumPy and Numba, which the grouping needs anyway, the two modules
 take about 0.1 s to import, most of it the one a check runs anyway (measured
@@ -45,7 +45,7 @@ after each batch; ``total_rows`` is None for a stream of unknown length."""
 
 class FindingSink(Protocol):
     """Takes every finding a check keeps, as the checker finds them (the Arrow
-    output's :class:`~tracerace.formats.arrowfmt.FindingsWriter`)."""
+    output's :class:`~tracerace.report.formats.arrowfmt.FindingsWriter`)."""
 
     def open(self, meta: TraceMeta) -> None:
         """The trace is open: its metadata."""
@@ -70,7 +70,7 @@ def check(source: Any, *, engine: str = "numba",
     :data:`DEFAULT_MAX_REPORTS`; 0, None or ``"all"``: every group), never the
     counts. ``progress``: called as the replay goes (see :data:`Progress`).
 
-    Findings are grouped as they are found (:mod:`tracerace.groups`): the
+    Findings are grouped as they are found (:mod:`tracerace.group.groups`): the
     report holds every group with exact counts and each group's first few
     findings. ``keep_findings``: keep every finding in ``Report.findings``
     too (memory grows with them). ``sink``: receives every kept finding as it
@@ -78,7 +78,7 @@ def check(source: Any, *, engine: str = "numba",
 
     ``jobs``: check the trace in that many shards on as many threads
     (``docs/parallel.md``; None: the cores this process may use, one for a
-    trace under :data:`~tracerace.parallel.PARALLEL_MIN_ROWS` rows); the
+    trace under :data:`~tracerace.checker.parallel.PARALLEL_MIN_ROWS` rows); the
     report is the one a single thread makes. Only a trace file can be
     sharded, by the ``numba`` engine.
 
@@ -149,7 +149,7 @@ def check_many(sources: Iterable[Any], *, engine: str = "numba",
 
 
 def _jobs(jobs: int | None) -> int:
-    from .parallel import available_cores
+    from .checker.parallel import available_cores
 
     if jobs is None:
         return available_cores()
@@ -164,7 +164,7 @@ def _shards(source: Any, options: CheckOptions, jobs: int | None) -> int:
     n = _jobs(jobs)
     if n == 1:
         return 1
-    from .reader import open_trace, reads_once
+    from .trace.reader import open_trace, reads_once
 
     path = isinstance(source, (str, os.PathLike)) and not reads_once(os.fspath(source))
     if jobs is not None:
@@ -176,7 +176,7 @@ def _shards(source: Any, options: CheckOptions, jobs: int | None) -> int:
         return n
     if not path or options.engine != "numba":
         return 1
-    from .parallel import PARALLEL_MIN_ROWS
+    from .checker.parallel import PARALLEL_MIN_ROWS
 
     try:
         with open_trace(source, batch_size=options.batch_size) as reader:
@@ -187,7 +187,7 @@ def _shards(source: Any, options: CheckOptions, jobs: int | None) -> int:
 
 
 def _sharded(sources: list[Any], options: CheckOptions, jobs: int, **kw: Any) -> list[Any]:
-    from .parallel import check_reports
+    from .checker.parallel import check_reports
 
     return check_reports(sources, options, jobs, **kw)
 
@@ -216,8 +216,8 @@ def _replay(source: Any, options: CheckOptions,
     gives the consumer of the findings. Returns (the checker's result, meta)."""
     path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
     try:
-        from .notice import CompileNotice
-        from .reader import decode_pool, open_trace
+        from .checker.notice import CompileNotice
+        from .trace.reader import decode_pool, open_trace
 
         with CompileNotice() as notice, decode_pool():
             reader = open_trace(source, batch_size=options.batch_size)
@@ -247,8 +247,8 @@ def _compile_the_rest(meta: TraceMeta) -> None:
     them), after a check that compiled the others: the notice of that first run
     said compiling happens once, and a trace without findings would leave these
     to the first check that has some."""
-    from .engine.races import records
-    from .findings import FIELDS
+    from .checker.engine.races import records
+    from .checker.findings import FIELDS
 
     records(np.zeros((1, len(FIELDS)), dtype=np.int64))
     GroupBuilder(meta).compile_kernels()

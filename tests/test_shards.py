@@ -103,10 +103,11 @@ def test_shards_find_what_one_state_finds_at_length(events, data):
 
 def test_generated_traces_cross_stretches():
     """The property above meets accesses that two shards check in part."""
-    from hypothesis import find
+    from hypothesis import Phase, find
 
-    find(traces(max_events=80, large=True), lambda evs: straddles(evs, 5),
-         settings=settings(database=None, **SETTINGS))
+    find(traces(max_events=80, large=True), lambda evs: straddles(evs, 7),
+         settings=settings(max_examples=1000, database=None, phases=[Phase.generate],
+                           **SETTINGS))
 
 
 def rendered(report, fmt):

@@ -85,3 +85,12 @@ def test_check_many_reports_as_check_does(traces):
         alone = api.check(path)
         assert report.summary == alone.summary
         assert report.exit_code == alone.exit_code
+
+
+def test_check_many_counts_progress_over_every_trace(traces):
+    _, racy, clean = traces
+    calls = []
+    api.check_many([racy, clean, racy], jobs=2, progress=lambda done, total: calls.append(
+        (done, total)))
+    assert calls[0] == (0, 2 + 4 + 2)
+    assert calls[-1] == (8, 8) and all(d <= t for d, t in calls)

@@ -189,10 +189,9 @@ class _Progress:
             return None
 
         def update(rows: int) -> None:
-            with self.lock:
+            with self.lock:  # one call at a time: the counts only grow
                 self.done[trace, shard] = rows * weight
-                total = sum(self.done.values())
-            self.progress(total)
+                self.progress(sum(self.done.values()))
         return update
 
 

@@ -99,7 +99,7 @@ def check_on_cluster(sources: Iterable[str], client: Any, *, engine: str = "numb
         parts[t, k] = out = future.result()
         if progress is not None and not isinstance(out[0], str):
             done_rows += (metas[t].num_rows or 0) / shards
-            progress(int(done_rows), total)
+            progress(round(done_rows), total)
     for t in todo:
         outs = [parts[t, k] for k in range(shards)]
         failed = [o for o in outs if isinstance(o[0], str)]

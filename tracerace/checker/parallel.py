@@ -273,7 +273,7 @@ def check_reports(sources: Sequence[str], options: Any, jobs: int, *,
         counter = None
         if progress is not None:
             progress(0, total)
-            counter = lambda rows: progress(int(rows), total)  # noqa: E731
+            counter = lambda rows: progress(round(rows), total)  # noqa: E731
         done = check_traces([sources[t] for t in todo], jobs,
                             [_consumer(builders[t], sinks[t]) for t in todo],
                             batch_size=options.batch_size, shards=[shards[t] for t in todo],

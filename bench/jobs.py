@@ -56,7 +56,8 @@ def run_one(path: Path, jobs: int) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.jobs", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bench.jobs",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("--size", default="1e7,1e8", help="comma-separated event counts")
     parser.add_argument("--workload", default="tiled,pipeline,cpu", help="comma-separated")
     parser.add_argument("--jobs", default="1,2", help="comma-separated shard counts")

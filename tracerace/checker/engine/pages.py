@@ -14,7 +14,6 @@ from .layout import (
     GR_GRAN, GR_IV, GR_NODES, SV_GLOBAL_SIZES, SV_GRAN_COUNT, SV_GROW, SV_IV_N, SV_LAUNCH,
     SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARDS)
 from .pools import pool_alloc, pool_free
-from .races import offer_uninit
 from .shards import stretch_end
 from .shadow import (
     GS_NARROW, GS_WIDE, G_INIT, G_LAUNCH, G_NREADS, G_READS, G_RLIMIT, G_WRITES, IV_FIELDS,

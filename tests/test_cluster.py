@@ -59,3 +59,17 @@ def test_several_traces_on_the_cluster(client, tmp_path):
     assert text(reports[0]) == text(api.check(racy))
     assert text(reports[1]) == text(api.check(clean))
     assert isinstance(reports[2], TraceError) and reports[2].rule == "not-arrow"
+
+
+def test_check_dask_on_the_command_line(client, tmp_path):
+    from typer.testing import CliRunner
+
+    from tracerace.cli import app
+
+    racy = write_trace(tmp_path / "racy.arrow", barrier=False)
+    clean = write_trace(tmp_path / "clean.arrow", barrier=True)
+    result = CliRunner().invoke(app, ["check", "--dask", client.scheduler.address, racy, clean,
+                                      "--no-progress"])
+    assert result.exit_code == 1, result.output
+    assert result.stdout.startswith(text(api.check(racy)) + text(api.check(clean)))
+    assert "trace " in result.stdout.splitlines()[-4]

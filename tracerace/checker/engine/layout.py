@@ -57,7 +57,13 @@ SV_PAGE_LAUNCH = 41
 # shift every launch is given (-1: chosen per launch).
 SV_MAPS_CAP = 42
 SV_FIXED_SHARED = 43
-SV_FIELDS = 44
+# Sharding (``shards``): how many states split the bytes between them (1:
+# this state owns every byte), which of them this is, and the log2 of the
+# stretches of bytes they own.
+SV_SHARDS = 44
+SV_SHARD = 45
+SV_STRETCH_SHIFT = 46
+SV_FIELDS = 47
 VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 
 # Agents.

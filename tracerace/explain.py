@@ -291,6 +291,9 @@ def _mbarrier_misuse(v: _View) -> str:
     if v.code == reasons.MBAR_PHASE_NEVER_COMPLETED:
         return (f"{who} waited{at} on {bar} for a phase that never completed: its arrivals or "
                 f"transaction bytes never reached zero")
+    if v.code == reasons.MBAR_DROP_UNDERFLOW:
+        return (f"the {op} by {who}{at} dropped more arrivals from {bar} than its init count "
+                f"left: the expected-arrival count went below zero")
     return f"{bar}: {_reason_or(v, 'misused')} by {who}{at}"
 
 

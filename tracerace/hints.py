@@ -309,6 +309,9 @@ def _mbarrier_misuse(v: _View, w: _Words, buffer: str | None) -> Hint | None:
     if v.code == reasons.MBAR_TX_UNDERFLOW:
         return Hint(f"`mbarrier.expect_tx` on {bar} for every byte the copies complete, before "
                     f"{w.l2}", w.site2)
+    if v.code == reasons.MBAR_DROP_UNDERFLOW:
+        return Hint(f"drop each participant from {bar} once: the {v.op_label} at {w.l2} drops "
+                    f"more arrivals than its init count left", w.site2)
     if v.code == reasons.MBAR_PHASE_NEVER_COMPLETED:
         return Hint(f"make the arrivals and transaction bytes on {bar} reach what its init and "
                     f"expect_tx set before the wait at {w.l2}, or do not wait on that phase",

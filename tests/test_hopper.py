@@ -1,0 +1,161 @@
+"""The Hopper/Blackwell ops (trace format section 9): each op's racy and fixed form,
+its misuse and bad input, in both checkers, and engine == reference on generated
+traces that use them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracerace import reasons as R
+from tracerace.errors import TraceError
+from tracerace.ops import HazardKind as K
+from tracerace.ops import Op
+
+from builders import Trace, columns
+from test_engine_agrees import SETTINGS, TINY, assert_agree, split_rows
+from tracegen import traces
+
+MBAR = 64  # an mbarrier's address
+X, Y = 0, 16  # shared-memory words
+
+
+def findings(t: Trace) -> set[tuple[int, int, int]]:
+    """(row, kind, prev_row) of every finding, both checkers agreeing field by field."""
+    result = assert_agree(t.events, [])
+    assert not isinstance(result, TraceError), result
+    return set(result.triples())
+
+
+def misuses(t: Trace) -> list[int]:
+    result = assert_agree(t.events, [])
+    f = result.findings
+    return f["code"][f["kind"] == int(K.MBARRIER_MISUSE)].tolist()
+
+
+# -- mbarrier.arrive_drop ---------------------------------------------------
+def drop_trace(late_write: bool) -> Trace:
+    """Threads 0 and 1 arrive on phase 0 (thread 0 dropping out); phase 1
+    then expects thread 1 alone. Thread 2 waits on each phase and reads."""
+    t = Trace()
+    t.mbar_init(0, 2, obj=MBAR, arg=2)
+    t.write(0, 0, space=1, addr=X, size=4)
+    t.mbar_arrive_drop(0, 0, obj=MBAR)
+    t.mbar_arrive(0, 1, obj=MBAR)
+    t.mbar_wait(0, 2, obj=MBAR, arg=0)
+    t.read(0, 2, space=1, addr=X, size=4)
+    if late_write:  # after its drop, thread 0 orders nothing for phase 1
+        t.write(0, 0, space=1, addr=Y, size=4)
+    else:
+        t.write(0, 1, space=1, addr=Y, size=4)
+    t.mbar_arrive(0, 1, obj=MBAR)  # completes phase 1 alone
+    t.mbar_wait(0, 2, obj=MBAR, arg=1)
+    t.read(0, 2, space=1, addr=Y, size=4)
+    return t
+
+
+def test_arrive_drop_fixed_lowers_the_later_phases_count():
+    assert findings(drop_trace(late_write=False)) == set()
+
+
+def test_arrive_drop_racy_a_dropped_thread_orders_nothing_later():
+    t = drop_trace(late_write=True)
+    assert findings(t) == {(9, int(K.RAW), 6)}
+
+
+def test_arrive_drop_below_zero_is_a_misuse():
+    t = Trace()
+    t.mbar_init(0, 0, obj=MBAR, arg=1)
+    t.mbar_arrive_drop(0, 0, obj=MBAR, arg=2)
+    assert misuses(t) == [R.MBAR_DROP_UNDERFLOW]
+
+
+def test_arrive_drop_before_init_is_a_misuse():
+    t = Trace()
+    t.mbar_arrive_drop(0, 0, obj=MBAR)
+    assert misuses(t) == [R.MBAR_BEFORE_INIT]
+
+
+# -- cluster barriers ---------------------------------------------------------
+def bad(t: Trace) -> TraceError:
+    """The bad-input error both checkers raise, at the same row with the same words."""
+    err = assert_agree(t.events, [])
+    assert isinstance(err, TraceError), err
+    return err
+
+
+def cluster_exchange(arrive: Op, wait_first: bool) -> Trace:
+    """Block 0 writes into block 1's shared memory (distributed shared
+    memory), then both blocks of cluster 7 pass the cluster barrier and
+    block 1 reads its own copy."""
+    t = Trace()
+    if wait_first:  # block 1 arrives and waits before block 0 arrives
+        t.cluster_arrive(1, 0, cluster=7, arg=2)
+        t.cluster_wait(1, 0, cluster=7)
+    t.write(0, 0, cluster=7, space=1, peer=1, addr=X, size=4)
+    t.ev(arrive, 0, 0, cluster=7, arg=2)
+    if not wait_first:
+        t.cluster_arrive(1, 0, cluster=7, arg=2)
+        t.cluster_wait(1, 0, cluster=7)
+    t.read(1, 0, cluster=7, space=1, addr=X, size=4)
+    t.cluster_wait(0, 0, cluster=7)
+    return t
+
+
+@pytest.mark.parametrize("wait_first", [False, True])
+def test_cluster_barrier_fixed_orders_a_remote_write(wait_first):
+    assert findings(cluster_exchange(Op.CLUSTER_ARRIVE, wait_first)) == set()
+
+
+@pytest.mark.parametrize("wait_first", [False, True])
+def test_cluster_barrier_racy_a_relaxed_arrival_orders_nothing(wait_first):
+    t = cluster_exchange(Op.CLUSTER_ARRIVE_RELAXED, wait_first)
+    write = 2 if wait_first else 0
+    assert findings(t) == {(4, int(K.RAW), write)}
+
+
+def test_cluster_barrier_racy_without_it():
+    t = Trace()
+    t.write(0, 0, cluster=7, space=1, peer=1, addr=X, size=4)
+    t.read(1, 0, cluster=7, space=1, addr=X, size=4)
+    assert findings(t) == {(1, int(K.RAW), 0)}
+
+
+def mismatches(t: Trace) -> list[tuple[int, int, int]]:
+    f = assert_agree(t.events, []).findings
+    f = f[f["kind"] == int(K.BARRIER_MISMATCH)]
+    return sorted(zip(f["row"].tolist(), f["code"].tolist(), f["obj"].tolist()))
+
+
+def test_cluster_barrier_arrivals_that_disagree_or_never_complete_are_mismatches():
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_arrive(1, 0, cluster=7, arg=3)  # the first arrival's 2 counts
+    assert mismatches(t) == [(1, R.BAR_ARG_DISAGREES, 7)]
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_wait(0, 0, cluster=7)
+    assert mismatches(t) == [(0, R.BAR_INCOMPLETE, 7)]
+
+
+def test_cluster_barrier_bad_input():
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_wait(0, 0, cluster=7)
+    t.read(0, 0, cluster=7, space=1, addr=X, size=4)  # still held at the wait
+    err = bad(t)
+    assert err.rule == "barrier-order" and err.row == 2 and "cluster_wait" in str(err)
+    t = Trace()
+    t.cluster_wait(0, 0, cluster=7)
+    assert bad(t).rule == "cluster-wait"
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_arrive_relaxed(0, 0, cluster=7, arg=2)
+    err = bad(t)
+    assert err.rule == "cluster-wait" and err.row == 1 and "again" in str(err)
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=0)
+    assert bad(t).rule == "barrier-count"

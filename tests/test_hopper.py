@@ -159,3 +159,40 @@ def test_cluster_barrier_bad_input():
     t = Trace()
     t.cluster_arrive(0, 0, cluster=7, arg=0)
     assert bad(t).rule == "barrier-count"
+
+
+# -- engine == reference on generated traces with the new ops -----------------
+@settings(max_examples=400, **SETTINGS)
+@given(events=traces(async_ops=True, hopper=True), data=st.data())
+def test_engine_matches_reference_with_hopper_ops(events, data):
+    assert_agree(events, data.draw(split_rows(events)))
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(events=traces(async_ops=True, hopper=True, max_events=200, max_launches=3),
+       data=st.data())
+def test_engine_matches_reference_with_hopper_ops_while_growing(events, data):
+    assert_agree(events, data.draw(split_rows(events)), sizes=TINY)
+
+
+def test_generated_traces_hold_the_hopper_ops():
+    """The generator reaches every op it is given, completed cluster
+    generations and waits held until the last arrival included."""
+    from hypothesis import find
+
+    def has(*ops):
+        return lambda evs: {int(o) for o in ops} <= {e["op"] for e in evs}
+
+    find(traces(hopper=True), has(Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED, Op.CLUSTER_WAIT,
+                                  Op.MBAR_ARRIVE_DROP))
+
+    def held_then_run(evs):
+        result = assert_agree(evs, [])
+        if isinstance(result, TraceError):
+            return False
+        waits = [i for i, e in enumerate(evs) if e["op"] == Op.CLUSTER_WAIT]
+        return any(any(f["op"] in (Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED) and
+                       (f["block"], f["thread"]) != (evs[w]["block"], evs[w]["thread"])
+                       for f in evs[w + 1:]) for w in waits)
+
+    find(traces(hopper=True), held_then_run, settings=settings(max_examples=2000, **SETTINGS))

@@ -42,7 +42,7 @@ PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS = "proxy_steps", "proxy_write", "proxy_gr
 # thread held in cluster_wait runs again after the generation's last arrival)
 # and mbarrier arrive-and-drop.
 HOPPER_OPS = [Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED, Op.CLUSTER_WAIT, Op.CLUSTER_WAIT,
-              Op.MBAR_ARRIVE_DROP]
+              Op.MBAR_ARRIVE_DROP, Op.BULK_COPY_PEER]
 SYNC_MACROS = [RELEASE, ACQUIRE]
 ASYNC_MACROS = [TMA_READ, CP_TO_PROXY, PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS]
 PROXY_WINDOW = 48  # shared [48, 64): CP_TO_PROXY's and the PROXY_* macros'
@@ -278,15 +278,16 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
             elif op == Op.CLUSTER_WAIT:
                 if (block, thread) not in arrived and draw(st.integers(0, 20)) != 0:
                     continue
-            elif op in (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE):
+            elif op in (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER):
                 ev["size"] = draw(st.sampled_from(copy_sizes))
                 if op == Op.TMA_STORE:
                     ev.update(space=0, addr=draw(addrs), space2=1, addr2=draw(addrs))
                 else:
-                    ev.update(space=1, addr=draw(addrs), space2=0, addr2=draw(addrs))
+                    ev.update(space=1, addr=draw(addrs), space2=int(op == Op.BULK_COPY_PEER),
+                              addr2=draw(addrs))
                     if n_blocks > 1 and draw(st.integers(0, 3)) == 0:
                         ev["peer"] = draw(st.integers(0, n_blocks - 1))
-                if op == Op.TMA_LOAD:
+                if op in (Op.TMA_LOAD, Op.BULK_COPY_PEER):
                     ev["obj"] = draw(st.sampled_from([64, 72]))
             elif op in (Op.CP_ASYNC_WAIT, Op.BULK_WAIT):
                 ev["arg"] = draw(st.integers(0, 2))

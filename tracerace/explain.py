@@ -23,7 +23,8 @@ from .ops import Op, HazardKind, Scope, Space
 NO_GENERATION = -1
 """``bar_gen``/``prev_bar_gen`` of an agent that completed no barrier yet."""
 
-COPY_OPS = frozenset({int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE)})
+COPY_OPS = frozenset({int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE),
+                      int(Op.BULK_COPY_PEER)})
 """Ops whose memory access is made by an async agent, reported at the issue row."""
 
 KIND_TITLES = {

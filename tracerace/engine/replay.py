@@ -125,7 +125,8 @@ def replay(c, row0, start, t, gpos):
             return E_BARRIER_ORDER, i
         if size > 0 and (size >= (np.int64(1) << sv[SV_PAGE_SHIFT]) or
                          sv[SV_PAGE_LAUNCH] == launch) and (
-                op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE):
+                op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or
+                op == O.BULK_COPY_PEER):
             if not page_room(op, np.int64(c.space[i]), np.int64(c.addr[i]), size,
                              np.int64(c.space2[i]), np.int64(c.addr2[i]), np.int64(c.peer[i]),
                              block, a, sv, t.nodes, t.gran, t.ivs, t.pst):
@@ -177,7 +178,7 @@ def replay(c, row0, start, t, gpos):
             status = on_cp_wait(t, c, i, ev, a, epoch)
         elif op == O.BULK_WAIT:
             status = on_bulk_wait(t, c, i, ev, a, epoch)
-        elif op == O.TMA_LOAD:
+        elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER:
             status = on_tma_load(t, c, i, ev, a, epoch)
         elif op == O.MBAR_INIT:
             status = on_mbar_init(t, c, i, ev, a, epoch)

@@ -122,6 +122,7 @@ HANDLERS: dict[int, Callable] = {
     O.CP_ASYNC_COMMIT: ReferenceChecker.on_cp_commit,
     O.CP_ASYNC_WAIT: ReferenceChecker.on_cp_wait,
     O.TMA_LOAD: ReferenceChecker.on_tma_load,
+    O.BULK_COPY_PEER: ReferenceChecker.on_tma_load,  # its shared source: the row's space2
     O.TMA_STORE: ReferenceChecker.on_tma_store,
     O.BULK_COMMIT: ReferenceChecker.on_bulk_commit,
     O.BULK_WAIT: ReferenceChecker.on_bulk_wait,

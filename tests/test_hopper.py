@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracerace import reasons as R
+from tracerace.checker import reasons as R
 from tracerace.errors import TraceError
-from tracerace.ops import HazardKind as K
-from tracerace.ops import Op
+from tracerace.trace.ops import HazardKind as K
+from tracerace.trace.ops import Op
 
 from builders import Trace, columns
 from test_engine_agrees import SETTINGS, TINY, assert_agree, split_rows

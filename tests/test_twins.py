@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tracerace import reference
+from tracerace.checker import reference
 
 ENGINE = Path(__file__).resolve().parent.parent / "tracerace" / "engine"
 

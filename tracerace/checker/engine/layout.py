@@ -1,0 +1,234 @@
+"""The engine's state layout: every slot of the scalar vector ``sv``, the columns of each
+table, the finding and candidate columns, return codes and grow bits, in one place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...trace import badinput
+from ...trace import ops as O
+from ..findings import FINDING_DTYPE
+from ...trace.schema import SITE_NONE
+
+# ---------------------------------------------------------------------------
+# The scalar vector ``sv``: every slot, numbered once (``SV_FIELDS`` long).
+# Snapshots and their arena (clocks).
+SV_SNAP_N = 0       # snapshot ids handed out (high-water mark)
+SV_SNAP_FREE = 1    # head of the free-id list (linked through SN_START), -1 none
+SV_ARENA_TOP = 2
+SV_ARENA_LIVE = 3
+SV_STAMP = 4
+SV_SNAP_SERIAL = 5
+# Tables: rows in use, free lists, high-water marks.
+SV_GRAN_COUNT = 6
+SV_N_AGENTS = 7
+SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED = 8, 9, 10
+SV_ARR_TOP, SV_ARR_FREE, SV_ARR_USED = 11, 12, 13
+SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED = 14, 15, 16
+SV_AR_TOP, SV_AR_FREE, SV_AR_USED = 17, 18, 19
+SV_FEN_TOP = 20
+SV_GEN_N = 21
+SV_FQ_N = 22
+SV_MB_N = 23
+SV_NFIND = 24
+SV_LAUNCH = 25
+SV_GROW = 26  # the grow bits of the pools a NEED_GROW return asks for
+SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D = 27, 28, 29, 30  # what a bad-input return names
+SV_LOCK_N, SV_ATOM_N = 31, 32
+SV_IV_N = 33
+SV_PR_TOP, SV_ED_TOP = 34, 35
+# Granule sizes (shadow): the shared region (REGION_SHARED, with REGION_WIDE
+# in a launch of 16-byte granules); the global granule sizes any launch used
+# (GS_NARROW, GS_WIDE) and this launch's global region (0, or REGION_WIDE).
+SV_SHARED_REGION = 36
+SV_GLOBAL_SIZES = 37
+SV_GLOBAL_REGION = 38
+# The memory spaces this state checks (fence_spaces bits: 1 global, 2 shared,
+# 4 local): all of them, or, once a barrier orders only some memory, one of
+# the two views the driver runs side by side (see ``check.check_trace``).
+SV_VIEW = 39
+# Pages (pages, RUNS): the page size's shift, and the last launch that made a
+# run of pages (-1: none yet).
+SV_PAGE_SHIFT = 40
+SV_PAGE_LAUNCH = 41
+# Launch boundaries the kernel crosses itself (``launches``): the slots each
+# launch's hash maps start with (``Sizes.maps``), and the shared granule
+# shift every launch is given (-1: chosen per launch).
+SV_MAPS_CAP = 42
+SV_FIXED_SHARED = 43
+SV_FIELDS = 44
+VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
+
+# Agents.
+# The first eight fields are what every access reads (finding the agent, its
+# clock, its barrier position for the node it makes): with rows of 24 fields
+# (three aligned cache lines; the tables are page-aligned) an access touches
+# one line of its agent's row. Rows of 22 fields, hot fields spread over the
+# first ten, touched two and often three lines: the pipeline benchmark sweeps
+# ~17k agents (~3 MB) per instruction of its lockstep schedule, so each event
+# missed the caches there.
+(AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_KIND, AG_BLOCKED, AG_BAROBJ, AG_BARGEN,
+ AG_CLUSTER, AG_BLOCKNUM, AG_FENCES, AG_CP_OPEN, AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET,
+ AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT, AG_ACQ_SERIAL, AG_ISSUER, AG_MBAR,
+ AG_WEAK_AGENT, AG_WEAK_EPOCH, AG_WEAK_AUX, AG_WEAK_OBJ, AG_BARFENCE) = range(26)
+# Per scope level (WARP..DEVICE at offset scope - 1): the release fences
+# (base snapshot and epoch of the latest release fence of that scope or
+# wider; base -1: none) and the releases read by relaxed atomics waiting for
+# an acquire fence (a snapshot per reach; 0: none).
+N_LEVELS = 4
+AG_FREL_BASE = 26
+AG_FREL_EPOCH = AG_FREL_BASE + N_LEVELS
+AG_PACQ = AG_FREL_EPOCH + N_LEVELS
+# A thread's cluster-barrier arrival not yet waited for: its generation's
+# slot + 1 while the generation is open (0: none), and the snapshot the
+# generation completed with once it has (-1: none).
+AG_CL_PEND = AG_PACQ + N_LEVELS
+AG_CL_DONE = AG_CL_PEND + 1
+AG_FIELDS = 40  # five aligned cache lines
+assert AG_CL_DONE < AG_FIELDS
+KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
+# AG_FENCES heads the agent's log in ``fen``: fence_proxy_async epochs for a
+# thread, retiring waits for a cp.async agent, phases for a TMA agent (below).
+# AG_ISSUER: an async agent's thread; AG_MBAR: a TMA agent's mbarrier address.
+# AG_WEAK_*: the last release the thread's atomics read without synchronizing
+# (releaser, its epoch, reasons.weak_sync_aux, the address; agent -1: none).
+# AG_BARFENCE: the fence_spaces of its arrival at the generation AG_BARGEN.
+
+# Barrier generations, one slot per (kind, block, obj) key, reused per generation.
+(GN_OPEN, GN_ARG, GN_MASK, GN_COUNT, GN_ARRIVALS, GN_NUMBER, GN_BAROBJ, GN_KEYOBJ,
+ GN_F_ROW, GN_F_LAUNCH, GN_F_BLOCK, GN_F_THREAD, GN_F_OP, GN_F_TS, GN_F_SITE,
+ GN_L_ROW, GN_L_LAUNCH, GN_L_BLOCK, GN_L_THREAD, GN_L_OP, GN_L_TS, GN_L_SITE, GN_L_OBJ) = range(23)
+GN_FIELDS = 23
+
+# Arrivals (barrier generations and mbarrier phases).
+AR_NEXT, AR_BASE, AR_AGENT, AR_EPOCH, AR_FLAG = range(5)
+AR_FIELDS = 5
+ARF_WAITER, ARF_TMA = 1, 2
+ARF_NOJOIN = 4  # a barrier arrival that does not fence this view's memory: no clock given or taken
+ARF_CLUSTER = 8  # a cluster-barrier arrival: its thread takes the clock when it waits
+ARF_FENCE_SHIFT = 4  # a barrier arrival's fence_spaces, in its flag
+
+# Signals queued on a flag.
+(SG_NEXT, SG_COUNT, SG_BASE, SG_AGENT, SG_EPOCH, SG_ROW, SG_SITE, SG_LAUNCH, SG_BLOCK, SG_THREAD,
+ SG_TS) = range(11)
+SG_FIELDS = 11
+# A signal's clock (SG_BASE, SG_AGENT) and a flag's pairings (FQ_PAIRS) are
+# of their launch only (SG_LAUNCH, FQ_PAIRS_LAUNCH): read from a later launch
+# they are empty, so a launch boundary does not walk every flag and signal.
+FQ_HEAD, FQ_TAIL, FQ_TOTAL, FQ_PAIRS, FQ_EDGES, FQ_PAIRS_LAUNCH = range(6)
+FQ_FIELDS = 6
+
+# sync_alias: FIFO pairings of this launch, and (signal site, wait site) edges.
+(PR_NEXT, PR_S_ROW, PR_S_SITE, PR_S_AGENT, PR_S_EPOCH, PR_W_SITE, PR_W_AGENT, PR_W_EPOCH,
+ PR_S_LAUNCH, PR_S_BLOCK, PR_S_THREAD, PR_S_TS) = range(12)
+PR_FIELDS = 12
+ED_NEXT, ED_S, ED_W = range(3)
+ED_FIELDS = 3
+
+# mbarriers.
+(MB_VALID, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_ARRIVALS, MB_DONE0, MB_DONE1,
+ MB_I_ROW, MB_I_LAUNCH, MB_I_BLOCK, MB_I_THREAD, MB_I_OP, MB_I_TS, MB_I_SITE, MB_INITS,
+ MB_TMA0, MB_TMA1) = range(18)
+MB_FIELDS = 18
+# MB_INITS: mbar_inits so far (a phase is known by (init number << 32) | phase).
+# MB_TMA0/1: per parity, the tma_loads (arrival records: agent, load number)
+# that completed the latest completed phase, until a wait retires them.
+
+# The clock-value workspace ``cvs`` (rows: at least the arrival, signal and
+# releasing-atomic pools', so a join of any of them fits): merge_many reads
+# CV_BASE/CV_AGENT/CV_EPOCH; a wait also lists the signal records it took.
+CV_CONS, CV_USED = 3, 4
+CV_FIELDS = 5
+
+# Releasing atomics per address.
+RL_NEXT, RL_SCOPE, RL_AGENT, RL_BASE, RL_EPOCH = range(5)
+RL_FIELDS = 5
+
+# Agent logs, newest first (head: AG_FENCES):
+# - thread: fence_proxy_async, at FN_EPOCH;
+# - cp.async agent: waits that retired groups: FN_EPOCH the issuer's epoch at
+#   the wait, FN_VAL the groups retired up to, FN_AUX the wait's site;
+# - TMA agent: phases its loads complete: FN_EPOCH the first load number in
+#   the phase, FN_VAL the phase key, FN_AUX 1 once a wait returned on it.
+FN_NEXT, FN_EPOCH, FN_VAL, FN_AUX = range(4)
+FN_FIELDS = 4
+
+NF = len(FINDING_DTYPE.names)
+F = {name: i for i, name in enumerate(FINDING_DTYPE.names)}
+# One more column past the finding's fields: its rank among candidates
+# (prev is a write, 2; this access writes, 1), which the driver needs to merge
+# the findings of two views.
+F_RANK = NF
+(F_KIND, F_SEVERITY, F_ROW, F_LAUNCH, F_BLOCK, F_THREAD, F_OP, F_TS, F_SITE, F_PREV_ROW,
+ F_PREV_LAUNCH, F_PREV_BLOCK, F_PREV_THREAD, F_PREV_OP, F_PREV_TS, F_PREV_SITE, F_PREV_ASYNC,
+ F_SPACE, F_OWNER, F_ADDR, F_SIZE, F_OBJ, F_BAR_OBJ, F_BAR_GEN, F_PREV_BAR_OBJ, F_PREV_BAR_GEN,
+ F_CODE, F_AUX) = range(NF)
+
+# Candidate slots per hazard kind for the current event.
+(C_VALID, C_PREV_ROW, C_PW, C_AW, C_PREV_BLOCK, C_PREV_THREAD, C_PREV_OP, C_PREV_TS,
+ C_PREV_SITE, C_PREV_ASYNC, C_PREV_BAR, C_PREV_BARGEN, C_SPACE, C_OWNER, C_LO, C_HI, C_CODE,
+ C_AUX, C_BAR, C_BARGEN, C_OBJ) = range(21)
+C_FIELDS = 21
+N_KINDS = len(O.HazardKind)  # a candidate row per kind
+
+# Return codes.
+OK, NEED_GROW, NEW_LAUNCH = 0, 1, 2
+# Bad input: the kernel returns the rule's code and leaves the values its
+# message reads in SV_ERR_A.. (in the order of the rule's ``fields``).
+E_BARRIER_ORDER = badinput.BARRIER_ORDER.code
+E_WAIT = badinput.WAIT_WITHOUT_SIGNAL.code
+E_BAR_COUNT = badinput.BARRIER_COUNT.code
+E_WARP_MASK = badinput.EMPTY_WARP_MASK.code
+E_LAUNCH_ORDER = badinput.LAUNCH_ORDER.code
+E_MBAR_COUNT = badinput.MBARRIER_COUNT.code
+E_WAIT_GROUP = badinput.WAIT_GROUP.code
+E_SIGNAL_OVERFLOW = badinput.SIGNAL_OVERFLOW.code
+E_TX_OVERFLOW = badinput.TX_OVERFLOW.code
+E_CLUSTER_ORDER = badinput.CLUSTER_ORDER.code
+E_CLUSTER_COUNT = badinput.CLUSTER_COUNT.code
+E_CLUSTER_AGAIN = badinput.CLUSTER_ARRIVE_AGAIN.code
+E_CLUSTER_WAIT = badinput.CLUSTER_WAIT_ALONE.code
+COUNT_MAX = np.int64(badinput.COUNT_MAX)
+"""The largest pending-signal or transaction count (the format's int64 ``arg``)."""
+COUNT_MIN = np.int64(badinput.COUNT_MIN)
+
+# Grow bits.
+(GR_AGENTS, GR_SNAPS, GR_ARENA, GR_NODES, GR_GRAN, GR_GENS, GR_ARR, GR_SIG, GR_FQ, GR_MB,
+ GR_RL, GR_FEN, GR_FIND, GR_AMAP, GR_BMAP, GR_MMAP, GR_FMAP, GR_LMAP, GR_XMAP) = (
+    1 << i for i in range(19))
+GR_IV = 1 << 19
+GR_PR = 1 << 20
+GR_ED = 1 << 21
+
+WARP_BARRIER = -2
+CLUSTER_BARRIER = -3  # GN_BAROBJ of a cluster barrier's generation
+SITE_NONE_I = np.int64(SITE_NONE)
+
+WARNING = int(O.Severity.WARNING)
+
+
+def _slots_are_disjoint() -> None:
+    """Every ``SV_*`` slot is numbered once and lies below ``SV_FIELDS``."""
+    slots = {name: value for name, value in globals().items()
+             if name.startswith("SV_") and name != "SV_FIELDS"}
+    taken: dict[int, str] = {}
+    for name, value in slots.items():
+        assert 0 <= value < SV_FIELDS, f"{name} = {value} is outside sv"
+        assert value not in taken, f"{name} and {taken[value]} share slot {value}"
+        taken[value] = name
+    assert len(taken) == SV_FIELDS, f"sv slots {sorted(set(range(SV_FIELDS)) - set(taken))} unused"
+
+
+_slots_are_disjoint()
+
+
+def _finding_columns_match() -> None:
+    """``F_<FIELD>`` is the column of every ``FINDING_DTYPE`` field, and ``F_RANK`` the
+    one past them."""
+    for name, column in F.items():
+        assert globals().get(f"F_{name.upper()}") == column, f"F_{name.upper()} != {column}"
+    assert F_RANK == NF
+
+
+_finding_columns_match()

@@ -4,8 +4,6 @@ traces that use them."""
 
 from __future__ import annotations
 
-import numpy as np
-import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +13,7 @@ from tracerace.errors import TraceError
 from tracerace.trace.ops import HazardKind as K
 from tracerace.trace.ops import Op
 
-from builders import Trace, columns
+from builders import Trace
 from test_engine_agrees import SETTINGS, TINY, assert_agree, split_rows
 from tracegen import traces
 

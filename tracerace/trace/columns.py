@@ -46,16 +46,19 @@ _COPIES = np.zeros(256, dtype=bool)
 _COPIES[[Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER, Op.BULK_REDUCE,
          Op.BULK_REDUCE_PEER]] = True
 
-# Rule ``op-space``: the memory of ``space``/``space2`` that an extension op
-# names (-1: the op leaves the column free).
 NO_SPACE = -1
+OP_SPACES: dict[Op, tuple[int, int]] = {
+    Op.BULK_COPY_PEER: (Space.SHARED, Space.SHARED),
+    Op.BULK_REDUCE: (Space.GLOBAL, Space.SHARED),
+    Op.BULK_REDUCE_PEER: (Space.SHARED, Space.SHARED),
+    Op.ST_ASYNC: (Space.SHARED, NO_SPACE),
+    Op.RED_ASYNC: (Space.SHARED, NO_SPACE),
+}
+"""Rule ``op-space``: the ``space`` and ``space2`` an extension op's rows must
+hold (``NO_SPACE``: the op leaves the column free)."""
 _SPACE_OF = np.full(256, NO_SPACE, dtype=np.int16)
 _SPACE2_OF = np.full(256, NO_SPACE, dtype=np.int16)
-for _op, _space, _space2 in ((Op.BULK_COPY_PEER, Space.SHARED, Space.SHARED),
-                             (Op.BULK_REDUCE, Space.GLOBAL, Space.SHARED),
-                             (Op.BULK_REDUCE_PEER, Space.SHARED, Space.SHARED),
-                             (Op.ST_ASYNC, Space.SHARED, NO_SPACE),
-                             (Op.RED_ASYNC, Space.SHARED, NO_SPACE)):
+for _op, (_space, _space2) in OP_SPACES.items():
     _SPACE_OF[_op] = _space
     _SPACE2_OF[_op] = _space2
 ADDRESS_END = (1 << 64) - 1

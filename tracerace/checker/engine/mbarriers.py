@@ -188,7 +188,6 @@ def on_mbar_init(t, c, i, ev, a, epoch):
 @jit_leaf
 def on_mbar_arrive(t, c, i, ev, a, epoch):
     """An arrival of ``arg`` counts (1 if 0); more than are pending is a misuse."""
-    mbs = t.mbs
     mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))
     if not_initialized(t, c, i, ev, a, mslot):
         return

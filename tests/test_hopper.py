@@ -197,3 +197,111 @@ def test_generated_traces_hold_the_hopper_ops():
         return False
 
     find(traces(hopper=True), held_then_run, settings=quick)
+
+
+# -- bulk copies completing bytes on an mbarrier --------------------------------
+def bulk_to_peer(op: Op, wait: bool) -> Trace:
+    """Block 0 copies 16 bytes into block 1's shared memory at Y, completing
+    them on block 1's mbarrier; a consumer of block 1 reads Y, after a wait
+    on the phase or not. (A tma_load reads global memory; bulk_copy_peer
+    reads block 0's shared X, written first.)"""
+    t = Trace()
+    t.mbar_init(1, 0, cluster=7, obj=MBAR, arg=1)
+    t.mbar_expect_tx(1, 0, cluster=7, obj=MBAR, arg=16)  # arrive.expect_tx: bytes first
+    t.mbar_arrive(1, 0, cluster=7, obj=MBAR)
+    if op == Op.BULK_COPY_PEER:
+        t.write(0, 0, cluster=7, space=1, addr=X, size=16)
+    else:
+        t.init(0, 0, cluster=7, space=0, addr=4096, size=16)
+    t.fence_proxy_async(0, 0, cluster=7)
+    source = dict(space2=1, addr2=X) if op == Op.BULK_COPY_PEER else dict(space2=0, addr2=4096)
+    t.ev(op, 0, 0, cluster=7, space=1, peer=1, addr=Y, size=16, obj=MBAR, **source)
+    if wait:
+        t.mbar_wait(1, 1, cluster=7, obj=MBAR, arg=0)
+    t.read(1, 1, cluster=7, space=1, addr=Y, size=4)
+    return t
+
+
+@pytest.mark.parametrize("op", [Op.TMA_LOAD, Op.BULK_COPY_PEER])
+def test_bulk_copy_into_a_peer_fixed_by_the_wait(op):
+    assert findings(bulk_to_peer(op, wait=True)) == set()
+
+
+@pytest.mark.parametrize("op", [Op.TMA_LOAD, Op.BULK_COPY_PEER])
+def test_bulk_copy_into_a_peer_racy_without_the_wait(op):
+    result = assert_agree(bulk_to_peer(op, wait=False).events, [])
+    f = result.findings
+    assert result.triples() == [(6, int(K.ASYNC_INFLIGHT), 5)]
+    assert (f["code"][0], f["obj"][0]) == (R.INFLIGHT_TMA_LOAD, MBAR)
+
+
+def test_bulk_copy_peer_reads_its_source_by_the_async_proxy():
+    """Without fence.proxy.async after the generic write of the source, the
+    copy's read of it is a proxy_fence hazard."""
+    t = bulk_to_peer(Op.BULK_COPY_PEER, wait=True)
+    del t.events[4]  # the fence
+    assert findings(t) == {(4, int(K.PROXY_FENCE), 3)}
+
+
+def multicast(blocks_waiting: tuple[int, ...]) -> Trace:
+    """One multicast TMA load by block 0 into blocks 0 and 1 of cluster 7 (a
+    tma_load row per destination, format section 9); each block's consumer
+    reads its copy, after waiting on its own mbarrier when listed."""
+    t = Trace()
+    for b in (0, 1):
+        t.mbar_init(b, 0, cluster=7, obj=MBAR, arg=1)
+        t.mbar_expect_tx(b, 0, cluster=7, obj=MBAR, arg=16)
+        t.mbar_arrive(b, 0, cluster=7, obj=MBAR)
+    t.init(0, 0, cluster=7, space=0, addr=4096, size=16)
+    for b in (0, 1):
+        t.events.append(dict(op=int(Op.TMA_LOAD), launch=0, block=0, thread=0, cluster=7,
+                             ts=len(t.events) and t.events[-1]["ts"], peer=b, space=1, addr=Y,
+                             size=16, space2=0, addr2=4096, obj=MBAR))
+    for b in (0, 1):
+        if b in blocks_waiting:
+            t.mbar_wait(b, 1, cluster=7, obj=MBAR, arg=0)
+        t.read(b, 1, cluster=7, space=1, addr=Y, size=4)
+    return t
+
+
+def test_multicast_fixed_each_block_waits_on_its_own_mbarrier():
+    assert findings(multicast((0, 1))) == set()
+
+
+def test_multicast_racy_a_block_that_does_not_wait():
+    assert findings(multicast((0,))) == {(11, int(K.ASYNC_INFLIGHT), 8)}
+
+
+def test_op_space_is_checked_by_the_reader(tmp_path):
+    from typer.testing import CliRunner
+
+    from tracerace.cli import app
+    from tracerace.trace.writer import write_table
+
+    path = tmp_path / "t.arrow"
+    write_table(path, dict(ts=[0, 1], op=["write", "bulk_copy_peer"], launch=0, block=0,
+                           thread=0, space=[1, 1], space2=[0, 0], addr=[0, 16], size=4, obj=64))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    line = result.stderr if result.stderr_bytes else result.output
+    assert f"{path}: row 1: op-space: bulk_copy_peer needs space 1 (shared) and space2 1 " \
+           "(shared); the row has space 1 and space2 0" in line
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("op", ["bulk_reduce", "bulk_reduce_peer", "st_async", "red_async",
+                                "cp_async_mbar_arrive", "cp_async_mbar_arrive_noinc"])
+def test_ops_the_checkers_do_not_replay_are_refused_by_name(tmp_path, op):
+    from typer.testing import CliRunner
+
+    from tracerace.cli import app
+    from tracerace.trace.writer import write_table
+
+    path = tmp_path / "t.arrow"
+    space = 0 if op == "bulk_reduce" else 1
+    write_table(path, dict(ts=[0, 1], op=["write", op], launch=0, block=0, thread=0,
+                           space=[1, space], space2=1, addr=[0, 16], size=4, obj=64))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{path}: row 1: unknown-op: op code {int(Op[op.upper()])} ({op}) is defined by " \
+           "trace format v1 but this version of tracerace does not check it yet" in result.output

@@ -305,3 +305,16 @@ def test_ops_the_checkers_do_not_replay_are_refused_by_name(tmp_path, op):
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert f"{path}: row 1: unknown-op: op code {int(Op[op.upper()])} ({op}) is defined by " \
            "trace format v1 but this version of tracerace does not check it yet" in result.output
+
+
+def test_a_cluster_barrier_mismatch_is_worded_for_the_cluster():
+    from tracerace.report.explain import explain
+    from tracerace.report.hints import hint
+
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_wait(0, 0, cluster=7)
+    f = assert_agree(t.events, []).findings[0]
+    assert explain(f).startswith("the barrier of cluster 7 ends the trace with an incomplete "
+                                 "generation: only 1 arrival")
+    assert "every thread of cluster 7 arrive at the cluster barrier" in hint(f).text

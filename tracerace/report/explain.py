@@ -259,8 +259,14 @@ def _sync_alias(v: _View) -> str:
             f"this wait's own signal); give each handoff its own object")
 
 
+CLUSTER_ARRIVALS = frozenset({int(Op.CLUSTER_ARRIVE), int(Op.CLUSTER_ARRIVE_RELAXED)})
+
+
 def _barrier_mismatch(v: _View) -> str:
-    where = f"barrier {v.obj} of block {v.block}"
+    if v.op in CLUSTER_ARRIVALS:  # obj: the cluster
+        where = f"the barrier of cluster {v.obj}"
+    else:
+        where = f"barrier {v.obj} of block {v.block}"
     if v.launch != 0:
         where += f" in launch {v.launch}"
     if v.code == reasons.BAR_ARG_DISAGREES:

@@ -130,5 +130,5 @@ def test_prose_names_every_column_op_and_rule():
     for rule in ("no-such-file", "not-arrow", "version", "metadata", "missing-column",
                  "wrong-type", "bad-value", "unknown-op", "ts-decreasing", "site-range",
                  "address-overflow", "launch-order", "barrier-order", "barrier-count",
-                 "wait-without-signal", "mbarrier-count"):
+                 "wait-without-signal", "mbarrier-count", "op-space", "cluster-wait"):
         assert f"`{rule}`" in text

@@ -496,7 +496,7 @@ def page_room(op, space, addr, size, space2, addr2, peer, block, a, sv, nodes, g
     pools lack the room it may need."""
     g, n, r = owned_need(gran, nodes, sv, ivs, pst, region_of(space, peer, a, sv), space,
                          peer, addr, size)
-    if op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE:
+    if op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or op == O.BULK_COPY_PEER:
         g2, n2, r2 = owned_need(gran, nodes, sv, ivs, pst, region_of(space2, block, a, sv),
                                 space2, block, addr2, size)
         g += g2

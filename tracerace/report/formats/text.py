@@ -19,7 +19,8 @@ BINARY = False
 
 STYLES = {"error": "bold red", "warning": "bold yellow", "clean": "bold green",
           "kind": "bold", "site": "cyan", "label": "dim", "note": "dim"}
-"""The rich style of each role a span of the report's text has (:data:`~tracerace.report.model.Line`)."""
+"""The rich style of each role a span of the report's text has
+(:data:`~tracerace.report.model.Line`)."""
 
 
 def write(report: Report, stream: IO[str]) -> None:

@@ -32,7 +32,7 @@ def write(report: Report, stream: IO[str]) -> None:
         for lines in report.text_blocks():
             for line in lines:
                 console.print(styled(line))
-    else:  # no rich objects: a hundred groups of six lines cost ~7 ms through them
+    else:  # no rich objects: they cost time per line and style nothing here
         for lines in report.text_blocks():
             stream.write("".join("".join(text for text, _ in line) + "\n" for line in lines))
 

@@ -30,9 +30,9 @@ OPTIONS = dict(cache=True, nogil=True, boundscheck=BOUNDSCHECK, error_model="num
 # spills). No index in tracerace's kernels is negative (-1 is a sentinel that
 # is tested, never used as an index; ``TRACERACE_BOUNDSCHECK=1`` turns a
 # negative index into an IndexError, since the bounds check then sees the raw
-# value), so their code is lowered without it (what that saves, measured with
-# bench.icount: bench/README.md, "Instructions per event"). Numba offers no option for this; its lowering asks
-# ``fix_integer_index`` for every integer index, so that is wrapped, and the
+# value), so their code is lowered without it (what that saves: bench/README.md,
+# "Figures behind the code's choices"). Numba offers no option for this; its
+# lowering asks ``fix_integer_index`` for every integer index, so that is wrapped, and the
 # wrapper changes only code compiled from this package's modules: functions
 # whose mangled name starts with ``_ZN9tracerace`` (a helper inlined at IR
 # level lowers into its caller's function; NumPy routines such as
@@ -74,7 +74,8 @@ _install_no_wraparound()
 #   each compiled and typed once; only the access path's two functions are
 #   inlined at IR level (``jit_inline_ir``).
 # - A constant argument is typed as a literal (``Literal[int](0)``), and each
-#   literal value compiled a new specialization of the callee.  ``_Kernel`` types arguments by their plain types.
+#   literal value compiled a new specialization of the callee. ``_Kernel``
+#   types arguments by their plain types.
 # - Every compiled function gets a Python entry (the "cpython wrapper", which
 #   unboxes each array argument) and a C entry ("cfunc wrapper"), each an
 #   LLVM module optimized and compiled to machine code. Only the kernels

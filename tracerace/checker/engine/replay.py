@@ -49,8 +49,8 @@ Event = namedtuple("Event", "row launch block thread op ts site size")
 # compaction, which sorts, runs in the driver), so it is compiled without NRT.
 # ``on_access`` and the granule path are inlined into it (``jit_inline_ir``,
 # their helpers ``jit_inline``): a call passes every array argument as a
-# struct of ~8 words, ~100 pushes per access. The other handlers are leaves of their own, called with
-# ``Tables`` (LLVM inlines most of them here, each having one call site):
+# struct of ~8 words, ~100 pushes per access. The other handlers are leaves
+# of their own, called with ``Tables`` (LLVM inlines most of them here, each having one call site):
 # fewer instructions per event than with them inlined into ``replay`` at IR
 # level or gathered into one leaf (bench/README.md has the figures).
 @jit_kernel

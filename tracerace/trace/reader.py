@@ -332,7 +332,7 @@ def _open(source, *, batch_size: int, check_values: bool) -> TraceReader:
         return _open_arrow(source.schema, "batch", source.num_rows,
                            lambda: iter([source]), batch_size, check_values)
     if isinstance(source, pa.RecordBatchReader):
-        used = []
+        used: list[bool] = []
 
         def once() -> Iterator[pa.RecordBatch]:
             if used:
@@ -509,7 +509,7 @@ def _open_once(raw, name: str, batch_size: int, check_values: bool) -> TraceRead
     except _ARROW_FAILURES:
         source.close()
         raise fail("not an Arrow IPC stream or IPC file") from None
-    used = []
+    used: list[bool] = []
 
     def once() -> Iterator[pa.RecordBatch]:
         if used:

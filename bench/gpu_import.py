@@ -41,7 +41,8 @@ HEADER = """-kernel name = _Z12tiled_matmulPKfS0_Pfi
 -accelsim tracer version = 5
 -enable lineinfo = 0
 
-#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] mem_width [adrrescompress?] [mem_addresses] immediate
+#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] \
+mem_width [adrrescompress?] [mem_addresses] immediate
 
 """
 

@@ -57,7 +57,8 @@ def parse_size(label: str) -> int:
     try:
         n = int(float(label))
     except ValueError:
-        raise argparse.ArgumentTypeError(f"size {label!r}: give smoke or a number such as 1e6")
+        raise argparse.ArgumentTypeError(
+            f"size {label!r}: give smoke or a number such as 1e6") from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"size {label!r} must be positive")
     return n
@@ -79,7 +80,8 @@ def generator_version() -> str:
 
 
 def engine_version() -> str:
-    """A hash of the checker's kernels, so results of different engine versions can be told apart."""
+    """A hash of the checker's kernels, so results of different engine versions can be
+    told apart."""
     digest = hashlib.sha256()
     for path in [*sorted((ROOT / "tracerace" / "engine").glob("*.py")),
                  ROOT / "tracerace" / "reader.py"]:

@@ -262,7 +262,7 @@ def pipeline(w: TraceWriter, em: Emitter, n: int, rng, *, stages: int = 3, wave:
         ty, tx = t // 16, t % 16
         common = dict(launch=0, block=blk, thread=t)
 
-        def issue(kslice: int) -> None:
+        def issue(kslice: int, t=t, by=by, bx=bx, common=common) -> None:
             stage = (kslice % stages) * STAGE
             em.emit(op=CP_ASYNC, space=SHARED, size=16, space2=GLOBAL, site=s_cp_a,
                     addr=stage + t * 16,
@@ -459,7 +459,6 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
     per_phase = max(1, (n - 4 * workers) // phases // seg)
     for p in range(phases):
         kids = 1 + p * threads + np.arange(threads)
-        main = dict(launch=0, block=0, thread=0)
         # fork: the parent's signal, then each child's first event, its wait
         em.emit(op=np.array([SIGNAL, WAIT])[None, :], obj=FORK_FLAG + kids[:, None], arg=1,
                 site=np.array([s_fork, s_start])[None, :], launch=0, block=0,

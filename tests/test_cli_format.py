@@ -113,7 +113,7 @@ def naive_info(cols: dict) -> dict:
             use["lo"] = addr if use["lo"] is None else min(use["lo"], addr)
             use["hi"] = addr + size if use["hi"] is None else max(use["hi"], addr + size)
 
-    for op, launch, block, thread, space, addr, size, addr2, space2 in rows:
+    for op, _launch, _block, _thread, space, addr, size, addr2, space2 in rows:
         if op in (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT):
             touch(space, addr, size)
         elif op == Op.CP_ASYNC:

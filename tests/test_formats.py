@@ -73,14 +73,14 @@ def test_text_groups_errors_first_with_example_bytes_and_why():
 
 def test_text_merges_adjacent_byte_ranges_into_element_slices():
     rep = report(*(raw(10 + j, 1, addr=out_addr(0, j)) for j in range(8)))
-    bytes_line = next(l for l in rendered(rep, "text").splitlines() if "bytes:" in l)
+    bytes_line = next(line for line in rendered(rep, "text").splitlines() if "bytes:" in line)
     assert bytes_line == "  bytes:   out[0, 0:8]"
 
 
 def test_text_lists_a_few_locations_then_a_count():
     rep = report(*(raw(10 + j, 1, addr=out_addr(j % 4, 2 * (j // 4))) for j in range(8)))
     unwrapped = rendered(rep, "text").replace("\n" + " " * 11, " ")
-    bytes_line = next(l for l in unwrapped.splitlines() if "bytes:" in l)
+    bytes_line = next(line for line in unwrapped.splitlines() if "bytes:" in line)
     assert bytes_line.endswith("out[0, 0], out[1, 0], out[2, 0], out[3, 0], out[0, 2], "
                                "out[1, 2], ... (8 byte ranges in all)")
 

@@ -269,7 +269,8 @@ MEASURE = """<script>
     svg.querySelectorAll(".earlier, .later").forEach(function (m) {
       marks.push(box(m.getBoundingClientRect()));
     });
-    out.timelines.push({view: box(div.getBoundingClientRect()), svg: box(svg.getBoundingClientRect()),
+    out.timelines.push({view: box(div.getBoundingClientRect()),
+                        svg: box(svg.getBoundingClientRect()),
                         texts: texts, accesses: marks});
   });
   var pre = document.createElement("pre");

@@ -1,4 +1,5 @@
-"""The modules of ``tracerace/`` import each other without a circle.
+"""The modules of ``tracerace/`` import each other without a circle, and
+each stage imports only the stages before it.
 
 The graph is read from the source with ``ast``: every ``import`` statement
 counts, wherever it is written (module level, inside a function, under
@@ -6,7 +7,7 @@ counts, wherever it is written (module level, inside a function, under
 ``a.b.c`` runs the package ``a.b`` first, so it counts as importing that
 package too (not the root ``tracerace``: its ``__init__`` is the public facade
 and loads nothing of the package until a name of it is used; nothing inside
-imports it). ``tracerace/checker/engine/`` is one node.
+imports it). Every module is a node of its own, the engine's included.
 """
 
 from __future__ import annotations
@@ -18,8 +19,35 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "tracerace"
 
-ONE_NODE = ("tracerace.checker.engine",)
-"""Packages read as one node: their modules' imports of each other are not edges."""
+STAGES = {
+    "tracerace.errors": "leaf", "tracerace.version": "leaf", "tracerace.stopping": "leaf",
+    "tracerace.shown": "leaf",
+    "tracerace.trace": "trace", "tracerace.checker": "checker", "tracerace.group": "group",
+    "tracerace.report": "report", "tracerace.api": "api", "tracerace.cli": "cli",
+    "tracerace.__main__": "cli", "tracerace.record": "record", "tracerace.convert": "convert",
+    "tracerace.scenarios": "scenarios", "tracerace.examples": "examples",
+    "tracerace.pytest_plugin": "plugin",
+}
+"""The stage of every module, by the longest prefix of its name."""
+
+MAY_IMPORT = {
+    "leaf": set(),
+    "trace": {"leaf"},
+    "checker": {"leaf", "trace"},
+    "group": {"leaf", "trace", "checker"},
+    "report": {"leaf", "trace", "checker", "group"},
+    "api": {"leaf", "trace", "checker", "group", "report"},
+    "cli": {"leaf", "trace", "checker", "group", "report", "api", "record", "convert",
+            "scenarios"},
+    "record": {"leaf", "trace"},
+    "convert": {"leaf", "trace"},
+    "scenarios": {"leaf", "trace"},
+    "examples": {"leaf", "scenarios"},
+    "plugin": {"leaf", "trace", "report", "record", "api"},
+}
+"""The stages each stage may import besides its own: the pipeline's order
+(trace < checker < group < report < api < cli), and the recorders, the
+importers and the incidents above the trace format only."""
 
 IMPORT_BY_NAME = {"tracerace/record/_program.py": "imports the recorded program's own module"}
 """Files that may call ``importlib.import_module`` on a name that is not a literal."""
@@ -32,20 +60,12 @@ def module_names(root: Path) -> dict[str, list[Path]]:
         parts = list(path.relative_to(root.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
-        nodes.setdefault(_node(".".join(parts)), []).append(path)
+        nodes.setdefault(".".join(parts), []).append(path)
     return nodes
-
-
-def _node(name: str) -> str:
-    for whole in ONE_NODE:
-        if name == whole or name.startswith(whole + "."):
-            return whole
-    return name
 
 
 def _resolve(name: str, nodes: dict[str, list[Path]]) -> str | None:
     """The node ``name`` (a module, or a name inside one) belongs to."""
-    name = _node(name)
     while name and name not in nodes:
         name = name.rpartition(".")[0]
     return name or None
@@ -127,6 +147,57 @@ def test_no_import_circle_among_the_modules():
     assert graph["tracerace.api"].keys() >= {"tracerace.report.model", "tracerace.checker.engine"}
     cycle = find_cycle(graph)
     assert cycle is None, "import circle:\n" + describe(graph, cycle)
+
+
+def stage(node: str) -> str | None:
+    """The stage of module ``node`` (None: the root package)."""
+    name = node
+    while name and name not in STAGES:
+        name = name.rpartition(".")[0]
+    return STAGES.get(name)
+
+
+def layer_breaches(graph: dict[str, dict[str, str]]) -> list[str]:
+    """Every import of a stage that its stage may not import."""
+    found = []
+    for node, targets in sorted(graph.items()):
+        own = stage(node)
+        for target, where in sorted(targets.items()):
+            theirs = stage(target)
+            if own is not None and theirs is not None and theirs != own \
+                    and theirs not in MAY_IMPORT[own]:
+                found.append(f"{node} ({own}) -> {target} ({theirs}) at {where}")
+    return found
+
+
+def test_every_module_has_a_stage():
+    assert [node for node in module_names(PACKAGE) if node != "tracerace" and stage(node) is None] \
+        == []
+
+
+def test_each_stage_imports_only_the_stages_before_it():
+    assert layer_breaches(import_graph(PACKAGE)) == []
+
+
+def test_the_engine_modules_are_nodes_of_their_own():
+    graph = import_graph(PACKAGE)
+    assert "tracerace.checker.engine.state" in graph
+    assert "tracerace.checker.engine.shadow" in graph["tracerace.checker.engine.pools"]
+
+
+def test_a_stage_importing_a_later_one_is_a_breach(tmp_path):
+    pkg = tmp_path / "tracerace"
+    for folder in ("trace", "report"):
+        (pkg / folder).mkdir(parents=True)
+        (pkg / folder / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "report" / "model.py").write_text("from ..trace import reader\n")
+    (pkg / "trace" / "reader.py").write_text("def f():\n    from ..report.model import x\n")
+    breaches = layer_breaches(import_graph(pkg))
+    assert breaches == ["tracerace.trace.reader (trace) -> tracerace.report (report) at "
+                        "tracerace/trace/reader.py:2",
+                        "tracerace.trace.reader (trace) -> tracerace.report.model (report) at "
+                        "tracerace/trace/reader.py:2"]
 
 
 def test_nothing_inside_imports_the_root_package():

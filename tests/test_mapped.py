@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from tracerace.checker.engine import EngineState, check_trace, pools
+from tracerace.checker.engine import EngineState, check_trace, faulter
 from tracerace.checker.engine.check import replay_batch
 from tracerace.checker.engine.layout import SV_GRAN_COUNT
 from tracerace.checker.engine.pools import AG_FAULT_AHEAD, FAULT_AHEAD, MAPPED, Sizes
@@ -164,7 +164,7 @@ def test_check_of_many_batches_without_populate_support(monkeypatch):
             return check_trace(reader)
 
     expected = run()
-    monkeypatch.setattr(pools, "can_populate", lambda: False)
+    monkeypatch.setattr(faulter, "can_populate", lambda: False)
     got = run()
     assert got.events == expected.events == n
     assert len(got.findings) == len(expected.findings) > 0

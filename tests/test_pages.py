@@ -190,7 +190,7 @@ def shapes(events, shift=5) -> set[str]:
     for i, li, si, a0, a1, large, _, _ in spans:
         if not large:
             continue
-        for j, lj, sj, b0, b1, blarge, f, l in spans:
+        for j, lj, sj, b0, b1, blarge, first, last in spans:
             if j <= i or (lj, sj) != (li, si):
                 continue
             if blarge and b0 < a1 and a0 < b1:
@@ -198,7 +198,7 @@ def shapes(events, shift=5) -> set[str]:
                     found.add("nested")
                 elif not (b0 <= a0 and a1 <= b1):
                     found.add("partial")
-            elif not blarge and (a0 <= f < a1 or a0 <= l < a1):
+            elif not blarge and (a0 <= first < a1 or a0 <= last < a1):
                 found.add("small inside")
     return found
 

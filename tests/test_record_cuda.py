@@ -435,7 +435,7 @@ def mixed(w: StreamWriter) -> None:
     w.launch_end()
     w.launch("mbar", block=(2, 1, 1))
     w.mbarrier(0, 0, BarrierAction.INIT, 0x100, 2)
-    for phase in range(3):
+    for _phase in range(3):
         w.mbarrier(0, 0, BarrierAction.ARRIVE, 0x100, 1)
         w.mbarrier(0, 1, BarrierAction.ARRIVE, 0x100, 1)
         w.mbarrier(0, 1, BarrierAction.WAIT, 0x100)

@@ -333,7 +333,7 @@ def test_each_shuffle_is_a_warp_sync_of_its_lanes(tmp_path):
     cols = read_columns(record_script(tmp_path, "warp.py", "reduce", schedule="round-robin"))
     meetings = warp_meetings(cols)
     assert len(meetings) == 5 * 4  # five shuffles in each of the 2 x 2 warps
-    for block, mask, threads, site in meetings:
+    for _block, mask, threads, _site in meetings:
         assert mask == 0xFFFFFFFF
         assert threads == list(range(threads[0], threads[0] + 32)) and threads[0] % 32 == 0
     assert site_lines(cols, "warp.py", [Op.WARP_SYNC]) == marked_lines("warp.py", "shuffle")

@@ -36,7 +36,7 @@ def unavailable(what: str) -> None:
     if ON_CI:
         pytest.fail(f"{what}: CI must run the Oclgrind tests (.ci/run installs it)")
     reason = f"{what}; the Oclgrind backend tests skip ({INSTALL}; pip install pyopencl)"
-    warnings.warn(reason)
+    warnings.warn(reason, stacklevel=2)
     pytest.skip(reason)
 
 

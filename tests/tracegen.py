@@ -321,7 +321,7 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                 if op != Op.BAR_ARRIVE:
                     blocked.add((block, thread))
                 if len(gen[1]) >= gen[0]:
-                    for b, t, waits in gen[1]:
+                    for b, t, _waits in gen[1]:
                         blocked.discard((b, t))
                     del gens[key]
             elif op in (Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED) and ev["arg"] > 0:

@@ -1,8 +1,8 @@
 """tracerace: race detection on recorded GPU and accelerator kernel traces.
 
 ``tracerace.check(path) -> Report`` and ``tracerace.validate(path)`` are the
-API. ``import tracerace`` stays cheap: the API (NumPy, Numba, the checkers: about 0.3 s) loads on first use of
-one of its names, which matters to every pytest run where the tracerace plugin
+API. ``import tracerace`` stays cheap: the API (NumPy, Numba, the checkers) loads on
+first use of one of its names, which matters to every pytest run where the tracerace plugin
 is installed. Nothing inside the package imports this module.
 """
 

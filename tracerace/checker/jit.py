@@ -30,10 +30,9 @@ OPTIONS = dict(cache=True, nogil=True, boundscheck=BOUNDSCHECK, error_model="num
 # spills). No index in tracerace's kernels is negative (-1 is a sentinel that
 # is tested, never used as an index; ``TRACERACE_BOUNDSCHECK=1`` turns a
 # negative index into an IndexError, since the bounds check then sees the raw
-# value), so their code is lowered without it. Measured with bench.icount,
-# 10^6 events: tiled 658 -> 553 instructions per event, pipeline 1,875 ->
-# 1,560. Numba offers no option for this; its lowering asks
-# ``fix_integer_index`` for every integer index, so that is wrapped, and the
+# value), so their code is lowered without it (what that saves: bench/README.md,
+# "Figures behind the code's choices"). Numba offers no option for this; its
+# lowering asks ``fix_integer_index`` for every integer index, so that is wrapped, and the
 # wrapper changes only code compiled from this package's modules: functions
 # whose mangled name starts with ``_ZN9tracerace`` (a helper inlined at IR
 # level lowers into its caller's function; NumPy routines such as
@@ -70,22 +69,17 @@ _install_no_wraparound()
 #
 # - Inlining at Numba IR level (``inline="always"``) copies the callee's IR,
 #   nested inlines included, at every call site (``copy.deepcopy`` of every
-#   block) and types the grown function again: 28 s of a 69 s first compile.
+#   block) and types the grown function again.
 #   Helpers are inlined by LLVM instead (``forceinline``: ``alwaysinline``),
 #   each compiled and typed once; only the access path's two functions are
 #   inlined at IR level (``jit_inline_ir``).
 # - A constant argument is typed as a literal (``Literal[int](0)``), and each
-#   literal value compiled a new specialization of the callee (95 compiles
-#   where 71 were distinct). ``_Kernel`` types arguments by their plain types.
+#   literal value compiled a new specialization of the callee. ``_Kernel``
+#   types arguments by their plain types.
 # - Every compiled function gets a Python entry (the "cpython wrapper", which
 #   unboxes each array argument) and a C entry ("cfunc wrapper"), each an
 #   LLVM module optimized and compiled to machine code. Only the kernels
 #   the driver calls need the first; nothing needs the second.
-#
-# Measured, first compile of a check in one process (empty cache, one
-# sitting): 68.9 s with every helper inlined at IR level, 35.0 s inlined by
-# LLVM with plain argument types, 23.9 s without the unused entries, 25.0 s
-# with the access path inlined at IR level (as shipped).
 
 
 class _Kernel(CPUDispatcher):

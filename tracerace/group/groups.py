@@ -7,9 +7,8 @@ handful of source lines costs a handful of rows. The fold is one jitted pass
 over the batch (:func:`tracerace.group.fold.fold`: a hash table from group
 key to id, one state row per group, in record pools that grow in place and
 are faulted in ahead on another thread, :mod:`tracerace.group.pools`): done
-with NumPy sorts and scatters it cost ~3x more, at 10^5 groups mostly in the
-page faults of its temporaries, and took 20-25% of the replay of the racy CPU
-benchmark. :meth:`GroupBuilder.keys` computes the
+NumPy sorts and scatters would fault in the pages of their temporaries at
+every batch. :meth:`GroupBuilder.keys` computes the
 same key with NumPy, and ``tests/test_groups.py`` checks the whole fold
 against a naive one in plain Python.
 

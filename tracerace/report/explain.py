@@ -11,7 +11,7 @@ every event of a launch happens before every event of the next one.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -77,6 +77,11 @@ class _View:
         else:  # a dict of the record's fields, as from explain_all
             self.__dict__.update(f)
         self.meta = meta or TraceMeta()
+
+    if TYPE_CHECKING:
+        def __getattr__(self, name: str) -> int:
+            """The finding's fields (``FIELDS``), set in ``__init__``: ints."""
+            ...
 
     @property
     def has_first(self) -> bool:

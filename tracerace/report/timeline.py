@@ -123,7 +123,7 @@ def timelines(source: Any, windows: list[Window], meta: Any,
                 break
             _scan(batch, plans)
     out = []
-    for w, agents, lo, hi, found in plans:
+    for w, agents, _lo, _hi, found in plans:
         lanes = []
         for block, thread in agents:
             f = found[(block, thread)]

@@ -12,6 +12,7 @@ problems as ``(row, order, rule, message)``; the reader
 from __future__ import annotations
 
 import functools
+from enum import IntEnum
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +26,7 @@ EXTENSION_OP_MIN = 100
 """Op codes from here up are reserved for extensions of the format."""
 
 # Columns whose values are small enumerations: column -> largest valid value.
-ENUM_LIMITS: dict[str, tuple[int, type]] = {
+ENUM_LIMITS: dict[str, tuple[int, type[IntEnum] | None]] = {
     "space": (int(max(Space)), Space),
     "space2": (int(max(Space)), Space),
     "scope": (int(max(Scope)), Scope),
@@ -231,7 +232,7 @@ def _unknown_op_message(code: int) -> str:
     return f"op code {code} is not in trace format v{FORMAT_VERSION}"
 
 
-def _enum_message(name: str, value: int, enum: type | None) -> str:
+def _enum_message(name: str, value: int, enum: type[IntEnum] | None) -> str:
     if enum is None:
         return f"{name} {value} is not a bit mask of 1 global, 2 shared, 4 local"
     choices = ", ".join(f"{int(m)} {m.name.lower()}" for m in enum)

@@ -217,7 +217,7 @@ def format_text(info: TraceInfo) -> str:
     if not info.spaces:
         lines.append(("memory", "-"))
     for i, (name, use) in enumerate(info.spaces.items()):
-        span = ("no bytes" if use.lo is None
+        span = ("no bytes" if use.lo is None or use.hi is None
                 else f"bytes [{use.lo:#x}, {use.hi:#x}) ({use.hi - use.lo:,} B span)")
         lines.append(("memory" if i == 0 else "", f"{name}: {use.accesses:,} accesses, {span}"))
     lines.append(("sites", f"{info.sites:,}"))

@@ -172,9 +172,8 @@ class TraceReader:
         otherwise cost a NumPy round trip per handful of rows. A record of at
         least ``glue_limit(batch_size)`` rows is passed on as it is (in
         slices of ``batch_size``), after whatever was glued before it: gluing
-        copies every column, and a writer's usual output (records of 2^20
-        rows with short ones between them) made ~30% of the reading time
-        that copy.
+        copies every column, and a writer's usual output is records of 2^20
+        rows with short ones between them.
         """
         size = self.batch_size
         small = glue_limit(size)
@@ -305,9 +304,8 @@ def decode_pool() -> Iterator[None]:
 
     pyarrow's usual default, mimalloc, hands the pages of each freed batch
     back to the kernel, so every batch of a long trace faulted in fresh
-    zeroed pages. Measured on the tiled benchmark at 10^7 events: the
-    kernel's page clearing fell from 30% of the check to 6% with jemalloc
-    (11% with the system allocator). Buffers remember their pool, so
+    zeroed pages; jemalloc keeps them (bench/README.md has what the kernel's
+    page clearing costs with each allocator). Buffers remember their pool, so
     restoring the old default afterwards is safe.
     """
     old = pa.default_memory_pool()
@@ -334,7 +332,7 @@ def _open(source, *, batch_size: int, check_values: bool) -> TraceReader:
         return _open_arrow(source.schema, "batch", source.num_rows,
                            lambda: iter([source]), batch_size, check_values)
     if isinstance(source, pa.RecordBatchReader):
-        used = []
+        used: list[bool] = []
 
         def once() -> Iterator[pa.RecordBatch]:
             if used:
@@ -511,7 +509,7 @@ def _open_once(raw, name: str, batch_size: int, check_values: bool) -> TraceRead
     except _ARROW_FAILURES:
         source.close()
         raise fail("not an Arrow IPC stream or IPC file") from None
-    used = []
+    used: list[bool] = []
 
     def once() -> Iterator[pa.RecordBatch]:
         if used:

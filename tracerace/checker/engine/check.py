@@ -16,7 +16,8 @@ from .layout import (
     F_KIND, F_PREV_ROW, F_RANK, F_ROW, GR_FIND, NEED_GROW, NEW_LAUNCH, OK, SV_ERR_A, SV_ERR_B,
     SV_ERR_C, SV_ERR_D, SV_GEN_N, SV_GROW, SV_LAUNCH, SV_NFIND, SV_VIEW, VIEW_GLOBAL,
     VIEW_SHARED)
-from .pools import Faulter, Sizes
+from .faulter import Faulter
+from .pools import Sizes
 from .prefetch import prefetch
 from .races import records
 from .replay import Columns, replay

@@ -49,7 +49,7 @@ def lookup(snaps, arena_a, arena_e, snap, agent):
     """Epoch of ``agent`` in a snapshot, 0 when absent (binary search)."""
     if snaps[snap, SN_PARENT] > 0:
         # Not inlined: lookups are inlined at many sites, and the delta case
-        # inlined there too cost ~17 s of cold start.
+        # inlined there too would be compiled at each of them (cold start).
         return _lookup_delta(snaps, arena_a, arena_e, snap, agent)
     return _lookup_root(snaps, arena_a, arena_e, snap, agent)
 

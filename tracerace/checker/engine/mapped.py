@@ -5,10 +5,8 @@ by doubling. A NumPy array grows by copying into a new allocation, so every
 row is copied once per doubling and the kernel clears the pages of both
 copies; here the mapping is enlarged with ``mremap`` (``mmap.resize``),
 which moves page tables, copies nothing, and faults a page in only when a
-kernel first writes it. Measured on the tiled benchmark at 10^7 events
-(kernel only): the same run without any growth of the node pools was ~10-15%
-faster than growing them by copying; this gets that back without sizing
-pools in advance.
+kernel first writes it: growth costs about what pools sized in advance
+would, without sizing them in advance.
 
 The array handed to kernels is a view of the mapping; a view must not be
 held across :meth:`MappedArray.grow` (the driver passes them to kernels

@@ -128,9 +128,8 @@ def on_access(t, c, i, ev, a, epoch):
     # ``access``, with the granule path inlined: replay allocates
     # nothing, so it is compiled without reference counting, and a
     # call pushes every array argument as a struct of ~8 words, ~100
-    # pushes per access, ~12% of the tiled benchmark's samples
-    # (inlining into a reference-counted caller instead made it 4x
-    # slower: an incref and decref of each array per event).
+    # pushes per access (inlining into a reference-counted caller
+    # instead costs an incref and decref of each array per event).
     found = 0
     if sv[SV_VIEW] & (1 << space) and size > 0:
         # A launch with runs of pages (see ``pages``): ``access`` splits the

@@ -1,14 +1,11 @@
-"""Pools: small tables with a free list, their initial sizes, and the thread that faults
-in the pages of the memory-mapped ones ahead of use.
+"""Pools: small tables with a free list, their initial sizes, and how far ahead of use
+the pages of the memory-mapped ones are faulted in (by :class:`.faulter.Faulter`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
-
-import threading
 
 from ..jit import jit_inline
 from .clocks import SN_FIELDS
@@ -17,11 +14,7 @@ from .layout import (
     GR_ARR, GR_BMAP, GR_ED, GR_FEN, GR_FIND, GR_FMAP, GR_FQ, GR_GENS, GR_GRAN, GR_IV, GR_LMAP,
     GR_MB, GR_MMAP, GR_NODES, GR_PR, GR_RL, GR_SIG, GR_SNAPS, GR_XMAP, MB_FIELDS, NF,
     PR_FIELDS, RL_FIELDS, SG_FIELDS, SV_NODE_TOP, SV_N_AGENTS)
-from .mapped import can_populate
 from .shadow import G_FIELDS, IV_FIELDS, K_FIELDS, N_FIELDS
-
-if TYPE_CHECKING:
-    from .state import EngineState
 
 # hash map name -> grow bit
 MAPS = {"agent_map": GR_AMAP, "async_map": GR_AMAP, "bar_map": GR_BMAP, "mb_map": GR_MMAP,
@@ -108,7 +101,7 @@ class Sizes:
 # thread, a quarter of a second of a tiled 10^8 check.
 MAPPED = {"nodes": SV_NODE_TOP, "cold": SV_NODE_TOP, "ag": SV_N_AGENTS}
 
-# The faulter (see ``Faulter``) keeps this many rows past the top of the node
+# The faulter (:class:`.faulter.Faulter`) keeps this many rows past the top of the node
 # pools and the arena faulted in, a chunk at a time.
 FAULT_AHEAD = 1 << 17
 FAULT_CHUNK = 1 << 15
@@ -116,47 +109,3 @@ FAULT_CHUNK = 1 << 15
 AG_FAULT_AHEAD = 1 << 13
 # The largest spare granule table (rows) made for a trace of unknown length.
 SPARE_BLIND_MAX = 1 << 19
-
-
-class Faulter:
-    """A thread that faults in the engine's pools ahead of the replay.
-
-    On some machines the first write to a page costs far more than the work
-    done on it (this VM: ~3 ms per MB, a third or more of a check at 10^7
-    events), and the replay writes fresh node rows all the time. The read
-    thread leaves the second core partly idle, so this thread populates the
-    rows the replay will take next (``MappedArray.populate``: the contents
-    stay as they are, so it never races with the replay's writes). Without
-    kernel support it stops at once. ``start`` it once the check is long
-    enough to profit; leaving the ``with`` block stops it.
-    """
-
-    def __init__(self, st: "EngineState") -> None:
-        self._st = st
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="tracerace-fault", daemon=True)
-        self._started = False
-
-    def start(self) -> None:
-        """Start the thread; later calls do nothing (the thread may have
-        ended already: no kernel support)."""
-        if not self._started:
-            self._started = True
-            self._thread.start()
-
-    def __enter__(self) -> "Faulter":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        if self._started:
-            self._thread.join()
-
-    def _run(self) -> None:
-        st = self._st
-        while can_populate() and not self._stop.is_set():
-            try:
-                if not st.prefault():
-                    self._stop.wait(0.002)
-            except Exception:  # a hint only: never the check's problem
-                return

@@ -52,11 +52,10 @@ Event = namedtuple("Event", "row launch block thread op ts site size")
 # compaction, which sorts, runs in the driver), so it is compiled without NRT.
 # ``on_access`` and the granule path are inlined into it (``jit_inline_ir``,
 # their helpers ``jit_inline``): a call passes every array argument as a
-# struct of ~8 words, ~100 pushes per access, ~12% of the tiled benchmark's
-# samples. The other handlers are leaves of their own, called with
-# ``Tables`` (LLVM inlines most of them here, each having one call site):
+# struct of ~8 words, ~100 pushes per access. The other handlers are leaves
+# of their own, called with ``Tables`` (LLVM inlines most of them here, each having one call site):
 # fewer instructions per event than with them inlined into ``replay`` at IR
-# level or gathered into one leaf (docs/engine.md has the figures).
+# level or gathered into one leaf (bench/README.md has the figures).
 @jit_kernel
 def replay(c, row0, start, t, gpos):
     """Replay rows ``start``.. of batch ``c`` (:class:`Columns`, its first row is
@@ -92,8 +91,8 @@ def replay(c, row0, start, t, gpos):
         size = np.int64(c.size[i])
         # -- room for the worst this event can need, before touching anything.
         # A run of small plain accesses by known agents draws on a budget
-        # instead (see PLAIN_NG): the full check of every pool, at every
-        # event, was ~7% of the instructions of a tiled event.
+        # instead (see PLAIN_NG): the full check of every pool at every
+        # event costs instructions on the hot path.
         if budget > 0 and op <= O.WRITE and size <= PLAIN_MAX:
             budget -= 1
         else:

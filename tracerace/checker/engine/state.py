@@ -184,7 +184,7 @@ class EngineState:
         """Fault in the mapped pools' rows up to FAULT_AHEAD (the agents':
         AG_FAULT_AHEAD) past their tops, at most FAULT_CHUNK rows per pool
         per call, and prepare a spare granule table when one will be needed,
-        from the calling thread (see :class:`Faulter`). Returns whether it
+        from the calling thread (see :class:`.faulter.Faulter`). Returns whether it
         did anything."""
         did = self._prepare_spare()
         tops = dict(MAPPED, arena_a=SV_ARENA_TOP, arena_e=SV_ARENA_TOP)

@@ -158,8 +158,7 @@ class Emitter:
                         addr[hit] -= np.uint64(base)
                         g &= ~hit
                 space[g] = O.SPACE_GLOBAL
-            for sp, (base, size), mask in ((O.SPACE_SHARED, w.shared, shared),
-                                           (O.SPACE_LOCAL, w.local, local)):
+            for (base, size), mask in ((w.shared, shared), (w.local, local)):
                 m = mask & in_launch
                 if size and m.any():
                     hit = m & _inside(addr, base, size)

@@ -493,7 +493,7 @@ class Launch:
                     self.src, obj=a.barrier, arg=count)
 
     def finish(self) -> None:
-        for key, rec in self.cp_pending.items():
+        for rec in self.cp_pending.values():
             self.fail(rec, "gpu-ldgsts", f"{rec.opcode}: the trace ends after the first of "
                       f"the two address records of this LDGSTS")
 

@@ -204,7 +204,7 @@ def _heatmap(b: Buffer, counts: np.ndarray, per: int, findings: int) -> dict[str
     else:
         grid = counts.reshape(-1, cols)
         lead = " x ".join(str(d) for d in b.shape[:-1])
-        rows_label = f"rows: [{lead}] (index {', '.join('i%d' % k for k in range(len(b.shape) - 1))})" \
+        rows_label = f"rows: [{lead}] (index {', '.join(f'i{k}' for k in range(len(b.shape) - 1))})" \
             if len(b.shape) > 1 else ""
         cols_label = f"columns: last index 0..{cols - 1}"
     grid = _bin2d(grid, HEAT_ROWS, HEAT_COLS)

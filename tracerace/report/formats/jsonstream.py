@@ -19,8 +19,8 @@ INDENT = "  "
 def indented(value: Any, pad: str = "") -> str:
     """``json.dumps(value, indent=2)`` (plain JSON types; ints, not floats), each
     line after the first prefixed by ``pad``. The standard encoder takes its
-    pure-Python path whenever it indents; this direct one is about 3x faster
-    on report groups, and ``tests/test_report_streaming.py`` holds it to
+    pure-Python path whenever it indents; this direct one is faster on report
+    groups, and ``tests/test_report_streaming.py`` holds it to
     ``json.dumps``."""
     out: list[str] = []
     _emit(value, "\n" + pad, out)

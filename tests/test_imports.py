@@ -21,7 +21,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "tracerace"
 ONE_NODE = ("tracerace.checker.engine",)
 """Packages read as one node: their modules' imports of each other are not edges."""
 
-IMPORT_BY_NAME = {"tracerace/record/_program.py": "imports the recorded program's own module"}
+IMPORT_BY_NAME = {"tracerace/record/program.py": "imports the recorded program's own module"}
 """Files that may call ``importlib.import_module`` on a name that is not a literal."""
 
 

@@ -55,6 +55,15 @@ def test_numba_records_every_schedule():
         backend.check_schedule(schedule)
 
 
+def test_the_native_backends_check_their_tools(monkeypatch, tmp_path):
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "no-toolkit"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    for name, words in (("cuda", "holds no bin/nvcc"), ("oclgrind", "Oclgrind is not installed")):
+        with pytest.raises(TraceError) as err:
+            load_backend(name).check_installed()
+        assert err.value.rule == "missing-tool" and words in err.value.message
+
+
 def test_missing_modules_name_their_packages():
     interface.require_modules("numba", {"sys": "python"}, "hint")
     with pytest.raises(TraceError) as err:

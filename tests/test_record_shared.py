@@ -220,3 +220,28 @@ def test_a_program_that_cannot_start_is_named(tmp_path):
                  convert=lambda folder, prefix: pytest.fail("converted"))
     assert err.value.rule == "record" and err.value.path == command[0]
     assert err.value.message.startswith(f"cannot run {command[0]}: ")
+
+
+# --- what a backend package imports --------------------------------------------------
+
+RECORD = Path(__file__).parent.parent / "tracerace" / "record"
+
+
+def test_a_backend_imports_no_other_backend():
+    """A backend subpackage imports its own modules, the shared modules of
+    ``record/`` and the earlier stages; never another backend's."""
+    import ast
+
+    backends = {p.name for p in RECORD.iterdir() if (p / "__init__.py").is_file()}
+    assert backends == set(BACKENDS)
+    found = []
+    for name in sorted(backends):
+        for path in sorted((RECORD / name).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if not isinstance(node, ast.ImportFrom) or node.level < 2:
+                    continue
+                target = (node.module or "").split(".")[0] if node.level == 2 else ""
+                names = [a.name for a in node.names] if node.module is None else [target]
+                if any(n in backends for n in names):
+                    found.append(f"{path.relative_to(RECORD)}:{node.lineno}")
+    assert found == []

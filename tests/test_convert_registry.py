@@ -63,7 +63,7 @@ def test_the_registry_is_the_formats_in_detection_order():
     names = gpu.REGISTRY.names
     assert gpu.FORMATS == names == tuple(i.name for i in gpu.REGISTRY.importers)
     assert all(isinstance(i, Importer) for i in gpu.REGISTRY.importers)
-    # a kernelslist may name .traceg files in a folder of .ndjson ones: Accel-Sim is asked first
+    # a path both claim (a folder named *.trace holding .ndjson files) is Accel-Sim's
     assert names.index("accelsim") < names.index("cutracer")
     assert {"accelsim", "cutracer", "memtrace"} <= set(names)
 

@@ -130,3 +130,11 @@ def test_input_nobody_claims_exits_2_naming_the_file(tmp_path, name, text):
     out = result.output.strip().splitlines()
     assert len(out) == 1 and str(src) in out[0] and "Traceback" not in result.output
     assert not (tmp_path / "out.arrow").exists()
+
+
+def test_a_path_two_importers_claim_is_the_first_ones(tmp_path):
+    folder = tmp_path / "run.trace"
+    folder.mkdir()
+    g.write(folder / "kernel_1_iter0_tile.ndjson", g.cutracer_ndjson(g.tile(True)))
+    assert claimers(str(folder)) == {"accelsim", "cutracer"}
+    assert gpu.detect(str(folder)) == "accelsim"

@@ -2,8 +2,9 @@
 backends, and the rows the native backends' converters add.
 
 The event log (:class:`EventLog`) serves a recorder whose kernel code runs as
-plain Python (under Numba's CUDA simulator, Triton's interpreter), so every recorded access costs Python
-time; this module keeps that cost to two ``array.append`` calls per event.
+plain Python (under Numba's CUDA simulator, Triton's interpreter), so every
+recorded access costs Python time; the log keeps that cost to two
+``array.append`` calls per event.
 An event is an address plus one packed 64-bit *word* (op, space, scope, sem,
 size, site). Agents are not stored per event but as *runs* (the row where a
 (launch, block, thread) starts running), since one simulated thread runs at a

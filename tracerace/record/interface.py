@@ -1,8 +1,9 @@
 """What a recorder backend provides, and the helpers backends share to provide it.
 
 A backend is a subpackage of :mod:`tracerace.record` whose ``BACKEND`` is a
-:class:`Backend`: its name, the schedules it can record and its default one, a check that what it needs is installed, and
-:meth:`Backend.record`, which runs a program and writes its trace. What the
+:class:`Backend`: its name, the schedules it can record and its default one,
+a check that what it needs is installed, and :meth:`Backend.record`, which
+runs a program and writes its trace. What the
 backends share lives beside this module: :mod:`.program` (a Python program
 in a child interpreter), :mod:`.tool` (a native program under a tool
 library), :mod:`.events` (event words and added rows), :mod:`.sites` (site
@@ -22,6 +23,7 @@ from collections.abc import Mapping
 
 from ..errors import TraceError
 from .result import RecordResult
+
 
 class Backend(ABC):
     """One way to run a program and record it."""

@@ -43,6 +43,13 @@ BAD = {
                            .mbar_expect_tx(0, 0, obj=8, arg=(1 << 63) - 1)
                            .mbar_expect_tx(0, 0, obj=8, arg=2),
                            2, (8, (1 << 63) - 1, (1 << 63) - 1)),
+    # cluster barriers (format section 9); a block is its own cluster here
+    badinput.CLUSTER_ORDER: (lambda t: t.cluster_arrive(1, 3, arg=2).cluster_wait(1, 3)
+                             .write(1, 3, addr=0, size=4), 2, (1, 3, 1, 0)),
+    badinput.CLUSTER_COUNT: (lambda t: t.cluster_arrive(2, 0, arg=-1), 0, (2, -1)),
+    badinput.CLUSTER_ARRIVE_AGAIN: (lambda t: t.cluster_arrive(0, 1, arg=2)
+                                    .cluster_arrive_relaxed(0, 1, arg=2), 1, (0, 1, 0)),
+    badinput.CLUSTER_WAIT_ALONE: (lambda t: t.cluster_wait(0, 1), 0, (0, 1, 0)),
 }
 
 

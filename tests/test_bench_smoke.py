@@ -118,3 +118,20 @@ def test_stolen_fraction_is_the_share_of_stolen_jiffies():
     assert stolen_fraction((20, 300), (20, 300)) is None  # no time passed
     now = cpu_jiffies()
     assert now is None or 0 <= now[0] <= now[1]
+
+
+@pytest.mark.scale
+def test_jobs_mode_runs(tmp_path):
+    """``python -m bench.jobs`` (docs/parallel.md): events/s per shard count,
+    the same findings whatever the count."""
+    out = tmp_path / "jobs.json"
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.jobs", "--size", "3000", "--workload", "tiled_racy",
+         "--jobs", "1,2", "--data-dir", str(tmp_path / "data"), "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 0, proc.stderr
+    points = json.loads(out.read_text())["tiled_racy"]["3000"]
+    assert set(points) == {"1", "2"}
+    assert points["1"]["findings"] == points["2"]["findings"] > 0
+    assert points["1"]["speedup"] == 1.0 and points["2"]["events_per_s"] > 0

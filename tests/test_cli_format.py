@@ -16,9 +16,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tracerace.cli import app
+from tracerace.trace.columns import NO_SPACE, OP_SPACES
 from tracerace.trace.info import trace_info
 from tracerace.trace.meta import Buffer
-from tracerace.trace.ops import Op
+from tracerace.trace.ops import OP_CODES, Op
 from tracerace.trace.writer import make_table, write_table
 
 runner = CliRunner()
@@ -121,6 +122,8 @@ def naive_info(cols: dict) -> dict:
             touch(1, addr, size), touch(0, addr2, size)
         elif op == Op.TMA_STORE:
             touch(0, addr, size), touch(1, addr2, size)
+        elif op == Op.BULK_COPY_PEER:
+            touch(1, addr, size), touch(1, addr2, size)
     return {
         "events": len(rows),
         "launches": len({r[1] for r in rows}),
@@ -135,13 +138,17 @@ def naive_info(cols: dict) -> dict:
 @given(n=st.integers(1, 300), batch_size=st.integers(1, 64), seed=st.integers(0, 2**16))
 def test_info_streams_to_the_naive_answer(n, batch_size, seed):
     rng = np.random.default_rng(seed)
-    codes = np.array([int(op) for op in Op], np.uint8)
+    codes = np.array(sorted(OP_CODES), np.uint8)
     cols = {"ts": np.arange(n), "op": rng.choice(codes, n),
             "launch": rng.integers(0, 3, n), "block": rng.integers(0, 4, n),
             "thread": rng.integers(0, 2**32, n, dtype=np.uint64) % 4 * 2**30,
             "space": rng.integers(0, 3, n), "space2": rng.integers(0, 3, n),
             "addr": rng.integers(0, 2**64, n, dtype=np.uint64),
             "addr2": rng.integers(0, 2**20, n), "size": rng.integers(0, 5, n) * 4}
+    for op, spaces in OP_SPACES.items():  # an extension op's rows name its memory
+        for name, space in zip(("space", "space2"), spaces):
+            if space != NO_SPACE:
+                cols[name] = np.where(cols["op"] == op, space, cols[name])
     info = trace_info(make_table(cols), batch_size=batch_size).to_json()
     table = make_table(cols)
     expect = naive_info({k: table.column(k).to_numpy() for k in table.column_names})

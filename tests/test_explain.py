@@ -159,6 +159,7 @@ def test_barrier_mismatch():
     (reasons.MBAR_ARRIVAL_UNDERFLOW, "pending-arrival count went below zero"),
     (reasons.MBAR_TX_UNDERFLOW, "transaction count went below zero"),
     (reasons.MBAR_PHASE_NEVER_COMPLETED, "a phase that never completed"),
+    (reasons.MBAR_DROP_UNDERFLOW, "expected-arrival count went below zero"),
 ])
 def test_mbarrier_misuse(code, words):
     text = explain(finding(kind=HazardKind.MBARRIER_MISUSE, code=code, obj=0x1f0, thread=3,

@@ -97,9 +97,9 @@ def test_no_effect_and_unknown():
 
 
 @pytest.mark.parametrize("opcode, missing", [
-    ("SYNCS.ARRIVE.TRANS64.RED.A1T0", "arrival count"),
-    ("SYNCS.PHASECHK.TRANS64.TRYWAIT", "try-wait"),
-    ("UTMALDG.2D", "box"), ("UTMASTG.2D", "box"), ("UBLKCP.S.G", "byte count"),
+    ("SYNCS.FROB.TRANS64", "mbarrier form"),
+    ("UTMALDG.2D", "shared-memory side"), ("UTMASTG.2D", "shared-memory side"),
+    ("UBLKCP.S.G", "shared-memory side"),
     ("ARRIVES.LDGSTSBAR.64", "mbarrier"), ("HGMMA.64x128x16.F32", "descriptors"),
     ("TEX.SCR.LL", "texture"), ("SUST.D.BA.2D", "surface"), ("UCGABAR_ARV", "cluster"),
 ])

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import pyarrow.ipc as ipc
 import pytest
 
 import tracerace
@@ -266,12 +267,26 @@ def test_instructions_the_format_cannot_express_are_refused(tmp_path, instructio
                              r"\(block 0, thread 0\), which tracerace cannot follow")
 
 
-def test_an_arrive_and_drop_is_refused(tmp_path):
-    def write(w):
-        w.launch("drop", block=(1, 1, 1))
-        w.mbarrier(0, 0, BarrierAction.ARRIVE_DROP, 0x40, 1)
+def test_an_arrive_and_drop_lowers_the_later_phases_count(tmp_path):
+    """Thread 0 arrives and drops out of an mbarrier of two; thread 1 then completes
+    phase 0 alone and, as the only one expected, phase 1: its waits get parities
+    0 and 1."""
+    w, prefix = stream(tmp_path)
+    bar = 0x40
+    with w:
+        w.launch("drop", block=(2, 1, 1))
+        w.mbarrier(0, 0, BarrierAction.INIT, bar, 2)
+        w.mbarrier(0, 0, BarrierAction.ARRIVE_DROP, bar, 1, pc=0x10)
+        for _ in range(2):
+            w.mbarrier(0, 1, BarrierAction.ARRIVE, bar, 1)
+            w.mbarrier(0, 1, BarrierAction.WAIT, bar)
         w.launch_end()
-    refused(tmp_path, write, "arrive-and-drop")
+    out = str(tmp_path / "out.arrow")
+    convert(prefix, out)
+    t = ipc.open_file(out).read_all().to_pydict()
+    rows = [(op, thread, arg) for op, thread, arg in zip(t["op"], t["thread"], t["arg"])
+            if op in (Op.MBAR_ARRIVE_DROP, Op.MBAR_WAIT)]
+    assert rows == [(Op.MBAR_ARRIVE_DROP, 0, 1), (Op.MBAR_WAIT, 1, 0), (Op.MBAR_WAIT, 1, 1)]
 
 
 def test_a_stream_that_ends_inside_a_launch_is_refused(tmp_path):

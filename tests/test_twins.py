@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tracerace.checker import reference
 
-ENGINE = Path(__file__).resolve().parent.parent / "tracerace" / "engine"
+ENGINE = Path(__file__).resolve().parent.parent / "tracerace" / "checker" / "engine"
 
 
 def engine_handlers() -> dict[str, list[str]]:

@@ -37,6 +37,12 @@ ASYNC_OPS = [Op.CP_ASYNC, Op.CP_ASYNC_COMMIT, Op.CP_ASYNC_WAIT, Op.MBAR_INIT, Op
 # over one write, the older retired and the newer not.
 RELEASE, ACQUIRE, TMA_READ, CP_TO_PROXY = "release", "acquire", "tma_read", "cp_to_proxy"
 PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS = "proxy_steps", "proxy_write", "proxy_groups"
+# The Hopper/Blackwell ops (format section 9) that the checkers replay, drawn
+# only when ``traces(hopper=True)``: cluster barriers (scheduled so that a
+# thread held in cluster_wait runs again after the generation's last arrival)
+# and mbarrier arrive-and-drop.
+HOPPER_OPS = [Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED, Op.CLUSTER_WAIT, Op.CLUSTER_WAIT,
+              Op.MBAR_ARRIVE_DROP, Op.BULK_COPY_PEER]
 SYNC_MACROS = [RELEASE, ACQUIRE]
 ASYNC_MACROS = [TMA_READ, CP_TO_PROXY, PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS]
 PROXY_WINDOW = 48  # shared [48, 64): CP_TO_PROXY's and the PROXY_* macros'
@@ -163,12 +169,12 @@ def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
 
 @st.composite
 def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: int = 2,
-           large: bool = False):
+           large: bool = False, hopper: bool = False):
     """A trace of ``max_events`` or fewer events over ``max_launches`` or
     fewer launches. ``large``: accesses and copies of up to 160 bytes too,
     spread over 256 bytes (with the engine's pages made 32 or 64 bytes
     long, they cover runs of whole pages, overlap them in part, nest in
-    them and split them)."""
+    them and split them). ``hopper``: the ops of ``HOPPER_OPS`` too."""
     addrs = st.integers(0, 96) if large else st.integers(0, 24)
     sizes = [1, 2, 4, 4, 8, 3, 16] + ([32, 33, 64, 64, 100, 48, 128, 160] if large else [])
     copy_sizes = [4, 8, 16] + ([32, 64, 96] if large else [])
@@ -188,6 +194,14 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
         gens: dict[tuple, list] = {}
         n_events = draw(st.integers(1, max_events // n_launch))
         ops = ACCESS_OPS * 3 + SYNC_OPS + SYNC_MACROS + (ASYNC_OPS + ASYNC_MACROS if async_ops else [])
+        if hopper:
+            ops += HOPPER_OPS * 2
+        # Cluster barriers: each thread's arrival not yet waited for
+        # ("pending", or "done" once its generation completed), and each
+        # cluster's open generation [count, arrivers].
+        arrived: dict[tuple[int, int], str] = {}
+        cluster_gens: dict[int, list] = {}
+        cluster_held: set[tuple[int, int]] = set()  # held in cluster_wait (and in blocked)
         for _ in range(n_events):
             free = [(b, t) for b in range(n_blocks) for t in threads if (b, t) not in blocked]
             if not free:
@@ -253,24 +267,36 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                 pending_signals[ev["obj"]] = have - max(ev["arg"], 1)
             elif op in (Op.ACQUIRE, Op.RELEASE):
                 ev["obj"] = draw(st.integers(0, 1))
-            elif op in (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE):
+            elif op in (Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED):
+                if (block, thread) in arrived and draw(st.integers(0, 20)) != 0:
+                    continue  # (now and then on purpose: an arrival before the wait)
+                members = sum(len(threads) for b in range(n_blocks)
+                              if clusters[b] == clusters[block])
+                ev["arg"] = draw(st.sampled_from([members, members, max(1, members - 1), 2]))
+                if draw(st.integers(0, 30)) == 0:
+                    ev["arg"] = 0
+            elif op == Op.CLUSTER_WAIT:
+                if (block, thread) not in arrived and draw(st.integers(0, 20)) != 0:
+                    continue
+            elif op in (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER):
                 ev["size"] = draw(st.sampled_from(copy_sizes))
                 if op == Op.TMA_STORE:
                     ev.update(space=0, addr=draw(addrs), space2=1, addr2=draw(addrs))
                 else:
-                    ev.update(space=1, addr=draw(addrs), space2=0, addr2=draw(addrs))
+                    ev.update(space=1, addr=draw(addrs), space2=int(op == Op.BULK_COPY_PEER),
+                              addr2=draw(addrs))
                     if n_blocks > 1 and draw(st.integers(0, 3)) == 0:
                         ev["peer"] = draw(st.integers(0, n_blocks - 1))
-                if op == Op.TMA_LOAD:
+                if op in (Op.TMA_LOAD, Op.BULK_COPY_PEER):
                     ev["obj"] = draw(st.sampled_from([64, 72]))
             elif op in (Op.CP_ASYNC_WAIT, Op.BULK_WAIT):
                 ev["arg"] = draw(st.integers(0, 2))
             elif op in (Op.MBAR_INIT, Op.MBAR_ARRIVE, Op.MBAR_EXPECT_TX, Op.MBAR_WAIT,
-                        Op.MBAR_INVAL):
+                        Op.MBAR_INVAL, Op.MBAR_ARRIVE_DROP):
                 ev["obj"] = draw(st.sampled_from([64, 72]))
                 if op == Op.MBAR_INIT:
                     ev["arg"] = draw(st.integers(1, 3))
-                elif op == Op.MBAR_ARRIVE:
+                elif op in (Op.MBAR_ARRIVE, Op.MBAR_ARRIVE_DROP):
                     ev["arg"] = draw(st.integers(0, 2))
                 elif op == Op.MBAR_EXPECT_TX:
                     ev["arg"] = draw(st.sampled_from([4, 8, 16, 32] * 4 + [INT64_MAX, INT64_MIN]))
@@ -298,4 +324,23 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                     for b, t, waits in gen[1]:
                         blocked.discard((b, t))
                     del gens[key]
+            elif op in (Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED) and ev["arg"] > 0:
+                gen = cluster_gens.setdefault(clusters[block], [ev["arg"], []])
+                gen[1].append((block, thread))
+                arrived[(block, thread)] = "pending"
+                if len(gen[1]) >= gen[0]:
+                    for arriver in gen[1]:
+                        if arriver in cluster_held:
+                            cluster_held.discard(arriver)
+                            blocked.discard(arriver)
+                            del arrived[arriver]
+                        else:
+                            arrived[arriver] = "done"
+                    del cluster_gens[clusters[block]]
+            elif op == Op.CLUSTER_WAIT:
+                if arrived.get((block, thread)) == "done":
+                    del arrived[(block, thread)]
+                elif (block, thread) in arrived:
+                    blocked.add((block, thread))
+                    cluster_held.add((block, thread))
     return events

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 from .version import __version__
 
 if TYPE_CHECKING:
-    from .api import check, validate
+    from .api import check, check_many, validate
     from .report.model import Hazard, HazardGroup, Report
 
-__all__ = ["__version__", "check", "validate", "Report", "HazardGroup", "Hazard"]
+__all__ = ["__version__", "check", "check_many", "validate", "Report", "HazardGroup", "Hazard"]
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("check", "validate"):
+    if name in ("check", "check_many", "validate"):
         from . import api
 
         value = getattr(api, name)

@@ -58,7 +58,8 @@ def check(source: Any, *, engine: str = "numba",
           max_reports: int | str | None = DEFAULT_MAX_REPORTS,
           select: str | Iterable[str] | None = None, ignore: str | Iterable[str] | None = None,
           progress: Progress | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-          keep_findings: bool = False, sink: FindingSink | None = None) -> Report:
+          keep_findings: bool = False, sink: FindingSink | None = None,
+          jobs: int | None = 1) -> Report:
     """Check a recorded trace for hazards.
 
     ``source``: a path (``.arrow``, ``.arrows``, ``.parquet``), a ``pa.Table`` or
@@ -75,6 +76,12 @@ def check(source: Any, *, engine: str = "numba",
     too (memory grows with them). ``sink``: receives every kept finding as it
     is found (see :class:`FindingSink`).
 
+    ``jobs``: check the trace in that many shards on as many threads
+    (``docs/parallel.md``; None: the cores this process may use, one for a
+    trace under :data:`~tracerace.checker.parallel.PARALLEL_MIN_ROWS` rows); the
+    report is the one a single thread makes. Only a trace file can be
+    sharded, by the ``numba`` engine.
+
     Raises :class:`~tracerace.errors.TraceError` on bad options (rule
     ``usage``), on a trace that breaks the format, and when memory runs out
     (rule ``out-of-memory``).
@@ -83,6 +90,13 @@ def check(source: Any, *, engine: str = "numba",
                            batch_size=batch_size)
     if progress is not None and not callable(progress):
         raise usage(f"progress must be a function of (rows_done, total_rows), not {progress!r}")
+    shards = _shards(source, options, jobs)
+    if shards > 1:
+        [report] = _sharded([source], options, shards, keep_findings=keep_findings,
+                            sinks=[sink], progress=progress, shards=[shards])
+        if isinstance(report, TraceError):
+            raise report
+        return report
     builder: GroupBuilder | None = None
 
     def start(meta: TraceMeta) -> Callable[[np.ndarray], None]:
@@ -99,6 +113,83 @@ def check(source: Any, *, engine: str = "numba",
 
     result, meta = _replay(source, options, start, progress)
     return Report(result.events, meta, builder.table(), options)
+
+
+def check_many(sources: Iterable[Any], *, engine: str = "numba",
+               max_reports: int | str | None = DEFAULT_MAX_REPORTS,
+               select: str | Iterable[str] | None = None,
+               ignore: str | Iterable[str] | None = None, progress: Progress | None = None,
+               batch_size: int = DEFAULT_BATCH_SIZE, jobs: int | None = None,
+               keep_findings: bool = False,
+               sinks: Iterable[FindingSink | None] | None = None) -> list[Report | TraceError]:
+    """Check several traces (paths) at once, as CI does: on ``jobs`` threads
+    (None: the cores this process may use), each trace in its share of them
+    (``docs/parallel.md``). Returns, per trace, its report (the one
+    :func:`check` gives) or the :class:`~tracerace.errors.TraceError` that
+    stopped its check. ``progress`` counts the rows of all of them;
+    ``sinks``: one :class:`FindingSink` (or None) per trace. Bad options
+    raise (rule ``usage``)."""
+    options = make_options(engine=engine, max_reports=max_reports, select=select, ignore=ignore,
+                           batch_size=batch_size)
+    sources = list(sources)
+    sinks = list(sinks) if sinks is not None else [None] * len(sources)
+    jobs = _jobs(jobs)
+    if options.engine != "numba":  # the definition: one trace after the other
+        out: list[Report | TraceError] = []
+        for source, sink in zip(sources, sinks):
+            try:
+                out.append(check(source, engine=options.engine, max_reports=max_reports,
+                                 select=select, ignore=ignore, batch_size=batch_size,
+                                 keep_findings=keep_findings, sink=sink))
+            except TraceError as err:
+                out.append(err)
+        return out
+    return _sharded(sources, options, jobs, keep_findings=keep_findings, progress=progress,
+                    sinks=sinks)
+
+
+def _jobs(jobs: int | None) -> int:
+    from .checker.parallel import available_cores
+
+    if jobs is None:
+        return available_cores()
+    if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
+        raise usage(f"jobs must be a positive whole number, not {jobs!r}")
+    return jobs
+
+
+def _shards(source: Any, options: CheckOptions, jobs: int | None) -> int:
+    """How many shards :func:`check` splits ``source`` into: ``jobs`` when
+    given; by default, the cores for a large trace file, else one."""
+    n = _jobs(jobs)
+    if n == 1:
+        return 1
+    from .trace.reader import open_trace, reads_once
+
+    path = isinstance(source, (str, os.PathLike)) and not reads_once(os.fspath(source))
+    if jobs is not None:
+        if options.engine != "numba":
+            raise usage("jobs: the reference checker runs on one thread (it is the definition)")
+        if not path:
+            raise usage("jobs: only a trace file can be checked in shards (not a stream, "
+                        "a pipe or a table)")
+        return n
+    if not path or options.engine != "numba":
+        return 1
+    from .checker.parallel import PARALLEL_MIN_ROWS
+
+    try:
+        with open_trace(source, batch_size=options.batch_size) as reader:
+            rows = reader.meta.num_rows
+    except TraceError:
+        return 1  # the check itself says what is wrong
+    return n if rows is not None and rows >= PARALLEL_MIN_ROWS else 1
+
+
+def _sharded(sources: list[Any], options: CheckOptions, jobs: int, **kw: Any) -> list[Any]:
+    from .checker.parallel import check_reports
+
+    return check_reports(sources, options, jobs, **kw)
 
 
 def validate(source: Any, *, engine: str = "numba",

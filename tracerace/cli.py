@@ -75,8 +75,10 @@ def _say(line: str) -> None:
 
 @app.command()
 def check(
-    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet; - reads "
-                                          "an Arrow IPC stream from stdin."),
+    traces: list[str] = typer.Argument(..., metavar="TRACE...",
+                                       help="Trace files (.arrow, .arrows, .parquet) or "
+                                            "directories of them; - reads an Arrow IPC stream "
+                                            "from stdin."),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif, arrow or html."),
     output: str | None = typer.Option(None, "--output", "-o",
                                       help="Write the report here instead of stdout "
@@ -96,10 +98,18 @@ def check(
         None, "--source-root", help="Directory whose files the HTML report may show source "
                                     "lines from and SARIF may name (repeatable; default: "
                                     "none, no source file is read)."),
+    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1,
+                                    help="Threads to check on (default: the cores this "
+                                         "process may use; one for a small trace)."),
+    dask: str | None = typer.Option(None, "--dask", metavar="SCHEDULER_ADDRESS",
+                                    help="Check on this Dask cluster (pip install "
+                                         "'tracerace[dask]'); every worker reads the traces."),
 ) -> None:
-    """Check a trace for races and synchronization hazards.
+    """Check traces for races and synchronization hazards.
 
-    Exit 1 when a hazard is an error, 0 otherwise, 2 on bad input.
+    Several traces (or a directory of them) are checked at once: one report
+    per trace, then a summary table. Exit 1 when a hazard is an error, 0
+    otherwise, 2 on bad input (the worst over the traces).
     """
     from . import api
     from .report import formats
@@ -108,11 +118,24 @@ def check(
     if max_reports is None:
         max_reports = DEFAULT_MAX_REPORTS
     try:
+        paths = trace_files(traces)
+    except TraceError as err:
+        raise _fail(err) from None
+    if len(paths) != 1 or dask is not None or os.path.isdir(traces[0]):
+        from .checker.many import check_several
+
+        code = check_several(paths, fmt=fmt, output=output, engine=engine,
+                             max_reports=max_reports, select=select, ignore=ignore,
+                             progress=progress, source_root=source_root or (), jobs=jobs,
+                             dask=dask, bar=ProgressBar, say=_say, echo=_echo)
+        raise typer.Exit(code)
+    trace = paths[0]
+    try:
         with formats.Output(fmt, output, inputs=[trace], source_roots=source_root or ()) as out:
             with ProgressBar(progress) as bar:
                 report = api.check(trace, engine=engine, max_reports=max_reports,
                                    select=select, ignore=ignore, progress=bar.update,
-                                   sink=out.sink)
+                                   sink=out.sink, jobs=jobs)
             for warning in report.meta.warnings:
                 _say(f"tracerace: warning: {report.meta.path or trace}: {warning}")
             out.write(report)
@@ -123,6 +146,27 @@ def check(
     if output is not None:
         typer.echo(report.summary_line(), err=True)
     raise typer.Exit(report.exit_code)
+
+
+TRACE_SUFFIXES = (".arrow", ".arrows", ".parquet")
+"""The files ``check`` takes from a directory it is given."""
+
+
+def trace_files(args: list[str]) -> list[str]:
+    """The traces ``check`` was given: each file as named, each directory's
+    trace files (by suffix, at any depth, in name order)."""
+    out: list[str] = []
+    for arg in args:
+        if arg != "-" and os.path.isdir(arg):
+            found = sorted(os.path.join(root, name) for root, _, names in os.walk(arg)
+                           for name in names if name.endswith(TRACE_SUFFIXES))
+            if not found:
+                raise TraceError(f"no trace files ({', '.join(TRACE_SUFFIXES)}) in this "
+                                 "directory", path=arg, rule="usage")
+            out.extend(found)
+        else:
+            out.append(arg)
+    return out
 
 
 @app.command("validate")
@@ -213,7 +257,8 @@ def convert_command(
                                                 "default: the input's LZ4 or ZSTD, else lz4)."),
     fmt: str | None = typer.Option(None, "--from",
                                    help="GPU trace format of SRC: accelsim (.trace, .traceg, "
-                                        "kernelslist[.g], plain or .xz), cutracer (.ndjson, "
+                                        "kernelslist[.g], plain or .xz), tracez (Accel-Sim "
+                                        "2.0 .tracez), cutracer (.ndjson, "
                                         ".ndjson.zst) or memtrace (NVBit mem_trace output); "
                                         "detected when not given."),
     shared_window: str | None = typer.Option(None, "--shared-window",

@@ -48,6 +48,7 @@ MBAR_REINIT = 2
 MBAR_ARRIVAL_UNDERFLOW = 3
 MBAR_TX_UNDERFLOW = 4
 MBAR_PHASE_NEVER_COMPLETED = 5
+MBAR_DROP_UNDERFLOW = 6  # mbar_arrive_drop took the expected arrivals below zero
 
 _RACE_NAMES = {RACE_WEAK_SYNC: "release/acquire read without synchronizing",
                RACE_UNFENCED_BARRIER: "barrier does not fence this memory"}
@@ -64,7 +65,8 @@ NAMES = {
     "mbarrier_misuse": {MBAR_BEFORE_INIT: "use before init", MBAR_REINIT: "re-init without inval",
                         MBAR_ARRIVAL_UNDERFLOW: "arrival underflow",
                         MBAR_TX_UNDERFLOW: "transaction-count underflow",
-                        MBAR_PHASE_NEVER_COMPLETED: "wait on a phase that never completed"},
+                        MBAR_PHASE_NEVER_COMPLETED: "wait on a phase that never completed",
+                        MBAR_DROP_UNDERFLOW: "arrive-and-drop underflow"},
 }
 
 

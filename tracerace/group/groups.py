@@ -72,7 +72,7 @@ EXAMPLES = 8
 N_KINDS = len(HazardKind)
 
 _COPY_OPS = np.zeros(256, dtype=bool)
-_COPY_OPS[[int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE)]] = True
+_COPY_OPS[[int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE), int(Op.BULK_COPY_PEER)]] = True
 _U64_MAX = np.iinfo(np.uint64).max
 
 ALIAS_DTYPE = np.dtype([("row", np.int64), ("launch", np.uint32), ("block", np.uint32),

@@ -23,7 +23,8 @@ from ..trace.ops import Op, HazardKind, Scope, Space
 NO_GENERATION = -1
 """``bar_gen``/``prev_bar_gen`` of an agent that completed no barrier yet."""
 
-COPY_OPS = frozenset({int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE)})
+COPY_OPS = frozenset({int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE),
+                      int(Op.BULK_COPY_PEER)})
 """Ops whose memory access is made by an async agent, reported at the issue row."""
 
 KIND_TITLES = {
@@ -258,8 +259,14 @@ def _sync_alias(v: _View) -> str:
             f"this wait's own signal); give each handoff its own object")
 
 
+CLUSTER_ARRIVALS = frozenset({int(Op.CLUSTER_ARRIVE), int(Op.CLUSTER_ARRIVE_RELAXED)})
+
+
 def _barrier_mismatch(v: _View) -> str:
-    where = f"barrier {v.obj} of block {v.block}"
+    if v.op in CLUSTER_ARRIVALS:  # obj: the cluster
+        where = f"the barrier of cluster {v.obj}"
+    else:
+        where = f"barrier {v.obj} of block {v.block}"
     if v.launch != 0:
         where += f" in launch {v.launch}"
     if v.code == reasons.BAR_ARG_DISAGREES:
@@ -291,6 +298,9 @@ def _mbarrier_misuse(v: _View) -> str:
     if v.code == reasons.MBAR_PHASE_NEVER_COMPLETED:
         return (f"{who} waited{at} on {bar} for a phase that never completed: its arrivals or "
                 f"transaction bytes never reached zero")
+    if v.code == reasons.MBAR_DROP_UNDERFLOW:
+        return (f"the {op} by {who}{at} dropped more arrivals from {bar} than its init count "
+                f"left: the expected-arrival count went below zero")
     return f"{bar}: {_reason_or(v, 'misused')} by {who}{at}"
 
 

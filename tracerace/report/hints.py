@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..checker import reasons
-from .explain import NO_GENERATION, _View, scope_name
+from .explain import CLUSTER_ARRIVALS, NO_GENERATION, _View, scope_name
 from ..trace.meta import TraceMeta
 from ..trace.ops import HazardKind, Op, Scope, Space
 
@@ -286,6 +286,15 @@ def _sync_alias(v: _View, w: _Words, buffer: str | None) -> Hint:
 
 
 def _barrier_mismatch(v: _View, w: _Words, buffer: str | None) -> Hint | None:
+    if v.op in CLUSTER_ARRIVALS:
+        if v.code == reasons.BAR_ARG_DISAGREES:
+            return Hint(f"count every thread of cluster {v.obj} in each `barrier.cluster.arrive`: "
+                        f"{w.l2} passes another count than the {v.aux} of {w.l1}", w.site2)
+        if v.code == reasons.BAR_INCOMPLETE:
+            return Hint(f"make every thread of cluster {v.obj} arrive at the cluster barrier "
+                        f"(only {v.aux} arrived, the last at {w.l2}): none may skip "
+                        f"`barrier.cluster.arrive` or exit before it", w.site2)
+        return None
     if v.code == reasons.BAR_ARG_DISAGREES:
         return Hint(f"pass the same thread count to every arrival at barrier {v.obj}: {w.l2} "
                     f"passes another than the {v.aux} of {w.l1}", w.site2)
@@ -309,6 +318,9 @@ def _mbarrier_misuse(v: _View, w: _Words, buffer: str | None) -> Hint | None:
     if v.code == reasons.MBAR_TX_UNDERFLOW:
         return Hint(f"`mbarrier.expect_tx` on {bar} for every byte the copies complete, before "
                     f"{w.l2}", w.site2)
+    if v.code == reasons.MBAR_DROP_UNDERFLOW:
+        return Hint(f"drop each participant from {bar} once: the {v.op_label} at {w.l2} drops "
+                    f"more arrivals than its init count left", w.site2)
     if v.code == reasons.MBAR_PHASE_NEVER_COMPLETED:
         return Hint(f"make the arrivals and transaction bytes on {bar} reach what its init and "
                     f"expect_tx set before the wait at {w.l2}, or do not wait on that phase",

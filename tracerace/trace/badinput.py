@@ -76,11 +76,26 @@ TX_OVERFLOW = Rule(18, "count-overflow", ("obj", "tx", "change"),
                    "mbarrier {obj:#x}: transaction count {tx} changed by {change} leaves the "
                    "signed 64-bit range the format holds")
 
+# Cluster barriers (trace format section 9).
+CLUSTER_ORDER = Rule(19, "barrier-order", ("block", "thread", "cluster", "generation"),
+                     "thread ({block},{thread}) has an event while its cluster_wait on the "
+                     "barrier of cluster {cluster} generation {generation} has not completed")
+CLUSTER_COUNT = Rule(20, "barrier-count", ("cluster", "count"),
+                     "the barrier of cluster {cluster}: an arrival names {count} participating "
+                     "threads")
+CLUSTER_ARRIVE_AGAIN = Rule(21, "cluster-wait", ("block", "thread", "cluster"),
+                            "thread ({block},{thread}) arrives at the barrier of cluster "
+                            "{cluster} again before a cluster_wait")
+CLUSTER_WAIT_ALONE = Rule(22, "cluster-wait", ("block", "thread", "cluster"),
+                          "thread ({block},{thread}) has a cluster_wait on the barrier of "
+                          "cluster {cluster} without a cluster arrival since its last wait")
+
 RULES = {rule.code: rule for rule in (BARRIER_ORDER, WAIT_WITHOUT_SIGNAL, BARRIER_COUNT,
                                       EMPTY_WARP_MASK, LAUNCH_ORDER, MBARRIER_COUNT, WAIT_GROUP,
-                                      SIGNAL_OVERFLOW, TX_OVERFLOW)}
+                                      SIGNAL_OVERFLOW, TX_OVERFLOW, CLUSTER_ORDER, CLUSTER_COUNT,
+                                      CLUSTER_ARRIVE_AGAIN, CLUSTER_WAIT_ALONE)}
 """Every replay rule by its engine status code."""
-assert len(RULES) == 9 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
+assert len(RULES) == 13 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
 
 
 def error(rule: Rule | int, *values: int, path: str | None, row: int) -> TraceError:

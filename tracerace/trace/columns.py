@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 
 from .meta import TraceMeta
-from .ops import OP_CODES, Op, Proxy, Scope, Sem, Space
+from .ops import OP_CODES, UNCHECKED_OPS, Op, Proxy, Scope, Sem, Space
 from .schema import (COLUMN_NAMES, COLUMNS, DEFAULT_BLOCK, FENCE_ALL, FORMAT_VERSION, META_SITES,
                      SITE_NONE, Column)
 
@@ -39,9 +39,28 @@ _KNOWN_OP[sorted(OP_CODES)] = True
 
 # Ops whose ``addr``/``size`` name bytes, and those (copies) whose ``addr2`` does too.
 _ADDRESSED = np.zeros(256, dtype=bool)
-_ADDRESSED[[Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE]] = True
+_ADDRESSED[[Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE,
+            Op.BULK_COPY_PEER, Op.BULK_REDUCE, Op.BULK_REDUCE_PEER, Op.ST_ASYNC,
+            Op.RED_ASYNC]] = True
 _COPIES = np.zeros(256, dtype=bool)
-_COPIES[[Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE]] = True
+_COPIES[[Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER, Op.BULK_REDUCE,
+         Op.BULK_REDUCE_PEER]] = True
+
+NO_SPACE = -1
+OP_SPACES: dict[Op, tuple[int, int]] = {
+    Op.BULK_COPY_PEER: (Space.SHARED, Space.SHARED),
+    Op.BULK_REDUCE: (Space.GLOBAL, Space.SHARED),
+    Op.BULK_REDUCE_PEER: (Space.SHARED, Space.SHARED),
+    Op.ST_ASYNC: (Space.SHARED, NO_SPACE),
+    Op.RED_ASYNC: (Space.SHARED, NO_SPACE),
+}
+"""Rule ``op-space``: the ``space`` and ``space2`` an extension op's rows must
+hold (``NO_SPACE``: the op leaves the column free)."""
+_SPACE_OF = np.full(256, NO_SPACE, dtype=np.int16)
+_SPACE2_OF = np.full(256, NO_SPACE, dtype=np.int16)
+for _op, (_space, _space2) in OP_SPACES.items():
+    _SPACE_OF[_op] = _space
+    _SPACE2_OF[_op] = _space2
 ADDRESS_END = (1 << 64) - 1
 """The largest end (``addr + size``) of a byte range: it must fit a uint64."""
 
@@ -181,13 +200,31 @@ class RowChecks:
             first(uses[op] & (addr > room), order, "address-overflow",
                   lambda r, a=addr, nm=name: f"{nm} {int(a[r]):#x} + size {int(cols['size'][r])} "
                                              f"passes the end of the 64-bit address space")
+
+        want, want2 = _SPACE_OF[op], _SPACE2_OF[op]
+        wrong = ((want != NO_SPACE) & (cols["space"] != want)) | \
+            ((want2 != NO_SPACE) & (cols["space2"] != want2))
+        first(wrong, 13, "op-space", lambda r: _op_space_message(
+            int(op[r]), int(cols["space"][r]), int(cols["space2"][r])))
         return found
 
     def advance(self, cols: dict[str, np.ndarray]) -> None:
         self.last_ts = int(cols["ts"][-1])
 
 
+def _op_space_message(code: int, space: int, space2: int) -> str:
+    want, want2 = int(_SPACE_OF[code]), int(_SPACE2_OF[code])
+    need = f"space {want} ({Space(want).name.lower()})"
+    if want2 != NO_SPACE:
+        need += f" and space2 {want2} ({Space(want2).name.lower()})"
+        return f"{Op(code).label} needs {need}; the row has space {space} and space2 {space2}"
+    return f"{Op(code).label} needs {need}; the row has space {space}"
+
+
 def _unknown_op_message(code: int) -> str:
+    if code in UNCHECKED_OPS:
+        return (f"op code {code} ({Op(code).label}) is defined by trace format "
+                f"v{FORMAT_VERSION} but this version of tracerace does not check it yet")
     if code >= EXTENSION_OP_MIN:
         return (f"op code {code} is in the extension range (>= {EXTENSION_OP_MIN}) "
                 f"but not known to trace format v{FORMAT_VERSION}")

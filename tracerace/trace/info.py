@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .meta import Buffer
-from .ops import CP_ASYNC, TMA_LOAD, TMA_STORE, Op, Space
+from .ops import BULK_COPY_PEER, CP_ASYNC, TMA_LOAD, TMA_STORE, Op, Space
 from .reader import DEFAULT_BATCH_SIZE, Batch, open_trace
 from ..shown import shown
 
@@ -28,6 +28,7 @@ _COPIES = (
     (CP_ASYNC, int(Space.SHARED), None),
     (TMA_LOAD, int(Space.SHARED), int(Space.GLOBAL)),
     (TMA_STORE, int(Space.GLOBAL), int(Space.SHARED)),
+    (BULK_COPY_PEER, int(Space.SHARED), int(Space.SHARED)),
 )
 
 _CONTAINERS = {"file": "Arrow IPC file", "stream": "Arrow IPC stream", "parquet": "Parquet",

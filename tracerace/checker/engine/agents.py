@@ -12,7 +12,7 @@ from .clocks import decref, incref, lookup, merge
 from .hashmap import hm_get, hm_put
 from .layout import (
     AG_BARFENCE, AG_BARGEN, AG_BAROBJ, AG_BASE, AG_BLOCK, AG_BLOCKED, AG_BULK_AGENT,
-    AG_BULK_OPEN, AG_CLUSTER, AG_CP_AGENT, AG_CP_OPEN, AG_EPOCH, AG_FENCES, AG_FIELDS,
+    AG_BULK_OPEN, AG_CL_DONE, AG_CLUSTER, AG_CP_AGENT, AG_CP_OPEN, AG_EPOCH, AG_FENCES, AG_FIELDS,
     AG_FREL_BASE, AG_ISSUER, AG_KIND, AG_THREAD, AG_WEAK_AGENT, KIND_THREAD, N_LEVELS,
     SV_N_AGENTS)
 
@@ -41,6 +41,7 @@ def new_agent(ag, sv, block, thread, cluster, kind):
     ag[a, AG_ISSUER] = -1
     ag[a, AG_WEAK_AGENT] = -1
     ag[a, AG_BARFENCE] = 7
+    ag[a, AG_CL_DONE] = -1
     return a
 
 

@@ -7,7 +7,7 @@ import numpy as np
 
 from ...trace import badinput
 from ...trace import ops as O
-from ..findings import CheckResult
+from ..findings import CheckResult, empty_findings
 from ...trace.schema import COLUMN_NAMES
 from .barriers import finish_launch
 from .granularity import global_shift_for, shared_shift_for
@@ -35,7 +35,8 @@ def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
 def check_trace(reader, *, progress: Callable[[int], None] | None = None,
                 on_findings: Callable[[np.ndarray], None] | None = None,
                 page_shift: int = PAGE_SHIFT, sizes: Sizes | None = None,
-                shared_shift: int | None = None) -> CheckResult:
+                shared_shift: int | None = None, shard: tuple[int, int] = (0, 1),
+                stretch_shift: int | None = None, raw: bool = False) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the Numba engine.
 
     ``on_findings``: called with the findings (``FINDING_DTYPE``, in the order
@@ -56,8 +57,16 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
     ``shadow``, PAGES); no answer depends on it (tests make pages
     small so that short traces use them). ``sizes`` (the tables' starting
     sizes, :class:`.pools.Sizes`) and ``shared_shift`` (one shared granule size
-    for every launch) are for tests too: no answer depends on them."""
-    st = EngineState(page_shift, sizes, shared_shift)
+    for every launch) are for tests too: no answer depends on them.
+
+    ``shard``: (k, n), check only the bytes shard k of n owns
+    (:mod:`.shards`, in stretches of ``1 << stretch_shift`` bytes;
+    :mod:`tracerace.checker.parallel` merges the shards). ``raw``:
+    ``on_findings`` (required) gets the pool's int64 rows, with the rank
+    that merging needs (``layout.F_RANK``), instead of records."""
+    st = EngineState(page_shift, sizes, shared_shift, shard, stretch_shift)
+    take = st.take_rows if raw else st.take_findings
+    hand = _same if raw else records
     st.rows_total = reader.meta.num_rows
     views = [st]
     merged: list[np.ndarray] = []  # findings of two views, merged per batch
@@ -72,14 +81,14 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
                     views.append(st.fork(VIEW_SHARED))
                     st.sv[SV_VIEW] = VIEW_GLOBAL
                 if len(views) == 1:
-                    replay_batch(st, batch, reader.meta.path, gpos, on_findings)
+                    replay_batch(st, batch, reader.meta.path, gpos, on_findings, raw)
                     if on_findings is not None:
-                        on_findings(st.take_findings())
+                        on_findings(take())
                 else:
                     # Both views hold the batch's findings until they are merged.
                     for view in views:
                         replay_batch(view, batch, reader.meta.path, gpos)
-                    merged.append(records(_merge_views([v.take_rows() for v in views])))
+                    merged.append(hand(_merge_views([v.take_rows() for v in views])))
                     if on_findings is not None:
                         on_findings(merged.pop())
                 # From the second batch on: a one-batch check is over before
@@ -94,15 +103,19 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
     for view in views:
         close_launch(view)
     if len(views) > 1:
-        merged.append(records(_merge_views([v.take_rows() for v in views])))
+        merged.append(hand(_merge_views([v.take_rows() for v in views])))
         last = np.concatenate(merged)
         merged.clear()
     else:
-        last = st.take_findings()
+        last = take()
     if on_findings is not None:
         on_findings(last)
-        last = last[:0]
+        last = empty_findings()
     return CheckResult(events, last)
+
+
+def _same(rows: np.ndarray) -> np.ndarray:
+    return rows
 
 
 _MEMORY_KINDS = np.array([O.K_RAW, O.K_WAR, O.K_WAW, O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE])
@@ -133,11 +146,13 @@ def _merge_views(found: list[np.ndarray]) -> np.ndarray:
 
 def replay_batch(st: EngineState, batch, path: str | None,
                   gpos: np.ndarray | None = None,
-                  on_findings: Callable[[np.ndarray], None] | None = None) -> None:
+                  on_findings: Callable[[np.ndarray], None] | None = None,
+                  raw: bool = False) -> None:
     """Run the kernel over one batch, growing pools and closing launches
     whenever it stops to ask. ``gpos``: :func:`global_accesses` of the batch,
     when the read-ahead thread has computed it. ``on_findings``: takes a full
-    findings pool instead of its growth past ``FIND_HANDOVER_ROWS``."""
+    findings pool instead of its growth past ``FIND_HANDOVER_ROWS`` (its
+    rows when ``raw``, else records)."""
     c = batch.cols
     if gpos is None:
         gpos = global_accesses(batch)
@@ -152,7 +167,7 @@ def replay_batch(st: EngineState, batch, path: str | None,
             mask = int(st.sv[SV_GROW])
             if (mask & GR_FIND and on_findings is not None and st.sv[SV_NFIND] > 0
                     and st.arrays["find"].shape[0] >= FIND_HANDOVER_ROWS):
-                on_findings(st.take_findings())
+                on_findings(st.take_rows() if raw else st.take_findings())
                 mask &= ~GR_FIND
             st.grow(mask)
         elif status == NEW_LAUNCH:  # a launch the kernel leaves to the driver (launches)

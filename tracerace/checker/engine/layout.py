@@ -57,7 +57,13 @@ SV_PAGE_LAUNCH = 41
 # shift every launch is given (-1: chosen per launch).
 SV_MAPS_CAP = 42
 SV_FIXED_SHARED = 43
-SV_FIELDS = 44
+# Sharding (``shards``): how many states split the bytes between them (1:
+# this state owns every byte), which of them this is, and the log2 of the
+# stretches of bytes they own.
+SV_SHARDS = 44
+SV_SHARD = 45
+SV_STRETCH_SHIFT = 46
+SV_FIELDS = 47
 VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 
 # Agents.
@@ -80,8 +86,13 @@ N_LEVELS = 4
 AG_FREL_BASE = 26
 AG_FREL_EPOCH = AG_FREL_BASE + N_LEVELS
 AG_PACQ = AG_FREL_EPOCH + N_LEVELS
+# A thread's cluster-barrier arrival not yet waited for: its generation's
+# slot + 1 while the generation is open (0: none), and the snapshot the
+# generation completed with once it has (-1: none).
+AG_CL_PEND = AG_PACQ + N_LEVELS
+AG_CL_DONE = AG_CL_PEND + 1
 AG_FIELDS = 40  # five aligned cache lines
-assert AG_PACQ + N_LEVELS <= AG_FIELDS
+assert AG_CL_DONE < AG_FIELDS
 KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
 # AG_FENCES heads the agent's log in ``fen``: fence_proxy_async epochs for a
 # thread, retiring waits for a cp.async agent, phases for a TMA agent (below).
@@ -101,6 +112,7 @@ AR_NEXT, AR_BASE, AR_AGENT, AR_EPOCH, AR_FLAG = range(5)
 AR_FIELDS = 5
 ARF_WAITER, ARF_TMA = 1, 2
 ARF_NOJOIN = 4  # a barrier arrival that does not fence this view's memory: no clock given or taken
+ARF_CLUSTER = 8  # a cluster-barrier arrival: its thread takes the clock when it waits
 ARF_FENCE_SHIFT = 4  # a barrier arrival's fence_spaces, in its flag
 
 # Signals queued on a flag.
@@ -179,6 +191,10 @@ E_MBAR_COUNT = badinput.MBARRIER_COUNT.code
 E_WAIT_GROUP = badinput.WAIT_GROUP.code
 E_SIGNAL_OVERFLOW = badinput.SIGNAL_OVERFLOW.code
 E_TX_OVERFLOW = badinput.TX_OVERFLOW.code
+E_CLUSTER_ORDER = badinput.CLUSTER_ORDER.code
+E_CLUSTER_COUNT = badinput.CLUSTER_COUNT.code
+E_CLUSTER_AGAIN = badinput.CLUSTER_ARRIVE_AGAIN.code
+E_CLUSTER_WAIT = badinput.CLUSTER_WAIT_ALONE.code
 COUNT_MAX = np.int64(badinput.COUNT_MAX)
 """The largest pending-signal or transaction count (the format's int64 ``arg``)."""
 COUNT_MIN = np.int64(badinput.COUNT_MIN)
@@ -192,6 +208,7 @@ GR_PR = 1 << 20
 GR_ED = 1 << 21
 
 WARP_BARRIER = -2
+CLUSTER_BARRIER = -3  # GN_BAROBJ of a cluster barrier's generation
 SITE_NONE_I = np.int64(SITE_NONE)
 
 WARNING = int(O.Severity.WARNING)

@@ -188,12 +188,39 @@ def on_mbar_init(t, c, i, ev, a, epoch):
 @jit_leaf
 def on_mbar_arrive(t, c, i, ev, a, epoch):
     """An arrival of ``arg`` counts (1 if 0); more than are pending is a misuse."""
+    mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))
+    if not_initialized(t, c, i, ev, a, mslot):
+        return
+    arg = np.int64(c.arg[i])
+    arrive(t, c, i, ev, a, epoch, mslot, arg if arg > 0 else 1)
+
+
+@jit_leaf
+def on_mbar_arrive_drop(t, c, i, ev, a, epoch):
+    """mbarrier.arrive_drop: later phases expect ``arg`` (1 if 0) fewer arrivals,
+    then an arrival of that count; dropping below zero is a misuse (the
+    expected count stays at zero, the arrival takes what is pending)."""
     mbs = t.mbs
     mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))
     if not_initialized(t, c, i, ev, a, mslot):
         return
     arg = np.int64(c.arg[i])
     count = arg if arg > 0 else 1
+    if count > mbs[mslot, MB_EXPECTED]:
+        # One misuse per row: pending never exceeds expected.
+        misuse(t.find, t.sv, t.ag, a, R.MBAR_DROP_UNDERFLOW, ev.row, ev.launch, ev.block,
+               ev.thread, ev.op, ev.ts, ev.site, np.int64(c.peer[i]), np.int64(c.obj[i]))
+        mbs[mslot, MB_EXPECTED] = 0
+        count = mbs[mslot, MB_PENDING]
+    else:
+        mbs[mslot, MB_EXPECTED] -= count
+    arrive(t, c, i, ev, a, epoch, mslot, count)
+
+
+@jit_inline
+def arrive(t, c, i, ev, a, epoch, mslot, count):
+    """``count`` arrivals with release semantics; more than are pending is a misuse."""
+    mbs = t.mbs
     if count > mbs[mslot, MB_PENDING]:
         misuse(t.find, t.sv, t.ag, a, R.MBAR_ARRIVAL_UNDERFLOW, ev.row, ev.launch, ev.block,
                ev.thread, ev.op, ev.ts, ev.site, np.int64(c.peer[i]), np.int64(c.obj[i]))

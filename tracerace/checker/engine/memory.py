@@ -13,9 +13,10 @@ from .atomics import acquire_atomic, release_atomic
 from .granules import granule_range, granules, region_of
 from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_BASE, AG_FREL_BASE, AG_FREL_EPOCH, AG_THREAD, N_LEVELS,
-    SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH, SV_PAGE_LAUNCH, SV_VIEW)
+    SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH, SV_PAGE_LAUNCH, SV_SHARDS, SV_VIEW)
 from .pages import access_pages, covers_page, split_pages_of
 from .races import flush_candidates, offer_uninit
+from .shards import owns, stretch_end
 from .shadow import (
     G_INIT, INIT_INTERVAL_MIN, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_PROXY, I_SCOPE_SHIFT,
     I_WRITE, find_granule, granule_shift, iv_add, iv_region)
@@ -29,20 +30,53 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, p
     Returns 1 when it left a candidate in ``cand`` (the caller then flushes
     them), else 0: most accesses find nothing and skip the flush.
 
+    In a shard (``shards``) only the bytes this state owns are checked, range
+    by range, each as an access of its own that names the whole access; the
+    uninitialized bytes found are the first and last of them all.
+
     ``replay`` does the same with ``granule_range`` inlined (see there):
     here it is called, as inlining it into this function too made the first
     run's compile of the kernels several times longer."""
     if size <= 0:
         return 0
-    if covers_page(sv, addr, size):
+    end = addr + size
+    if sv[SV_SHARDS] <= 1:
+        found, ulo, uhi = access_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen,
+                                       cand, ivs, pst, region, space, owner, addr, end, addr,
+                                       size, a, epoch, t, info, row, ts, site)
+        return found | offer_uninit(cand, space, owner, ulo, uhi)
+    found = 0
+    ulo = np.int64(-1)
+    uhi = np.int64(-1)
+    lo = addr
+    while lo < end:
+        hi, mine = stretch_end(sv, space, owner, lo, end)
+        if mine:
+            f, flo, fhi = access_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen,
+                                       cand, ivs, pst, region, space, owner, lo, hi, addr, size,
+                                       a, epoch, t, info, row, ts, site)
+            found |= f
+            if flo >= 0:
+                if ulo < 0:
+                    ulo = flo
+                uhi = fhi
+        lo = hi
+    return found | offer_uninit(cand, space, owner, ulo, uhi)
+
+
+@jit_leaf
+def access_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                 region, space, owner, lo, hi, addr, size, a, epoch, t, info, row, ts, site):
+    """``access`` of the bytes [lo, hi) of the access [addr, addr + size):
+    (1 when it left a candidate, the first and last uninitialized byte or -1)."""
+    if covers_page(sv, lo, hi - lo):
         return access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-                            pst, region, space, owner, addr, size, a, epoch, t, info, row, ts,
-                            site)
-    split_pages_of(sv, nodes, cold, gran, ivs, pst, region, addr, size)
-    found, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-                             pst, region, space, owner, addr, addr + size, addr, addr + size, a,
-                             epoch, t, info, row, ts, site, size, np.int64(-1))
-    return found | offer_uninit(cand, space, owner, lo, hi)
+                            pst, region, space, owner, lo, hi, addr, size, a, epoch, t, info,
+                            row, ts, site)
+    split_pages_of(sv, nodes, cold, gran, ivs, pst, region, lo, hi - lo)
+    return granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                    region, space, owner, lo, hi, addr, addr + size, a, epoch, t, info, row,
+                    ts, site, size, np.int64(-1))
 
 
 @jit_leaf
@@ -101,12 +135,16 @@ def on_access(t, c, i, ev, a, epoch):
     if sv[SV_VIEW] & (1 << space) and size > 0:
         # A launch with runs of pages (see ``pages``): ``access`` splits the
         # pages a small access needs out of their runs; the call to it is the
-        # one large accesses take, so ``replay`` inlines no more for them.
-        if covers_page(sv, addr, size) or sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH]:
+        # one large accesses take, so ``replay`` inlines no more for them. In
+        # a shard (``shards``): an access of bytes another shard owns is
+        # skipped, and ``access`` takes one that crosses a stretch boundary.
+        own = owns(sv, space, owner, addr, size)
+        if own == 2 or (own == 1 and (covers_page(sv, addr, size) or
+                                      sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH])):
             found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
                            ivs, pst, region, space, owner, addr, size, a, epoch, a, info,
                            row, ts, site)
-        else:
+        elif own == 1:
             found, ulo, uhi = granule_range(
                 ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
                 region, space, owner, addr, addr + size, addr, addr + size, a, epoch, a,
@@ -145,8 +183,11 @@ def on_init(t, c, i, ev, a, epoch):
     elif size > 0:
         end = addr + size
         gs = granule_shift(region)
+        owner = np.int64(c.peer[i]) if space == O.SPACE_SHARED else np.int64(0)
         for g in range(addr >> gs, ((end - 1) >> gs) + 1):
             base = g << gs
+            if owns(sv, space, owner, base, np.int64(1) << gs) == 0:
+                continue  # another shard's bytes (``shards``)
             lo = max(addr, base) - base
             hi = min(end, base + (np.int64(1) << gs)) - base
             slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH],

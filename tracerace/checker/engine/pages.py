@@ -12,9 +12,9 @@ from ..jit import jit_inline, jit_leaf
 from .granules import extend_bytes, granules, region_of
 from .layout import (
     GR_GRAN, GR_IV, GR_NODES, SV_GLOBAL_SIZES, SV_GRAN_COUNT, SV_GROW, SV_IV_N, SV_LAUNCH,
-    SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_PAGE_LAUNCH, SV_PAGE_SHIFT)
+    SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARDS)
 from .pools import pool_alloc, pool_free
-from .races import offer_uninit
+from .shards import stretch_end
 from .shadow import (
     GS_NARROW, GS_WIDE, G_INIT, G_LAUNCH, G_NREADS, G_READS, G_RLIMIT, G_WRITES, IV_FIELDS,
     IV_HI, IV_LO, IV_REGION, I_ATOMIC, I_MASK_SHIFT, I_SHADOW_SHIFT, I_WRITE, KS_HIDDEN_SHIFT,
@@ -307,14 +307,18 @@ def range_uninit(gran, sv, ivs, region, lo_addr, hi_addr):
 
 @jit_leaf
 def access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
-                 region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
-    """``access`` of a range that covers at least one whole page: the whole
-    pages run by run (``RUNS``; a page some granule of the launch has touched
-    granule by granule), the partial pages at its ends granule by granule."""
+                 region, space, owner, from_addr, to_addr, addr, size, a, epoch, t, info, row,
+                 ts, site):
+    """``access`` of the bytes [from_addr, to_addr) of an access [addr, addr +
+    size), a range that covers at least one whole page: the whole pages run by
+    run (``RUNS``; a page some granule of the launch has touched granule by
+    granule), the partial pages at its ends granule by granule. Returns (1
+    when it left a candidate in ``cand``, else 0; the first and last
+    uninitialized byte of the range or -1)."""
     ps = sv[SV_PAGE_SHIFT]
     end = addr + size
-    p0 = (addr + (np.int64(1) << ps) - 1) >> ps
-    p1 = end >> ps
+    p0 = (from_addr + (np.int64(1) << ps) - 1) >> ps
+    p1 = to_addr >> ps
     rr = region | PAGE_REGION
     reads = (info & I_WRITE) == 0 or (info & I_ATOMIC) != 0
     found = 0
@@ -365,8 +369,8 @@ def access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
             if info & I_WRITE:
                 sv[SV_IV_N] = iv_add(ivs, sv[SV_IV_N], iv_region(region), p0 << ps, p1 << ps)
             continue
-        lo_addr = addr if part == 0 else p1 << ps
-        hi_addr = p0 << ps if part == 0 else end
+        lo_addr = from_addr if part == 0 else p1 << ps
+        hi_addr = p0 << ps if part == 0 else to_addr
         if lo_addr >= hi_addr:
             continue
         split_pages_of(sv, nodes, cold, gran, ivs, pst, region, lo_addr, hi_addr - lo_addr)
@@ -378,7 +382,7 @@ def access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
             if ulo < 0:
                 ulo = lo
             uhi = hi
-    return found | offer_uninit(cand, space, owner, ulo, uhi)
+    return found, ulo, uhi
 
 
 @jit_inline
@@ -463,14 +467,38 @@ def range_need(gran, nodes, sv, ivs, pst, region, addr, size):
 
 
 @jit_leaf
+def owned_need(gran, nodes, sv, ivs, pst, region, space, owner, addr, size):
+    """``range_need`` of an access as this state checks it: in a shard
+    (``shards``), the sum over the ranges it owns, each checked as an access
+    of its own (``memory.access``)."""
+    if sv[SV_SHARDS] <= 1 or size <= 0:
+        return range_need(gran, nodes, sv, ivs, pst, region, addr, size)
+    g = np.int64(0)
+    n = np.int64(0)
+    r = np.int64(0)
+    lo = addr
+    end = addr + size
+    while lo < end:
+        hi, mine = stretch_end(sv, space, owner, lo, end)
+        if mine:
+            g1, n1, r1 = range_need(gran, nodes, sv, ivs, pst, region, lo, hi - lo)
+            g += g1
+            n += n1
+            r += r1
+        lo = hi
+    return g, n, r
+
+
+@jit_leaf
 def page_room(op, space, addr, size, space2, addr2, peer, block, a, sv, nodes, gran, ivs, pst):
     """``replay_room`` for an access or copy that covers a whole page or
     meets a launch with pages: sets ``SV_GROW`` and returns False when the
     pools lack the room it may need."""
-    g, n, r = range_need(gran, nodes, sv, ivs, pst, region_of(space, peer, a, sv), addr, size)
-    if op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE:
-        g2, n2, r2 = range_need(gran, nodes, sv, ivs, pst, region_of(space2, block, a, sv),
-                                addr2, size)
+    g, n, r = owned_need(gran, nodes, sv, ivs, pst, region_of(space, peer, a, sv), space,
+                         peer, addr, size)
+    if op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or op == O.BULK_COPY_PEER:
+        g2, n2, r2 = owned_need(gran, nodes, sv, ivs, pst, region_of(space2, block, a, sv),
+                                space2, block, addr2, size)
         g += g2
         n += n2
         r += r2

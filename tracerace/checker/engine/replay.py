@@ -21,18 +21,21 @@ from .agents import AGENT_PREFETCH_MIN, new_agent, thread_agent
 from .async_copies import on_fence_proxy
 from .atomics import on_fence
 from .barriers import on_barrier
+from .clusters import on_cluster_arrive, on_cluster_wait
 from .copies import (
     on_bulk_commit, on_bulk_wait, on_cp_async, on_cp_commit, on_cp_wait, on_tma_store)
 from .granules import prefetch_ahead
 from .hashmap import hm_prefetch, hm_put
 from .launches import next_launch
 from .layout import (
-    AG_BLOCKED, AG_BLOCKNUM, AG_EPOCH, E_BARRIER_ORDER, E_LAUNCH_ORDER, GN_KEYOBJ,
-    KIND_THREAD, NEED_GROW, OK, SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D,
+    AG_BLOCKED, AG_BLOCKNUM, AG_EPOCH, CLUSTER_BARRIER, E_BARRIER_ORDER, E_CLUSTER_ORDER,
+    E_LAUNCH_ORDER, GN_BAROBJ, GN_KEYOBJ, KIND_THREAD, NEED_GROW, OK, SV_ERR_A, SV_ERR_B,
+    SV_ERR_C, SV_ERR_D,
     SV_GLOBAL_REGION, SV_LAUNCH, SV_N_AGENTS, SV_PAGE_LAUNCH, SV_PAGE_SHIFT)
 from .locks import on_acquire, on_release
 from .mbarriers import (
-    on_mbar_arrive, on_mbar_expect_tx, on_mbar_init, on_mbar_inval, on_mbar_wait, on_tma_load)
+    on_mbar_arrive, on_mbar_arrive_drop, on_mbar_expect_tx, on_mbar_init, on_mbar_inval,
+    on_mbar_wait, on_tma_load)
 from .memory import on_access, on_init
 from .pages import page_room
 from .room import PLAIN_MAX, replay_room
@@ -117,10 +120,13 @@ def replay(c, row0, start, t, gpos):
             sv[SV_ERR_B] = thread
             sv[SV_ERR_C] = t.gens[ag[a, AG_BLOCKED], GN_KEYOBJ]
             sv[SV_ERR_D] = ag[a, AG_BLOCKNUM]
+            if t.gens[ag[a, AG_BLOCKED], GN_BAROBJ] == CLUSTER_BARRIER:
+                return E_CLUSTER_ORDER, i
             return E_BARRIER_ORDER, i
         if size > 0 and (size >= (np.int64(1) << sv[SV_PAGE_SHIFT]) or
                          sv[SV_PAGE_LAUNCH] == launch) and (
-                op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE):
+                op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or
+                op == O.BULK_COPY_PEER):
             if not page_room(op, np.int64(c.space[i]), np.int64(c.addr[i]), size,
                              np.int64(c.space2[i]), np.int64(c.addr2[i]), np.int64(c.peer[i]),
                              block, a, sv, t.nodes, t.gran, t.ivs, t.pst):
@@ -172,7 +178,7 @@ def replay(c, row0, start, t, gpos):
             status = on_cp_wait(t, c, i, ev, a, epoch)
         elif op == O.BULK_WAIT:
             status = on_bulk_wait(t, c, i, ev, a, epoch)
-        elif op == O.TMA_LOAD:
+        elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER:
             status = on_tma_load(t, c, i, ev, a, epoch)
         elif op == O.MBAR_INIT:
             status = on_mbar_init(t, c, i, ev, a, epoch)
@@ -184,6 +190,12 @@ def replay(c, row0, start, t, gpos):
             on_mbar_wait(t, c, i, ev, a, epoch)
         elif op == O.MBAR_INVAL:
             on_mbar_inval(t, c, i, ev, a, epoch)
+        elif op == O.MBAR_ARRIVE_DROP:
+            on_mbar_arrive_drop(t, c, i, ev, a, epoch)
+        elif op == O.CLUSTER_ARRIVE or op == O.CLUSTER_ARRIVE_RELAXED:
+            status = on_cluster_arrive(t, c, i, ev, a, epoch)
+        elif op == O.CLUSTER_WAIT:
+            status = on_cluster_wait(t, c, i, ev, a, epoch)
         if status != OK:
             return status, i
     return OK, n

@@ -59,7 +59,8 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
     # An access that covers a whole page, or any in a launch with pages,
     # has its own check (page_room), once its agent is known.
     if op == O.INIT and size < INIT_INTERVAL_MIN or size < (np.int64(1) << sv[SV_PAGE_SHIFT]) and (
-            op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE):
+            op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or
+            op == O.BULK_COPY_PEER):
         ng = 2 * ((size >> GRANULE_SHIFT) + 2)  # 4-byte granules: an upper bound
     if sv[SV_NODE_USED] + ng > nodes.shape[0]:
         grow |= GR_NODES

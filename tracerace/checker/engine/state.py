@@ -15,7 +15,8 @@ from .hashmap import new_table
 from .layout import (
     CV_FIELDS, C_FIELDS, GR_AGENTS, GR_ARENA, GR_ARR, GR_RL, GR_SIG, N_KINDS, SV_ARENA_TOP,
     SV_FIELDS, SV_FIXED_SHARED, SV_GRAN_COUNT, SV_LAUNCH, SV_MAPS_CAP, SV_NFIND, SV_N_AGENTS,
-    SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SIG_FREE, SV_VIEW, VIEW_ALL)
+    SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARD, SV_SHARDS, SV_SIG_FREE, SV_STRETCH_SHIFT, SV_VIEW,
+    VIEW_ALL)
 from .mapped import MappedArray
 from .pools import (
     AG_FAULT_AHEAD, FAULT_AHEAD, FAULT_CHUNK, MAPPED, MAPS, POOLS, SPARE_BLIND_MAX, Sizes)
@@ -24,6 +25,7 @@ from .room import ARENA_NEED, PLAIN_NG
 from .shadow import (
     GLOBAL_GRANULE_SHIFT, GRANULE_SHIFT, G_FIELDS, PAGE_SHIFT, PST_SIZE, WIDE_GRANULE_SHIFT,
     rehash)
+from .shards import STRETCH_PAGES_SHIFT
 from .hashmap import rehash as hm_rehash
 
 # With a findings consumer, the findings pool is handed over rather than grown
@@ -45,11 +47,22 @@ class EngineState:
     """Every array the kernels keep across batches, and their growth."""
 
     def __init__(self, page_shift: int = PAGE_SHIFT, sizes: Sizes | None = None,
-                 shared_shift: int | None = None) -> None:
+                 shared_shift: int | None = None, shard: tuple[int, int] = (0, 1),
+                 stretch_shift: int | None = None) -> None:
         """``page_shift``: log2 of the pages large accesses are recorded by;
         ``sizes``: the tables' starting sizes; ``shared_shift``: the shared
         granule shift of every launch (None: chosen per launch, see
-        :mod:`.granularity`). No answer depends on them."""
+        :mod:`.granularity`). No answer depends on them. ``shard``: (k, n),
+        this state checks only the bytes shard k of n owns (:mod:`.shards`),
+        in stretches of ``1 << stretch_shift`` bytes (None: ``page_shift +
+        STRETCH_PAGES_SHIFT``; at least a page)."""
+        k, n = shard
+        if not 0 <= k < n:
+            raise ValueError(f"shard {k} of {n}: need 0 <= k < n")
+        if stretch_shift is None:
+            stretch_shift = page_shift + STRETCH_PAGES_SHIFT
+        if not page_shift <= stretch_shift < 48:
+            raise ValueError(f"stretch_shift {stretch_shift}: a stretch holds whole pages")
         self.sizes = sizes = sizes or Sizes()
         self.shared_shift = shared_shift
         if not GLOBAL_GRANULE_SHIFT < WIDE_GRANULE_SHIFT < page_shift < 40:
@@ -61,6 +74,9 @@ class EngineState:
         self.sv[SV_PAGE_LAUNCH] = -1
         self.sv[SV_MAPS_CAP] = sizes.maps
         self.sv[SV_FIXED_SHARED] = -1 if shared_shift is None else shared_shift
+        self.sv[SV_SHARDS] = n
+        self.sv[SV_SHARD] = k
+        self.sv[SV_STRETCH_SHIFT] = stretch_shift
         # Per page hash, the last launch that gave one of its granules lists.
         self.pst = np.full(PST_SIZE, -1, np.int64)
         self.findings: list[np.ndarray] = []

@@ -39,6 +39,10 @@ class AgentState:
     bulk_open: int = 1
     bulk_retired: int = 0
     tma_count: dict = field(default_factory=dict)  # mbarrier key -> loads issued
+    # Its cluster-barrier arrival not yet waited for: the generation's key and
+    # number while it is open, and the clock it completed with once it is.
+    cluster_pending: tuple | None = None
+    cluster_done: Clock | None = None
 
 
 def reach(x: tuple, y: tuple) -> int:

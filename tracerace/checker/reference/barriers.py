@@ -99,7 +99,12 @@ class Barriers:
         """End of a launch: incomplete barrier generations are mismatches."""
         for bkey, gen in sorted(self.generations.items(), key=lambda kv: kv[1].first_row):
             ev = gen.last_ev
-            obj = ev["obj"] if bkey[2] == "bar" else ev["arg"] & badinput.OBJ_MASK
+            if bkey[2] == "bar":
+                obj = ev["obj"]
+            elif bkey[2] == "warp":
+                obj = ev["arg"] & badinput.OBJ_MASK
+            else:  # a cluster barrier: its cluster
+                obj = bkey[3]
             self.emit(O.K_BARRIER_MISMATCH, gen.rows[-1], ev, obj=obj, code=R.BAR_INCOMPLETE,
                       aux=len(gen.rows))
         self.generations.clear()

@@ -18,6 +18,7 @@ from .async_copies import AsyncCopies
 from .atomics import Atomics
 from .barriers import Barriers, Generation
 from .clocks import Clock
+from .clusters import CLUSTER, Clusters
 from .copies import Copies
 from .locks import Locks
 from .mbarriers import MBarrier, MBarriers
@@ -27,7 +28,7 @@ from .signals import Signals
 
 
 class ReferenceChecker(Agents, Memory, Races, AsyncCopies, Atomics, Copies, MBarriers,
-                       Locks, Signals, Barriers):
+                       Locks, Signals, Barriers, Clusters):
     """One replay: the state of every concern, and ``step``, which hands each event
     to its op's handler (``HANDLERS``); the rules are the mixins' methods."""
 
@@ -98,7 +99,8 @@ class ReferenceChecker(Agents, Memory, Races, AsyncCopies, Atomics, Copies, MBar
         st = self.agent(launch, ev["block"], ev["thread"], ev["cluster"])
         if st.blocked_on is not None:
             bkey, gen = st.blocked_on
-            raise self.error(row, badinput.BARRIER_ORDER, ev["block"], ev["thread"], bkey[-1], gen)
+            rule = badinput.CLUSTER_ORDER if bkey[2] == CLUSTER else badinput.BARRIER_ORDER
+            raise self.error(row, rule, ev["block"], ev["thread"], bkey[-1], gen)
         st.epoch += 1
         st.clock[st.key] = st.epoch  # (no shared entry of its own: it differs from no one's)
         handler = HANDLERS.get(op)
@@ -120,6 +122,7 @@ HANDLERS: dict[int, Callable] = {
     O.CP_ASYNC_COMMIT: ReferenceChecker.on_cp_commit,
     O.CP_ASYNC_WAIT: ReferenceChecker.on_cp_wait,
     O.TMA_LOAD: ReferenceChecker.on_tma_load,
+    O.BULK_COPY_PEER: ReferenceChecker.on_tma_load,  # its shared source: the row's space2
     O.TMA_STORE: ReferenceChecker.on_tma_store,
     O.BULK_COMMIT: ReferenceChecker.on_bulk_commit,
     O.BULK_WAIT: ReferenceChecker.on_bulk_wait,
@@ -128,6 +131,10 @@ HANDLERS: dict[int, Callable] = {
     O.MBAR_EXPECT_TX: ReferenceChecker.on_mbar_expect_tx,
     O.MBAR_WAIT: ReferenceChecker.on_mbar_wait,
     O.MBAR_INVAL: ReferenceChecker.on_mbar_inval,
+    O.MBAR_ARRIVE_DROP: ReferenceChecker.on_mbar_arrive_drop,
+    O.CLUSTER_ARRIVE: ReferenceChecker.on_cluster_arrive,
+    O.CLUSTER_ARRIVE_RELAXED: ReferenceChecker.on_cluster_arrive,
+    O.CLUSTER_WAIT: ReferenceChecker.on_cluster_wait,
     O.RELEASE: ReferenceChecker.on_release,
     O.ACQUIRE: ReferenceChecker.on_acquire,
     O.SIGNAL: ReferenceChecker.on_signal,

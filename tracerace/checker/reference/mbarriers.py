@@ -84,13 +84,34 @@ class MBarriers:
         if not mb.valid:
             self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
             return
-        count = ev["arg"] if ev["arg"] > 0 else 1
+        self.arrive(row, ev, st, mb, ev["arg"] if ev["arg"] > 0 else 1)
+
+    def arrive(self, row: int, ev: dict, st: AgentState, mb: MBarrier, count: int) -> None:
+        """``count`` arrivals with release semantics; more than are pending is a misuse."""
         if count > mb.pending:
             self.misuse(row, ev, st, R.MBAR_ARRIVAL_UNDERFLOW)
             count = mb.pending
         mb.pending -= count
         join(mb.clock, st.clock)
         self.complete_phase(row, ev, st, mb)
+
+    def on_mbar_arrive_drop(self, row: int, ev: dict, st: AgentState) -> None:
+        """Lower the expected arrivals of later phases, then arrive: dropping
+        below zero is a misuse (the count stays at zero)."""
+        _, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        count = ev["arg"] if ev["arg"] > 0 else 1
+        if count > mb.expected:
+            # One misuse per row: the pending count is never above the
+            # expected one, so the arrival takes what is pending, unreported.
+            self.misuse(row, ev, st, R.MBAR_DROP_UNDERFLOW)
+            mb.expected = 0
+            count = mb.pending
+        else:
+            mb.expected -= count
+        self.arrive(row, ev, st, mb, count)
 
     def on_mbar_expect_tx(self, row: int, ev: dict, st: AgentState) -> None:
         _, mb = self.mbar(ev)

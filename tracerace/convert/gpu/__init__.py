@@ -7,6 +7,9 @@ Three tools are read, each from the output its own writer produces:
               post-processed ``kernel-N.traceg`` (grouped by block and warp),
               ``kernelslist`` / ``kernelslist.g`` (several kernels); plain or
               ``.xz`` (:mod:`.accelsim`).
+``tracez``    Accel-Sim 2.0's compressed ``kernel-N.tracez`` (block and warp
+              grouped, zstd), alone or named by ``kernelslist.g``
+              (:mod:`.tracez`).
 ``cutracer``  Meta's CUTracer: per-kernel NDJSON, plain or zstd
               (``.ndjson``, ``.ndjson.zst``) (:mod:`.cutracer`).
 ``memtrace``  NVBit's ``mem_trace`` example tool: the ``MEMTRACE:`` lines it
@@ -41,12 +44,13 @@ from dataclasses import dataclass
 from ...errors import TraceError
 from ...trace.writer import TraceWriter
 from ..interface import SNIFF_LINES, Importer, Registry
-from . import accelsim, cutracer, nvbit
+from . import accelsim, cutracer, nvbit, tracez
 from .emit import Emitter
 from .kernel import KernelInfo, Notes
 from .source import lines
 
-REGISTRY = Registry((accelsim.IMPORTER, cutracer.IMPORTER, nvbit.IMPORTER))
+REGISTRY = Registry((tracez.IMPORTER, accelsim.IMPORTER, cutracer.IMPORTER,
+                     nvbit.IMPORTER))
 """The GPU formats, in the order detection asks them (:mod:`..interface`)."""
 FORMATS = REGISTRY.names
 META_KERNELS = "tracerace.kernels"

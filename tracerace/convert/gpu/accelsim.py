@@ -25,8 +25,17 @@ Post-processing groups each file by block and warp into ``kernel-N.traceg``
 (global) line of each ``LDGSTS``: a ``.traceg`` with ``LDGSTS`` cannot be
 imported (the raw ``.trace`` can).
 
-Operands: the trace records register numbers, not values, and (version 5)
-one immediate. So a barrier's id is known when the immediate is below 16 and
+Tracer version 6 (Accel-Sim 2.0) starts each raw line with the cluster id,
+the CTA's id in its cluster and its rank after the warp, writes the same as
+``cluster id =``, ``cluster cta =`` and ``cluster rank =`` lines in each
+``.traceg`` block, and changes the instruction part (register values, TMA
+fields: :mod:`.accel_v6`). Its ``.traceg`` is replayed keeping mbarrier phases
+(:mod:`.phases`), so its ``SYNCS`` import; a raw version 6 trace refuses them
+(a try-wait's record may come before the arrival that let it return). A launch
+in clusters of more than one block is refused in both.
+
+Operands (versions 3 to 5): the trace records register numbers, not values, and
+(version 5) one immediate. So a barrier's id is known when the immediate is below 16 and
 no register is read (``BAR.SYNC 0x0``: id 0, count every live thread); a
 barrier with a count or a register id, ``DEPBAR`` before version 5, and a
 ``WARPSYNC`` with a register mask cannot be imported. ``DEPBAR.LE``'s
@@ -42,11 +51,13 @@ import re
 from ...trace.columns import ADDRESS_END
 from ...trace.schema import SITE_NONE
 from ..interface import Imported, Importer
+from .accel_v6 import RawV6LineParser, TryWaits, V6LineParser, operands, short
 from .emit import DEFAULT_WINDOW_SIZE, Emitter
 from .items import A_ACTIVE, A_STRIDE
-from .kernel import KernelInfo, Launch, Notes, Record
+from .kernel import KernelInfo, Launch, Notes, Record, cluster_error
 from .order import CtaReplay, RecordedOrder
-from .sass import IMPLICIT_COUNT, Effect, SyncOperands, decode
+from .phases import PhaseReplay
+from .sass import Effect, decode
 from .source import error, lines
 
 RULE = "accelsim-syntax"
@@ -55,7 +66,12 @@ _TB = re.compile(r"^thread block\s*=\s*(\d{1,20})\s*,\s*(\d{1,20})\s*,\s*(\d{1,2
 _WARP = re.compile(r"^warp\s*=\s*(\d{1,20})\s*$")
 _INSTS = re.compile(r"^insts\s*=\s*(\d{1,20})\s*$")
 _MEMCPY = re.compile(r"^Memcpy(HtoD|DtoH|DtoD),0x[0-9a-fA-F]+,\d+$")
-MAX_BARRIER_ID = 15
+_CLUSTER = re.compile(r"^cluster (id|cta|rank)\s*=\s*(\d{1,10})(?:\s*,\s*(\d{1,10})\s*,\s*"
+                      r"(\d{1,10}))?\s*$")
+V6 = 6
+"""Tracer version 6: register values, cluster fields (raw lines, ``.traceg``
+block headers), TMA copy fields (:mod:`.accel_v6`)."""
+MAX_VERSION = 6
 GROUPED_LDGSTS = ("the post-processed .traceg keeps only the global source of each LDGSTS, "
                   "not its shared destination: import the raw kernel-N.trace (kernelslist) "
                   "instead")
@@ -114,14 +130,14 @@ class _Header:
         try:
             return int(value, base)
         except ValueError:
-            raise error(self.path, lineno, RULE, f"-{key} = {_short(value)!r} is not a "
+            raise error(self.path, lineno, RULE, f"-{key} = {short(value)!r} is not a "
                         f"number") from None
 
     def dims(self, key: str) -> tuple[int, int, int]:
         lineno, value = self.get(key)
         m = _DIMS.match(value)
         if not m or 0 in (d := tuple(int(g) for g in m.groups())):
-            raise error(self.path, lineno, RULE, f"-{key} = {_short(value)!r}: expected (x,y,z), "
+            raise error(self.path, lineno, RULE, f"-{key} = {short(value)!r}: expected (x,y,z), "
                         f"each at least 1")
         return d
 
@@ -233,7 +249,7 @@ class _LineParser:
             if i != len(t):
                 raise IndexError
         except (IndexError, ValueError):
-            self.fail(lineno, f"{_short(text)!r}: expected "
+            self.fail(lineno, f"{short(text)!r}: expected "
                       f"{'CTA_X CTA_Y CTA_Z WARP ' if self.raw else ''}"
                       f"{'LINE ' if self.lineinfo else ''}PC MASK NDST [Rd] OPCODE NSRC "
                       f"[Rs...] WIDTH [FORMAT ADDRESSES]{' IMM' if self.has_imm else ''} "
@@ -241,29 +257,7 @@ class _LineParser:
         if decode(opcode).effect is Effect.NONE:
             return None
         return Record(lineno, block, warp, opcode, self.site(pc, opcode, line), mask, addrs,
-                      _operands(opcode, nsrc, imm), pc)
-
-
-def _operands(opcode: str, nsrc: int, imm: int | None) -> SyncOperands | None:
-    """Operand values from the one immediate the tracer records (version 5)."""
-    if not (opcode.startswith(("BAR", "DEPBAR", "WARPSYNC"))):
-        return None
-    if imm is None:
-        return SyncOperands()
-    if opcode.startswith("BAR"):
-        if nsrc == 0 and 0 <= imm <= MAX_BARRIER_ID:
-            return SyncOperands(barrier=imm, count=IMPLICIT_COUNT)
-        return SyncOperands()
-    if opcode.startswith("DEPBAR"):
-        return SyncOperands(pending=imm) if imm >= 0 else SyncOperands()
-    if opcode.startswith("WARPSYNC.ALL"):
-        return SyncOperands(mask=0xFFFFFFFF)
-    return SyncOperands(mask=imm & 0xFFFFFFFF) if nsrc == 0 else SyncOperands()
-
-
-def _short(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= 70 else text[:67] + "..."
+                      operands(opcode, nsrc, imm), pc)
 
 
 def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer, options,
@@ -281,15 +275,15 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
             fmt_line = lineno
             break
         elif text.strip():
-            raise error(path, lineno, RULE, f"{_short(text)!r} before the '#traces format' "
+            raise error(path, lineno, RULE, f"{short(text)!r} before the '#traces format' "
                         f"line: expected a '-key = value' header line")
     if fmt_line is None:
         raise error(path, None, "truncated" if header.values else RULE,
                     "no '#traces format' line: not an Accel-Sim trace, or cut short")
     version = header.number("accelsim tracer version")
-    if not 3 <= version <= 5:
+    if not 3 <= version <= MAX_VERSION:
         raise error(path, header.get("accelsim tracer version")[0], RULE,
-                    f"tracer version {version}: tracerace reads versions 3 to 5")
+                    f"tracer version {version}: tracerace reads versions 3 to {MAX_VERSION}")
     name = header.get("kernel name")[1]
     shared = header.number("shmem base_addr", default=0, base=16)
     local = header.number("local mem base_addr", default=0, base=16)
@@ -308,20 +302,35 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
     if problem is not None:
         raise error(path, header.get("grid dim")[0], RULE, problem)
     lineinfo = header.number("enable lineinfo", default=0) != 0
-    parser = _LineParser(path, info, version, lineinfo, writer, raw=not grouped)
+    v6 = version >= V6
+    if v6:
+        parser = (V6LineParser(path, info, version, lineinfo, writer, RULE) if grouped
+                  else RawV6LineParser(path, info, version, lineinfo, writer, RULE))
+    else:
+        parser = _LineParser(path, info, version, lineinfo, writer, raw=not grouped)
+    # mbarriers need the phase-keeping replay of a grouped trace: in a raw trace a
+    # try-wait's record may come before the arrival that let it return.
     launch = Launch(launch_id, info, emitter, src, explicit_barriers=False,
-                    notes=notes, single_ldgsts=GROUPED_LDGSTS if grouped else None)
+                    notes=notes, single_ldgsts=GROUPED_LDGSTS if grouped else None,
+                    mbarriers=v6 and grouped)
     if grouped:
-        count = _grouped(path, it, parser, launch)
+        count = _grouped(path, it, parser, launch, v6)
         return info, count, "reconstructed"
     order = RecordedOrder(launch)
     count = 0
+    clusters: dict[tuple, tuple] = {}
     for lineno, text in it:
         if not text.strip():
             continue
         if text.startswith(("#", "-")):
-            raise error(path, lineno, RULE, f"{_short(text)!r} among instruction lines")
-        rec = parser.parse(lineno, text, 0, 0)
+            raise error(path, lineno, RULE, f"{short(text)!r} among instruction lines")
+        if v6:
+            rec, cta, cluster = parser.parse_raw(lineno, text)
+            other = clusters.setdefault(cluster, cta)
+            if other != cta:
+                raise cluster_error(path, lineno, other, cta, cluster)
+        else:
+            rec = parser.parse(lineno, text, 0, 0)
         if rec is not None:
             order.record(rec)
         count += 1
@@ -329,10 +338,18 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
     return info, count, "recorded"
 
 
-def _grouped(path: str, it, parser: _LineParser, launch: Launch) -> int:
-    """The body of a ``.traceg``: blocks of warps, replayed by :class:`CtaReplay`."""
+def _grouped(path: str, it, parser, launch: Launch, v6: bool) -> int:
+    """The body of a ``.traceg``: blocks of warps, replayed by :class:`CtaReplay`
+    (version 6: :class:`~tracerace.convert.gpu.phases.PhaseReplay`, which keeps mbarrier
+    phases, and a try-wait loop read as one wait)."""
     info = launch.info
-    replay = CtaReplay(launch)
+    if v6:
+        replay = PhaseReplay(launch)
+        into = TryWaits(replay)
+    else:
+        replay = into = CtaReplay(launch)
+    clusters: dict[tuple, tuple] = {}
+    cta = None
     state = "between"          # between blocks, in a block, in a warp's lines
     block = warp = None
     remaining = 0
@@ -352,7 +369,7 @@ def _grouped(path: str, it, parser: _LineParser, launch: Launch) -> int:
                                 f"'insts' announced {remaining} more lines")
                 rec = parser.parse(lineno, s, block, warp)
                 if rec is not None:
-                    replay.record(rec)
+                    into.record(rec)
                 remaining -= 1
                 count += 1
                 continue
@@ -364,6 +381,8 @@ def _grouped(path: str, it, parser: _LineParser, launch: Launch) -> int:
             elif s == "#END_TB":
                 if state == "between" or block is None:
                     raise error(path, lineno, RULE, "#END_TB without a block")
+                if v6:
+                    into.flush()
                 replay.end_block()
                 state = "between"
             elif (m := _TB.match(s)):
@@ -386,7 +405,21 @@ def _grouped(path: str, it, parser: _LineParser, launch: Launch) -> int:
                     raise error(path, lineno, RULE, f"warp {warp} is outside a "
                                 f"{info.threads}-thread block")
                 state, warp_line, remaining = "warp", lineno, -1
+                if v6:
+                    into.flush()
                 replay.begin_warp(warp)
+            elif v6 and (m := _CLUSTER.match(s)):
+                if block is None or state != "block":
+                    raise error(path, lineno, RULE, f"{short(s)!r} outside a thread block's "
+                                f"header")
+                if (m.group(1) == "rank") != (m.group(3) is None):
+                    raise error(path, lineno, RULE, f"{short(s)!r}: expected 'cluster id = "
+                                f"x,y,z', 'cluster cta = x,y,z' or 'cluster rank = n'")
+                if m.group(1) == "id":
+                    cluster = tuple(int(g) for g in m.group(2, 3, 4))
+                    other = clusters.setdefault(cluster, cta)
+                    if other != cta:
+                        raise cluster_error(path, lineno, other, cta, cluster)
             elif (m := _INSTS.match(s)):
                 if state != "warp" or remaining != -1:
                     raise error(path, lineno, RULE, "'insts =' without a 'warp =' line")
@@ -395,7 +428,7 @@ def _grouped(path: str, it, parser: _LineParser, launch: Launch) -> int:
                 raise error(path, lineno, RULE, f"warp {warp} (line {warp_line}): more "
                             f"instruction lines than its 'insts =' line announced")
             else:
-                raise error(path, lineno, RULE, f"{_short(s)!r}: expected #BEGIN_TB, "
+                raise error(path, lineno, RULE, f"{short(s)!r}: expected #BEGIN_TB, "
                             f"'thread block =', 'warp =', 'insts =', an instruction or #END_TB")
         if state != "between":
             raise error(path, last, "truncated", "the file ends inside a thread block "

@@ -35,7 +35,7 @@ from ...trace import ops as O
 from ...trace.columns import ADDRESS_END
 from .emit import Emitter, Windows
 from .items import A_ACTIVE, A_LANES, A_STRIDE, FULL_MASK, WARP, ItemBuffer
-from .sass import IMPLICIT_COUNT, Effect, Sass, SyncOperands, decode
+from .sass import IMPLICIT_COUNT, Effect, Sass, SyncOperands, decode, mbar_init_count
 from .source import error
 
 
@@ -132,6 +132,9 @@ class Arrival:
     lineno: int
 
 
+MBAR_EFFECTS = frozenset({Effect.MBAR_INIT, Effect.MBAR_ARRIVE, Effect.MBAR_WAIT,
+                          Effect.MBAR_INVAL})
+
 MAX_IDS = 1 << 32
 """Block and thread ids are uint32 columns: a grid or a block has at most this many."""
 MAX_STRIDE = (1 << 63) - 1
@@ -154,7 +157,7 @@ class Launch:
     def __init__(self, launch: int, info: KernelInfo, emitter: Emitter, src: int, *,
                  lanes_per_warp: Callable[[int], int] | None = None,
                  explicit_barriers: bool = True, notes: "Notes",
-                 single_ldgsts: str | None = None) -> None:
+                 single_ldgsts: str | None = None, mbarriers: bool = False) -> None:
         self.id = launch
         self.info = info
         self.emitter = emitter
@@ -162,6 +165,9 @@ class Launch:
         self.path = emitter.sources[src]
         self.explicit_barriers = explicit_barriers
         self.single_ldgsts = single_ldgsts   # why an LDGSTS cannot be followed, if it cannot
+        # Whether the format records what SYNCS need (register values, which try-wait
+        # returned) and its replay order keeps mbarrier phases (tracez.py, phases.py).
+        self.mbarriers = mbarriers
         self.notes = notes
         self.exited: dict[tuple[int, int], int] = {}
         self.cp_pending: dict[tuple[int, int], Record] = {}
@@ -285,6 +291,8 @@ class Launch:
             return None
         if eff is Effect.CP_ASYNC:
             return self._cp_async(rec, sass, out, key)
+        if eff in MBAR_EFFECTS:
+            return self._mbarrier(rec, sass, out)
         if eff is Effect.EXIT:
             if rec.mask is not None:
                 self.exited[key] = self.exited.get(key, 0) | rec.mask
@@ -386,6 +394,73 @@ class Launch:
                     addrs2=self._checked(rec, self._addr_spec(rec, lanes), lanes, sass.size))
         return None
 
+    def mbar_object(self, rec: Record) -> int:
+        """The mbarrier a ``SYNCS`` names: the line's address, the same in every active
+        lane, as an offset in the block's shared memory when it is a generic address
+        in the shared window."""
+        if rec.addrs is None:
+            self.fail(rec, "gpu-address", f"{rec.opcode}: an mbarrier operation without "
+                      f"the mbarrier's address")
+        spec = rec.addrs
+        if spec[0] == A_STRIDE:
+            one = spec[2] == 0 or popcount(rec.mask or 0) <= 1
+            values = {spec[1]} if one else set()
+        else:
+            values = set(spec[1])
+        if len(values) != 1:
+            self.fail(rec, "gpu-mbarrier", f"{rec.opcode}: its active lanes name different "
+                      f"mbarriers; tracerace reads one mbarrier per instruction")
+        addr = values.pop()
+        base, size = self.info.shared_window or (0, 0)
+        if size and base <= addr < base + size:
+            addr -= base
+        return addr
+
+    def _mbarrier(self, rec: Record, sass: Sass, out: ItemBuffer) -> None:
+        """``SYNCS``: mbarrier init, expect-tx and arrive, wait, inval (sass.py's table)."""
+        if not self.mbarriers:
+            self.fail(rec, "sass-unfollowable", f"{rec.opcode}: an mbarrier operation, and "
+                      f"this trace format records neither the register values it needs "
+                      f"(arrival count, transaction bytes, phase parity) nor which try-wait "
+                      f"returned (Accel-Sim's post-processed .tracez and .traceg of tracer version "
+                      f"6 do)")
+        ops = rec.ops or SyncOperands()
+        needs_value = (sass.effect in (Effect.MBAR_INIT, Effect.MBAR_WAIT)
+                       or "R" in (sass.arrivals, sass.tx))
+        if needs_value and ops.value is None:
+            self.fail(rec, "sass-unfollowable", f"{rec.opcode}: the trace does not record "
+                      f"the register value this mbarrier operation needs (its arrival count, "
+                      f"transaction bytes or phase parity): Accel-Sim's tracer version 6 "
+                      f"with register values records it")
+        lanes = self.access_lanes(rec, sass)
+        if not lanes:
+            return
+        obj = self.mbar_object(rec)
+        common = (self.id, rec.block, rec.warp, lanes, rec.site, rec.lineno, self.src)
+        eff = sass.effect
+        if eff is Effect.MBAR_INIT:
+            count = mbar_init_count(ops.value)
+            if count == 0:
+                self.fail(rec, "gpu-mbarrier", f"{rec.opcode}: mbarrier {obj:#x} initialized "
+                          f"with an expected arrival count of 0 (register value "
+                          f"{ops.value:#x})")
+            out.add(O.MBAR_INIT, *common, obj=obj, arg=count, scope=O.SCOPE_BLOCK)
+        elif eff is Effect.MBAR_ARRIVE:
+            if sass.tx == "R" and ops.value:
+                out.add(O.MBAR_EXPECT_TX, *common, obj=obj, arg=ops.value,
+                        scope=O.SCOPE_BLOCK)
+            count = ops.value if sass.arrivals == "R" else int(sass.arrivals)
+            if count < 0:
+                self.fail(rec, "gpu-mbarrier", f"{rec.opcode}: arrival count {count}")
+            if count:
+                out.add(O.MBAR_ARRIVE, *common, obj=obj, arg=count, scope=O.SCOPE_BLOCK,
+                        sem=O.SEM_RELEASE)
+        elif eff is Effect.MBAR_WAIT:
+            out.add(O.MBAR_WAIT, *common, obj=obj, arg=ops.value & 1, scope=O.SCOPE_BLOCK,
+                    sem=O.SEM_ACQUIRE)
+        else:
+            out.add(O.MBAR_INVAL, *common, obj=obj, scope=O.SCOPE_BLOCK)
+
     def _barrier(self, rec: Record, sass: Sass, out: ItemBuffer) -> Arrival | None:
         ops = rec.ops or SyncOperands()
         if ops.barrier is None or ops.count is None:
@@ -421,6 +496,19 @@ class Launch:
         for key, rec in self.cp_pending.items():
             self.fail(rec, "gpu-ldgsts", f"{rec.opcode}: the trace ends after the first of "
                       f"the two address records of this LDGSTS")
+
+
+def cluster_error(path: str, lineno: int | None, first: tuple, second: tuple,
+                  cluster: tuple) -> Exception:
+    """Two blocks of one cluster: a launch in clusters of more than one block is not
+    imported. Its blocks may use each other's shared memory through generic
+    addresses and meet at cluster barriers, and neither is followed, so no
+    verdict is given on it."""
+    fmt = lambda c: "(" + ",".join(map(str, c)) + ")"  # noqa: E731
+    return error(path, lineno, "gpu-cluster",
+                 f"blocks {fmt(first)} and {fmt(second)} share cluster {fmt(cluster)}: "
+                 f"distributed shared memory and cluster barriers are not followed, so a "
+                 f"launch in clusters of more than one block is not imported")
 
 
 def _bits(mask: int):

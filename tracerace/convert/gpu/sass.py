@@ -44,7 +44,23 @@ SASS                           tracerace
 ``CCTL.IVALL``                 ``fence`` acquire, device scope: the cache invalidation
                                that completes ``ld.acquire`` after a strong load
 ``FENCE.VIEW.ASYNC.*``         ``fence_proxy_async``
+``SYNCS.EXCH.64``              ``mbar_init``: the count from the exchanged register's
+                               value (:func:`mbar_init_count`)
+``SYNCS.ARRIVE.TRANS64.AxTy``  ``mbar_expect_tx`` (``Ty`` = ``TR``: the register's bytes),
+                               then ``mbar_arrive`` (``A1``: one arrival, ``AR``: the
+                               register's count, ``A0``: none); without ``AxTy`` it is
+                               ``A1TR`` (``mbarrier.arrive.expect_tx``: nvcc 13 for sm_90a
+                               writes ``SYNCS.ARRIVE.TRANS64 RZ, [R6+URZ], R3`` with the
+                               bytes in ``R3``, and ``.A1T0 ..., RZ`` for a plain arrive)
+``SYNCS.PHASECHK.TRANS64``     ``mbar_wait`` on the parity in the register's low bit
+                               (``.TRYWAIT`` and the test form alike; see the importers for
+                               which attempt succeeded)
+``SYNCS.CCTL.IV``              ``mbar_inval``
 ============================== ===========================================================
+
+The mbarrier address of a ``SYNCS`` is the line's memory address; the count,
+bytes and parity are register values, which only Accel-Sim's tracer version 6
+records (``Val`` lines); an importer without them fails on a ``SYNCS``.
 
 Sizes come from the modifiers: ``U8``/``S8`` 1, ``U16``/``S16``/``F16`` 2,
 ``32``/``F32``/``U32``/``S32`` and packed 16-bit pairs 4, ``64``/``S64``/``U64``/``F64``
@@ -55,12 +71,13 @@ synchronise in ways none of the supported formats records the operands of.
 An import that meets one fails and says what is missing, rather than dropping
 an access or inventing order:
 
-* ``SYNCS.*`` (mbarrier init, arrive, expect-tx, try-wait) and ``ARRIVES``
-  (``cp.async.mbarrier.arrive``): the arrival count, transaction bytes, phase
-  parity and whether a try-wait succeeded are register values;
+* ``SYNCS`` forms not in the table above, and ``ARRIVES``
+  (``cp.async.mbarrier.arrive``);
 * ``UTMALDG``, ``UTMASTG``, ``UTMAREDG``, ``UBLKCP``, ``UBLKRED``,
-  ``UTMACMDFLUSH``, ``REDAS`` (TMA and bulk copies): the box or byte count and
-  the mbarrier are in uniform registers and the tensor map;
+  ``UTMACMDFLUSH``, ``REDAS`` (TMA and bulk copies): no supported format
+  records the shared-memory side of the copy (Accel-Sim version 6 records the
+  mbarrier, the byte count and the global addresses, not the shared ones), and
+  tracerace gives no verdict about bytes nobody saw;
 * ``HGMMA``/``IGMMA``/``QGMMA``/``BGMMA``, ``WARPGROUP.*``: warpgroup MMA reads
   shared-memory operands through descriptors;
 * ``UCGABAR_*``/``CGABAR``: cluster barriers; tensor-memory (``LDTM``,
@@ -100,6 +117,10 @@ class Effect(Enum):
     WARP_SYNC = "warp_sync"
     FENCE = "fence"
     FENCE_PROXY_ASYNC = "fence_proxy_async"
+    MBAR_INIT = "mbar_init"           # SYNCS.EXCH.64
+    MBAR_ARRIVE = "mbar_arrive"       # SYNCS.ARRIVE.TRANS64.AxTy: expect-tx and/or arrive
+    MBAR_WAIT = "mbar_wait"           # SYNCS.PHASECHK.TRANS64[.TRYWAIT]
+    MBAR_INVAL = "mbar_inval"         # SYNCS.CCTL.IV
     EXIT = "exit"                     # no event; the lanes leave (barrier counts, masks)
     UNFOLLOWABLE = "unfollowable"     # known; needs operands no supported format records
     UNKNOWN = "unknown"               # not in this table
@@ -120,6 +141,23 @@ DEPBAR_CP_ASYNC_SCOREBOARD = 0
 """``DEPBAR.LE SB0, N`` waits for cp.async groups; other scoreboards are register waits."""
 IMPLICIT_COUNT = 0
 """A barrier without a count operand: every thread of the block that has not exited."""
+MBAR_COUNT_BITS = 20
+"""An mbarrier's arrival counts are 20-bit fields (PTX: a count is at most 2^20 - 1)."""
+
+
+def mbar_init_count(value: int) -> int:
+    """The expected arrival count of a ``SYNCS.EXCH.64`` (``mbarrier.init``) whose
+    exchanged register (the low word of the 64-bit state) holds ``value``.
+
+    nvcc 13 for sm_90a builds that word as ``(2^20 - count) << 1``
+    (``UIADD3 UR4, -UR4, 0x100000``; ``USHF.L.U32 UR4, UR4, 0x1``): the pending
+    count is kept as a negative 20-bit field above bit 0. Read from the
+    compiler's code, not yet from a recording on hardware. 0 when the field is
+    0 (no valid count)."""
+    field = (value >> 1) & ((1 << MBAR_COUNT_BITS) - 1)
+    return (1 << MBAR_COUNT_BITS) - field if field else 0
+REG_ZERO = frozenset({"RZ", "R255", "URZ", "UR63"})
+"""Register names that read as 0 whatever a trace records for them."""
 
 
 @dataclass(frozen=True)
@@ -135,6 +173,8 @@ class Sass:
     sem: int = int(Sem.RELAXED)
     lanes: int = 32                  # lanes whose address is used (LDSM .1/.2: 8/16)
     strong: bool = False             # a .STRONG load/store imported as a relaxed atomic
+    arrivals: str = ""               # SYNCS.ARRIVE: "0", "1" or "R" (the register's count)
+    tx: str = ""                     # SYNCS.ARRIVE: "0" or "R" (the register's bytes)
     why: str | None = None           # UNFOLLOWABLE / UNKNOWN: what is missing
 
     @property
@@ -163,15 +203,16 @@ _NO_EFFECT = frozenset("""
 """Opcodes that neither access memory nor order accesses (see the module doc)."""
 
 _UNFOLLOWABLE = {
-    "SYNCS": "an mbarrier operation: the trace does not record its arrival count, "
-             "transaction bytes, phase parity or whether a try-wait succeeded",
     "ARRIVES": "cp.async.mbarrier.arrive: the trace does not record the mbarrier's phase "
                "or count",
-    "UTMALDG": "a TMA load: the trace does not record the box (bytes copied) or the mbarrier",
-    "UTMASTG": "a TMA store: the trace does not record the box (bytes copied)",
-    "UTMAREDG": "a TMA reduction: the trace does not record the box (bytes copied)",
-    "UBLKCP": "a bulk copy: the trace does not record its byte count or mbarrier",
-    "UBLKRED": "a bulk reduction: the trace does not record its byte count or mbarrier",
+    "UTMALDG": "a TMA load: no trace records the shared-memory side of the copy, and "
+               "tracerace gives no verdict about bytes nobody saw",
+    "UTMASTG": "a TMA store: no trace records the shared-memory side of the copy, and "
+               "tracerace gives no verdict about bytes nobody saw",
+    "UTMAREDG": "a TMA reduction: no trace records the shared-memory side of the copy",
+    "UBLKCP": "a bulk copy: no trace records the shared-memory side of the copy, and "
+              "tracerace gives no verdict about bytes nobody saw",
+    "UBLKRED": "a bulk reduction: no trace records the shared-memory side of the copy",
     "UTMACMDFLUSH": "a bulk async-group commit: the bulk copies it groups cannot be followed",
     "REDAS": "an asynchronous shared::cluster reduction: the trace does not record its "
              "mbarrier",
@@ -295,6 +336,8 @@ def decode(opcode: str) -> Sass:
             return Sass(opcode, name, Effect.FENCE_PROXY_ASYNC)
         return Sass(opcode, name, Effect.UNKNOWN, why="a FENCE form not in tracerace's SASS "
                     "table")
+    if name == "SYNCS":
+        return _syncs(opcode, mods)
     if name == "CCTL":
         if "IVALL" in mods:
             return Sass(opcode, name, Effect.FENCE, scope=int(Scope.DEVICE),
@@ -302,6 +345,27 @@ def decode(opcode: str) -> Sass:
         return Sass(opcode, name, Effect.NONE)
     return Sass(opcode, name, Effect.UNKNOWN, why="an opcode not in tracerace's SASS table "
                 "(it may touch memory or synchronise)")
+
+
+_ARRIVE_TX = re.compile(r"^A([01R])T([0R])$")
+
+
+def _syncs(opcode: str, mods: tuple[str, ...]) -> Sass:
+    """The mbarrier forms of ``SYNCS`` (see the table in the module doc)."""
+    if mods[:2] == ("EXCH", "64"):
+        return Sass(opcode, "SYNCS", Effect.MBAR_INIT, int(Space.SHARED), 8)
+    if mods[:2] == ("ARRIVE", "TRANS64"):
+        form = next((m for m in (_ARRIVE_TX.match(x) for x in mods[2:]) if m), None)
+        arrivals, tx = form.groups() if form else ("1", "R")
+        return Sass(opcode, "SYNCS", Effect.MBAR_ARRIVE, int(Space.SHARED), 8,
+                    scope=int(Scope.BLOCK), sem=int(Sem.RELEASE), arrivals=arrivals, tx=tx)
+    if mods[:2] == ("PHASECHK", "TRANS64"):
+        return Sass(opcode, "SYNCS", Effect.MBAR_WAIT, int(Space.SHARED), 8,
+                    scope=int(Scope.BLOCK), sem=int(Sem.ACQUIRE))
+    if mods[:2] == ("CCTL", "IV"):
+        return Sass(opcode, "SYNCS", Effect.MBAR_INVAL, int(Space.SHARED), 8)
+    return Sass(opcode, "SYNCS", Effect.UNFOLLOWABLE,
+                why="an mbarrier form not in tracerace's SASS table")
 
 
 # --- operands in SASS text ----------------------------------------------------------
@@ -341,6 +405,7 @@ class SyncOperands:
     scoreboard: int | None = None  # DEPBAR.LE: SBn
     pending: int | None = None   # DEPBAR.LE: N
     mask: int | None = None      # WARPSYNC: lane mask
+    value: int | None = None     # SYNCS: the operand register's value (count, bytes, parity)
 
 
 def _is_predicate(op: str) -> bool:

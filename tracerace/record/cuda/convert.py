@@ -22,7 +22,8 @@ The mapping:
   memory, which an ``init`` defines first, so its shared bytes stay in flight
   until the wait as the hardware has them;
 - ``cuda::barrier`` / mbarrier actions -> ``mbar_init`` (expected arrivals),
-  ``mbar_arrive`` (count), ``mbar_wait`` (the parity of the phase the
+  ``mbar_arrive`` (count), ``mbar_arrive_drop`` (count; the later phases
+  expect that many fewer arrivals), ``mbar_wait`` (the parity of the phase the
   arrivals so far completed), ``mbar_inval``;
 - host copies and memsets into device memory, and whole managed or
   host-mapped allocations (the CPU writes them unseen) -> ``init`` before the
@@ -34,8 +35,8 @@ Refused (a :class:`TraceError`, nothing written): a stream that ends inside a
 launch, a launch whose records overflowed the device buffer, instructions the
 format or the API cannot express (:data:`.stream.UNFOLLOWED_NAMES`:
 bulk copies and TMA, asynchronous stores, cluster barriers, distributed
-shared memory, warpgroup MMA), mbarrier arrive-and-drop, and an mbarrier wait
-that returned before any phase of its barrier completed.
+shared memory, warpgroup MMA), and an mbarrier wait that returned before any
+phase of its barrier completed.
 """
 
 from __future__ import annotations
@@ -384,9 +385,7 @@ class Sites:
 def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
     """Fail on the first record tracerace cannot express, naming it, the kernel and the site."""
     kind, aux = rec["kind"], rec["aux"]
-    bad = (kind == Kind.UNFOLLOWED) | ((kind == Kind.MBARRIER) & np.isin(
-        aux, [BarrierAction.ARRIVE_DROP, BarrierAction.ARRIVE_DROP_NOCOMPLETE]))
-    bad |= (kind == Kind.ACCESS) & (rec["space"] > Space.LOCAL)
+    bad = (kind == Kind.UNFOLLOWED) | ((kind == Kind.ACCESS) & (rec["space"] > Space.LOCAL))
     hits = np.flatnonzero(bad)
     if not len(hits):
         return
@@ -394,8 +393,6 @@ def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
     launch = launches[int(launch_of[i])]
     if kind[i] == Kind.UNFOLLOWED:
         what = UNFOLLOWED_NAMES.get(int(aux[i]), f"Sanitizer instruction {int(aux[i])}")
-    elif kind[i] == Kind.MBARRIER:
-        what = "an mbarrier arrive-and-drop (the format has no way to lower a barrier's count)"
     else:
         what = f"an access in memory space {int(rec['space'][i])}"
     raise TraceError(f"launch {launch.launch} ({launch.name}) executed {what} at "
@@ -446,7 +443,8 @@ def direct_rows(rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, 
     arg[bar] = np.where(r["arg"][bar] == 0, lsize[lid[bar]], r["arg"][bar])
     arg[k == Kind.SYNCWARP] = r["arg"][k == Kind.SYNCWARP]
     arg[k == Kind.CP_WAIT] = r["arg"][k == Kind.CP_WAIT]
-    arrive = (k == Kind.MBARRIER) & np.isin(r["aux"], [BarrierAction.INIT, BarrierAction.ARRIVE,
+    arrive = (k == Kind.MBARRIER) & np.isin(r["aux"], [BarrierAction.INIT, *DROPS,
+                                                       BarrierAction.ARRIVE,
                                                        BarrierAction.ARRIVE_NOCOMPLETE])
     arg[arrive] = r["arg"][arrive]
     wait = (k == Kind.MBARRIER) & (r["aux"] == BarrierAction.WAIT)
@@ -475,7 +473,10 @@ def direct_rows(rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, 
 
 MBAR_OPS = {BarrierAction.INIT: Op.MBAR_INIT, BarrierAction.ARRIVE: Op.MBAR_ARRIVE,
             BarrierAction.ARRIVE_NOCOMPLETE: Op.MBAR_ARRIVE, BarrierAction.WAIT: Op.MBAR_WAIT,
-            BarrierAction.INVALIDATE: Op.MBAR_INVAL}
+            BarrierAction.INVALIDATE: Op.MBAR_INVAL,
+            BarrierAction.ARRIVE_DROP: Op.MBAR_ARRIVE_DROP,
+            BarrierAction.ARRIVE_DROP_NOCOMPLETE: Op.MBAR_ARRIVE_DROP}
+DROPS = (BarrierAction.ARRIVE_DROP, BarrierAction.ARRIVE_DROP_NOCOMPLETE)
 
 
 @dataclass
@@ -581,8 +582,11 @@ def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str,
                     "nothing was written", path=path, row=int(index[i]), rule="record")
             bar.expected = bar.pending = int(rec["arg"][i])
             bar.completed = 0
-        elif action in (BarrierAction.ARRIVE, BarrierAction.ARRIVE_NOCOMPLETE):
-            bar.pending -= max(int(rec["arg"][i]), 1)
+        elif action in (BarrierAction.ARRIVE, BarrierAction.ARRIVE_NOCOMPLETE, *DROPS):
+            count = max(int(rec["arg"][i]), 1)
+            bar.pending -= count
+            if action in DROPS:   # later phases expect that many fewer arrivals
+                bar.expected = max(bar.expected - count, 0)
             if bar.pending <= 0 and bar.expected:
                 bar.completed += 1
                 bar.pending = bar.expected

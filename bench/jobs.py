@@ -1,0 +1,112 @@
+"""Checks in shards: events/s of ``tracerace.check(path, jobs=N)`` for each N.
+
+    python -m bench.jobs --size 1e7,1e8 --workload tiled,pipeline,cpu --jobs 1,2
+
+For every workload and size the trace is generated once (cached as by
+``bench.run``; uncompressed by default, so that every shard maps the file
+rather than decoding it), then for each N a fresh process warms Numba on a
+two-row trace and times one check with ``jobs=N`` (``--reps``: the median of
+several), reporting events/s, its speedup over the first N given and the
+process's peak RSS. The results go to stdout as a table and, with ``--out``,
+merged into a JSON file keyed by workload, size and N. See docs/parallel.md
+for what each shard reads and replays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .run import DEFAULT_DATA, ROOT, ensure_trace, parse_size
+
+
+def child(path: str, jobs: int) -> dict:
+    """(In a fresh process.) One timed check of ``path`` in ``jobs`` shards."""
+    import tracerace
+    from .measure import _max_rss_bytes, _tiny
+
+    tracerace.check(_tiny())
+    t0 = time.perf_counter()
+    report = tracerace.check(path, jobs=jobs)
+    seconds = time.perf_counter() - t0
+    return {"seconds": seconds, "events": report.events, "findings": int(report.total),
+            "process_max_rss_bytes": _max_rss_bytes()}
+
+
+def run_one(path: Path, jobs: int) -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.run([sys.executable, "-m", "bench.jobs", "--child", str(path),
+                               str(jobs)], stdout=out, env=env, check=False)
+        out.seek(0)
+        text = out.read().decode()
+    if proc.returncode != 0:
+        raise SystemExit(f"bench.jobs: the check of {path} with jobs={jobs} failed "
+                         f"(exit {proc.returncode})")
+    return json.loads(text.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.jobs",
+                                     description=__doc__.split("\n")[0])
+    parser.add_argument("--size", default="1e7,1e8", help="comma-separated event counts")
+    parser.add_argument("--workload", default="tiled,pipeline,cpu", help="comma-separated")
+    parser.add_argument("--jobs", default="1,2", help="comma-separated shard counts")
+    parser.add_argument("--reps", type=int, default=1, help="timed checks per point (median)")
+    parser.add_argument("--data-dir", default=str(DEFAULT_DATA), help="trace cache directory")
+    parser.add_argument("--compression", default="none", choices=("lz4", "zstd", "none"))
+    parser.add_argument("--out", default=None, help="results JSON to merge into")
+    parser.add_argument("--child", nargs=2, metavar=("PATH", "JOBS"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child[0], int(args.child[1]))))
+        return 0
+    sizes = [(label, parse_size(label)) for label in args.size.split(",")]
+    names = args.workload.split(",")
+    jobs = [int(j) for j in args.jobs.split(",")]
+    compression = None if args.compression == "none" else args.compression
+    results: dict = {}
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    print(f"{'workload':<10} {'size':>6} {'jobs':>4} {'events/s':>12} {'speedup':>8} "
+          f"{'peak RSS':>10}")
+    for name in names:
+        for label, n in sizes:
+            path, info = ensure_trace(name, n, label, Path(args.data_dir), compression, False, log)
+            base = None
+            for j in jobs:
+                runs = [run_one(path, j) for _ in range(max(1, args.reps))]
+                seconds = statistics.median(r["seconds"] for r in runs)
+                events = runs[0]["events"]
+                rate = events / seconds
+                base = base or rate
+                rss = max(r["process_max_rss_bytes"] for r in runs)
+                results.setdefault(name, {}).setdefault(label, {})[str(j)] = {
+                    "events": events, "seconds": seconds, "events_per_s": rate,
+                    "speedup": rate / base, "peak_rss_bytes": rss,
+                    "findings": runs[0]["findings"]}
+                print(f"{name:<10} {label:>6} {j:>4} {rate:>12,.0f} {rate / base:>7.2f}x "
+                      f"{rss / 2**20:>8.0f}Mi", flush=True)
+    if args.out:
+        out = Path(args.out)
+        old = json.loads(out.read_text()) if out.exists() else {}
+        for name, by_size in results.items():
+            for label, by_jobs in by_size.items():
+                old.setdefault(name, {}).setdefault(label, {}).update(by_jobs)
+        out.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

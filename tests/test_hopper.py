@@ -1,0 +1,320 @@
+"""The Hopper/Blackwell ops (trace format section 9): each op's racy and fixed form,
+its misuse and bad input, in both checkers, and engine == reference on generated
+traces that use them."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracerace.checker import reasons as R
+from tracerace.errors import TraceError
+from tracerace.trace.ops import HazardKind as K
+from tracerace.trace.ops import Op
+
+from builders import Trace
+from test_engine_agrees import SETTINGS, TINY, assert_agree, split_rows
+from tracegen import traces
+
+MBAR = 64  # an mbarrier's address
+X, Y = 0, 16  # shared-memory words
+
+
+def findings(t: Trace) -> set[tuple[int, int, int]]:
+    """(row, kind, prev_row) of every finding, both checkers agreeing field by field."""
+    result = assert_agree(t.events, [])
+    assert not isinstance(result, TraceError), result
+    return set(result.triples())
+
+
+def misuses(t: Trace) -> list[int]:
+    result = assert_agree(t.events, [])
+    f = result.findings
+    return f["code"][f["kind"] == int(K.MBARRIER_MISUSE)].tolist()
+
+
+# -- mbarrier.arrive_drop ---------------------------------------------------
+def drop_trace(late_write: bool) -> Trace:
+    """Threads 0 and 1 arrive on phase 0 (thread 0 dropping out); phase 1
+    then expects thread 1 alone. Thread 2 waits on each phase and reads."""
+    t = Trace()
+    t.mbar_init(0, 2, obj=MBAR, arg=2)
+    t.write(0, 0, space=1, addr=X, size=4)
+    t.mbar_arrive_drop(0, 0, obj=MBAR)
+    t.mbar_arrive(0, 1, obj=MBAR)
+    t.mbar_wait(0, 2, obj=MBAR, arg=0)
+    t.read(0, 2, space=1, addr=X, size=4)
+    if late_write:  # after its drop, thread 0 orders nothing for phase 1
+        t.write(0, 0, space=1, addr=Y, size=4)
+    else:
+        t.write(0, 1, space=1, addr=Y, size=4)
+    t.mbar_arrive(0, 1, obj=MBAR)  # completes phase 1 alone
+    t.mbar_wait(0, 2, obj=MBAR, arg=1)
+    t.read(0, 2, space=1, addr=Y, size=4)
+    return t
+
+
+def test_arrive_drop_fixed_lowers_the_later_phases_count():
+    assert findings(drop_trace(late_write=False)) == set()
+
+
+def test_arrive_drop_racy_a_dropped_thread_orders_nothing_later():
+    t = drop_trace(late_write=True)
+    assert findings(t) == {(9, int(K.RAW), 6)}
+
+
+def test_arrive_drop_below_zero_is_a_misuse():
+    t = Trace()
+    t.mbar_init(0, 0, obj=MBAR, arg=1)
+    t.mbar_arrive_drop(0, 0, obj=MBAR, arg=2)
+    assert misuses(t) == [R.MBAR_DROP_UNDERFLOW]
+
+
+def test_arrive_drop_before_init_is_a_misuse():
+    t = Trace()
+    t.mbar_arrive_drop(0, 0, obj=MBAR)
+    assert misuses(t) == [R.MBAR_BEFORE_INIT]
+
+
+# -- cluster barriers ---------------------------------------------------------
+def bad(t: Trace) -> TraceError:
+    """The bad-input error both checkers raise, at the same row with the same words."""
+    err = assert_agree(t.events, [])
+    assert isinstance(err, TraceError), err
+    return err
+
+
+def cluster_exchange(arrive: Op, wait_first: bool) -> Trace:
+    """Block 0 writes into block 1's shared memory (distributed shared
+    memory), then both blocks of cluster 7 pass the cluster barrier and
+    block 1 reads its own copy."""
+    t = Trace()
+    if wait_first:  # block 1 arrives and waits before block 0 arrives
+        t.cluster_arrive(1, 0, cluster=7, arg=2)
+        t.cluster_wait(1, 0, cluster=7)
+    t.write(0, 0, cluster=7, space=1, peer=1, addr=X, size=4)
+    t.ev(arrive, 0, 0, cluster=7, arg=2)
+    if not wait_first:
+        t.cluster_arrive(1, 0, cluster=7, arg=2)
+        t.cluster_wait(1, 0, cluster=7)
+    t.read(1, 0, cluster=7, space=1, addr=X, size=4)
+    t.cluster_wait(0, 0, cluster=7)
+    return t
+
+
+@pytest.mark.parametrize("wait_first", [False, True])
+def test_cluster_barrier_fixed_orders_a_remote_write(wait_first):
+    assert findings(cluster_exchange(Op.CLUSTER_ARRIVE, wait_first)) == set()
+
+
+@pytest.mark.parametrize("wait_first", [False, True])
+def test_cluster_barrier_racy_a_relaxed_arrival_orders_nothing(wait_first):
+    t = cluster_exchange(Op.CLUSTER_ARRIVE_RELAXED, wait_first)
+    write = 2 if wait_first else 0
+    assert findings(t) == {(4, int(K.RAW), write)}
+
+
+def test_cluster_barrier_racy_without_it():
+    t = Trace()
+    t.write(0, 0, cluster=7, space=1, peer=1, addr=X, size=4)
+    t.read(1, 0, cluster=7, space=1, addr=X, size=4)
+    assert findings(t) == {(1, int(K.RAW), 0)}
+
+
+def mismatches(t: Trace) -> list[tuple[int, int, int]]:
+    f = assert_agree(t.events, []).findings
+    f = f[f["kind"] == int(K.BARRIER_MISMATCH)]
+    return sorted(zip(f["row"].tolist(), f["code"].tolist(), f["obj"].tolist()))
+
+
+def test_cluster_barrier_arrivals_that_disagree_or_never_complete_are_mismatches():
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_arrive(1, 0, cluster=7, arg=3)  # the first arrival's 2 counts
+    assert mismatches(t) == [(1, R.BAR_ARG_DISAGREES, 7)]
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_wait(0, 0, cluster=7)
+    assert mismatches(t) == [(0, R.BAR_INCOMPLETE, 7)]
+
+
+def test_cluster_barrier_bad_input():
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_wait(0, 0, cluster=7)
+    t.read(0, 0, cluster=7, space=1, addr=X, size=4)  # still held at the wait
+    err = bad(t)
+    assert err.rule == "barrier-order" and err.row == 2 and "cluster_wait" in str(err)
+    t = Trace()
+    t.cluster_wait(0, 0, cluster=7)
+    assert bad(t).rule == "cluster-wait"
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_arrive_relaxed(0, 0, cluster=7, arg=2)
+    err = bad(t)
+    assert err.rule == "cluster-wait" and err.row == 1 and "again" in str(err)
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=0)
+    assert bad(t).rule == "barrier-count"
+
+
+# -- engine == reference on generated traces with the new ops -----------------
+@settings(max_examples=400, **SETTINGS)
+@given(events=traces(async_ops=True, hopper=True), data=st.data())
+def test_engine_matches_reference_with_hopper_ops(events, data):
+    assert_agree(events, data.draw(split_rows(events)))
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(events=traces(async_ops=True, hopper=True, max_events=200, max_launches=3),
+       data=st.data())
+def test_engine_matches_reference_with_hopper_ops_while_growing(events, data):
+    assert_agree(events, data.draw(split_rows(events)), sizes=TINY)
+
+
+def test_generated_traces_hold_the_hopper_ops():
+    """The generator reaches every op it is given, and a cluster_wait that
+    holds its thread until another thread's arrival."""
+    from hypothesis import Phase, find
+
+    quick = settings(max_examples=2000, phases=[Phase.generate], database=None, **SETTINGS)
+    ops = {int(o) for o in (Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED, Op.CLUSTER_WAIT,
+                            Op.MBAR_ARRIVE_DROP, Op.BULK_COPY_PEER)}
+    find(traces(hopper=True), lambda evs: ops <= {e["op"] for e in evs}, settings=quick)
+
+    def held_then_run(evs):
+        arrivals = (Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED)
+        for w, e in enumerate(evs):
+            if e["op"] != Op.CLUSTER_WAIT:
+                continue
+            me = (e["block"], e["thread"])
+            for f in evs[w + 1:]:
+                if (f["block"], f["thread"]) == me:
+                    break
+                if f["op"] in arrivals:
+                    return True
+        return False
+
+    find(traces(hopper=True), held_then_run, settings=quick)
+
+
+# -- bulk copies completing bytes on an mbarrier --------------------------------
+def bulk_to_peer(op: Op, wait: bool) -> Trace:
+    """Block 0 copies 16 bytes into block 1's shared memory at Y, completing
+    them on block 1's mbarrier; a consumer of block 1 reads Y, after a wait
+    on the phase or not. (A tma_load reads global memory; bulk_copy_peer
+    reads block 0's shared X, written first.)"""
+    t = Trace()
+    t.mbar_init(1, 0, cluster=7, obj=MBAR, arg=1)
+    t.mbar_expect_tx(1, 0, cluster=7, obj=MBAR, arg=16)  # arrive.expect_tx: bytes first
+    t.mbar_arrive(1, 0, cluster=7, obj=MBAR)
+    if op == Op.BULK_COPY_PEER:
+        t.write(0, 0, cluster=7, space=1, addr=X, size=16)
+    else:
+        t.init(0, 0, cluster=7, space=0, addr=4096, size=16)
+    t.fence_proxy_async(0, 0, cluster=7)
+    source = dict(space2=1, addr2=X) if op == Op.BULK_COPY_PEER else dict(space2=0, addr2=4096)
+    t.ev(op, 0, 0, cluster=7, space=1, peer=1, addr=Y, size=16, obj=MBAR, **source)
+    if wait:
+        t.mbar_wait(1, 1, cluster=7, obj=MBAR, arg=0)
+    t.read(1, 1, cluster=7, space=1, addr=Y, size=4)
+    return t
+
+
+@pytest.mark.parametrize("op", [Op.TMA_LOAD, Op.BULK_COPY_PEER])
+def test_bulk_copy_into_a_peer_fixed_by_the_wait(op):
+    assert findings(bulk_to_peer(op, wait=True)) == set()
+
+
+@pytest.mark.parametrize("op", [Op.TMA_LOAD, Op.BULK_COPY_PEER])
+def test_bulk_copy_into_a_peer_racy_without_the_wait(op):
+    result = assert_agree(bulk_to_peer(op, wait=False).events, [])
+    f = result.findings
+    assert result.triples() == [(6, int(K.ASYNC_INFLIGHT), 5)]
+    assert (f["code"][0], f["obj"][0]) == (R.INFLIGHT_TMA_LOAD, MBAR)
+
+
+def test_bulk_copy_peer_reads_its_source_by_the_async_proxy():
+    """Without fence.proxy.async after the generic write of the source, the
+    copy's read of it is a proxy_fence hazard."""
+    t = bulk_to_peer(Op.BULK_COPY_PEER, wait=True)
+    del t.events[4]  # the fence
+    assert findings(t) == {(4, int(K.PROXY_FENCE), 3)}
+
+
+def multicast(blocks_waiting: tuple[int, ...]) -> Trace:
+    """One multicast TMA load by block 0 into blocks 0 and 1 of cluster 7 (a
+    tma_load row per destination, format section 9); each block's consumer
+    reads its copy, after waiting on its own mbarrier when listed."""
+    t = Trace()
+    for b in (0, 1):
+        t.mbar_init(b, 0, cluster=7, obj=MBAR, arg=1)
+        t.mbar_expect_tx(b, 0, cluster=7, obj=MBAR, arg=16)
+        t.mbar_arrive(b, 0, cluster=7, obj=MBAR)
+    t.init(0, 0, cluster=7, space=0, addr=4096, size=16)
+    for b in (0, 1):
+        t.events.append(dict(op=int(Op.TMA_LOAD), launch=0, block=0, thread=0, cluster=7,
+                             ts=len(t.events) and t.events[-1]["ts"], peer=b, space=1, addr=Y,
+                             size=16, space2=0, addr2=4096, obj=MBAR))
+    for b in (0, 1):
+        if b in blocks_waiting:
+            t.mbar_wait(b, 1, cluster=7, obj=MBAR, arg=0)
+        t.read(b, 1, cluster=7, space=1, addr=Y, size=4)
+    return t
+
+
+def test_multicast_fixed_each_block_waits_on_its_own_mbarrier():
+    assert findings(multicast((0, 1))) == set()
+
+
+def test_multicast_racy_a_block_that_does_not_wait():
+    assert findings(multicast((0,))) == {(11, int(K.ASYNC_INFLIGHT), 8)}
+
+
+def test_op_space_is_checked_by_the_reader(tmp_path):
+    from typer.testing import CliRunner
+
+    from tracerace.cli import app
+    from tracerace.trace.writer import write_table
+
+    path = tmp_path / "t.arrow"
+    write_table(path, dict(ts=[0, 1], op=["write", "bulk_copy_peer"], launch=0, block=0,
+                           thread=0, space=[1, 1], space2=[0, 0], addr=[0, 16], size=4, obj=64))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2
+    line = result.stderr if result.stderr_bytes else result.output
+    assert f"{path}: row 1: op-space: bulk_copy_peer needs space 1 (shared) and space2 1 " \
+           "(shared); the row has space 1 and space2 0" in line
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize("op", ["bulk_reduce", "bulk_reduce_peer", "st_async", "red_async",
+                                "cp_async_mbar_arrive", "cp_async_mbar_arrive_noinc"])
+def test_ops_the_checkers_do_not_replay_are_refused_by_name(tmp_path, op):
+    from typer.testing import CliRunner
+
+    from tracerace.cli import app
+    from tracerace.trace.writer import write_table
+
+    path = tmp_path / "t.arrow"
+    space = 0 if op == "bulk_reduce" else 1
+    write_table(path, dict(ts=[0, 1], op=["write", op], launch=0, block=0, thread=0,
+                           space=[1, space], space2=1, addr=[0, 16], size=4, obj=64))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert f"{path}: row 1: unknown-op: op code {int(Op[op.upper()])} ({op}) is defined by " \
+           "trace format v1 but this version of tracerace does not check it yet" in result.output
+
+
+def test_a_cluster_barrier_mismatch_is_worded_for_the_cluster():
+    from tracerace.report.explain import explain
+    from tracerace.report.hints import hint
+
+    t = Trace()
+    t.cluster_arrive(0, 0, cluster=7, arg=2)
+    t.cluster_wait(0, 0, cluster=7)
+    f = assert_agree(t.events, []).findings[0]
+    assert explain(f).startswith("the barrier of cluster 7 ends the trace with an incomplete "
+                                 "generation: only 1 arrival")
+    assert "every thread of cluster 7 arrive at the cluster barrier" in hint(f).text

@@ -1,0 +1,236 @@
+"""A check split into shards (tracerace.parallel, engine.shards) gives what one
+state gives: every field of every finding, batch by batch, the error of a bad
+trace, and the report's bytes in every format."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tracerace import api
+from tracerace.checker import parallel
+from tracerace.report import formats
+from tracerace.checker.engine import check_trace
+from tracerace.errors import TraceError
+from tracerace.checker.findings import sort_findings
+from tracerace.checker.options import make_options
+from tracerace.trace.writer import write_table
+
+from builders import SimpleReader, columns
+from tracegen import traces
+
+SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                       HealthCheck.data_too_large])
+FORMATS = ["text", "json", "sarif", "html", "arrow"]
+
+
+def single_chunks(cols, splits, **options):
+    chunks = []
+    try:
+        result = check_trace(SimpleReader(cols, splits), on_findings=chunks.append, **options)
+    except TraceError as err:
+        return err
+    return result.events, [sort_findings(c) for c in chunks]
+
+
+def sharded_chunks(cols, splits, shards, **options):
+    chunks = []
+    try:
+        events = parallel.check_shards(lambda: SimpleReader(cols, splits), shards,
+                                       chunks.append, batch_size=1 << 20, **options)
+    except TraceError as err:
+        return err
+    return events, [sort_findings(c) for c in chunks]
+
+
+def assert_same(single, sharded):
+    if isinstance(single, TraceError) or isinstance(sharded, TraceError):
+        assert isinstance(single, TraceError) and isinstance(sharded, TraceError)
+        assert str(single) == str(sharded)
+        return
+    assert single[0] == sharded[0]
+    assert len(single[1]) == len(sharded[1])  # one hand-over per batch, and the last
+    for one, many in zip(single[1], sharded[1]):
+        assert one.shape == many.shape, (one, many)
+        for name in one.dtype.names:
+            np.testing.assert_array_equal(one[name], many[name], err_msg=name)
+
+
+def straddles(events, stretch_shift):
+    """Whether some access or copy of ``events`` crosses a stretch boundary."""
+    for ev in events:
+        size = ev.get("size", 0)
+        for key in ("addr", "addr2"):
+            addr = ev.get(key)
+            if addr is not None and size > 0 and \
+                    addr >> stretch_shift != (addr + size - 1) >> stretch_shift:
+                return True
+    return False
+
+
+@settings(max_examples=120, **SETTINGS)
+@given(events=traces(max_events=80, large=True), data=st.data())
+def test_shards_find_what_one_state_finds(events, data):
+    """Shard counts 1 to 7, pages of 32 or 64 bytes and stretches of one or two
+    pages, so that large accesses and copies cross stretches and pages."""
+    page_shift = data.draw(st.sampled_from([5, 6]))
+    options = dict(page_shift=page_shift,
+                   stretch_shift=page_shift + data.draw(st.integers(0, 1)))
+    shards = data.draw(st.integers(1, 7))
+    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    cols = columns(events)
+    single = single_chunks(cols, splits, page_shift=page_shift)
+    assert_same(single, sharded_chunks(cols, splits, shards, **options))
+
+
+@pytest.mark.scale
+@settings(max_examples=2000, **SETTINGS)
+@given(events=traces(max_events=200, large=True, max_launches=3), data=st.data())
+def test_shards_find_what_one_state_finds_at_length(events, data):
+    page_shift = data.draw(st.sampled_from([5, 6]))
+    shards = data.draw(st.integers(2, 7))
+    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=5))
+    cols = columns(events)
+    assert_same(single_chunks(cols, splits, page_shift=page_shift),
+                sharded_chunks(cols, splits, shards, page_shift=page_shift,
+                               stretch_shift=page_shift))
+
+
+def test_generated_traces_cross_stretches():
+    """The property above meets accesses that two shards check in part."""
+    from hypothesis import Phase, find
+
+    find(traces(max_events=80, large=True), lambda evs: straddles(evs, 7),
+         settings=settings(max_examples=1000, database=None, phases=[Phase.generate],
+                           **SETTINGS))
+
+
+def rendered(report, fmt):
+    if fmt == "arrow":
+        buf = io.BytesIO()
+        formats.render(report, fmt, buf)
+        return buf.getvalue()
+    buf = io.StringIO()
+    formats.render(report, fmt, buf)
+    return buf.getvalue()
+
+
+def write(path, events):
+    write_table(path, pa.table(columns(events)), sites=[f"k.cu:{i}" for i in range(8)])
+    return str(path)
+
+
+@settings(max_examples=25, **SETTINGS)
+@given(events=traces(max_events=80, large=True), data=st.data())
+def test_sharded_reports_are_the_same_bytes(events, data, tmp_path_factory):
+    path = write(tmp_path_factory.mktemp("t") / "t.arrow", events)
+    shards = data.draw(st.integers(2, 7))
+    options = make_options(max_reports="all")
+    one, many = parallel.check_reports([path, path], options, jobs=shards,
+                                       shards=[1, shards], page_shift=5, stretch_shift=5)
+    if isinstance(one, TraceError):
+        assert str(one) == str(many)
+        return
+    assert one.exit_code == many.exit_code
+    assert one.summary["racy_rows"] == many.summary["racy_rows"]
+    for fmt in FORMATS:
+        assert rendered(one, fmt) == rendered(many, fmt), fmt
+
+
+def test_one_shard_is_the_api_check(tmp_path):
+    """A check in one shard (the pool's path) reports what ``api.check`` does."""
+    from tracerace.scenarios import SCENARIOS
+
+    scenario = next(iter(SCENARIOS.values()))
+    path = str(scenario.write(str(tmp_path / "s.arrow"), fixed=False, scale=1, seed=0))
+    [report] = parallel.check_reports([path], make_options(), jobs=1)
+    direct = api.check(path)
+    for fmt in FORMATS:
+        assert rendered(direct, fmt) == rendered(report, fmt), fmt
+    sharded = api.check(path, jobs=3)
+    for fmt in FORMATS:
+        assert rendered(direct, fmt) == rendered(sharded, fmt), fmt
+
+
+def ev(op, thread, addr, size, **kw):
+    return {"op": int(op), "launch": 0, "block": 0, "thread": thread, "space": 0,
+            "addr": addr, "size": size, **kw}
+
+
+def numbered(events):
+    return [{**e, "ts": i} for i, e in enumerate(events)]
+
+
+# Pages of 32 bytes, stretches of one page: the accesses below cross 5 stretches.
+SMALL = dict(page_shift=5, stretch_shift=5)
+
+
+@pytest.mark.parametrize("shards", range(2, 8))
+def test_an_uninitialized_read_spans_the_bytes_of_every_shard(shards):
+    """A read of 160 bytes, 40..150 never written: the finding spans the first
+    and the last uninitialized byte, whichever shards own them."""
+    from tracerace.trace.ops import Op
+
+    events = numbered([ev(Op.INIT, 0, 0, 40), ev(Op.INIT, 0, 150, 10), ev(Op.READ, 1, 0, 160)])
+    cols = columns(events)
+    single = single_chunks(cols, [], page_shift=5)
+    [found] = [c for c in single[1] if len(c)]
+    assert (found["addr"][0], found["size"][0]) == (40, 110)
+    assert_same(single, sharded_chunks(cols, [], shards, **SMALL))
+
+
+@pytest.mark.parametrize("shards", range(2, 8))
+def test_a_race_names_the_latest_earlier_access_of_any_shard(shards):
+    """Two writes in two stretches, one read over both: the finding names the
+    later write and its bytes, as one state does."""
+    from tracerace.trace.ops import Op
+
+    events = numbered([ev(Op.WRITE, 0, 0, 32), ev(Op.WRITE, 0, 64, 32), ev(Op.READ, 1, 0, 96),
+                       ev(Op.WRITE, 2, 40, 100)])
+    cols = columns(events)
+    single = single_chunks(cols, [], page_shift=5)
+    [found] = [c for c in single[1] if len(c)]
+    assert found["prev_row"][0] == 1
+    assert_same(single, sharded_chunks(cols, [], shards, **SMALL))
+
+
+@pytest.mark.parametrize("shards", range(2, 8))
+def test_a_copy_between_two_shards(shards):
+    """A cp.async from global bytes one shard owns to shared bytes another owns,
+    read before its wait: in flight, and racing a write of its source."""
+    from tracerace.trace.ops import Op
+
+    events = numbered([
+        ev(Op.INIT, 0, 0, 256),
+        ev(Op.CP_ASYNC, 0, 160, 64, space=1, space2=0, addr2=40),
+        ev(Op.READ, 0, 170, 40, space=1),
+        ev(Op.WRITE, 1, 30, 80),
+    ])
+    cols = columns(events)
+    single = single_chunks(cols, [], page_shift=5)
+    assert sum(len(c) for c in single[1]) >= 2
+    assert_same(single, sharded_chunks(cols, [], shards, **SMALL))
+
+
+def test_each_shard_checks_only_the_bytes_it_owns():
+    """The shards of a read over five stretches each report the uninitialized
+    bytes of their own stretches: together, the read's."""
+    from tracerace.checker.engine.layout import F_ADDR, F_SIZE
+    from tracerace.trace.ops import Op
+
+    events = numbered([ev(Op.READ, 1, 0, 160)])
+    cols = columns(events)
+    spans = []
+    for k in range(3):
+        rows = []
+        check_trace(SimpleReader(cols), shard=(k, 3), raw=True, on_findings=rows.append,
+                    **SMALL)
+        found = np.concatenate(rows)
+        spans += [(int(r[F_ADDR]), int(r[F_ADDR] + r[F_SIZE])) for r in found]
+    assert len(spans) >= 2 and min(s[0] for s in spans) == 0 and max(s[1] for s in spans) == 160
+    assert all(hi - lo < 160 for lo, hi in spans)  # none read all of it

@@ -1,0 +1,182 @@
+"""Checks on a Dask cluster: the shards of :mod:`tracerace.checker.parallel` as Dask
+tasks (``pip install 'tracerace[dask]'``; ``docs/parallel.md``).
+
+    from distributed import Client
+    from tracerace.checker.cluster import check_on_cluster
+
+    reports = check_on_cluster(["s3://bucket/a.arrow", "/shared/b.arrow"],
+                               Client("tcp://scheduler:8786"))
+
+Each trace is given as a path or a pyarrow filesystem URI (``s3://``,
+``gs://``, ``hdfs://``, ``file://``) that every worker can read: a worker
+reads the trace itself, the client sends only the path. A task replays one
+shard of one trace and returns its findings, batch by batch, as int64 rows;
+the client merges them (:func:`tracerace.checker.parallel.merge_rows`) and groups them
+as a local check does, so each report is the one ``tracerace check`` gives.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import TraceError
+from .options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, make_options, usage
+
+
+def client_for(address: str) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address``; a usage error
+    when Dask is not installed or the scheduler cannot be reached."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise usage("--dask needs Dask: pip install 'tracerace[dask]'") from None
+    try:
+        return Client(address, timeout="20s")
+    except (OSError, TimeoutError) as err:
+        raise TraceError(f"cannot reach the Dask scheduler at {address}: {err}",
+                         path="options", rule="usage") from None
+
+
+def check_on_cluster(sources: Iterable[str], client: Any, *, engine: str = "numba",
+                     max_reports: int | str | None = DEFAULT_MAX_REPORTS,
+                     select: str | Iterable[str] | None = None,
+                     ignore: str | Iterable[str] | None = None,
+                     batch_size: int = DEFAULT_BATCH_SIZE, shards: int | None = None,
+                     keep_findings: bool = False, sinks: Sequence[Any] | None = None,
+                     progress: Callable[[int, int | None], None] | None = None,
+                     **engine_options: Any) -> list[Any]:
+    """Check each trace of ``sources`` (paths or pyarrow filesystem URIs every
+    worker of ``client``, a ``distributed.Client``, can read) in shards run as
+    Dask tasks. ``shards``: per trace (default: the cluster's threads shared
+    among the traces, at least one each). Returns per trace its
+    :class:`~tracerace.report.Report`, the one :func:`tracerace.api.check`
+    gives, or the :class:`~tracerace.errors.TraceError` that stopped it.
+    ``progress(rows_done, total_rows)``: called as shards finish. ``sinks``:
+    a findings sink (or None) per trace, as :func:`tracerace.api.check_many`.
+    ``engine_options``: the engine's test options (``page_shift``, ...)."""
+    from distributed import as_completed
+
+    from ..group.groups import GroupBuilder
+    from .parallel import _consumer, merge_rows, shards_per_trace
+    from .engine.races import records
+    from ..report.model import Report
+
+    options = make_options(engine=engine, max_reports=max_reports, select=select, ignore=ignore,
+                           batch_size=batch_size)
+    if options.engine != "numba":
+        raise usage("--dask: the reference checker runs on one thread (it is the definition)")
+    sources = [os.fspath(s) for s in sources]
+    sinks = list(sinks) if sinks is not None else [None] * len(sources)
+    if shards is None:
+        threads = sum(client.nthreads().values()) or 1
+        shards = shards_per_trace(threads, len(sources))
+    results: list[Any] = [None] * len(sources)
+    metas = client.gather([client.submit(_meta_task, s, batch_size, pure=False)
+                           for s in sources])
+    todo = []
+    for t, meta in enumerate(metas):
+        if isinstance(meta, tuple):
+            results[t] = _error(meta, sources[t])
+        else:
+            todo.append(t)
+    total = sum(metas[t].num_rows or 0 for t in todo)
+    if progress is not None:
+        progress(0, total)
+    submitted = {}
+    for t in todo:
+        for k in range(shards):
+            f = client.submit(_shard_task, sources[t], k, shards, batch_size, engine_options,
+                              pure=False)
+            submitted[f.key] = (f, t, k)
+    done_rows = 0.0
+    parts: dict[tuple[int, int], Any] = {}
+    for future in as_completed([f for f, _, _ in submitted.values()]):
+        _, t, k = submitted[future.key]
+        parts[t, k] = out = future.result()
+        if progress is not None and not isinstance(out[0], str):
+            done_rows += (metas[t].num_rows or 0) / shards
+            progress(round(done_rows), total)
+    for t in todo:
+        outs = [parts[t, k] for k in range(shards)]
+        failed = [o for o in outs if isinstance(o[0], str)]
+        if failed:
+            results[t] = _error(failed[0], sources[t])
+            continue
+        builder = GroupBuilder(metas[t], options.kinds, keep_findings=keep_findings)
+        if sinks[t] is not None:
+            sinks[t].open(metas[t])
+        consume = _consumer(builder, sinks[t])
+        for i in range(len(outs[0][1])):
+            consume(records(merge_rows([o[1][i] for o in outs])))
+        results[t] = Report(outs[0][0], metas[t], builder.table(), options)
+    return results
+
+
+def open_source(source: str, batch_size: int) -> Any:
+    """A reader of ``source``: a path (memory-mapped by the reader), or a
+    pyarrow filesystem URI, whose file is read through pyarrow."""
+    from ..trace.reader import open_trace
+
+    if "://" not in source or source.startswith("file://"):
+        path = source[len("file://"):] if source.startswith("file://") else source
+        return open_trace(path, batch_size=batch_size)
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    import pyarrow.ipc as ipc
+    import pyarrow.parquet as pq
+
+    fs, path = pafs.FileSystem.from_uri(source)
+    with fs.open_input_file(path) as f:
+        head = f.read(6)
+        f.seek(0)
+        if head.startswith(b"PAR1"):
+            table = pq.read_table(f)
+        elif head == b"ARROW1":
+            table = ipc.open_file(f).read_all()
+        else:
+            table = ipc.open_stream(f).read_all()
+    if not isinstance(table, pa.Table):
+        table = pa.Table.from_batches([table])
+    return open_trace(table, batch_size=batch_size)
+
+
+def _meta_task(source: str, batch_size: int) -> Any:
+    """(On a worker.) The trace's metadata, or its error as a tuple."""
+    try:
+        with open_source(source, batch_size) as reader:
+            return reader.meta
+    except Exception as err:  # noqa: BLE001 - sent back as plain values
+        return _sent(err, source)
+
+
+def _shard_task(source: str, k: int, shards: int, batch_size: int,
+                engine_options: dict) -> tuple[Any, ...]:
+    """(On a worker.) Shard ``k`` of ``shards`` of ``source``: (events, the
+    findings rows of each batch), or its error as a tuple."""
+    from .parallel import run_shard
+
+    chunks: list[np.ndarray] = []
+    try:
+        events = run_shard(lambda: open_source(source, batch_size), k, shards,
+                           lambda i, rows: chunks.append(rows), batch_size=batch_size,
+                           **engine_options)
+    except Exception as err:  # noqa: BLE001 - sent back as plain values
+        return _sent(err, source)
+    return events, chunks
+
+
+def _sent(err: Exception, source: str) -> tuple[Any, ...]:
+    """An error as plain values (a TraceError's fields do not survive pickling)."""
+    from .parallel import trace_error
+
+    e = trace_error(err, source)
+    return ("error", e.message, e.path, e.row, e.rule)
+
+
+def _error(sent: tuple[Any, ...], source: str) -> TraceError:
+    _, message, path, row, rule = sent
+    return TraceError(message, path=path or source, row=row, rule=rule)

@@ -1,0 +1,78 @@
+"""Byte ownership when one trace is checked by several states side by side
+(``docs/parallel.md``).
+
+A state made for shard ``k`` of ``n`` (``sv[SV_SHARD]``, ``sv[SV_SHARDS]``)
+replays every event, so its clocks, barriers, copies, flags and mbarriers are
+those of a whole check, but it checks and records only the bytes it owns.
+The bytes of each memory (global; the shared memory of each block; local
+memory) are cut into aligned stretches of ``1 << stretch_shift(sv)`` bytes, a
+few pages (``sv[SV_STRETCH_SHIFT]``), and :func:`shard_of` gives each stretch one owner by a hash of
+(space, block for shared memory, stretch). A stretch holds whole pages, so it
+holds whole granules and whole runs of pages: every list of the shadow
+memory lies in one shard, and a shard's lists are those a whole check would
+keep for its bytes. An access that crosses a stretch boundary is checked, in
+each shard, over the stretches that shard owns (``memory.access``); the race
+it finds names the overlap of the two whole accesses, as a whole check does,
+so the shards' findings merge into the whole check's (``tracerace.checker.parallel``).
+
+With ``sv[SV_SHARDS] == 1`` (every check but a sharded one) every byte is
+owned and nothing here changes what the replay does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...trace import ops as O
+from ..jit import jit_inline
+from .layout import SV_SHARD, SV_SHARDS, SV_STRETCH_SHIFT
+
+STRETCH_PAGES_SHIFT = 2
+"""log2 of the pages in one stretch of bytes a shard owns, unless told."""
+
+_K1 = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15, as int64
+_K2 = np.int64(-4417276706812531889)  # 0xC2B2AE3D27D4EB4F
+_K3 = np.int64(-7723592293110705685)  # 0x94D049BB133111EB
+
+
+@jit_inline
+def stretch_shift(sv):
+    return sv[SV_STRETCH_SHIFT]
+
+
+@jit_inline
+def shard_of(sv, space, owner, stretch):
+    """The shard that owns ``stretch`` of ``space`` (``owner``: the block whose
+    shared memory it is; ignored for global and local memory)."""
+    key = owner if space == O.SPACE_SHARED else np.int64(0)
+    h = stretch * _K1 + (space * np.int64(65599) + key) * _K2
+    h ^= (h >> 31) & np.int64(0x1FFFFFFFF)
+    h *= _K3
+    h ^= (h >> 29) & np.int64(0x7FFFFFFFF)
+    return (h & np.int64(0x7FFFFFFFFFFF)) % sv[SV_SHARDS]
+
+
+@jit_inline
+def owns(sv, space, owner, addr, size):
+    """Whether this state owns [addr, addr + size): 1 all of it, 0 none, 2 it
+    crosses a stretch boundary (``stretch_end`` walks it)."""
+    if sv[SV_SHARDS] <= 1:
+        return 1
+    us = stretch_shift(sv)
+    u = addr >> us
+    if u != (addr + size - 1) >> us:
+        return 2
+    return 1 if shard_of(sv, space, owner, u) == sv[SV_SHARD] else 0
+
+
+@jit_inline
+def stretch_end(sv, space, owner, lo, end):
+    """(the end of the longest range from ``lo`` towards ``end`` whose stretches
+    one shard owns, whether this state is that shard)."""
+    us = stretch_shift(sv)
+    me = sv[SV_SHARD]
+    mine = shard_of(sv, space, owner, lo >> us) == me
+    hi = min(end, ((lo >> us) + 1) << us)
+    while hi < end and (shard_of(sv, space, owner, hi >> us) == me) == mine:
+        hi = min(end, hi + (np.int64(1) << us))
+    return hi, mine

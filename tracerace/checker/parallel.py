@@ -1,0 +1,313 @@
+"""One trace checked by several engine states side by side, and several traces
+at once (``docs/parallel.md``).
+
+A shard (:func:`run_shard`) is a whole replay of the trace by a state that
+owns some of the bytes (:mod:`tracerace.checker.engine.shards`): every shard replays
+every synchronization event, and checks only the accesses, or the parts of
+accesses, whose bytes it owns. The shards of a trace hand over their findings
+per batch, as int64 rows with the rank of the earlier access; a
+:class:`Merger` joins batch ``i`` of every shard into the findings a single
+check hands over for batch ``i`` (:func:`merge_rows`) and passes them on in
+batch order, so grouping and every report see what a single check gives them.
+
+:func:`check_shards` runs the shards of one trace, :func:`check_traces` the
+shards of many, on a thread pool: the replay kernels release the GIL, so the
+threads share one compiled engine and the trace file's mapped pages.
+:mod:`tracerace.checker.cluster` runs the same shards as Dask tasks.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from ..trace import ops as O
+from .engine import check_trace
+from .engine.layout import F_ADDR, F_KIND, F_PREV_ROW, F_RANK, F_ROW, F_SIZE, NF
+from .engine.races import records
+
+MEMORY_KINDS = np.array([O.K_RAW, O.K_WAR, O.K_WAW, O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT,
+                         O.K_PROXY_FENCE])
+"""The kinds a shard finds only for its own bytes; every shard finds the others."""
+
+PARALLEL_MIN_ROWS = 1 << 20
+"""With the default number of jobs, a trace of fewer rows is checked by one
+state: below this a check takes about a second, less than starting shards."""
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # no affinity on this platform
+        return max(1, os.cpu_count() or 1)
+
+
+def merge_rows(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """The findings (int64 rows, ``layout.F_*`` columns) that one check makes
+    for a stretch of the replay, from those shards ``0..n-1`` made for it.
+
+    Every shard finds what is not about memory: shard 0's are kept. A race
+    is kept per (row, kind) as one check keeps it, the candidate of highest
+    (earlier row, rank): its bytes are the overlap of the two whole accesses
+    in every shard that found it. An uninitialized read spans the first to
+    the last uninitialized byte of all shards."""
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0]
+    other = first[~np.isin(first[:, F_KIND], MEMORY_KINDS)]
+    memory = np.concatenate([p[np.isin(p[:, F_KIND], MEMORY_KINDS)] for p in parts])
+    uninit = memory[memory[:, F_KIND] == O.K_UNINIT_READ]
+    races = memory[memory[:, F_KIND] != O.K_UNINIT_READ]
+    races = races[np.lexsort((races[:, F_RANK], races[:, F_PREV_ROW], races[:, F_KIND],
+                              races[:, F_ROW]))]
+    last = np.ones(races.shape[0], bool)
+    last[:-1] = (races[1:, F_ROW] != races[:-1, F_ROW]) | (races[1:, F_KIND] != races[:-1, F_KIND])
+    races = races[last]
+    if uninit.shape[0]:
+        uninit = uninit[np.lexsort((uninit[:, F_ADDR], uninit[:, F_ROW]))]
+        start = np.flatnonzero(np.r_[True, uninit[1:, F_ROW] != uninit[:-1, F_ROW]])
+        end = np.maximum.reduceat(uninit[:, F_ADDR] + uninit[:, F_SIZE], start)
+        uninit = uninit[start].copy()
+        uninit[:, F_SIZE] = end - uninit[:, F_ADDR]
+    return np.concatenate([other, races, uninit])
+
+
+class Merger:
+    """Joins the shards' findings of one trace batch by batch and hands each
+    batch's merged findings (``FINDING_DTYPE`` records) to ``consume`` in
+    batch order. Shards may call :meth:`add` from any thread."""
+
+    def __init__(self, shards: int, consume: Callable[[np.ndarray], None]) -> None:
+        self.shards = shards
+        self.consume = consume
+        self._parts: dict[int, list[np.ndarray | None]] = {}
+        self._next = 0
+        self._lock = threading.Lock()
+
+    def add(self, shard: int, index: int, rows: np.ndarray) -> None:
+        with self._lock:
+            slot = self._parts.setdefault(index, [None] * self.shards)
+            slot[shard] = rows
+            while self._next in self._parts and all(
+                    p is not None for p in self._parts[self._next]):
+                self.consume(records(merge_rows(self._parts.pop(self._next))))
+                self._next += 1
+
+
+def run_shard(source: Any, shard: int, shards: int, on_batch: Callable[[int, np.ndarray], None],
+              *, batch_size: int, progress: Callable[[int], None] | None = None,
+              **engine_options: Any) -> int:
+    """Replay ``source`` as shard ``shard`` of ``shards`` (its own reader over
+    the file; ``source`` may also be a function that opens a fresh reader
+    each call); ``on_batch(i, rows)`` gets the findings of batch ``i`` and, last,
+    those the end of the trace makes. Returns the events replayed.
+    ``engine_options``: ``check_trace``'s test options (``page_shift``, ...)."""
+    from ..trace.reader import open_trace
+
+    pending: list[np.ndarray] = []
+    index = 0
+
+    def flush() -> None:
+        nonlocal index
+        rows = np.concatenate(pending) if pending else np.zeros((0, NF + 1), np.int64)
+        pending.clear()
+        on_batch(index, rows)
+        index += 1
+
+    def batch_done(events: int) -> None:  # after each batch's findings
+        flush()
+        if progress is not None:
+            progress(events)
+
+    reader = source() if callable(source) else open_trace(source, batch_size=batch_size)
+    try:
+        result = check_trace(reader, shard=(shard, shards), raw=True,
+                             on_findings=pending.append, progress=batch_done, **engine_options)
+    finally:
+        close = getattr(reader, "close", None)
+        if close is not None:
+            close()
+    flush()
+    return result.events
+
+
+def check_shards(source: Any, shards: int, on_findings: Callable[[np.ndarray], None], *,
+                 batch_size: int, pool: Executor | None = None,
+                 progress: Callable[[int], None] | None = None,
+                 **engine_options: Any) -> int:
+    """Check the trace at ``source`` (a path) in ``shards`` shards on ``pool``
+    (None: one after the other, on this thread), handing ``on_findings`` the
+    findings a single check would, batch by batch. ``progress(rows)``: the
+    rows replayed by all shards together. Returns the trace's events."""
+    merger = Merger(shards, on_findings)
+    counter = _Progress(progress)
+    tasks = [_shard_task(source, k, shards, merger, counter.part(0, k), batch_size,
+                         engine_options) for k in range(shards)]
+    if pool is None:
+        events = [task() for task in tasks]
+    else:
+        futures = [pool.submit(task) for task in tasks]
+        events = [f.result() for f in _first_error(futures)]
+    return events[0]
+
+
+def _shard_task(source, k, shards, merger, progress, batch_size, engine_options):
+    def task() -> int:
+        return run_shard(source, k, shards, lambda i, rows: merger.add(k, i, rows),
+                         batch_size=batch_size, progress=progress, **engine_options)
+    return task
+
+
+def _first_error(futures: list[Future]) -> list[Future]:
+    """``futures`` once all are done; the error of the one that failed first
+    in shard order is raised (every shard of a trace meets the same bad row)."""
+    for f in futures:
+        f.exception()
+    for f in futures:
+        if f.exception() is not None:
+            raise f.exception()
+    return futures
+
+
+class _Progress:
+    """Sums the rows of many shards for one ``progress(rows)`` callback, a
+    shard's rows weighted (``1 / shards``: the trace's rows over its shards)."""
+
+    def __init__(self, progress: Callable[[float], None] | None) -> None:
+        self.progress = progress
+        self.done: dict[tuple[int, int], float] = {}
+        self.lock = threading.Lock()
+
+    def part(self, trace: int, shard: int, weight: float = 1.0) -> Callable[[int], None] | None:
+        if self.progress is None:
+            return None
+
+        def update(rows: int) -> None:
+            with self.lock:  # one call at a time: the counts only grow
+                self.done[trace, shard] = rows * weight
+                self.progress(sum(self.done.values()))
+        return update
+
+
+def shards_per_trace(jobs: int, traces: int) -> int:
+    """The shards each of ``traces`` traces gets from ``jobs`` workers: all of
+    them for one trace; with several, each trace a share, at least one."""
+    return max(1, jobs // max(1, traces))
+
+
+def check_traces(sources: Sequence[Any], jobs: int,
+                 consumers: Sequence[Callable[[np.ndarray], None]], *, batch_size: int,
+                 shards: Sequence[int] | None = None,
+                 progress: Callable[[float], None] | None = None,
+                 weights: Sequence[float] | None = None,
+                 **engine_options: Any) -> list[int | BaseException]:
+    """Check every trace of ``sources`` (paths) on a pool of ``jobs`` threads,
+    trace ``t`` in ``shards[t]`` shards (default :func:`shards_per_trace`),
+    its findings handed to ``consumers[t]`` as a single check hands them.
+    ``progress(rows)``: the rows replayed by every shard of every trace,
+    trace ``t``'s weighted by ``weights[t]`` (default 1). Returns per trace
+    its events, or the error that stopped it."""
+    if shards is None:
+        shards = [shards_per_trace(jobs, len(sources))] * len(sources)
+    if weights is None:
+        weights = [1.0] * len(sources)
+    counter = _Progress(progress)
+    with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tracerace-shard") as pool:
+        futures = []
+        for t, (source, n, consume) in enumerate(zip(sources, shards, consumers)):
+            merger = Merger(n, consume)
+            futures.append([pool.submit(_shard_task(source, k, n, merger,
+                                                    counter.part(t, k, weights[t]),
+                                                    batch_size, engine_options))
+                            for k in range(n)])
+        out: list[int | BaseException] = []
+        for per_trace in futures:
+            try:
+                out.append(_first_error(per_trace)[0].result())
+            except Exception as err:  # noqa: BLE001 - handed to the caller per trace
+                out.append(err)
+    return out
+
+
+def check_reports(sources: Sequence[str], options: Any, jobs: int, *,
+                  keep_findings: bool = False, sinks: Sequence[Any] | None = None,
+                  progress: Callable[[int, int | None], None] | None = None,
+                  shards: Sequence[int] | None = None,
+                  **engine_options: Any) -> list[Any]:
+    """The report of each trace of ``sources`` (paths), checked in shards on
+    ``jobs`` threads (:func:`check_traces`), or the
+    :class:`~tracerace.errors.TraceError` that stopped it: what
+    :func:`tracerace.api.check` gives for each, findings grouped as it groups
+    them. ``sinks[t]`` (or None) takes trace ``t``'s findings as they come.
+    ``progress(rows_done, total_rows)`` counts the rows of all the traces."""
+    from ..group.groups import GroupBuilder
+    from .notice import CompileNotice
+    from ..trace.reader import decode_pool, open_trace
+    from ..report.model import Report
+
+    sinks = list(sinks) if sinks is not None else [None] * len(sources)
+    if shards is None:
+        shards = [shards_per_trace(jobs, len(sources))] * len(sources)
+    results: list[Any] = [None] * len(sources)
+    builders: dict[int, Any] = {}
+    metas: dict[int, Any] = {}
+    with CompileNotice(), decode_pool():
+        for t, source in enumerate(sources):
+            try:
+                with open_trace(source, batch_size=options.batch_size) as reader:
+                    metas[t] = reader.meta
+                builders[t] = GroupBuilder(metas[t], options.kinds, keep_findings=keep_findings)
+                if sinks[t] is not None:
+                    sinks[t].open(metas[t])
+            except Exception as err:  # noqa: BLE001 - the trace's result
+                results[t] = trace_error(err, source)
+        todo = [t for t in range(len(sources)) if results[t] is None]
+        total = sum(metas[t].num_rows or 0 for t in todo)
+        weights = {t: 1 / shards[t] for t in todo}
+        counter = None
+        if progress is not None:
+            progress(0, total)
+            counter = lambda rows: progress(round(rows), total)  # noqa: E731
+        done = check_traces([sources[t] for t in todo], jobs,
+                            [_consumer(builders[t], sinks[t]) for t in todo],
+                            batch_size=options.batch_size, shards=[shards[t] for t in todo],
+                            progress=counter, weights=[weights[t] for t in todo],
+                            **engine_options)
+    for t, outcome in zip(todo, done):
+        if isinstance(outcome, BaseException):
+            results[t] = trace_error(outcome, sources[t])
+        else:
+            results[t] = Report(outcome, metas[t], builders[t].table(), options)
+    return results
+
+
+def _consumer(builder: Any, sink: Any) -> Callable[[np.ndarray], None]:
+    def on_findings(findings: np.ndarray) -> None:
+        kept, groups = builder.add(findings)
+        if sink is not None:
+            sink.write(kept, groups)
+    return on_findings
+
+
+def trace_error(err: BaseException, source: Any) -> Any:
+    """``err`` as the one-line :class:`~tracerace.errors.TraceError` a check
+    of ``source`` raises (bad input, memory, IO); anything else is raised."""
+    import errno
+
+    from ..errors import TraceError
+
+    path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+    if isinstance(err, TraceError):
+        return err.with_path(path)
+    if isinstance(err, MemoryError) or (isinstance(err, OSError) and err.errno == errno.ENOMEM):
+        return TraceError("not enough memory to check this trace", path=path,
+                          rule="out-of-memory")
+    if isinstance(err, OSError):
+        return TraceError(err.strerror or str(err), path=path, rule="io")
+    raise err

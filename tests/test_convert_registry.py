@@ -19,6 +19,7 @@ from tracerace.errors import TraceError
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402
+import tracezgen as z  # noqa: E402
 
 FIXTURES = Path(__file__).parent / "gpu_fixtures"
 
@@ -31,6 +32,7 @@ def traces(tmp_path: Path) -> dict[str, list[str]]:
     accel.mkdir()
     raw = g.write(accel / "kernel-1.trace", g.accel_trace(kernel))
     g.write(accel / "kernelslist", "kernel-1.trace\n")
+    (tmp_path / "kernel-9.tracez").write_bytes(z.producer_consumer())
     cut = tmp_path / "cut"
     cut.mkdir()
     g.write(cut / "kernel_1_iter0_tile.ndjson", g.cutracer_ndjson(kernel))
@@ -43,6 +45,7 @@ def traces(tmp_path: Path) -> dict[str, list[str]]:
                      str(cut),
                      # no CUTracer name: claimed by its first line
                      str(shutil.copy(cut / "kernel_1_iter0_tile.ndjson", tmp_path / "tile.log"))],
+        "tracez": [str(tmp_path / "kernel-9.tracez")],
         "memtrace": [g.write(tmp_path / "run.log", g.memtrace_log([kernel])),
                      g.write(tmp_path / "run.txt", "banner\n" + g.memtrace_log([kernel]))],
     }
@@ -66,6 +69,8 @@ def test_the_registry_is_the_formats_in_detection_order():
     # a path both claim (a folder named *.trace holding .ndjson files) is Accel-Sim's
     assert names.index("accelsim") < names.index("cutracer")
     assert {"accelsim", "cutracer", "memtrace"} <= set(names)
+    # a kernelslist.g naming .tracez files is Accel-Sim 2.0's, not the text tracer's
+    assert names.index("tracez") < names.index("accelsim")
 
 
 def test_each_importer_claims_its_own_traces_and_no_others(tmp_path):
@@ -138,3 +143,9 @@ def test_a_path_two_importers_claim_is_the_first_ones(tmp_path):
     g.write(folder / "kernel_1_iter0_tile.ndjson", g.cutracer_ndjson(g.tile(True)))
     assert claimers(str(folder)) == {"accelsim", "cutracer"}
     assert gpu.detect(str(folder)) == "accelsim"
+    # a kernelslist.g naming .tracez files: both Accel-Sim importers claim it
+    tz = tmp_path / "tz"
+    tz.mkdir()
+    listing = z.write_list(tz, {"kernel-1.tracez": z.producer_consumer()})
+    assert claimers(listing) == {"tracez", "accelsim"}
+    assert gpu.detect(listing) == "tracez"

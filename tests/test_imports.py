@@ -49,7 +49,7 @@ MAY_IMPORT = {
 (trace < checker < group < report < api < cli), and the recorders, the
 importers and the incidents above the trace format only."""
 
-IMPORT_BY_NAME = {"tracerace/record/_program.py": "imports the recorded program's own module"}
+IMPORT_BY_NAME = {"tracerace/record/program.py": "imports the recorded program's own module"}
 """Files that may call ``importlib.import_module`` on a name that is not a literal."""
 
 

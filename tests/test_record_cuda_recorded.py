@@ -121,7 +121,7 @@ def test_a_refused_recording_names_the_program_not_the_deleted_stream(tmp_path, 
     monkeypatch.setattr(cuda, "find_toolkit", lambda: None)
     monkeypatch.setattr(cuda, "tool_library", lambda _: SimpleNamespace(library="x", patches="y"))
     monkeypatch.setattr(cuda, "check_gpu", lambda: None)
-    monkeypatch.setattr(cuda.subprocess, "run", run_on_gpu)
+    monkeypatch.setattr(subprocess, "run", run_on_gpu)   # the tool run (record.tool)
     out = tmp_path / "exchange.arrow"
     with pytest.raises(TraceError) as err:
         cuda.record(["./exchange"], str(out))

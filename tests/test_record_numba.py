@@ -489,7 +489,7 @@ def test_the_default_schedule_is_round_robin(tmp_path):
 def write_log(path, flush_every: int) -> None:
     """Ten shared writes by changing agents and one patched bar_sync, flushed
     every ``flush_every`` rows (0: once at the end)."""
-    from tracerace.record._events import SITE_SHIFT, EventLog, pack
+    from tracerace.record.events import SITE_SHIFT, EventLog, pack
     from tracerace.trace.writer import TraceWriter
 
     with TraceWriter(path) as writer:
@@ -647,7 +647,7 @@ def test_rows_flush_while_a_barrier_waits_for_its_count(tmp_path):
     """A generation still open (threads wait while another runs on) does not keep
     the rows since its first arrival in memory: the log flushes them, and the
     count reaches the flushed ``bar_sync`` rows through the writer."""
-    from tracerace.record._events import NO_SITE_WORD, EventLog, pack
+    from tracerace.record.events import NO_SITE_WORD, EventLog, pack
     from tracerace.trace.writer import TraceWriter
 
     out = tmp_path / "t.arrow"

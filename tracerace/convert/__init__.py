@@ -21,9 +21,8 @@ import pyarrow as pa
 from ..errors import TraceError
 from ..trace.outfile import create_beside, destination, io_error, refuse_inputs, refuse_non_trace
 from ..trace.reader import open_trace, reads_once
-from ..trace.schema import arrow_schema
+from ..trace.writer import write_batches
 from .std import export_std, import_std
-from ..trace.writer import _format, _record_batch, _Sink, trace_metadata
 
 EXTENSIONS = {".std": "std", ".arrow": "file", ".feather": "file", ".arrows": "stream",
               ".parquet": "parquet"}
@@ -201,16 +200,7 @@ def recontainer(src: str, dst: str, *, compression: str | None = None) -> Conver
     """Copy a v1 trace into another container, batch by batch (rows are validated)."""
     with open_trace(src) as reader:
         meta = reader.meta
-        schema = arrow_schema(trace_metadata(meta.sites, meta.buffers, meta.producer,
-                                             meta.extra, meta.warnings))
-        sink = _Sink(dst, _format(dst, None), compression, schema)
-        rows = 0
-        try:
-            for batch in reader:
-                sink.write(_record_batch(batch.cols, schema))
-                rows += batch.n
-        except BaseException:
-            sink.abort()
-            raise
-        sink.close()
+        rows = write_batches(dst, (batch.cols for batch in reader), sites=meta.sites,
+                             buffers=meta.buffers, producer=meta.producer, extra=meta.extra,
+                             warnings=meta.warnings, compression=compression)
     return ConvertResult(src, dst, rows, rows)

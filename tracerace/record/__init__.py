@@ -1,10 +1,14 @@
 """Recorders: run a real program under a simulator and write a v1 trace of it.
 
-Each backend is a module of this package with one entry point and its default
-schedule::
-
-    record(command: list[str], out: str, *, schedule: str, seed: int) -> RecordResult
-    DEFAULT_SCHEDULE: str
+Each backend is a subpackage of this package whose ``BACKEND`` is a
+:class:`~.interface.Backend` (its schedules, its install check, its
+``record(command, out, *, schedule, seed) -> RecordResult``); the subpackage
+keeps only what is its own. What the backends share: :mod:`.program` (a
+Python program in a child interpreter, for ``numba`` and ``triton``),
+:mod:`.tool` (a native program under a tool, for ``oclgrind`` and ``cuda``),
+:mod:`.events` (the event log and the rows a converter adds), :mod:`.sites`
+(site interning, the user's source paths) and :mod:`.build` (native parts built
+into the cache).
 
 ``numba``     Numba's CUDA simulator (package numba-cuda), deterministic scheduler
               (default schedule round-robin).
@@ -20,16 +24,17 @@ Backends import their simulator lazily, so ``import tracerace`` never needs them
 from __future__ import annotations
 
 import os
-from types import ModuleType
 
 from ..errors import TraceError
 from ..trace.outfile import destination, refuse_inputs, refuse_non_trace
+from .interface import Backend
 from .result import RecordResult
 
 BACKENDS = ("numba", "oclgrind", "triton", "cuda")
+"""The backends, each the subpackage of its name."""
 SCHEDULES = ("serial", "round-robin", "random")
 
-__all__ = ["BACKENDS", "SCHEDULES", "RecordResult", "record"]
+__all__ = ["BACKENDS", "SCHEDULES", "Backend", "RecordResult", "load_backend", "record"]
 
 
 def record(command: list[str], out: str, *, backend: str = "numba",
@@ -45,8 +50,8 @@ def record(command: list[str], out: str, *, backend: str = "numba",
     if not command:
         raise TraceError("name the program to record after --", path="options", rule="usage")
     refuse_output(out, command)
-    module = _backend(backend)
-    return module.record(command, out, schedule=schedule or module.DEFAULT_SCHEDULE, seed=seed)
+    chosen = load_backend(backend)
+    return chosen.record(command, out, schedule=schedule or chosen.default_schedule, seed=seed)
 
 
 def refuse_output(out: str, command: list[str]) -> None:
@@ -57,16 +62,19 @@ def refuse_output(out: str, command: list[str]) -> None:
     refuse_non_trace(destination(out))
 
 
-def _backend(name: str) -> ModuleType:
-    """The module of backend ``name``, imported on use: the recorded program's own
-    process imports this package (its boot module lives here) and must not load
-    the other backends into the program it runs."""
+def load_backend(name: str) -> Backend:
+    """The backend ``name``, its package imported now (on use: the recorded
+    program's own process imports this package and must not load the other
+    backends into the program it runs)."""
     if name == "numba":
-        from . import numba as module
+        from . import numba as package
     elif name == "oclgrind":
-        from . import oclgrind as module
+        from . import oclgrind as package
     elif name == "triton":
-        from . import triton as module
+        from . import triton as package
+    elif name == "cuda":
+        from . import cuda as package
     else:
-        from . import cuda as module
-    return module
+        raise TraceError(f"unknown backend {name!r} (one of {', '.join(BACKENDS)})",
+                         path="options", rule="usage")
+    return package.BACKEND

@@ -105,16 +105,35 @@ def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
     producer = producer if producer is not None else reader.meta.producer
     warnings = tuple(warnings) or reader.meta.warnings
     extra = {META_LAUNCHES: launches_json(launches)} if launches else None
+    write_batches(path, (batch.cols for batch in reader), sites=sites, buffers=buffers,
+                  producer=producer, extra=extra, warnings=warnings, compression=compression,
+                  format=format)
+
+
+def write_batches(path, batches: Iterable[Mapping[str, np.ndarray]], *,
+                  sites: Sequence[str] = (), buffers: Iterable[Buffer | Mapping] = (),
+                  producer: str | None = None, extra: Mapping[str, str] | None = None,
+                  warnings: Sequence[str] = (), compression: str | None = None,
+                  format: str | None = None) -> int:
+    """Write ``batches`` (dicts of every v1 column as NumPy arrays, as a reader's
+    batches hold them) to ``path`` under the metadata :func:`trace_metadata`
+    makes of the rest; the rows written. ``format`` (``file``, ``stream``,
+    ``parquet``) defaults to the one ``path``'s extension names. The output
+    appears only once every batch is written."""
+    path = os.fspath(path)
     sink = _Sink(path, _format(path, format), _compression(compression),
                  arrow_schema(trace_metadata(sites, buffers, producer, extra=extra,
                                              warnings=warnings)))
+    rows = 0
     try:
-        for batch in reader:
-            sink.write(_record_batch(batch.cols, sink.schema))
+        for cols in batches:
+            sink.write(_record_batch(cols, sink.schema))
+            rows += len(cols["op"])
     except BaseException:
         sink.abort()
         raise
     sink.close()
+    return rows
 
 
 class TraceWriter:

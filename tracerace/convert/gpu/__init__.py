@@ -15,6 +15,10 @@ Three tools are read, each from the output its own writer produces:
 ``memtrace``  NVBit's ``mem_trace`` example tool: the ``MEMTRACE:`` lines it
               prints (:mod:`.nvbit`).
 
+Each format module provides an :class:`~..interface.Importer`; :data:`REGISTRY`
+lists them in the order :func:`detect` asks them (by name, then by the first
+lines of a file).
+
 Every format becomes one launch per kernel: CTA -> ``block`` (linear, x
 fastest), lane of warp w -> ``thread`` ``w * 32 + lane``, inactive lanes
 dropped. :mod:`.sass` is the one table of what each SASS instruction does;
@@ -39,18 +43,19 @@ from dataclasses import dataclass
 
 from ...errors import TraceError
 from ...trace.writer import TraceWriter
+from ..interface import SNIFF_LINES, Importer, Registry
 from . import accelsim, cutracer, nvbit, tracez
 from .emit import Emitter
 from .kernel import KernelInfo, Notes
 from .source import lines
 
-FORMATS = ("accelsim", "tracez", "cutracer", "memtrace")
+REGISTRY = Registry((tracez.IMPORTER, accelsim.IMPORTER, cutracer.IMPORTER,
+                     nvbit.IMPORTER))
+"""The GPU formats, in the order detection asks them (:mod:`..interface`)."""
+FORMATS = REGISTRY.names
 META_KERNELS = "tracerace.kernels"
 META_IMPORT = "tracerace.import"
 V1_EXTENSIONS = (".arrow", ".arrows", ".parquet", ".feather")
-SNIFF_LINES = 64
-
-_MODULES = {"accelsim": accelsim, "tracez": tracez, "cutracer": cutracer, "memtrace": nvbit}
 
 
 @dataclass(frozen=True)
@@ -105,30 +110,9 @@ def parse_window(text: str, what: str) -> tuple[int, int]:
 def detect(path: str, fmt: str | None = None) -> str | None:
     """The GPU-trace format of ``path`` (``fmt`` if given), or None for a v1 or STD file."""
     if fmt is not None:
-        if fmt not in FORMATS:
-            raise TraceError(f"unknown input format {fmt!r} (GPU formats: "
-                             f"{', '.join(FORMATS)})", path="options", rule="usage")
-        return fmt
-    lower = path.lower()
-    if tracez.claims(path):
-        return "tracez"
-    if accelsim.claims(path):
-        return "accelsim"
-    if cutracer.claims(path):
-        return "cutracer"
-    if lower.endswith(V1_EXTENSIONS + (".std",)) or not os.path.isfile(path):
-        return None
-    try:
-        for lineno, text in lines(path):
-            if nvbit.claims_line(text):
-                return "memtrace"
-            if cutracer.claims_line(text):
-                return "cutracer"
-            if lineno >= SNIFF_LINES:
-                break
-    except TraceError:
-        return None
-    return None
+        return REGISTRY.get(fmt).name
+    found = REGISTRY.detect(path, lines)
+    return None if found is None else found.name
 
 
 def import_trace(src, dst, *, fmt: str | None = None,
@@ -150,12 +134,12 @@ def import_trace(src, dst, *, fmt: str | None = None,
                          f"({', '.join(V1_EXTENSIONS)})", path=dst, rule="usage")
     if os.path.exists(src) and os.path.abspath(src) == os.path.abspath(dst):
         raise TraceError("input and output are the same file", path=dst, rule="usage")
-    module = _MODULES[kind]
+    importer = REGISTRY.get(kind)
     notes = Notes()
     with TraceWriter(dst, compression=options.compression,
                      producer=f"tracerace convert ({kind})", batch_size=1 << 20) as writer:
         emitter = Emitter(writer, [], generic="global" if options.generic_global else "fail")
-        kernels, records, order = module.read(src, writer, emitter, options, notes)
+        kernels, records, order = importer.read(src, writer, emitter, options, notes)
         emitter.finish()
         writer.metadata[META_KERNELS] = json.dumps(
             [k.to_json(i) for i, k in enumerate(kernels)])
@@ -165,5 +149,5 @@ def import_trace(src, dst, *, fmt: str | None = None,
                         tuple(notes.all()))
 
 
-__all__ = ["FORMATS", "ImportOptions", "ImportResult", "KernelInfo", "detect", "import_trace",
-           "parse_window"]
+__all__ = ["FORMATS", "REGISTRY", "SNIFF_LINES", "ImportOptions", "ImportResult", "Importer",
+           "KernelInfo", "detect", "import_trace", "parse_window"]

@@ -50,6 +50,7 @@ import re
 
 from ...trace.columns import ADDRESS_END
 from ...trace.schema import SITE_NONE
+from ..interface import Imported, Importer
 from .accel_v6 import RawV6LineParser, TryWaits, V6LineParser, operands, short
 from .emit import DEFAULT_WINDOW_SIZE, Emitter
 from .items import A_ACTIVE, A_STRIDE
@@ -449,3 +450,18 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
         records += count
         orders.add(order)
     return kernels, records, "/".join(sorted(orders))
+
+
+class AccelSimImporter(Importer):
+    """Accel-Sim's tracer output: a kernel trace file or a ``kernelslist``, by name."""
+
+    name = "accelsim"
+
+    def claims(self, path: str) -> bool:
+        return claims(path)
+
+    def read(self, path: str, writer, emitter: Emitter, options, notes: Notes) -> Imported:
+        return Imported(*read(path, writer, emitter, options, notes))
+
+
+IMPORTER = AccelSimImporter()

@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 
 from ...errors import TraceError
+from ..interface import Imported, Importer
 from .emit import Emitter
 from .items import A_LANES
 from .kernel import KernelInfo, Launch, Notes, Record
@@ -304,3 +305,20 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
         kernels.append(kernel.info)
     return kernels, records, "recorded"
 
+
+class CUTracerImporter(Importer):
+    """CUTracer's NDJSON files (or a folder of them) by name, else by a JSON record line."""
+
+    name = "cutracer"
+
+    def claims(self, path: str) -> bool:
+        return claims(path)
+
+    def claims_line(self, text: str) -> bool:
+        return claims_line(text)
+
+    def read(self, path: str, writer, emitter: Emitter, options, notes: Notes) -> Imported:
+        return Imported(*read(path, writer, emitter, options, notes))
+
+
+IMPORTER = CUTracerImporter()

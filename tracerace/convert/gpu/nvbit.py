@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 
+from ..interface import Imported, Importer
 from .emit import Emitter
 from .items import A_LANES
 from .kernel import KernelInfo, Launch, Notes, Record
@@ -140,3 +141,18 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
                     "output")
     notes.add(NOTE)
     return kernels, records, "recorded"
+
+
+class MemTraceImporter(Importer):
+    """NVBit ``mem_trace`` output, by its ``MEMTRACE:`` launch and access lines."""
+
+    name = "memtrace"
+
+    def claims_line(self, text: str) -> bool:
+        return claims_line(text)
+
+    def read(self, path: str, writer, emitter: Emitter, options, notes: Notes) -> Imported:
+        return Imported(*read(path, writer, emitter, options, notes))
+
+
+IMPORTER = MemTraceImporter()

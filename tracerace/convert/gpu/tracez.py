@@ -67,6 +67,7 @@ import struct
 
 from ...errors import TraceError
 from ...trace.columns import ADDRESS_END
+from ..interface import Imported, Importer
 from .accel_v6 import TryWaits, V6LineParser, short
 from .accelsim import GROUPED_LDGSTS, LIST_NAMES, _Header, _windows
 from .emit import Emitter
@@ -419,3 +420,18 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
         kernels.append(info)
         records += count
     return kernels, records, "reconstructed"
+
+
+class TracezImporter(Importer):
+    """Accel-Sim 2.0's ``.tracez`` files, or a kernel list whose first kernel is one."""
+
+    name = "tracez"
+
+    def claims(self, path: str) -> bool:
+        return claims(path)
+
+    def read(self, path: str, writer, emitter: Emitter, options, notes: Notes) -> Imported:
+        return Imported(*read(path, writer, emitter, options, notes))
+
+
+IMPORTER = TracezImporter()

@@ -16,17 +16,15 @@ The GPU runs its own schedule; the recording is of that one run
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
-import subprocess
-import tempfile
-import time
 from collections.abc import Sequence
 
 from ...errors import TraceError
+from ..interface import Backend, output_path
 from ..result import RecordResult
+from ..tool import require_command, run_tool
 from .build import check_gpu, find_toolkit, tool_library
-from .convert import convert
+from .convert import convert as write_trace
 
 DEFAULT_SCHEDULE = "serial"
 """The GPU's own schedule, the only one."""
@@ -39,56 +37,58 @@ KEEP_ENV = "TRACERACE_CUDA_KEEP"
 report, or a test fixture); by default they are deleted once converted."""
 
 
-def record(command: list[str], out: str, *, schedule: str = "serial",
-           seed: int = 0) -> RecordResult:
-    """Run ``command`` on the GPU under the tool library and write its trace to ``out``."""
-    if schedule != "serial":
-        raise TraceError(f"the cuda backend records the GPU's own schedule; --schedule "
-                         f"{schedule} is not available (use serial)", path="options",
-                         rule="usage")
-    return run(command, out)
+class Cuda(Backend):
+    """CUDA programs on this machine's GPU, under tracerace's Compute Sanitizer tool."""
+
+    name = "cuda"
+    schedules = (DEFAULT_SCHEDULE,)
+    default_schedule = DEFAULT_SCHEDULE
+    own_schedule = "records the GPU's own schedule"
+
+    def check_installed(self) -> None:
+        find_toolkit()
+        check_gpu()
+
+    def record(self, command: list[str], out: str, *, schedule: str = DEFAULT_SCHEDULE,
+               seed: int = 0) -> RecordResult:
+        """Run ``command`` on the GPU under the tool library and write its trace to ``out``."""
+        self.check_schedule(schedule)
+        return run(command, out)
+
+
+BACKEND = Cuda()
+record = BACKEND.record
 
 
 def run(command: Sequence[str], out: str, *, preload: bool = False) -> RecordResult:
     """:func:`record`; ``preload`` loads the tool with ``LD_PRELOAD`` instead of as
     the CUDA injection library."""
-    if not command:
-        raise TraceError("name the program to record", path="options", rule="usage")
-    out = os.path.abspath(out)
-    if not os.path.isdir(os.path.dirname(out)):
-        raise TraceError(f"the folder of {out} does not exist", path=out, rule="io")
+    require_command(command)
+    out = output_path(out)
     tool = tool_library(find_toolkit())
     check_gpu()
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="tracerace-cuda-") as temp:
-        prefix = os.path.join(temp, "run")
-        env = {**os.environ, OUTPUT_ENV: prefix, PATCHES_ENV: tool.patches}
-        if preload:
-            env["LD_PRELOAD"] = " ".join(filter(None, [tool.library,
-                                                       os.environ.get("LD_PRELOAD")]))
-            env["TRACERACE_CUDA_PRELOAD"] = "1"
-        else:
-            env[INJECTION_ENV] = tool.library
-        try:
-            done = subprocess.run(list(command), env=env)
-        except OSError as err:
-            raise TraceError(f"cannot run {shlex.join(command)}: {err.strerror}",
-                             path=command[0], rule="record") from None
-        if done.returncode != 0:
-            raise TraceError(f"{shlex.join(command)} exited with status {done.returncode} "
-                             "under the CUDA tool; nothing was written", path=command[0],
-                             rule="program-failed")
+    env = {PATCHES_ENV: tool.patches}
+    if preload:
+        env["LD_PRELOAD"] = " ".join(filter(None, [tool.library,
+                                                   os.environ.get("LD_PRELOAD")]))
+        env["TRACERACE_CUDA_PRELOAD"] = "1"
+    else:
+        env[INJECTION_ENV] = tool.library
+
+    def converted(temp: str, prefix: str) -> tuple[int, int, tuple[str, ...]]:
         keep = os.environ.get(KEEP_ENV)
         if keep:
             os.makedirs(keep, exist_ok=True)
             for name in os.listdir(temp):
                 shutil.copy(os.path.join(temp, name), keep)
         try:
-            events, launches, warnings = convert(prefix, out)
+            return write_trace(prefix, out)
         except TraceError as err:
             raise _about_program(err, command, temp) from None
-    return RecordResult(out=out, events=events, launches=launches,
-                        seconds=time.perf_counter() - start, exit_code=0, warnings=warnings)
+
+    return run_tool(command, out, command, env=env, output_env=OUTPUT_ENV,
+                    under="under the CUDA tool", convert=converted,
+                    temp_prefix="tracerace-cuda-")
 
 
 def _about_program(err: TraceError, command: Sequence[str], temp: str) -> TraceError:

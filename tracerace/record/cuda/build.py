@@ -12,7 +12,7 @@ the ``nvidia-cuda-sanitizer-api`` wheel (``nvidia/cu13``); set
 ``libsanitizer-public.so`` (or ``lib/libsanitizer-public.so``) to choose one.
 
 Both parts are built once into the user's cache (see
-:func:`..oclgrind.build.cache_dir`), under names keyed by a hash of the
+:func:`..build.cache_dir`), under names keyed by a hash of the
 sources, the flags and the toolkit, so an edited source or another toolkit
 gives a new build, never a stale one.
 """
@@ -26,14 +26,13 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from glob import glob
 from pathlib import Path
 
 from ...errors import TraceError
-from ..oclgrind.build import cache_dir, find_compiler
+from ..build import COMPILER_PACKAGE, OUT, build, cache_dir, find_compiler, stamp
 
 TOOL_DIR = Path(__file__).with_name("tool")
 HOST_SOURCE = TOOL_DIR / "tracerace_cuda_tool.cpp"
@@ -142,8 +141,7 @@ def tool_library(kit: Toolkit) -> ToolLibrary:
     for source in (HOST_SOURCE, PATCH_SOURCE, HEADER):
         digest.update(source.read_bytes())
     for path in (kit.nvcc, os.path.join(kit.sanitizer_lib, "libsanitizer-public.so")):
-        info = os.stat(os.path.realpath(path))
-        digest.update(f"{os.path.realpath(path)}:{info.st_size}:{info.st_mtime_ns}".encode())
+        digest.update(stamp(path).encode())
     digest.update(" ".join(CXXFLAGS).encode())
     key = digest.hexdigest()[:16]
     library = cache_dir() / f"cuda-tool-{key}.so"
@@ -156,17 +154,22 @@ def tool_library(kit: Toolkit) -> ToolLibrary:
 
 
 def patch_command(kit: Toolkit) -> list[str]:
-    """``nvcc`` command for the patches; ``{out}`` stands for the output."""
+    """``nvcc`` command for the patches; :data:`..build.OUT` stands for the output."""
     archs = known_archs(kit.nvcc)
     gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
     gencode.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
     return [kit.nvcc, "--fatbin", "--compile-as-tools-patch", "-I", kit.sanitizer_include,
-            "-I", str(TOOL_DIR), *gencode, "-o", "{out}", "-c", str(PATCH_SOURCE)]
+            "-I", str(TOOL_DIR), *gencode, "-o", OUT, "-c", str(PATCH_SOURCE)]
 
 
 def host_command(kit: Toolkit) -> list[str]:
-    return [find_compiler(), *CXXFLAGS, "-I", kit.cuda_include, "-I", kit.sanitizer_include,
-            "-I", str(TOOL_DIR), str(HOST_SOURCE), "-o", "{out}", "-L", kit.sanitizer_lib,
+    """The C++ compiler's command for the tool library."""
+    compiler = find_compiler()
+    if compiler is None:
+        raise missing("no C++ compiler found to build the CUDA tool library",
+                      f"install {COMPILER_PACKAGE}")
+    return [compiler, *CXXFLAGS, "-I", kit.cuda_include, "-I", kit.sanitizer_include,
+            "-I", str(TOOL_DIR), str(HOST_SOURCE), "-o", OUT, "-L", kit.sanitizer_lib,
             "-lsanitizer-public", f"-Wl,-rpath,{kit.sanitizer_lib}"]
 
 
@@ -182,22 +185,10 @@ def known_archs(nvcc: str) -> list[int]:
 
 
 def _build(command: list[str], path: Path, what: str) -> None:
-    """Run ``command`` with ``{out}`` a temporary file, then move it to ``path``
-    (a failed build leaves nothing)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".build-", suffix=path.suffix, dir=path.parent)
-    os.close(fd)
-    try:
-        done = subprocess.run([temp if w == "{out}" else w for w in command],
-                              capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = "; ".join(done.stderr.strip().splitlines()[-3:])
-            raise missing(f"building {what} failed ({os.path.basename(command[0])}: {tail})",
-                          "check the CUDA toolkit and the Compute Sanitizer API")
-        os.replace(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+    """Run ``command`` into ``path`` (a failed build leaves nothing)."""
+    build(command, path, lambda tail: missing(
+        f"building {what} failed ({os.path.basename(command[0])}: {tail})",
+        "check the CUDA toolkit and the Compute Sanitizer API"))
 
 
 CUDA_SUCCESS = 0

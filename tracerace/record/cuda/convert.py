@@ -55,7 +55,8 @@ from ...trace.ops import Op, Scope, Sem
 from ...trace.ops import Space as TSpace
 from ...trace.schema import FENCE_ALL, SITE_NONE
 from ...trace.writer import TraceWriter
-from .._rows import Rows
+from ..events import Rows
+from ..sites import SiteIndex
 from .lines import find_nvdisasm, line_namer
 from .stream import (RECORD_DTYPE, UNFOLLOWED_NAMES, AccessFlag, BarrierAction, Kind,
                           Launch, Space, StreamBatches, decode_launch, stream_error)
@@ -361,28 +362,24 @@ class Converter:
 
 
 class Sites:
-    """Site texts by (launch, pc), numbered in first-use order."""
+    """Site texts by (launch, pc), numbered in first-use order (:class:`..sites.SiteIndex`)."""
 
     def __init__(self, site_of: SiteNamer) -> None:
         self.site_of = site_of
-        self.texts: list[str] = []
-        self._index: dict[str, int] = {}
-        self._memo: dict[tuple[int, int], int] = {}
+        self.index = SiteIndex()
+
+    @property
+    def texts(self) -> list[str]:
+        return self.index.texts
 
     def add(self, text: str) -> int:
-        if text not in self._index:
-            self._index[text] = len(self.texts)
-            self.texts.append(text)
-        return self._index[text]
+        return self.index.add(text)
 
     def of(self, launch: Launch, pc: int) -> int:
-        key = (launch.launch, pc)
-        if key not in self._memo:
-            self._memo[key] = self.add(self.site_of(launch, pc))
-        return self._memo[key]
+        return self.index.of((launch.launch, pc), lambda: self.site_of(launch, pc))
 
     def text(self, launch: Launch, pc: int) -> str:
-        return self.texts[self.of(launch, pc)]
+        return self.index.text(self.of(launch, pc))
 
 
 def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
@@ -552,9 +549,8 @@ def complete(rows, i, launch: Launch, block, index, gen: Generation, gone: set[i
         return
     where = sites.text(launch, gen.pc)
     site = sites.add(f"(thread exited before the barrier at {where})")
-    for thread in sorted(missing):
-        rows.add(2 * i + 1, op=Op.BAR_ARRIVE, launch=launch.launch, block=block,
-                 thread=thread, obj=index, arg=launch.threads_per_block, site=site)
+    rows.arrive(2 * i + 1, missing, launch=launch.launch, block=block, obj=index,
+                arg=launch.threads_per_block, site=site)
     warnings.append(EXIT_WARNING.format(launch=launch.launch, kernel=launch.name, block=block,
                                         n=len(missing), site=where))
 

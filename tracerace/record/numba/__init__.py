@@ -27,30 +27,23 @@ start-up nor the program's host code.
 
 from __future__ import annotations
 
-import importlib.util
-
-from ...errors import TraceError
-from ..result import RecordResult
-from .._program import record_program
-
-NEEDS = {"numba_cuda": "numba-cuda", "greenlet": "greenlet"}
-"""Modules the recorded process imports -> the packages that provide them."""
-
-INSTALL_HINT = "pip install 'tracerace[cuda-sim]'"
+from ..program import PythonBackend
 
 DEFAULT_SCHEDULE = "round-robin"
 """Lockstep at every access, as a warp runs: a missing barrier shows as the race it is."""
 
-def record(command: list[str], out: str, *, schedule: str, seed: int) -> RecordResult:
-    """Run the Python program ``command`` under the simulator and write its trace to ``out``."""
-    return record_program("tracerace.record.numba._boot", command, out, backend="numba",
-                          options=[schedule, str(seed)], env={"NUMBA_ENABLE_CUDASIM": "1"},
-                          check_installed=_check_installed)
+
+class Numba(PythonBackend):
+    """Numba CUDA kernels under numba-cuda's simulator and a deterministic scheduler."""
+
+    name = "numba"
+    schedules = ("serial", "round-robin", "random")
+    default_schedule = DEFAULT_SCHEDULE
+    boot = "tracerace.record.numba._boot"
+    env = {"NUMBA_ENABLE_CUDASIM": "1"}
+    needs = {"numba_cuda": "numba-cuda", "greenlet": "greenlet"}
+    install_hint = "pip install 'tracerace[cuda-sim]'"
 
 
-def _check_installed() -> None:
-    missing = [package for module, package in NEEDS.items()
-               if importlib.util.find_spec(module) is None]
-    if missing:
-        raise TraceError(f"the numba backend needs {' and '.join(missing)}: {INSTALL_HINT}",
-                         path="options", rule="setup")
+BACKEND = Numba()
+record = BACKEND.record

@@ -7,7 +7,7 @@ unmodified (as ``python TARGET ARGS`` or ``python -m TARGET ARGS`` would),
 writes the trace, and leaves a JSON status in STATUS for the parent: events,
 launches, seconds, the program's exit code, whether the trace was written,
 and the trace's warnings and ``error`` (why nothing useful was recorded) or
-null (see :mod:`._program`).
+null (see :mod:`..program`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 import sys
 
 from ...stopping import discard_on_stop
-from .._program import describe_failure, finish_recording, run_program, write_status
+from ..program import describe_failure, finish_recording, run_program, write_status
 
 SIMULATOR = "numba-cuda"
 

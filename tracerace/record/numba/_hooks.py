@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 
-from .._program import missing_names
+from ..program import missing_names
 
 SIM = "numba.cuda.simulator"
 

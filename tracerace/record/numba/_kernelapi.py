@@ -22,7 +22,7 @@ from numba.cuda.np import numpy_support
 from numba.cuda.simulator import kernelapi
 
 from ...trace.ops import BAR_SYNC, FENCE, Scope, Sem, Space
-from .._events import pack
+from ..events import pack
 from ._limits import Unrecordable, missing_feature
 from ._memory import RecordedArray, StaticLayout, assigned_name, recorded
 from ._warp import (FULL_MASK, SHFL_BFLY, SHFL_DOWN, SHFL_IDX, SHFL_UP, WARP_SIZE,

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ...trace.ops import ATOMIC, READ, WRITE, Space
-from .._events import pack
+from ..events import pack
 from ._limits import Unrecordable
 
 GLOBAL_BASE = 1 << 32

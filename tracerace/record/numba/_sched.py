@@ -60,7 +60,7 @@ import numpy as np
 from greenlet import greenlet
 
 from ...trace.ops import INIT, SIGNAL, WAIT, WARP_SYNC, WRITE, Scope
-from .._events import FLUSH_ROWS, OP_MASK, SITE_SHIFT, pack
+from ..events import FLUSH_ROWS, OP_MASK, SITE_SHIFT, pack
 from ._limits import Unrecordable
 from ._warp import FULL_MASK, WARP_SIZE, lanes
 
@@ -82,7 +82,7 @@ GRID_FLAGS = 1 << 40
 GRID_FLAGS + 2g + 1 (departures)."""
 
 WARP_SYNC_WORD = pack(WARP_SYNC)
-"""A ``warp_sync`` (its lane mask travels in the address slot, see ``.._events``)."""
+"""A ``warp_sync`` (its lane mask travels in the address slot, see ``..events``)."""
 
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 """Mixes an address into a (address, word) key of the progress check."""

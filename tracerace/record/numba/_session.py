@@ -21,7 +21,6 @@ from __future__ import annotations
 import inspect
 import types
 from math import prod
-from time import perf_counter
 
 import numpy as np
 from numba.cuda.simulator import kernel as simkernel
@@ -29,14 +28,13 @@ from numba.cuda.simulator import kernelapi
 from numba.cuda.simulator.args import ArgHint, InOut
 from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
 
-from ...version import __version__
-from ...trace.ops import INIT, Space
-from ...trace.writer import TraceWriter
-from .._events import NO_SITE_WORD, SIZE_LIMIT, EventLog, SiteTable, pack
+from ...trace.ops import Space
+from ..program import Session as Recording
 from ._kernelapi import Launch, RecordingModule
 from ._limits import Unrecordable
 from ._memory import GlobalMemory, RecordedArray, RecordedRecord, recorded
 from ._sched import Scheduler
+from ._sites import SiteTable
 
 ATTRIBUTE_DEPTH = 2
 """How many attribute levels below a global name the recorder looks for arrays
@@ -51,53 +49,33 @@ FORALL_BLOCK = 1024
 CUDA picks the size by occupancy on the device, which the simulator cannot know."""
 
 
-class Session:
-    """Everything one recorded run owns; :meth:`finish` writes the trace."""
+class Session(Recording):
+    """Everything one recorded run owns: the simulator's memory, the scheduler
+    and the user's source sites besides what every recording holds."""
 
     def __init__(self, out: str, schedule: str, seed: int, simulator: str) -> None:
-        self.writer = TraceWriter(out, producer=f"tracerace {__version__} record: {simulator} "
-                                                f"simulator, schedule {schedule}, seed {seed}")
-        self.log = EventLog(self.writer)
+        super().__init__(out, f"{simulator} simulator, schedule {schedule}, seed {seed}")
         self.sites = SiteTable(self.writer)
         self.sched = Scheduler(self.log, self.sites, schedule, seed)
         self.memory = GlobalMemory()
-        self.launches = 0
-        self.seconds = 0.0
-        """Time spent in launches and writing the trace (the host code excluded)."""
-        self.incomplete = False
-        """A launch ended in an exception: its events are partial, no trace is written."""
         self.unrecordable: Unrecordable | None = None
         """Why the recorder had to stop a launch (the program may have caught it)."""
         self.running = False
         """Kernel code is running (a device array reached outside the recorder fails)."""
         self._params: dict[object, list[str]] = {}
 
-    @property
-    def warnings(self) -> list[str]:
-        """The trace's ``tracerace.warnings`` so far."""
-        return self.writer.warnings
-
-    def warn(self, text: str) -> None:
-        self.writer.warn(text)
-
     # -- launching --
 
     def launch(self, kernel, args: tuple) -> None:
         """Run ``kernel`` (a configured ``FakeCUDAKernel``) on ``args`` and log it."""
-        start = perf_counter()
-        try:
-            self._run_launch(kernel, args, self.launches)
-        except Unrecordable as exc:
-            self.incomplete = True
-            self.unrecordable = self.unrecordable or exc
-            raise
-        except BaseException:
-            self.incomplete = True
-            raise
-        finally:
-            self.running = False
-            self.launches += 1
-            self.seconds += perf_counter() - start
+        with self.launch_timer():
+            try:
+                self._run_launch(kernel, args, self.launches)
+            except Unrecordable as exc:
+                self.unrecordable = self.unrecordable or exc
+                raise
+            finally:
+                self.running = False
 
     def forall(self, kernel, ntasks: int, tpb: int, stream, sharedmem: int):
         """``kernel.forall(ntasks, tpb)``: ``ntasks`` threads in blocks of ``tpb`` (the
@@ -298,10 +276,7 @@ class Session:
 
     def _initialized(self, start: int, nbytes: int) -> None:
         """Log ``init`` over global bytes the host filled before the launch."""
-        for offset in range(0, nbytes, SIZE_LIMIT):
-            size = min(SIZE_LIMIT, nbytes - offset)
-            self.log.log(start + offset, pack(INIT, space=int(Space.GLOBAL), size=size)
-                         | NO_SITE_WORD)
+        self.log_init(start, start + nbytes)
 
 
 

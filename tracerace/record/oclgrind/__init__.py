@@ -14,66 +14,63 @@ each work-item runs until it reaches a barrier or finishes, in local-id order.
 from __future__ import annotations
 
 import os
-import shlex
-import subprocess
-import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import TraceError
+from ..interface import Backend
 from ..result import RecordResult
+from ..tool import require_command, run_tool
 from .build import find_oclgrind, plugin_library
-from .convert import convert
+from .convert import convert as write_trace
 
 PLACEHOLDER_SOURCE = "input.cl"
 """The file name Oclgrind gives a program built from a source string."""
 
 OUTPUT_ENV = "TRACERACE_OCLGRIND_OUT"
+"""Tells the plugin where to write (a path prefix)."""
 
 DEFAULT_SCHEDULE = "serial"
 """Oclgrind's own schedule, the only one."""
-"""Tells the plugin where to write (a path prefix)."""
 
 
-def record(command: list[str], out: str, *, schedule: str = "serial",
-           seed: int = 0) -> RecordResult:
-    """Run ``command`` under Oclgrind and write its trace to ``out``.
+class Oclgrind(Backend):
+    """OpenCL host programs and ``.sim`` kernels under Oclgrind and tracerace's plugin."""
 
-    Only the ``serial`` schedule exists (Oclgrind's own); ``seed`` is unused.
-    """
-    if schedule != "serial":
-        raise TraceError(f"the oclgrind backend runs Oclgrind's own schedule; --schedule "
-                         f"{schedule} is not available (use serial)", path="options",
-                         rule="usage")
-    return run(command, out)
+    name = "oclgrind"
+    schedules = (DEFAULT_SCHEDULE,)
+    default_schedule = DEFAULT_SCHEDULE
+    own_schedule = "runs Oclgrind's own schedule"
+
+    def check_installed(self) -> None:
+        find_oclgrind()
+
+    def record(self, command: list[str], out: str, *, schedule: str = DEFAULT_SCHEDULE,
+               seed: int = 0) -> RecordResult:
+        """Run ``command`` under Oclgrind and write its trace to ``out`` (``seed`` is unused)."""
+        self.check_schedule(schedule)
+        return run(command, out)
+
+
+BACKEND = Oclgrind()
+record = BACKEND.record
 
 
 def run(command: Sequence[str], out: str, *, oclgrind_args: Sequence[str] = ()
         ) -> RecordResult:
     """:func:`record` with extra Oclgrind options (``--data-races``, ``--log FILE``, ...)."""
-    if not command:
-        raise TraceError("name the program to record", path="options", rule="usage")
+    require_command(command)
     ocl = find_oclgrind()
     plugin = plugin_library(ocl)
     argv, cwd, names = invocation(list(command), ocl.oclgrind, ocl.kernel_runner,
                                   ["--plugins", plugin, *oclgrind_args])
-    start = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="tracerace-oclgrind-") as temp:
-        prefix = os.path.join(temp, "run")
-        env = {**os.environ, OUTPUT_ENV: prefix}
-        try:
-            done = subprocess.run(argv, cwd=cwd, env=env)
-        except OSError as err:
-            raise TraceError(f"cannot run {shlex.join(argv)}: {err.strerror}",
-                             path=command[0], rule="record") from None
-        if done.returncode != 0:
-            raise TraceError(f"{shlex.join(command)} exited with status {done.returncode} "
-                             f"under Oclgrind; nothing was written", path=command[0],
-                             rule="program-failed")
-        events, launches = convert(prefix, out, source_names=names)
-    return RecordResult(out=out, events=events, launches=launches,
-                        seconds=time.perf_counter() - start, exit_code=done.returncode)
+
+    def converted(temp: str, prefix: str) -> tuple[int, int, tuple[str, ...]]:
+        return (*write_trace(prefix, out, source_names=names), ())
+
+    return run_tool(command, out, argv, cwd=cwd, output_env=OUTPUT_ENV,
+                    under="under Oclgrind", convert=converted,
+                    temp_prefix="tracerace-oclgrind-")
 
 
 def invocation(command: list[str], launcher: str, runner: str, options: list[str]

@@ -6,8 +6,8 @@ it needs Oclgrind's headers and library (Debian/Ubuntu: ``liboclgrind-dev``),
 the OpenCL headers (``opencl-headers``), the headers of the LLVM that Oclgrind
 was built with (``llvm-N-dev``) and a C++ compiler. It is compiled once into
 the user's cache, under a name keyed by a hash of the source, the flags and
-the Oclgrind library it links, so an edited source or an upgraded Oclgrind
-gives a new library, never a stale one.
+the Oclgrind library it links (see :mod:`..build`), so an edited source or an
+upgraded Oclgrind gives a new library, never a stale one.
 """
 
 from __future__ import annotations
@@ -17,12 +17,14 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from glob import glob
 from pathlib import Path
 
 from ...errors import TraceError
+from ..build import COMPILER_PACKAGE, OUT, cache_dir, first, stamp
+from ..build import build as build_into
+from ..build import find_compiler as any_compiler
 
 PLUGIN_SOURCE = Path(__file__).with_name("plugin") / "tracerace_plugin.cpp"
 
@@ -61,34 +63,23 @@ def find_oclgrind() -> Oclgrind:
         raise missing("Oclgrind is not installed (no `oclgrind` command)",
                       f"Oclgrind (Debian/Ubuntu: apt-get install {PACKAGES})")
     prefix = Path(os.path.realpath(launcher)).parent.parent
-    include = _first(str(d) for d in (prefix / "include", Path("/usr/local/include"),
-                                      Path("/usr/include"))
-                     if (d / "oclgrind" / "Plugin.h").is_file())
-    library = _first(glob(str(prefix / "lib*" / "liboclgrind.so"))
-                     + glob(str(prefix / "lib*" / "*" / "liboclgrind.so")))
+    include = first(str(d) for d in (prefix / "include", Path("/usr/local/include"),
+                                     Path("/usr/include"))
+                    if (d / "oclgrind" / "Plugin.h").is_file())
+    library = first(glob(str(prefix / "lib*" / "liboclgrind.so"))
+                    + glob(str(prefix / "lib*" / "*" / "liboclgrind.so")))
     if include is None or library is None:
         raise missing("Oclgrind's plugin headers or library are missing",
                       "liboclgrind-dev (Debian/Ubuntu: apt-get install liboclgrind-dev)")
     return Oclgrind(launcher, runner, include, library)
 
 
-def cache_dir() -> Path:
-    """``$TRACERACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/tracerace``, else ``~/.cache/tracerace``."""
-    explicit = os.environ.get("TRACERACE_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(xdg) / "tracerace"
-
-
 def plugin_path(ocl: Oclgrind) -> Path:
     """Where the plugin built from this source for this Oclgrind is cached."""
-    library = os.path.realpath(ocl.library)
-    info = os.stat(library)
     digest = hashlib.sha256()
     digest.update(PLUGIN_SOURCE.read_bytes())
     digest.update(" ".join(CXXFLAGS).encode())
-    digest.update(f"{library}:{info.st_size}:{info.st_mtime_ns}".encode())
+    digest.update(stamp(ocl.library).encode())
     return cache_dir() / f"oclgrind-plugin-{digest.hexdigest()[:16]}.so"
 
 
@@ -104,32 +95,20 @@ def build(ocl: Oclgrind, path: Path) -> None:
     """Compile the plugin to ``path`` (atomically: a failed build leaves nothing)."""
     compiler = find_compiler()
     llvm_include = find_llvm_include(ocl.library)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".build-", suffix=".so", dir=path.parent)
-    os.close(fd)
     command = [compiler, *CXXFLAGS, "-I", ocl.include_dir, "-I", llvm_include,
-               str(PLUGIN_SOURCE), "-o", temp, "-L", str(Path(ocl.library).parent),
+               str(PLUGIN_SOURCE), "-o", OUT, "-L", str(Path(ocl.library).parent),
                "-loclgrind"]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True)
-        if done.returncode != 0:
-            tail = "; ".join(done.stderr.strip().splitlines()[-3:])
-            raise missing(f"building the plugin failed ({compiler}: {tail})",
-                          f"the OpenCL headers and LLVM headers (Debian/Ubuntu: apt-get install "
-                          f"{PACKAGES} llvm-dev)")
-        os.replace(temp, path)
-    finally:
-        if os.path.exists(temp):
-            os.unlink(temp)
+    build_into(command, path, lambda tail: missing(
+        f"building the plugin failed ({compiler}: {tail})",
+        f"the OpenCL headers and LLVM headers (Debian/Ubuntu: apt-get install {PACKAGES} "
+        f"llvm-dev)"))
 
 
 def find_compiler() -> str:
     """``$CXX``, else the first of c++, g++, clang++ on PATH."""
-    names = [os.environ["CXX"]] if os.environ.get("CXX") else ["c++", "g++", "clang++"]
-    found = _first(shutil.which(name) for name in names)
+    found = any_compiler()
     if found is None:
-        raise missing("no C++ compiler found to build the Oclgrind plugin",
-                      "g++ (Debian/Ubuntu: apt-get install g++)")
+        raise missing("no C++ compiler found to build the Oclgrind plugin", COMPILER_PACKAGE)
     return found
 
 
@@ -143,8 +122,8 @@ def find_llvm_include(library: str) -> str:
             candidates.append(_llvm_config(tool, "--includedir"))
     if major:
         candidates += [f"/usr/lib/llvm-{major}/include", f"/usr/lib/llvm/{major}/include"]
-    found = _first(d for d in candidates
-                   if d and os.path.isfile(os.path.join(d, "llvm", "IR", "Instructions.h")))
+    found = first(d for d in candidates
+                  if d and os.path.isfile(os.path.join(d, "llvm", "IR", "Instructions.h")))
     if found is None:
         name = f"llvm-{major}-dev" if major else "llvm-dev"
         raise missing(f"the headers of LLVM {major or ''}, which Oclgrind uses, are missing",
@@ -165,7 +144,3 @@ def llvm_major(library: str) -> str | None:
     with open(os.path.realpath(library), "rb") as f:
         match = _LLVM_NEEDED.search(f.read())
     return match.group(1).decode() if match else None
-
-
-def _first(items):
-    return next((item for item in items if item), None)

@@ -58,7 +58,8 @@ from ...errors import TraceError
 from ...trace.ops import Op, Scope, Sem, Space
 from ...trace.schema import FENCE_ALL, FENCE_GLOBAL, FENCE_SHARED
 from ...trace.writer import TraceWriter
-from .._rows import Rows
+from ..events import Rows
+from ..sites import SiteIndex
 
 RECORD_DTYPE = np.dtype([
     ("kind", "u1"), ("space", "u1"), ("detail", "u1"), ("variant", "u1"),
@@ -201,9 +202,9 @@ def convert(prefix: str, out: str, *, source_names: dict[str, str] | None = None
     names = source_names or {}
     if meta.fatal:
         raise fatal_error(meta, names)
-    sites = [rename_site(s, names) for s in meta.sites]
+    sites = SiteIndex([rename_site(s, names) for s in meta.sites])
     with TraceWriter(out, producer=PRODUCER) as writer:
-        writer.sites = sites   # the converter appends to it (sites of added rows)
+        writer.sites = sites.texts   # the converter appends to it (sites of added rows)
         for buf in buffers(meta):
             try:
                 writer.buffer(buf["name"], buf["space"], buf["base"], buf["shape"],
@@ -479,7 +480,8 @@ def to_columns(records: np.ndarray, sites: list[str], meta: Meta | None = None
                ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Trace columns (in replay order) for all the records at once; sites may grow."""
     meta = meta or Meta()
-    converter = Converter(sites, meta, int(np.sum(records["kind"] == Kind.KERNEL_BEGIN)))
+    converter = Converter(SiteIndex(sites), meta,
+                          int(np.sum(records["kind"] == Kind.KERNEL_BEGIN)))
     return converter.columns(records), sites
 
 
@@ -487,7 +489,7 @@ class Converter:
     """Records to trace columns, one batch after another: what spans batches
     (the launch, each work-group's barrier and copies, the row count) is kept here."""
 
-    def __init__(self, sites: list[str], meta: Meta, launches: int) -> None:
+    def __init__(self, sites: SiteIndex, meta: Meta, launches: int) -> None:
         self.sites = sites
         self.meta = meta
         self.launches = launches      # KERNEL_BEGIN records in the whole run
@@ -579,7 +581,7 @@ class GroupState:
     in_flight: dict[int, list[int]] = field(default_factory=dict)  # item -> events
 
 
-def added_rows(records: np.ndarray, launch: np.ndarray, sites: list[str], meta: Meta,
+def added_rows(records: np.ndarray, launch: np.ndarray, sites: SiteIndex, meta: Meta,
                groups: dict[int, GroupState]) -> Rows:
     """Rows that are not one record each: missing barrier arrivals and async copies.
     ``groups`` is the work-groups' state, carried from batch to batch."""
@@ -614,19 +616,18 @@ def added_rows(records: np.ndarray, launch: np.ndarray, sites: list[str], meta: 
 
 
 def release(rows: Rows, index: int, records: np.ndarray, launch: int, state: GroupState,
-            sites: list[str]) -> None:
+            sites: SiteIndex) -> None:
     """The rows of release record ``index``, sorted right after its position:
     a ``bar_arrive`` for each work-item that never reached the barrier."""
     group, size = int(records["group"][index]), int(records["count"][index])
     missing = sorted(set(range(size)) - set(state.arrived))
     if not missing:
         return
-    site = add_site(sites, "(work-item finished before the barrier at "
-                           f"{site_text(sites, state.site)})")
+    site = sites.add("(work-item finished before the barrier at "
+                     f"{site_text(sites, state.site)})")
     spaces = int(fence_spaces(int(records["detail"][index])))
-    for item in missing:
-        rows.add(2 * index + 1, op=Op.BAR_ARRIVE, launch=launch, block=group, thread=item,
-                 arg=len(state.arrived), site=site, fence_spaces=spaces)
+    rows.arrive(2 * index + 1, missing, launch=launch, block=group, arg=len(state.arrived),
+                site=site, fence_spaces=spaces)
 
 
 def issue_copy(rows: Rows, where: tuple, call: CopyCall, state: GroupState) -> None:
@@ -651,7 +652,7 @@ def issue_copy(rows: Rows, where: tuple, call: CopyCall, state: GroupState) -> N
 
 
 def wait_copies(rows: Rows, where: tuple, events: tuple[int, ...], state: GroupState,
-                sites: list[str]) -> None:
+                sites: SiteIndex) -> None:
     """A work-item's ``wait_group_events``: the copies it issued with those
     events retire (a ``cp_async_wait`` before its ``bar_sync``). A wait retires
     a work-item's copies oldest first; leaving an older one of its copies in
@@ -672,12 +673,5 @@ def wait_copies(rows: Rows, where: tuple, events: tuple[int, ...], state: GroupS
              arg=len(flight) - newest - 1, site=site)
 
 
-def site_text(sites: list[str], index: int) -> str:
-    return sites[index] if index != NO_SITE else "an unknown line"
-
-
-def add_site(sites: list[str], text: str) -> int:
-    """Index of ``text`` in ``sites``, appending it if new."""
-    if text not in sites:
-        sites.append(text)
-    return sites.index(text)
+def site_text(sites: SiteIndex, index: int) -> str:
+    return sites.text(index) if index != NO_SITE else "an unknown line"

@@ -21,39 +21,24 @@ declaration per tensor argument. Programs run as cooperative tasks
 
 from __future__ import annotations
 
-import importlib.util
-
-from ...errors import TraceError
-from ..result import RecordResult
-from .._program import record_program
+from ..program import PythonBackend
 from ._sched import SCHEDULES
-
-NEEDS = {"triton": "triton", "torch": "torch"}
-"""Modules the recorded process imports -> the packages that provide them."""
-
-INSTALL_HINT = "pip install 'tracerace[triton]' (a CPU build of torch is enough)"
-
 
 DEFAULT_SCHEDULE = "serial"
 """Programs in grid order, each until it ends or polls (see :mod:`._sched`)."""
 
 
-def record(command: list[str], out: str, *, schedule: str = DEFAULT_SCHEDULE,
-           seed: int = 0) -> RecordResult:
-    """Run the Python program ``command`` under Triton's interpreter and write its
-    trace to ``out``; ``schedule`` is ``serial`` or ``random`` (drawn with ``seed``)."""
-    if schedule not in SCHEDULES:
-        raise TraceError(f"the triton backend has the schedules {' and '.join(SCHEDULES)}; "
-                         f"--schedule {schedule} is not one of them", path="options",
-                         rule="usage")
-    return record_program("tracerace.record.triton._boot", command, out, backend="triton",
-                          options=[schedule, str(seed)], env={"TRITON_INTERPRET": "1"},
-                          check_installed=_check_installed)
+class Triton(PythonBackend):
+    """Triton kernels under Triton's interpreter, programs as cooperative tasks."""
+
+    name = "triton"
+    schedules = SCHEDULES
+    default_schedule = DEFAULT_SCHEDULE
+    boot = "tracerace.record.triton._boot"
+    env = {"TRITON_INTERPRET": "1"}
+    needs = {"triton": "triton", "torch": "torch"}
+    install_hint = "pip install 'tracerace[triton]' (a CPU build of torch is enough)"
 
 
-def _check_installed() -> None:
-    missing = [package for module, package in NEEDS.items()
-               if importlib.util.find_spec(module) is None]
-    if missing:
-        raise TraceError(f"the triton backend needs {' and '.join(missing)}: {INSTALL_HINT}",
-                         path="options", rule="setup")
+BACKEND = Triton()
+record = BACKEND.record

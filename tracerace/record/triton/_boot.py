@@ -5,7 +5,7 @@ Started by :func:`tracerace.record.triton.record` with
 ``TRITON_INTERPRET=1``. It hooks the interpreter, follows the program's torch
 operations (:class:`~._host.HostMemory`), runs the program unmodified
 (as ``python TARGET ARGS`` or ``python -m TARGET ARGS`` would), writes the
-trace, and leaves a JSON status in STATUS for the parent (see :mod:`._program`).
+trace, and leaves a JSON status in STATUS for the parent (see :mod:`..program`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import os
 import sys
 
 from ...stopping import discard_on_stop
-from .._program import finish_recording, run_program, write_status
+from ..program import finish_recording, run_program, write_status
 
 INTERPRETER = "triton"
 

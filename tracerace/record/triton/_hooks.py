@@ -35,7 +35,7 @@ import importlib
 import inspect
 
 from ...trace.ops import READ, WRITE
-from .._program import missing_names
+from ..program import missing_names
 from ._libdevice import Libdevice
 
 INTERPRETER = "triton.runtime.interpreter"

@@ -21,16 +21,12 @@ import inspect
 import os
 import sys
 import traceback
-from time import perf_counter
-
 import numpy as np
 import torch
 
-from ...version import __version__
-from ...trace.ops import ATOMIC, BAR_SYNC, INIT, READ, Scope, Sem, Space
-from ...trace.writer import TraceWriter
-from .._events import FLUSH_ROWS, NO_SITE_WORD, SITE_SHIFT, SIZE_LIMIT, SIZE_SHIFT, \
-    EventLog, pack
+from ...trace.ops import ATOMIC, BAR_SYNC, READ, Scope, Sem, Space
+from ..events import FLUSH_ROWS, SITE_SHIFT, SIZE_LIMIT, SIZE_SHIFT, pack
+from ..program import Session as Recording
 from ._host import HostMemory
 from ._memory import Intervals, LaunchMemory, RecordError, StorageMap
 from ._sched import Deadlock, Programs, Schedule
@@ -47,21 +43,15 @@ BARRIER_ARRIVALS = 1
 """A program is one agent, so ``tl.debug_barrier`` is a barrier of one arrival."""
 
 
-class Session:
-    """Everything one recorded run owns; :meth:`finish` writes the trace."""
+class Session(Recording):
+    """Everything one recorded run owns: the tensors' storage, the host's writes,
+    the programs and the kernels' sites besides what every recording holds."""
 
     def __init__(self, out: str, interpreter: str, schedule: Schedule) -> None:
-        self.writer = TraceWriter(out, producer=f"tracerace {__version__} record: "
-                                                f"{interpreter} interpreter")
-        self.log = EventLog(self.writer)
+        super().__init__(out, f"{interpreter} interpreter")
         self.sites = KernelSites(self.writer)
         self.storages = StorageMap()
         self.host = HostMemory()
-        self.launches = 0
-        self.seconds = 0.0
-        """Time spent in launches and writing the trace (the host code excluded)."""
-        self.incomplete = False
-        """A launch ended in an exception: its events are partial, no trace is written."""
         self.failure: str | None = None
         """Why the recorder could not follow the program (the first reason)."""
         self.launch_error: str | None = None
@@ -81,26 +71,23 @@ class Session:
         if self._memory is not None:
             raise self.fail(f"kernel {kernel.__name__} was launched from inside kernel "
                             f"{self._kernel}")
-        start = perf_counter()
-        try:
-            with self.host.paused():
-                try:
-                    self._begin(kernel, args, kwargs)
-                except RecordError as exc:
-                    raise self.fail(str(exc)) from None
-                return run()
-        except BaseException as exc:
-            self.incomplete = True
-            stuck = _deadlock(exc)
-            if stuck is not None:
-                raise self.fail(f"kernel {self._kernel}: {stuck}") from None
-            if self.launch_error is None:
-                self.launch_error = self._describe(exc)
-            raise
-        finally:
-            self._memory = None
-            self.launches += 1
-            self.seconds += perf_counter() - start
+        with self.launch_timer():
+            try:
+                with self.host.paused():
+                    try:
+                        self._begin(kernel, args, kwargs)
+                    except RecordError as exc:
+                        raise self.fail(str(exc)) from None
+                    return run()
+            except BaseException as exc:
+                stuck = _deadlock(exc)
+                if stuck is not None:
+                    raise self.fail(f"kernel {self._kernel}: {stuck}") from None
+                if self.launch_error is None:
+                    self.launch_error = self._describe(exc)
+                raise
+            finally:
+                self._memory = None
 
     def _begin(self, kernel, args: tuple, kwargs: dict) -> None:
         """Place the launch's tensors, log what the host initialized, declare buffers."""
@@ -132,9 +119,7 @@ class Session:
     def _initialized(self, virt: int, span: Intervals) -> None:
         """Log ``init`` over the bytes ``span`` of the storage at ``virt``."""
         for start, end in span.runs():
-            for offset in range(start, end, SIZE_LIMIT):
-                size = min(SIZE_LIMIT, end - offset)
-                self.log.log(virt + offset, pack(INIT, space=GLOBAL, size=size) | NO_SITE_WORD)
+            self.log_init(virt + start, virt + end)
 
     def _describe(self, exc: BaseException) -> str:
         """``kernel k, program (x, y, z) raised Error: message at file:line`` of the exception

@@ -7,7 +7,9 @@ script|module TARGET [ARGS...]``). The boot module hooks its simulator, runs
 the program unmodified with :func:`run_program`, writes the trace and leaves a
 JSON status for the parent (:func:`write_status`): events, launches, seconds,
 the program's exit code, whether the trace was written, the trace's warnings,
-and ``error`` (why nothing useful was recorded) or null. The parent side is :func:`record_program`.
+and ``error`` (why nothing useful was recorded) or null. The parent side is
+:func:`record_program`, and :class:`PythonBackend` the backend interface it
+gives such a backend; the child's session extends :class:`Session`.
 """
 
 from __future__ import annotations
@@ -21,18 +23,50 @@ import subprocess
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from time import perf_counter
 
 from ..errors import TraceError
 from ..trace.limits import JSONLimitError, load_json
+from ..trace.ops import INIT, Space
+from ..trace.writer import TraceWriter
+from ..version import __version__
+from .events import NO_SITE_WORD, SIZE_LIMIT, EventLog, pack
+from .interface import Backend, output_path, require_modules
 from .result import RecordResult
-from ._events import library_roots, shown_path
+from .sites import library_roots, shown_path
+
+GLOBAL = int(Space.GLOBAL)
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?$")
 
 
 # --- the parent ------------------------------------------------------------------------
+
+class PythonBackend(Backend):
+    """A backend that records a Python program in a child interpreter started
+    on its boot module (:attr:`boot`), with :attr:`env` set; :attr:`needs`
+    (module -> package) must be installed, as :attr:`install_hint` says."""
+
+    boot: str
+    env: dict[str, str]
+    needs: dict[str, str]
+    install_hint: str
+
+    def check_installed(self) -> None:
+        require_modules(self.name, self.needs, self.install_hint)
+
+    def record(self, command: list[str], out: str, *, schedule: str | None = None,
+               seed: int = 0) -> RecordResult:
+        """Run the Python program ``command`` under this backend and write its trace
+        to ``out``; ``schedule`` (None: the default) is drawn with ``seed``."""
+        schedule = schedule or self.default_schedule
+        self.check_schedule(schedule)
+        return record_program(self.boot, command, out, backend=self.name,
+                              options=[schedule, str(seed)], env=self.env,
+                              check_installed=self.check_installed)
+
 
 def record_program(boot: str, command: list[str], out: str, *, backend: str,
                    options: list[str], env: dict[str, str],
@@ -43,9 +77,7 @@ def record_program(boot: str, command: list[str], out: str, *, backend: str,
     once the command is known to be a Python program)."""
     kind, target, args = parse_command(command, backend)
     check_installed()
-    out = os.path.abspath(out)
-    if not os.path.isdir(os.path.dirname(out)):
-        raise TraceError(f"the folder of {out} does not exist", path=out, rule="io")
+    out = output_path(out)
     with tempfile.TemporaryDirectory(prefix="tracerace-record-") as tmp:
         status_path = os.path.join(tmp, "status.json")
         child = [sys.executable, "-m", boot, out, status_path, *options, kind, target, *args]
@@ -184,6 +216,50 @@ def _failure(status: dict, out: str) -> str:
 
 # --- the child -------------------------------------------------------------------------
 
+class Session:
+    """What a recording child holds for :func:`finish_recording`: the writer, the
+    event log, the launches run and the seconds they took. Each Python backend's
+    session extends it with its simulator's state."""
+
+    def __init__(self, out: str, producer: str) -> None:
+        self.writer = TraceWriter(out, producer=f"tracerace {__version__} record: {producer}")
+        self.log = EventLog(self.writer)
+        self.launches = 0
+        self.seconds = 0.0
+        """Time spent in launches and writing the trace (the host code excluded)."""
+        self.incomplete = False
+        """A launch ended in an exception: its events are partial, no trace is written."""
+
+    @property
+    def warnings(self) -> list[str]:
+        """The trace's ``tracerace.warnings`` so far."""
+        return self.writer.warnings
+
+    def warn(self, text: str) -> None:
+        self.writer.warn(text)
+
+    @contextmanager
+    def launch_timer(self) -> Iterator[None]:
+        """Around one launch: count it and its time, and mark the recording
+        incomplete when it raises."""
+        start = perf_counter()
+        try:
+            yield
+        except BaseException:
+            self.incomplete = True
+            raise
+        finally:
+            self.launches += 1
+            self.seconds += perf_counter() - start
+
+    def log_init(self, start: int, end: int) -> None:
+        """Log ``init`` over the global bytes ``[start, end)`` (as many rows as one
+        event's size field needs)."""
+        for offset in range(start, end, SIZE_LIMIT):
+            self.log.log(offset, pack(INIT, space=GLOBAL, size=min(SIZE_LIMIT, end - offset))
+                         | NO_SITE_WORD)
+
+
 def run_program(kind: str, target: str, args: list[str]) -> tuple[int, str | None]:
     """Run the program as ``python`` would; (exit code, failure or None)."""
     sys.argv = [target, *args]
@@ -236,7 +312,7 @@ def _user_line(tb) -> str | None:
     return found
 
 
-def finish_recording(session, out: str, status_path: str, exit_code: int,
+def finish_recording(session: Session, out: str, status_path: str, exit_code: int,
                      failure: str | None, kernels: str) -> int:
     """Write the trace of a program that ran (or discard it) and the status:
     a launch that raised, a trace that cannot be written and a program that
@@ -252,12 +328,12 @@ def finish_recording(session, out: str, status_path: str, exit_code: int,
         failure = f"the program launched no {kernels} kernel"
     write_status(status_path, events=session.log.rows if written else 0,
                  launches=session.launches, seconds=session.seconds, exit_code=exit_code,
-                 written=written, warnings=list(getattr(session, "warnings", ())) if written
+                 written=written, warnings=list(session.warnings) if written
                  else [], error=failure)
     return exit_code
 
 
-def _finish_trace(session, keep: bool) -> bool:
+def _finish_trace(session: Session, keep: bool) -> bool:
     """Write the session's trace when ``keep`` (else discard it); True when
     written. The time it takes counts as recording time."""
     if not keep:

@@ -1,7 +1,10 @@
-"""The event log of a recording under Numba's CUDA simulator.
+"""Events as recorders produce them: the packed event log of the Python
+backends, and the rows the native backends' converters add.
 
-Kernel code runs as plain Python there, so every recorded access costs Python
-time; this module keeps that cost to two ``array.append`` calls per event.
+The event log (:class:`EventLog`) serves a recorder whose kernel code runs as
+plain Python (under Numba's CUDA simulator, Triton's interpreter), so every
+recorded access costs Python time; the log keeps that cost to two
+``array.append`` calls per event.
 An event is an address plus one packed 64-bit *word* (op, space, scope, sem,
 size, site). Agents are not stored per event but as *runs* (the row where a
 (launch, block, thread) starts running), since one simulated thread runs at a
@@ -15,17 +18,19 @@ writer (see :meth:`EventLog.set_arg`). A ``warp_sync`` carries its lane mask
 (``arg``) in the address slot too. A ``signal``
 or ``wait`` (the grid barrier) carries its flag (``obj``) in the address slot
 and its count (``arg``) in the size field.
+
+A native backend's converter maps most of its tool's records one to one onto
+rows, and adds others between them (barrier arrivals it completes, inits it
+infers): :class:`Rows` holds those and merges both in replay order.
 """
 
 from __future__ import annotations
 
-import os
-import sysconfig
 from array import array
 
 import numpy as np
 
-from ..trace.ops import ATOMIC, BAR_SYNC, READ, SIGNAL, WAIT, WARP_SYNC, WRITE, Scope
+from ..trace.ops import ATOMIC, BAR_ARRIVE, BAR_SYNC, READ, SIGNAL, WAIT, WARP_SYNC, WRITE, Scope
 from ..trace.schema import SITE_NONE
 
 # The packed word, low bits first.
@@ -151,79 +156,41 @@ def _field(word: np.ndarray, shift: int, mask: int, dtype) -> np.ndarray:
     return ((word >> shift) & mask).astype(dtype)
 
 
-class SiteTable:
-    """Source sites (``file:line``) of the user's code, as site words.
+# --- rows a converter adds ---------------------------------------------------------
 
-    ``cache`` maps (code object, instruction offset) of a user frame to its
-    site word; hot callers look it up themselves and call :meth:`resolve` on
-    a miss. A frame in library code (NumPy, the simulator, tracerace) is not
-    the user's line: :meth:`resolve` walks out to the nearest user frame and
-    does not cache, since the answer depends on the caller.
-    """
+class Rows:
+    """Added rows, each with the sort key that places it among the direct
+    rows (``2 i`` is record ``i``'s own row; ``2 i + 1`` comes right after
+    it). ``defaults``: the columns, with the values of a row that does not
+    set them."""
 
-    def __init__(self, writer) -> None:
-        self.writer = writer
-        self.cache: dict[tuple, int] = {}
-        self._files: dict[object, str | None] = {}  # code object -> shown path or None
-        self._library = library_roots()
-        self._cwd = os.getcwd()
+    def __init__(self, defaults: dict[str, int]) -> None:
+        self.defaults = defaults
+        self.key: list[int] = []
+        self.cols: dict[str, list[int]] = {name: [] for name in defaults}
 
-    def word(self, frame) -> int:
-        """The site word of ``frame``'s line (or of the nearest user frame above)."""
-        word = self.cache.get((frame.f_code, frame.f_lasti))
-        return self.resolve(frame) if word is None else word
+    def add(self, key: int, **values: int) -> None:
+        unknown = set(values) - set(self.defaults)
+        if unknown:
+            raise TypeError(f"unknown columns {sorted(unknown)}")
+        self.key.append(key)
+        for name, default in self.defaults.items():
+            self.cols[name].append(int(values.get(name, default)))
 
-    def resolve(self, frame) -> int:
-        """The site word of the nearest user frame at or above ``frame``."""
-        first = frame
-        while frame is not None:
-            path = self._path(frame.f_code)
-            if path is not None:
-                word = self.writer.site(f"{path}:{frame.f_lineno}") << SITE_SHIFT
-                if frame is first:
-                    self.cache[(frame.f_code, frame.f_lasti)] = word
-                return word
-            frame = frame.f_back
-        return NO_SITE_WORD
+    def arrive(self, key: int, threads, **values: int) -> None:
+        """A ``bar_arrive`` for each of ``threads`` (in thread order) at ``key``: the
+        arrivals of threads that left a barrier's generation without reaching it,
+        which the converter completes for them."""
+        for thread in sorted(threads):
+            self.add(key, op=BAR_ARRIVE, thread=thread, **values)
 
-    def text_of(self, word: int) -> str | None:
-        """The site text a word names (None when it names no site)."""
-        index = word >> SITE_SHIFT
-        return None if index == NO_SITE else self.writer.sites[index]
-
-    def text(self, frame) -> str | None:
-        """``file:line`` of the nearest user frame at or above ``frame`` (None: none)."""
-        while frame is not None:
-            path = self._path(frame.f_code)
-            if path is not None:
-                return f"{path}:{frame.f_lineno}"
-            frame = frame.f_back
-        return None
-
-    def _path(self, code) -> str | None:
-        """The path shown for ``code``'s file, or None when it is library code."""
-        try:
-            return self._files[code]
-        except KeyError:
-            path = self._files[code] = shown_path(code.co_filename, self._library, self._cwd)
-            return path
-
-
-def shown_path(name: str, library: tuple[str, ...], cwd: str) -> str | None:
-    """How a site names source file ``name``: relative to ``cwd`` when inside
-    it, else absolute; None for library code and ``<string>``-like names."""
-    if name.startswith("<"):
-        return None
-    path = os.path.abspath(name)
-    if path.startswith(library):
-        return None
-    return os.path.relpath(path, cwd) if path.startswith(os.path.join(cwd, "")) else path
-
-
-def library_roots() -> tuple[str, ...]:
-    """Folders whose code is never the user's: the standard library, installed
-    packages and tracerace itself."""
-    paths = sysconfig.get_paths()
-    roots = {paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")}
-    roots.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return tuple(os.path.join(os.path.abspath(r), "") for r in sorted(roots))
+    def merged(self, direct: dict[str, np.ndarray], key: np.ndarray) -> dict[str, np.ndarray]:
+        """``direct`` (columns of rows with sort keys ``key``) and these rows,
+        in key order (stable), with ``ts`` the row number."""
+        cols = {name: np.concatenate([values, np.asarray(self.cols[name], dtype=values.dtype)])
+                for name, values in direct.items()}
+        order = np.argsort(np.concatenate([key, np.asarray(self.key, dtype=np.int64)]),
+                           kind="stable")
+        cols = {name: values[order] for name, values in cols.items()}
+        cols["ts"] = np.arange(len(order), dtype=np.uint64)
+        return cols

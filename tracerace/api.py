@@ -1,35 +1,45 @@
-"""The Python API: ``check(trace) -> Report``, ``validate(trace)``. The CLI is a
-thin layer over it.
+"""The Python API: a :class:`Check` is one trace checked with one set of
+options; :func:`check` runs one to its report, :func:`validate` replays a
+trace to see that it follows the format. The CLI consumes a :class:`Check`.
+
+A check is a pipeline: the trace is read a batch at a time, replayed by the
+options' engine, its findings folded into groups as they are found
+(:class:`~tracerace.group.groups.GroupBuilder`, so memory grows with the groups,
+not with the findings), and the groups become a
+:class:`~tracerace.report.model.Report`. Iterating a :class:`Check` hands over the
+findings as they are found (:class:`Batch`: each with its group ids and how
+far the replay has come), for an output that writes every finding and for a
+progress bar; :meth:`Check.report` finishes the check and gives its report.
 
 Options are validated first (:mod:`tracerace.checker.options`), before any trace is
 read, and a bad one raises :class:`~tracerace.errors.TraceError` with rule
 ``usage``.
-
-A check hands the checker's findings, a batch at a time, to a
-:class:`~tracerace.group.groups.GroupBuilder` (and to a ``sink``, when one streams
-them to a file), so memory grows with the groups, not with the findings.
-Progress goes to a plain callback; drawing it (the CLI's bar) is the caller's.
 """
 
 from __future__ import annotations
 
 import errno
-import functools
 import os
-from collections.abc import Callable, Iterable
-from dataclasses import replace
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import numpy as np
 
 from .checker.engine import check_trace as numba_check
+from .checker.findings import FINDING_DTYPE
+from .checker.options import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, CheckOptions,
+                              make_options, usage)
+from .checker.reference import check_trace as reference_check
 from .errors import TraceError
 from .group.groups import GroupBuilder
-from .trace.meta import TraceMeta
-from .checker.options import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, CheckOptions, make_options,
-                      usage)
-from .checker.reference import check_trace as reference_check
 from .report.model import Report
+from .trace.meta import TraceMeta
+
+__all__ = ["Batch", "Check", "FindingSink", "Progress", "check", "make_options", "validate"]
 
 CHECKERS: dict[str, Callable[..., Any]] = {"numba": numba_check, "reference": reference_check}
 """Engine name (:data:`~tracerace.checker.options.ENGINES`) -> ``check_trace(reader, *,
@@ -40,12 +50,37 @@ with ``python -X importtime``; a whole ``tracerace check`` is no slower)."""
 
 Progress = Callable[[int, "int | None"], None]
 """``progress(rows_done, total_rows)``: called with 0 before the replay starts, then
-after each batch; ``total_rows`` is None for a stream of unknown length."""
+as it goes; ``total_rows`` is None for a stream of unknown length."""
+
+_NO_FINDINGS = np.zeros(0, dtype=FINDING_DTYPE)
+_NO_GROUPS = np.zeros(0, dtype=np.int64)
+
+
+@dataclass(frozen=True, eq=False)
+class Batch:
+    """What a check hands over as it goes (iterating a :class:`Check`).
+
+    ``findings``: the ``FINDING_DTYPE`` records the kind filter kept since the
+    last batch, in canonical order, and ``groups`` the group id of each (the
+    ids of the report's groups). ``rows_done``: the trace's rows replayed so
+    far. The first batch comes when the trace is open, before the replay:
+    no findings, ``rows_done`` 0."""
+
+    meta: TraceMeta
+    findings: np.ndarray
+    groups: np.ndarray
+    rows_done: int
+
+    @property
+    def total_rows(self) -> int | None:
+        """The trace's rows; None for a stream of unknown length."""
+        return self.meta.num_rows
 
 
 class FindingSink(Protocol):
-    """Takes every finding a check keeps, as the checker finds them (the Arrow
-    output's :class:`~tracerace.report.formats.arrowfmt.FindingsWriter`)."""
+    """Takes every finding a check keeps, as the checker finds them
+    (:func:`check`'s ``sink``: the Arrow output's
+    :class:`~tracerace.report.formats.arrowfmt.FindingsWriter`)."""
 
     def open(self, meta: TraceMeta) -> None:
         """The trace is open: its metadata."""
@@ -54,12 +89,225 @@ class FindingSink(Protocol):
         """A batch of ``FINDING_DTYPE`` records, in canonical order, and their group ids."""
 
 
+class Check:
+    """One trace checked with one set of options: the trace is read and
+    replayed, its findings grouped, and the groups make the report.
+
+    ``source``: a path (``.arrow``, ``.arrows``, ``.parquet``), a ``pa.Table``
+    or a ``pa.RecordBatchReader``. ``options``: from :func:`make_options`
+    (default: every kind, the numba engine). ``keep_findings``: the report
+    keeps every finding (``Report.findings``), not only each group's first few.
+
+    Two ways to run it, once:
+
+    - ``for batch in check:`` hands over the findings as they are found
+      (:class:`Batch`), then :meth:`report` gives the report;
+    - :meth:`report` alone runs the whole check and gives the report.
+
+    Nothing is read before either. Used as a context manager, leaving the
+    block stops a check that is still running. Errors are
+    :class:`~tracerace.errors.TraceError`, raised from the iteration or from
+    :meth:`report`: the trace breaks the format, it cannot be read (rule
+    ``io``), memory runs out (rule ``out-of-memory``).
+
+    While batches are handed over, the replay runs in a worker thread that
+    waits for the next ``next()``: the checker and the code that takes a
+    batch never run at once, so a batch is handled as if the checker had
+    called it back in place.
+    """
+
+    def __init__(self, source: Any, options: CheckOptions | None = None, *,
+                 keep_findings: bool = False) -> None:
+        self.source = source
+        self.options = make_options() if options is None else options
+        self.keep_findings = keep_findings
+        self.meta: TraceMeta | None = None
+        """The trace's metadata, once it is open."""
+        self._batches: Iterator[Batch] | None = None
+        self._started = False
+        self._report: Report | None = None
+
+    def __iter__(self) -> Iterator[Batch]:
+        self._start()
+        self._batches = self._relayed()
+        return self._batches
+
+    def report(self) -> Report:
+        """The check's report; runs the check to its end first when needed."""
+        if self._report is None:
+            if not self._started:
+                self._start()
+                self._in_place()
+            elif self._batches is not None:
+                for _ in self._batches:
+                    pass
+        if self._report is None:
+            raise RuntimeError("this check was stopped before it ended")
+        return self._report
+
+    def close(self) -> None:
+        """Stop the check where it is (nothing, when it ended or never began)."""
+        if self._batches is not None:
+            self._batches.close()  # type: ignore[attr-defined]
+
+    def __enter__(self) -> Check:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _start(self) -> None:
+        if self._started:
+            raise RuntimeError("a check runs once")
+        self._started = True
+
+    def _in_place(self) -> None:
+        """The whole check in this thread: the checker calls the grouping back."""
+        with _opened(self.source, self.options) as reader:
+            self.meta = reader.meta
+            builder = self._builder(reader.meta)
+            result = CHECKERS[self.options.engine](reader, on_findings=builder.add)
+        self._finish(result.events, builder)
+
+    def _relayed(self) -> Iterator[Batch]:
+        with _opened(self.source, self.options) as reader:
+            self.meta = meta = reader.meta
+            builder = self._builder(meta)
+            yield Batch(meta, _NO_FINDINGS, _NO_GROUPS, 0)
+            relay = _Relay(meta, builder)
+            worker = threading.Thread(target=relay.run, args=(CHECKERS[self.options.engine],
+                                                              reader),
+                                      name="tracerace-check", daemon=True)
+            worker.start()
+            try:
+                yield from relay
+            finally:
+                relay.stop()
+                worker.join()
+        self._finish(relay.events, builder)
+
+    def _builder(self, meta: TraceMeta) -> GroupBuilder:
+        return GroupBuilder(meta, self.options.kinds, keep_findings=self.keep_findings)
+
+    def _finish(self, events: int, builder: GroupBuilder) -> None:
+        assert self.meta is not None
+        self._report = Report(events, self.meta, builder.table(), self.options)
+
+
+class _Stop(BaseException):
+    """Raised in the worker thread, from a checker's callback, when the
+    consumer of the batches has stopped (a ``BaseException``, so that no
+    ``except Exception`` in a checker holds it)."""
+
+
+class _Relay:
+    """A checker run in a worker thread, its callbacks handed over as
+    :class:`Batch` es, one at a time: the worker waits in each callback until
+    the consumer asks for the next batch. The findings of a replay batch and
+    the progress after it make one :class:`Batch`."""
+
+    _END = object()
+
+    def __init__(self, meta: TraceMeta, builder: GroupBuilder) -> None:
+        self._meta = meta
+        self._builder = builder
+        self._handed: queue.Queue[Any] = queue.Queue()
+        self._next = threading.Semaphore(0)
+        self._stopped = False
+        self._held: Batch | None = None
+        self._rows = 0
+        self._error: BaseException | None = None
+        self.events = 0
+        """Rows the checker replayed (once it ended)."""
+
+    # -- the worker's side
+
+    def run(self, checker: Callable[..., Any], reader: Any) -> None:
+        try:
+            result = checker(reader, on_findings=self._found, progress=self._progressed)
+            if self._held is not None:
+                self._hand(self._held)
+            self.events = result.events
+        except _Stop:
+            return
+        except BaseException as err:  # handed to the consumer, raised there
+            self._error = err
+        self._handed.put(self._END)
+
+    def _found(self, findings: np.ndarray) -> None:
+        kept, groups = self._builder.add(findings)
+        if self._held is not None:
+            self._hand(self._held)
+        self._held = Batch(self._meta, kept, groups, self._rows)
+
+    def _progressed(self, rows_done: int) -> None:
+        held, self._held = self._held, None
+        self._rows = rows_done
+        if held is None:
+            self._hand(Batch(self._meta, _NO_FINDINGS, _NO_GROUPS, rows_done))
+        else:
+            self._hand(replace(held, rows_done=rows_done))
+
+    def _hand(self, batch: Batch) -> None:
+        self._handed.put(batch)
+        self._next.acquire()
+        if self._stopped:
+            raise _Stop
+
+    # -- the consumer's side
+
+    def __iter__(self) -> Iterator[Batch]:
+        while True:
+            item = self._handed.get()
+            if item is self._END:
+                if self._error is not None:
+                    raise self._error
+                return
+            yield item
+            self._next.release()
+
+    def stop(self) -> None:
+        """Have a worker still waiting for the consumer end (with :class:`_Stop`)."""
+        self._stopped = True
+        self._next.release()
+
+
+@contextmanager
+def _opened(source: Any, options: CheckOptions) -> Iterator[Any]:
+    """``source`` open as a trace reader, for a replay by the options'
+    engine; the errors of opening it and of the replay turned into
+    :class:`~tracerace.errors.TraceError` naming ``source``."""
+    path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+    try:
+        from .checker.notice import CompileNotice
+        from .trace.reader import decode_pool, open_trace
+
+        with CompileNotice() as notice, decode_pool():
+            reader = open_trace(source, batch_size=options.batch_size)
+            try:
+                yield reader
+            finally:
+                close = getattr(reader, "close", None)
+                if close is not None:
+                    close()
+            if notice.compiled:
+                _compile_the_rest(reader.meta)
+    except TraceError as err:
+        raise err.with_path(path) from None
+    except MemoryError:
+        raise out_of_memory(path) from None
+    except OSError as err:
+        if err.errno == errno.ENOMEM:
+            raise out_of_memory(path) from None
+        raise TraceError(err.strerror or str(err), path=path, rule="io") from None
+
+
 def check(source: Any, *, engine: str = "numba",
           max_reports: int | str | None = DEFAULT_MAX_REPORTS,
           select: str | Iterable[str] | None = None, ignore: str | Iterable[str] | None = None,
           progress: Progress | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
           keep_findings: bool = False, sink: FindingSink | None = None) -> Report:
-    """Check a recorded trace for hazards.
+    """Check a recorded trace for hazards: a :class:`Check` run to its report.
 
     ``source``: a path (``.arrow``, ``.arrows``, ``.parquet``), a ``pa.Table`` or
     a ``pa.RecordBatchReader``. ``engine``: ``"numba"`` (fast) or
@@ -83,22 +331,17 @@ def check(source: Any, *, engine: str = "numba",
                            batch_size=batch_size)
     if progress is not None and not callable(progress):
         raise usage(f"progress must be a function of (rows_done, total_rows), not {progress!r}")
-    builder: GroupBuilder | None = None
-
-    def start(meta: TraceMeta) -> Callable[[np.ndarray], None]:
-        nonlocal builder
-        builder = GroupBuilder(meta, options.kinds, keep_findings=keep_findings)
-        if sink is not None:
-            sink.open(meta)
-
-        def on_findings(findings: np.ndarray) -> None:
-            kept, groups = builder.add(findings)
+    with Check(source, options, keep_findings=keep_findings) as run:
+        if progress is None and sink is None:
+            return run.report()
+        for n, batch in enumerate(run):
+            if progress is not None:
+                progress(batch.rows_done, batch.total_rows)
             if sink is not None:
-                sink.write(kept, groups)
-        return on_findings
-
-    result, meta = _replay(source, options, start, progress)
-    return Report(result.events, meta, builder.table(), options)
+                if n == 0:
+                    sink.open(batch.meta)
+                sink.write(batch.findings, batch.groups)
+        return run.report()
 
 
 def validate(source: Any, *, engine: str = "numba",
@@ -110,45 +353,13 @@ def validate(source: Any, *, engine: str = "numba",
     trace's metadata with ``num_rows`` set; raises
     :class:`~tracerace.errors.TraceError` where :func:`check` would."""
     options = make_options(engine=engine, batch_size=batch_size)
-    result, meta = _replay(source, options, lambda meta: _drop, None)
-    return replace(meta, num_rows=result.events)
+    with _opened(source, options) as reader:
+        result = CHECKERS[options.engine](reader, on_findings=_drop)
+    return replace(reader.meta, num_rows=result.events)
 
 
 def _drop(findings: np.ndarray) -> None:
     """A findings consumer that keeps nothing (``validate``)."""
-
-
-def _replay(source: Any, options: CheckOptions,
-            start: Callable[[TraceMeta], Callable[[np.ndarray], None]],
-            progress: Progress | None) -> tuple[Any, TraceMeta]:
-    """Open ``source`` and replay it through the options' engine; ``start(meta)``
-    gives the consumer of the findings. Returns (the checker's result, meta)."""
-    path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
-    try:
-        from .checker.notice import CompileNotice
-        from .trace.reader import decode_pool, open_trace
-
-        with CompileNotice() as notice, decode_pool():
-            reader = open_trace(source, batch_size=options.batch_size)
-            try:
-                on_findings = start(reader.meta)
-                result = _run(functools.partial(CHECKERS[options.engine],
-                                                on_findings=on_findings), reader, progress)
-            finally:
-                close = getattr(reader, "close", None)
-                if close is not None:
-                    close()
-            if notice.compiled:
-                _compile_the_rest(reader.meta)
-    except TraceError as err:
-        raise err.with_path(path) from None
-    except MemoryError:
-        raise out_of_memory(path) from None
-    except OSError as err:
-        if err.errno == errno.ENOMEM:
-            raise out_of_memory(path) from None
-        raise TraceError(err.strerror or str(err), path=path, rule="io") from None
-    return result, reader.meta
 
 
 def _compile_the_rest(meta: TraceMeta) -> None:
@@ -165,11 +376,3 @@ def _compile_the_rest(meta: TraceMeta) -> None:
 
 def out_of_memory(path: str | None) -> TraceError:
     return TraceError("not enough memory to check this trace", path=path, rule="out-of-memory")
-
-
-def _run(checker: Callable[..., Any], reader: Any, progress: Progress | None) -> Any:
-    if progress is None:
-        return checker(reader)
-    total = reader.meta.num_rows
-    progress(0, total)
-    return checker(reader, progress=lambda rows_done: progress(rows_done, total))

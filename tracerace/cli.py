@@ -1,8 +1,10 @@
 """Command line: parses, calls the API, formats. No logic lives here.
 
 Each command catches :class:`~tracerace.errors.TraceError` through
-:func:`_fail`, prints one line to stderr and exits 2. The progress bar of
-``check`` is drawn here (rich), from the API's plain progress callback.
+:func:`_fail`, prints one line to stderr and exits 2. ``check`` runs an
+:class:`~tracerace.api.Check` and hands each batch it gives to the output
+(the formats that write every finding) and to the progress bar, drawn here
+(rich).
 """
 
 from __future__ import annotations
@@ -109,10 +111,13 @@ def check(
         max_reports = DEFAULT_MAX_REPORTS
     try:
         with formats.Output(fmt, output, inputs=[trace], source_roots=source_root or ()) as out:
-            with ProgressBar(progress) as bar:
-                report = api.check(trace, engine=engine, max_reports=max_reports,
-                                   select=select, ignore=ignore, progress=bar.update,
-                                   sink=out.sink)
+            options = api.make_options(engine=engine, max_reports=max_reports, select=select,
+                                       ignore=ignore)
+            with api.Check(trace, options) as run, ProgressBar(progress) as bar:
+                for batch in run:
+                    bar.update(batch.rows_done, batch.total_rows)
+                    out.take(batch)
+                report = run.report()
             for warning in report.meta.warnings:
                 _say(f"tracerace: warning: {report.meta.path or trace}: {warning}")
             out.write(report)
@@ -297,9 +302,11 @@ def _count(n: float) -> str:
 class ProgressBar:
     """Progress of a check on stderr (rich): rows done / total and events per second.
 
-    ``with ProgressBar(asked) as bar: api.check(..., progress=bar.update)``: the
-    first update (rows done 0, the trace's rows) decides, by
-    :func:`show_progress`, whether progress is shown. On a terminal it is a bar
+    ``with ProgressBar(asked) as bar:``, then ``bar.update(rows_done,
+    total_rows)`` for each batch of an :class:`~tracerace.api.Check` (or
+    ``api.check(..., progress=bar.update)``): the first update (rows done 0,
+    the trace's rows) decides, by :func:`show_progress`, whether progress is
+    shown. On a terminal it is a bar
     on one line that fits the terminal's width (the counts in three digits, the
     bar taking what is left; a total of None, a stream of unknown length,
     draws a pulsing bar). Elsewhere (a CI log, a file) it is a plain line every

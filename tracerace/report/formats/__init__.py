@@ -19,15 +19,27 @@ import os
 import sys
 from collections.abc import Iterable
 from types import ModuleType
-from typing import IO, Any
+from typing import IO, Any, Protocol
+
+import numpy as np
 
 from ...errors import TraceError
 from ...trace.outfile import OutputFile, io_error, refuse_inputs
 from ..model import Report
+from ...trace.meta import TraceMeta
 from ..sources import SourceRoots
 from . import arrowfmt, html, jsonfmt, sarif, text
 
 FORMATS: dict[str, ModuleType] = {m.NAME: m for m in (text, jsonfmt, sarif, arrowfmt, html)}
+
+
+class FindingBatch(Protocol):
+    """Findings of a trace as a check hands them over (a
+    :class:`~tracerace.api.Batch`): in canonical order, with their group ids."""
+
+    meta: TraceMeta
+    findings: np.ndarray
+    groups: np.ndarray
 
 
 def get(name: str) -> ModuleType:
@@ -99,7 +111,7 @@ class Output:
         self.reader_gone = False
         """True once a write found the stream's reader gone (a closed pipe)."""
         self.sink = None
-        """A findings sink for ``api.check(..., sink=...)``, or None."""
+        """The format's findings sink (``api.check(..., sink=...)``), or None."""
 
     def __enter__(self) -> "Output":
         if self._file is not None:
@@ -116,6 +128,16 @@ class Output:
             self.sink = _Sink(writer(stream, file=seekable, **self._options),
                               self.path or "<stdout>", self)
         return self
+
+    def take(self, batch: FindingBatch) -> None:
+        """A batch of a check's findings (:class:`~tracerace.api.Check`) for a
+        format that writes every finding (:attr:`sink`; the others keep none):
+        the first batch opens its output."""
+        if self.sink is None:
+            return
+        if not self.sink.opened:
+            self.sink.open(batch.meta)
+        self.sink.write(batch.findings, batch.groups)
 
     def _binary_stream(self) -> IO[bytes]:
         out = self._stream

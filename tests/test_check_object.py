@@ -18,7 +18,7 @@ from tracerace.api import Check, make_options
 from tracerace.checker.options import ENGINES
 from tracerace.cli import app
 from tracerace.errors import TraceError
-from tracerace.report import formats
+from tracerace.report.output import render
 from tracerace.scenarios import SCENARIOS
 
 BATCH = 256
@@ -115,7 +115,7 @@ def test_the_cli_writes_what_the_api_report_formats_to(incident, tmp_path, fmt):
     result = CliRunner().invoke(app, ["check", incident, "-f", fmt, "-o", str(cli_out)])
     assert result.exit_code == 1, result.output
     # the HTML heatmaps count every finding, as the CLI's streamed batches do
-    formats.render(tracerace.check(incident, keep_findings=True), fmt, api_out)
+    render(tracerace.check(incident, keep_findings=True), fmt, api_out)
     assert cli_out.read_bytes() == api_out.read_bytes()
 
 

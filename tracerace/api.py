@@ -6,7 +6,7 @@ A check is a pipeline: the trace is read a batch at a time, replayed by the
 options' engine, its findings folded into groups as they are found
 (:class:`~tracerace.group.groups.GroupBuilder`, so memory grows with the groups,
 not with the findings), and the groups become a
-:class:`~tracerace.report.model.Report`. Iterating a :class:`Check` hands over the
+:class:`~tracerace.report.Report`. Iterating a :class:`Check` hands over the
 findings as they are found (:class:`Batch`: each with its group ids and how
 far the replay has come), for an output that writes every finding and for a
 progress bar; :meth:`Check.report` finishes the check and gives its report.
@@ -36,7 +36,7 @@ from .checker.options import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, CheckOpti
 from .checker.reference import check_trace as reference_check
 from .errors import TraceError
 from .group.groups import GroupBuilder
-from .report.model import Report
+from .report import Report
 from .trace.meta import TraceMeta
 
 __all__ = ["Batch", "Check", "FindingSink", "Progress", "check", "make_options", "validate"]

@@ -104,13 +104,13 @@ def check(
     Exit 1 when a hazard is an error, 0 otherwise, 2 on bad input.
     """
     from . import api
-    from .report import formats
+    from .report import output as outputs
     from .checker.options import DEFAULT_MAX_REPORTS
 
     if max_reports is None:
         max_reports = DEFAULT_MAX_REPORTS
     try:
-        with formats.Output(fmt, output, inputs=[trace], source_roots=source_root or ()) as out:
+        with outputs.Output(fmt, output, inputs=[trace], source_roots=source_root or ()) as out:
             options = api.make_options(engine=engine, max_reports=max_reports, select=select,
                                        ignore=ignore)
             with api.Check(trace, options) as run, ProgressBar(progress) as bar:
@@ -184,7 +184,7 @@ def demo_command(
     Exit 1 when a hazard is an error, 0 otherwise, 2 on bad input.
     """
     from . import api, scenarios
-    from .report import formats
+    from .report.output import Output
 
     if list_:
         _echo("\n".join(f"{s.name:<10} {s.title}" for s in scenarios.SCENARIOS.values()))
@@ -198,7 +198,7 @@ def demo_command(
         typer.echo(f"wrote {path}: {scenario.name}, "
                    f"{'the fixed program' if fixed else 'the buggy schedule'}", err=True)
         report = api.check(path, engine=engine)
-        with formats.Output("text") as out:
+        with Output("text") as out:
             out.write(report)
     except TraceError as err:
         raise _fail(err) from None

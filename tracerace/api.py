@@ -264,6 +264,7 @@ class _Relay:
                     raise self._error
                 return
             yield item
+            item = None  # the batch's findings go before the checker makes the next
             self._next.release()
 
     def stop(self) -> None:

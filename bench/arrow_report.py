@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from tracerace import api
-from tracerace.report import formats
+from tracerace.report import output as formats
 from tracerace.trace.writer import write_table
 
 N = 100_000

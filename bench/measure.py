@@ -180,13 +180,12 @@ def _render_seconds(report, fmt: str) -> float:
     """Seconds to write ``report`` as ``fmt`` to /dev/null, from a fresh Report."""
     import os
 
-    from tracerace.report import formats
-    from tracerace.report.model import Report
+    from tracerace.report import Report, output
 
     fresh = Report(report.events, report.meta, report.table, report.options)
     with open(os.devnull, "w") as out:
         t0 = time.perf_counter()
-        formats.render(fresh, fmt, out)
+        output.render(fresh, fmt, out)
         return time.perf_counter() - t0
 
 

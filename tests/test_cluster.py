@@ -8,7 +8,7 @@ import io
 import pytest
 
 from tracerace import api
-from tracerace.report import formats
+from tracerace.report.output import render
 from tracerace.errors import TraceError
 
 from test_cli_check import write_trace
@@ -27,12 +27,12 @@ def client():
 
 def text(report):
     buf = io.StringIO()
-    formats.render(report, "text", buf)
+    render(report, "text", buf)
     return buf.getvalue()
 
 
 def test_one_trace_on_the_cluster_is_the_local_report(client, tmp_path):
-    from tracerace.checker.cluster import check_on_cluster
+    from tracerace.api.cluster import check_on_cluster
     from tracerace.scenarios import SCENARIOS
 
     scenario = next(iter(SCENARIOS.values()))
@@ -42,13 +42,13 @@ def test_one_trace_on_the_cluster_is_the_local_report(client, tmp_path):
     assert text(report) == text(local)
     for fmt in ("json", "sarif"):
         a, b = io.StringIO(), io.StringIO()
-        formats.render(report, fmt, a)
-        formats.render(local, fmt, b)
+        render(report, fmt, a)
+        render(local, fmt, b)
         assert a.getvalue() == b.getvalue()
 
 
 def test_several_traces_on_the_cluster(client, tmp_path):
-    from tracerace.checker.cluster import check_on_cluster
+    from tracerace.api.cluster import check_on_cluster
 
     racy = write_trace(tmp_path / "racy.arrow", barrier=False)
     clean = write_trace(tmp_path / "clean.arrow", barrier=True)

@@ -10,6 +10,7 @@ import pytest
 
 from test_report import SITES, out_addr, raw, report, uninit, alias
 from tracerace.report import formats
+from tracerace.report.output import render
 from tracerace.errors import TraceError
 from tracerace.trace.meta import TraceMeta
 from tracerace.trace.ops import HazardKind, Severity
@@ -22,7 +23,7 @@ def sample(**options):
 
 def rendered(rep, fmt: str) -> str:
     buf = io.StringIO()
-    formats.render(rep, fmt, buf)
+    render(rep, fmt, buf)
     return buf.getvalue()
 
 
@@ -40,7 +41,7 @@ def test_registry():
 
 def test_unknown_format_is_a_usage_error():
     with pytest.raises(TraceError) as err:
-        formats.render(sample(), "xml", io.StringIO())
+        render(sample(), "xml", io.StringIO())
     assert err.value.rule == "usage" and "xml" in str(err.value)
 
 
@@ -98,20 +99,20 @@ def test_text_clean_report():
 
 def test_text_in_colour_on_a_terminal():
     term = FakeTerminal()
-    formats.render(sample(), "text", term)
+    render(sample(), "text", term)
     out = term.getvalue()
     assert "\x1b[" in out and "out[1, 2]" in out
 
 
 def test_text_to_a_file(tmp_path):
     path = tmp_path / "report.txt"
-    formats.render(sample(), "text", path)
+    render(sample(), "text", path)
     assert path.read_text() == rendered(sample(), "text")
 
 
 def test_unwritable_output_is_an_io_error(tmp_path):
     with pytest.raises(TraceError) as err:
-        formats.render(sample(), "json", tmp_path / "missing" / "r.json")
+        render(sample(), "json", tmp_path / "missing" / "r.json")
     assert err.value.rule == "io"
 
 
@@ -124,7 +125,7 @@ def test_json_is_the_report_dict():
 
 def test_json_to_a_binary_stream():
     buf = io.BytesIO()
-    formats.render(sample(), "json", buf)
+    render(sample(), "json", buf)
     assert json.loads(buf.getvalue())["version"] == 1
 
 
@@ -224,11 +225,11 @@ def test_arrow_empty_report_keeps_the_schema():
 def test_arrow_to_a_file_and_to_a_stream(tmp_path):
     rep = sample()
     path = tmp_path / "r.arrow"
-    formats.render(rep, "arrow", path)
+    render(rep, "arrow", path)
     with pa.ipc.open_file(path) as f:
         assert f.read_all().num_rows == 4
     buf = io.BytesIO()
-    formats.render(rep, "arrow", buf)
+    render(rep, "arrow", buf)
     assert pa.ipc.open_stream(buf.getvalue()).read_all().equals(rep.to_arrow())
 
 

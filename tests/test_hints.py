@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 import tracerace
 from tracerace.checker import reasons as R
-from tracerace.report import formats
+from tracerace.report.output import Output, render
 from tracerace.report.formats import sarif
 from tracerace.report.hints import hint, line_of
 from tracerace.trace.meta import TraceMeta
@@ -317,11 +317,11 @@ def arrow_outputs(path, tmp_path) -> dict[str, pa.Table]:
     streams it to a file and to a stream that cannot be read back."""
     tables = {"to_arrow": tracerace.check(path, keep_findings=True).to_arrow()}
     out = tmp_path / "report.arrow"
-    with formats.Output("arrow", str(out)) as output:
+    with Output("arrow", str(out)) as output:
         output.write(tracerace.check(path, sink=output.sink, batch_size=64))
     tables["file"] = pa.ipc.open_file(str(out)).read_all()
     stream = NoReadBack()
-    with formats.Output("arrow", stream) as output:
+    with Output("arrow", stream) as output:
         output.write(tracerace.check(path, sink=output.sink, batch_size=64))
     tables["stream"] = pa.ipc.open_stream(stream.getvalue()).read_all()
     return tables
@@ -355,7 +355,7 @@ def test_incident1_race_is_linked_to_the_crossed_flag_in_every_format(incidents,
         assert r["relatedLocations"][1]["physicalLocation"]["region"]["startLine"] == 40
     # HTML
     page = io.StringIO()
-    formats.render(report, "html", page)
+    render(report, "html", page)
     from markupsafe import escape  # as Jinja escapes the page
 
     assert page.getvalue().count(f"<dt>linked</dt><dd>{escape(link.text)}</dd>") == len(linked)
@@ -404,7 +404,7 @@ def test_sarif_fix_points_at_the_line_the_change_goes(incidents):
 
 def test_arrow_hints_stream_with_the_findings(incidents, tmp_path):
     out = tmp_path / "r.arrow"
-    tracerace.report.formats.render(tracerace.check(incidents["incident5"], keep_findings=True),
+    render(tracerace.check(incidents["incident5"], keep_findings=True),
                              "arrow", str(out))
     table = pa.ipc.open_file(str(out)).read_all()
     uninit = table.filter(pa.compute.equal(table["kind"].cast(pa.string()), "uninit_read"))

@@ -19,13 +19,13 @@ import pytest
 from typer.testing import CliRunner
 
 import tracerace
-from tracerace.report import formats
+from tracerace.report.output import render
 from tracerace.cli import app
 from tracerace.checker.findings import CheckResult, empty_findings
 from tracerace.report.formats import html
 from tracerace.trace.meta import TraceMeta
 from tracerace.checker.options import make_options
-from tracerace.report.model import Report
+from tracerace.report import Report
 from tracerace.scenarios import SCENARIOS
 from tracerace.trace.writer import make_table
 
@@ -37,7 +37,7 @@ HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
 
 def page_of(report: Report) -> str:
     out = io.StringIO()
-    formats.render(report, "html", out)
+    render(report, "html", out)
     return out.getvalue()
 
 
@@ -212,7 +212,7 @@ def test_source_lines_around_both_sites_from_the_source_root(tmp_path):
     feather.write_feather(table, str(path))
     report = tracerace.check(str(path))
     out = io.StringIO()
-    formats.render(report, "html", out, source_roots=[tmp_path])
+    render(report, "html", out, source_roots=[tmp_path])
     page = out.getvalue()
     assert '<span class="line hl">    5  line 5 of the kernel</span>\n' in page
     assert '<span class="line hl">   12  line 12 of the kernel</span>\n' in page
@@ -221,7 +221,7 @@ def test_source_lines_around_both_sites_from_the_source_root(tmp_path):
     assert "line 5 of the kernel" not in page_of(report)     # no root: nothing read
     source.unlink()
     out = io.StringIO()
-    formats.render(report, "html", out, source_roots=[tmp_path])
+    render(report, "html", out, source_roots=[tmp_path])
     assert "line 5 of the kernel" not in out.getvalue()
 
 
@@ -236,7 +236,7 @@ def test_a_group_of_one_access_labels_its_snippet_access(tmp_path):
     report = tracerace.check(str(path))
     assert [g.kind for g in report.shown_groups] == ["uninit_read"]
     out = io.StringIO()
-    formats.render(report, "html", out, source_roots=[tmp_path])
+    render(report, "html", out, source_roots=[tmp_path])
     page = out.getvalue()
     assert '<div class="muted">access: <code>k.cu:4</code></div>' in page
     assert "later: <code>" not in page

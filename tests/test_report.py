@@ -13,7 +13,7 @@ from tracerace.checker.findings import FINDING_DTYPE, CheckResult
 from tracerace.trace.meta import Buffer, TraceMeta
 from tracerace.trace.ops import HazardKind, Op, Severity, Space
 from tracerace.checker.options import make_options, parse_kinds
-from tracerace.report.model import Report
+from tracerace.report import Report
 
 K = HazardKind
 SITES = ("attn.cu:10 st.global", "attn.cu:20 ld.global", "attn.cu:30 ld.shared",

@@ -11,6 +11,7 @@ import pytest
 
 import tracerace
 from tracerace.report import arrow_report
+from tracerace.report.formats import jsonfmt
 from tracerace.scenarios import SCENARIOS
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
@@ -32,7 +33,7 @@ def reports(tmp_path_factory):
 def test_json_schema_is_a_valid_draft_2020_12_schema():
     doc = load("report-v1.schema.json")
     jsonschema.Draft202012Validator.check_schema(doc)
-    assert doc["properties"]["version"]["const"] == tracerace.report.model.JSON_VERSION
+    assert doc["properties"]["version"]["const"] == jsonfmt.JSON_VERSION
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import tracerace
 from test_groups import random_findings
-from tracerace.report import formats
+from tracerace.report.output import Output, render
 from tracerace.report.explain import explain
 from tracerace.checker.findings import CheckResult
 from tracerace.report import arrow_report
@@ -24,7 +24,7 @@ from tracerace.group.groups import EXAMPLES
 from tracerace.trace.meta import Buffer, TraceMeta
 from tracerace.trace.ops import Space
 from tracerace.report.locations import locate
-from tracerace.report.model import Report
+from tracerace.report import Report
 from tracerace.trace.writer import write_table
 
 BUFFERS = (
@@ -123,7 +123,7 @@ def test_a_big_group_keeps_a_few_examples_and_exact_counts(tmp_path, engine):
     assert report.to_json() == full.to_json()
     assert group.byte_ranges is None and group.span == "tile[0:600]"
     text = io.StringIO()
-    formats.render(report, "text", text)
+    render(report, "text", text)
     bytes_line = next(line for line in text.getvalue().splitlines() if "bytes:" in line)
     assert bytes_line.endswith("tile[0:8], ... (all within tile[0:600])")
 
@@ -152,7 +152,7 @@ def test_arrow_output_stores_each_repeated_text_once(tmp_path):
     and reads back as the same strings as the report's table."""
     path = many_findings_trace(tmp_path / "u.arrow", n=6000)
     out = tmp_path / "r.arrow"
-    with formats.Output("arrow", str(out)) as output:
+    with Output("arrow", str(out)) as output:
         output.write(tracerace.check(path, sink=output.sink, batch_size=500))
     with pa.ipc.open_file(out) as f:
         batches = [f.get_batch(i) for i in range(f.num_record_batches)]

@@ -13,8 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tracerace import api
+from tracerace.api import sharded
 from tracerace.checker import parallel
-from tracerace.report import formats
+from tracerace.report.output import render
 from tracerace.checker.engine import check_trace
 from tracerace.errors import TraceError
 from tracerace.checker.findings import sort_findings
@@ -113,10 +114,10 @@ def test_generated_traces_cross_stretches():
 def rendered(report, fmt):
     if fmt == "arrow":
         buf = io.BytesIO()
-        formats.render(report, fmt, buf)
+        render(report, fmt, buf)
         return buf.getvalue()
     buf = io.StringIO()
-    formats.render(report, fmt, buf)
+    render(report, fmt, buf)
     return buf.getvalue()
 
 
@@ -131,7 +132,7 @@ def test_sharded_reports_are_the_same_bytes(events, data, tmp_path_factory):
     path = write(tmp_path_factory.mktemp("t") / "t.arrow", events)
     shards = data.draw(st.integers(2, 7))
     options = make_options(max_reports="all")
-    one, many = parallel.check_reports([path, path], options, jobs=shards,
+    one, many = sharded.check_reports([path, path], options, jobs=shards,
                                        shards=[1, shards], page_shift=5, stretch_shift=5)
     if isinstance(one, TraceError):
         assert str(one) == str(many)
@@ -148,13 +149,13 @@ def test_one_shard_is_the_api_check(tmp_path):
 
     scenario = next(iter(SCENARIOS.values()))
     path = str(scenario.write(str(tmp_path / "s.arrow"), fixed=False, scale=1, seed=0))
-    [report] = parallel.check_reports([path], make_options(), jobs=1)
+    [report] = sharded.check_reports([path], make_options(), jobs=1)
     direct = api.check(path)
     for fmt in FORMATS:
         assert rendered(direct, fmt) == rendered(report, fmt), fmt
-    sharded = api.check(path, jobs=3)
+    in_shards = api.check(path, jobs=3)
     for fmt in FORMATS:
-        assert rendered(direct, fmt) == rendered(sharded, fmt), fmt
+        assert rendered(direct, fmt) == rendered(in_shards, fmt), fmt
 
 
 def ev(op, thread, addr, size, **kw):

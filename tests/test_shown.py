@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.errors import TraceError
-from tracerace.report.formats import render
+from tracerace.report.output import render
 from tracerace.report.formats.sarif import to_sarif
 from tracerace.shown import ODD, shown
 from tracerace.trace.writer import write_table

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 import tracerace
-from tracerace.report import formats
+from tracerace.report.output import render
 from tracerace.cli import app
 from tracerace.errors import TraceError
 from tracerace.report.sources import MAX_SOURCE_BYTES, SourceRoots
@@ -45,7 +45,7 @@ def racy_trace(folder: Path, sites: list[str]) -> Path:
 
 def page(trace: Path, **kw) -> str:
     out = io.StringIO()
-    formats.render(tracerace.check(str(trace), max_reports="all"), "html", out, **kw)
+    render(tracerace.check(str(trace), max_reports="all"), "html", out, **kw)
     return out.getvalue()
 
 
@@ -180,7 +180,7 @@ def test_sarif_uris_from_sites_are_relative_or_dropped(tmp_path):
 def test_sarif_without_a_root_names_no_absolute_file(tmp_path):
     trace = racy_trace(tmp_path, ["/abs/src/k.cu:3 x", "rel/k.cu:4 x"])
     out = io.StringIO()
-    formats.render(tracerace.check(str(trace)), "sarif", out)
+    render(tracerace.check(str(trace)), "sarif", out)
     doc = json.loads(out.getvalue())
     uris = [loc["physicalLocation"]["artifactLocation"]["uri"]
             for r in doc["runs"][0]["results"] for loc in r["locations"]
@@ -202,7 +202,7 @@ def test_a_huge_site_adds_a_bounded_part_to_the_page(tmp_path):
     out = io.StringIO()
     tracemalloc.start()
     try:
-        formats.render(report, "html", out)
+        render(report, "html", out)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

@@ -14,7 +14,8 @@ from .version import __version__
 
 if TYPE_CHECKING:
     from .api import check, check_many, validate
-    from .report.model import Hazard, HazardGroup, Report
+    from .report import Report
+    from .report.model import Hazard, HazardGroup
 
 __all__ = ["__version__", "check", "check_many", "validate", "Report", "HazardGroup", "Hazard"]
 
@@ -24,10 +25,14 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         value = getattr(api, name)
-    elif name in ("Report", "HazardGroup", "Hazard"):
-        from .report import model as report
+    elif name == "Report":
+        from .report import Report
 
-        value = getattr(report, name)
+        value = Report
+    elif name in ("HazardGroup", "Hazard"):
+        from .report import model
+
+        value = getattr(model, name)
     else:
         raise AttributeError(f"module 'tracerace' has no attribute {name!r}")
     globals()[name] = value

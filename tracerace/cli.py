@@ -1,8 +1,10 @@
 """Command line: parses, calls the API, formats. No logic lives here.
 
 Each command catches :class:`~tracerace.errors.TraceError` through
-:func:`_fail`, prints one line to stderr and exits 2. The progress bar of
-``check`` is drawn here (rich), from the API's plain progress callback.
+:func:`_fail`, prints one line to stderr and exits 2. ``check`` runs an
+:class:`~tracerace.api.Check` and hands each batch it gives to the output
+(the formats that write every finding) and to the progress bar, drawn here
+(rich).
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def check(
     otherwise, 2 on bad input (the worst over the traces).
     """
     from . import api
-    from .report import formats
+    from .report import output as outputs
     from .checker.options import DEFAULT_MAX_REPORTS
 
     if max_reports is None:
@@ -122,7 +124,7 @@ def check(
     except TraceError as err:
         raise _fail(err) from None
     if len(paths) != 1 or dask is not None or os.path.isdir(traces[0]):
-        from .checker.many import check_several
+        from .api.many import check_several
 
         code = check_several(paths, fmt=fmt, output=output, engine=engine,
                              max_reports=max_reports, select=select, ignore=ignore,
@@ -131,11 +133,14 @@ def check(
         raise typer.Exit(code)
     trace = paths[0]
     try:
-        with formats.Output(fmt, output, inputs=[trace], source_roots=source_root or ()) as out:
-            with ProgressBar(progress) as bar:
-                report = api.check(trace, engine=engine, max_reports=max_reports,
-                                   select=select, ignore=ignore, progress=bar.update,
-                                   sink=out.sink, jobs=jobs)
+        with outputs.Output(fmt, output, inputs=[trace], source_roots=source_root or ()) as out:
+            options = api.make_options(engine=engine, max_reports=max_reports, select=select,
+                                       ignore=ignore)
+            with api.Check(trace, options, jobs=jobs) as run, ProgressBar(progress) as bar:
+                for batch in run:
+                    bar.update(batch.rows_done, batch.total_rows)
+                    out.take(batch)
+                report = run.report()
             for warning in report.meta.warnings:
                 _say(f"tracerace: warning: {report.meta.path or trace}: {warning}")
             out.write(report)
@@ -223,7 +228,7 @@ def demo_command(
     Exit 1 when a hazard is an error, 0 otherwise, 2 on bad input.
     """
     from . import api, scenarios
-    from .report import formats
+    from .report.output import Output
 
     if list_:
         _echo("\n".join(f"{s.name:<10} {s.title}" for s in scenarios.SCENARIOS.values()))
@@ -237,7 +242,7 @@ def demo_command(
         typer.echo(f"wrote {path}: {scenario.name}, "
                    f"{'the fixed program' if fixed else 'the buggy schedule'}", err=True)
         report = api.check(path, engine=engine)
-        with formats.Output("text") as out:
+        with Output("text") as out:
             out.write(report)
     except TraceError as err:
         raise _fail(err) from None
@@ -342,9 +347,11 @@ def _count(n: float) -> str:
 class ProgressBar:
     """Progress of a check on stderr (rich): rows done / total and events per second.
 
-    ``with ProgressBar(asked) as bar: api.check(..., progress=bar.update)``: the
-    first update (rows done 0, the trace's rows) decides, by
-    :func:`show_progress`, whether progress is shown. On a terminal it is a bar
+    ``with ProgressBar(asked) as bar:``, then ``bar.update(rows_done,
+    total_rows)`` for each batch of an :class:`~tracerace.api.Check` (or
+    ``api.check(..., progress=bar.update)``): the first update (rows done 0,
+    the trace's rows) decides, by :func:`show_progress`, whether progress is
+    shown. On a terminal it is a bar
     on one line that fits the terminal's width (the counts in three digits, the
     bar taking what is left; a total of None, a stream of unknown length,
     draws a pulsing bar). Elsewhere (a CI log, a file) it is a plain line every

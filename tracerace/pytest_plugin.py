@@ -105,7 +105,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def _record_and_check(item: pytest.Function, backend: str) -> None:
     import tracerace
-    from tracerace.report import formats
+    from tracerace.report import output
     from tracerace.errors import TraceError
     from tracerace.record import record
 
@@ -157,7 +157,7 @@ def _record_and_check(item: pytest.Function, backend: str) -> None:
     for fmt in ("sarif", "html"):
         path = folder / f"{stem}.{fmt}"
         try:
-            formats.render(report, fmt, str(path),
+            output.render(report, fmt, str(path),
                            source_roots=config.getoption("tracerace_source_root"))
         except TraceError as err:
             pytest.fail(f"tracerace could not write its {fmt} report: {err}", pytrace=False)

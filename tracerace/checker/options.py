@@ -2,7 +2,7 @@
 
 Options are validated before any trace is read; a bad one raises
 :class:`~tracerace.errors.TraceError` with rule ``usage``. The options are
-kept on the :class:`~tracerace.report.model.Report` (the formats read
+kept on the :class:`~tracerace.report.model.ReportModel` (the formats read
 ``max_reports`` and the kinds it kept).
 """
 

@@ -13,7 +13,7 @@ batch order, so grouping and every report see what a single check gives them.
 :func:`check_shards` runs the shards of one trace, :func:`check_traces` the
 shards of many, on a thread pool: the replay kernels release the GIL, so the
 threads share one compiled engine and the trace file's mapped pages.
-:mod:`tracerace.checker.cluster` runs the same shards as Dask tasks.
+:mod:`tracerace.api.cluster` runs the same shards as Dask tasks.
 """
 
 from __future__ import annotations
@@ -157,6 +157,41 @@ def check_shards(source: Any, shards: int, on_findings: Callable[[np.ndarray], N
     return events[0]
 
 
+class ShardedResult:
+    """What :func:`sharded_checker`'s checker returns: the events replayed."""
+
+    def __init__(self, events: int) -> None:
+        self.events = events
+
+
+def sharded_checker(path: str, shards: int, batch_size: int) -> Callable[..., ShardedResult]:
+    """A checker with the engine's shape (``checker(reader, *, on_findings,
+    progress=None)``) that checks the trace at ``path`` in ``shards`` shards on
+    as many threads (:func:`check_shards`; ``reader``, opened by the caller,
+    is the trace's header). The callbacks come one at a time, from whichever
+    shard thread got there, and ``progress`` counts the trace's rows (each
+    shard's share of them)."""
+
+    def run(reader: Any, *, on_findings: Callable[[np.ndarray], None],
+            progress: Callable[[int], None] | None = None) -> ShardedResult:
+        lock = threading.Lock()
+
+        def found(findings: np.ndarray) -> None:
+            with lock:
+                on_findings(findings)
+
+        def moved(rows: float) -> None:
+            with lock:
+                progress(round(rows / shards))  # type: ignore[misc]
+
+        with ThreadPoolExecutor(max_workers=shards, thread_name_prefix="tracerace-shard") as pool:
+            events = check_shards(path, shards, found, batch_size=batch_size, pool=pool,
+                                  progress=None if progress is None else moved)
+        return ShardedResult(events)
+
+    return run
+
+
 def _shard_task(source, k, shards, merger, progress, batch_size, engine_options):
     def task() -> int:
         return run_shard(source, k, shards, lambda i, rows: merger.add(k, i, rows),
@@ -233,66 +268,6 @@ def check_traces(sources: Sequence[Any], jobs: int,
             except Exception as err:  # noqa: BLE001 - handed to the caller per trace
                 out.append(err)
     return out
-
-
-def check_reports(sources: Sequence[str], options: Any, jobs: int, *,
-                  keep_findings: bool = False, sinks: Sequence[Any] | None = None,
-                  progress: Callable[[int, int | None], None] | None = None,
-                  shards: Sequence[int] | None = None,
-                  **engine_options: Any) -> list[Any]:
-    """The report of each trace of ``sources`` (paths), checked in shards on
-    ``jobs`` threads (:func:`check_traces`), or the
-    :class:`~tracerace.errors.TraceError` that stopped it: what
-    :func:`tracerace.api.check` gives for each, findings grouped as it groups
-    them. ``sinks[t]`` (or None) takes trace ``t``'s findings as they come.
-    ``progress(rows_done, total_rows)`` counts the rows of all the traces."""
-    from ..group.groups import GroupBuilder
-    from .notice import CompileNotice
-    from ..trace.reader import decode_pool, open_trace
-    from ..report.model import Report
-
-    sinks = list(sinks) if sinks is not None else [None] * len(sources)
-    if shards is None:
-        shards = [shards_per_trace(jobs, len(sources))] * len(sources)
-    results: list[Any] = [None] * len(sources)
-    builders: dict[int, Any] = {}
-    metas: dict[int, Any] = {}
-    with CompileNotice(), decode_pool():
-        for t, source in enumerate(sources):
-            try:
-                with open_trace(source, batch_size=options.batch_size) as reader:
-                    metas[t] = reader.meta
-                builders[t] = GroupBuilder(metas[t], options.kinds, keep_findings=keep_findings)
-                if sinks[t] is not None:
-                    sinks[t].open(metas[t])
-            except Exception as err:  # noqa: BLE001 - the trace's result
-                results[t] = trace_error(err, source)
-        todo = [t for t in range(len(sources)) if results[t] is None]
-        total = sum(metas[t].num_rows or 0 for t in todo)
-        weights = {t: 1 / shards[t] for t in todo}
-        counter = None
-        if progress is not None:
-            progress(0, total)
-            counter = lambda rows: progress(round(rows), total)  # noqa: E731
-        done = check_traces([sources[t] for t in todo], jobs,
-                            [_consumer(builders[t], sinks[t]) for t in todo],
-                            batch_size=options.batch_size, shards=[shards[t] for t in todo],
-                            progress=counter, weights=[weights[t] for t in todo],
-                            **engine_options)
-    for t, outcome in zip(todo, done):
-        if isinstance(outcome, BaseException):
-            results[t] = trace_error(outcome, sources[t])
-        else:
-            results[t] = Report(outcome, metas[t], builders[t].table(), options)
-    return results
-
-
-def _consumer(builder: Any, sink: Any) -> Callable[[np.ndarray], None]:
-    def on_findings(findings: np.ndarray) -> None:
-        kept, groups = builder.add(findings)
-        if sink is not None:
-            sink.write(kept, groups)
-    return on_findings
 
 
 def trace_error(err: BaseException, source: Any) -> Any:

@@ -28,7 +28,7 @@ extending the one before (an IPC dictionary delta: write with
 
 Columns are built with NumPy and Arrow compute; sentences are worded once
 per distinct set of the fields they read (:data:`~tracerace.report.explain.UNWORDED`).
-A group whose fix is an atomic update (:attr:`~tracerace.report.model.Report.updates`:
+A group whose fix is an atomic update (:attr:`~tracerace.report.model.ReportModel.updates`:
 known only when every group is) gives each of its findings its group's hint.
 """
 
@@ -358,7 +358,7 @@ def link_columns(groups: np.ndarray, links: Mapping[int, Link]) -> list[pa.Array
 
 def name_bytes(meta: TraceMeta, space: np.ndarray, owner: np.ndarray, addr: np.ndarray,
                size: np.ndarray, launch: np.ndarray) -> tuple[pa.Array, pa.Array]:
-    """(element, location) of each finding's bytes, as :func:`tracerace.report.model.locate`
+    """(element, location) of each finding's bytes, as :func:`tracerace.report.locations.locate`
     words them, for whole columns at once."""
     n = len(addr)
     has = size > 0
@@ -462,7 +462,7 @@ def _hex(values: np.ndarray) -> pa.Array:
 
 def _byte_ranges(space: np.ndarray, owner: np.ndarray, addr: np.ndarray,
                  size: np.ndarray) -> pa.Array:
-    """:func:`tracerace.report.model.byte_range` of each finding."""
+    """:func:`tracerace.report.locations.byte_range` of each finding."""
     owners = pc.cast(pa.array(owner), pa.string())
     where = _SPACE_DICT.take(pa.array(space.astype(np.int64)))
     where = pc.if_else(pa.array(space == Space.SHARED),

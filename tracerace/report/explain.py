@@ -65,9 +65,10 @@ def agent_text(launch: int, block: int, thread: int, meta: TraceMeta | None = No
     return text if launch == 0 else f"{text} of launch {launch}"
 
 
-class _View:
+class FindingView:
     """A finding's fields as int attributes (``v.prev_thread``), with the few words
-    every sentence needs."""
+    every sentence needs: what explanations and fix hints (:mod:`.hints`) read
+    of a finding."""
 
     def __init__(self, f: Mapping[str, Any], meta: TraceMeta | None) -> None:
         # Plain int attributes: a sentence reads a dozen fields, and numpy
@@ -136,7 +137,7 @@ def scope_name(scope: int) -> str:
     return Scope(scope).name.lower() if scope in Scope._value2member_map_ else f"scope {scope}"
 
 
-def _weak_sync(v: _View, n1: str) -> str:
+def _weak_sync(v: FindingView, n1: str) -> str:
     """A race after a release/acquire that did not synchronize (RACE_WEAK_SYNC)."""
     rel, acq, need, how = reasons.weak_sync_parts(v.aux)
     who_rel, who_acq = v.thread_of(True), v.thread_of()
@@ -160,7 +161,7 @@ _FENCE_NAMES = {1: "global", 2: "shared", 4: "local"}
 _OPENCL_FENCE = {0: "CLK_GLOBAL_MEM_FENCE", 1: "CLK_LOCAL_MEM_FENCE"}
 
 
-def _unfenced_barrier(v: _View, n1: str, n2: str) -> str:
+def _unfenced_barrier(v: FindingView, n1: str, n2: str) -> str:
     """A race across a barrier whose fence_spaces leave out the memory (RACE_UNFENCED_BARRIER)."""
     memory = Space(v.space).name.lower()
     fenced = [name for bit, name in _FENCE_NAMES.items() if v.aux & bit and bit != 4]
@@ -171,7 +172,7 @@ def _unfenced_barrier(v: _View, n1: str, n2: str) -> str:
             f"make it fence {memory} memory too" + (f" ({hint} in OpenCL)" if hint else ""))
 
 
-def _race(v: _View) -> str:
+def _race(v: FindingView) -> str:
     n1, n2 = _RACE_NOUNS[HazardKind(v.kind)]
     if v.code == reasons.RACE_WEAK_SYNC and v.prev_launch == v.launch:
         return _weak_sync(v, "atomic" if v.prev_op == int(Op.ATOMIC) else n1)
@@ -211,7 +212,7 @@ def _race(v: _View) -> str:
     return f"no barrier between them: {first}, {second}{launch}"
 
 
-def _uninit_read(v: _View) -> str:
+def _uninit_read(v: FindingView) -> str:
     reader = v.who()
     if v.op == int(Op.ATOMIC):
         reader = f"the atomic by {reader}"
@@ -221,7 +222,7 @@ def _uninit_read(v: _View) -> str:
     return text
 
 
-def _async_inflight(v: _View) -> str:
+def _async_inflight(v: FindingView) -> str:
     issuer, at, access = v.agent(True), v.at(True), v.access()
     group = f"group {v.aux}" if v.aux >= 0 else "an uncommitted group"
     bulk_group = f"bulk group {v.aux}" if v.aux >= 0 else "an uncommitted bulk group"
@@ -238,7 +239,7 @@ def _async_inflight(v: _View) -> str:
     return f"an async copy issued{at} by {issuer} was still in flight at {access}"
 
 
-def _proxy_fence(v: _View) -> str:
+def _proxy_fence(v: FindingView) -> str:
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         site = v.meta.site_text(v.aux)
         wait = f"the cp_async_wait at {site}" if site else "the cp_async_wait"
@@ -251,7 +252,7 @@ def _proxy_fence(v: _View) -> str:
             f"{v.agent(True)} between the write and the release that orders them")
 
 
-def _sync_alias(v: _View) -> str:
+def _sync_alias(v: FindingView) -> str:
     wait = f"the wait{v.at()} by {v.agent()}"
     signal = f"the signal{v.at(True)} by {v.agent(True)}"
     if v.code == reasons.ALIAS_CROSSED:
@@ -267,7 +268,7 @@ def _sync_alias(v: _View) -> str:
 CLUSTER_ARRIVALS = frozenset({int(Op.CLUSTER_ARRIVE), int(Op.CLUSTER_ARRIVE_RELAXED)})
 
 
-def _barrier_mismatch(v: _View) -> str:
+def _barrier_mismatch(v: FindingView) -> str:
     if v.op in CLUSTER_ARRIVALS:  # obj: the cluster
         where = f"the barrier of cluster {v.obj}"
     else:
@@ -287,7 +288,7 @@ def _barrier_mismatch(v: _View) -> str:
     return f"{where}: {_reason_or(v, 'barrier arrivals do not match')}"
 
 
-def _mbarrier_misuse(v: _View) -> str:
+def _mbarrier_misuse(v: FindingView) -> str:
     bar, who, at, op = f"mbarrier {v.obj_hex}", v.thread_of(), v.at(), op_name(v.op)
     if v.code == reasons.MBAR_BEFORE_INIT:
         return f"{who} used {bar} ({op}){at} before any mbar_init"
@@ -309,7 +310,7 @@ def _mbarrier_misuse(v: _View) -> str:
     return f"{bar}: {_reason_or(v, 'misused')} by {who}{at}"
 
 
-def _reason_or(v: _View, default: str) -> str:
+def _reason_or(v: FindingView, default: str) -> str:
     return reason_text(v.kind, v.code) or default
 
 
@@ -318,7 +319,7 @@ def reason_text(kind: int, code: int) -> str | None:
     return reasons.NAMES.get(HazardKind(kind).label, {}).get(code)
 
 
-_EXPLAIN: dict[HazardKind, Callable[[_View], str]] = {
+_EXPLAIN: dict[HazardKind, Callable[[FindingView], str]] = {
     HazardKind.RAW: _race,
     HazardKind.WAR: _race,
     HazardKind.WAW: _race,
@@ -333,7 +334,7 @@ _EXPLAIN: dict[HazardKind, Callable[[_View], str]] = {
 
 def explain(finding: Mapping[str, Any], meta: TraceMeta | None = None) -> str:
     """One sentence saying why ``finding`` is a hazard (no trailing period)."""
-    return _EXPLAIN[HazardKind(int(finding["kind"]))](_View(finding, meta))
+    return _EXPLAIN[HazardKind(int(finding["kind"]))](FindingView(finding, meta))
 
 
 UNWORDED = frozenset({"row", "ts", "prev_ts", "owner", "addr", "size"})

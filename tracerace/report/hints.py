@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..checker import reasons
-from .explain import CLUSTER_ARRIVALS, NO_GENERATION, _View, scope_name
+from .explain import CLUSTER_ARRIVALS, NO_GENERATION, FindingView, scope_name
 from ..trace.meta import TraceMeta
 from ..trace.ops import HazardKind, Op, Scope, Space
 
@@ -139,7 +139,7 @@ def line_of(site: str | None, fallback: str) -> str:
 class _Words:
     """The two lines of a finding, as a hint names them, in the producer's language."""
 
-    def __init__(self, v: _View) -> None:
+    def __init__(self, v: FindingView) -> None:
         self.v = v
         meta = v.meta
         self.lang = language_of(meta.producer)
@@ -169,7 +169,7 @@ class _Words:
         return v.obj_hex
 
 
-def _update(v: _View, w: _Words, buffer: str | None) -> Hint:
+def _update(v: FindingView, w: _Words, buffer: str | None) -> Hint:
     """A race of a read-modify-write by many threads: an atomic update."""
     what = f"`{buffer}`" if buffer else "these bytes"
     read, write = v.update
@@ -183,7 +183,7 @@ def _update(v: _View, w: _Words, buffer: str | None) -> Hint:
                 site)
 
 
-def _race(v: _View, w: _Words, buffer: str | None) -> Hint | None:
+def _race(v: FindingView, w: _Words, buffer: str | None) -> Hint | None:
     if v.prev_launch != v.launch:
         return None  # a checker bug (see explain): nothing to fix in the kernel
     if v.update:
@@ -236,7 +236,7 @@ def _race(v: _View, w: _Words, buffer: str | None) -> Hint | None:
                 f"{v.thread_of(launch=False)} waits for before {w.l2}", w.site2)
 
 
-def _uninit_read(v: _View, w: _Words, buffer: str | None) -> Hint:
+def _uninit_read(v: FindingView, w: _Words, buffer: str | None) -> Hint:
     what = buffer or {int(Space.SHARED): "this shared memory", int(Space.LOCAL): "this local memory"
                       }.get(v.space, "these bytes")
     if v.space == int(Space.SHARED):
@@ -251,7 +251,7 @@ def _uninit_read(v: _View, w: _Words, buffer: str | None) -> Hint:
                 f"orders the read", w.site2)
 
 
-def _async_inflight(v: _View, w: _Words, buffer: str | None) -> Hint:
+def _async_inflight(v: FindingView, w: _Words, buffer: str | None) -> Hint:
     other = v.prev_thread != v.thread or v.prev_block != v.block
     then = (f"; {v.thread_of(True)} issued it, so the wait is theirs: follow it with a barrier "
             f"before {v.thread_of()} goes on" if other else "")
@@ -269,7 +269,7 @@ def _async_inflight(v: _View, w: _Words, buffer: str | None) -> Hint:
     return Hint(f"wait for the async copy issued at {w.l1} before {w.l2}", w.site2)
 
 
-def _proxy_fence(v: _View, w: _Words, buffer: str | None) -> Hint:
+def _proxy_fence(v: FindingView, w: _Words, buffer: str | None) -> Hint:
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         wait_site = v.meta.site_text(v.aux)
         wait = line_of(wait_site, "the cp.async wait that retires the copy")
@@ -279,13 +279,13 @@ def _proxy_fence(v: _View, w: _Words, buffer: str | None) -> Hint:
                 f"release that orders it with the async-proxy access at {w.l2}", w.site1)
 
 
-def _sync_alias(v: _View, w: _Words, buffer: str | None) -> Hint:
+def _sync_alias(v: FindingView, w: _Words, buffer: str | None) -> Hint:
     return Hint(f"give each hand-off its own flag: flag {v.obj} carries the signal at {w.l1} "
                 f"and the wait at {w.l2} of another protocol; move one of the protocols to a "
                 f"flag id nothing else uses", w.site1)
 
 
-def _barrier_mismatch(v: _View, w: _Words, buffer: str | None) -> Hint | None:
+def _barrier_mismatch(v: FindingView, w: _Words, buffer: str | None) -> Hint | None:
     if v.op in CLUSTER_ARRIVALS:
         if v.code == reasons.BAR_ARG_DISAGREES:
             return Hint(f"count every thread of cluster {v.obj} in each `barrier.cluster.arrive`: "
@@ -305,7 +305,7 @@ def _barrier_mismatch(v: _View, w: _Words, buffer: str | None) -> Hint | None:
     return None
 
 
-def _mbarrier_misuse(v: _View, w: _Words, buffer: str | None) -> Hint | None:
+def _mbarrier_misuse(v: FindingView, w: _Words, buffer: str | None) -> Hint | None:
     bar = w.obj_name()
     if v.code == reasons.MBAR_BEFORE_INIT:
         return Hint(f"`mbarrier.init` on {bar} before {w.l2} (then a fence and a barrier so "
@@ -328,7 +328,7 @@ def _mbarrier_misuse(v: _View, w: _Words, buffer: str | None) -> Hint | None:
     return None
 
 
-_HINTS: dict[HazardKind, Callable[[_View, _Words, str | None], Hint | None]] = {
+_HINTS: dict[HazardKind, Callable[[FindingView, _Words, str | None], Hint | None]] = {
     HazardKind.RAW: _race,
     HazardKind.WAR: _race,
     HazardKind.WAW: _race,
@@ -347,7 +347,7 @@ def hint(finding: Mapping[str, Any], meta: TraceMeta | None = None,
     fields), or None when the trace shows nothing to change (a checker bug).
     ``update``: the (read line, write line) of the read-modify-write by many
     threads the race is part of (:func:`updates`): an atomic update is the fix."""
-    v = _View(finding, meta)
+    v = FindingView(finding, meta)
     v.update = update
     v.op_label = Op(v.op).label if v.op in Op._value2member_map_ else f"op{v.op}"
     return _HINTS[HazardKind(int(v.kind))](v, _Words(v), buffer)

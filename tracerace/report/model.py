@@ -1,6 +1,6 @@
-"""A checker's findings, grouped and worded for people and tools.
+"""A checker's findings, grouped: the report's model, which every format lays out.
 
-:class:`Report` wraps the :class:`~tracerace.group.groups.GroupTable` of a check
+:class:`ReportModel` wraps the :class:`~tracerace.group.groups.GroupTable` of a check
 (the findings folded into groups as they were found: kind, earlier site,
 later site and the agents' roles; exact counts; a few examples per group)
 with the trace's metadata. A kernel bug usually shows up as thousands of
@@ -9,16 +9,18 @@ a count and one example. Groups are ordered errors first, then by the row of
 their first member. Only what a format shows is worded: a group's example
 and its explanation are built when first read.
 
-Everything here works without the trace: the formats in
-:mod:`tracerace.report.formats` only read a :class:`Report`.
+Everything here works without the trace. The model holds data and the few
+sentences several outputs share (the summary line, what ``max_reports`` left
+out, a group's bytes); each format in :mod:`tracerace.report.formats` lays it
+out itself. :class:`tracerace.report.Report` is the model with a call to the
+text, JSON and Arrow layouts (``to_text()``, ``to_json()``, ``to_arrow()``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +28,6 @@ from ..trace.coords import FLAT_LEGEND
 from .explain import explain_all
 from ..checker.findings import FIELDS, NO_ROW, CheckResult
 from ..group.groups import ROLE_NAMES, GroupTable, group_findings, stable_order
-from .arrow_report import report_table
 from .hazards import (KIND_NAMES, RACE_KINDS, SEVERITY_NAMES, Access, Hazard, Link,
                       hazard_from_record)
 from .hints import PLAIN_OPS, Hint, buffer_name, hint, site_lines, updates
@@ -34,45 +35,22 @@ from .locations import byte_range, locate_all, merge_ranges, name_range, space_n
 from ..trace.meta import TraceMeta
 from ..checker.options import CheckOptions
 from ..trace.ops import HazardKind, Space
-from ..shown import shown
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-__all__ = ["Access", "Hazard", "HazardGroup", "JSON_VERSION", "Link", "Report"]
-
-JSON_VERSION = 1
-"""``version`` of the JSON report (``schemas/report-v1.schema.json``): fields are
-only ever added within a version; a change to an existing one is a new version."""
-
-# -- the text report's layout (tracerace.report.formats.text writes it, coloured on a terminal)
-
-Line = list[tuple[str, "str | None"]]
-"""A line of the text report as (text, role) spans; plain text joins the texts. A
-role says what a span is (``error``, ``warning``, ``clean``, ``kind``, ``site``,
-``label``, ``note``) for a format that colours it; None: plain."""
+__all__ = ["Access", "Hazard", "HazardGroup", "Link", "ReportModel"]
 
 MAX_LOCATIONS = 6
 """Distinct elements / byte ranges listed per group before the count of all of them."""
-
-WIDTH = 100
-"""Long field values (why, hint, bytes) are wrapped to this many columns."""
-
-_INDENT = 11
-"""Columns before a field's value (two spaces and the label)."""
-
-NO_SITE = "<no site>"
 
 
 class HazardGroup:
     """The findings of one group (see :mod:`tracerace.group.groups` for the key): one
     kind between one earlier site and one later site, with the same agents' roles.
 
-    Built on demand from a :class:`Report`'s group table: the example (and its
+    Built on demand from a :class:`ReportModel`'s group table: the example (and its
     explanation) is worded on first use only.
     """
 
-    def __init__(self, report: "Report", gid: int) -> None:
+    def __init__(self, report: ReportModel, gid: int) -> None:
         self._report = report
         self.id = gid
         """The group's id: groups are numbered in the order their first finding
@@ -111,7 +89,7 @@ class HazardGroup:
 
     @cached_property
     def indices(self) -> np.ndarray:
-        """Positions of the members kept in :attr:`Report.findings`, by row
+        """Positions of the members kept in :attr:`ReportModel.findings`, by row
         (every member when the report keeps every finding, else the first
         :data:`~tracerace.group.groups.EXAMPLES`)."""
         return self._report.members(self.id)
@@ -136,14 +114,14 @@ class HazardGroup:
     def hint(self) -> Hint | None:
         """What to change, from the example (:mod:`tracerace.report.hints`); an atomic
         update when the group is a read-modify-write by many threads
-        (:attr:`Report.updates`)."""
+        (:attr:`ReportModel.updates`)."""
         return hint(self._record, self._report.meta, buffer_name(self.example.element),
                     update=self._report.update_lines.get(self.id))
 
     @cached_property
     def linked(self) -> Link | None:
         """For a race: the crossed wait of its later access's thread that most likely
-        caused it (:meth:`Report.link`); else None. Every format shows it."""
+        caused it (:meth:`ReportModel.link`); else None. Every format shows it."""
         if self.kind not in RACE_KINDS:
             return None
         ex = self.example.second
@@ -217,57 +195,10 @@ class HazardGroup:
             return f"thread {ex.owner}"
         return None
 
-    def text_lines(self) -> list[Line]:
-        """The group in the text report: the headline, the accesses, the bytes, why,
-        the fix, and the link to a crossed wait with its fix."""
-        ex = self.example
-        head: Line = [(self.severity, self.severity), (" ", None), (self.kind, "kind"),
-                      (f": {self.count:,} hazard{'' if self.count == 1 else 's'}", None)]
-        if ex.first is not None and (self.first_site or self.second_site):
-            head += [(" between ", None), (self.first_site or NO_SITE, "site"),
-                     (" and ", None), (self.second_site or NO_SITE, "site")]
-        elif self.second_site:
-            head += [(" at ", None), (self.second_site, "site")]
-        lines = [head]
-        if ex.first is not None:
-            lines += field_lines("earlier", ex.first.text)
-            lines += field_lines("later", ex.second.text)
-        else:
-            lines += field_lines("access", ex.second.text)
-        if ex.location is not None:
-            lines += field_lines("bytes", self.bytes_text())
-        lines += field_lines("why", ex.explanation)
-        if self.hint is not None:
-            lines += field_lines("fix", self.hint.text)
-        if self.linked is not None:
-            lines += field_lines("linked", self.linked.text)
-            lines += field_lines("fix", self.linked.hint.text)
-        return lines
-
-    def to_json(self) -> dict[str, Any]:
-        """A group of the JSON report (``schemas/report-v1.schema.json``): what the
-        text report says of it, and the example's fields."""
-        ex = self.example
-        hint_ = self.hint
-        return {
-            "kind": self.kind, "severity": self.severity, "count": self.count,
-            "space": ex.space, "addr": ex.addr, "size": ex.size,
-            "first": ex.first.to_json() if ex.first is not None else None,
-            "second": ex.second.to_json(),
-            "element": ex.element, "explanation": ex.explanation,
-            "obj": ex.obj, "reason": ex.reason,
-            "group": self.id, "first_site": self.first_site, "second_site": self.second_site,
-            "roles": {"earlier": self.earlier_role, "later": self.later_role},
-            "owner": ex.owner, "owner_text": self.owner_text, "location": ex.location,
-            "locations": list(self.locations), "byte_ranges": self.byte_ranges,
-            "span": self.span, "code": ex.code, "aux": ex.aux,
-            "hint": hint_.to_json() if hint_ is not None else None,
-            "linked": self.linked.to_json() if self.linked is not None else None,
-        }
 
 
 @dataclass(frozen=True, eq=False)
-class Report:
+class ReportModel:
     """The outcome of one check: events replayed, the groups of its findings
     (:class:`~tracerace.group.groups.GroupTable`), exact counts, the options."""
 
@@ -278,7 +209,7 @@ class Report:
 
     @classmethod
     def from_result(cls, result: CheckResult, meta: TraceMeta,
-                    options: CheckOptions | None = None) -> Report:
+                    options: CheckOptions | None = None) -> ReportModel:
         """The report of a checker's whole findings array (every finding kept)."""
         kinds = None if options is None else options.kinds
         return cls(result.events, meta, group_findings(result.findings, meta, kinds), options)
@@ -507,98 +438,5 @@ class Report:
             return None
         return FLAT_LEGEND
 
-    # -- exports --------------------------------------------------------------
-
-    def text_blocks(self) -> Iterator[list[Line]]:
-        """The text report: the lines of each shown group (:meth:`HazardGroup.text_lines`),
-        then the closing lines (legend, what ``max_reports`` left out, the summary)."""
-        for group in self.shown_groups:
-            yield _shown_lines(group.text_lines()) + [[]]
-        end = []
-        if self.legend is not None:
-            end += field_lines("agents", self.legend[len("agents are "):], "note")
-        omitted = self.omitted_line()
-        if omitted:
-            end.append([(omitted, "note")])
-        role = "error" if self.errors else ("warning" if self.warnings else "clean")
-        end.append([(self.summary_line(), role)])
-        yield _shown_lines(end)
-
-    def to_text(self) -> str:
-        """The text report, as ``tracerace check`` prints it to a file."""
-        return "".join("".join(text for text, _ in line) + "\n"
-                       for lines in self.text_blocks() for line in lines)
-
-    def __str__(self) -> str:
-        return self.to_text()
-
-    def json_head(self) -> dict[str, Any]:
-        """The JSON report's fields other than ``hazards``, in order."""
-        meta = self.meta
-        out: dict[str, Any] = {"version": JSON_VERSION, "events": self.events,
-                               "trace": meta.path, "producer": meta.producer,
-                               "warnings": list(meta.warnings),
-                               "launches": [d.to_json() for d in meta.launches],
-                               "legend": self.legend}
-        return out
-
-    def json_tail(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"summary": self.summary, "summary_line": self.summary_line(),
-                               "groups": self.group_count}
-        if self.omitted_groups:
-            out["hazards_omitted"] = self.omitted_groups
-        if self.filtered:
-            out["filtered"] = self.filtered
-        return out
-
-    def to_json(self) -> dict[str, Any]:
-        """The pinned JSON report. ``hazards`` holds the shown groups;
-        ``hazards_omitted`` appears only when ``max_reports`` left groups out,
-        ``filtered`` (findings per kind) only when ``select``/``ignore`` dropped some."""
-        return {**self.json_head(), "hazards": [g.to_json() for g in self.shown_groups],
-                **self.json_tail()}
-
-    def to_arrow(self) -> pa.Table:
-        """One row per finding of :attr:`findings` (not grouped), flat columns
-        (:mod:`tracerace.report.arrow_report`)."""
-        return report_table(self.meta, self.findings, self.group_of(), self.events, self.links,
-                            self.update_hints)
-
-
-def _shown_lines(lines: list[Line]) -> list[Line]:
-    """``lines`` with the trace's text in them (sites, names) shown escaped: a site
-    holding a terminal escape or a newline cannot act on the terminal or forge a
-    line of the report (:func:`~tracerace.shown.shown`)."""
-    return [[(shown(text), role) for text, role in line] for line in lines]
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"
-
-
-def field_lines(label: str, value: str, role: str | None = None) -> list[Line]:
-    """``  label:   value``, the value wrapped to :data:`WIDTH` columns under itself."""
-    pieces = _wrap(value, WIDTH - _INDENT)
-    lines: list[Line] = [[("  ", None), (f"{label + ':':9}", "label"), (pieces[0], role)]]
-    lines += [[(" " * _INDENT, None), (piece, role)] for piece in pieces[1:]]
-    return lines
-
-
-def _wrap(value: str, width: int) -> list[str]:
-    """``value`` in lines of at most ``width`` characters, broken at spaces (a word
-    longer than a line gets a line of its own). What ``textwrap.wrap`` does for
-    this text, at a fraction of its cost: most values fit on one line."""
-    if len(value) <= width:
-        return [value]
-    lines: list[str] = []
-    line = ""
-    for word in value.split(" "):
-        if not word:
-            continue
-        if line and len(line) + 1 + len(word) > width:
-            lines.append(line)
-            line = word
-        else:
-            line = f"{line} {word}" if line else word
-    lines.append(line)
-    return lines

@@ -14,7 +14,7 @@ by both protocols, which can be after the race. So the batches are written
 with those columns null, and when the finished report has links they are read
 back and written again with them; so are the hints of the groups whose fix
 is an atomic update, known only when every group is
-(:attr:`~tracerace.report.model.Report.updates`). A path's file is read back in place; a
+(:attr:`~tracerace.report.model.ReportModel.updates`). A path's file is read back in place; a
 stream that cannot be read back (stdout) gets the batches through a temporary
 file, copied to it when the check ends.
 """
@@ -29,11 +29,11 @@ from typing import IO, Any
 import numpy as np
 import pyarrow as pa
 
-from ..arrow_report import WRITE_OPTIONS, Columns, link_columns, schema_for
+from ..arrow_report import WRITE_OPTIONS, Columns, link_columns, report_table, schema_for
 from ..hazards import Link
 from ..hints import Hint
 from ...trace.meta import TraceMeta
-from ..model import Report
+from ..model import ReportModel
 
 NAME = "arrow"
 BINARY = True
@@ -41,11 +41,18 @@ BINARY = True
 COPY_CHUNK = 1 << 20
 
 
-def write(report: Report, stream: IO[bytes]) -> None:
+def write(report: ReportModel, stream: IO[bytes]) -> None:
     """``report`` as an IPC stream."""
-    table = report.to_arrow()
+    table = to_arrow(report)
     with pa.ipc.new_stream(stream, table.schema, options=WRITE_OPTIONS) as writer:
         writer.write_table(table)
+
+
+def to_arrow(report: ReportModel) -> pa.Table:
+    """One row per finding the report keeps (not grouped), flat columns
+    (:mod:`tracerace.report.arrow_report`)."""
+    return report_table(report.meta, report.findings, report.group_of(), report.events,
+                        report.links, report.update_hints)
 
 
 class FindingsWriter:
@@ -85,7 +92,7 @@ class FindingsWriter:
         if len(findings):
             self._writer.write_batch(self._columns.batch(findings, groups))
 
-    def close(self, report: Report | None = None, exact: bool = True) -> None:
+    def close(self, report: ReportModel | None = None, exact: bool = True) -> None:
         """End the output: with ``report``'s links (None: the check failed, and
         ``out`` is left as it is)."""
         if self._writer is not None:

@@ -16,7 +16,7 @@ Arrow output's), binned into at most :data:`HEAT_ROWS` x :data:`HEAT_COLS`
 cells; only the first :data:`DETAIL_GROUPS` groups get source and timeline,
 the rest of the shown groups (at most :data:`TABLE_GROUPS`) a table row; the
 counts are the report's exact totals. A report rendered without a check's
-sink (``formats.render(report, "html")``) draws the heatmaps from the
+sink (``output.render(report, "html")``) draws the heatmaps from the
 findings the report kept and says so.
 
 Everything from the trace (sites, buffer and kernel names, producer text) is
@@ -43,7 +43,7 @@ import numpy as np
 
 from ...trace.meta import Buffer, TraceMeta
 from ...trace.ops import Space
-from ..model import HazardGroup, Report
+from ..model import HazardGroup, ReportModel
 from ..sources import SourceRoots
 from ...version import tool_version
 from .sarif import SITE_RE
@@ -77,7 +77,7 @@ TAKES_SOURCE_ROOTS = True
 """``write`` and ``FindingsWriter`` take ``source_roots`` (the files source lines come from)."""
 
 
-def write(report: Report, stream: IO[str], *,
+def write(report: ReportModel, stream: IO[str], *,
           source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
     """The page of ``report``, heatmaps from the findings it kept; source lines
     only from files inside ``source_roots`` (none: no file is read)."""
@@ -109,7 +109,7 @@ class FindingsWriter:
     def write(self, findings: np.ndarray, groups: np.ndarray) -> None:
         self._heat.add(findings)
 
-    def close(self, report: Report | None = None, exact: bool = True) -> None:
+    def close(self, report: ReportModel | None = None, exact: bool = True) -> None:
         if report is None:
             return
         page = render_page(report, self._heat, exact=exact, source_roots=self._roots)
@@ -306,7 +306,7 @@ def shorten(text: str, limit: int) -> str:
     return f"{text[:limit]}\u2026 [{len(text) - limit:,} more characters not shown]"
 
 
-def bounded(report: Report) -> Report:
+def bounded(report: ReportModel) -> ReportModel:
     """``report`` over metadata whose text from the trace is cut: sites, the
     producer and buffer names to :data:`SITE_CHARS`, warnings to
     :data:`WARNING_CHARS`. So a huge site adds a few hundred characters to
@@ -511,7 +511,7 @@ def _windows(groups: list[HazardGroup]) -> list:
     return out
 
 
-def _lanes(report: Report, groups: list[HazardGroup]) -> list[list] | None:
+def _lanes(report: ReportModel, groups: list[HazardGroup]) -> list[list] | None:
     """The timelines of ``groups`` from the trace file, or None when it cannot be read."""
     from ...errors import TraceError
     from ..timeline import timelines
@@ -545,7 +545,7 @@ def _snippets(sources: Sources, example: Any) -> list[tuple[str, dict[str, Any]]
     return out
 
 
-def render_page(report: Report, heat: Heat, *, exact: bool,
+def render_page(report: ReportModel, heat: Heat, *, exact: bool,
                 source_roots: SourceRoots | None = None) -> str:
     import jinja2
 

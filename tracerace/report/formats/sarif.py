@@ -32,7 +32,7 @@ from urllib.parse import quote
 from ..explain import KIND_TITLES
 from ..hazards import Access
 from ...trace.ops import HazardKind
-from ..model import HazardGroup, Report
+from ..model import HazardGroup, ReportModel
 from ...shown import shown
 from ..sources import SourceRoots
 from ...version import tool_version
@@ -52,7 +52,7 @@ TAKES_SOURCE_ROOTS = True
 """``write`` takes ``source_roots``: site paths are made relative to them."""
 
 
-def write(report: Report, stream: IO[str], *,
+def write(report: ReportModel, stream: IO[str], *,
           source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
     """Result by result, as each group is worded."""
     roots = SourceRoots.of(source_roots)
@@ -60,14 +60,14 @@ def write(report: Report, stream: IO[str], *,
     stream.write("\n")
 
 
-def to_sarif(report: Report, *,
+def to_sarif(report: ReportModel, *,
              source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> dict[str, Any]:
     """The whole SARIF document as a dict."""
     roots = SourceRoots.of(source_roots)
     return _document(report, [_result(g, roots) for g in report.shown_groups])
 
 
-def _document(report: Report, results: list | Items) -> dict[str, Any]:
+def _document(report: ReportModel, results: list | Items) -> dict[str, Any]:
     run: dict[str, Any] = {
         "tool": {"driver": {
             "name": "tracerace",

@@ -2,7 +2,7 @@
 tasks (``pip install 'tracerace[dask]'``; ``docs/parallel.md``).
 
     from distributed import Client
-    from tracerace.checker.cluster import check_on_cluster
+    from tracerace.api.cluster import check_on_cluster
 
     reports = check_on_cluster(["s3://bucket/a.arrow", "/shared/b.arrow"],
                                Client("tcp://scheduler:8786"))
@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import TraceError
-from .options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, make_options, usage
+from ..checker.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, make_options, usage
 
 
 def client_for(address: str) -> Any:
@@ -61,9 +61,10 @@ def check_on_cluster(sources: Iterable[str], client: Any, *, engine: str = "numb
     from distributed import as_completed
 
     from ..group.groups import GroupBuilder
-    from .parallel import _consumer, merge_rows, shards_per_trace
-    from .engine.races import records
-    from ..report.model import Report
+    from ..checker.parallel import merge_rows, shards_per_trace
+    from .sharded import consumer
+    from ..checker.engine.races import records
+    from ..report import Report
 
     options = make_options(engine=engine, max_reports=max_reports, select=select, ignore=ignore,
                            batch_size=batch_size)
@@ -109,7 +110,7 @@ def check_on_cluster(sources: Iterable[str], client: Any, *, engine: str = "numb
         builder = GroupBuilder(metas[t], options.kinds, keep_findings=keep_findings)
         if sinks[t] is not None:
             sinks[t].open(metas[t])
-        consume = _consumer(builder, sinks[t])
+        consume = consumer(builder, sinks[t])
         for i in range(len(outs[0][1])):
             consume(records(merge_rows([o[1][i] for o in outs])))
         results[t] = Report(outs[0][0], metas[t], builder.table(), options)
@@ -157,7 +158,7 @@ def _shard_task(source: str, k: int, shards: int, batch_size: int,
                 engine_options: dict) -> tuple[Any, ...]:
     """(On a worker.) Shard ``k`` of ``shards`` of ``source``: (events, the
     findings rows of each batch), or its error as a tuple."""
-    from .parallel import run_shard
+    from ..checker.parallel import run_shard
 
     chunks: list[np.ndarray] = []
     try:
@@ -171,7 +172,7 @@ def _shard_task(source: str, k: int, shards: int, batch_size: int,
 
 def _sent(err: Exception, source: str) -> tuple[Any, ...]:
     """An error as plain values (a TraceError's fields do not survive pickling)."""
-    from .parallel import trace_error
+    from ..checker.parallel import trace_error
 
     e = trace_error(err, source)
     return ("error", e.message, e.path, e.row, e.rule)

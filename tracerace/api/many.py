@@ -5,7 +5,7 @@ then a summary table; the exit code is the worst of them.
 Reports go to stdout one after another (text only), or with ``--output DIR``
 each to ``DIR/<trace name>.<format's suffix>`` (any format). The CLI calls
 :func:`check_several`; the checking is :func:`tracerace.api.check_many` or
-:func:`tracerace.checker.cluster.check_on_cluster`.
+:func:`tracerace.api.cluster.check_on_cluster`.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ def check_several(paths: Sequence[str], *, fmt: str, output: str | None, engine:
     """Check ``paths``, write their reports and the summary; the exit code."""
     from .. import api
     from ..report import formats
+    from ..report.output import Output
 
     try:
         formats.get(fmt)
@@ -82,7 +83,7 @@ def check_several(paths: Sequence[str], *, fmt: str, output: str | None, engine:
             say(f"tracerace: warning: {result.meta.path or path}: {warning}")
         dest = None if output is None else os.path.join(output, name + SUFFIX[fmt])
         try:
-            with formats.Output(fmt, dest, inputs=list(paths), source_roots=source_root) as out:
+            with Output(fmt, dest, inputs=list(paths), source_roots=source_root) as out:
                 out.write(result)
         except TraceError as err:
             say(f"tracerace: error: {err}")

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +32,7 @@ RESULT_FIELDS = {
     "workload", "size", "events", "agents", "seconds", "events_per_second", "peak_rss_bytes",
     "read_in_check_seconds", "check_only_seconds", "read_floor_seconds", "floor_ratio",
     "reference_seconds", "reference_ratio", "hazards", "racy_rows", "by_kind", "ok", "reps",
-    "stolen",
+    "stolen", "granules", "live_bytes_per_granule", "table_bytes_per_granule",
 }
 
 
@@ -61,6 +62,7 @@ def test_smoke(tmp_path):
         assert RESULT_FIELDS <= set(r), f"{name}: missing {RESULT_FIELDS - set(r)}"
         assert r["size"] == "smoke" and 0.5 * parse_size("smoke") <= r["events"] <= 2e5
         assert r["events_per_second"] > 0 and r["peak_rss_bytes"] > 0
+        assert r["granules"] == 0 or r["live_bytes_per_granule"] > 0
         assert r["stolen"] is None or 0 <= r["stolen"] <= 1
         # The reference checker runs at this size, and both checkers agree
         # (but on workloads of GiB-sized accesses: it keeps every byte).
@@ -118,3 +120,22 @@ def test_stolen_fraction_is_the_share_of_stolen_jiffies():
     assert stolen_fraction((20, 300), (20, 300)) is None  # no time passed
     now = cpu_jiffies()
     assert now is None or 0 <= now[0] <= now[1]
+
+
+def test_read_once_reads_each_word_once_and_reports_state_per_granule(tmp_path):
+    from bench.measure import run_state
+    from bench.workloads import write_workload
+    from tracerace.reader import open_trace
+
+    path = tmp_path / "read_once.arrow"
+    info = write_workload("read_once", str(path), 20_000)
+    with open_trace(str(path)) as reader:
+        addrs = np.concatenate([b.cols["addr"] for b in reader])
+    assert info["words"] == len(addrs) == len(np.unique(addrs))
+    state = run_state(str(path))
+    # Two 4-byte words to an 8-byte global granule, each read kept (no write
+    # can be ordered after them yet).
+    assert state["granules"] == info["words"] // 2
+    assert state["nodes"] == info["words"]
+    assert state["live_bytes_per_granule"] > 0
+    assert state["table_bytes_per_granule"] >= state["live_bytes_per_granule"]

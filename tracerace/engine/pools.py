@@ -11,14 +11,13 @@ from typing import TYPE_CHECKING
 import threading
 
 from ._jit import jit_inline
-from .clocks import SN_FIELDS
 from .layout import (
     AG_FIELDS, AR_FIELDS, ED_FIELDS, FN_FIELDS, FQ_FIELDS, GN_FIELDS, GR_AGENTS, GR_AMAP,
     GR_ARR, GR_BMAP, GR_ED, GR_FEN, GR_FIND, GR_FMAP, GR_FQ, GR_GENS, GR_GRAN, GR_IV, GR_LMAP,
     GR_MB, GR_MMAP, GR_NODES, GR_PR, GR_RL, GR_SIG, GR_SNAPS, GR_XMAP, MB_FIELDS, NF,
-    PR_FIELDS, RL_FIELDS, SG_FIELDS, SV_NODE_TOP, SV_N_AGENTS)
+    PR_FIELDS, RL_FIELDS, SG_FIELDS, SN_FIELDS, SV_NODE_TOP, SV_N_AGENTS, G_FIELDS, IV_FIELDS,
+    K_FIELDS, N_FIELDS)
 from .mapped import can_populate
-from .shadow import G_FIELDS, IV_FIELDS, K_FIELDS, N_FIELDS
 
 if TYPE_CHECKING:
     from .state import EngineState

@@ -338,7 +338,8 @@ def test_layout_owns_the_granule_node_and_snapshot_columns():
 @given(info=st.integers(0, (1 << 56) - 1), m=st.integers(0, 0xFFFF))
 def test_info_accessors_change_one_field_each(info, m):
     """``with_mask`` and ``with_shadow`` replace one field of the info word and keep
-    every other bit; the readers return what was written."""
+    every other bit (``add_mask`` fills an empty mask); the readers return what was
+    written."""
     from tracerace.engine import layout as L
     from tracerace.engine._jit import from_python
 
@@ -352,6 +353,8 @@ def test_info_accessors_change_one_field_each(info, m):
     assert from_python(L.info_shadow)(shaded) == m
     keep = ~(np.int64(L.MASK_ALL) << L.I_SHADOW_SHIFT)
     assert shaded & keep == info & keep
+    bare = info & keep & ~(np.int64(L.MASK_ALL) << L.I_MASK_SHIFT)
+    assert from_python(L.add_mask)(bare, m) == from_python(L.with_mask)(bare, m)
     assert from_python(L.info_op)(info) == info & L.I_OP_MASK
     assert from_python(L.info_scope)(info) == (info >> L.I_SCOPE_SHIFT) & 7
     assert from_python(L.info_copy_kind)(info) == (info >> L.I_COPY_SHIFT) & 3

@@ -16,8 +16,8 @@ from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_ISSUER, AG_KIND, FN_EPOCH, G_INIT, G_NREADS, G_READS, G_RLIMIT,
     G_WRITES, I_AFTER_ALL, I_ASYNC, I_ATOMIC, I_PROXY, I_RACED, I_WRITE, K_SHADOW_EPOCH, KIND_TMA,
     N_AGENT, N_EPOCH, N_INFO, N_NEXT, SV_GLOBAL_REGION, SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH,
-    SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_SHARED_REGION, info_mask, info_scope, info_shadow,
-    with_mask, with_shadow)
+    SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_SHARED_REGION, add_mask, info_mask, info_scope,
+    info_shadow, with_mask, with_shadow)
 from .pools import pool_alloc, pool_free
 from .races import ORDERED, offer, race_kind
 from .shadow import (
@@ -359,7 +359,7 @@ def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch
             ha = nodes[h, N_AGENT]
             if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, ha) >= nodes[h, N_EPOCH]:
                 set_node(nodes, cold, ag, h, row, a, epoch, addr, size,
-                         with_mask(info, m), ts, site, t)
+                         add_mask(info, m), ts, site, t)
                 # Another agent's read ordered before this one: most likely
                 # a new generation of readers after a barrier, so the rest
                 # of the old one is redundant now. Dropping it at once keeps
@@ -381,7 +381,7 @@ def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch
     n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
     nodes[n, N_NEXT] = gran[slot, head_col]
     gran[slot, head_col] = n
-    set_node(nodes, cold, ag, n, row, a, epoch, addr, size, with_mask(info, m),
+    set_node(nodes, cold, ag, n, row, a, epoch, addr, size, add_mask(info, m),
              ts, site, t)
     if is_write and page < 0:  # a page's written bytes go to an init interval
         gran[slot, G_INIT] |= m

@@ -135,6 +135,12 @@ def info_mask(info):
 
 
 @jit_inline
+def add_mask(info, m):
+    """``info``, which stands for no bytes yet, standing for the bytes ``m``."""
+    return info | (m << I_MASK_SHIFT)
+
+
+@jit_inline
 def with_mask(info, m):
     """``info`` standing for the bytes ``m`` instead."""
     return (info & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)) | (m << I_MASK_SHIFT)

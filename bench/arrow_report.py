@@ -22,8 +22,9 @@ import time
 
 import numpy as np
 
-from tracerace import api, formats
-from tracerace.writer import write_table
+from tracerace import api
+from tracerace.report import formats
+from tracerace.trace.writer import write_table
 
 N = 100_000
 RUNS = 5

@@ -43,13 +43,19 @@ void icount_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; CALLGRIND_DUMP_STATS; }
 CHILD = """
 import ctypes, sys
 try:
-    from tracerace.engine import EngineState
-    from tracerace.engine.check import close_launch, replay_batch
-    from tracerace.engine.granules import global_accesses
-except ImportError:  # an engine before the package (to compare with older versions)
-    from tracerace.engine import EngineState, global_accesses
-    from tracerace.engine import _close_launch as close_launch, _replay_batch as replay_batch
-from tracerace.reader import open_trace
+    from tracerace.checker.engine import EngineState
+    from tracerace.checker.engine.check import close_launch, replay_batch
+    from tracerace.checker.engine.granules import global_accesses
+    from tracerace.trace.reader import open_trace
+except ImportError:  # the layout before the stage folders (to compare with older versions)
+    try:
+        from tracerace.engine import EngineState
+        from tracerace.engine.check import close_launch, replay_batch
+        from tracerace.engine.granules import global_accesses
+    except ImportError:  # an engine before the package
+        from tracerace.engine import EngineState, global_accesses
+        from tracerace.engine import _close_launch as close_launch, _replay_batch as replay_batch
+    from tracerace.reader import open_trace
 with open_trace(sys.argv[1]) as reader:
     batches = list(reader)
 plans = [(global_accesses(b),) for b in batches]

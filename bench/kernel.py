@@ -13,11 +13,11 @@ import argparse
 import statistics
 import time
 
-from tracerace.engine import EngineState
-from tracerace.engine.check import close_launch, replay_batch
-from tracerace.engine.granules import global_accesses
-from tracerace.engine.layout import SV_NFIND, SV_NODE_TOP
-from tracerace.reader import open_trace
+from tracerace.checker.engine import EngineState
+from tracerace.checker.engine.check import close_launch, replay_batch
+from tracerace.checker.engine.granules import global_accesses
+from tracerace.checker.engine.layout import SV_NFIND, SV_NODE_TOP
+from tracerace.trace.reader import open_trace
 
 
 def replay_all(batches, path, plans=None):

@@ -10,7 +10,7 @@ Modes (the result is one JSON object on the last line of stdout):
   ``wait_seconds`` is the time the engine waited for a batch, and
   ``seconds - wait_seconds`` is checking and building the report.
   ``group_seconds`` is the part of the check spent grouping the findings
-  (``tracerace.groups``), and ``text_seconds`` / ``json_seconds`` the
+  (``tracerace.group.groups``), and ``text_seconds`` / ``json_seconds`` the
   rendering of the report as text and as JSON (default ``max_reports``) to
   ``/dev/null`` afterwards, each from a fresh ``Report`` of the same groups.
 * ``read PATH``: the read-only floor: iterate ``open_trace(PATH)`` and touch
@@ -39,7 +39,7 @@ from collections.abc import Iterator
 
 
 def _tiny():
-    from tracerace.writer import make_table
+    from tracerace.trace.writer import make_table
 
     return make_table({"ts": [0, 1], "op": ["write", "read"], "launch": 0, "block": 0,
                        "thread": [0, 1], "addr": 0, "size": 4})
@@ -113,7 +113,7 @@ class TimedBatches:
 
 def run_check(path: str, engine: str = "numba") -> dict:
     import tracerace
-    import tracerace.reader as reader_module
+    import tracerace.trace.reader as reader_module
 
     t0 = time.perf_counter()
     tracerace.check(_tiny(), engine=engine)
@@ -128,7 +128,7 @@ def run_check(path: str, engine: str = "numba") -> dict:
         opened.append(reader)
         return reader
 
-    import tracerace.engine as engine_module
+    import tracerace.checker.engine as engine_module
 
     waits: list[TimedBatches] = []
     original_prefetch = engine_module.prefetch
@@ -138,7 +138,7 @@ def run_check(path: str, engine: str = "numba") -> dict:
         waits.append(batches)
         return batches
 
-    import tracerace.groups as groups_module
+    import tracerace.group.groups as groups_module
 
     grouping = [0.0]
     originals = {name: getattr(groups_module.GroupBuilder, name)
@@ -185,8 +185,8 @@ def _render_seconds(report, fmt: str) -> float:
     """Seconds to write ``report`` as ``fmt`` to /dev/null, from a fresh Report."""
     import os
 
-    from tracerace import formats
-    from tracerace.report import Report
+    from tracerace.report import formats
+    from tracerace.report.model import Report
 
     fresh = Report(report.events, report.meta, report.table, report.options)
     with open(os.devnull, "w") as out:
@@ -196,7 +196,7 @@ def _render_seconds(report, fmt: str) -> float:
 
 
 def run_read(path: str) -> dict:
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
 
     for _ in open_trace(_tiny()):  # first-use costs, as the check's warm-up pays them
         pass
@@ -214,10 +214,11 @@ def run_read(path: str) -> dict:
 
 
 def run_state(path: str) -> dict:
-    from tracerace.engine.check import close_launch, replay_batch
-    from tracerace.engine.layout import G_FIELDS, K_FIELDS, N_FIELDS, SV_GRAN_COUNT, SV_NODE_USED
-    from tracerace.engine.state import EngineState
-    from tracerace.reader import open_trace
+    from tracerace.checker.engine.check import close_launch, replay_batch
+    from tracerace.checker.engine.layout import (
+        G_FIELDS, K_FIELDS, N_FIELDS, SV_GRAN_COUNT, SV_NODE_USED)
+    from tracerace.checker.engine.state import EngineState
+    from tracerace.trace.reader import open_trace
 
     st = EngineState()
     dropped = [0]
@@ -245,7 +246,7 @@ def run_state(path: str) -> dict:
 def run_startup() -> dict:
     t0 = time.perf_counter()
     import tracerace
-    import tracerace.engine  # noqa: F401  (numba and the kernels' module)
+    import tracerace.checker.engine  # noqa: F401  (numba and the kernels' module)
     imported = time.perf_counter()
     tracerace.check(_tiny())
     done = time.perf_counter()

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 LOOP = """
 import sys, time, tracerace
-from tracerace.writer import make_table
+from tracerace.trace.writer import make_table
 tracerace.check(make_table({"ts": [0, 1], "op": ["write", "read"], "launch": 0, "block": 0,
                             "thread": [0, 1], "addr": 0, "size": 4}))
 open(sys.argv[2], "w").write("ready")

@@ -266,7 +266,7 @@ def ensure_trace(name: str, n: int, label: str, data_dir: Path, compression: str
 def most_agents(path: Path) -> int:
     """The largest number of agents (block, thread) in one launch of a trace."""
     import numpy as np
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
 
     per_launch: dict[int, set] = {}
     with open_trace(str(path)) as reader:

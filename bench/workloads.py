@@ -1,7 +1,7 @@
 """Synthetic traces for the benchmark suite, generated with vectorised NumPy.
 
 Each workload models one kind of program a tracer records and is written to
-disk once, in chunks, through :class:`tracerace.writer.TraceWriter.extend`,
+disk once, in chunks, through :class:`tracerace.trace.writer.TraceWriter.extend`,
 so generating a 10^9-event trace needs memory for one chunk, not the trace.
 
 Events are laid out the way a recorded schedule looks: threads of a block run
@@ -27,9 +27,9 @@ from typing import Callable
 
 import numpy as np
 
-from tracerace.ops import Op, Sem, Scope, Space
-from tracerace.schema import COLUMN_BY_NAME, DEFAULT_BLOCK
-from tracerace.writer import TraceWriter
+from tracerace.trace.ops import Op, Sem, Scope, Space
+from tracerace.trace.schema import COLUMN_BY_NAME, DEFAULT_BLOCK
+from tracerace.trace.writer import TraceWriter
 
 READ, WRITE, ATOMIC, INIT = int(Op.READ), int(Op.WRITE), int(Op.ATOMIC), int(Op.INIT)
 BAR_SYNC = int(Op.BAR_SYNC)

@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tracerace.meta import TraceMeta
-from tracerace.ops import Op
-from tracerace.schema import COLUMNS, DEFAULT_BLOCK
+from tracerace.trace.meta import TraceMeta
+from tracerace.trace.ops import Op
+from tracerace.trace.schema import COLUMNS, DEFAULT_BLOCK
 
 
 def columns(events: list[dict]) -> dict[str, np.ndarray]:

@@ -441,8 +441,8 @@ def expected_accesses(k: Kernel, launch: int = 0) -> set[tuple]:
 
 def imported_accesses(path) -> set[tuple]:
     """The same tuples from an imported v1 trace."""
-    from tracerace.ops import Op
-    from tracerace.reader import open_trace
+    from tracerace.trace.ops import Op
+    from tracerace.trace.reader import open_trace
 
     out = set()
     names = {int(Op.READ): "read", int(Op.WRITE): "write", int(Op.ATOMIC): "atomic",
@@ -461,8 +461,8 @@ def imported_accesses(path) -> set[tuple]:
 
 def ops_of(path) -> list[tuple]:
     """``(op name, block, thread, obj, arg)`` of every synchronisation row, in order."""
-    from tracerace.ops import Op
-    from tracerace.reader import open_trace
+    from tracerace.trace.ops import Op
+    from tracerace.trace.reader import open_trace
 
     out = []
     with open_trace(str(path)) as trace:

@@ -5,11 +5,11 @@ itself. The guesses are checked against the agent's row, so results never
 depend on them; these tests pin down that they hit, using an empty agent map
 (a miss would fall back to it and answer -1)."""
 
-from tracerace import engine
-from tracerace.engine import agents
-from tracerace.engine._jit import from_python
-from tracerace.engine.layout import KIND_CP, KIND_THREAD
-from tracerace.engine.hashmap import new_table
+from tracerace.checker import engine
+from tracerace.checker.engine import agents
+from tracerace.checker.jit import from_python
+from tracerace.checker.engine.layout import KIND_CP, KIND_THREAD
+from tracerace.checker.engine.hashmap import new_table
 
 # compiled-code-only functions, through twins with a Python entry
 new_agent, thread_agent = from_python(agents.new_agent), from_python(agents.thread_agent)

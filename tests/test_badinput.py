@@ -1,12 +1,13 @@
 """Bad input a replay finds: both checkers raise the same one-line error, worded
-by the one formatter (``tracerace.badinput.error``)."""
+by the one formatter (``tracerace.trace.badinput.error``)."""
 
 from __future__ import annotations
 
 import pytest
 
-from tracerace import badinput, engine, reference
-from tracerace.engine import layout
+from tracerace.trace import badinput
+from tracerace.checker import engine, reference
+from tracerace.checker.engine import layout
 from tracerace.errors import TraceError
 
 from builders import Trace

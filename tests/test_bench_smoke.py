@@ -125,7 +125,7 @@ def test_stolen_fraction_is_the_share_of_stolen_jiffies():
 def test_read_once_reads_each_word_once_and_reports_state_per_granule(tmp_path):
     from bench.measure import run_state
     from bench.workloads import write_workload
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
 
     path = tmp_path / "read_once.arrow"
     info = write_workload("read_once", str(path), 20_000)

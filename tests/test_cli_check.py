@@ -9,14 +9,14 @@ import pytest
 from typer.testing import CliRunner
 
 from tracerace.cli import app
-from tracerace.ops import Space
+from tracerace.trace.ops import Space
 
 ENGINES = ["reference", "numba"]
 
 
 def write_trace(path, *, barrier: bool) -> str:
     """Two threads of block 0 write the same 4 shared bytes; optionally a bar_sync between."""
-    from tracerace.writer import write_table
+    from tracerace.trace.writer import write_table
 
     ops = ["write", "bar_sync", "bar_sync", "write"] if barrier else ["write", "write"]
     thread = [0, 0, 1, 1] if barrier else [0, 1]

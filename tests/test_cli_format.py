@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tracerace.cli import app
-from tracerace.info import trace_info
-from tracerace.meta import Buffer
-from tracerace.ops import Op
-from tracerace.writer import make_table, write_table
+from tracerace.trace.info import trace_info
+from tracerace.trace.meta import Buffer
+from tracerace.trace.ops import Op
+from tracerace.trace.writer import make_table, write_table
 
 runner = CliRunner()
 

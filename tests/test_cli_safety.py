@@ -29,8 +29,8 @@ from builders import Trace
 from test_cli_check import assert_one_line_error, write_trace
 from tracerace.cli import app
 from tracerace.convert import trace_compression
-from tracerace.ops import Space
-from tracerace.writer import make_table, write_table
+from tracerace.trace.ops import Space
+from tracerace.trace.writer import make_table, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
 FORMATS = ["text", "json", "sarif", "arrow"]
@@ -318,7 +318,7 @@ def test_a_check_that_runs_out_of_memory_fails_on_one_line(tmp_path):
         sys.path.insert(0, {str(ROOT)!r})
         from tracerace import api
         from tracerace.cli import main
-        from tracerace.writer import make_table
+        from tracerace.trace.writer import make_table
         # load (or, with an empty Numba cache, compile) every kernel the check
         # runs first, growth paths included: the limit is for the check's
         # memory, and LLVM compiling under it would crash instead

@@ -6,12 +6,12 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracerace.engine.clocks import DELTA_MAX, DELTA_MIN, compact
-from tracerace.engine.layout import (CV_EPOCH, SN_FIELDS, SN_LEN, SN_PARENT, SN_REF, SN_START,
+from tracerace.checker.engine.clocks import DELTA_MAX, DELTA_MIN, compact
+from tracerace.checker.engine.layout import (CV_EPOCH, SN_FIELDS, SN_LEN, SN_PARENT, SN_REF, SN_START,
                                      SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N)
-from tracerace.engine.clocks import decref as _decref, incref as _incref, lookup as _lookup
-from tracerace.engine.clocks import merge as _merge, merge_many as _merge_many
-from tracerace.engine._jit import from_python
+from tracerace.checker.engine.clocks import decref as _decref, incref as _incref, lookup as _lookup
+from tracerace.checker.engine.clocks import merge as _merge, merge_many as _merge_many
+from tracerace.checker.jit import from_python
 
 # Compiled-code-only functions, called here through twins with a Python entry.
 decref, incref, lookup, merge, merge_many = map(

@@ -21,10 +21,10 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.convert import convert
-from tracerace.std import FORK_FLAG, JOIN_FLAG, NAMED_ID, NAMED_THREAD
+from tracerace.convert.std import FORK_FLAG, JOIN_FLAG, NAMED_ID, NAMED_THREAD
 from tracerace.errors import TraceError
-from tracerace.ops import Op
-from tracerace.writer import write_table
+from tracerace.trace.ops import Op
+from tracerace.trace.writer import write_table
 
 ENGINES = ["reference", "numba"]
 RACES = "raw,war,waw"
@@ -288,7 +288,7 @@ def test_std_to_std_normalises(tmp_path):
 
 
 def test_large_import_streams_in_chunks(tmp_path, monkeypatch):
-    import tracerace.std as conv
+    import tracerace.convert.std as conv
 
     monkeypatch.setattr(conv, "CHUNK_LINES", 7)
     monkeypatch.setattr(conv, "READ_BYTES", 50)
@@ -431,7 +431,7 @@ def test_recontainer_keeps_rows_and_metadata(tmp_path, a, b):
     res = CliRunner().invoke(app, ["convert", str(src), str(tmp_path / f"out{b}"),
                                    "--compression", "zstd"])
     assert res.exit_code == 0, res.output
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
 
     with open_trace(str(src)) as r1, open_trace(str(tmp_path / f"out{b}")) as r2:
         b1, b2 = next(iter(r1)), next(iter(r2))

@@ -10,10 +10,10 @@ from typer.testing import CliRunner
 
 import tracerace
 from tracerace.cli import app
-from tracerace.coords import META_KERNELS, META_LAUNCHES, Coords, LaunchDims, parse_launches
+from tracerace.trace.coords import META_KERNELS, META_LAUNCHES, Coords, LaunchDims, parse_launches
 from tracerace.errors import TraceError
-from tracerace.reader import open_trace
-from tracerace.writer import TraceWriter, make_table
+from tracerace.trace.reader import open_trace
+from tracerace.trace.writer import TraceWriter, make_table
 
 from builders import Trace
 

@@ -13,15 +13,15 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from tracerace import engine, reference
-from tracerace.engine import EngineState
-from tracerace.engine.granules import global_accesses
-from tracerace.engine.layout import GR_AGENTS, GR_GRAN, GR_NODES
-from tracerace.engine.pools import Sizes
-from tracerace.engine.shadow import WIDE_GRANULE_SHIFT
+from tracerace.checker import engine, reference
+from tracerace.checker.engine import EngineState
+from tracerace.checker.engine.granules import global_accesses
+from tracerace.checker.engine.layout import GR_AGENTS, GR_GRAN, GR_NODES
+from tracerace.checker.engine.pools import Sizes
+from tracerace.checker.engine.shadow import WIDE_GRANULE_SHIFT
 from tracerace.errors import TraceError
-from tracerace.ops import Op
-from tracerace.reference.checker import ReferenceChecker
+from tracerace.trace.ops import Op
+from tracerace.checker.reference.checker import ReferenceChecker
 
 from builders import SimpleReader, columns
 from tracegen import traces
@@ -186,8 +186,8 @@ def test_global_accesses_lists_the_rows_that_prefetch():
 # on which the two checkers then agree.
 
 def _reason_present(events, kind, code, how=None):
-    from tracerace import reasons as R
-    from tracerace.ops import HazardKind
+    from tracerace.checker import reasons as R
+    from tracerace.trace.ops import HazardKind
     try:
         res = reference.check_trace(SimpleReader(columns(events)))
     except TraceError:
@@ -246,7 +246,7 @@ def _proxy_names_older_write(events):
     """Some ``proxy_fence`` names a write that is not the newest write (in
     replay order) to its bytes before the access: a write that a copy issued
     later (retired or not), or a racing write, did not hide."""
-    from tracerace.ops import HazardKind
+    from tracerace.trace.ops import HazardKind
     try:
         res = reference.check_trace(SimpleReader(columns(events)))
     except TraceError:
@@ -346,7 +346,7 @@ def _write_under_a_retired_and_a_newer_copy(events, other_thread):
     retired copy, while a newer copy over the same byte, which follows the
     write too, is still in flight (of another thread, or a later group); and
     no other write makes it a ``proxy_fence``."""
-    from tracerace.ops import HazardKind
+    from tracerace.trace.ops import HazardKind
     checker = _HiddenUnderTwoCopies(path=None, other_thread=other_thread)
     try:
         f = checker.run(SimpleReader(columns(events)), None, None).findings

@@ -6,12 +6,12 @@ import itertools
 
 import pytest
 
-from tracerace import reasons
-from tracerace.explain import explain
-from tracerace.findings import FINDING_DTYPE, empty_findings
-from tracerace.meta import TraceMeta
-from tracerace.ops import HazardKind, Op, Severity, Space
-from tracerace.schema import SITE_NONE
+from tracerace.checker import reasons
+from tracerace.report.explain import explain
+from tracerace.checker.findings import FINDING_DTYPE, empty_findings
+from tracerace.trace.meta import TraceMeta
+from tracerace.trace.ops import HazardKind, Op, Severity, Space
+from tracerace.trace.schema import SITE_NONE
 
 META = TraceMeta(sites=("gemm.cu:104 cp.async", "gemm.cu:120 st.shared", "gemm.cu:130 ld.shared"))
 
@@ -179,7 +179,7 @@ def test_every_kind_and_code_gives_a_sentence_from_a_numpy_record():
 def test_explain_all_matches_explain_record_by_record():
     import numpy as np
 
-    from tracerace.explain import explain_all
+    from tracerace.report.explain import explain_all
 
     rng = np.random.default_rng(7)
     f = empty_findings(400)

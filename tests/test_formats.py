@@ -9,11 +9,11 @@ import pyarrow as pa
 import pytest
 
 from test_report import SITES, out_addr, raw, report, uninit, alias
-from tracerace import formats
+from tracerace.report import formats
 from tracerace.errors import TraceError
-from tracerace.meta import TraceMeta
-from tracerace.ops import HazardKind, Severity
-from tracerace.formats import sarif
+from tracerace.trace.meta import TraceMeta
+from tracerace.trace.ops import HazardKind, Severity
+from tracerace.report.formats import sarif
 
 
 def sample(**options):
@@ -173,7 +173,7 @@ def test_sarif_locations_from_file_line_sites():
                         "region": {"startLine": 3}}),
 ])
 def test_sarif_physical_location(site, physical):
-    from tracerace.report import Access
+    from tracerace.report.model import Access
 
     loc = sarif.location(Access(1, 0, 0, 0, "read", 0, site), "read")
     assert loc["physicalLocation"] == physical
@@ -181,7 +181,7 @@ def test_sarif_physical_location(site, physical):
 
 @pytest.mark.parametrize("site", ["decode pipeline QK ready", "flag3", "k.cu:L4"])
 def test_sarif_other_sites_are_logical_locations(site):
-    from tracerace.report import Access
+    from tracerace.report.model import Access
 
     loc = sarif.location(Access(1, 0, 0, 0, "read", 0, site), "read")
     assert loc["logicalLocations"] == [{"name": site, "fullyQualifiedName": site}]

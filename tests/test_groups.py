@@ -1,4 +1,4 @@
-"""Findings grouped as they are found (tracerace.groups) against a naive grouping.
+"""Findings grouped as they are found (tracerace.group.groups) against a naive grouping.
 
 The naive version below walks every finding in plain Python, keeping every
 member of every group; the builder sees the same findings in batches (split
@@ -16,12 +16,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracerace.findings import FINDING_DTYPE, sort_findings
-from tracerace.groups import (EXAMPLES, ROLE_COPY, ROLE_NONE, ROLE_THREAD, GroupBuilder,
+from tracerace.checker.findings import FINDING_DTYPE, sort_findings
+from tracerace.group.groups import (EXAMPLES, ROLE_COPY, ROLE_NONE, ROLE_THREAD, GroupBuilder,
                               group_findings)
-from tracerace.meta import Buffer, TraceMeta
-from tracerace.ops import HazardKind, Op, Severity, Space
-from tracerace.schema import SITE_NONE
+from tracerace.trace.meta import Buffer, TraceMeta
+from tracerace.trace.ops import HazardKind, Op, Severity, Space
+from tracerace.trace.schema import SITE_NONE
 
 SITES = ("a.cu:1", "a.cu:2", "a.cu:1", "b.cu:7")  # index 2 repeats index 0's text
 BUFFERS = (Buffer("x", int(Space.GLOBAL), 64, (4, 4), 4),
@@ -220,8 +220,8 @@ def test_alias_errors_are_kept_for_the_linked_line(kinds):
 
 
 def test_records_from_engine_rows_cast_each_field():
-    from tracerace.engine.races import records
-    from tracerace.findings import FIELDS
+    from tracerace.checker.engine.races import records
+    from tracerace.checker.findings import FIELDS
 
     rng = np.random.default_rng(7)
     rows = rng.integers(-2**40, 2**40, (300, len(FIELDS)), dtype=np.int64)

@@ -1,4 +1,4 @@
-"""The thread that works ahead of the fold (tracerace.group_pools.Ahead) changes no answer.
+"""The thread that works ahead of the fold (tracerace.group.pools.Ahead) changes no answer.
 
 It faults in the records the next batch's groups will take and the larger
 hash table the next growth rehashes into, while the checker replays; the
@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_groups import BUFFERS, OPS, check_against_naive, random_findings, split
 
-from tracerace.findings import FINDING_DTYPE
-from tracerace.groups import GroupBuilder
-from tracerace.engine.mapped import can_populate
-from tracerace.meta import TraceMeta
-from tracerace.ops import HazardKind
+from tracerace.checker.findings import FINDING_DTYPE
+from tracerace.group.groups import GroupBuilder
+from tracerace.checker.engine.mapped import can_populate
+from tracerace.trace.meta import TraceMeta
+from tracerace.trace.ops import HazardKind
 
 
 @settings(max_examples=60, deadline=None)

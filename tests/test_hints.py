@@ -17,14 +17,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import tracerace
-from tracerace import reasons as R
-from tracerace import formats
-from tracerace.formats import sarif
-from tracerace.hints import hint, line_of
-from tracerace.meta import TraceMeta
-from tracerace.ops import Scope
+from tracerace.checker import reasons as R
+from tracerace.report import formats
+from tracerace.report.formats import sarif
+from tracerace.report.hints import hint, line_of
+from tracerace.trace.meta import TraceMeta
+from tracerace.trace.ops import Scope
 from tracerace.scenarios import SCENARIOS
-from tracerace.writer import make_table
+from tracerace.trace.writer import make_table
 
 from builders import Trace
 
@@ -382,7 +382,7 @@ def test_a_link_found_after_its_race_reaches_the_streamed_arrow_report(tmp_path)
     t.read(3, 0, addr=0, size=4, site=5)
     t.wait(3, 0, obj=3, site=4).wait(3, 0, obj=3, site=4)
     path = tmp_path / "t.arrow"
-    from tracerace.writer import write_table
+    from tracerace.trace.writer import write_table
 
     write_table(path, t.columns(), sites=[f"k.cu:{10 + i}" for i in range(6)])
     report = tracerace.check(str(path))
@@ -404,7 +404,7 @@ def test_sarif_fix_points_at_the_line_the_change_goes(incidents):
 
 def test_arrow_hints_stream_with_the_findings(incidents, tmp_path):
     out = tmp_path / "r.arrow"
-    tracerace.formats.render(tracerace.check(incidents["incident5"], keep_findings=True),
+    tracerace.report.formats.render(tracerace.check(incidents["incident5"], keep_findings=True),
                              "arrow", str(out))
     table = pa.ipc.open_file(str(out)).read_all()
     uninit = table.filter(pa.compute.equal(table["kind"].cast(pa.string()), "uninit_read"))
@@ -431,7 +431,7 @@ def histogram(tmp_path, sites, reads_own: bool = True, producer: str | None = No
                site=0)
         t.write(0, thread, addr=addr, size=4, space=1, site=sites)
     path = tmp_path / "hist.arrow"
-    from tracerace.writer import write_table
+    from tracerace.trace.writer import write_table
 
     write_table(path, t.columns(), sites=["hist.cu:12 ld.shared", "hist.cu:12 st.shared",
                                           "hist.cu:13 st.shared"],
@@ -535,7 +535,7 @@ def test_a_read_modify_write_across_triton_programs_gets_tl_atomic_add(tmp_path)
 
 @given(st.lists(st.text(alphabet="k.cu:0129 \t\n\v\x1b٣é/", max_size=12), max_size=8))
 def test_site_lines_reads_lines_as_line_of_does(sites):
-    from tracerace.hints import site_lines
+    from tracerace.report.hints import site_lines
 
     names, ids = site_lines(tuple(sites))
     assert [names[i] for i in ids[:-1]] == [line_of(s, "") or s for s in sites]

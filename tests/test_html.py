@@ -19,15 +19,15 @@ import pytest
 from typer.testing import CliRunner
 
 import tracerace
-from tracerace import formats
+from tracerace.report import formats
 from tracerace.cli import app
-from tracerace.findings import CheckResult, empty_findings
-from tracerace.formats import html
-from tracerace.meta import TraceMeta
-from tracerace.options import make_options
-from tracerace.report import Report
+from tracerace.checker.findings import CheckResult, empty_findings
+from tracerace.report.formats import html
+from tracerace.trace.meta import TraceMeta
+from tracerace.checker.options import make_options
+from tracerace.report.model import Report
 from tracerace.scenarios import SCENARIOS
-from tracerace.writer import make_table
+from tracerace.trace.writer import make_table
 
 from builders import Trace
 
@@ -119,7 +119,7 @@ def many_groups_report(n: int) -> Report:
     f["bar_obj"] = f["bar_gen"] = f["prev_bar_obj"] = f["prev_bar_gen"] = -1
     sites = tuple(f"k.cu:{i} op" for i in range(2 * n))
     meta = TraceMeta(path=None, sites=sites, buffers=(
-        tracerace.meta.Buffer("out", 0, 0x1000, (32, 32), 4),))
+        tracerace.trace.meta.Buffer("out", 0, 0x1000, (32, 32), 4),))
     return Report.from_result(CheckResult(2 * n, f), meta, make_options(max_reports="all"))
 
 
@@ -319,7 +319,7 @@ def inside(a: list[float], b: list[float]) -> bool:
 
 def fake_sources(folder: Path, sites: tuple[str, ...]) -> Path:
     """Source files for every ``file:line`` a scenario's sites name, under ``folder``."""
-    from tracerace.formats.sarif import SITE_RE
+    from tracerace.report.formats.sarif import SITE_RE
 
     folder.mkdir()
     for site in sites:
@@ -379,7 +379,7 @@ def estimated_boxes(picture: dict) -> list[tuple[str, tuple[float, float, float,
 
 @pytest.mark.parametrize("events, same_lane", [(4, True), (40, True), (40, False), (3, False)])
 def test_timeline_layout_keeps_texts_apart_and_both_accesses_in_view(events, same_lane):
-    from tracerace.timeline import Event, Lane
+    from tracerace.report.timeline import Event, Lane
 
     ops = ["bar_sync", "cp_async_commit", "cp_async_wait", "mbar_arrive", "fence_proxy_async",
            "write"]
@@ -409,7 +409,7 @@ def test_timeline_layout_keeps_texts_apart_and_both_accesses_in_view(events, sam
 
 
 def test_timeline_shows_an_agent_name_whole_when_the_picture_is_narrow():
-    from tracerace.timeline import Event, Lane
+    from tracerace.report.timeline import Event, Lane
 
     lanes = [Lane(0, 0, 4, "block (0,0,0) thread (4,0,0)"),
              Lane(0, 0, 0, "block (0,0,0) thread (0,0,0)", skipped=1)]

@@ -15,10 +15,10 @@ import tracerace
 from tracerace.cli import app
 from tracerace.convert import convert
 from tracerace.errors import TraceError
-from tracerace.gpu import ImportOptions, import_trace
-from tracerace.gpu.emit import GLOBAL_INIT_WINDOW
-from tracerace.info import trace_info
-from tracerace.reader import validate_trace
+from tracerace.convert.gpu import ImportOptions, import_trace
+from tracerace.convert.gpu.emit import GLOBAL_INIT_WINDOW
+from tracerace.trace.info import trace_info
+from tracerace.trace.reader import validate_trace
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402

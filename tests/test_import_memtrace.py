@@ -15,7 +15,7 @@ import tracerace
 from tracerace.cli import app
 from tracerace.convert import convert
 from tracerace.errors import TraceError
-from tracerace.gpu import detect
+from tracerace.convert.gpu import detect
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402

@@ -1,12 +1,12 @@
-"""The SASS opcode table (tracerace.gpu.sass): effects, spaces, sizes, scopes, operands."""
+"""The SASS opcode table (tracerace.convert.gpu.sass): effects, spaces, sizes, scopes, operands."""
 
 from __future__ import annotations
 
 import pytest
 
-from tracerace.gpu.sass import (GENERIC, IMPLICIT_COUNT, Effect, decode, immediate, split_text,
+from tracerace.convert.gpu.sass import (GENERIC, IMPLICIT_COUNT, Effect, decode, immediate, split_text,
                                 sync_operands)
-from tracerace.ops import Scope, Sem, Space
+from tracerace.trace.ops import Scope, Sem, Space
 
 
 @pytest.mark.parametrize("opcode, effect, space, size", [

@@ -1,5 +1,5 @@
 """The kernels are lowered without NumPy's index wraparound; code outside
-the package keeps it (tracerace/engine/_jit.py, "Index wraparound")."""
+the package keeps it (tracerace/checker/jit.py, "Index wraparound")."""
 
 from pathlib import Path
 
@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import tracerace
-from tracerace import engine
-from tracerace.engine.replay import replay
-from tracerace.engine import _jit
-from tracerace.writer import make_table
+from tracerace.checker import engine
+from tracerace.checker.engine.replay import replay
+from tracerace.checker import jit as _jit
+from tracerace.trace.writer import make_table
 
 
 def _element_in(module: str):
@@ -61,7 +61,7 @@ def test_store_row_nt_stores_are_marked_nontemporal():
     assert len([s for s in stores if "!nontemporal" in s]) == 8
 
 
-# -- the decorators (tracerace/engine/_jit.py, "the decorators") ---------------------------------
+# -- the decorators (tracerace/checker/jit.py, "the decorators") ---------------------------------
 
 @_jit.jit_leaf
 def _times(x, k):
@@ -104,7 +104,7 @@ def test_stale_kernels_are_dropped_when_a_source_or_the_boundscheck_flag_changes
 
 
 def test_the_kernel_cache_folders_are_those_numba_uses():
-    from tracerace import group_fold
+    from tracerace.group import fold as group_fold
     engine_dir, package_dir = _jit.kernel_cache_dirs()
     assert Path(group_fold.fold._cache._cache_path) == package_dir
     assert Path(replay._cache._cache_path) == engine_dir

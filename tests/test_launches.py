@@ -12,15 +12,15 @@ import numpy as np
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
-from tracerace import ops as O
-from tracerace import reference
-from tracerace.engine import EngineState
-from tracerace.engine.check import close_launch, replay_batch
-from tracerace.engine.granularity import SHIFT_MIN_ACCESSES
-from tracerace.engine.pools import Sizes
-from tracerace.engine.shadow import WIDE_GRANULE_SHIFT
+from tracerace.trace import ops as O
+from tracerace.checker import reference
+from tracerace.checker.engine import EngineState
+from tracerace.checker.engine.check import close_launch, replay_batch
+from tracerace.checker.engine.granularity import SHIFT_MIN_ACCESSES
+from tracerace.checker.engine.pools import Sizes
+from tracerace.checker.engine.shadow import WIDE_GRANULE_SHIFT
 from tracerace.errors import TraceError
-from tracerace.ops import Op, Space
+from tracerace.trace.ops import Op, Space
 
 from builders import SimpleReader, columns
 from test_engine_agrees import SETTINGS, assert_agree, split_rows

@@ -2,13 +2,13 @@
 
 import numpy as np
 
-from tracerace.engine import EngineState, check_trace, pools
-from tracerace.engine.check import replay_batch
-from tracerace.engine.layout import SV_GRAN_COUNT
-from tracerace.engine.pools import AG_FAULT_AHEAD, FAULT_AHEAD, MAPPED, Sizes
-from tracerace.ops import Op, Space
-from tracerace.engine.mapped import MappedArray, can_populate
-from tracerace.writer import make_table
+from tracerace.checker.engine import EngineState, check_trace, pools
+from tracerace.checker.engine.check import replay_batch
+from tracerace.checker.engine.layout import SV_GRAN_COUNT
+from tracerace.checker.engine.pools import AG_FAULT_AHEAD, FAULT_AHEAD, MAPPED, Sizes
+from tracerace.trace.ops import Op, Space
+from tracerace.checker.engine.mapped import MappedArray, can_populate
+from tracerace.trace.writer import make_table
 
 
 def granules(rows: int) -> Sizes:
@@ -51,7 +51,7 @@ def test_engine_pools_grow_without_copying():
     table = make_table({"ts": np.arange(n), "op": op, "launch": 0, "block": 0, "thread": thread,
                         "space": int(Space.SHARED), "addr": addr, "size": 4, "obj": 0,
                         "arg": threads})
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
     st = EngineState(sizes=sizes)
     with open_trace(table) as reader:
         for batch in reader:
@@ -98,7 +98,7 @@ def _shared_reads(n_granules: int):
 def _replay_with_prefault(rows_total, batch_size=64):
     """Replay a trace that fills a tiny granule table many times, running
     ``prefault`` (as the faulter would) between batches."""
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
 
     table = _shared_reads(4096)
     st = EngineState(sizes=granules(64))
@@ -129,7 +129,7 @@ def test_no_spare_when_the_trace_ends_before_the_table_fills():
     """A trace said to be long gets a spare; told it is as long as what was
     replayed, the engine expects no growth and makes none, and drops a
     spare made before."""
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
 
     st = EngineState(sizes=granules(1024))
     with open_trace(_shared_reads(450), batch_size=225) as reader:  # 44%: over 40%, under half
@@ -152,7 +152,7 @@ def test_no_spare_when_the_trace_ends_before_the_table_fills():
 def test_check_of_many_batches_without_populate_support(monkeypatch):
     """Where the kernel cannot populate, the faulter ends at once; a check of
     many batches (each one starts it again) still runs to the same answer."""
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
 
     n = 4000
     table = make_table({"ts": np.arange(n), "op": int(Op.WRITE), "launch": 0, "block": 0,
@@ -175,7 +175,7 @@ def test_no_spare_when_granules_stop_coming():
     """The same 450 granules written over and over (the cpu benchmark's
     variables, all touched in its first phase): however long the trace,
     the pace of the last batches says the table will not grow."""
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
 
     n = 450 * 8
     table = make_table({"ts": np.arange(n), "op": int(Op.WRITE), "launch": 0, "block": 0,

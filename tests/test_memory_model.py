@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import pytest
 
-from tracerace import reasons as R
-from tracerace.explain import explain
-from tracerace.ops import HazardKind as K
-from tracerace.ops import Scope
+from tracerace.checker import reasons as R
+from tracerace.report.explain import explain
+from tracerace.trace.ops import HazardKind as K
+from tracerace.trace.ops import Scope
 
 from builders import Trace
 from test_rules import check

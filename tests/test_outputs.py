@@ -37,7 +37,7 @@ from typer.testing import CliRunner
 from needs import require
 from test_cli_check import assert_one_line_error, write_trace
 from tracerace.cli import app
-from tracerace.outfile import destination
+from tracerace.trace.outfile import destination
 
 ROOT = Path(__file__).resolve().parent.parent
 RACY_SUMMARY = "1 hazard (1 error, 0 warnings)"

@@ -1,5 +1,5 @@
 """Pages: an access that covers whole pages records them as runs, one record
-per run however many pages it holds (``tracerace.engine.pages``, RUNS;
+per run however many pages it holds (``tracerace.checker.engine.pages``, RUNS;
 ``access_pages``, ``cut_run``, ``split_page``); a run is cut where another
 large access needs only some of its pages, and a page is split into granules
 when an access needs them.
@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, Phase, find, settings
 
-from tracerace import engine
-from tracerace.engine.check import replay_batch
-from tracerace.engine.layout import SV_IV_N, SV_LAUNCH
-from tracerace.ops import K_RAW, K_UNINIT_READ, K_WAR, K_WAW, Op, Space
-from tracerace.engine.layout import (
+from tracerace.checker import engine
+from tracerace.checker.engine.check import replay_batch
+from tracerace.checker.engine.layout import SV_IV_N, SV_LAUNCH
+from tracerace.trace.ops import K_RAW, K_UNINIT_READ, K_WAR, K_WAW, Op, Space
+from tracerace.checker.engine.layout import (
     G_LAUNCH, G_READS, G_REGION, G_WRITES, IV_HI, IV_LO, IV_REGION, K_ADDR, K_SIZE_SITE, N_NEXT)
-from tracerace.engine.shadow import PAGE_REGION, PAGE_SHIFT
+from tracerace.checker.engine.shadow import PAGE_REGION, PAGE_SHIFT
 
 from builders import SimpleReader, Trace, columns
 from test_engine_agrees import assert_agree

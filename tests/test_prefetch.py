@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tracerace.engine.prefetch import prefetch
+from tracerace.checker.engine.prefetch import prefetch
 
 
 def test_order_and_completion():

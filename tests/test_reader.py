@@ -16,9 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracerace.reader import Batch, TraceReader, glue_limit, open_trace
-from tracerace.schema import COLUMN_NAMES, COLUMNS, SITE_NONE
-from tracerace.writer import make_table
+from tracerace.trace.reader import Batch, TraceReader, glue_limit, open_trace
+from tracerace.trace.schema import COLUMN_NAMES, COLUMNS, SITE_NONE
+from tracerace.trace.writer import make_table
 from peak import PEAK_KIB
 
 META = {"tracerace.version": "1"}
@@ -247,7 +247,7 @@ SCALE = float(os.environ.get("TRACERACE_SCALE", "1"))
 
 _RSS_PROBE = textwrap.dedent(f"""
     import sys
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
     def peak():
         return {PEAK_KIB} * 1024
     reader = open_trace(sys.argv[1], batch_size=1 << 16)

@@ -22,11 +22,11 @@ import pytest
 
 import tracerace
 from tracerace.errors import TraceError
-from tracerace.ops import Op, Scope
-from tracerace.reader import open_trace
-from tracerace.record import cuda_build
-from tracerace.record.cuda_convert import ZERO_SOURCE, convert
-from tracerace.record.cuda_stream import (MAGIC, RECORD_DTYPE, AccessFlag, BarrierAction, Kind,
+from tracerace.trace.ops import Op, Scope
+from tracerace.trace.reader import open_trace
+from tracerace.record.cuda import build as cuda_build
+from tracerace.record.cuda.convert import ZERO_SOURCE, convert
+from tracerace.record.cuda.stream import (MAGIC, RECORD_DTYPE, AccessFlag, BarrierAction, Kind,
                                           Space, StreamWriter, read_stream)
 from peak import PEAK_KIB
 
@@ -326,7 +326,7 @@ def test_syncwarp_and_named_barriers_keep_their_operands(tmp_path):
 
 
 def test_the_stream_kinds_mirror_the_tool_header():
-    header = (ROOT / "tracerace/record/cuda_tool/tracerace_cuda.h").read_text()
+    header = (ROOT / "tracerace/record/cuda/tool/tracerace_cuda.h").read_text()
     body = header[header.index("enum Kind"):header.index("};", header.index("enum Kind"))]
     found = {name: int(value) for name, value in re.findall(r"(\w+) = (\d+),", body)}
     assert found == {k.name: int(k) for k in Kind}
@@ -464,7 +464,7 @@ def conversion_peak(tmp_path, accesses: int) -> int:
             w.device_records(rec)
         w.launch_end()
     code = textwrap.dedent(f"""
-        from tracerace.record.cuda_convert import convert
+        from tracerace.record.cuda.convert import convert
         events, _, _ = convert({prefix!r}, {prefix + '.arrow'!r})
         assert events == {accesses + 1}, events
         print({PEAK_KIB})

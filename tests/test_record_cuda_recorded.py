@@ -12,10 +12,10 @@ import pytest
 
 import tracerace
 from tracerace.errors import TraceError
-from tracerace.reader import open_trace
-from tracerace.record import cuda_lines
-from tracerace.record.cuda_convert import convert
-from tracerace.record.cuda_stream import Kind, read_stream, strings
+from tracerace.trace.reader import open_trace
+from tracerace.record.cuda import lines as cuda_lines
+from tracerace.record.cuda.convert import convert
+from tracerace.record.cuda.stream import Kind, read_stream, strings
 
 DATA = Path(__file__).resolve().parent / "data" / "cuda"
 PID = 4242   # the recording's own pid is in its cubins' names, read from the stream

@@ -25,10 +25,10 @@ require("numba", ("numba_cuda", "greenlet"))
 
 import tracerace  # noqa: E402
 from tracerace.errors import TraceError  # noqa: E402
-from tracerace.ops import Op, Scope, Sem, Space  # noqa: E402
-from tracerace.reader import open_trace  # noqa: E402
+from tracerace.trace.ops import Op, Scope, Sem, Space  # noqa: E402
+from tracerace.trace.reader import open_trace  # noqa: E402
 from tracerace.record import record  # noqa: E402
-from tracerace.record._numba_warp import (SHFL_BFLY, SHFL_CLAMP, SHFL_DOWN,  # noqa: E402
+from tracerace.record.numba._warp import (SHFL_BFLY, SHFL_CLAMP, SHFL_DOWN,  # noqa: E402
                                           SHFL_IDX, SHFL_UP, ballot, match_all, match_any,
                                           shfl_source, shuffle)
 
@@ -489,8 +489,8 @@ def test_the_default_schedule_is_round_robin(tmp_path):
 def write_log(path, flush_every: int) -> None:
     """Ten shared writes by changing agents and one patched bar_sync, flushed
     every ``flush_every`` rows (0: once at the end)."""
-    from tracerace.record._numba_events import SITE_SHIFT, EventLog, pack
-    from tracerace.writer import TraceWriter
+    from tracerace.record._events import SITE_SHIFT, EventLog, pack
+    from tracerace.trace.writer import TraceWriter
 
     with TraceWriter(path) as writer:
         log = EventLog(writer)
@@ -606,7 +606,7 @@ def test_a_command_that_is_not_python_is_a_usage_error(tmp_path):
 
 def test_the_hooked_simulator_names_exist():
     """An upgrade of numba-cuda that moves what the recorder hooks must fail here."""
-    code = "import json; from tracerace.record._numba_hooks import missing_hooks; " \
+    code = "import json; from tracerace.record.numba._hooks import missing_hooks; " \
            "print(json.dumps(missing_hooks()))"
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -647,8 +647,8 @@ def test_rows_flush_while_a_barrier_waits_for_its_count(tmp_path):
     """A generation still open (threads wait while another runs on) does not keep
     the rows since its first arrival in memory: the log flushes them, and the
     count reaches the flushed ``bar_sync`` rows through the writer."""
-    from tracerace.record._numba_events import NO_SITE_WORD, EventLog, pack
-    from tracerace.writer import TraceWriter
+    from tracerace.record._events import NO_SITE_WORD, EventLog, pack
+    from tracerace.trace.writer import TraceWriter
 
     out = tmp_path / "t.arrow"
     with TraceWriter(out) as writer:

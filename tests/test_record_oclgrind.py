@@ -22,9 +22,9 @@ import pytest
 
 from opencl_corpus import agreement
 from tracerace.errors import TraceError
-from tracerace.ops import Op, Space
-from tracerace.record import oclgrind_build, oclgrind_convert
-from tracerace.record.oclgrind_convert import RECORD_DTYPE, Kind
+from tracerace.trace.ops import Op, Space
+from tracerace.record.oclgrind import build as oclgrind_build, convert as oclgrind_convert
+from tracerace.record.oclgrind.convert import RECORD_DTYPE, Kind
 from peak import PEAK_KIB
 
 ON_CI = bool(os.environ.get("CI"))
@@ -122,7 +122,7 @@ def test_docs_table_is_current():
 
 def test_trace_of_the_tree_reduction(plugin, tmp_path):
     """Blocks, threads, spaces, barriers, sites and buffers of a known kernel."""
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
     from tracerace.record.oclgrind import record
 
     out = tmp_path / "reduce.arrow"
@@ -203,7 +203,7 @@ def error_kinds(trace: str) -> set[str]:
 
 
 def trace_columns(path: str, *names: str) -> dict[str, np.ndarray]:
-    from tracerace.reader import open_trace
+    from tracerace.trace.reader import open_trace
 
     with open_trace(path) as trace:
         batches = [b.cols for b in trace]

@@ -28,10 +28,10 @@ require("triton", ("triton", "torch"))
 
 import tracerace  # noqa: E402
 from tracerace.errors import TraceError  # noqa: E402
-from tracerace.ops import Op, Scope, Sem, Space  # noqa: E402
-from tracerace.reader import open_trace  # noqa: E402
+from tracerace.trace.ops import Op, Scope, Sem, Space  # noqa: E402
+from tracerace.trace.reader import open_trace  # noqa: E402
 from tracerace.record import record  # noqa: E402
-from tracerace.record._triton_memory import Intervals, LaunchMemory, RecordError  # noqa: E402
+from tracerace.record.triton._memory import Intervals, LaunchMemory, RecordError  # noqa: E402
 
 TESTS = Path(__file__).parent
 KERNELS = TESTS / "kernels_triton"
@@ -382,7 +382,7 @@ def test_libdevice_values_are_numpy_ones():
     """Against Python's math: the functions whose NumPy form is not one ufunc."""
     import math
 
-    from tracerace.record._triton_libdevice import NUMPY
+    from tracerace.record.triton._libdevice import NUMPY
 
     x = np.array([-2.5, -0.5, 0.5, 1.5, 2.5], dtype=np.float32)
     assert NUMPY["round"](x).tolist() == [-3.0, -1.0, 1.0, 2.0, 3.0]
@@ -471,7 +471,7 @@ def test_a_deadlock_stops_the_recording_naming_programs_and_lines(tmp_path):
 
 def test_the_hooked_interpreter_names_exist():
     """A Triton upgrade that moves what the recorder hooks must fail here."""
-    code = ("import json; from tracerace.record._triton_hooks import missing_hooks; "
+    code = ("import json; from tracerace.record.triton._hooks import missing_hooks; "
             "print(json.dumps(missing_hooks()))")
     env = dict(os.environ, TRITON_INTERPRET="1",
                PYTHONPATH=str(Path(tracerace.__file__).parent.parent))

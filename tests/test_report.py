@@ -9,11 +9,11 @@ import pytest
 
 from test_explain import finding
 from tracerace.errors import TraceError
-from tracerace.findings import FINDING_DTYPE, CheckResult
-from tracerace.meta import Buffer, TraceMeta
-from tracerace.ops import HazardKind, Op, Severity, Space
-from tracerace.options import make_options, parse_kinds
-from tracerace.report import Report
+from tracerace.checker.findings import FINDING_DTYPE, CheckResult
+from tracerace.trace.meta import Buffer, TraceMeta
+from tracerace.trace.ops import HazardKind, Op, Severity, Space
+from tracerace.checker.options import make_options, parse_kinds
+from tracerace.report.model import Report
 
 K = HazardKind
 SITES = ("attn.cu:10 st.global", "attn.cu:20 ld.global", "attn.cu:30 ld.shared",
@@ -252,7 +252,7 @@ ENGINES = ["reference", "numba"]
 
 
 def two_thread_writes(*, barrier: bool):
-    from tracerace.writer import make_table
+    from tracerace.trace.writer import make_table
 
     ops = ["write", "bar_sync", "bar_sync", "write"] if barrier else ["write", "write"]
     n = len(ops)
@@ -309,7 +309,7 @@ def test_check_rejects_bad_options_before_reading():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_check_reports_progress_to_a_plain_callback(engine):
     from tracerace import check
-    from tracerace.writer import make_table
+    from tracerace.trace.writer import make_table
 
     n = 9
     table = make_table(dict(ts=list(range(n)), op=["write"] * n, launch=0, block=0,

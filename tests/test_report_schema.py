@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 import tracerace
-from tracerace import arrow_report
+from tracerace.report import arrow_report
 from tracerace.scenarios import SCENARIOS
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
@@ -32,7 +32,7 @@ def reports(tmp_path_factory):
 def test_json_schema_is_a_valid_draft_2020_12_schema():
     doc = load("report-v1.schema.json")
     jsonschema.Draft202012Validator.check_schema(doc)
-    assert doc["properties"]["version"]["const"] == tracerace.report.JSON_VERSION
+    assert doc["properties"]["version"]["const"] == tracerace.report.model.JSON_VERSION
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))

@@ -15,17 +15,17 @@ from hypothesis import strategies as st
 
 import tracerace
 from test_groups import random_findings
-from tracerace import formats
-from tracerace.explain import explain
-from tracerace.findings import CheckResult
-from tracerace import arrow_report
-from tracerace.formats import jsonfmt, sarif
-from tracerace.groups import EXAMPLES
-from tracerace.meta import Buffer, TraceMeta
-from tracerace.ops import Space
-from tracerace.locations import locate
-from tracerace.report import Report
-from tracerace.writer import write_table
+from tracerace.report import formats
+from tracerace.report.explain import explain
+from tracerace.checker.findings import CheckResult
+from tracerace.report import arrow_report
+from tracerace.report.formats import jsonfmt, sarif
+from tracerace.group.groups import EXAMPLES
+from tracerace.trace.meta import Buffer, TraceMeta
+from tracerace.trace.ops import Space
+from tracerace.report.locations import locate
+from tracerace.report.model import Report
+from tracerace.trace.writer import write_table
 
 BUFFERS = (
     Buffer("x", int(Space.GLOBAL), 64, (4, 4), 4),                     # row-major
@@ -77,7 +77,7 @@ def test_arrow_columns_word_each_finding_as_explain_does():
 
 def sample_report(**options) -> Report:
     findings = random_findings(np.random.default_rng(11), 400)
-    from tracerace.options import make_options
+    from tracerace.checker.options import make_options
 
     return Report.from_result(CheckResult(2000, findings), META, make_options(**options))
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 import tracerace
 from tracerace.cli import app
-from tracerace.notice import NOTICE, CompileNotice
-from tracerace.writer import make_table
+from tracerace.checker.notice import NOTICE, CompileNotice
+from tracerace.trace.writer import make_table
 
 from builders import Trace
 

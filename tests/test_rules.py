@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from tracerace import engine, reference
+from tracerace.checker import engine, reference
 from tracerace.errors import TraceError
-from tracerace.ops import HazardKind as K
-from tracerace.ops import Severity
+from tracerace.trace.ops import HazardKind as K
+from tracerace.trace.ops import Severity
 
 from builders import Trace
 
@@ -517,8 +517,8 @@ def test_text_report_links_a_race_to_the_alias_that_caused_it():
     import io
 
     import tracerace
-    from tracerace.formats import text
-    from tracerace.writer import make_table
+    from tracerace.report.formats import text
+    from tracerace.trace.writer import make_table
 
     t = Trace()
     t.init(0, 0, addr=0, size=4)

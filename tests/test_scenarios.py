@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 import tracerace
 from tracerace.cli import app
-from tracerace.findings import FIELDS
+from tracerace.checker.findings import FIELDS
 from tracerace.scenarios import SCENARIOS, incident4_alias_permute as permute
 
 ENGINES = ("reference", "numba")

@@ -10,12 +10,12 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from tracerace.columns import EXTENSION_OP_MIN
+from tracerace.trace.columns import EXTENSION_OP_MIN
 from tracerace.errors import TraceError
-from tracerace.header import parse_buffer
-from tracerace.meta import Buffer
-from tracerace.ops import Op, Proxy, Scope, Sem, Space
-from tracerace.schema import (COLUMNS, FORMAT_VERSION, META_BUFFERS, META_PRODUCER, META_SITES,
+from tracerace.trace.header import parse_buffer
+from tracerace.trace.meta import Buffer
+from tracerace.trace.ops import Op, Proxy, Scope, Sem, Space
+from tracerace.trace.schema import (COLUMNS, FORMAT_VERSION, META_BUFFERS, META_PRODUCER, META_SITES,
                               META_VERSION, META_WARNINGS, arrow_schema)
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
@@ -77,9 +77,9 @@ def test_metadata_keys_match():
 
 
 def test_metadata_extensions_match_what_the_gpu_import_writes():
-    from tracerace.coords import META_LAUNCHES
-    from tracerace.gpu import META_IMPORT, META_KERNELS
-    from tracerace.gpu.kernel import KernelInfo
+    from tracerace.trace.coords import META_LAUNCHES
+    from tracerace.convert.gpu import META_IMPORT, META_KERNELS
+    from tracerace.convert.gpu.kernel import KernelInfo
 
     ext = {k["key"]: k for k in load("metadata.json")["extensions"]}
     assert set(ext) == {META_KERNELS, META_IMPORT, META_LAUNCHES}

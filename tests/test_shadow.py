@@ -1,6 +1,6 @@
 """Shadow memory: granule sizes (shared and global, chosen per launch), init
 intervals, and what a granule's read list remembers; each against the
-reference checker (``tracerace.engine.shadow``, ``granularity``, ``granules``)."""
+reference checker (``tracerace.checker.engine.shadow``, ``granularity``, ``granules``)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracerace.engine import EngineState
-from tracerace.engine.granularity import global_shift_for, shared_shift_for
-from tracerace.engine.layout import SV_SHARED_REGION
-from tracerace.engine.shadow import (GLOBAL_GRANULE_SHIFT, GRANULE_SHIFT, INIT_INTERVAL_MIN,
+from tracerace.checker.engine import EngineState
+from tracerace.checker.engine.granularity import global_shift_for, shared_shift_for
+from tracerace.checker.engine.layout import SV_SHARED_REGION
+from tracerace.checker.engine.shadow import (GLOBAL_GRANULE_SHIFT, GRANULE_SHIFT, INIT_INTERVAL_MIN,
                                      REGION_WIDE, WIDE_GRANULE_SHIFT)
-from tracerace.ops import K_RAW, K_UNINIT_READ, Op, Space
+from tracerace.trace.ops import K_RAW, K_UNINIT_READ, Op, Space
 
 from builders import columns
 from test_engine_agrees import SETTINGS, assert_agree, split_rows
@@ -176,8 +176,8 @@ def test_only_real_launches_mark_a_global_granule_size():
     """A fresh state has run no launch, so no size is marked; a trace of
     16-byte launches alone then never pays for carrying initialized bytes
     across sizes (the state's first reset used to mark 8 bytes)."""
-    from tracerace.engine.layout import SV_GLOBAL_SIZES
-    from tracerace.engine.shadow import GS_NARROW, GS_WIDE
+    from tracerace.checker.engine.layout import SV_GLOBAL_SIZES
+    from tracerace.checker.engine.shadow import GS_NARROW, GS_WIDE
     st = EngineState()
     assert st.sv[SV_GLOBAL_SIZES] == 0
     st.reset_launch(0, global_shift=WIDE_GRANULE_SHIFT)
@@ -312,7 +312,7 @@ def test_layout_owns_the_granule_node_and_snapshot_columns():
     import ast
     from pathlib import Path
 
-    from tracerace.engine import layout
+    from tracerace.checker.engine import layout
 
     engine = Path(layout.__file__).parent
     owned = ("G_", "N_", "K_", "KS_", "SN_", "IV_", "I_", "CV_")
@@ -340,8 +340,8 @@ def test_info_accessors_change_one_field_each(info, m):
     """``with_mask`` and ``with_shadow`` replace one field of the info word and keep
     every other bit (``add_mask`` fills an empty mask); the readers return what was
     written."""
-    from tracerace.engine import layout as L
-    from tracerace.engine._jit import from_python
+    from tracerace.checker.engine import layout as L
+    from tracerace.checker.jit import from_python
 
     info = np.int64(info)
     m = np.int64(m)

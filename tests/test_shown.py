@@ -12,10 +12,10 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.errors import TraceError
-from tracerace.formats import render
-from tracerace.formats.sarif import to_sarif
+from tracerace.report.formats import render
+from tracerace.report.formats.sarif import to_sarif
 from tracerace.shown import ODD, shown
-from tracerace.writer import write_table
+from tracerace.trace.writer import write_table
 
 ESCAPES = "\x1b]0;pwned\x07\x1b[2J"
 FORGED = "k.cu:1\nerror waw: 999 hazards between FAKE and FAKE"

@@ -17,11 +17,11 @@ import pytest
 from typer.testing import CliRunner
 
 import tracerace
-from tracerace import formats
+from tracerace.report import formats
 from tracerace.cli import app
 from tracerace.errors import TraceError
-from tracerace.sources import MAX_SOURCE_BYTES, SourceRoots
-from tracerace.writer import make_table
+from tracerace.report.sources import MAX_SOURCE_BYTES, SourceRoots
+from tracerace.trace.writer import make_table
 
 from builders import Trace
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tracerace import reference
+from tracerace.checker import reference
 
-ENGINE = Path(__file__).resolve().parent.parent / "tracerace" / "engine"
+ENGINE = Path(__file__).resolve().parent.parent / "tracerace" / "checker" / "engine"
 
 
 def engine_handlers() -> dict[str, list[str]]:
@@ -77,7 +77,7 @@ def test_race_kind_asks_the_same_questions_in_the_same_order_in_both():
     ``races.py``, giving the same answers in the same order (ordered first,
     then an atomic pair, then a copy in flight, then the kind by who wrote),
     with the same values for the two answers that are not races."""
-    from tracerace.reference import races as ref_races
+    from tracerace.checker.reference import races as ref_races
 
     engine_tree = ast.parse((ENGINE / "races.py").read_text())
     ref_tree = ast.parse(Path(ref_races.__file__).read_text())

@@ -3,7 +3,7 @@
 a report or one bad-input line with exit 2, never a traceback, in memory and
 time bounded by the trace's real content.
 
-The limits are :mod:`tracerace.limits` (``docs/security.md`` lists them). The
+The limits are :mod:`tracerace.trace.limits` (``docs/security.md`` lists them). The
 examples of the issue are tests here; the fuzz tests at the end draw metadata
 and column values at random.
 """
@@ -27,14 +27,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from tracerace import limits
+from tracerace.trace import limits
 from tracerace.cli import app
-from tracerace.engine import EngineState
-from tracerace.engine.layout import GR_AGENTS
-from tracerace.limits import JSONLimitError, json_depth, load_json
-from tracerace.ops import Op
-from tracerace.schema import COLUMNS
-from tracerace.writer import make_table, write_table
+from tracerace.checker.engine import EngineState
+from tracerace.checker.engine.layout import GR_AGENTS
+from tracerace.trace.limits import JSONLimitError, json_depth, load_json
+from tracerace.trace.ops import Op
+from tracerace.trace.schema import COLUMNS
+from tracerace.trace.writer import make_table, write_table
 
 ROOT = Path(__file__).resolve().parent.parent
 SCALE = float(os.environ.get("TRACERACE_SCALE", "1"))
@@ -200,7 +200,7 @@ _UNDER_A_LIMIT = textwrap.dedent("""
     sys.path.insert(0, {root!r})
     from tracerace import api
     from tracerace.cli import main
-    from tracerace.writer import make_table
+    from tracerace.trace.writer import make_table
     api.check(make_table({{"ts": [0, 1], "op": ["write", "read"], "launch": 0, "block": 0,
                           "thread": [0, 1], "addr": 0, "size": 4}}))  # kernels loaded first
     size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")

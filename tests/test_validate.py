@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 
 from tracerace.cli import app
 from tracerace.errors import TraceError
-from tracerace.reader import open_trace, validate_trace
+from tracerace.trace.reader import open_trace, validate_trace
 
 META = {"tracerace.version": "1"}
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,11 +12,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from tracerace.errors import TraceError
-from tracerace.meta import Buffer
-from tracerace.ops import Op, Proxy, Scope, Sem, Space
-from tracerace.reader import open_trace
-from tracerace.schema import COLUMN_NAMES, COLUMNS, SITE_NONE, arrow_schema
-from tracerace.writer import TraceWriter, make_table, write_table
+from tracerace.trace.meta import Buffer
+from tracerace.trace.ops import Op, Proxy, Scope, Sem, Space
+from tracerace.trace.reader import open_trace
+from tracerace.trace.schema import COLUMN_NAMES, COLUMNS, SITE_NONE, arrow_schema
+from tracerace.trace.writer import TraceWriter, make_table, write_table
 
 COPIES = (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE)
 ADDRESSED = (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, *COPIES)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from tracerace.ops import Op
+from tracerace.trace.ops import Op
 
 ACCESS_OPS = [Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT]
 SYNC_OPS = [Op.BAR_SYNC, Op.BAR_ARRIVE, Op.WARP_SYNC, Op.FENCE, Op.FENCE_PROXY_ASYNC,

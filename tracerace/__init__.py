@@ -14,7 +14,7 @@ from .version import __version__
 
 if TYPE_CHECKING:
     from .api import check, validate
-    from .report import Hazard, HazardGroup, Report
+    from .report.model import Hazard, HazardGroup, Report
 
 __all__ = ["__version__", "check", "validate", "Report", "HazardGroup", "Hazard"]
 
@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 
         value = getattr(api, name)
     elif name in ("Report", "HazardGroup", "Hazard"):
-        from . import report
+        from .report import model as report
 
         value = getattr(report, name)
     else:

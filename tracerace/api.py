@@ -1,12 +1,12 @@
 """The Python API: ``check(trace) -> Report``, ``validate(trace)``. The CLI is a
 thin layer over it.
 
-Options are validated first (:mod:`tracerace.options`), before any trace is
+Options are validated first (:mod:`tracerace.checker.options`), before any trace is
 read, and a bad one raises :class:`~tracerace.errors.TraceError` with rule
 ``usage``.
 
 A check hands the checker's findings, a batch at a time, to a
-:class:`~tracerace.groups.GroupBuilder` (and to a ``sink``, when one streams
+:class:`~tracerace.group.groups.GroupBuilder` (and to a ``sink``, when one streams
 them to a file), so memory grows with the groups, not with the findings.
 Progress goes to a plain callback; drawing it (the CLI's bar) is the caller's.
 """
@@ -22,17 +22,17 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from .engine import check_trace as numba_check
+from .checker.engine import check_trace as numba_check
 from .errors import TraceError
-from .groups import GroupBuilder
-from .meta import TraceMeta
-from .options import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, CheckOptions, make_options,
+from .group.groups import GroupBuilder
+from .trace.meta import TraceMeta
+from .checker.options import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, CheckOptions, make_options,
                       usage)
-from .reference import check_trace as reference_check
-from .report import Report
+from .checker.reference import check_trace as reference_check
+from .report.model import Report
 
 CHECKERS: dict[str, Callable[..., Any]] = {"numba": numba_check, "reference": reference_check}
-"""Engine name (:data:`~tracerace.options.ENGINES`) -> ``check_trace(reader, *,
+"""Engine name (:data:`~tracerace.checker.options.ENGINES`) -> ``check_trace(reader, *,
 progress=None, on_findings=None) -> CheckResult``. Both are imported with the
 API: after NumPy and Numba, which the grouping needs anyway, the two modules
 take about 0.1 s to import, most of it the one a check runs anyway (measured
@@ -45,7 +45,7 @@ after each batch; ``total_rows`` is None for a stream of unknown length."""
 
 class FindingSink(Protocol):
     """Takes every finding a check keeps, as the checker finds them (the Arrow
-    output's :class:`~tracerace.formats.arrowfmt.FindingsWriter`)."""
+    output's :class:`~tracerace.report.formats.arrowfmt.FindingsWriter`)."""
 
     def open(self, meta: TraceMeta) -> None:
         """The trace is open: its metadata."""
@@ -69,7 +69,7 @@ def check(source: Any, *, engine: str = "numba",
     :data:`DEFAULT_MAX_REPORTS`; 0, None or ``"all"``: every group), never the
     counts. ``progress``: called as the replay goes (see :data:`Progress`).
 
-    Findings are grouped as they are found (:mod:`tracerace.groups`): the
+    Findings are grouped as they are found (:mod:`tracerace.group.groups`): the
     report holds every group with exact counts and each group's first few
     findings. ``keep_findings``: keep every finding in ``Report.findings``
     too (memory grows with them). ``sink``: receives every kept finding as it
@@ -125,8 +125,8 @@ def _replay(source: Any, options: CheckOptions,
     gives the consumer of the findings. Returns (the checker's result, meta)."""
     path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
     try:
-        from .notice import CompileNotice
-        from .reader import decode_pool, open_trace
+        from .checker.notice import CompileNotice
+        from .trace.reader import decode_pool, open_trace
 
         with CompileNotice() as notice, decode_pool():
             reader = open_trace(source, batch_size=options.batch_size)
@@ -156,8 +156,8 @@ def _compile_the_rest(meta: TraceMeta) -> None:
     them), after a check that compiled the others: the notice of that first run
     said compiling happens once, and a trace without findings would leave these
     to the first check that has some."""
-    from .engine.races import records
-    from .findings import FIELDS
+    from .checker.engine.races import records
+    from .checker.findings import FIELDS
 
     records(np.zeros((1, len(FIELDS)), dtype=np.int64))
     GroupBuilder(meta).compile_kernels()

@@ -101,8 +101,9 @@ def check(
 
     Exit 1 when a hazard is an error, 0 otherwise, 2 on bad input.
     """
-    from . import api, formats
-    from .options import DEFAULT_MAX_REPORTS
+    from . import api
+    from .report import formats
+    from .checker.options import DEFAULT_MAX_REPORTS
 
     if max_reports is None:
         max_reports = DEFAULT_MAX_REPORTS
@@ -149,7 +150,7 @@ def info_command(
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
     """Summarise TRACE: events, launches, agents, ops, memory touched, metadata."""
-    from .info import format_json, format_text, trace_info
+    from .trace.info import format_json, format_text, trace_info
 
     formats = {"text": format_text, "json": format_json}
     if fmt not in formats:
@@ -177,7 +178,8 @@ def demo_command(
 
     Exit 1 when a hazard is an error, 0 otherwise, 2 on bad input.
     """
-    from . import api, formats, scenarios
+    from . import api, scenarios
+    from .report import formats
 
     if list_:
         _echo("\n".join(f"{s.name:<10} {s.title}" for s in scenarios.SCENARIOS.values()))
@@ -227,7 +229,7 @@ def convert_command(
     """Convert a trace; formats by extension. STD text (T0|w(V12)|34 lines) imports
     to and exports from trace format v1 (see tracerace.convert for the mapping);
     traces recorded on a GPU by Accel-Sim's tracer, CUTracer or NVBit's mem_trace
-    import to v1 (see tracerace.gpu).
+    import to v1 (see tracerace.convert.gpu).
 
     Exit 0 when converted, 2 on bad input, an instruction the import cannot
     follow, or a trace with no STD equivalent.
@@ -325,7 +327,7 @@ class ProgressBar:
 
     def update(self, rows_done: int, total_rows: int | None) -> None:
         if self.shown is None:
-            from .formats.text import is_terminal
+            from .report.formats.text import is_terminal
 
             terminal = is_terminal(self.stream)
             self.shown = show_progress(self.asked, terminal, total_rows)

@@ -105,7 +105,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def _record_and_check(item: pytest.Function, backend: str) -> None:
     import tracerace
-    from tracerace import formats
+    from tracerace.report import formats
     from tracerace.errors import TraceError
     from tracerace.record import record
 

@@ -23,7 +23,7 @@ import os
 from types import ModuleType
 
 from ..errors import TraceError
-from ..outfile import destination, refuse_inputs, refuse_non_trace
+from ..trace.outfile import destination, refuse_inputs, refuse_non_trace
 from .result import RecordResult
 
 BACKENDS = ("numba", "oclgrind", "triton", "cuda")
@@ -52,7 +52,7 @@ def record(command: list[str], out: str, *, backend: str = "numba",
 def refuse_output(out: str, command: list[str]) -> None:
     """Raise a ``usage`` error, before the program runs, when ``out`` is the
     program or another file its command line names, or an existing file that
-    is not a trace (:func:`tracerace.outfile.refuse_non_trace`)."""
+    is not a trace (:func:`tracerace.trace.outfile.refuse_non_trace`)."""
     refuse_inputs(out, [word for word in command if os.path.exists(word)])
     refuse_non_trace(destination(out))
 
@@ -62,11 +62,11 @@ def _backend(name: str) -> ModuleType:
     process imports this package (its boot module lives here) and must not load
     the other backends into the program it runs."""
     if name == "numba":
-        from . import numba_sim as module
+        from . import numba as module
     elif name == "oclgrind":
         from . import oclgrind as module
     elif name == "triton":
-        from . import triton_interp as module
+        from . import triton as module
     else:
         from . import cuda as module
     return module

@@ -2,7 +2,7 @@
 
 A Python backend (``numba``, ``triton``) records ``python script.py [args]`` or
 ``python -m module [args]`` by starting a child interpreter on a *boot module*
-of its own (``python -m tracerace.record._numba_boot OUT STATUS [OPTIONS...]
+of its own (``python -m tracerace.record.numba._boot OUT STATUS [OPTIONS...]
 script|module TARGET [ARGS...]``). The boot module hooks its simulator, runs
 the program unmodified with :func:`run_program`, writes the trace and leaves a
 JSON status for the parent (:func:`write_status`): events, launches, seconds,
@@ -25,9 +25,9 @@ from collections.abc import Callable
 from time import perf_counter
 
 from ..errors import TraceError
-from ..limits import JSONLimitError, load_json
+from ..trace.limits import JSONLimitError, load_json
 from .result import RecordResult
-from ._numba_events import library_roots, shown_path
+from ._events import library_roots, shown_path
 
 _PYTHON = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?$")
 

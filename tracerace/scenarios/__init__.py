@@ -6,7 +6,7 @@ the trace holds) with a generator::
     generate(target, *, fixed=False, scale=1, seed=0) -> int   # rows written
 
 ``target`` is a path (the file is written and closed) or an open
-:class:`~tracerace.writer.TraceWriter` holding no events yet (pick the format
+:class:`~tracerace.trace.writer.TraceWriter` holding no events yet (pick the format
 and compression there: uncompressed, 10^8 events take about 7 GB).
 ``fixed=False`` records the buggy schedule, ``fixed=True`` the fixed program
 under the same load. ``scale=1`` gives a trace of a thousand to twelve
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import TraceError
-from ..outfile import destination, refuse_non_trace
+from ..trace.outfile import destination, refuse_non_trace
 from . import (incident1_flag_alias, incident2_ring_slot, incident3_cp_async,
                incident4_alias_permute, incident5_multicast_uninit)
 

@@ -8,7 +8,7 @@ for every head" while each row still lands at its agent's point in the
 schedule. No Python code runs per event.
 
 :func:`write_launches` then streams launches to a
-:class:`~tracerace.writer.TraceWriter` in chunks of about ``CHUNK_ROWS`` rows,
+:class:`~tracerace.trace.writer.TraceWriter` in chunks of about ``CHUNK_ROWS`` rows,
 filling in ``launch`` and ``ts``: a scenario at 10^8 events needs memory for
 one chunk, not the trace.
 """
@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ..schema import COLUMNS, DEFAULT_BLOCK, SITE_NONE
+from ..trace.schema import COLUMNS, DEFAULT_BLOCK, SITE_NONE
 
 CHUNK_ROWS = 1 << 21
 """Rows handed to the writer at a time; bounds the generator's memory."""

@@ -6,7 +6,7 @@ import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-from ..writer import TraceWriter
+from ..trace.writer import TraceWriter
 
 WRITER_BATCH = 1 << 18
 """Record batch rows of the files scenarios write: large batches read and write faster."""

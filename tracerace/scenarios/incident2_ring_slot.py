@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops import Op, Space
+from ..trace.ops import Op, Space
 from ._build import Launch, variants, write_launches
 from ._target import open_writer, register_sites
 

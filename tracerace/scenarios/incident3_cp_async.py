@@ -28,7 +28,7 @@ import math
 
 import numpy as np
 
-from ..ops import Op, Space
+from ..trace.ops import Op, Space
 from ._build import Launch, write_launches
 from ._target import open_writer, register_sites
 

@@ -1,0 +1,1 @@
+"""Checking a trace: the jit owner, the engine, the reference checker, findings."""

@@ -1,0 +1,173 @@
+"""The driver: batches in, findings out, bad input turned into one-line errors.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...trace import badinput
+from ...trace import ops as O
+from ..findings import CheckResult
+from ...trace.schema import COLUMN_NAMES
+from .barriers import finish_launch
+from .granularity import global_shift_for, shared_shift_for
+from .granules import global_accesses
+from .layout import (
+    F_KIND, F_PREV_ROW, F_RANK, F_ROW, GR_FIND, NEED_GROW, NEW_LAUNCH, OK, SV_ERR_A, SV_ERR_B,
+    SV_ERR_C, SV_ERR_D, SV_GEN_N, SV_GROW, SV_LAUNCH, SV_NFIND, SV_VIEW, VIEW_GLOBAL,
+    VIEW_SHARED)
+from .pools import Faulter, Sizes
+from .prefetch import prefetch
+from .races import records
+from .replay import Columns, replay
+from .shadow import PAGE_SHIFT
+from .state import EngineState, FIND_HANDOVER_ROWS
+from typing import Callable
+
+# The kernel's error statuses -> (rule, message) (tracerace.trace.badinput), from
+# the four values it leaves in SV_ERR_A..D.
+def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
+    """The bad-input error of a kernel's ``status`` (the reference words it the same)."""
+    values = (int(sv[k]) for k in (SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D))
+    raise badinput.error(status, *values, path=path, row=row)
+
+
+def check_trace(reader, *, progress: Callable[[int], None] | None = None,
+                on_findings: Callable[[np.ndarray], None] | None = None,
+                page_shift: int = PAGE_SHIFT, sizes: Sizes | None = None,
+                shared_shift: int | None = None) -> CheckResult:
+    """Replay ``reader`` (a TraceReader) through the Numba engine.
+
+    ``on_findings``: called with the findings (``FINDING_DTYPE``, in the order
+    found) after each batch, and whenever the findings pool reaches
+    ``FIND_HANDOVER_ROWS`` rows; the result then holds no findings, and memory
+    does not grow with them.
+
+    A barrier that orders only some memory (``fence_spaces``) splits
+    happens-before in two: one relation for global memory, one for shared.
+    From the first batch that holds such a barrier on, the state is forked
+    and two views replay every batch, one checking global (and local) memory
+    and one shared memory, each joining clocks only at the barriers that
+    fence its memory; after each batch their findings are merged as one
+    checker would have kept them (the reference's shared-memory clock
+    entries).
+
+    ``page_shift``: log2 of the pages large accesses are recorded by (see
+    ``shadow``, PAGES); no answer depends on it (tests make pages
+    small so that short traces use them). ``sizes`` (the tables' starting
+    sizes, :class:`.pools.Sizes`) and ``shared_shift`` (one shared granule size
+    for every launch) are for tests too: no answer depends on them."""
+    st = EngineState(page_shift, sizes, shared_shift)
+    st.rows_total = reader.meta.num_rows
+    views = [st]
+    merged: list[np.ndarray] = []  # findings of two views, merged per batch
+    events = 0
+    # The read-ahead thread is stopped before returning or raising, so the
+    # caller may close the reader at once.
+    batches = prefetch(((b, global_accesses(b)) for b in reader), depth=1)
+    try:
+        with Faulter(st) as faulter:
+            for batch, gpos in batches:
+                if len(views) == 1 and _fences_some_memory(batch.cols):
+                    views.append(st.fork(VIEW_SHARED))
+                    st.sv[SV_VIEW] = VIEW_GLOBAL
+                if len(views) == 1:
+                    replay_batch(st, batch, reader.meta.path, gpos, on_findings)
+                    if on_findings is not None:
+                        on_findings(st.take_findings())
+                else:
+                    # Both views hold the batch's findings until they are merged.
+                    for view in views:
+                        replay_batch(view, batch, reader.meta.path, gpos)
+                    merged.append(records(_merge_views([v.take_rows() for v in views])))
+                    if on_findings is not None:
+                        on_findings(merged.pop())
+                # From the second batch on: a one-batch check is over before
+                # faulting ahead could pay for itself.
+                faulter.start()
+                events += batch.n
+                st.batch_done(events)
+                if progress is not None:
+                    progress(events)
+    finally:
+        batches.close()
+    for view in views:
+        close_launch(view)
+    if len(views) > 1:
+        merged.append(records(_merge_views([v.take_rows() for v in views])))
+        last = np.concatenate(merged)
+        merged.clear()
+    else:
+        last = st.take_findings()
+    if on_findings is not None:
+        on_findings(last)
+        last = last[:0]
+    return CheckResult(events, last)
+
+
+_MEMORY_KINDS = np.array([O.K_RAW, O.K_WAR, O.K_WAW, O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE])
+
+
+def _fences_some_memory(cols: dict) -> bool:
+    """Whether a barrier of the batch leaves global or shared memory unfenced."""
+    op = cols["op"]
+    barrier = (op == O.BAR_SYNC) | (op == O.BAR_ARRIVE) | (op == O.WARP_SYNC)
+    return bool(np.any(barrier & ((cols["fence_spaces"] & 3) != 3)))
+
+
+def _merge_views(found: list[np.ndarray]) -> np.ndarray:
+    """The findings of one or two views (global first) as one checker keeps
+    them: per (row, kind), the candidate of highest (earlier row, rank). Only
+    the global view reports what is not about memory, and the views never
+    tie (a tie would need one access in both)."""
+    if len(found) == 1:
+        return found[0]
+    g, s = found
+    memory = np.isin(g[:, F_KIND], _MEMORY_KINDS)
+    both = np.concatenate([g[memory], s[np.isin(s[:, F_KIND], _MEMORY_KINDS)]])
+    both = both[np.lexsort((both[:, F_RANK], both[:, F_PREV_ROW], both[:, F_KIND], both[:, F_ROW]))]
+    last = np.ones(both.shape[0], bool)
+    last[:-1] = (both[1:, F_ROW] != both[:-1, F_ROW]) | (both[1:, F_KIND] != both[:-1, F_KIND])
+    return np.concatenate([g[~memory], both[last]])
+
+
+def replay_batch(st: EngineState, batch, path: str | None,
+                  gpos: np.ndarray | None = None,
+                  on_findings: Callable[[np.ndarray], None] | None = None) -> None:
+    """Run the kernel over one batch, growing pools and closing launches
+    whenever it stops to ask. ``gpos``: :func:`global_accesses` of the batch,
+    when the read-ahead thread has computed it. ``on_findings``: takes a full
+    findings pool instead of its growth past ``FIND_HANDOVER_ROWS``."""
+    c = batch.cols
+    if gpos is None:
+        gpos = global_accesses(batch)
+    cols = Columns(*(c[name] for name in COLUMN_NAMES))
+    start = 0
+    while True:
+        st.kernel_calls += 1
+        status, start = replay(cols, batch.row0, start, st.tables(), gpos)
+        if status == OK:
+            return
+        if status == NEED_GROW:
+            mask = int(st.sv[SV_GROW])
+            if (mask & GR_FIND and on_findings is not None and st.sv[SV_NFIND] > 0
+                    and st.arrays["find"].shape[0] >= FIND_HANDOVER_ROWS):
+                on_findings(st.take_findings())
+                mask &= ~GR_FIND
+            st.grow(mask)
+        elif status == NEW_LAUNCH:  # a launch the kernel leaves to the driver (launches)
+            close_launch(st)
+            shared = st.shared_shift if st.shared_shift is not None else shared_shift_for(c, start)
+            st.reset_launch(int(c["launch"][start]), shared, global_shift_for(c, start))
+        else:
+            _raise(status, st.sv, batch.row0 + start, path)
+
+
+def close_launch(st: EngineState) -> None:
+    if st.sv[SV_LAUNCH] < 0:
+        return
+    if st.sv[SV_NFIND] + st.sv[SV_GEN_N] + 8 > st.arrays["find"].shape[0]:
+        st.grow(GR_FIND)
+        while st.sv[SV_NFIND] + st.sv[SV_GEN_N] + 8 > st.arrays["find"].shape[0]:
+            st.grow(GR_FIND)
+    finish_launch(st.arrays["gens"], st.sv, st.arrays["find"])

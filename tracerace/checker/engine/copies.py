@@ -1,0 +1,117 @@
+"""The async copies a thread issues and waits for: cp.async and bulk (TMA) stores, their
+commit groups and waits (the reference's ``on_cp_async``, ``on_tma_store``,
+``on_cp_commit``, ``on_bulk_commit``, ``on_cp_wait``, ``on_bulk_wait``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import reasons as R
+from ..jit import jit_inline, jit_leaf
+from .agents import async_agent, join_into
+from .layout import (
+    AG_BARGEN, AG_BAROBJ, AG_BULK_AGENT, AG_BULK_OPEN, AG_BULK_RET, AG_CP_AGENT, AG_CP_OPEN,
+    AG_CP_RET, AG_FENCES, AG_RETIRED, E_WAIT_GROUP, FN_AUX, FN_EPOCH, FN_NEXT, FN_VAL,
+    I_PROXY, KIND_BULK, KIND_CP, OK, SV_ERR_A, SV_FEN_TOP)
+from .granules import shadow_of
+from .memory import CopyOp, copy
+from .races import flush_candidates
+
+
+# ---------------------------------------------------------------------------
+# The async agents of a thread: one for its cp.async copies, one for its bulk
+# (TMA) stores, made at the first use.
+@jit_inline
+def agent_of(t, a, col, kind):
+    """Thread ``a``'s async agent of ``kind`` (``KIND_CP`` or ``KIND_BULK``), kept in
+    its column ``col`` (``AG_CP_AGENT`` or ``AG_BULK_AGENT``)."""
+    ca = t.ag[a, col]
+    if ca < 0:
+        ca = async_agent(t.ag, t.sv, t.async_map, a, kind, 0)
+        t.ag[a, col] = ca
+    return ca
+
+
+@jit_inline
+def issue_copy(t, c, i, ev, a, ca, group, bits, kind):
+    """A copy issued by thread ``a`` into commit group ``group`` of its async
+    agent ``ca``: the agent reads the source and writes the destination."""
+    sv, ag, find, cand = t.sv, t.ag, t.find, t.cand
+    if copy(shadow_of(t), CopyOp(a, ca, group, bits, kind, ev.row, ev.ts, ev.site, ev.op,
+                                 np.int64(c.space[i]), np.int64(c.addr[i]), ev.size,
+                                 np.int64(c.space2[i]), np.int64(c.addr2[i]), ev.block,
+                                 np.int64(c.peer[i]))):
+        flush_candidates(cand, find, sv, ev.row, ev.launch, ev.block, ev.thread, ev.op, ev.ts,
+                         ev.site, ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+
+
+@jit_leaf
+def on_cp_async(t, c, i, ev, a, epoch):
+    """cp.async: a copy into the thread's open cp.async group."""
+    ca = agent_of(t, a, AG_CP_AGENT, KIND_CP)
+    issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_CP_OPEN], 0, R.INFLIGHT_CP_ASYNC)
+
+
+@jit_leaf
+def on_tma_store(t, c, i, ev, a, epoch):
+    """A bulk (TMA) store: a copy by the async proxy into the open bulk group."""
+    ca = agent_of(t, a, AG_BULK_AGENT, KIND_BULK)
+    issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_BULK_OPEN], I_PROXY, R.INFLIGHT_BULK_STORE)
+
+
+@jit_inline
+def on_cp_commit(t, c, i, ev, a, epoch):
+    t.ag[a, AG_CP_OPEN] += 1
+
+
+@jit_inline
+def on_bulk_commit(t, c, i, ev, a, epoch):
+    t.ag[a, AG_BULK_OPEN] += 1
+
+
+@jit_inline
+def retire_groups(t, a, ca, upto):
+    """The wait of thread ``a`` returned: the groups of its agent ``ca`` up to
+    ``upto`` are complete, and their copies happen before what follows."""
+    if upto > 0:
+        join_into(t.ag, t.snaps, t.arena_a, t.arena_e, t.sv, a, 0, ca, upto)
+    t.ag[ca, AG_RETIRED] = max(t.ag[ca, AG_RETIRED], upto)
+
+
+@jit_leaf
+def on_cp_wait(t, c, i, ev, a, epoch):
+    """cp.async.wait_group N: every group but the newest N is complete."""
+    sv, ag, fen = t.sv, t.ag, t.fen
+    pending = np.int64(c.arg[i])
+    if pending < 0:
+        sv[SV_ERR_A] = pending
+        return E_WAIT_GROUP
+    ca = agent_of(t, a, AG_CP_AGENT, KIND_CP)
+    upto = max(ag[a, AG_CP_RET], ag[a, AG_CP_OPEN] - 1 - pending)
+    if upto > ag[a, AG_CP_RET]:  # a retiring wait: rule 7 fences go after it
+        f = sv[SV_FEN_TOP]
+        sv[SV_FEN_TOP] += 1
+        fen[f, FN_NEXT] = ag[ca, AG_FENCES]
+        fen[f, FN_EPOCH] = epoch
+        fen[f, FN_VAL] = upto
+        fen[f, FN_AUX] = ev.site
+        ag[ca, AG_FENCES] = f
+    ag[a, AG_CP_RET] = upto
+    retire_groups(t, a, ca, upto)
+    return OK
+
+
+@jit_leaf
+def on_bulk_wait(t, c, i, ev, a, epoch):
+    """The bulk wait: every bulk group but the newest N is complete."""
+    sv, ag = t.sv, t.ag
+    pending = np.int64(c.arg[i])
+    if pending < 0:
+        sv[SV_ERR_A] = pending
+        return E_WAIT_GROUP
+    ca = agent_of(t, a, AG_BULK_AGENT, KIND_BULK)
+    upto = max(ag[a, AG_BULK_RET], ag[a, AG_BULK_OPEN] - 1 - pending)
+    ag[a, AG_BULK_RET] = upto
+    retire_groups(t, a, ca, upto)
+    return OK

@@ -1,0 +1,366 @@
+"""The engine's state layout: every slot of the scalar vector ``sv``, the columns of each
+table (granule slots, nodes hot and cold, snapshots, ...), the bit fields of a node's
+``info`` word with their accessors, the finding and candidate columns, return codes and
+grow bits, in one place. Each group is asserted disjoint at import.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...trace import badinput
+from ...trace import ops as O
+from ..findings import FINDING_DTYPE
+from ...trace.schema import SITE_NONE
+from ..jit import jit_inline
+
+# ---------------------------------------------------------------------------
+# The scalar vector ``sv``: every slot, numbered once (``SV_FIELDS`` long).
+# Snapshots and their arena (clocks).
+SV_SNAP_N = 0       # snapshot ids handed out (high-water mark)
+SV_SNAP_FREE = 1    # head of the free-id list (linked through SN_START), -1 none
+SV_ARENA_TOP = 2
+SV_ARENA_LIVE = 3
+SV_STAMP = 4
+SV_SNAP_SERIAL = 5
+# Tables: rows in use, free lists, high-water marks.
+SV_GRAN_COUNT = 6
+SV_N_AGENTS = 7
+SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED = 8, 9, 10
+SV_ARR_TOP, SV_ARR_FREE, SV_ARR_USED = 11, 12, 13
+SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED = 14, 15, 16
+SV_AR_TOP, SV_AR_FREE, SV_AR_USED = 17, 18, 19
+SV_FEN_TOP = 20
+SV_GEN_N = 21
+SV_FQ_N = 22
+SV_MB_N = 23
+SV_NFIND = 24
+SV_LAUNCH = 25
+SV_GROW = 26  # the grow bits of the pools a NEED_GROW return asks for
+SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_ERR_D = 27, 28, 29, 30  # what a bad-input return names
+SV_LOCK_N, SV_ATOM_N = 31, 32
+SV_IV_N = 33
+SV_PR_TOP, SV_ED_TOP = 34, 35
+# Granule sizes (shadow): the shared region (REGION_SHARED, with REGION_WIDE
+# in a launch of 16-byte granules); the global granule sizes any launch used
+# (GS_NARROW, GS_WIDE) and this launch's global region (0, or REGION_WIDE).
+SV_SHARED_REGION = 36
+SV_GLOBAL_SIZES = 37
+SV_GLOBAL_REGION = 38
+# The memory spaces this state checks (fence_spaces bits: 1 global, 2 shared,
+# 4 local): all of them, or, once a barrier orders only some memory, one of
+# the two views the driver runs side by side (see ``check.check_trace``).
+SV_VIEW = 39
+# Pages (pages, RUNS): the page size's shift, and the last launch that made a
+# run of pages (-1: none yet).
+SV_PAGE_SHIFT = 40
+SV_PAGE_LAUNCH = 41
+# Launch boundaries the kernel crosses itself (``launches``): the slots each
+# launch's hash maps start with (``Sizes.maps``), and the shared granule
+# shift every launch is given (-1: chosen per launch).
+SV_MAPS_CAP = 42
+SV_FIXED_SHARED = 43
+SV_FIELDS = 44
+VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
+
+# Snapshots (clocks): a row per snapshot id, padded to one cache line.
+SN_START, SN_LEN, SN_REF, SN_STAMP, SN_PARENT, SN_SERIAL = range(6)
+SN_FIELDS = 8
+
+# The granule table (shadow): a slot per (region, granule index).
+# ``G_LAUNCH`` stamps the launch that last used the lists (see
+# ``shadow.find_granule``).
+G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT, G_NREADS, G_RLIMIT, G_LAUNCH = range(8)
+G_FIELDS = 8
+
+# A node is split in two tables with the same row: the hot part, which every
+# scan of a list reads (32 bytes: two nodes to a cache line), and the cold
+# part, read only to report a hazard or for a copy's shadow marks.
+N_NEXT, N_AGENT, N_EPOCH, N_INFO = range(4)
+N_FIELDS = 4
+# The cold part, one aligned cache line per node (size and site, both uint32
+# in the trace, share ``K_SIZE_SITE``: site in the high half). ``set_node``
+# writes it whole, in this order.
+K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN, K_SHADOW_AGENT, K_SHADOW_EPOCH = range(8)
+K_FIELDS = 8
+# ``K_SHADOW_AGENT`` packs two fields: the agent of the copy that shadows the
+# node (low KS_AGENT_BITS), and the bytes of the node that a later atomic
+# follows in happens-before (16 bits from KS_HIDDEN_SHIFT).
+KS_AGENT_BITS = 40
+KS_AGENT_MASK = (1 << KS_AGENT_BITS) - 1
+KS_HIDDEN_SHIFT = KS_AGENT_BITS
+
+# Init intervals and runs of pages (shadow, pages): sorted rows.
+IV_REGION, IV_LO, IV_HI = range(3)
+IV_FIELDS = 3
+
+# A node's ``info`` word: what the access was, and which bytes of its
+# granule the node still stands for. Read and written through the accessors
+# below, never by shifting by hand.
+MASK_ALL = 0xFFFF      # a granule's bytes (at most 16)
+I_OP_MASK = 0xFF       # bits 0-7: the op
+I_WRITE = 1 << 8
+I_ATOMIC = 1 << 9
+I_ASYNC = 1 << 10      # made by a copy agent
+I_PROXY = 1 << 11      # async proxy
+I_SCOPE_SHIFT = 12     # 3 bits: the atomic's scope
+I_SCOPE_BITS = 7
+I_MASK_SHIFT = 16      # 16 bits: bytes of the granule this node stands for
+I_COPY_SHIFT = 32      # 2 bits: reasons.INFLIGHT_*
+I_COPY_BITS = 3
+I_AFTER_ALL = 1 << 34  # a copy's write that every older write to its bytes here happens before
+I_RACED = 1 << 35      # a write that a newer copy's write raced (it does not happen before it)
+I_SHADOW_SHIFT = 40    # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none)
+
+
+@jit_inline
+def info_op(info):
+    return info & I_OP_MASK
+
+
+@jit_inline
+def info_scope(info):
+    return (info >> I_SCOPE_SHIFT) & I_SCOPE_BITS
+
+
+@jit_inline
+def info_copy_kind(info):
+    return (info >> I_COPY_SHIFT) & I_COPY_BITS
+
+
+@jit_inline
+def info_mask(info):
+    """The bytes of its granule the node stands for."""
+    return (info >> I_MASK_SHIFT) & MASK_ALL
+
+
+@jit_inline
+def add_mask(info, m):
+    """``info``, which stands for no bytes yet, standing for the bytes ``m``."""
+    return info | (m << I_MASK_SHIFT)
+
+
+@jit_inline
+def with_mask(info, m):
+    """``info`` standing for the bytes ``m`` instead."""
+    return (info & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)) | (m << I_MASK_SHIFT)
+
+
+@jit_inline
+def info_shadow(info):
+    """The bytes a later copy covers (0: none)."""
+    return (info >> I_SHADOW_SHIFT) & MASK_ALL
+
+
+@jit_inline
+def with_shadow(info, m):
+    """``info`` with the bytes ``m`` under its shadowing copy instead."""
+    return (info & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (m << I_SHADOW_SHIFT)
+
+
+# Agents.
+# The first eight fields are what every access reads (finding the agent, its
+# clock, its barrier position for the node it makes): with rows of 24 fields
+# (three aligned cache lines; the tables are page-aligned) an access touches
+# one line of its agent's row. Rows of 22 fields, hot fields spread over the
+# first ten, touched two and often three lines: the pipeline benchmark sweeps
+# ~17k agents (~3 MB) per instruction of its lockstep schedule, so each event
+# missed the caches there.
+(AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_KIND, AG_BLOCKED, AG_BAROBJ, AG_BARGEN,
+ AG_CLUSTER, AG_BLOCKNUM, AG_FENCES, AG_CP_OPEN, AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET,
+ AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT, AG_ACQ_SERIAL, AG_ISSUER, AG_MBAR,
+ AG_WEAK_AGENT, AG_WEAK_EPOCH, AG_WEAK_AUX, AG_WEAK_OBJ, AG_BARFENCE) = range(26)
+# Per scope level (WARP..DEVICE at offset scope - 1): the release fences
+# (base snapshot and epoch of the latest release fence of that scope or
+# wider; base -1: none) and the releases read by relaxed atomics waiting for
+# an acquire fence (a snapshot per reach; 0: none).
+N_LEVELS = 4
+AG_FREL_BASE = 26
+AG_FREL_EPOCH = AG_FREL_BASE + N_LEVELS
+AG_PACQ = AG_FREL_EPOCH + N_LEVELS
+AG_FIELDS = 40  # five aligned cache lines
+assert AG_PACQ + N_LEVELS <= AG_FIELDS
+KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
+# AG_FENCES heads the agent's log in ``fen``: fence_proxy_async epochs for a
+# thread, retiring waits for a cp.async agent, phases for a TMA agent (below).
+# AG_ISSUER: an async agent's thread; AG_MBAR: a TMA agent's mbarrier address.
+# AG_WEAK_*: the last release the thread's atomics read without synchronizing
+# (releaser, its epoch, reasons.weak_sync_aux, the address; agent -1: none).
+# AG_BARFENCE: the fence_spaces of its arrival at the generation AG_BARGEN.
+
+# Barrier generations, one slot per (kind, block, obj) key, reused per generation.
+(GN_OPEN, GN_ARG, GN_MASK, GN_COUNT, GN_ARRIVALS, GN_NUMBER, GN_BAROBJ, GN_KEYOBJ,
+ GN_F_ROW, GN_F_LAUNCH, GN_F_BLOCK, GN_F_THREAD, GN_F_OP, GN_F_TS, GN_F_SITE,
+ GN_L_ROW, GN_L_LAUNCH, GN_L_BLOCK, GN_L_THREAD, GN_L_OP, GN_L_TS, GN_L_SITE, GN_L_OBJ) = range(23)
+GN_FIELDS = 23
+
+# Arrivals (barrier generations and mbarrier phases).
+AR_NEXT, AR_BASE, AR_AGENT, AR_EPOCH, AR_FLAG = range(5)
+AR_FIELDS = 5
+ARF_WAITER, ARF_TMA = 1, 2
+ARF_NOJOIN = 4  # a barrier arrival that does not fence this view's memory: no clock given or taken
+ARF_FENCE_SHIFT = 4  # a barrier arrival's fence_spaces, in its flag
+
+# Signals queued on a flag.
+(SG_NEXT, SG_COUNT, SG_BASE, SG_AGENT, SG_EPOCH, SG_ROW, SG_SITE, SG_LAUNCH, SG_BLOCK, SG_THREAD,
+ SG_TS) = range(11)
+SG_FIELDS = 11
+# A signal's clock (SG_BASE, SG_AGENT) and a flag's pairings (FQ_PAIRS) are
+# of their launch only (SG_LAUNCH, FQ_PAIRS_LAUNCH): read from a later launch
+# they are empty, so a launch boundary does not walk every flag and signal.
+FQ_HEAD, FQ_TAIL, FQ_TOTAL, FQ_PAIRS, FQ_EDGES, FQ_PAIRS_LAUNCH = range(6)
+FQ_FIELDS = 6
+
+# sync_alias: FIFO pairings of this launch, and (signal site, wait site) edges.
+(PR_NEXT, PR_S_ROW, PR_S_SITE, PR_S_AGENT, PR_S_EPOCH, PR_W_SITE, PR_W_AGENT, PR_W_EPOCH,
+ PR_S_LAUNCH, PR_S_BLOCK, PR_S_THREAD, PR_S_TS) = range(12)
+PR_FIELDS = 12
+ED_NEXT, ED_S, ED_W = range(3)
+ED_FIELDS = 3
+
+# mbarriers.
+(MB_VALID, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_ARRIVALS, MB_DONE0, MB_DONE1,
+ MB_I_ROW, MB_I_LAUNCH, MB_I_BLOCK, MB_I_THREAD, MB_I_OP, MB_I_TS, MB_I_SITE, MB_INITS,
+ MB_TMA0, MB_TMA1) = range(18)
+MB_FIELDS = 18
+# MB_INITS: mbar_inits so far (a phase is known by (init number << 32) | phase).
+# MB_TMA0/1: per parity, the tma_loads (arrival records: agent, load number)
+# that completed the latest completed phase, until a wait retires them.
+
+# The clock-value workspace ``cvs`` (rows: at least the arrival, signal and
+# releasing-atomic pools', so a join of any of them fits): merge_many reads
+# CV_BASE/CV_AGENT/CV_EPOCH; a wait also lists the signal records it took.
+CV_BASE, CV_AGENT, CV_EPOCH, CV_CONS, CV_USED = range(5)
+CV_FIELDS = 5
+
+# Releasing atomics per address.
+RL_NEXT, RL_SCOPE, RL_AGENT, RL_BASE, RL_EPOCH = range(5)
+RL_FIELDS = 5
+
+# Agent logs, newest first (head: AG_FENCES):
+# - thread: fence_proxy_async, at FN_EPOCH;
+# - cp.async agent: waits that retired groups: FN_EPOCH the issuer's epoch at
+#   the wait, FN_VAL the groups retired up to, FN_AUX the wait's site;
+# - TMA agent: phases its loads complete: FN_EPOCH the first load number in
+#   the phase, FN_VAL the phase key, FN_AUX 1 once a wait returned on it.
+FN_NEXT, FN_EPOCH, FN_VAL, FN_AUX = range(4)
+FN_FIELDS = 4
+
+NF = len(FINDING_DTYPE.names)
+F = {name: i for i, name in enumerate(FINDING_DTYPE.names)}
+# One more column past the finding's fields: its rank among candidates
+# (prev is a write, 2; this access writes, 1), which the driver needs to merge
+# the findings of two views.
+F_RANK = NF
+(F_KIND, F_SEVERITY, F_ROW, F_LAUNCH, F_BLOCK, F_THREAD, F_OP, F_TS, F_SITE, F_PREV_ROW,
+ F_PREV_LAUNCH, F_PREV_BLOCK, F_PREV_THREAD, F_PREV_OP, F_PREV_TS, F_PREV_SITE, F_PREV_ASYNC,
+ F_SPACE, F_OWNER, F_ADDR, F_SIZE, F_OBJ, F_BAR_OBJ, F_BAR_GEN, F_PREV_BAR_OBJ, F_PREV_BAR_GEN,
+ F_CODE, F_AUX) = range(NF)
+
+# Candidate slots per hazard kind for the current event.
+(C_VALID, C_PREV_ROW, C_PW, C_AW, C_PREV_BLOCK, C_PREV_THREAD, C_PREV_OP, C_PREV_TS,
+ C_PREV_SITE, C_PREV_ASYNC, C_PREV_BAR, C_PREV_BARGEN, C_SPACE, C_OWNER, C_LO, C_HI, C_CODE,
+ C_AUX, C_BAR, C_BARGEN, C_OBJ) = range(21)
+C_FIELDS = 21
+N_KINDS = len(O.HazardKind)  # a candidate row per kind
+
+# Return codes.
+OK, NEED_GROW, NEW_LAUNCH = 0, 1, 2
+# Bad input: the kernel returns the rule's code and leaves the values its
+# message reads in SV_ERR_A.. (in the order of the rule's ``fields``).
+E_BARRIER_ORDER = badinput.BARRIER_ORDER.code
+E_WAIT = badinput.WAIT_WITHOUT_SIGNAL.code
+E_BAR_COUNT = badinput.BARRIER_COUNT.code
+E_WARP_MASK = badinput.EMPTY_WARP_MASK.code
+E_LAUNCH_ORDER = badinput.LAUNCH_ORDER.code
+E_MBAR_COUNT = badinput.MBARRIER_COUNT.code
+E_WAIT_GROUP = badinput.WAIT_GROUP.code
+E_SIGNAL_OVERFLOW = badinput.SIGNAL_OVERFLOW.code
+E_TX_OVERFLOW = badinput.TX_OVERFLOW.code
+COUNT_MAX = np.int64(badinput.COUNT_MAX)
+"""The largest pending-signal or transaction count (the format's int64 ``arg``)."""
+COUNT_MIN = np.int64(badinput.COUNT_MIN)
+
+# Grow bits.
+(GR_AGENTS, GR_SNAPS, GR_ARENA, GR_NODES, GR_GRAN, GR_GENS, GR_ARR, GR_SIG, GR_FQ, GR_MB,
+ GR_RL, GR_FEN, GR_FIND, GR_AMAP, GR_BMAP, GR_MMAP, GR_FMAP, GR_LMAP, GR_XMAP) = (
+    1 << i for i in range(19))
+GR_IV = 1 << 19
+GR_PR = 1 << 20
+GR_ED = 1 << 21
+
+WARP_BARRIER = -2
+SITE_NONE_I = np.int64(SITE_NONE)
+
+WARNING = int(O.Severity.WARNING)
+
+
+def _slots_are_disjoint() -> None:
+    """Every ``SV_*`` slot is numbered once and lies below ``SV_FIELDS``."""
+    slots = {name: value for name, value in globals().items()
+             if name.startswith("SV_") and name != "SV_FIELDS"}
+    taken: dict[int, str] = {}
+    for name, value in slots.items():
+        assert 0 <= value < SV_FIELDS, f"{name} = {value} is outside sv"
+        assert value not in taken, f"{name} and {taken[value]} share slot {value}"
+        taken[value] = name
+    assert len(taken) == SV_FIELDS, f"sv slots {sorted(set(range(SV_FIELDS)) - set(taken))} unused"
+
+
+_slots_are_disjoint()
+
+
+def _finding_columns_match() -> None:
+    """``F_<FIELD>`` is the column of every ``FINDING_DTYPE`` field, and ``F_RANK`` the
+    one past them."""
+    for name, column in F.items():
+        assert globals().get(f"F_{name.upper()}") == column, f"F_{name.upper()} != {column}"
+    assert F_RANK == NF
+
+
+_finding_columns_match()
+
+
+def _columns_are_disjoint() -> None:
+    """Every table's columns are numbered once, from 0, below its ``*_FIELDS``."""
+    g = globals()
+    for prefix, width in (("SN_", SN_FIELDS), ("G_", G_FIELDS), ("N_", N_FIELDS),
+                          ("K_", K_FIELDS), ("IV_", IV_FIELDS), ("AR_", AR_FIELDS),
+                          ("SG_", SG_FIELDS), ("FQ_", FQ_FIELDS), ("PR_", PR_FIELDS),
+                          ("ED_", ED_FIELDS), ("MB_", MB_FIELDS), ("RL_", RL_FIELDS),
+                          ("FN_", FN_FIELDS), ("GN_", GN_FIELDS), ("C_", C_FIELDS),
+                          ("CV_", CV_FIELDS), ("AG_", AG_FIELDS)):
+        taken: dict[int, str] = {}
+        for name, value in g.items():
+            if not name.startswith(prefix) or name == f"{prefix}FIELDS" or \
+                    name in ("N_KINDS", "N_LEVELS") or not isinstance(value, int):
+                continue
+            assert 0 <= value < width, f"{name} = {value} is outside its row of {width}"
+            if prefix == "AG_" and name.startswith(("AG_FREL_", "AG_PACQ")):
+                continue  # the first of N_LEVELS columns each, checked below
+            assert value not in taken, f"{name} and {taken[value]} share column {value}"
+            taken[value] = name
+    for lvl in range(N_LEVELS):
+        for base in (AG_FREL_BASE, AG_FREL_EPOCH, AG_PACQ):
+            assert base + lvl < AG_FIELDS and base + lvl >= AG_BARFENCE + 1
+
+
+_columns_are_disjoint()
+
+
+def _info_fields_are_disjoint() -> None:
+    """The bit fields of a node's ``info`` word overlap nowhere and fit 63 bits."""
+    fields = {"op": I_OP_MASK, "write": I_WRITE, "atomic": I_ATOMIC, "async": I_ASYNC,
+              "proxy": I_PROXY, "scope": I_SCOPE_BITS << I_SCOPE_SHIFT,
+              "mask": MASK_ALL << I_MASK_SHIFT, "copy": I_COPY_BITS << I_COPY_SHIFT,
+              "after_all": I_AFTER_ALL, "raced": I_RACED,
+              "shadow": MASK_ALL << I_SHADOW_SHIFT}
+    seen = 0
+    for name, bits in fields.items():
+        assert not bits & seen, f"info field {name} overlaps another"
+        seen |= bits
+    assert seen < 1 << 63
+    assert KS_HIDDEN_SHIFT + 16 <= 63 and KS_AGENT_MASK >> KS_AGENT_BITS == 0
+
+
+_info_fields_are_disjoint()

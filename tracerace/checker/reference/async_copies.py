@@ -1,0 +1,44 @@
+"""When an async agent's writes are retired (``in_flight``, ``retiring_wait``) or
+fenced for the generic proxy (``proxy_fenced``, ``on_fence_proxy``) (the twin of
+``engine/async_copies.py``).
+"""
+
+from __future__ import annotations
+
+from ...trace import ops as O
+from .. import reasons as R
+from .agents import AgentState
+from .clocks import Clock, shared_epoch
+from .memory import Access
+
+
+class AsyncCopies:
+    """Retired and fenced async writes (rule 5).
+
+    A part of :class:`~tracerace.checker.reference.ReferenceChecker`, whose ``__init__``
+    (``checker.py``) makes the state these methods use.
+    """
+
+    def in_flight(self, x: Access) -> bool:
+        """Whether copy access ``x`` is not retired yet: a cp.async or bulk group
+        no wait of its issuer retired, or a tma_load whose phase no mbar_wait
+        (of any thread) has returned on."""
+        if x.copy_kind == R.INFLIGHT_TMA_LOAD:
+            return x.phase not in self.waited_phases
+        return self.async_retired[x.agent] < x.epoch
+
+    def retiring_wait(self, w: Access) -> tuple:
+        """(epoch, site) of the cp_async_wait that retired cp.async copy ``w``."""
+        st = self.agents[w.agent[:4]]
+        return next((epoch, site) for upto, epoch, site in st.cp_retire_log if upto >= w.epoch)
+
+    def proxy_fenced(self, w: Access, clock: Clock, space: int) -> bool:
+        """A fence_proxy_async by w's thread after w (after the wait that
+        retired it, for a cp.async destination) that happens before the clock."""
+        thread = w.agent[:4]
+        after = self.retiring_wait(w)[0] if w.is_async_agent else w.epoch
+        known = shared_epoch(clock, thread) if space == O.SPACE_SHARED else clock.get(thread, 0)
+        return any(after < f <= known for f in self.agents[thread].fences)
+
+    def on_fence_proxy(self, row: int, ev: dict, st: AgentState) -> None:
+        st.fences.append(st.epoch)

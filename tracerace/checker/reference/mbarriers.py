@@ -1,0 +1,126 @@
+"""mbarriers: phases, arrivals and transaction counts, TMA loads that complete bytes
+on them, and what a completed phase gives its waiters (the twin of
+``engine/mbarriers.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...trace import badinput
+from .. import reasons as R
+from .agents import TMA, AgentState
+from .clocks import Clock, join, raise_entry
+
+
+@dataclass
+class MBarrier:
+    expected: int = 0
+    pending: int = 0
+    tx: int = 0
+    phase: int = 0
+    valid: bool = False
+    inits: int = 0  # mbar_inits so far: a phase is (mbarrier, init number, phase)
+    clock: Clock = field(default_factory=dict)
+    completed: dict = field(default_factory=dict)  # parity -> clock of the latest completed phase
+    completed_phase: dict = field(default_factory=dict)  # parity -> that phase's key
+
+
+class MBarriers:
+    """mbarriers and TMA loads (rule 6).
+
+    A part of :class:`~tracerace.checker.reference.ReferenceChecker`, whose ``__init__``
+    (``checker.py``) makes the state these methods use.
+    """
+
+    @staticmethod
+    def mbar_key(ev: dict) -> tuple:
+        return (ev["launch"], ev["peer"], ev["obj"])
+
+    def mbar(self, ev: dict) -> tuple[tuple, MBarrier]:
+        key = self.mbar_key(ev)
+        return key, self.mbarriers[key]
+
+    def on_tma_load(self, row: int, ev: dict, st: AgentState) -> None:
+        key, mb = self.mbar(ev)
+        count = st.tma_count.get(key, 0) + 1
+        st.tma_count[key] = count
+        agent = st.key + (TMA, key)
+        clock = self.copy(row, ev, st, agent, count, proxy_async=True, copy_kind=R.INFLIGHT_TMA_LOAD,
+                          phase=(key, mb.inits, mb.phase))
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        self.check_tx(row, ev, mb, -ev["size"])
+        mb.tx -= ev["size"]
+        join(mb.clock, clock)
+        raise_entry(mb.clock, agent, count)
+        self.complete_phase(row, ev, st, mb)
+
+    def complete_phase(self, row: int, ev: dict, st: AgentState, mb: MBarrier) -> None:
+        if mb.pending > 0 or mb.tx > 0:
+            return
+        if mb.tx < 0:
+            self.misuse(row, ev, st, R.MBAR_TX_UNDERFLOW)
+        mb.completed[mb.phase % 2] = mb.clock
+        mb.completed_phase[mb.phase % 2] = (self.mbar_key(ev), mb.inits, mb.phase)
+        mb.phase += 1
+        mb.pending = mb.expected
+        mb.tx = 0
+        mb.clock = {}
+
+    def on_mbar_init(self, row: int, ev: dict, st: AgentState) -> None:
+        key, mb = self.mbar(ev)
+        if ev["arg"] <= 0:
+            raise self.error(row, badinput.MBARRIER_COUNT, ev["obj"], ev["arg"])
+        if mb.valid:
+            self.misuse(row, ev, st, R.MBAR_REINIT, prev_row=mb.init_row, prev_ev=mb.init_ev)
+        self.mbarriers[key] = mb = MBarrier(expected=ev["arg"], pending=ev["arg"], valid=True,
+                                            inits=mb.inits + 1)
+        mb.init_row, mb.init_ev = row, ev
+
+    def on_mbar_arrive(self, row: int, ev: dict, st: AgentState) -> None:
+        _, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        count = ev["arg"] if ev["arg"] > 0 else 1
+        if count > mb.pending:
+            self.misuse(row, ev, st, R.MBAR_ARRIVAL_UNDERFLOW)
+            count = mb.pending
+        mb.pending -= count
+        join(mb.clock, st.clock)
+        self.complete_phase(row, ev, st, mb)
+
+    def on_mbar_expect_tx(self, row: int, ev: dict, st: AgentState) -> None:
+        _, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        self.check_tx(row, ev, mb, ev["arg"])
+        mb.tx += ev["arg"]
+        self.complete_phase(row, ev, st, mb)
+
+    def check_tx(self, row: int, ev: dict, mb: MBarrier, change: int) -> None:
+        """A transaction count stays a signed 64-bit number (rule ``count-overflow``)."""
+        if not badinput.COUNT_MIN <= mb.tx + change <= badinput.COUNT_MAX:
+            raise self.error(row, badinput.TX_OVERFLOW, ev["obj"], mb.tx, change)
+
+    def on_mbar_wait(self, row: int, ev: dict, st: AgentState) -> None:
+        _, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        done = mb.completed.get(ev["arg"] & 1)
+        if done is None:
+            self.misuse(row, ev, st, R.MBAR_PHASE_NEVER_COMPLETED)
+            return
+        join(st.clock, done)
+        self.waited_phases.add(mb.completed_phase[ev["arg"] & 1])  # retires its tma_loads
+
+    def on_mbar_inval(self, row: int, ev: dict, st: AgentState) -> None:
+        _, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        mb.valid = False

@@ -1,0 +1,1 @@
+"""Grouping findings into hazards: groups, the fold kernels, pools."""

@@ -1,0 +1,1 @@
+"""The report: its model, hazards, explanations, hints, and formats/ (every layout)."""

@@ -1,0 +1,1 @@
+"""The trace format and its IO: schema, reader, writer, rules, info, output files."""

@@ -4,8 +4,6 @@ reads is checked (``races.offer``), updated and pruned; ``init`` bytes and unini
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from ...trace import ops as O
@@ -24,24 +22,6 @@ from .shadow import (
     PF_FAR, PF_NEAR, READ_PRUNE_MIN, REGION_LOCAL, find_granule, granule_shift, hidden_bytes,
     hide_bytes, iv_init_mask, iv_region, prefetch_lists, prefetch_slots, set_shadow_agent,
     shadow_agent)
-
-
-Shadow = namedtuple("Shadow", "ag snaps arena_a arena_e sv nodes cold gran fen cand ivs pst")
-"""The arrays an access reads and writes: the agents and their clocks, the
-granule table and its nodes, the copy agents' logs, the candidates, the init
-intervals and page stamps (``shadow_of`` takes them from ``Tables``)."""
-
-Access = namedtuple("Access", "region space owner addr end a epoch t info row ts site size")
-"""One access [addr, end) of ``size`` bytes: its region, space and owner, the
-agent ``a`` that makes it at ``epoch``, the thread ``t`` whose clock orders it,
-its ``info`` word (without a mask) and the event's row, ts and site."""
-
-
-@jit_inline
-def shadow_of(t):
-    """The ``Shadow`` arrays of ``Tables`` ``t``."""
-    return Shadow(t.ag, t.snaps, t.arena_a, t.arena_e, t.sv, t.nodes, t.cold, t.gran, t.fen,
-                  t.cand, t.ivs, t.pst)
 
 
 @jit_inline
@@ -116,8 +96,10 @@ def extend_bytes(un, base, gsize, first, last):
 
 
 @jit_inline_ir
-def granule_range(sh, x, lo_addr, hi_addr, page):
-    """Check access ``x`` [addr, end) against the lists of the granules of its
+def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                  region, space, owner, lo_addr, hi_addr, addr, end, a, epoch, t, info, row, ts,
+                  site, size, page):
+    """Check an access [addr, end) against the lists of the granules of its
     bytes [lo_addr, hi_addr), record it there, and find the uninitialized
     ones; or, when ``page`` is a slot, against a run of pages' lists (one unit,
     bit 0: the whole run; its uninitialized bytes are ``range_uninit``'s).
@@ -128,12 +110,6 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
     with any access, the earlier reads with a write (``races.race_kind``);
     an async-proxy access after a generic-proxy write it may see needs a
     proxy fence; then the access joins the granule's writes or reads."""
-    ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst = (
-        sh.ag, sh.snaps, sh.arena_a, sh.arena_e, sh.sv, sh.nodes, sh.cold, sh.gran, sh.fen,
-        sh.cand, sh.ivs, sh.pst)
-    region, space, owner, addr, end, a, epoch, t, info, row, ts, site, size = (
-        x.region, x.space, x.owner, x.addr, x.end, x.a, x.epoch, x.t, x.info, x.row, x.ts,
-        x.site, x.size)
     found = 0
     is_write = (info & I_WRITE) != 0
     reads = not is_write or (info & I_ATOMIC) != 0
@@ -388,11 +364,15 @@ def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch
 
 
 @jit_leaf
-def granules(sh, x, lo_addr, hi_addr, page):
+def granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst, region,
+             space, owner, lo_addr, hi_addr, addr, end, a, epoch, t, info, row, ts, site, size,
+             page):
     """``granule_range`` as a function of its own, for the rare large accesses
     (``access_pages``) and copies: inlined there too, it made the first run's
     compile of the kernels several times longer."""
-    return granule_range(sh, x, lo_addr, hi_addr, page)
+    return granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                         pst, region, space, owner, lo_addr, hi_addr, addr, end, a, epoch, t,
+                         info, row, ts, site, size, page)
 
 
 

@@ -20,8 +20,7 @@ from .layout import (
     MB_I_LAUNCH, MB_I_OP, MB_I_ROW, MB_I_SITE, MB_I_THREAD, MB_I_TS, MB_PENDING, MB_PHASE,
     MB_TMA0, MB_TMA1, MB_TX, MB_VALID, OK, SV_ARR_FREE, SV_ARR_USED, SV_ERR_A, SV_ERR_B,
     SV_ERR_C, SV_FEN_TOP, SV_MB_N)
-from .granules import shadow_of
-from .memory import CopyOp, copy
+from .memory import copy
 from .pools import pool_free
 from .races import flush_candidates, misuse, set_prev
 
@@ -125,10 +124,10 @@ def on_tma_load(t, c, i, ev, a, epoch):
         fen[f, FN_VAL] = key
         fen[f, FN_AUX] = 0
         ag[ta, AG_FENCES] = f
-    if copy(shadow_of(t), CopyOp(a, ta, cnt, I_PROXY, R.INFLIGHT_TMA_LOAD, ev.row, ev.ts,
-                                 ev.site, ev.op, np.int64(c.space[i]), np.int64(c.addr[i]),
-                                 ev.size, np.int64(c.space2[i]), np.int64(c.addr2[i]), ev.block,
-                                 peer)):
+    if copy(ag, snaps, t.arena_a, t.arena_e, sv, t.nodes, t.cold, t.gran, fen, t.cand, t.ivs,
+            t.pst, a, ta, cnt, I_PROXY, R.INFLIGHT_TMA_LOAD, ev.row, ev.ts, ev.site, ev.op,
+            np.int64(c.space[i]), np.int64(c.addr[i]), ev.size, np.int64(c.space2[i]),
+            np.int64(c.addr2[i]), ev.block, peer):
         flush_candidates(t.cand, t.find, sv, ev.row, ev.launch, ev.block, ev.thread, ev.op,
                          ev.ts, ev.site, ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
     if not not_initialized(t, c, i, ev, a, mslot):

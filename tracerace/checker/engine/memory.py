@@ -5,14 +5,12 @@ destination by the async agent that performs it.
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from ...trace import ops as O
 from ..jit import jit_inline_ir, jit_leaf
 from .atomics import acquire_atomic, release_atomic
-from .granules import Access, granule_range, granules, region_of, shadow_of
+from .granules import granule_range, granules, region_of
 from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_BASE, AG_FREL_BASE, AG_FREL_EPOCH, AG_THREAD, N_LEVELS,
     G_INIT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_PROXY, I_SCOPE_SHIFT, I_WRITE, SV_GRAN_COUNT,
@@ -22,54 +20,47 @@ from .races import flush_candidates, offer_uninit
 from .shadow import INIT_INTERVAL_MIN, find_granule, granule_shift, iv_add, iv_region
 
 @jit_leaf
-def access(sh, x):
-    """Check access ``x`` by agent ``x.a`` (epoch ``x.epoch``; ``x.t`` is the
-    thread whose clock orders it: ``x.a`` itself, or the issuer of a copy) to
-    the ``Shadow`` arrays ``sh``, and record it. ``x.info`` carries op,
-    write/atomic/async/proxy bits and scope.
+def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+           region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
+    """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
+    whose clock orders it: ``a`` itself, or the issuer of a copy) and record
+    it. ``info`` carries op, write/atomic/async/proxy bits and scope.
     Returns 1 when it left a candidate in ``cand`` (the caller then flushes
     them), else 0: most accesses find nothing and skip the flush.
 
     ``replay`` does the same with ``granule_range`` inlined (see there):
     here it is called, as inlining it into this function too made the first
     run's compile of the kernels several times longer."""
-    if x.size <= 0:
+    if size <= 0:
         return 0
-    if covers_page(sh.sv, x.addr, x.size):
-        return access_pages(sh, x)
-    split_pages_of(sh.sv, sh.nodes, sh.cold, sh.gran, sh.ivs, sh.pst, x.region, x.addr, x.size)
-    found, lo, hi = granules(sh, x, x.addr, x.end, np.int64(-1))
-    return found | offer_uninit(sh.cand, x.space, x.owner, lo, hi)
-
-
-CopyOp = namedtuple("CopyOp", "t ca epoch proxy_bits copy_kind row ts site op space addr size "
-                               "space2 addr2 block peer")
-"""A copy of ``size`` bytes from (``space2``, ``addr2``; shared: of ``block``) to
-(``space``, ``addr``; shared: of ``peer``), issued by thread ``t`` and made by
-its copy agent ``ca`` at ``epoch``: ``proxy_bits`` (``I_PROXY`` or 0), the
-``reasons.INFLIGHT_*`` kind, and the event's row, ts, site and op."""
+    if covers_page(sv, addr, size):
+        return access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                            pst, region, space, owner, addr, size, a, epoch, t, info, row, ts,
+                            site)
+    split_pages_of(sv, nodes, cold, gran, ivs, pst, region, addr, size)
+    found, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
+                             pst, region, space, owner, addr, addr + size, addr, addr + size, a,
+                             epoch, t, info, row, ts, site, size, np.int64(-1))
+    return found | offer_uninit(cand, space, owner, lo, hi)
 
 
 @jit_leaf
-def copy(sh, cp):
-    """A copy's source read then destination write, by copy agent ``cp.ca``.
+def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst, t, ca, epoch,
+         proxy_bits, copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
+    """A copy's source read then destination write, by copy agent ``ca``.
     Returns 1 when either left a candidate in ``cand`` (see ``access``)."""
-    ag, sv, t = sh.ag, sh.sv, cp.t
-    info = cp.op | I_ASYNC | cp.proxy_bits | (cp.copy_kind << I_COPY_SHIFT)
-    space, space2, size = cp.space, cp.space2, cp.size
+    info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
     found = 0
     if sv[SV_VIEW] & (1 << space2):
-        sowner = cp.block if space2 == O.SPACE_SHARED else (
-            ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
-        found = access(sh, Access(region_of(space2, cp.block, t, sv), space2, sowner, cp.addr2,
-                                  cp.addr2 + size, cp.ca, cp.epoch, t, info, cp.row, cp.ts,
-                                  cp.site, size))
+        sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
+        found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                       region_of(space2, block, t, sv), space2, sowner, addr2, size, ca, epoch, t,
+                       info, row, ts, site)
     if sv[SV_VIEW] & (1 << space):
-        downer = cp.peer if space == O.SPACE_SHARED else (
-            ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
-        found |= access(sh, Access(region_of(space, cp.peer, t, sv), space, downer, cp.addr,
-                                   cp.addr + size, cp.ca, cp.epoch, t, info | I_WRITE, cp.row,
-                                   cp.ts, cp.site, size))
+        downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
+        found |= access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                        region_of(space, peer, t, sv), space, downer, addr, size, ca, epoch, t,
+                        info | I_WRITE, row, ts, site)
     return found
 
 
@@ -77,7 +68,10 @@ def copy(sh, cp):
 @jit_inline_ir
 def on_access(t, c, i, ev, a, epoch):
     """A read, write or atomic: the reference's ``on_access``."""
-    sv, ag = t.sv, t.ag
+    (sv, ag, snaps, arena_a, arena_e, scratch, touched, nodes, cold, gran, rels,
+     atom_map, fen, find, cand, ivs, pst, cvs) = (
+        t.sv, t.ag, t.snaps, t.arena_a, t.arena_e, t.scratch, t.touched, t.nodes, t.cold,
+        t.gran, t.rels, t.atom_map, t.fen, t.find, t.cand, t.ivs, t.pst, t.cvs)
     (row, launch, block, thread, op, ts, site, size) = (
         ev.row, ev.launch, ev.block, ev.thread, ev.op, ev.ts, ev.site, ev.size)
     space = np.int64(c.space[i])
@@ -92,8 +86,8 @@ def on_access(t, c, i, ev, a, epoch):
         info |= I_WRITE
     if op == O.ATOMIC:
         info |= I_ATOMIC
-        acquire_atomic(ag, t.snaps, t.arena_a, t.arena_e, sv, t.atom_map, t.rels, t.scratch,
-                       t.touched, t.cvs, a, region, addr, sem, scope)
+        acquire_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, scratch, touched,
+                       cvs, a, region, addr, sem, scope)
     if c.proxy[i] == 1:
         info |= I_PROXY
     # ``access``, with the granule path inlined: replay allocates
@@ -107,16 +101,18 @@ def on_access(t, c, i, ev, a, epoch):
         # A launch with runs of pages (see ``pages``): ``access`` splits the
         # pages a small access needs out of their runs; the call to it is the
         # one large accesses take, so ``replay`` inlines no more for them.
-        sh = shadow_of(t)
-        x = Access(region, space, owner, addr, addr + size, a, epoch, a, info, row, ts, site,
-                   size)
         if covers_page(sv, addr, size) or sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH]:
-            found = access(sh, x)
+            found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
+                           ivs, pst, region, space, owner, addr, size, a, epoch, a, info,
+                           row, ts, site)
         else:
-            found, ulo, uhi = granule_range(sh, x, addr, addr + size, np.int64(-1))
-            found |= offer_uninit(t.cand, space, owner, ulo, uhi)
+            found, ulo, uhi = granule_range(
+                ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                region, space, owner, addr, addr + size, addr, addr + size, a, epoch, a,
+                info, row, ts, site, size, np.int64(-1))
+            found |= offer_uninit(cand, space, owner, ulo, uhi)
     if found:
-        flush_candidates(t.cand, t.find, sv, row, launch, block, thread, op, ts, site,
+        flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
                          ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
     if op == O.ATOMIC:
         # The release side (the reference's ``atomic_release``): a
@@ -124,13 +120,13 @@ def on_access(t, c, i, ev, a, epoch):
         # one, the clock at each level's latest release fence, at the
         # narrower of the two scopes.
         if sem == O.SEM_RELEASE or sem == O.SEM_ACQ_REL:
-            release_atomic(ag, t.snaps, t.arena_a, t.arena_e, sv, t.atom_map, t.rels, a,
-                           region, addr, scope, ag[a, AG_BASE], epoch)
+            release_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, a, region,
+                           addr, scope, ag[a, AG_BASE], epoch)
         else:
             for lvl in range(N_LEVELS):
                 if ag[a, AG_FREL_BASE + lvl] >= 0:
-                    release_atomic(ag, t.snaps, t.arena_a, t.arena_e, sv, t.atom_map,
-                                   t.rels, a, region, addr, min(lvl + 1, scope),
+                    release_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, a,
+                                   region, addr, min(lvl + 1, scope),
                                    ag[a, AG_FREL_BASE + lvl], ag[a, AG_FREL_EPOCH + lvl])
 
 

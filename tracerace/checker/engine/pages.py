@@ -305,14 +305,13 @@ def range_uninit(gran, sv, ivs, region, lo_addr, hi_addr):
 
 
 @jit_leaf
-def access_pages(sh, x):
-    """``access`` of access ``x``, a range that covers at least one whole page: the whole
+def access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
+                 region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
+    """``access`` of a range that covers at least one whole page: the whole
     pages run by run (``RUNS``; a page some granule of the launch has touched
     granule by granule), the partial pages at its ends granule by granule."""
-    sv, nodes, cold, gran, cand, ivs, pst = (
-        sh.sv, sh.nodes, sh.cold, sh.gran, sh.cand, sh.ivs, sh.pst)
-    region, space, owner, addr, end, info = x.region, x.space, x.owner, x.addr, x.end, x.info
     ps = sv[SV_PAGE_SHIFT]
+    end = addr + size
     p0 = (addr + (np.int64(1) << ps) - 1) >> ps
     p1 = end >> ps
     rr = region | PAGE_REGION
@@ -344,13 +343,18 @@ def access_pages(sh, x):
                 plo = p << ps
                 phi = q << ps
                 if s < 0:  # a page some granule of the launch holds lists for
-                    f, lo, hi = granules(sh, x, plo, phi, np.int64(-1))
+                    f, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran,
+                                         fen, cand, ivs, pst, region, space, owner, plo, phi,
+                                         addr, end, a, epoch, t, info, row, ts, site, size,
+                                         np.int64(-1))
                 else:
                     lo = np.int64(-1)
                     hi = np.int64(-1)
                     if reads:
                         lo, hi = range_uninit(gran, sv, ivs, region, plo, phi)
-                    f, _, _ = granules(sh, x, plo, phi, s)
+                    f, _, _ = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen,
+                                       cand, ivs, pst, region, space, owner, plo, phi, addr, end,
+                                       a, epoch, t, info, row, ts, site, size, s)
                 found |= f
                 if lo >= 0:
                     if ulo < 0:
@@ -365,7 +369,9 @@ def access_pages(sh, x):
         if lo_addr >= hi_addr:
             continue
         split_pages_of(sv, nodes, cold, gran, ivs, pst, region, lo_addr, hi_addr - lo_addr)
-        f, lo, hi = granules(sh, x, lo_addr, hi_addr, np.int64(-1))
+        f, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
+                             ivs, pst, region, space, owner, lo_addr, hi_addr, addr, end, a,
+                             epoch, t, info, row, ts, site, size, np.int64(-1))
         found |= f
         if lo >= 0:
             if ulo < 0:

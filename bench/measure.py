@@ -15,6 +15,11 @@ Modes (the result is one JSON object on the last line of stdout):
   ``/dev/null`` afterwards, each from a fresh ``Report`` of the same groups.
 * ``read PATH``: the read-only floor: iterate ``open_trace(PATH)`` and touch
   every column of every batch.
+* ``state PATH``: a kernel-only replay of PATH (findings dropped as they are
+  handed over) and the engine state it leaves: live granules, nodes in use,
+  ``live_bytes_per_granule`` (the granule rows and node rows in use, per
+  granule) and ``table_bytes_per_granule`` (every table as allocated, per
+  granule).
 * ``startup``: import tracerace and check a two-row trace; with an empty
   ``NUMBA_CACHE_DIR`` this is the cold start (the kernels compile), with the
   usual cache the warm start. The parent times the whole process.
@@ -207,6 +212,36 @@ def run_read(path: str) -> dict:
             "process_max_rss_bytes": _max_rss_bytes()}
 
 
+def run_state(path: str) -> dict:
+    from tracerace.checker.engine.check import close_launch, replay_batch
+    from tracerace.checker.engine.layout import (
+        G_FIELDS, K_FIELDS, N_FIELDS, SV_GRAN_COUNT, SV_NODE_USED)
+    from tracerace.checker.engine.state import EngineState
+    from tracerace.trace.reader import open_trace
+
+    st = EngineState()
+    dropped = [0]
+
+    def drop(rows) -> None:
+        dropped[0] += len(rows)
+
+    events = 0
+    with open_trace(path) as reader:
+        for batch in reader:
+            replay_batch(st, batch, path, None, drop)
+            events += batch.n
+    close_launch(st)
+    granules = int(st.sv[SV_GRAN_COUNT])
+    nodes = int(st.sv[SV_NODE_USED])
+    live = 8 * (granules * G_FIELDS + nodes * (N_FIELDS + K_FIELDS))
+    tables = int(st.nbytes)
+    per = max(granules, 1)
+    return {"mode": "state", "events": events, "granules": granules, "nodes": nodes,
+            "live_bytes": live, "table_bytes": tables,
+            "live_bytes_per_granule": live / per, "table_bytes_per_granule": tables / per,
+            "process_max_rss_bytes": _max_rss_bytes()}
+
+
 def run_startup() -> dict:
     t0 = time.perf_counter()
     import tracerace
@@ -221,7 +256,7 @@ def run_startup() -> dict:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.measure")
-    parser.add_argument("mode", choices=("check", "read", "startup"))
+    parser.add_argument("mode", choices=("check", "read", "state", "startup"))
     parser.add_argument("path", nargs="?")
     parser.add_argument("--engine", default="numba")
     args = parser.parse_args(argv)
@@ -231,6 +266,8 @@ def main(argv: list[str] | None = None) -> None:
         result = run_check(args.path, args.engine)
     elif args.mode == "read":
         result = run_read(args.path)
+    elif args.mode == "state":
+        result = run_state(args.path)
     else:
         result = run_startup()
     sys.stdout.write(json.dumps(result) + "\n")

@@ -70,16 +70,16 @@ def table(results: dict) -> str:
                              f"{v['peak_rss_bytes'] / MiB:.0f} MiB)")
         lines += ["Numba start-up, whole process: " + "; ".join(parts) + ".", ""]
     lines += [
-        "| workload | size | events | agents | check s | events/s | peak RSS | "
+        "| workload | size | events | agents | check s | events/s | peak RSS | state B/granule | "
         "read s (in check) | check-only s | read floor s | x floor | reference s | "
         "x reference | hazards | report / replay | CPU stolen |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|",
     ]
     for r in results["results"]:
         if r.get("seconds") is None:
             lines.append(f"| {r['workload']} | {r['size']} | {_events(r.get('events', 0))} | "
                          f"{r.get('agents') or ''} | failed: {r.get('error', '?')} "
-                         "| | | | | | | | | | | |")
+                         "| | | | | | | | | | | | |")
             continue
         hz = "none" if not r["hazards"] else ", ".join(f"{k} {v:,}" for k, v in
                                                         r["by_kind"].items())
@@ -89,7 +89,7 @@ def table(results: dict) -> str:
             f"| {r['workload']} | {r['size']} | {_events(r['events'])} | "
             f"{r.get('agents') or ''} | {_secs(r['seconds'])} | "
             f"{_rate(r['events_per_second'])} | {r['peak_rss_bytes'] / MiB:,.0f} MiB | "
-            f"{_secs(r['read_in_check_seconds'])} | {_secs(r['check_only_seconds'])} | "
+            f"{_bytes(r.get('live_bytes_per_granule'))} | {_secs(r['read_in_check_seconds'])} | {_secs(r['check_only_seconds'])} | "
             f"{_secs(r['read_floor_seconds'])} | {_ratio(r['floor_ratio'])} | "
             f"{_secs(r.get('reference_seconds'))} | {_ratio(r.get('reference_ratio'))} | {hz} | "
             f"{_report(r)} | {_share(r.get('stolen'))} |")
@@ -100,6 +100,10 @@ def table(results: dict) -> str:
               "_jit and reader modules): " + ", ".join(f"`{v}` ({n} rows)" for v, n in
                                                        versions.items()) + "."]
     return "\n".join(lines)
+
+
+def _bytes(value: float | None) -> str:
+    return "" if value is None else f"{value:.0f}"
 
 
 def write_readme(path: Path, results: dict) -> None:

@@ -204,6 +204,8 @@ def run_inprocess(args: list[str]) -> tuple[dict, int, float]:
         result = measure.run_check(rest[0], engine)
     elif mode == "read":
         result = measure.run_read(rest[0])
+    elif mode == "state":
+        result = measure.run_state(rest[0])
     else:
         result = measure.run_startup()
     return result, result["process_max_rss_bytes"], time.perf_counter() - t0
@@ -301,6 +303,7 @@ def bench_one(name: str, label: str, args, log) -> dict:
         checks = [run(["check", str(path)]) for _ in range(reps)]
         rec["stolen"] = stolen_fraction(jiffies, cpu_jiffies())
         reads = [run(["read", str(path)]) for _ in range(reps)]
+        state = run(["state", str(path)])[0]
     except Exception as exc:  # a child that failed, or (in-process) the check itself
         rec["error"] = str(exc)
         log(f"  {name} {label}: FAILED: {exc}")
@@ -319,6 +322,10 @@ def bench_one(name: str, label: str, args, log) -> dict:
     rec["read_floor_seconds"] = statistics.median(r[0]["seconds"] for r in reads)
     rec["read_peak_rss_bytes"] = max(r[1] for r in reads)
     rec["floor_ratio"] = rec["seconds"] / rec["read_floor_seconds"]
+    # The engine's state at the end of a kernel-only replay, per live granule.
+    rec["granules"] = state["granules"]
+    rec["live_bytes_per_granule"] = state["live_bytes_per_granule"]
+    rec["table_bytes_per_granule"] = state["table_bytes_per_granule"]
     # The report against the replay: grouping (in the check) and rendering the
     # text report, over the rest of the check.
     if checks[0][0].get("group_seconds") is not None:
@@ -362,7 +369,8 @@ def bench_one(name: str, label: str, args, log) -> dict:
                                 f"got {first['by_kind']}")
     log(f"  {name} {label}: {info['events']:,} events, {rec['seconds']:.3f} s, "
         f"{rec['events_per_second'] / 1e6:.2f} M events/s, peak RSS "
-        f"{rec['peak_rss_bytes'] / 2**20:,.0f} MiB, floor x{rec['floor_ratio']:.1f}"
+        f"{rec['peak_rss_bytes'] / 2**20:,.0f} MiB, floor x{rec['floor_ratio']:.1f}, "
+        f"{rec['live_bytes_per_granule']:.0f} B of state per live granule"
         + (f", reference x{rec['reference_ratio']:.0f}" if rec["reference_ratio"] else "")
         + (f", report {rec['report_ratio']:.1%} of the replay" if rec.get("report_ratio")
            is not None and rec["hazards"] else "")

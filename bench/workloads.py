@@ -550,6 +550,39 @@ def uninit_reads_init(w, em, n, rng) -> dict:
     return uninit_reads(w, em, n, rng, initialized=True)
 
 
+READ_ONCE_THREADS = 64
+
+
+def read_once(w: TraceWriter, em: Emitter, n: int, rng, *, initialized: bool = False) -> dict:
+    """A kernel that reads its input once: one block's 64 threads in lockstep,
+    each round reading the next 64 consecutive 4-byte global words, so every
+    read is of a word no other event touches (``n`` distinct words, 4n bytes).
+    Never written: one ``uninit_read`` per read; ``initialized=True`` puts an
+    ``init`` of the whole buffer first (``read_once_init``): no finding.
+    What it measures is the engine's state per access that can never race."""
+    threads = READ_ONCE_THREADS
+    rounds = max(1, (n - 1) // threads)
+    words = rounds * threads
+    w.buffer("input", GLOBAL, A_BASE, (words,), 4)
+    site = w.site("stream.cu:12 ld.global.f32")
+    if initialized:
+        em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL, addr=A_BASE,
+                size=words * 4)
+    t = np.arange(threads)
+    step = 1 << 14  # rounds per piece: bounds the generator's memory
+    for r0 in range(0, rounds, step):
+        r = np.arange(r0, min(rounds, r0 + step))[:, None]
+        em.emit(op=READ, space=GLOBAL, size=4, launch=0, block=0, thread=t[None],
+                addr=A_BASE + (r * threads + t[None]) * 4, site=site)
+    return {"blocks": 1, "agents": threads, "rounds": rounds, "words": words,
+            "initialized": initialized}
+
+
+def read_once_init(w, em, n, rng) -> dict:
+    """``read_once`` after an ``init`` of its input: the same replay, no findings."""
+    return read_once(w, em, n, rng, initialized=True)
+
+
 def cpu_wide(w, em, n, rng) -> dict:
     """``cpu`` with 128 threads on 2*10^4 variables and 64 locks: heavy contention."""
     return cpu(w, em, n, rng, threads=128, variables=20_000, locks=64)
@@ -672,6 +705,11 @@ BUILTIN: dict[str, Workload] = {wl.name: wl for wl in (
              frozenset({"uninit_read"})),
     Workload("uninit_reads_init", uninit_reads_init,
              "uninit_reads after an init of its buffer: no findings"),
+    Workload("read_once", read_once,
+             "one block's 64 threads reading n distinct never-written global words once",
+             frozenset({"uninit_read"})),
+    Workload("read_once_init", read_once_init,
+             "read_once after an init of its input: no findings"),
     Workload("launches", launches,
              "n launches of one global write each (one agent, one word each)"),
     Workload("launches_one", launches_one,

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +32,7 @@ RESULT_FIELDS = {
     "workload", "size", "events", "agents", "seconds", "events_per_second", "peak_rss_bytes",
     "read_in_check_seconds", "check_only_seconds", "read_floor_seconds", "floor_ratio",
     "reference_seconds", "reference_ratio", "hazards", "racy_rows", "by_kind", "ok", "reps",
-    "stolen",
+    "stolen", "granules", "live_bytes_per_granule", "table_bytes_per_granule",
 }
 
 
@@ -61,6 +62,7 @@ def test_smoke(tmp_path):
         assert RESULT_FIELDS <= set(r), f"{name}: missing {RESULT_FIELDS - set(r)}"
         assert r["size"] == "smoke" and 0.5 * parse_size("smoke") <= r["events"] <= 2e5
         assert r["events_per_second"] > 0 and r["peak_rss_bytes"] > 0
+        assert r["granules"] == 0 or r["live_bytes_per_granule"] > 0
         assert r["stolen"] is None or 0 <= r["stolen"] <= 1
         # The reference checker runs at this size, and both checkers agree
         # (but on workloads of GiB-sized accesses: it keeps every byte).
@@ -135,3 +137,22 @@ def test_jobs_mode_runs(tmp_path):
     assert set(points) == {"1", "2"}
     assert points["1"]["findings"] == points["2"]["findings"] > 0
     assert points["1"]["speedup"] == 1.0 and points["2"]["events_per_s"] > 0
+
+
+def test_read_once_reads_each_word_once_and_reports_state_per_granule(tmp_path):
+    from bench.measure import run_state
+    from bench.workloads import write_workload
+    from tracerace.trace.reader import open_trace
+
+    path = tmp_path / "read_once.arrow"
+    info = write_workload("read_once", str(path), 20_000)
+    with open_trace(str(path)) as reader:
+        addrs = np.concatenate([b.cols["addr"] for b in reader])
+    assert info["words"] == len(addrs) == len(np.unique(addrs))
+    state = run_state(str(path))
+    # Two 4-byte words to an 8-byte global granule, each read kept (no write
+    # can be ordered after them yet).
+    assert state["granules"] == info["words"] // 2
+    assert state["nodes"] == info["words"]
+    assert state["live_bytes_per_granule"] > 0
+    assert state["table_bytes_per_granule"] >= state["live_bytes_per_granule"]

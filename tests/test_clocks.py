@@ -6,9 +6,9 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracerace.checker.engine.clocks import (CV_FIELDS_MIN, DELTA_MAX, DELTA_MIN, SN_FIELDS, SN_LEN, SN_PARENT,
-                              SN_REF, SN_START, SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE,
-                              SV_SNAP_N, compact)
+from tracerace.checker.engine.clocks import DELTA_MAX, DELTA_MIN, compact
+from tracerace.checker.engine.layout import (CV_EPOCH, SN_FIELDS, SN_LEN, SN_PARENT, SN_REF, SN_START,
+                                     SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N)
 from tracerace.checker.engine.clocks import decref as _decref, incref as _incref, lookup as _lookup
 from tracerace.checker.engine.clocks import merge as _merge, merge_many as _merge_many
 from tracerace.checker.jit import from_python
@@ -36,7 +36,7 @@ def _join(snapshots, values, scratch_rows):
     sv[SV_ARENA_TOP] = top
     sv[SV_SNAP_N] = len(snapshots) + 1
     sv[SV_SNAP_FREE] = -1
-    cvs = np.array(values, np.int64).reshape(-1, CV_FIELDS_MIN)
+    cvs = np.array(values, np.int64).reshape(-1, CV_EPOCH + 1)
     scratch = np.full(scratch_rows, -1, np.int64)
     touched = np.zeros(scratch_rows, np.int64)
     snap = merge_many(snaps, arena_a, arena_e, sv, cvs, len(values), scratch, touched)

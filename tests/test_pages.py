@@ -21,9 +21,9 @@ from tracerace.checker import engine
 from tracerace.checker.engine.check import replay_batch
 from tracerace.checker.engine.layout import SV_IV_N, SV_LAUNCH
 from tracerace.trace.ops import K_RAW, K_UNINIT_READ, K_WAR, K_WAW, Op, Space
-from tracerace.checker.engine.shadow import (
-    G_LAUNCH, G_READS, G_REGION, G_WRITES, IV_HI, IV_LO, IV_REGION, K_ADDR, K_SIZE_SITE, N_NEXT,
-    PAGE_REGION, PAGE_SHIFT)
+from tracerace.checker.engine.layout import (
+    G_LAUNCH, G_READS, G_REGION, G_WRITES, IV_HI, IV_LO, IV_REGION, K_ADDR, K_SIZE_SITE, N_NEXT)
+from tracerace.checker.engine.shadow import PAGE_REGION, PAGE_SHIFT
 
 from builders import SimpleReader, Trace, columns
 from test_engine_agrees import assert_agree

@@ -301,3 +301,60 @@ def test_a_rewrite_of_one_word_leaves_reads_of_the_other_alone():
     steps = [(0, W, 0), (0, W, 4), "bar", (1, R, 0), (0, W, 4), (2, R, 0), (2, R, 4),
              "bar", (3, R, 4), (3, R, 0)]
     assert _raw_rows(steps) == [9]
+
+
+# ---------------------------------------------------------------------------
+# The layout module owns every column and the node's info word.
+
+def test_layout_owns_the_granule_node_and_snapshot_columns():
+    """The granule, node (hot and cold), snapshot and init-interval columns and the
+    ``info`` bits are defined in ``layout`` only, each table's columns disjoint."""
+    import ast
+    from pathlib import Path
+
+    from tracerace.checker.engine import layout
+
+    engine = Path(layout.__file__).parent
+    owned = ("G_", "N_", "K_", "KS_", "SN_", "IV_", "I_", "CV_")
+    for path in engine.glob("*.py"):
+        if path.name == "layout.py":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            targets = node.targets if isinstance(node, ast.Assign) else []
+            for target in targets:
+                for name in ast.walk(target):
+                    if isinstance(name, ast.Name):
+                        assert not name.id.startswith(owned) or name.id in (
+                            "N_LEVELS", "N_KINDS"), f"{path.name} defines {name.id}"
+    for prefix, width in (("G_", layout.G_FIELDS), ("N_", layout.N_FIELDS),
+                          ("K_", layout.K_FIELDS), ("SN_", layout.SN_FIELDS)):
+        cols = [v for k, v in vars(layout).items() if k.startswith(prefix)
+                and k != f"{prefix}FIELDS" and k not in ("N_LEVELS", "N_KINDS")
+                and isinstance(v, int)]
+        assert sorted(cols) == sorted(set(cols)) and max(cols) < width
+
+
+@settings(max_examples=200, deadline=None)
+@given(info=st.integers(0, (1 << 56) - 1), m=st.integers(0, 0xFFFF))
+def test_info_accessors_change_one_field_each(info, m):
+    """``with_mask`` and ``with_shadow`` replace one field of the info word and keep
+    every other bit (``add_mask`` fills an empty mask); the readers return what was
+    written."""
+    from tracerace.checker.engine import layout as L
+    from tracerace.checker.jit import from_python
+
+    info = np.int64(info)
+    m = np.int64(m)
+    masked = from_python(L.with_mask)(info, m)
+    assert from_python(L.info_mask)(masked) == m
+    keep = ~(np.int64(L.MASK_ALL) << L.I_MASK_SHIFT)
+    assert masked & keep == info & keep
+    shaded = from_python(L.with_shadow)(info, m)
+    assert from_python(L.info_shadow)(shaded) == m
+    keep = ~(np.int64(L.MASK_ALL) << L.I_SHADOW_SHIFT)
+    assert shaded & keep == info & keep
+    bare = info & keep & ~(np.int64(L.MASK_ALL) << L.I_MASK_SHIFT)
+    assert from_python(L.add_mask)(bare, m) == from_python(L.with_mask)(bare, m)
+    assert from_python(L.info_op)(info) == info & L.I_OP_MASK
+    assert from_python(L.info_scope)(info) == (info >> L.I_SCOPE_SHIFT) & 7
+    assert from_python(L.info_copy_kind)(info) == (info >> L.I_COPY_SHIFT) & 3

@@ -20,10 +20,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import jit, jit_inline, jit_leaf
-from .layout import SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N, SV_SNAP_SERIAL, SV_STAMP
+from .layout import (
+    CV_AGENT, CV_BASE, CV_EPOCH, SN_LEN, SN_PARENT, SN_REF, SN_SERIAL, SN_STAMP, SN_START,
+    SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N, SV_SNAP_SERIAL, SV_STAMP)
 
-SN_START, SN_LEN, SN_REF, SN_STAMP, SN_PARENT, SN_SERIAL = 0, 1, 2, 3, 4, 5
-SN_FIELDS = 8  # padded: a row is one cache line
+# Snapshot rows (``layout.SN_*``) are padded to one cache line.
 # ``SN_SERIAL`` numbers snapshots in the order they are made (from 1; never
 # reused, unlike ids), so "the same snapshot as before" is a comparison of
 # serials that a freed and reused id cannot fool.
@@ -305,10 +306,9 @@ def _add_delta(snaps, arena_a, arena_e, sv, s1, agent, epoch):
     return _publish(snaps, sv, top, out, parent)
 
 
-# Columns of the clock-value workspace ``cvs`` that merge_many reads (callers
-# may add columns of their own after these).
-CV_BASE, CV_AGENT, CV_EPOCH = 0, 1, 2
-CV_FIELDS_MIN = 3
+# merge_many reads the clock-value workspace ``cvs`` by its first columns
+# (``layout.CV_BASE``, ``CV_AGENT``, ``CV_EPOCH``); callers add their own after
+# these.
 
 
 @jit_leaf

@@ -13,10 +13,9 @@ from .agents import async_agent, join_into
 from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_BULK_AGENT, AG_BULK_OPEN, AG_BULK_RET, AG_CP_AGENT, AG_CP_OPEN,
     AG_CP_RET, AG_FENCES, AG_RETIRED, E_WAIT_GROUP, FN_AUX, FN_EPOCH, FN_NEXT, FN_VAL,
-    KIND_BULK, KIND_CP, OK, SV_ERR_A, SV_FEN_TOP)
+    I_PROXY, KIND_BULK, KIND_CP, OK, SV_ERR_A, SV_FEN_TOP)
 from .memory import copy
 from .races import flush_candidates
-from .shadow import I_PROXY
 
 
 # ---------------------------------------------------------------------------

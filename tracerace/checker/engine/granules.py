@@ -11,18 +11,18 @@ from ..jit import jit_inline, jit_inline_ir, jit_leaf, store_row_nt
 from .agents import known
 from .async_copies import copy_retired, proxy_fenced, retiring_wait
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_ISSUER, AG_KIND, FN_EPOCH, KIND_TMA, SV_GLOBAL_REGION,
-    SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH, SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED,
-    SV_SHARED_REGION)
+    AG_BARGEN, AG_BAROBJ, AG_ISSUER, AG_KIND, FN_EPOCH, G_INIT, G_NREADS, G_READS, G_RLIMIT,
+    G_WRITES, I_AFTER_ALL, I_ASYNC, I_ATOMIC, I_PROXY, I_RACED, I_WRITE, K_SHADOW_EPOCH, KIND_TMA,
+    N_AGENT, N_EPOCH, N_INFO, N_NEXT, SV_GLOBAL_REGION, SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH,
+    SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_SHARED_REGION, add_mask, info_mask, info_scope,
+    info_shadow, with_mask, with_shadow)
 from .pools import pool_alloc, pool_free
 from .races import ORDERED, offer, race_kind
 from .shadow import (
-    G_INIT, G_NREADS, G_READS, G_RLIMIT, G_WRITES, I_AFTER_ALL, I_ASYNC, I_ATOMIC, I_MASK_SHIFT,
-    I_PROXY, I_RACED, I_SCOPE_SHIFT, I_SHADOW_SHIFT, I_WRITE, K_ROW, K_SHADOW_AGENT,
-    K_SHADOW_EPOCH, MASK_ALL, N_AGENT, N_EPOCH, N_INFO, N_NEXT, PF_FAR, PF_NEAR, READ_PRUNE_MIN,
-    REGION_LOCAL,
-    find_granule, granule_shift, hidden_bytes, hide_bytes, iv_init_mask, iv_region,
-    prefetch_lists, prefetch_slots, set_shadow_agent, shadow_agent)
+    PF_FAR, PF_NEAR, READ_PRUNE_MIN, REGION_LOCAL, find_granule, granule_shift, hidden_bytes,
+    hide_bytes, iv_init_mask, iv_region, prefetch_lists, prefetch_slots, set_shadow_agent,
+    shadow_agent)
+
 
 @jit_inline
 def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
@@ -68,7 +68,7 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
     while x >= 0:
         nxt = nodes[x, N_NEXT]
         xinfo = nodes[x, N_INFO]
-        xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
+        xm = info_mask(xinfo)
         if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= \
                 nodes[x, N_EPOCH]:
             xm &= ~m
@@ -77,7 +77,7 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
                 gran[slot, G_NREADS] -= 1
                 x = nxt
                 continue
-            nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+            nodes[x, N_INFO] = with_mask(xinfo, xm)
         prev = x
         x = nxt
     gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
@@ -196,7 +196,7 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
     is_atomic = (info & I_ATOMIC) != 0
     is_copy = (info & I_ASYNC) != 0
     is_proxy = (info & I_PROXY) != 0
-    scope = (info >> I_SCOPE_SHIFT) & 7
+    scope = info_scope(info)
     aw = 1 if is_write else 0
     prunes_writes = is_write and not is_copy
     prev = np.int64(-1)
@@ -204,17 +204,16 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
     while x >= 0:
         nxt = nodes[x, N_NEXT]
         xinfo = nodes[x, N_INFO]
-        xm = (xinfo >> I_MASK_SHIFT) & MASK_ALL
-        if (xinfo >> I_SHADOW_SHIFT) & MASK_ALL and \
+        xm = info_mask(xinfo)
+        if info_shadow(xinfo) and \
                 copy_retired(ag, fen, shadow_agent(cold, x), cold[x, K_SHADOW_EPOCH]):
             # A retired copy that x happens before covers these bytes.
-            xm &= ~((xinfo >> I_SHADOW_SHIFT) & MASK_ALL)
+            xm &= ~info_shadow(xinfo)
             if xm == 0:
                 unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
                 x = nxt
                 continue
-            xinfo = (xinfo & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)) & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)
-            xinfo |= xm << I_MASK_SHIFT
+            xinfo = with_shadow(with_mask(xinfo, xm), np.int64(0))
             nodes[x, N_INFO] = xinfo
         if xm & m:
             xa = nodes[x, N_AGENT]
@@ -239,13 +238,13 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
                     cover_after_all |= xm & m
             if kind == ORDERED and prunes_writes and (not is_atomic or (
                     (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and xa == a and
-                    ((xinfo >> I_SCOPE_SHIFT) & 7) >= scope)):
+                    info_scope(xinfo) >= scope)):
                 xm &= ~m
                 if xm == 0:
                     unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
                     x = nxt
                     continue
-                nodes[x, N_INFO] = (xinfo & ~(MASK_ALL << I_MASK_SHIFT)) | (xm << I_MASK_SHIFT)
+                nodes[x, N_INFO] = with_mask(xinfo, xm)
             elif kind == ORDERED and is_atomic:
                 hide_bytes(cold, x, xm & m)
             elif kind == ORDERED and is_copy and is_write:
@@ -264,7 +263,7 @@ def shade(ag, nodes, cold, x, xinfo, m, a, epoch):
     both sets of bytes; an older group of the same cp.async or bulk agent
     (retired no later) keeps its own when it already covers ``m``. Otherwise
     the newer copy replaces the older one."""
-    old = (xinfo >> I_SHADOW_SHIFT) & MASK_ALL
+    old = info_shadow(xinfo)
     if old and shadow_agent(cold, x) == a and ag[a, AG_KIND] != KIND_TMA:
         e = cold[x, K_SHADOW_EPOCH]
         if e == epoch:
@@ -273,7 +272,7 @@ def shade(ag, nodes, cold, x, xinfo, m, a, epoch):
             return
     set_shadow_agent(cold, x, a)
     cold[x, K_SHADOW_EPOCH] = epoch
-    nodes[x, N_INFO] = (xinfo & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (m << I_SHADOW_SHIFT)
+    nodes[x, N_INFO] = with_shadow(xinfo, m)
 
 
 @jit_inline
@@ -308,7 +307,7 @@ def check_reads(ag, snaps, arena_a, arena_e, nodes, cold, gran, fen, cand, slot,
     found = 0
     x = gran[slot, G_READS]
     while x >= 0:
-        if ((nodes[x, N_INFO] >> I_MASK_SHIFT) & MASK_ALL) & m:
+        if info_mask(nodes[x, N_INFO]) & m:
             kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, False, True, False, 0)
             if kind >= 0:
                 offer(cand, kind, ag, nodes, cold, fen, x, 0, 1, space, owner, addr, end, t)
@@ -332,11 +331,11 @@ def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch
         # newest read's node is reused, so the list does not grow.
         h = gran[slot, G_READS]
         if h >= 0 and not is_copy:
-            hm = (nodes[h, N_INFO] >> I_MASK_SHIFT) & MASK_ALL
+            hm = info_mask(nodes[h, N_INFO])
             ha = nodes[h, N_AGENT]
             if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, ha) >= nodes[h, N_EPOCH]:
                 set_node(nodes, cold, ag, h, row, a, epoch, addr, size,
-                         info | (m << I_MASK_SHIFT), ts, site, t)
+                         add_mask(info, m), ts, site, t)
                 # Another agent's read ordered before this one: most likely
                 # a new generation of readers after a barrier, so the rest
                 # of the old one is redundant now. Dropping it at once keeps
@@ -358,7 +357,7 @@ def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch
     n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
     nodes[n, N_NEXT] = gran[slot, head_col]
     gran[slot, head_col] = n
-    set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info | (m << I_MASK_SHIFT),
+    set_node(nodes, cold, ag, n, row, a, epoch, addr, size, add_mask(info, m),
              ts, site, t)
     if is_write and page < 0:  # a page's written bytes go to an init interval
         gran[slot, G_INIT] |= m

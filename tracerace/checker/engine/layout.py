@@ -1,5 +1,7 @@
 """The engine's state layout: every slot of the scalar vector ``sv``, the columns of each
-table, the finding and candidate columns, return codes and grow bits, in one place.
+table (granule slots, nodes hot and cold, snapshots, ...), the bit fields of a node's
+``info`` word with their accessors, the finding and candidate columns, return codes and
+grow bits, in one place. Each group is asserted disjoint at import.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from ...trace import badinput
 from ...trace import ops as O
 from ..findings import FINDING_DTYPE
 from ...trace.schema import SITE_NONE
+from ..jit import jit_inline
 
 # ---------------------------------------------------------------------------
 # The scalar vector ``sv``: every slot, numbered once (``SV_FIELDS`` long).
@@ -65,6 +68,101 @@ SV_SHARD = 45
 SV_STRETCH_SHIFT = 46
 SV_FIELDS = 47
 VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
+
+# Snapshots (clocks): a row per snapshot id, padded to one cache line.
+SN_START, SN_LEN, SN_REF, SN_STAMP, SN_PARENT, SN_SERIAL = range(6)
+SN_FIELDS = 8
+
+# The granule table (shadow): a slot per (region, granule index).
+# ``G_LAUNCH`` stamps the launch that last used the lists (see
+# ``shadow.find_granule``).
+G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT, G_NREADS, G_RLIMIT, G_LAUNCH = range(8)
+G_FIELDS = 8
+
+# A node is split in two tables with the same row: the hot part, which every
+# scan of a list reads (32 bytes: two nodes to a cache line), and the cold
+# part, read only to report a hazard or for a copy's shadow marks.
+N_NEXT, N_AGENT, N_EPOCH, N_INFO = range(4)
+N_FIELDS = 4
+# The cold part, one aligned cache line per node (size and site, both uint32
+# in the trace, share ``K_SIZE_SITE``: site in the high half). ``set_node``
+# writes it whole, in this order.
+K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN, K_SHADOW_AGENT, K_SHADOW_EPOCH = range(8)
+K_FIELDS = 8
+# ``K_SHADOW_AGENT`` packs two fields: the agent of the copy that shadows the
+# node (low KS_AGENT_BITS), and the bytes of the node that a later atomic
+# follows in happens-before (16 bits from KS_HIDDEN_SHIFT).
+KS_AGENT_BITS = 40
+KS_AGENT_MASK = (1 << KS_AGENT_BITS) - 1
+KS_HIDDEN_SHIFT = KS_AGENT_BITS
+
+# Init intervals and runs of pages (shadow, pages): sorted rows.
+IV_REGION, IV_LO, IV_HI = range(3)
+IV_FIELDS = 3
+
+# A node's ``info`` word: what the access was, and which bytes of its
+# granule the node still stands for. Read and written through the accessors
+# below, never by shifting by hand.
+MASK_ALL = 0xFFFF      # a granule's bytes (at most 16)
+I_OP_MASK = 0xFF       # bits 0-7: the op
+I_WRITE = 1 << 8
+I_ATOMIC = 1 << 9
+I_ASYNC = 1 << 10      # made by a copy agent
+I_PROXY = 1 << 11      # async proxy
+I_SCOPE_SHIFT = 12     # 3 bits: the atomic's scope
+I_SCOPE_BITS = 7
+I_MASK_SHIFT = 16      # 16 bits: bytes of the granule this node stands for
+I_COPY_SHIFT = 32      # 2 bits: reasons.INFLIGHT_*
+I_COPY_BITS = 3
+I_AFTER_ALL = 1 << 34  # a copy's write that every older write to its bytes here happens before
+I_RACED = 1 << 35      # a write that a newer copy's write raced (it does not happen before it)
+I_SHADOW_SHIFT = 40    # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none)
+
+
+@jit_inline
+def info_op(info):
+    return info & I_OP_MASK
+
+
+@jit_inline
+def info_scope(info):
+    return (info >> I_SCOPE_SHIFT) & I_SCOPE_BITS
+
+
+@jit_inline
+def info_copy_kind(info):
+    return (info >> I_COPY_SHIFT) & I_COPY_BITS
+
+
+@jit_inline
+def info_mask(info):
+    """The bytes of its granule the node stands for."""
+    return (info >> I_MASK_SHIFT) & MASK_ALL
+
+
+@jit_inline
+def add_mask(info, m):
+    """``info``, which stands for no bytes yet, standing for the bytes ``m``."""
+    return info | (m << I_MASK_SHIFT)
+
+
+@jit_inline
+def with_mask(info, m):
+    """``info`` standing for the bytes ``m`` instead."""
+    return (info & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)) | (m << I_MASK_SHIFT)
+
+
+@jit_inline
+def info_shadow(info):
+    """The bytes a later copy covers (0: none)."""
+    return (info >> I_SHADOW_SHIFT) & MASK_ALL
+
+
+@jit_inline
+def with_shadow(info, m):
+    """``info`` with the bytes ``m`` under its shadowing copy instead."""
+    return (info & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (m << I_SHADOW_SHIFT)
+
 
 # Agents.
 # The first eight fields are what every access reads (finding the agent, its
@@ -144,7 +242,7 @@ MB_FIELDS = 18
 # The clock-value workspace ``cvs`` (rows: at least the arrival, signal and
 # releasing-atomic pools', so a join of any of them fits): merge_many reads
 # CV_BASE/CV_AGENT/CV_EPOCH; a wait also lists the signal records it took.
-CV_CONS, CV_USED = 3, 4
+CV_BASE, CV_AGENT, CV_EPOCH, CV_CONS, CV_USED = range(5)
 CV_FIELDS = 5
 
 # Releasing atomics per address.
@@ -238,3 +336,48 @@ def _finding_columns_match() -> None:
 
 
 _finding_columns_match()
+
+
+def _columns_are_disjoint() -> None:
+    """Every table's columns are numbered once, from 0, below its ``*_FIELDS``."""
+    g = globals()
+    for prefix, width in (("SN_", SN_FIELDS), ("G_", G_FIELDS), ("N_", N_FIELDS),
+                          ("K_", K_FIELDS), ("IV_", IV_FIELDS), ("AR_", AR_FIELDS),
+                          ("SG_", SG_FIELDS), ("FQ_", FQ_FIELDS), ("PR_", PR_FIELDS),
+                          ("ED_", ED_FIELDS), ("MB_", MB_FIELDS), ("RL_", RL_FIELDS),
+                          ("FN_", FN_FIELDS), ("GN_", GN_FIELDS), ("C_", C_FIELDS),
+                          ("CV_", CV_FIELDS), ("AG_", AG_FIELDS)):
+        taken: dict[int, str] = {}
+        for name, value in g.items():
+            if not name.startswith(prefix) or name == f"{prefix}FIELDS" or \
+                    name in ("N_KINDS", "N_LEVELS") or not isinstance(value, int):
+                continue
+            assert 0 <= value < width, f"{name} = {value} is outside its row of {width}"
+            if prefix == "AG_" and name.startswith(("AG_FREL_", "AG_PACQ")):
+                continue  # the first of N_LEVELS columns each, checked below
+            assert value not in taken, f"{name} and {taken[value]} share column {value}"
+            taken[value] = name
+    for lvl in range(N_LEVELS):
+        for base in (AG_FREL_BASE, AG_FREL_EPOCH, AG_PACQ):
+            assert base + lvl < AG_FIELDS and base + lvl >= AG_BARFENCE + 1
+
+
+_columns_are_disjoint()
+
+
+def _info_fields_are_disjoint() -> None:
+    """The bit fields of a node's ``info`` word overlap nowhere and fit 63 bits."""
+    fields = {"op": I_OP_MASK, "write": I_WRITE, "atomic": I_ATOMIC, "async": I_ASYNC,
+              "proxy": I_PROXY, "scope": I_SCOPE_BITS << I_SCOPE_SHIFT,
+              "mask": MASK_ALL << I_MASK_SHIFT, "copy": I_COPY_BITS << I_COPY_SHIFT,
+              "after_all": I_AFTER_ALL, "raced": I_RACED,
+              "shadow": MASK_ALL << I_SHADOW_SHIFT}
+    seen = 0
+    for name, bits in fields.items():
+        assert not bits & seen, f"info field {name} overlaps another"
+        seen |= bits
+    assert seen < 1 << 63
+    assert KS_HIDDEN_SHIFT + 16 <= 63 and KS_AGENT_MASK >> KS_AGENT_BITS == 0
+
+
+_info_fields_are_disjoint()

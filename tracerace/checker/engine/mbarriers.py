@@ -16,14 +16,13 @@ from .hashmap import hm_get, hm_put
 from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_BASE, AG_EPOCH, AG_FENCES, AG_MBAR, ARF_TMA, AR_AGENT, AR_BASE,
     AR_EPOCH, AR_FLAG, AR_NEXT, COUNT_MAX, COUNT_MIN, E_MBAR_COUNT, E_TX_OVERFLOW, FN_AUX,
-    FN_EPOCH, FN_NEXT, FN_VAL, KIND_TMA, MB_ARRIVALS, MB_DONE0, MB_DONE1, MB_EXPECTED, MB_FIELDS, MB_INITS, MB_I_BLOCK,
+    FN_EPOCH, FN_NEXT, FN_VAL, I_PROXY, KIND_TMA, MB_ARRIVALS, MB_DONE0, MB_DONE1, MB_EXPECTED, MB_FIELDS, MB_INITS, MB_I_BLOCK,
     MB_I_LAUNCH, MB_I_OP, MB_I_ROW, MB_I_SITE, MB_I_THREAD, MB_I_TS, MB_PENDING, MB_PHASE,
     MB_TMA0, MB_TMA1, MB_TX, MB_VALID, OK, SV_ARR_FREE, SV_ARR_USED, SV_ERR_A, SV_ERR_B,
     SV_ERR_C, SV_FEN_TOP, SV_MB_N)
 from .memory import copy
 from .pools import pool_free
 from .races import flush_candidates, misuse, set_prev
-from .shadow import I_PROXY
 
 @jit_leaf
 def complete_phase(mbs, m, arr, ag, sv, snaps, arena_a, arena_e, scratch, touched, cvs, find, a,

@@ -13,13 +13,12 @@ from .atomics import acquire_atomic, release_atomic
 from .granules import granule_range, granules, region_of
 from .layout import (
     AG_BARGEN, AG_BAROBJ, AG_BASE, AG_FREL_BASE, AG_FREL_EPOCH, AG_THREAD, N_LEVELS,
-    SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH, SV_PAGE_LAUNCH, SV_SHARDS, SV_VIEW)
+    G_INIT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_PROXY, I_SCOPE_SHIFT, I_WRITE, SV_GRAN_COUNT,
+    SV_IV_N, SV_LAUNCH, SV_PAGE_LAUNCH, SV_SHARDS, SV_VIEW)
 from .pages import access_pages, covers_page, split_pages_of
 from .races import flush_candidates, offer_uninit
+from .shadow import INIT_INTERVAL_MIN, find_granule, granule_shift, iv_add, iv_region
 from .shards import owns, stretch_end
-from .shadow import (
-    G_INIT, INIT_INTERVAL_MIN, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_PROXY, I_SCOPE_SHIFT,
-    I_WRITE, find_granule, granule_shift, iv_add, iv_region)
 
 @jit_leaf
 def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,

@@ -11,16 +11,16 @@ from ...trace import ops as O
 from ..jit import jit_inline, jit_leaf
 from .granules import extend_bytes, granules, region_of
 from .layout import (
-    GR_GRAN, GR_IV, GR_NODES, SV_GLOBAL_SIZES, SV_GRAN_COUNT, SV_GROW, SV_IV_N, SV_LAUNCH,
-    SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARDS)
+    G_INIT, G_LAUNCH, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GR_GRAN, GR_IV, GR_NODES, I_ATOMIC,
+    I_WRITE, IV_FIELDS, IV_HI, IV_LO, IV_REGION, K_FIELDS, K_SHADOW_AGENT, KS_HIDDEN_SHIFT,
+    N_AGENT, N_EPOCH, N_INFO, N_NEXT, SV_GLOBAL_SIZES, SV_GRAN_COUNT, SV_GROW, SV_IV_N, SV_LAUNCH,
+    SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARDS, info_shadow, with_mask,
+    with_shadow)
 from .pools import pool_alloc, pool_free
 from .shards import stretch_end
 from .shadow import (
-    GS_NARROW, GS_WIDE, G_INIT, G_LAUNCH, G_NREADS, G_READS, G_RLIMIT, G_WRITES, IV_FIELDS,
-    IV_HI, IV_LO, IV_REGION, I_ATOMIC, I_MASK_SHIFT, I_SHADOW_SHIFT, I_WRITE, KS_HIDDEN_SHIFT,
-    K_FIELDS, K_SHADOW_AGENT, MASK_ALL, N_AGENT, N_EPOCH, N_INFO, N_NEXT, PAGE_REGION,
-    find_granule, granule_shift, hidden_bytes, is_global, iv_add, iv_before, iv_init_mask,
-    iv_region, other_size_init, page_stamp_index, probe, shadow_agent)
+    GS_NARROW, GS_WIDE, PAGE_REGION, find_granule, granule_shift, hidden_bytes, is_global, iv_add,
+    iv_before, iv_init_mask, iv_region, other_size_init, page_stamp_index, probe, shadow_agent)
 
 # ---------------------------------------------------------------------------
 # RUNS. An access that covers whole pages (``1 << sv[SV_PAGE_SHIFT]`` aligned
@@ -133,10 +133,9 @@ def copy_list(nodes, cold, gran, sv, src, slot, col, m):
     x = src
     while x >= 0:
         n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
-        info = nodes[x, N_INFO] & ~(np.int64(MASK_ALL) << I_MASK_SHIFT)
-        info |= m << I_MASK_SHIFT
-        if (info >> I_SHADOW_SHIFT) & MASK_ALL:
-            info = (info & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (m << I_SHADOW_SHIFT)
+        info = with_mask(nodes[x, N_INFO], m)
+        if info_shadow(info):
+            info = with_shadow(info, m)
         nodes[n, N_AGENT] = nodes[x, N_AGENT]
         nodes[n, N_EPOCH] = nodes[x, N_EPOCH]
         nodes[n, N_INFO] = info

@@ -8,13 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..jit import jit_inline
-from .clocks import SN_FIELDS
 from .layout import (
     AG_FIELDS, AR_FIELDS, ED_FIELDS, FN_FIELDS, FQ_FIELDS, GN_FIELDS, GR_AGENTS, GR_AMAP,
     GR_ARR, GR_BMAP, GR_ED, GR_FEN, GR_FIND, GR_FMAP, GR_FQ, GR_GENS, GR_GRAN, GR_IV, GR_LMAP,
     GR_MB, GR_MMAP, GR_NODES, GR_PR, GR_RL, GR_SIG, GR_SNAPS, GR_XMAP, MB_FIELDS, NF,
-    PR_FIELDS, RL_FIELDS, SG_FIELDS, SV_NODE_TOP, SV_N_AGENTS)
-from .shadow import G_FIELDS, IV_FIELDS, K_FIELDS, N_FIELDS
+    PR_FIELDS, RL_FIELDS, SG_FIELDS, SN_FIELDS, SV_NODE_TOP, SV_N_AGENTS, G_FIELDS, IV_FIELDS,
+    K_FIELDS, N_FIELDS)
 
 # hash map name -> grow bit
 MAPS = {"agent_map": GR_AMAP, "async_map": GR_AMAP, "bar_map": GR_BMAP, "mb_map": GR_MMAP,

@@ -1,5 +1,7 @@
-"""The race check and the findings it makes: ``offer`` decides whether a previous access
-and this one race (the rule of ``reference.ReferenceChecker.on_access``), ``emit`` writes a finding.
+"""The race check and the findings it makes: ``race_kind`` decides whether an earlier
+access and this one race, and how (the reference's ``Races.race_kind``: the same
+questions in the same order); ``offer`` keeps, per hazard kind, the earlier access a
+finding names and what was missing; ``flush_candidates`` and ``emit`` write findings.
 """
 
 from __future__ import annotations
@@ -7,24 +9,23 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace import ops as O
-from ..findings import FINDING_DTYPE
 from .. import reasons as R
+from ..findings import FINDING_DTYPE
 from ..jit import jit, jit_inline, jit_leaf
 from .agents import known, reach
 from .async_copies import copy_retired, phase_entry, retiring_wait
 from .layout import (
-    AG_BARFENCE, AG_BARGEN, AG_BAROBJ, AG_BLOCK, AG_MBAR, AG_THREAD, AG_WEAK_AGENT,
-    AG_WEAK_AUX, AG_WEAK_EPOCH, AG_WEAK_OBJ, C_AUX, C_AW, C_CODE, C_HI, C_LO, C_OBJ, C_OWNER,
-    C_PREV_ASYNC, C_PREV_BAR, C_PREV_BARGEN, C_PREV_BLOCK, C_PREV_OP, C_PREV_ROW, C_PREV_SITE,
-    C_PREV_THREAD, C_PREV_TS, C_PW, C_SPACE, C_VALID, FN_AUX, FN_VAL, F_ADDR, F_AUX,
-    F_BAR_GEN, F_BAR_OBJ, F_BLOCK, F_CODE, F_KIND, F_LAUNCH, F_OBJ, F_OP, F_OWNER,
-    F_PREV_ASYNC, F_PREV_BAR_GEN, F_PREV_BAR_OBJ, F_PREV_BLOCK, F_PREV_LAUNCH, F_PREV_OP,
-    F_PREV_ROW, F_PREV_SITE, F_PREV_THREAD, F_PREV_TS, F_RANK, F_ROW, F_SEVERITY, F_SITE,
-    F_SIZE, F_SPACE, F_THREAD, F_TS, NF, N_KINDS, SITE_NONE_I, SV_NFIND)
-from .shadow import (
-    I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_OP_MASK, I_SCOPE_SHIFT, K_ADDR, K_BAR, K_BARGEN,
-    K_FIELDS, K_ROW, K_SHADOW_AGENT, K_SHADOW_EPOCH, K_SIZE_SITE, K_TS, N_AGENT, N_EPOCH,
-    N_INFO)
+    AG_BARFENCE, AG_BARGEN, AG_BAROBJ, AG_BLOCK, AG_MBAR, AG_THREAD, AG_WEAK_AGENT, AG_WEAK_AUX,
+    AG_WEAK_EPOCH, AG_WEAK_OBJ, C_AUX, C_AW, C_CODE, C_HI, C_LO, C_OBJ, C_OWNER, C_PREV_ASYNC,
+    C_PREV_BAR, C_PREV_BARGEN, C_PREV_BLOCK, C_PREV_OP, C_PREV_ROW, C_PREV_SITE, C_PREV_THREAD,
+    C_PREV_TS, C_PW, C_SPACE, C_VALID, F_ADDR, F_AUX, F_BAR_GEN, F_BAR_OBJ, F_BLOCK, F_CODE,
+    F_KIND, F_LAUNCH, F_OBJ, F_OP, F_OWNER, F_PREV_ASYNC, F_PREV_BAR_GEN, F_PREV_BAR_OBJ,
+    F_PREV_BLOCK, F_PREV_LAUNCH, F_PREV_OP, F_PREV_ROW, F_PREV_SITE, F_PREV_THREAD, F_PREV_TS,
+    F_RANK, F_ROW, F_SEVERITY, F_SITE, F_SIZE, F_SPACE, F_THREAD, F_TS, FN_AUX, FN_VAL, I_ASYNC,
+    I_ATOMIC, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW, K_SHADOW_AGENT, K_SHADOW_EPOCH,
+    K_SIZE_SITE, K_TS, N_AGENT, N_EPOCH, N_INFO, N_KINDS, NF, SITE_NONE_I, SV_NFIND,
+    info_copy_kind, info_op, info_scope)
+
 
 # ---------------------------------------------------------------------------
 # Findings.
@@ -82,7 +83,7 @@ def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, 
     if known(ag, snaps, arena_a, arena_e, t, xa) >= nodes[x, N_EPOCH]:
         return ORDERED
     if is_atomic and (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and \
-            min((xinfo >> I_SCOPE_SHIFT) & 7, scope) >= reach(ag, xa, t):
+            min(info_scope(xinfo), scope) >= reach(ag, xa, t):
         return ATOMIC_PAIR
     if (xinfo & I_ASYNC) and not copy_retired(ag, fen, xa, nodes[x, N_EPOCH]):
         return O.K_ASYNC_INFLIGHT
@@ -109,7 +110,7 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
     cand[kind, C_AW] = aw
     cand[kind, C_PREV_BLOCK] = ag[xa, AG_BLOCK]
     cand[kind, C_PREV_THREAD] = ag[xa, AG_THREAD]
-    cand[kind, C_PREV_OP] = info & I_OP_MASK
+    cand[kind, C_PREV_OP] = info_op(info)
     cand[kind, C_PREV_TS] = cold[x, K_TS]
     cand[kind, C_PREV_SITE] = (cold[x, K_SIZE_SITE] >> 32) & 0xFFFFFFFF
     cand[kind, C_PREV_ASYNC] = 1 if info & I_ASYNC else 0
@@ -126,7 +127,7 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
     cand[kind, C_AUX] = 0
     cand[kind, C_OBJ] = 0
     if kind == O.K_ASYNC_INFLIGHT:
-        ck = (info >> I_COPY_SHIFT) & 3
+        ck = info_copy_kind(info)
         cand[kind, C_CODE] = ck
         if ck == R.INFLIGHT_TMA_LOAD:
             f = phase_entry(ag, fen, xa, nodes[x, N_EPOCH])

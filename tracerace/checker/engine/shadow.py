@@ -43,7 +43,10 @@ from __future__ import annotations
 import numpy as np
 
 from ..jit import jit, jit_inline, jit_leaf, prefetch_row
-from .layout import SV_GLOBAL_SIZES, SV_PAGE_SHIFT
+from .layout import (
+    G_FIELDS, G_INDEX, G_INIT, G_LAUNCH, G_NREADS, G_READS, G_REGION, G_RLIMIT, G_WRITES,
+    IV_FIELDS, IV_HI, IV_LO, IV_REGION, K_SHADOW_AGENT, KS_AGENT_MASK, KS_HIDDEN_SHIFT, MASK_ALL,
+    SV_GLOBAL_SIZES, SV_PAGE_SHIFT)
 
 # 4-byte granules in shared and local memory: two 4-byte elements in one
 # granule would share read lists, and pruning (which only drops bytes the new
@@ -71,7 +74,6 @@ REGION_LOCAL = np.int64(2) << 40
 # 16 bytes.
 WIDE_GRANULE_SHIFT = 4
 REGION_WIDE = np.int64(1) << 39  # above any block index (uint32) or agent
-MASK_ALL = 0xFFFF
 
 # Global memory may take 16-byte granules too, per launch (see
 # ``granularity.global_shift_for``): its region is then REGION_WIDE instead of 0.
@@ -104,46 +106,13 @@ def granule_shift(region):
     return GRANULE_SHIFT + ((region >> 38) & 2)  # REGION_WIDE (bit 39) adds 2
 
 
-# Granule table columns. ``G_LAUNCH`` stamps the launch that last used the
+# Granule table columns, node columns (hot and cold) and the node's ``info``
+# word are ``layout``'s. ``G_LAUNCH`` stamps the launch that last used the
 # lists: a new launch forgets every list without touching the table (a slot
 # of an older launch is reset when it is next found, see ``find_granule``),
 # so a trace of many small launches does not pay for the table each time.
-G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT, G_NREADS, G_RLIMIT, G_LAUNCH = range(8)
-G_FIELDS = 8
 READ_PRUNE_MIN = 8
 EMPTY = -1
-
-# A node is split in two arrays with the same row: the hot part, which every
-# scan of a list reads (32 bytes: two nodes to a cache line), and the cold
-# part, read only to report a hazard or for a copy's shadow marks. The lists'
-# working set is then a third of what it was (measured: the pipeline
-# benchmark, kernel only, went from ~0.9 to ~1.5 M events/s).
-N_NEXT, N_AGENT, N_EPOCH, N_INFO = range(4)
-N_FIELDS = 4
-# The cold part is 8 fields, one aligned cache line per node (size and site,
-# both uint32 in the trace, share ``K_SIZE_SITE``: site in the high half).
-K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN, K_SHADOW_AGENT, K_SHADOW_EPOCH = range(8)
-K_FIELDS = 8
-# ``K_SHADOW_AGENT`` packs two fields: the agent of the copy that shadows the
-# node (low bits, see ``shadow_agent``), and the bytes of the node that a later
-# atomic follows in happens-before (``KS_HIDDEN_SHIFT``, 16 bits, see
-# ``hidden_bytes``): the proxy rule does not check those bytes of the node.
-KS_AGENT_BITS = 40
-KS_AGENT_MASK = (1 << KS_AGENT_BITS) - 1
-KS_HIDDEN_SHIFT = KS_AGENT_BITS
-
-# N_INFO bit layout.
-I_OP_MASK = 0xFF
-I_WRITE = 1 << 8
-I_ATOMIC = 1 << 9
-I_ASYNC = 1 << 10      # made by a copy agent
-I_PROXY = 1 << 11      # async proxy
-I_SCOPE_SHIFT = 12     # 3 bits
-I_MASK_SHIFT = 16      # 16 bits: bytes of the granule this node stands for
-I_COPY_SHIFT = 32      # 2 bits: reasons.INFLIGHT_*
-I_AFTER_ALL = 1 << 34  # a copy's write that every older write to its bytes here happens before
-I_RACED = 1 << 35      # a write that a newer copy's write raced (it does not happen before it)
-I_SHADOW_SHIFT = 40    # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none), see below
 
 
 @jit_inline
@@ -374,8 +343,6 @@ def rehash(old, new, launch):
 # region, so initializing a 1 GiB tensor costs one row, not 2^27 granules.
 # A granule learns its covered bytes from here the first time a read finds
 # them missing from its own mask (then they are cached in ``G_INIT``).
-IV_REGION, IV_LO, IV_HI = 0, 1, 2
-IV_FIELDS = 3
 INIT_INTERVAL_MIN = 64  # bytes; smaller inits go straight to granule masks
 
 

@@ -13,7 +13,7 @@ from .clocks import compact
 from .launches import begin_launch
 from .hashmap import new_table
 from .layout import (
-    CV_FIELDS, C_FIELDS, GR_AGENTS, GR_ARENA, GR_ARR, GR_RL, GR_SIG, N_KINDS, SV_ARENA_TOP,
+    CV_FIELDS, C_FIELDS, G_FIELDS, GR_AGENTS, GR_ARENA, GR_ARR, GR_RL, GR_SIG, N_KINDS, SV_ARENA_TOP,
     SV_FIELDS, SV_FIXED_SHARED, SV_GRAN_COUNT, SV_LAUNCH, SV_MAPS_CAP, SV_NFIND, SV_N_AGENTS,
     SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARD, SV_SHARDS, SV_SIG_FREE, SV_STRETCH_SHIFT, SV_VIEW,
     VIEW_ALL)
@@ -23,7 +23,7 @@ from .pools import (
 from .races import records
 from .room import ARENA_NEED, PLAIN_NG
 from .shadow import (
-    GLOBAL_GRANULE_SHIFT, GRANULE_SHIFT, G_FIELDS, PAGE_SHIFT, PST_SIZE, WIDE_GRANULE_SHIFT,
+    GLOBAL_GRANULE_SHIFT, GRANULE_SHIFT, PAGE_SHIFT, PST_SIZE, WIDE_GRANULE_SHIFT,
     rehash)
 from .shards import STRETCH_PAGES_SHIFT
 from .hashmap import rehash as hm_rehash

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...trace import ops as O
-from .agents import AgentState, reach
+from .agents import AgentState
 from .clocks import Clock, copy_clock
 
 
@@ -96,19 +96,10 @@ class Memory:
             hist = self.history.get(key, ())
             for x in hist:
                 if not (x.is_write or acc.is_write):
-                    continue  # both reads
-                if x.is_atomic and acc.is_atomic and \
-                        min(x.scope, acc.scope) >= reach(fields_of(x), fields_of(acc)):
-                    continue  # atomics whose scopes both contain both agents
-                if self.hb(x, launch, clock, space):
-                    continue
-                if x.is_async_agent and self.in_flight(x):
-                    kind = O.K_ASYNC_INFLIGHT
-                elif x.is_write:
-                    kind = O.K_WAW if acc.is_write else O.K_RAW
-                else:
-                    kind = O.K_WAR
-                self.offer(found, kind, x, acc)
+                    continue  # two reads never race
+                kind = self.race_kind(x, acc, launch, clock, space)
+                if kind >= 0:
+                    self.offer(found, kind, x, acc)
             if acc.proxy_async:
                 for w in self.writes_seen(hist, launch, clock, space):
                     if not w.proxy_async and not self.proxy_fenced(w, clock, space):

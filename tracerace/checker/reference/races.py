@@ -1,6 +1,6 @@
-"""The race check and the findings it makes: ``hb`` (happens-before), ``offer``
-(which earlier access a finding names), ``reason`` (what was missing), ``emit``
-(the twin of ``engine/races.py``).
+"""The race check and the findings it makes: ``race_kind`` (whether two accesses race,
+and how), ``hb`` (happens-before), ``offer`` (which earlier access a finding names),
+``reason`` (what was missing), ``emit`` (the twin of ``engine/races.py``).
 """
 
 from __future__ import annotations
@@ -8,9 +8,15 @@ from __future__ import annotations
 from ...trace import ops as O
 from .. import reasons as R
 from ...trace.schema import SITE_NONE
-from .agents import AgentState
+from .agents import AgentState, reach
 from .clocks import Clock, shared_epoch
-from .memory import Access
+from .memory import Access, fields_of
+
+
+# What ``race_kind`` says when an earlier access does not race with this one
+# (the engine's values: ``tests/test_twins.py``).
+ORDERED = -1       # it happens before this access
+ATOMIC_PAIR = -2   # both are atomics of a scope that reaches both agents
 
 
 class Races:
@@ -19,6 +25,25 @@ class Races:
     A part of :class:`~tracerace.checker.reference.ReferenceChecker`, whose ``__init__``
     (``checker.py``) makes the state these methods use.
     """
+
+    def race_kind(self, x: Access, acc: Access, launch: int, clock: Clock, space: int) -> int:
+        """Whether the earlier access ``x`` races with ``acc`` (made with ``clock``),
+        asking what the engine's ``race_kind`` asks, in its order (ThreadSanitizer's
+        ``CheckRaces`` is the model): an access that happens before ``acc`` is
+        ``ORDERED``; two atomics whose scopes both reach both agents do not race
+        (``ATOMIC_PAIR``); a copy's access not yet retired is ``async_inflight``;
+        else ``war`` after a read, ``waw`` or ``raw`` after a write. The caller
+        asks only where one of the two writes."""
+        if self.hb(x, launch, clock, space):
+            return ORDERED
+        if x.is_atomic and acc.is_atomic and not x.is_async_agent and \
+                min(x.scope, acc.scope) >= reach(fields_of(x), fields_of(acc)):
+            return ATOMIC_PAIR
+        if x.is_async_agent and self.in_flight(x):
+            return O.K_ASYNC_INFLIGHT
+        if not x.is_write:
+            return O.K_WAR
+        return O.K_WAW if acc.is_write else O.K_RAW
 
     def hb(self, x: Access, launch: int, clock: Clock, space: int = O.SPACE_GLOBAL) -> bool:
         """``x`` happens before an access to ``space`` made with ``clock``."""

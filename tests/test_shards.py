@@ -267,7 +267,7 @@ def out_of_order_at_a_launch_end():
 def test_a_full_findings_pool_hands_over_at_the_batch_end(shards, tmp_path):
     """A findings pool of four rows that fills up mid-batch (``handover_rows``):
     one state hands the batch's findings over at its end, as shards do, so
-    group ids and every report format are the same."""
+    group ids and every report format are the same, and the reference's."""
     from tracerace.checker.engine.pools import Sizes
 
     path = write(tmp_path / "t.arrow", out_of_order_at_a_launch_end())
@@ -275,21 +275,35 @@ def test_a_full_findings_pool_hands_over_at_the_batch_end(shards, tmp_path):
     small = dict(sizes=Sizes.tiny(), handover_rows=4)
     one = report_of_one_state(path, options, **small)
     [many] = parallel.check_reports([path], options, jobs=shards, shards=[shards], **small)
+    definition = api.check(path, engine="reference", max_reports="all")
     assert one.summary["racy_rows"] == many.summary["racy_rows"] > 4
     for fmt in FORMATS:
-        assert rendered(one, fmt) == rendered(many, fmt), fmt
+        assert rendered(one, fmt) == rendered(many, fmt) == rendered(definition, fmt), fmt
 
 
 @settings(max_examples=60, **SETTINGS)
 @given(events=traces(max_events=80, large=True), data=st.data())
 def test_one_state_hands_over_per_batch_whatever_its_pool(events, data):
     """Tiny tables and a hand-over at a few findings: still one hand-over per
-    batch, and the last, with the findings shards give."""
+    batch, and the last, with the findings shards give and the reference
+    checker hands over."""
     from tracerace.checker.engine.pools import Sizes
 
     small = dict(sizes=Sizes.tiny(), handover_rows=data.draw(st.sampled_from([1, 4, 8])))
     shards = data.draw(st.integers(1, 4))
     splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
     cols = columns(events)
-    assert_same(single_chunks(cols, splits, **small),
-                sharded_chunks(cols, splits, shards, **small))
+    single = single_chunks(cols, splits, **small)
+    assert_same(single, sharded_chunks(cols, splits, shards, **small))
+    assert_same(single, reference_chunks(cols, splits))
+
+
+def reference_chunks(cols, splits):
+    from tracerace.checker import reference
+
+    chunks = []
+    try:
+        result = reference.check_trace(SimpleReader(cols, splits), on_findings=chunks.append)
+    except TraceError as err:
+        return err
+    return result.events, [sort_findings(c) for c in chunks]

@@ -130,7 +130,8 @@ def check(
         code = check_several(paths, fmt=fmt, output=output, engine=engine,
                              max_reports=max_reports, select=select, ignore=ignore,
                              progress=progress, source_root=source_root or (), jobs=jobs,
-                             dask=dask, dask_timeout=dask_timeout, bar=ProgressBar, say=_say, echo=_echo)
+                             dask=dask, dask_timeout=dask_timeout, bar=ProgressBar,
+                             say=_say, echo=_echo)
         raise typer.Exit(code)
     trace = paths[0]
     try:

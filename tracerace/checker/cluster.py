@@ -33,8 +33,9 @@ DASK_CONNECT_TIMEOUT = 20.0
 
 def client_for(address: str, timeout: float | None = None) -> Any:
     """A ``distributed.Client`` of the scheduler at ``address``, waiting at most
-    ``timeout`` seconds for it (None: :data:`DASK_CONNECT_TIMEOUT`); a usage error when Dask is not installed, the
-    address is not one, or the scheduler does not answer in time."""
+    ``timeout`` seconds for it (None: :data:`DASK_CONNECT_TIMEOUT`); a usage
+    error when Dask is not installed, the address is not one, or the scheduler
+    does not answer in time."""
     try:
         from distributed import Client
     except ImportError:

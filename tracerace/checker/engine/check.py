@@ -91,10 +91,7 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
                     replay_batch(st, batch, reader.meta.path, gpos, drain, raw,
                                  handover_rows)
                     if on_findings is not None:
-                        drained.append(take())
-                        on_findings(drained[0] if len(drained) == 1 else
-                                    np.concatenate(drained))
-                        drained.clear()
+                        on_findings(_joined(drained, take()))
                 else:
                     # Both views hold the batch's findings until they are merged.
                     for view in views:
@@ -123,6 +120,17 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
         on_findings(last)
         last = empty_findings()
     return CheckResult(events, last)
+
+
+def _joined(held: list[np.ndarray], last: np.ndarray) -> np.ndarray:
+    """The batch's findings: ``held`` (emptied, so that its parts are freed
+    while the consumer works on the whole) and ``last``."""
+    if not held:
+        return last
+    held.append(last)
+    whole = np.concatenate(held)
+    held.clear()
+    return whole
 
 
 def _same(rows: np.ndarray) -> np.ndarray:

@@ -83,8 +83,8 @@ def engine_version() -> str:
     """A hash of the checker's kernels, so results of different engine versions can be
     told apart."""
     digest = hashlib.sha256()
-    for path in [*sorted((ROOT / "tracerace" / "engine").glob("*.py")),
-                 ROOT / "tracerace" / "reader.py"]:
+    for path in [*sorted((ROOT / "tracerace" / "checker" / "engine").glob("*.py")),
+                 ROOT / "tracerace" / "trace" / "reader.py"]:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:10]
 

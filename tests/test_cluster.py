@@ -73,3 +73,59 @@ def test_check_dask_on_the_command_line(client, tmp_path):
     assert result.exit_code == 1, result.output
     assert result.stdout.startswith(text(api.check(racy)) + text(api.check(clean)))
     assert "trace " in result.stdout.splitlines()[-4]
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (bound for a moment, then let go)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def check_with_dask(address, trace, *extra):
+    import time
+
+    from typer.testing import CliRunner
+
+    from tracerace.cli import app
+
+    start = time.monotonic()
+    result = CliRunner().invoke(app, ["check", "--dask", address, trace, "--no-progress",
+                                      *extra])
+    return result, time.monotonic() - start
+
+
+def test_dask_scheduler_out_of_reach_is_one_line_in_bounded_time(tmp_path):
+    """No scheduler at the address: exit 2 and one line after ``--dask-timeout``
+    seconds, not the default wait."""
+    racy = write_trace(tmp_path / "racy.arrow", barrier=False)
+    address = f"tcp://127.0.0.1:{closed_port()}"
+    result, took = check_with_dask(address, racy, "--dask-timeout", "1")
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith(f"tracerace: error: options: usage: cannot reach the Dask "
+                               f"scheduler at {address} within 1 s: "), lines[0]
+    assert result.stdout == ""
+    assert took < 10
+
+
+@pytest.mark.parametrize("address", ["foo://scheduler:8786", "tcp://127.0.0.1:port"])
+def test_a_dask_address_that_is_none_is_one_line(address, tmp_path):
+    racy = write_trace(tmp_path / "racy.arrow", barrier=False)
+    result, _ = check_with_dask(address, racy, "--dask-timeout", "1")
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert f"--dask {address!r} is not a Dask scheduler address" in lines[0], lines[0]
+
+
+def test_dask_timeout_must_be_positive(tmp_path):
+    racy = write_trace(tmp_path / "racy.arrow", barrier=False)
+    result, _ = check_with_dask(f"tcp://127.0.0.1:{closed_port()}", racy, "--dask-timeout", "0")
+    assert result.exit_code == 2, result.output
+    assert result.stderr.strip().splitlines() == [
+        "tracerace: error: options: usage: --dask-timeout must be a positive number of "
+        "seconds, not 0"], result.stderr

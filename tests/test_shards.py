@@ -235,3 +235,76 @@ def test_each_shard_checks_only_the_bytes_it_owns():
         spans += [(int(r[F_ADDR]), int(r[F_ADDR] + r[F_SIZE])) for r in found]
     assert len(spans) >= 2 and min(s[0] for s in spans) == 0 and max(s[1] for s in spans) == 160
     assert all(hi - lo < 160 for lo, hi in spans)  # none read all of it
+
+
+def report_of_one_state(path, options, **engine_options):
+    """The report of ``path`` checked by one state, as ``api.check`` makes it,
+    with the engine's test options."""
+    from tracerace.group.groups import GroupBuilder
+    from tracerace.report.model import Report
+    from tracerace.trace.reader import open_trace
+
+    with open_trace(path, batch_size=options.batch_size) as reader:
+        builder = GroupBuilder(reader.meta, options.kinds)
+        result = check_trace(reader, on_findings=builder.add, **engine_options)
+        return Report(result.events, reader.meta, builder.table(), options)
+
+
+def out_of_order_at_a_launch_end():
+    """Launch 0 opens a barrier generation at row 0 that never completes, then
+    two threads race on twelve words; launch 1 closes launch 0, which then
+    reports the barrier at row 0, after every race of later rows."""
+    from builders import Trace
+
+    t = Trace().bar_arrive(0, 0, arg=2)
+    for i in range(12):
+        t.write(0, 1, addr=4 * i, size=4, site=1).write(0, 2, addr=4 * i, size=4, site=2)
+    t.launch = 1
+    t.write(0, 0, addr=0, size=4, site=3)
+    return t.events
+
+
+@pytest.mark.parametrize("shards", [2, 3])
+def test_a_full_findings_pool_hands_over_at_the_batch_end(shards, tmp_path):
+    """A findings pool of four rows that fills up mid-batch (``handover_rows``):
+    one state hands the batch's findings over at its end, as shards do, so
+    group ids and every report format are the same, and the reference's."""
+    from tracerace.checker.engine.pools import Sizes
+
+    path = write(tmp_path / "t.arrow", out_of_order_at_a_launch_end())
+    options = make_options(max_reports="all")
+    small = dict(sizes=Sizes.tiny(), handover_rows=4)
+    one = report_of_one_state(path, options, **small)
+    [many] = parallel.check_reports([path], options, jobs=shards, shards=[shards], **small)
+    definition = api.check(path, engine="reference", max_reports="all")
+    assert one.summary["racy_rows"] == many.summary["racy_rows"] > 4
+    for fmt in FORMATS:
+        assert rendered(one, fmt) == rendered(many, fmt) == rendered(definition, fmt), fmt
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(events=traces(max_events=80, large=True), data=st.data())
+def test_one_state_hands_over_per_batch_whatever_its_pool(events, data):
+    """Tiny tables and a hand-over at a few findings: still one hand-over per
+    batch, and the last, with the findings shards give and the reference
+    checker hands over."""
+    from tracerace.checker.engine.pools import Sizes
+
+    small = dict(sizes=Sizes.tiny(), handover_rows=data.draw(st.sampled_from([1, 4, 8])))
+    shards = data.draw(st.integers(1, 4))
+    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    cols = columns(events)
+    single = single_chunks(cols, splits, **small)
+    assert_same(single, sharded_chunks(cols, splits, shards, **small))
+    assert_same(single, reference_chunks(cols, splits))
+
+
+def reference_chunks(cols, splits):
+    from tracerace.checker import reference
+
+    chunks = []
+    try:
+        result = reference.check_trace(SimpleReader(cols, splits), on_findings=chunks.append)
+    except TraceError as err:
+        return err
+    return result.events, [sort_findings(c) for c in chunks]

@@ -106,6 +106,9 @@ def check(
     dask: str | None = typer.Option(None, "--dask", metavar="SCHEDULER_ADDRESS",
                                     help="Check on this Dask cluster (pip install "
                                          "'tracerace[dask]'); every worker reads the traces."),
+    dask_timeout: float | None = typer.Option(None, "--dask-timeout", metavar="SECONDS",
+                                              help="How long --dask waits for its scheduler "
+                                                   "to answer (default: 20)."),
 ) -> None:
     """Check traces for races and synchronization hazards.
 
@@ -129,7 +132,8 @@ def check(
         code = check_several(paths, fmt=fmt, output=output, engine=engine,
                              max_reports=max_reports, select=select, ignore=ignore,
                              progress=progress, source_root=source_root or (), jobs=jobs,
-                             dask=dask, bar=ProgressBar, say=_say, echo=_echo)
+                             dask=dask, dask_timeout=dask_timeout, bar=ProgressBar,
+                             say=_say, echo=_echo)
         raise typer.Exit(code)
     trace = paths[0]
     try:

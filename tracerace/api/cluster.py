@@ -27,18 +27,35 @@ from ..errors import TraceError
 from ..checker.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, make_options, usage
 
 
-def client_for(address: str) -> Any:
-    """A ``distributed.Client`` of the scheduler at ``address``; a usage error
-    when Dask is not installed or the scheduler cannot be reached."""
+DASK_CONNECT_TIMEOUT = 20.0
+"""Seconds :func:`client_for` waits for a Dask scheduler to answer."""
+
+
+def client_for(address: str, timeout: float | None = None) -> Any:
+    """A ``distributed.Client`` of the scheduler at ``address``, waiting at most
+    ``timeout`` seconds for it (None: :data:`DASK_CONNECT_TIMEOUT`); a usage
+    error when Dask is not installed, the address is not one, or the scheduler
+    does not answer in time."""
     try:
         from distributed import Client
     except ImportError:
         raise usage("--dask needs Dask: pip install 'tracerace[dask]'") from None
+    if timeout is None:
+        timeout = DASK_CONNECT_TIMEOUT
+    if not timeout > 0:
+        raise usage(f"--dask-timeout must be a positive number of seconds, not {timeout:g}")
     try:
-        return Client(address, timeout="20s")
+        return Client(address, timeout=timeout)
+    except ValueError as err:  # an unknown scheme, a port that is not a number
+        raise usage(f"--dask {address!r} is not a Dask scheduler address: "
+                    f"{_one_line(err)}") from None
     except (OSError, TimeoutError) as err:
-        raise TraceError(f"cannot reach the Dask scheduler at {address}: {err}",
-                         path="options", rule="usage") from None
+        raise usage(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: "
+                    f"{_one_line(err)}") from None
+
+
+def _one_line(err: BaseException) -> str:
+    return " ".join(str(err).split()) or type(err).__name__
 
 
 def check_on_cluster(sources: Iterable[str], client: Any, *, engine: str = "numba",

@@ -36,6 +36,7 @@ def report_names(paths: Sequence[str]) -> list[str]:
 def check_several(paths: Sequence[str], *, fmt: str, output: str | None, engine: str,
                   max_reports: Any, select: Any, ignore: Any, progress: bool | None,
                   source_root: Sequence[str], jobs: int | None, dask: str | None,
+                  dask_timeout: float | None,
                   bar: Callable[[bool | None], Any], say: Callable[[str], None],
                   echo: Callable[[str], None]) -> int:
     """Check ``paths``, write their reports and the summary; the exit code."""
@@ -65,7 +66,7 @@ def check_several(paths: Sequence[str], *, fmt: str, output: str | None, engine:
             if dask is not None:
                 from .cluster import check_on_cluster, client_for
 
-                with client_for(dask) as client:
+                with client_for(dask, dask_timeout) as client:
                     results = check_on_cluster(paths, client, progress=shown.update, **options)
             else:
                 results = api.check_many(paths, jobs=jobs, progress=shown.update, **options)

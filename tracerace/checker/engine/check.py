@@ -37,13 +37,18 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
                 on_findings: Callable[[np.ndarray], None] | None = None,
                 page_shift: int = PAGE_SHIFT, sizes: Sizes | None = None,
                 shared_shift: int | None = None, shard: tuple[int, int] = (0, 1),
-                stretch_shift: int | None = None, raw: bool = False) -> CheckResult:
+                stretch_shift: int | None = None, raw: bool = False,
+                handover_rows: int = FIND_HANDOVER_ROWS) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the Numba engine.
 
-    ``on_findings``: called with the findings (``FINDING_DTYPE``, in the order
-    found) after each batch, and whenever the findings pool reaches
-    ``FIND_HANDOVER_ROWS`` rows; the result then holds no findings, and memory
-    does not grow with them.
+    ``on_findings``: called once after each batch with the batch's findings
+    (``FINDING_DTYPE``, in the order found), and once more with those the end
+    of the trace makes; the result then holds no findings, and memory grows
+    with one batch's findings, not all of them. A findings pool that would
+    grow past ``handover_rows`` rows is emptied into records held until the
+    batch's end: the hand-overs fall at batch ends whatever the pool's size,
+    as the reference's and a sharded check's do, so the grouping (whose ids
+    follow the order of hand-overs) sees the same input from each.
 
     A barrier that orders only some memory (``fence_spaces``) splits
     happens-before in two: one relation for global memory, one for shared.
@@ -71,6 +76,8 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
     st.rows_total = reader.meta.num_rows
     views = [st]
     merged: list[np.ndarray] = []  # findings of two views, merged per batch
+    drained: list[np.ndarray] = []  # a full findings pool's, until the batch ends
+    drain = None if on_findings is None else drained.append
     events = 0
     # The read-ahead thread is stopped before returning or raising, so the
     # caller may close the reader at once.
@@ -82,9 +89,10 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
                     views.append(st.fork(VIEW_SHARED))
                     st.sv[SV_VIEW] = VIEW_GLOBAL
                 if len(views) == 1:
-                    replay_batch(st, batch, reader.meta.path, gpos, on_findings, raw)
+                    replay_batch(st, batch, reader.meta.path, gpos, drain, raw,
+                                 handover_rows)
                     if on_findings is not None:
-                        on_findings(take())
+                        on_findings(_joined(drained, take()))
                 else:
                     # Both views hold the batch's findings until they are merged.
                     for view in views:
@@ -113,6 +121,17 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
         on_findings(last)
         last = empty_findings()
     return CheckResult(events, last)
+
+
+def _joined(held: list[np.ndarray], last: np.ndarray) -> np.ndarray:
+    """The batch's findings: ``held`` (emptied, so that its parts are freed
+    while the consumer works on the whole) and ``last``."""
+    if not held:
+        return last
+    held.append(last)
+    whole = np.concatenate(held)
+    held.clear()
+    return whole
 
 
 def _same(rows: np.ndarray) -> np.ndarray:
@@ -148,11 +167,11 @@ def _merge_views(found: list[np.ndarray]) -> np.ndarray:
 def replay_batch(st: EngineState, batch, path: str | None,
                   gpos: np.ndarray | None = None,
                   on_findings: Callable[[np.ndarray], None] | None = None,
-                  raw: bool = False) -> None:
+                  raw: bool = False, handover_rows: int = FIND_HANDOVER_ROWS) -> None:
     """Run the kernel over one batch, growing pools and closing launches
     whenever it stops to ask. ``gpos``: :func:`global_accesses` of the batch,
     when the read-ahead thread has computed it. ``on_findings``: takes a full
-    findings pool instead of its growth past ``FIND_HANDOVER_ROWS`` (its
+    findings pool instead of its growth past ``handover_rows`` rows (its
     rows when ``raw``, else records)."""
     c = batch.cols
     if gpos is None:
@@ -167,7 +186,7 @@ def replay_batch(st: EngineState, batch, path: str | None,
         if status == NEED_GROW:
             mask = int(st.sv[SV_GROW])
             if (mask & GR_FIND and on_findings is not None and st.sv[SV_NFIND] > 0
-                    and st.arrays["find"].shape[0] >= FIND_HANDOVER_ROWS):
+                    and st.arrays["find"].shape[0] >= handover_rows):
                 on_findings(st.take_rows() if raw else st.take_findings())
                 mask &= ~GR_FIND
             st.grow(mask)

@@ -32,13 +32,21 @@ RUNS = 5
 
 def repeated(path: str) -> None:
     i = np.arange(N)
-    write_table(path, {
-        "op": np.full(2 * N, 1, np.uint8), "ts": np.arange(2 * N), "launch": 0, "block": 0,
-        "thread": np.r_[np.zeros(N, np.uint32), np.ones(N, np.uint32)],
-        "addr": np.r_[i * 4, i * 4].astype(np.uint64) + 4096, "size": 4,
-        "site": np.r_[i % 50, i % 50 + 50].astype(np.uint32),
-    }, sites=[f"kernel.cu:{100 + k} st.global.u32 [%rd{k}], %r{k}" for k in range(100)],
-        buffers=[{"name": "out", "space": 0, "base": 4096, "shape": [N], "itemsize": 4}])
+    write_table(
+        path,
+        {
+            "op": np.full(2 * N, 1, np.uint8),
+            "ts": np.arange(2 * N),
+            "launch": 0,
+            "block": 0,
+            "thread": np.r_[np.zeros(N, np.uint32), np.ones(N, np.uint32)],
+            "addr": np.r_[i * 4, i * 4].astype(np.uint64) + 4096,
+            "size": 4,
+            "site": np.r_[i % 50, i % 50 + 50].astype(np.uint32),
+        },
+        sites=[f"kernel.cu:{100 + k} st.global.u32 [%rd{k}], %r{k}" for k in range(100)],
+        buffers=[{"name": "out", "space": 0, "base": 4096, "shape": [N], "itemsize": 4}],
+    )
 
 
 def distinct(path: str) -> None:
@@ -46,13 +54,21 @@ def distinct(path: str) -> None:
     block = (i // 256).astype(np.uint32)
     first = (2 * (i % 256)).astype(np.uint32)
     order = np.argsort(np.r_[2 * i, 2 * i + 1])
-    write_table(path, {
-        "op": np.full(2 * N, 1, np.uint8), "ts": np.arange(2 * N), "launch": 0,
-        "block": np.r_[block, block][order], "thread": np.r_[first, first + 1][order],
-        "addr": (np.r_[i * 4, i * 4].astype(np.uint64) + 4096)[order], "size": 4,
-        "site": np.r_[np.zeros(N, np.uint32), np.ones(N, np.uint32)][order],
-    }, sites=["kernel.cu:100 st.global.u32", "kernel.cu:101 st.global.u32"],
-        buffers=[{"name": "out", "space": 0, "base": 4096, "shape": [N], "itemsize": 4}])
+    write_table(
+        path,
+        {
+            "op": np.full(2 * N, 1, np.uint8),
+            "ts": np.arange(2 * N),
+            "launch": 0,
+            "block": np.r_[block, block][order],
+            "thread": np.r_[first, first + 1][order],
+            "addr": (np.r_[i * 4, i * 4].astype(np.uint64) + 4096)[order],
+            "size": 4,
+            "site": np.r_[np.zeros(N, np.uint32), np.ones(N, np.uint32)][order],
+        },
+        sites=["kernel.cu:100 st.global.u32", "kernel.cu:101 st.global.u32"],
+        buffers=[{"name": "out", "space": 0, "base": 4096, "shape": [N], "itemsize": 4}],
+    )
 
 
 def measure(trace: str, fmt: str, out: str) -> tuple[float, float, float, int]:
@@ -74,10 +90,13 @@ def main(folder: str) -> None:
         build(trace)
         api.check(trace)  # load (or compile) the kernels first
         for fmt in ("arrow", "json", "text"):
-            median, fastest, cpu, size = measure(trace, fmt,
-                                                 os.path.join(folder, f"{name}-report.{fmt}"))
-            print(f"{name:9} {fmt:6} median {median:.2f} s, fastest {fastest:.2f} s "
-                  f"(CPU {cpu:.2f} s), {size / 1e6:.1f} MB")
+            median, fastest, cpu, size = measure(
+                trace, fmt, os.path.join(folder, f"{name}-report.{fmt}")
+            )
+            print(
+                f"{name:9} {fmt:6} median {median:.2f} s, fastest {fastest:.2f} s "
+                f"(CPU {cpu:.2f} s), {size / 1e6:.1f} MB"
+            )
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 WARPS = 8
-K_LINES = 2 + 2 + 1 + 16 + 32 + 4 + 1   # per warp per k-step
+K_LINES = 2 + 2 + 1 + 16 + 32 + 4 + 1  # per warp per k-step
 HEADER = """-kernel name = _Z12tiled_matmulPKfS0_Pfi
 -kernel id = 1
 -grid dim = ({gx},1,1)
@@ -58,19 +58,23 @@ def warp_lines(block: int, warp: int, ksteps: int) -> list[str]:
         out.append(f"0120 ffffffff 0 STS 2 R7 R4 4 1 0x{warp * 128:x} 4 0 ")
         out.append(f"0130 ffffffff 0 STS 2 R7 R5 4 1 0x{1024 + warp * 128:x} 4 0 ")
         out.append("0140 ffffffff 0 BAR.SYNC.DEFER_BLOCKING 0 0 0 ")
-        for i in range(8):   # a row of A: the same word for every lane (base+stride 0)
-            out.append(f"{0x150 + 16 * i:04x} ffffffff 1 R{8 + i} LDS 1 R7 4 1 "
-                       f"0x{warp // 2 * 128 + 4 * i:x} 0 0 ")
-        for i in range(8):   # a column of B: lanes 0-15 and 16-31 read two halves
+        for i in range(8):  # a row of A: the same word for every lane (base+stride 0)
+            out.append(
+                f"{0x150 + 16 * i:04x} ffffffff 1 R{8 + i} LDS 1 R7 4 1 "
+                f"0x{warp // 2 * 128 + 4 * i:x} 0 0 "
+            )
+        for i in range(8):  # a column of B: lanes 0-15 and 16-31 read two halves
             deltas = " ".join(["4"] * 15 + ["-60"] + ["4"] * 15)
-            out.append(f"{0x1d0 + 16 * i:04x} ffffffff 1 R{16 + i} LDS 1 R9 4 2 "
-                       f"0x{1024 + 64 * i:x} {deltas} 0 ")
+            out.append(
+                f"{0x1D0 + 16 * i:04x} ffffffff 1 R{16 + i} LDS 1 R9 4 2 "
+                f"0x{1024 + 64 * i:x} {deltas} 0 "
+            )
         for i in range(32):
-            out.append(f"{0x250 + 16 * i:04x} ffffffff 1 R30 FFMA 3 R{8 + i % 8} "
-                       f"R{16 + i % 8} R30 0 0 ")
+            out.append(
+                f"{0x250 + 16 * i:04x} ffffffff 1 R30 FFMA 3 R{8 + i % 8} R{16 + i % 8} R30 0 0 "
+            )
         for i in range(4):
-            out.append(f"{0x450 + 16 * i:04x} ffffffff 1 R{2 + i} IADD3 2 R{2 + i} R255 0 "
-                       f"1024 ")
+            out.append(f"{0x450 + 16 * i:04x} ffffffff 1 R{2 + i} IADD3 2 R{2 + i} R255 0 1024 ")
         out.append("0490 ffffffff 0 BAR.SYNC.DEFER_BLOCKING 0 0 0 ")
     c = 0x7F0020000000 + block * 0x2000 + warp * 128
     out.append(f"04a0 ffffffff 0 STG.E.SYS 2 R10 R30 4 1 0x{c:x} 4 0 ")
@@ -126,16 +130,21 @@ def main(argv: list[str] | None = None) -> int:
         print(proc.stderr, file=sys.stderr)
         return 1
     events = int(proc.stderr.split(" records, ")[1].split(" events")[0].replace(",", ""))
-    print(f"{count:,} instruction lines, {src.stat().st_size / 2**20:,.0f} MiB -> "
-          f"{events:,} events ({dst.stat().st_size / 2**30:.1f} GiB) in {seconds:.1f} s: "
-          f"{count / seconds:,.0f} lines/s, {events / seconds:,.0f} events/s, peak RSS "
-          f"{rss:.2f} GiB")
+    print(
+        f"{count:,} instruction lines, {src.stat().st_size / 2**20:,.0f} MiB -> "
+        f"{events:,} events ({dst.stat().st_size / 2**30:.1f} GiB) in {seconds:.1f} s: "
+        f"{count / seconds:,.0f} lines/s, {events / seconds:,.0f} events/s, peak RSS "
+        f"{rss:.2f} GiB"
+    )
     if args.check:
         t = time.perf_counter()
-        proc = subprocess.run([sys.executable, "-m", "tracerace", "check", str(dst)],
-                              capture_output=True, text=True)
-        print(f"check: exit {proc.returncode} in {time.perf_counter() - t:.1f} s: "
-              f"{proc.stdout.strip().splitlines()[-1]}")
+        proc = subprocess.run(
+            [sys.executable, "-m", "tracerace", "check", str(dst)], capture_output=True, text=True
+        )
+        print(
+            f"check: exit {proc.returncode} in {time.perf_counter() - t:.1f} s: "
+            f"{proc.stdout.strip().splitlines()[-1]}"
+        )
     return 0
 
 

@@ -88,18 +88,28 @@ def _toggle_library(tmp: Path) -> Path:
 
 
 def count(trace: str, cache_sim: bool, cache_dir: Path, lib: Path, tmp: Path) -> dict[str, float]:
-    env = dict(os.environ, NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=str(cache_dir),
-               PYTHONPATH=str(ROOT))
+    env = dict(
+        os.environ, NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT)
+    )
     # Natively first: compiles into (or loads) the generic cache.
-    subprocess.run([sys.executable, "-c", CHILD, trace], env=env, check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-c", CHILD, trace], env=env, check=True, stdout=subprocess.DEVNULL
+    )
     out_file = tmp / "callgrind.out"
-    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
-           f"--callgrind-out-file={out_file}.%p"]
+    cmd = [
+        "valgrind",
+        "--tool=callgrind",
+        "--instr-atstart=no",
+        f"--callgrind-out-file={out_file}.%p",
+    ]
     if cache_sim:
         cmd.append("--cache-sim=yes")
-    proc = subprocess.run(cmd + [sys.executable, "-c", CHILD, trace, str(lib)], env=env,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        cmd + [sys.executable, "-c", CHILD, trace, str(lib)],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     if proc.returncode != 0:
         raise SystemExit(f"valgrind failed:\n{proc.stderr[-2000:]}")
     rows = int(re.search(r"^rows (\d+)", proc.stdout, re.M).group(1))
@@ -115,14 +125,20 @@ def count(trace: str, cache_sim: bool, cache_dir: Path, lib: Path, tmp: Path) ->
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.icount",
-                                     description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.icount", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("traces", nargs="+")
-    parser.add_argument("--cache-sim", action="store_true",
-                        help="also simulate the caches (D1mr/D1mw: first-level misses)")
-    parser.add_argument("--cache-dir", default=str(Path(tempfile.gettempdir())
-                                                   / "tracerace-icount-numba"),
-                        help="Numba cache for the generic build (kept between runs)")
+    parser.add_argument(
+        "--cache-sim",
+        action="store_true",
+        help="also simulate the caches (D1mr/D1mw: first-level misses)",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        default=str(Path(tempfile.gettempdir()) / "tracerace-icount-numba"),
+        help="Numba cache for the generic build (kept between runs)",
+    )
     args = parser.parse_args(argv)
     if shutil.which("valgrind") is None:
         raise SystemExit("bench.icount needs valgrind")

@@ -30,34 +30,46 @@ from .run import DEFAULT_DATA, ROOT, ensure_trace, parse_size
 def child(path: str, jobs: int) -> dict:
     """(In a fresh process.) One timed check of ``path`` in ``jobs`` shards."""
     import tracerace
+
     from .measure import _max_rss_bytes, _tiny
 
     tracerace.check(_tiny())
     t0 = time.perf_counter()
     report = tracerace.check(path, jobs=jobs)
     seconds = time.perf_counter() - t0
-    return {"seconds": seconds, "events": report.events, "findings": int(report.total),
-            "process_max_rss_bytes": _max_rss_bytes()}
+    return {
+        "seconds": seconds,
+        "events": report.events,
+        "findings": int(report.total),
+        "process_max_rss_bytes": _max_rss_bytes(),
+    }
 
 
 def run_one(path: Path, jobs: int) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     with tempfile.TemporaryFile() as out:
-        proc = subprocess.run([sys.executable, "-m", "bench.jobs", "--child", str(path),
-                               str(jobs)], stdout=out, env=env, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "bench.jobs", "--child", str(path), str(jobs)],
+            stdout=out,
+            env=env,
+            check=False,
+        )
         out.seek(0)
         text = out.read().decode()
     if proc.returncode != 0:
-        raise SystemExit(f"bench.jobs: the check of {path} with jobs={jobs} failed "
-                         f"(exit {proc.returncode})")
+        raise SystemExit(
+            f"bench.jobs: the check of {path} with jobs={jobs} failed (exit {proc.returncode})"
+        )
     return json.loads(text.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.jobs",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.jobs", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--size", default="1e7,1e8", help="comma-separated event counts")
     parser.add_argument("--workload", default="tiled,pipeline,cpu", help="comma-separated")
     parser.add_argument("--jobs", default="1,2", help="comma-separated shard counts")
@@ -79,8 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
-    print(f"{'workload':<10} {'size':>6} {'jobs':>4} {'events/s':>12} {'speedup':>8} "
-          f"{'peak RSS':>10}")
+    print(
+        f"{'workload':<10} {'size':>6} {'jobs':>4} {'events/s':>12} {'speedup':>8} {'peak RSS':>10}"
+    )
     for name in names:
         for label, n in sizes:
             path, info = ensure_trace(name, n, label, Path(args.data_dir), compression, False, log)
@@ -93,11 +106,18 @@ def main(argv: list[str] | None = None) -> int:
                 base = base or rate
                 rss = max(r["process_max_rss_bytes"] for r in runs)
                 results.setdefault(name, {}).setdefault(label, {})[str(j)] = {
-                    "events": events, "seconds": seconds, "events_per_s": rate,
-                    "speedup": rate / base, "peak_rss_bytes": rss,
-                    "findings": runs[0]["findings"]}
-                print(f"{name:<10} {label:>6} {j:>4} {rate:>12,.0f} {rate / base:>7.2f}x "
-                      f"{rss / 2**20:>8.0f}Mi", flush=True)
+                    "events": events,
+                    "seconds": seconds,
+                    "events_per_s": rate,
+                    "speedup": rate / base,
+                    "peak_rss_bytes": rss,
+                    "findings": runs[0]["findings"],
+                }
+                print(
+                    f"{name:<10} {label:>6} {j:>4} {rate:>12,.0f} {rate / base:>7.2f}x "
+                    f"{rss / 2**20:>8.0f}Mi",
+                    flush=True,
+                )
     if args.out:
         out = Path(args.out)
         old = json.loads(out.read_text()) if out.exists() else {}

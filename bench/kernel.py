@@ -45,9 +45,11 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.perf_counter()
         st = replay_all(batches, args.trace, plans)
         times.append(time.perf_counter() - t0)
-    print(f"{n} events  min {min(times):.3f} s ({n / min(times) / 1e6:.2f} M/s)  "
-          f"median {statistics.median(times):.3f} s  nodes {int(st.sv[SV_NODE_TOP])}  "
-          f"findings {int(st.sv[SV_NFIND])}")
+    print(
+        f"{n} events  min {min(times):.3f} s ({n / min(times) / 1e6:.2f} M/s)  "
+        f"median {statistics.median(times):.3f} s  nodes {int(st.sv[SV_NODE_TOP])}  "
+        f"findings {int(st.sv[SV_NFIND])}"
+    )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,17 @@ from collections.abc import Iterator
 def _tiny():
     from tracerace.trace.writer import make_table
 
-    return make_table({"ts": [0, 1], "op": ["write", "read"], "launch": 0, "block": 0,
-                       "thread": [0, 1], "addr": 0, "size": 4})
+    return make_table(
+        {
+            "ts": [0, 1],
+            "op": ["write", "read"],
+            "launch": 0,
+            "block": 0,
+            "thread": [0, 1],
+            "addr": 0,
+            "size": 4,
+        }
+    )
 
 
 def _max_rss_bytes() -> int:
@@ -141,8 +150,9 @@ def run_check(path: str, engine: str = "numba") -> dict:
     import tracerace.group.groups as groups_module
 
     grouping = [0.0]
-    originals = {name: getattr(groups_module.GroupBuilder, name)
-                 for name in ("__init__", "add", "table")}
+    originals = {
+        name: getattr(groups_module.GroupBuilder, name) for name in ("__init__", "add", "table")
+    }
 
     def timed(method):
         def run(*args, **kwargs):
@@ -151,6 +161,7 @@ def run_check(path: str, engine: str = "numba") -> dict:
                 return method(*args, **kwargs)
             finally:
                 grouping[0] += time.perf_counter() - t0
+
         return run
 
     reader_module.open_trace = timed_open  # api.check imports it at call time
@@ -168,17 +179,25 @@ def run_check(path: str, engine: str = "numba") -> dict:
             setattr(groups_module.GroupBuilder, name, method)
     rendering = {fmt: _render_seconds(report, fmt) for fmt in ("text", "json")}
     summary = report.summary
-    return {"mode": "check", "engine": engine, "seconds": seconds,
-            "read_seconds": sum(r.seconds for r in opened),
-            "wait_seconds": sum(w.seconds for w in waits) if waits else None,
-            "group_seconds": grouping[0], "text_seconds": rendering["text"],
-            "json_seconds": rendering["json"],
-            "events": report.events,
-            "hazards": report.total, "groups": report.group_count, "errors": report.errors,
-            "racy_rows": summary["racy_rows"],
-            "by_kind": {k: v for k, v in summary["by_kind"].items() if v},
-            "warmup_seconds": warmup, "base_rss_bytes": base_rss,
-            "process_max_rss_bytes": _max_rss_bytes()}
+    return {
+        "mode": "check",
+        "engine": engine,
+        "seconds": seconds,
+        "read_seconds": sum(r.seconds for r in opened),
+        "wait_seconds": sum(w.seconds for w in waits) if waits else None,
+        "group_seconds": grouping[0],
+        "text_seconds": rendering["text"],
+        "json_seconds": rendering["json"],
+        "events": report.events,
+        "hazards": report.total,
+        "groups": report.group_count,
+        "errors": report.errors,
+        "racy_rows": summary["racy_rows"],
+        "by_kind": {k: v for k, v in summary["by_kind"].items() if v},
+        "warmup_seconds": warmup,
+        "base_rss_bytes": base_rss,
+        "process_max_rss_bytes": _max_rss_bytes(),
+    }
 
 
 def _render_seconds(report, fmt: str) -> float:
@@ -208,14 +227,23 @@ def run_read(path: str) -> dict:
                 touched ^= int(values.max())  # reads every byte of the column
             events += batch.n
     seconds = time.perf_counter() - t0
-    return {"mode": "read", "seconds": seconds, "events": events,
-            "process_max_rss_bytes": _max_rss_bytes()}
+    return {
+        "mode": "read",
+        "seconds": seconds,
+        "events": events,
+        "process_max_rss_bytes": _max_rss_bytes(),
+    }
 
 
 def run_state(path: str) -> dict:
     from tracerace.checker.engine.check import close_launch, replay_batch
     from tracerace.checker.engine.layout import (
-        G_FIELDS, K_FIELDS, N_FIELDS, SV_GRAN_COUNT, SV_NODE_USED)
+        G_FIELDS,
+        K_FIELDS,
+        N_FIELDS,
+        SV_GRAN_COUNT,
+        SV_NODE_USED,
+    )
     from tracerace.checker.engine.state import EngineState
     from tracerace.trace.reader import open_trace
 
@@ -236,22 +264,33 @@ def run_state(path: str) -> dict:
     live = 8 * (granules * G_FIELDS + nodes * (N_FIELDS + K_FIELDS))
     tables = int(st.nbytes)
     per = max(granules, 1)
-    return {"mode": "state", "events": events, "granules": granules, "nodes": nodes,
-            "live_bytes": live, "table_bytes": tables,
-            "live_bytes_per_granule": live / per, "table_bytes_per_granule": tables / per,
-            "process_max_rss_bytes": _max_rss_bytes()}
+    return {
+        "mode": "state",
+        "events": events,
+        "granules": granules,
+        "nodes": nodes,
+        "live_bytes": live,
+        "table_bytes": tables,
+        "live_bytes_per_granule": live / per,
+        "table_bytes_per_granule": tables / per,
+        "process_max_rss_bytes": _max_rss_bytes(),
+    }
 
 
 def run_startup() -> dict:
     t0 = time.perf_counter()
     import tracerace
     import tracerace.checker.engine  # noqa: F401  (numba and the kernels' module)
+
     imported = time.perf_counter()
     tracerace.check(_tiny())
     done = time.perf_counter()
-    return {"mode": "startup", "import_seconds": imported - t0,
-            "first_check_seconds": done - imported,
-            "process_max_rss_bytes": _max_rss_bytes()}
+    return {
+        "mode": "startup",
+        "import_seconds": imported - t0,
+        "first_check_seconds": done - imported,
+        "process_max_rss_bytes": _max_rss_bytes(),
+    }
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -60,7 +60,7 @@ def _function(symbol: str) -> str:
             j = i
             while symbol[j].isdigit():
                 j += 1
-            names.append(symbol[j:j + int(symbol[i:j])])
+            names.append(symbol[j : j + int(symbol[i:j])])
             i = j + int(symbol[i:j])
         names = [n for n in names if n != "cpython"]
         if names:
@@ -73,14 +73,16 @@ def _hot_instructions(data: str, pid: int, tmp: str, hot: int, context: int = 10
     ``context`` instructions before it (a sample usually lands just after
     the instruction that waited: a load that missed the caches). Numbers
     are samples per instruction; offsets are from the function's start."""
-    ips = subprocess.run(["perf", "script", "-i", data, "-F", "ip"], capture_output=True,
-                         text=True, check=True).stdout.split()
+    ips = subprocess.run(
+        ["perf", "script", "-i", data, "-F", "ip"], capture_output=True, text=True, check=True
+    ).stdout.split()
     counts = collections.Counter(int(ip, 16) for ip in ips)
     top = [a for a, _ in counts.most_common(40 * hot)]
     cmds = os.path.join(tmp, "gdb-hot")
     Path(cmds).write_text("".join(f"info symbol {a:#x}\n" for a in top))
-    out = subprocess.run(["gdb", "-p", str(pid), "-batch", "-x", cmds], capture_output=True,
-                         text=True).stdout
+    out = subprocess.run(
+        ["gdb", "-p", str(pid), "-batch", "-x", cmds], capture_output=True, text=True
+    ).stdout
     answers = [ln for ln in out.splitlines() if " in section " in ln or ln.startswith("No symbol")]
     starts: dict[int, str] = {}
     jitted = []
@@ -91,8 +93,11 @@ def _hot_instructions(data: str, pid: int, tmp: str, hot: int, context: int = 10
             jitted.append(a)
     lines: dict[int, list[tuple[int, str]]] = {}
     for start in starts:
-        text = subprocess.run(["gdb", "-p", str(pid), "-batch", "-ex", f"disassemble {start:#x}"],
-                              capture_output=True, text=True).stdout
+        text = subprocess.run(
+            ["gdb", "-p", str(pid), "-batch", "-ex", f"disassemble {start:#x}"],
+            capture_output=True,
+            text=True,
+        ).stdout
         body = []
         for ln in text.splitlines():
             m = re.match(r"\s*(?:=> )?(0x[0-9a-f]+) <[^>]*\+(\d+)>:\s*(.*)", ln)
@@ -108,9 +113,11 @@ def _hot_instructions(data: str, pid: int, tmp: str, hot: int, context: int = 10
         at = next((k for k, (addr, _) in enumerate(body) if addr == a), None)
         if at is None:
             continue
-        report.append(f"-- {starts[start]} {body[at][1]}: {counts[a]} samples "
-                      f"({100 * counts[a] / total:.1f}% of all)")
-        for addr, ins in body[max(0, at - context):at + 1]:
+        report.append(
+            f"-- {starts[start]} {body[at][1]}: {counts[a]} samples "
+            f"({100 * counts[a] / total:.1f}% of all)"
+        )
+        for addr, ins in body[max(0, at - context) : at + 1]:
             report.append(f"{counts.get(addr, 0):7d}  {ins}")
     return report
 
@@ -122,20 +129,39 @@ def profile(trace: str, seconds: float, engine: str, top: int, hot: int = 0) -> 
     with tempfile.TemporaryDirectory() as tmp:
         ready = os.path.join(tmp, "ready")
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        child = subprocess.Popen([sys.executable, "-c", LOOP, trace, ready, engine], env=env,
-                                 cwd=ROOT)
+        child = subprocess.Popen(
+            [sys.executable, "-c", LOOP, trace, ready, engine], env=env, cwd=ROOT
+        )
         try:
             while not os.path.exists(ready):
                 if child.poll() is not None:
                     raise SystemExit("the check loop ended early")
                 time.sleep(0.2)
             data = os.path.join(tmp, "perf.data")
-            subprocess.run(["perf", "record", "-F", "1999", "-p", str(child.pid), "-o", data,
-                            "--", "sleep", str(seconds)], check=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    "perf",
+                    "record",
+                    "-F",
+                    "1999",
+                    "-p",
+                    str(child.pid),
+                    "-o",
+                    data,
+                    "--",
+                    "sleep",
+                    str(seconds),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             report = subprocess.run(
-                ["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym", "-g",
-                 "none"], capture_output=True, text=True, check=True).stdout
+                ["perf", "report", "-i", data, "--no-children", "--sort", "dso,sym", "-g", "none"],
+                capture_output=True,
+                text=True,
+                check=True,
+            ).stdout
             rows = []
             for line in report.splitlines():
                 m = re.match(r"\s*([\d.]+)%\s+(\S.*?)\s+\[[.k]\]\s+(\S+)", line)
@@ -146,10 +172,16 @@ def profile(trace: str, seconds: float, engine: str, top: int, hot: int = 0) -> 
             if jit:
                 cmds = os.path.join(tmp, "gdb")
                 Path(cmds).write_text("".join(f"info symbol {a}\n" for _, a in jit))
-                out = subprocess.run(["gdb", "-p", str(child.pid), "-batch", "-x", cmds],
-                                     capture_output=True, text=True).stdout
-                answers = [ln for ln in out.splitlines()
-                           if " in section " in ln or ln.startswith("No symbol")]
+                out = subprocess.run(
+                    ["gdb", "-p", str(child.pid), "-batch", "-x", cmds],
+                    capture_output=True,
+                    text=True,
+                ).stdout
+                answers = [
+                    ln
+                    for ln in out.splitlines()
+                    if " in section " in ln or ln.startswith("No symbol")
+                ]
                 names = {a: _function(s) for (_, a), s in zip(jit, answers)}
             hot_lines = _hot_instructions(data, child.pid, tmp, hot) if hot else []
         finally:
@@ -160,8 +192,9 @@ def profile(trace: str, seconds: float, engine: str, top: int, hot: int = 0) -> 
         per_fn[names.get(addr, "jitted code (unresolved)")] += pct
     lines = [f"{pct:6.1f}%  {fn}" for fn, pct in per_fn.most_common(top)]
     lines.append("outside jitted code:")
-    lines += [f"{pct:6.1f}%  {sym}  ({dso})" for pct, dso, sym in rows
-              if not dso.startswith("[JIT]")][:top]
+    lines += [
+        f"{pct:6.1f}%  {sym}  ({dso})" for pct, dso, sym in rows if not dso.startswith("[JIT]")
+    ][:top]
     if hot_lines:
         lines.append(f"the {hot} hottest instructions of the package's jitted code:")
         lines += hot_lines
@@ -169,14 +202,19 @@ def profile(trace: str, seconds: float, engine: str, top: int, hot: int = 0) -> 
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.profile", description=__doc__.split(
-        "\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.profile", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("trace")
     parser.add_argument("--seconds", type=float, default=6.0, help="sampling time")
     parser.add_argument("--engine", default="numba")
     parser.add_argument("--top", type=int, default=12)
-    parser.add_argument("--hot", type=int, default=0,
-                        help="also show the N most sampled instructions, with the ones before")
+    parser.add_argument(
+        "--hot",
+        type=int,
+        default=0,
+        help="also show the N most sampled instructions, with the ones before",
+    )
     args = parser.parse_args(argv)
     print(profile(os.path.abspath(args.trace), args.seconds, args.engine, args.top, args.hot))
 

@@ -64,10 +64,12 @@ def table(results: dict) -> str:
         for kind in ("cold", "warm"):
             if kind in st:
                 v = st[kind]
-                parts.append(f"{kind} start {v['seconds']:.2f} s (import "
-                             f"{v['import_seconds']:.2f} s + first check "
-                             f"{v['first_check_seconds']:.2f} s, peak RSS "
-                             f"{v['peak_rss_bytes'] / MiB:.0f} MiB)")
+                parts.append(
+                    f"{kind} start {v['seconds']:.2f} s (import "
+                    f"{v['import_seconds']:.2f} s + first check "
+                    f"{v['first_check_seconds']:.2f} s, peak RSS "
+                    f"{v['peak_rss_bytes'] / MiB:.0f} MiB)"
+                )
         lines += ["Numba start-up, whole process: " + "; ".join(parts) + ".", ""]
     lines += [
         "| workload | size | events | agents | check s | events/s | peak RSS | state B/granule | "
@@ -77,28 +79,37 @@ def table(results: dict) -> str:
     ]
     for r in results["results"]:
         if r.get("seconds") is None:
-            lines.append(f"| {r['workload']} | {r['size']} | {_events(r.get('events', 0))} | "
-                         f"{r.get('agents') or ''} | failed: {r.get('error', '?')} "
-                         "| | | | | | | | | | | | |")
+            lines.append(
+                f"| {r['workload']} | {r['size']} | {_events(r.get('events', 0))} | "
+                f"{r.get('agents') or ''} | failed: {r.get('error', '?')} "
+                "| | | | | | | | | | | | |"
+            )
             continue
-        hz = "none" if not r["hazards"] else ", ".join(f"{k} {v:,}" for k, v in
-                                                        r["by_kind"].items())
+        hz = (
+            "none" if not r["hazards"] else ", ".join(f"{k} {v:,}" for k, v in r["by_kind"].items())
+        )
         if not r.get("ok", True):
             hz += " **(unexpected)**"
         lines.append(
             f"| {r['workload']} | {r['size']} | {_events(r['events'])} | "
             f"{r.get('agents') or ''} | {_secs(r['seconds'])} | "
             f"{_rate(r['events_per_second'])} | {r['peak_rss_bytes'] / MiB:,.0f} MiB | "
-            f"{_bytes(r.get('live_bytes_per_granule'))} | {_secs(r['read_in_check_seconds'])} | {_secs(r['check_only_seconds'])} | "
+            f"{_bytes(r.get('live_bytes_per_granule'))} | "
+            f"{_secs(r['read_in_check_seconds'])} | {_secs(r['check_only_seconds'])} | "
             f"{_secs(r['read_floor_seconds'])} | {_ratio(r['floor_ratio'])} | "
             f"{_secs(r.get('reference_seconds'))} | {_ratio(r.get('reference_ratio'))} | {hz} | "
-            f"{_report(r)} | {_share(r.get('stolen'))} |")
+            f"{_report(r)} | {_share(r.get('stolen'))} |"
+        )
     versions: dict[str, int] = {}
     for r in results["results"]:
         versions[r.get("engine", "?")] = versions.get(r.get("engine", "?"), 0) + 1
-    lines += ["", "Engine kernels measured (hash of the engine, clocks, shadow, hashmap, "
-              "_jit and reader modules): " + ", ".join(f"`{v}` ({n} rows)" for v, n in
-                                                       versions.items()) + "."]
+    lines += [
+        "",
+        "Engine kernels measured (hash of the engine, clocks, shadow, hashmap, "
+        "_jit and reader modules): "
+        + ", ".join(f"`{v}` ({n} rows)" for v, n in versions.items())
+        + ".",
+    ]
     return "\n".join(lines)
 
 
@@ -143,8 +154,10 @@ def write_plot(path: Path, results: dict) -> bool:
         look = dict(color=f"C{k % 10}", linestyle=line, marker=marker, label=name)
         ax1.plot(x, [r["events_per_second"] for r in rs], **look)
         ax2.plot(x, [r["peak_rss_bytes"] / MiB for r in rs], **look)
-    for ax, title, unit in ((ax1, "throughput, end to end (warm)", "events/s"),
-                            (ax2, "peak RSS of the checking process", "MiB")):
+    for ax, title, unit in (
+        (ax1, "throughput, end to end (warm)", "events/s"),
+        (ax2, "peak RSS of the checking process", "MiB"),
+    ):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("events in the trace")

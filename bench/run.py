@@ -58,7 +58,8 @@ def parse_size(label: str) -> int:
         n = int(float(label))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"size {label!r}: give smoke or a number such as 1e6") from None
+            f"size {label!r}: give smoke or a number such as 1e6"
+        ) from None
     if n < 1:
         raise argparse.ArgumentTypeError(f"size {label!r} must be positive")
     return n
@@ -83,13 +84,16 @@ def engine_version() -> str:
     """A hash of the checker's kernels, so results of different engine versions can be
     told apart."""
     digest = hashlib.sha256()
-    for path in [*sorted((ROOT / "tracerace" / "checker" / "engine").glob("*.py")),
-                 ROOT / "tracerace" / "trace" / "reader.py"]:
+    for path in [
+        *sorted((ROOT / "tracerace" / "checker" / "engine").glob("*.py")),
+        ROOT / "tracerace" / "trace" / "reader.py",
+    ]:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:10]
 
 
 # --- running children ---------------------------------------------------------------
+
 
 class ChildFailed(RuntimeError):
     pass
@@ -122,8 +126,13 @@ def _watch(proc: subprocess.Popen, limit: int, tripped: list) -> None:
         time.sleep(0.5)
 
 
-def run_child(args: list[str], *, env: dict | None = None, timeout: float | None = None,
-              rss_limit: int | None = None) -> tuple[dict, int, float]:
+def run_child(
+    args: list[str],
+    *,
+    env: dict | None = None,
+    timeout: float | None = None,
+    rss_limit: int | None = None,
+) -> tuple[dict, int, float]:
     """Run ``python -m bench.measure ARGS`` in a fresh process.
 
     Returns (its JSON result, its peak RSS in bytes, its wall time in seconds). The
@@ -133,7 +142,8 @@ def run_child(args: list[str], *, env: dict | None = None, timeout: float | None
     cmd = [sys.executable, "-m", "bench.measure", *args]
     child_env = dict(os.environ if env is None else env)
     child_env["PYTHONPATH"] = os.pathsep.join(
-        [str(ROOT)] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p])
+        [str(ROOT)] + [p for p in child_env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    )
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, cwd=ROOT, env=child_env)
@@ -213,6 +223,7 @@ def run_inprocess(args: list[str]) -> tuple[dict, int, float]:
 
 # --- the suite -------------------------------------------------------------------------
 
+
 def machine() -> dict:
     import numba
     import numpy
@@ -237,14 +248,22 @@ def machine() -> dict:
         load = os.getloadavg()[0]
     except OSError:
         load = None
-    return {"nproc": os.cpu_count(), "ram_bytes": ram, "cpu": cpu,
-            "python": platform.python_version(), "numba": numba.__version__,
-            "numpy": numpy.__version__, "pyarrow": pyarrow.__version__,
-            "platform": platform.platform(), "load_at_start": load}
+    return {
+        "nproc": os.cpu_count(),
+        "ram_bytes": ram,
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "numba": numba.__version__,
+        "numpy": numpy.__version__,
+        "pyarrow": pyarrow.__version__,
+        "platform": platform.platform(),
+        "load_at_start": load,
+    }
 
 
-def ensure_trace(name: str, n: int, label: str, data_dir: Path, compression: str | None,
-                 regen: bool, log) -> tuple[Path, dict]:
+def ensure_trace(
+    name: str, n: int, label: str, data_dir: Path, compression: str | None, regen: bool, log
+) -> tuple[Path, dict]:
     """The cached trace of workload ``name`` at size ``label`` (generated if missing)."""
     from .workloads import write_workload
 
@@ -268,6 +287,7 @@ def ensure_trace(name: str, n: int, label: str, data_dir: Path, compression: str
 def most_agents(path: Path) -> int:
     """The largest number of agents (block, thread) in one launch of a trace."""
     import numpy as np
+
     from tracerace.trace.reader import open_trace
 
     per_launch: dict[int, set] = {}
@@ -286,14 +306,28 @@ def bench_one(name: str, label: str, args, log) -> dict:
 
     wl = workloads()[name]
     n = parse_size(label)
-    run = run_inprocess if args.no_isolate else \
-        functools.partial(run_child, rss_limit=int(args.rss_limit * 2**30) or None)
-    rec = {"workload": name, "size": label, "target_events": n,
-           "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"), "engine": engine_version()}
-    path, info = ensure_trace(name, n, label, Path(args.data_dir), args.compression,
-                              args.regen, log)
-    rec.update(events=info["events"], agents=info.get("agents"), info=info,
-               file_bytes=info["file_bytes"], gen_seconds=info["gen_seconds"])
+    run = (
+        run_inprocess
+        if args.no_isolate
+        else functools.partial(run_child, rss_limit=int(args.rss_limit * 2**30) or None)
+    )
+    rec = {
+        "workload": name,
+        "size": label,
+        "target_events": n,
+        "measured_at": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "engine": engine_version(),
+    }
+    path, info = ensure_trace(
+        name, n, label, Path(args.data_dir), args.compression, args.regen, log
+    )
+    rec.update(
+        events=info["events"],
+        agents=info.get("agents"),
+        info=info,
+        file_bytes=info["file_bytes"],
+        gen_seconds=info["gen_seconds"],
+    )
     reps = args.reps or default_reps(info["events"])
     rec["reps"] = reps
     try:
@@ -315,8 +349,10 @@ def bench_one(name: str, label: str, args, log) -> dict:
     # The engine reads ahead on a thread: what reading costs the check is the
     # time the engine waited for batches (the reference reads inline).
     rec["check_only_seconds"] = statistics.median(
-        c[0]["seconds"] - (c[0]["read_seconds"] if c[0].get("wait_seconds") is None
-                           else c[0]["wait_seconds"]) for c in checks)
+        c[0]["seconds"]
+        - (c[0]["read_seconds"] if c[0].get("wait_seconds") is None else c[0]["wait_seconds"])
+        for c in checks
+    )
     rec["peak_rss_bytes"] = max(c[1] for c in checks)
     rec["base_rss_bytes"] = statistics.median(c[0]["base_rss_bytes"] for c in checks)
     rec["read_floor_seconds"] = statistics.median(r[0]["seconds"] for r in reads)
@@ -334,7 +370,9 @@ def bench_one(name: str, label: str, args, log) -> dict:
         rec["json_seconds"] = statistics.median(c[0]["json_seconds"] for c in checks)
         rec["report_ratio"] = statistics.median(
             (c[0]["group_seconds"] + c[0]["text_seconds"])
-            / (c[0]["seconds"] - c[0]["group_seconds"]) for c in checks)
+            / (c[0]["seconds"] - c[0]["group_seconds"])
+            for c in checks
+        )
         rec["groups"] = first.get("groups")
     rec["hazards"] = first["hazards"]
     rec["racy_rows"] = first["racy_rows"]
@@ -347,8 +385,9 @@ def bench_one(name: str, label: str, args, log) -> dict:
         ref_reps = args.reps or (3 if info["events"] <= SIZES["smoke"] else 1)
         try:
             limit = {} if args.no_isolate else {"timeout": args.reference_timeout}
-            refs = [run(["check", str(path), "--engine", "reference"], **limit)
-                    for _ in range(ref_reps)]
+            refs = [
+                run(["check", str(path), "--engine", "reference"], **limit) for _ in range(ref_reps)
+            ]
         except Exception as exc:
             rec["reference_error"] = str(exc)
         else:
@@ -357,25 +396,32 @@ def bench_one(name: str, label: str, args, log) -> dict:
             rec["reference_hazards"] = refs[0][0]["hazards"]
             rec["reference_racy_rows"] = refs[0][0]["racy_rows"]
             if refs[0][0]["by_kind"] != first["by_kind"]:
-                rec["error"] = (f"engines disagree: numba {first['by_kind']}, "
-                                f"reference {refs[0][0]['by_kind']}")
+                rec["error"] = (
+                    f"engines disagree: numba {first['by_kind']}, reference {refs[0][0]['by_kind']}"
+                )
 
     if wl.race_free:
         rec["ok"] = first["hazards"] == 0
     else:
         rec["ok"] = wl.expect_kinds <= set(first["by_kind"])
     if not rec["ok"]:
-        rec.setdefault("error", f"expected {sorted(wl.expect_kinds) or 'no hazards'}, "
-                                f"got {first['by_kind']}")
-    log(f"  {name} {label}: {info['events']:,} events, {rec['seconds']:.3f} s, "
+        rec.setdefault(
+            "error", f"expected {sorted(wl.expect_kinds) or 'no hazards'}, got {first['by_kind']}"
+        )
+    log(
+        f"  {name} {label}: {info['events']:,} events, {rec['seconds']:.3f} s, "
         f"{rec['events_per_second'] / 1e6:.2f} M events/s, peak RSS "
         f"{rec['peak_rss_bytes'] / 2**20:,.0f} MiB, floor x{rec['floor_ratio']:.1f}, "
         f"{rec['live_bytes_per_granule']:.0f} B of state per live granule"
         + (f", reference x{rec['reference_ratio']:.0f}" if rec["reference_ratio"] else "")
-        + (f", report {rec['report_ratio']:.1%} of the replay" if rec.get("report_ratio")
-           is not None and rec["hazards"] else "")
+        + (
+            f", report {rec['report_ratio']:.1%} of the replay"
+            if rec.get("report_ratio") is not None and rec["hazards"]
+            else ""
+        )
         + (f", {rec['stolen']:.0%} of the CPU stolen by the host" if rec["stolen"] else "")
-        + ("" if rec["ok"] else f"  UNEXPECTED: {rec.get('error')}"))
+        + ("" if rec["ok"] else f"  UNEXPECTED: {rec.get('error')}")
+    )
     return rec
 
 
@@ -387,19 +433,25 @@ def startup(args, log) -> dict:
             env = dict(os.environ, NUMBA_CACHE_DIR=cache)
             log("  cold start (compiling the engine into an empty cache) ...")
             result, rss, wall = run_child(["startup"], env=env)
-            out["cold"] = {"seconds": wall, "import_seconds": result["import_seconds"],
-                           "first_check_seconds": result["first_check_seconds"],
-                           "peak_rss_bytes": rss}
+            out["cold"] = {
+                "seconds": wall,
+                "import_seconds": result["import_seconds"],
+                "first_check_seconds": result["first_check_seconds"],
+                "peak_rss_bytes": rss,
+            }
     run_child(["startup"])  # make sure the usual cache is filled
     warm = [run_child(["startup"]) for _ in range(3)]
-    out["warm"] = {"seconds": statistics.median(w[2] for w in warm),
-                   "import_seconds": statistics.median(w[0]["import_seconds"] for w in warm),
-                   "first_check_seconds": statistics.median(w[0]["first_check_seconds"]
-                                                            for w in warm),
-                   "peak_rss_bytes": max(w[1] for w in warm)}
+    out["warm"] = {
+        "seconds": statistics.median(w[2] for w in warm),
+        "import_seconds": statistics.median(w[0]["import_seconds"] for w in warm),
+        "first_check_seconds": statistics.median(w[0]["first_check_seconds"] for w in warm),
+        "peak_rss_bytes": max(w[1] for w in warm),
+    }
     for kind, v in out.items():
-        log(f"  {kind} start: {v['seconds']:.2f} s (import {v['import_seconds']:.2f} s, "
-            f"first check {v['first_check_seconds']:.2f} s)")
+        log(
+            f"  {kind} start: {v['seconds']:.2f} s (import {v['import_seconds']:.2f} s, "
+            f"first check {v['first_check_seconds']:.2f} s)"
+        )
     return out
 
 
@@ -410,9 +462,11 @@ def merge(path: Path, new: dict) -> dict:
     for r in new["results"]:
         results[(r["workload"], r["size"])] = r
     startup = {**(old.get("startup") or {}), **(new.get("startup") or {})}  # cold, warm
-    merged = {"machine": new["machine"], "startup": startup or None,
-              "results": sorted(results.values(),
-                                key=lambda r: (r["workload"], r["target_events"]))}
+    merged = {
+        "machine": new["machine"],
+        "startup": startup or None,
+        "results": sorted(results.values(), key=lambda r: (r["workload"], r["target_events"])),
+    }
     path.write_text(json.dumps(merged, indent=1) + "\n")
     return merged
 
@@ -422,33 +476,66 @@ def main(argv: list[str] | None = None) -> int:
 
     known = workloads()
     parser = argparse.ArgumentParser(
-        prog="python -m bench.run", description="tracerace benchmark suite (bench/README.md)")
-    parser.add_argument("--size", default="smoke",
-                        help="comma-separated sizes: smoke, 1e5, 1e6, 1e7, 1e8, 1e9 (events)")
-    parser.add_argument("--workload", default="all",
-                        help=f"comma-separated workloads, or all: {', '.join(known)}")
+        prog="python -m bench.run", description="tracerace benchmark suite (bench/README.md)"
+    )
+    parser.add_argument(
+        "--size",
+        default="smoke",
+        help="comma-separated sizes: smoke, 1e5, 1e6, 1e7, 1e8, 1e9 (events)",
+    )
+    parser.add_argument(
+        "--workload", default="all", help=f"comma-separated workloads, or all: {', '.join(known)}"
+    )
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="results JSON (merged)")
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA), help="trace cache directory")
-    parser.add_argument("--reps", type=int, default=None,
-                        help="timed repetitions (default: 5 up to 1e5, 3 up to 1e7, else 1)")
-    parser.add_argument("--reference-max", type=float, default=REFERENCE_MAX,
-                        help="run the reference checker up to this many events")
-    parser.add_argument("--reference-timeout", type=float, default=900,
-                        help="give up on a reference run after this many seconds (n/a)")
-    parser.add_argument("--rss-limit", type=float, default=RSS_LIMIT / 2**30,
-                        help="kill a measurement whose resident set passes this many GiB "
-                             "(0: no limit)")
-    parser.add_argument("--compression", default="lz4", choices=("lz4", "zstd", "none"),
-                        help="buffer compression of the generated traces")
+    parser.add_argument(
+        "--reps",
+        type=int,
+        default=None,
+        help="timed repetitions (default: 5 up to 1e5, 3 up to 1e7, else 1)",
+    )
+    parser.add_argument(
+        "--reference-max",
+        type=float,
+        default=REFERENCE_MAX,
+        help="run the reference checker up to this many events",
+    )
+    parser.add_argument(
+        "--reference-timeout",
+        type=float,
+        default=900,
+        help="give up on a reference run after this many seconds (n/a)",
+    )
+    parser.add_argument(
+        "--rss-limit",
+        type=float,
+        default=RSS_LIMIT / 2**30,
+        help="kill a measurement whose resident set passes this many GiB (0: no limit)",
+    )
+    parser.add_argument(
+        "--compression",
+        default="lz4",
+        choices=("lz4", "zstd", "none"),
+        help="buffer compression of the generated traces",
+    )
     parser.add_argument("--regen", action="store_true", help="regenerate cached traces")
     parser.add_argument("--no-cold", action="store_true", help="skip the Numba cold start")
     parser.add_argument("--no-startup", action="store_true", help="skip cold and warm start")
-    parser.add_argument("--no-isolate", action="store_true",
-                        help="measure in this process (no per-check RSS; for tests)")
-    parser.add_argument("--readme", default=str(DEFAULT_README),
-                        help="rewrite the results table in this markdown file ('' to skip)")
-    parser.add_argument("--plot", default=str(DEFAULT_PLOT),
-                        help="scaling plot PNG ('' to skip; needs matplotlib: pip install .[bench])")
+    parser.add_argument(
+        "--no-isolate",
+        action="store_true",
+        help="measure in this process (no per-check RSS; for tests)",
+    )
+    parser.add_argument(
+        "--readme",
+        default=str(DEFAULT_README),
+        help="rewrite the results table in this markdown file ('' to skip)",
+    )
+    parser.add_argument(
+        "--plot",
+        default=str(DEFAULT_PLOT),
+        help="scaling plot PNG ('' to skip; needs matplotlib: pip install .[bench])",
+    )
     args = parser.parse_args(argv)
     args.compression = None if args.compression == "none" else args.compression
     args.reference_max = int(args.reference_max)
@@ -456,8 +543,11 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [s.strip() for s in args.size.split(",") if s.strip()]
     for s in sizes:
         parse_size(s)
-    names = list(known) if args.workload == "all" else \
-        [w.strip() for w in args.workload.split(",") if w.strip()]
+    names = (
+        list(known)
+        if args.workload == "all"
+        else [w.strip() for w in args.workload.split(",") if w.strip()]
+    )
     unknown = [w for w in names if w not in known]
     if unknown:
         parser.error(f"unknown workload(s) {', '.join(unknown)} (known: {', '.join(known)})")

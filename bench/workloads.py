@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import importlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
-from tracerace.trace.ops import Op, Sem, Scope, Space
+from tracerace.trace.ops import Op, Scope, Sem, Space
 from tracerace.trace.schema import COLUMN_BY_NAME, DEFAULT_BLOCK
 from tracerace.trace.writer import TraceWriter
 
@@ -43,6 +43,7 @@ CHUNK_ROWS = 1 << 20
 
 
 # --- emitting rows -------------------------------------------------------------
+
 
 class Emitter:
     """Collects pieces of rows (column arrays of any shape, or scalars) and
@@ -91,8 +92,11 @@ class Emitter:
                 if value is None:
                     value = piece["block"] if col.default == DEFAULT_BLOCK else col.default
                 value = np.asarray(value)
-                parts.append(np.full(n, value, dtype=col.dtype) if value.ndim == 0
-                             else value.astype(col.dtype, copy=False))
+                parts.append(
+                    np.full(n, value, dtype=col.dtype)
+                    if value.ndim == 0
+                    else value.astype(col.dtype, copy=False)
+                )
             out[name] = np.concatenate(parts)
         total = self._buffered
         out["ts"] = np.arange(self.rows, self.rows + total, dtype=np.uint64)
@@ -132,13 +136,23 @@ def _grid(blocks: int) -> tuple[int, int]:
 # --- (a) tiled: the classic shared-memory tiled matmul ------------------------------
 
 TILE = 16
-THREADS = TILE * TILE          # 256 threads per block
+THREADS = TILE * TILE  # 256 threads per block
 TILED_STEP = 4 + 1 + 2 * TILE + 1  # events per thread per k-step
 A_BASE = 0x1000_0000
 
 
-def tiled(w: TraceWriter, em: Emitter, n: int, rng, *, blocks: int | None = None,
-          wave: int = 8, kmax: int = 16, kmin: int = 1, second_barrier: bool = True) -> dict:
+def tiled(
+    w: TraceWriter,
+    em: Emitter,
+    n: int,
+    rng,
+    *,
+    blocks: int | None = None,
+    wave: int = 8,
+    kmax: int = 16,
+    kmin: int = 1,
+    second_barrier: bool = True,
+) -> dict:
     """``C = A @ B`` in 16x16 tiles: per k-step each thread loads one element
     of A and of B from global memory into shared tiles, ``bar_sync``, reads a
     row of the A tile and a column of the B tile (32 shared reads),
@@ -170,8 +184,15 @@ def tiled(w: TraceWriter, em: Emitter, n: int, rng, *, blocks: int | None = None
     SB = THREADS * 4  # sB follows sA in shared memory
 
     # The inputs exist before the kernel runs.
-    em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL,
-            addr=np.array([A, B]), size=np.array([M * K * 4, K * N * 4]))
+    em.emit(
+        op=INIT,
+        launch=0,
+        block=0,
+        thread=0,
+        space=GLOBAL,
+        addr=np.array([A, B]),
+        size=np.array([M * K * 4, K * N * 4]),
+    )
     k = np.arange(TILE)[:, None, None, None]  # (k, A|B, block, thread) for the inner loop
     which = np.arange(2)[None, :, None, None]
     for b0 in range(0, blocks, wave):
@@ -180,25 +201,63 @@ def tiled(w: TraceWriter, em: Emitter, n: int, rng, *, blocks: int | None = None
         ty, tx = t // TILE, t % TILE
         common = dict(launch=0, block=blk, thread=t)
         for s in range(ksteps):
-            em.emit(op=READ, space=GLOBAL, size=4, site=s_ld_a,
-                    addr=A + ((by * TILE + ty) * K + s * TILE + tx) * 4, **common)
-            em.emit(op=WRITE, space=SHARED, size=4, site=s_st_a, addr=(ty * TILE + tx) * 4,
-                    **common)
-            em.emit(op=READ, space=GLOBAL, size=4, site=s_ld_b,
-                    addr=B + ((s * TILE + ty) * N + bx * TILE + tx) * 4, **common)
-            em.emit(op=WRITE, space=SHARED, size=4, site=s_st_b,
-                    addr=SB + (ty * TILE + tx) * 4, **common)
+            em.emit(
+                op=READ,
+                space=GLOBAL,
+                size=4,
+                site=s_ld_a,
+                addr=A + ((by * TILE + ty) * K + s * TILE + tx) * 4,
+                **common,
+            )
+            em.emit(
+                op=WRITE, space=SHARED, size=4, site=s_st_a, addr=(ty * TILE + tx) * 4, **common
+            )
+            em.emit(
+                op=READ,
+                space=GLOBAL,
+                size=4,
+                site=s_ld_b,
+                addr=B + ((s * TILE + ty) * N + bx * TILE + tx) * 4,
+                **common,
+            )
+            em.emit(
+                op=WRITE,
+                space=SHARED,
+                size=4,
+                site=s_st_b,
+                addr=SB + (ty * TILE + tx) * 4,
+                **common,
+            )
             em.emit(op=BAR_SYNC, obj=0, arg=THREADS, site=s_bar1, **common)
             # sA[ty][k] and sB[k][tx], k = 0..15
             addr = np.where(which == 0, (ty * TILE + k) * 4, SB + (k * TILE + tx) * 4)
-            em.emit(op=READ, space=SHARED, size=4, site=s_rd, addr=addr,
-                    launch=0, block=blk[None, None], thread=t[None, None])
+            em.emit(
+                op=READ,
+                space=SHARED,
+                size=4,
+                site=s_rd,
+                addr=addr,
+                launch=0,
+                block=blk[None, None],
+                thread=t[None, None],
+            )
             if second_barrier:
                 em.emit(op=BAR_SYNC, obj=0, arg=THREADS, site=s_bar2, **common)
-        em.emit(op=WRITE, space=GLOBAL, size=4, site=s_st_c,
-                addr=C + ((by * TILE + ty) * N + bx * TILE + tx) * 4, **common)
-    return {"blocks": blocks, "threads_per_block": THREADS, "agents": blocks * THREADS,
-            "ksteps": ksteps, "wave": wave}
+        em.emit(
+            op=WRITE,
+            space=GLOBAL,
+            size=4,
+            site=s_st_c,
+            addr=C + ((by * TILE + ty) * N + bx * TILE + tx) * 4,
+            **common,
+        )
+    return {
+        "blocks": blocks,
+        "threads_per_block": THREADS,
+        "agents": blocks * THREADS,
+        "ksteps": ksteps,
+        "wave": wave,
+    }
 
 
 def tiled_racy(w, em, n, rng) -> dict:
@@ -218,13 +277,14 @@ def tiled_wide(w, em, n, rng) -> dict:
 
 # --- (b) pipeline: cp.async multi-stage matmul ---------------------------------------
 
-PIPE_TILE = 64      # 64x64 output tile per block, 16-deep k-slices
+PIPE_TILE = 64  # 64x64 output tile per block, 16-deep k-slices
 PIPE_K = 16
-PIPE_STEP = 37      # wait + bar + 2 cp_async + commit + 32 shared reads
+PIPE_STEP = 37  # wait + bar + 2 cp_async + commit + 32 shared reads
 
 
-def pipeline(w: TraceWriter, em: Emitter, n: int, rng, *, stages: int = 3, wave: int = 8,
-             kmax: int = 32) -> dict:
+def pipeline(
+    w: TraceWriter, em: Emitter, n: int, rng, *, stages: int = 3, wave: int = 8, kmax: int = 32
+) -> dict:
     """A ``stages``-deep cp.async software pipeline (the CUTLASS sm80
     mainloop): a prologue issues ``stages - 1`` k-slices (one commit group
     each); iteration ``k`` waits until at most ``stages - 2`` groups are
@@ -251,8 +311,15 @@ def pipeline(w: TraceWriter, em: Emitter, n: int, rng, *, stages: int = 3, wave:
     STAGE = 2 * PIPE_TILE * PIPE_K * 4  # sA and sB of one stage: 8 KiB
     SB = STAGE // 2
 
-    em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL,
-            addr=np.array([A, B]), size=np.array([M * K * 4, K * N * 4]))
+    em.emit(
+        op=INIT,
+        launch=0,
+        block=0,
+        thread=0,
+        space=GLOBAL,
+        addr=np.array([A, B]),
+        size=np.array([M * K * 4, K * N * 4]),
+    )
     kk = np.arange(PIPE_K)[:, None, None, None]
     which = np.arange(2)[None, :, None, None]
     i4 = np.arange(4)[:, None, None]
@@ -264,15 +331,26 @@ def pipeline(w: TraceWriter, em: Emitter, n: int, rng, *, stages: int = 3, wave:
 
         def issue(kslice: int, t=t, by=by, bx=bx, common=common) -> None:
             stage = (kslice % stages) * STAGE
-            em.emit(op=CP_ASYNC, space=SHARED, size=16, space2=GLOBAL, site=s_cp_a,
-                    addr=stage + t * 16,
-                    addr2=A + ((by * PIPE_TILE + t // 4) * K + kslice * PIPE_K + (t % 4) * 4) * 4,
-                    **common)
-            em.emit(op=CP_ASYNC, space=SHARED, size=16, space2=GLOBAL, site=s_cp_b,
-                    addr=stage + SB + t * 16,
-                    addr2=B + ((kslice * PIPE_K + t // 16) * N + bx * PIPE_TILE
-                               + (t % 16) * 4) * 4,
-                    **common)
+            em.emit(
+                op=CP_ASYNC,
+                space=SHARED,
+                size=16,
+                space2=GLOBAL,
+                site=s_cp_a,
+                addr=stage + t * 16,
+                addr2=A + ((by * PIPE_TILE + t // 4) * K + kslice * PIPE_K + (t % 4) * 4) * 4,
+                **common,
+            )
+            em.emit(
+                op=CP_ASYNC,
+                space=SHARED,
+                size=16,
+                space2=GLOBAL,
+                site=s_cp_b,
+                addr=stage + SB + t * 16,
+                addr2=B + ((kslice * PIPE_K + t // 16) * N + bx * PIPE_TILE + (t % 16) * 4) * 4,
+                **common,
+            )
 
         for s in range(stages - 1):
             if s < ksteps:
@@ -285,17 +363,41 @@ def pipeline(w: TraceWriter, em: Emitter, n: int, rng, *, stages: int = 3, wave:
                 issue(k + stages - 1)
             em.emit(op=CP_COMMIT, site=s_commit, **common)
             stage = (k % stages) * STAGE
-            addr = np.where(which == 0, stage + (kk * PIPE_TILE + ty * 4) * 4,
-                            stage + SB + (kk * PIPE_TILE + tx * 4) * 4)
-            em.emit(op=READ, space=SHARED, size=16, site=s_rd, addr=addr,
-                    launch=0, block=blk[None, None], thread=t[None, None])
+            addr = np.where(
+                which == 0,
+                stage + (kk * PIPE_TILE + ty * 4) * 4,
+                stage + SB + (kk * PIPE_TILE + tx * 4) * 4,
+            )
+            em.emit(
+                op=READ,
+                space=SHARED,
+                size=16,
+                site=s_rd,
+                addr=addr,
+                launch=0,
+                block=blk[None, None],
+                thread=t[None, None],
+            )
         em.emit(op=CP_WAIT, arg=0, site=s_wait0, **common)
         em.emit(op=BAR_SYNC, obj=0, arg=THREADS, site=s_bar, **common)
-        em.emit(op=WRITE, space=GLOBAL, size=16, site=s_st,
-                addr=C + ((by * PIPE_TILE + ty * 4 + i4) * N + bx * PIPE_TILE + tx * 4) * 4,
-                launch=0, block=blk[None], thread=t[None])
-    return {"blocks": blocks, "threads_per_block": THREADS, "agents": blocks * THREADS,
-            "ksteps": ksteps, "stages": stages, "wave": wave}
+        em.emit(
+            op=WRITE,
+            space=GLOBAL,
+            size=16,
+            site=s_st,
+            addr=C + ((by * PIPE_TILE + ty * 4 + i4) * N + bx * PIPE_TILE + tx * 4) * 4,
+            launch=0,
+            block=blk[None],
+            thread=t[None],
+        )
+    return {
+        "blocks": blocks,
+        "threads_per_block": THREADS,
+        "agents": blocks * THREADS,
+        "ksteps": ksteps,
+        "stages": stages,
+        "wave": wave,
+    }
 
 
 # --- (c) crossblock: persistent blocks handing data over through global memory -------
@@ -303,8 +405,9 @@ def pipeline(w: TraceWriter, em: Emitter, n: int, rng, *, stages: int = 3, wave:
 FLAG_BASE = 1 << 32
 
 
-def crossblock(w: TraceWriter, em: Emitter, n: int, rng, *, grid: int = 132,
-               reads: int = 8) -> dict:
+def crossblock(
+    w: TraceWriter, em: Emitter, n: int, rng, *, grid: int = 132, reads: int = 8
+) -> dict:
     """A persistent kernel of ``grid`` blocks working through tiles in rounds
     (tile ``i`` on block ``i % grid``), with two cross-block protocols:
 
@@ -351,8 +454,15 @@ def crossblock(w: TraceWriter, em: Emitter, n: int, rng, *, grid: int = 132,
     s_bar3 = w.site("scan.cu:46 bar.sync")
     s_sig = w.site("scan.cu:48 flag signal")
 
-    em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL,
-            addr=np.array([X, PFLAG]), size=np.array([tiles * THREADS * reads * 4, tiles * 4]))
+    em.emit(
+        op=INIT,
+        launch=0,
+        block=0,
+        thread=0,
+        space=GLOBAL,
+        addr=np.array([X, PFLAG]),
+        size=np.array([tiles * THREADS * reads * 4, tiles * 4]),
+    )
     j = np.arange(reads)[:, None, None]
     for r0 in range(0, tiles, grid):
         tile = np.arange(r0, min(tiles, r0 + grid))
@@ -360,35 +470,81 @@ def crossblock(w: TraceWriter, em: Emitter, n: int, rng, *, grid: int = 132,
         ti = tile[:, None]
         common = dict(launch=0, block=blk, thread=t)
         one = dict(launch=0, block=tile % grid, thread=0)  # thread 0 of each tile's block
-        em.emit(op=READ, space=GLOBAL, size=4, site=s_ldx,
-                addr=X + ((ti * THREADS + t) * reads + j) * 4, launch=0, block=blk[None],
-                thread=t[None])
+        em.emit(
+            op=READ,
+            space=GLOBAL,
+            size=4,
+            site=s_ldx,
+            addr=X + ((ti * THREADS + t) * reads + j) * 4,
+            launch=0,
+            block=blk[None],
+            thread=t[None],
+        )
         em.emit(op=WRITE, space=SHARED, size=4, site=s_sts, addr=t * 4, **common)
         em.emit(op=BAR_SYNC, obj=0, arg=THREADS, site=s_bar, **common)
         # Thread 0 of every tile: reduce (8 shared reads), publish, spin once.
-        em.emit(op=READ, space=SHARED, size=4, site=s_lds, addr=np.arange(8)[:, None] * 4,
-                launch=0, block=(tile % grid)[None], thread=0)
+        em.emit(
+            op=READ,
+            space=SHARED,
+            size=4,
+            site=s_lds,
+            addr=np.arange(8)[:, None] * 4,
+            launch=0,
+            block=(tile % grid)[None],
+            thread=0,
+        )
         em.emit(op=WRITE, space=GLOBAL, size=8, site=s_part, addr=PART + tile * 8, **one)
         later = tile[tile > 0]
-        em.emit(op=ATOMIC, space=GLOBAL, size=4, site=s_spin, sem=int(Sem.RELAXED),
-                scope=int(Scope.DEVICE), addr=PFLAG + (later - 1) * 4, launch=0,
-                block=later % grid, thread=0)
+        em.emit(
+            op=ATOMIC,
+            space=GLOBAL,
+            size=4,
+            site=s_spin,
+            sem=int(Sem.RELAXED),
+            scope=int(Scope.DEVICE),
+            addr=PFLAG + (later - 1) * 4,
+            launch=0,
+            block=later % grid,
+            thread=0,
+        )
         # The look-back chain, tile by tile in replay order.
-        chain = np.stack([
-            np.full_like(tile, ATOMIC), np.full_like(tile, READ), np.full_like(tile, READ),
-            np.full_like(tile, WRITE), np.full_like(tile, ATOMIC)], axis=1)
-        caddr = np.stack([PFLAG + (tile - 1) * 4, PREF + (tile - 1) * 8, PART + tile * 8,
-                          PREF + tile * 8, PFLAG + tile * 4], axis=1)
+        chain = np.stack(
+            [
+                np.full_like(tile, ATOMIC),
+                np.full_like(tile, READ),
+                np.full_like(tile, READ),
+                np.full_like(tile, WRITE),
+                np.full_like(tile, ATOMIC),
+            ],
+            axis=1,
+        )
+        caddr = np.stack(
+            [
+                PFLAG + (tile - 1) * 4,
+                PREF + (tile - 1) * 8,
+                PART + tile * 8,
+                PREF + tile * 8,
+                PFLAG + tile * 4,
+            ],
+            axis=1,
+        )
         csize = np.array([4, 8, 8, 8, 4])
         csem = np.array([int(Sem.ACQUIRE), 0, 0, 0, int(Sem.RELEASE)])
         csite = np.array([s_acq, s_ldpref, s_ldpart, s_stpref, s_rel])
         keep = np.ones(chain.shape, dtype=bool)
         keep[tile == 0, :2] = False  # the first tile has no predecessor
-        em.emit(op=chain[keep], space=GLOBAL, addr=caddr[keep],
-                size=np.broadcast_to(csize, chain.shape)[keep],
-                sem=np.broadcast_to(csem, chain.shape)[keep], scope=int(Scope.DEVICE),
-                site=np.broadcast_to(csite, chain.shape)[keep], launch=0,
-                block=np.broadcast_to((tile % grid)[:, None], chain.shape)[keep], thread=0)
+        em.emit(
+            op=chain[keep],
+            space=GLOBAL,
+            addr=caddr[keep],
+            size=np.broadcast_to(csize, chain.shape)[keep],
+            sem=np.broadcast_to(csem, chain.shape)[keep],
+            scope=int(Scope.DEVICE),
+            site=np.broadcast_to(csite, chain.shape)[keep],
+            launch=0,
+            block=np.broadcast_to((tile % grid)[:, None], chain.shape)[keep],
+            thread=0,
+        )
         # Flags: wait for the neighbour's tile of the previous round.
         if r0 > 0:
             src = r0 - grid + (tile + 1) % grid
@@ -396,30 +552,47 @@ def crossblock(w: TraceWriter, em: Emitter, n: int, rng, *, grid: int = 132,
         em.emit(op=BAR_SYNC, obj=0, arg=THREADS, site=s_bar2, **common)
         em.emit(op=READ, space=GLOBAL, size=8, site=s_ldp, addr=PREF + ti * 8, **common)
         if r0 > 0:
-            em.emit(op=READ, space=GLOBAL, size=4, site=s_ldy,
-                    addr=Y + ((r0 - grid + (ti + 1) % grid) * THREADS + t) * 4, **common)
-        em.emit(op=WRITE, space=GLOBAL, size=4, site=s_sty, addr=Y + (ti * THREADS + t) * 4,
-                **common)
+            em.emit(
+                op=READ,
+                space=GLOBAL,
+                size=4,
+                site=s_ldy,
+                addr=Y + ((r0 - grid + (ti + 1) % grid) * THREADS + t) * 4,
+                **common,
+            )
+        em.emit(
+            op=WRITE, space=GLOBAL, size=4, site=s_sty, addr=Y + (ti * THREADS + t) * 4, **common
+        )
         em.emit(op=BAR_SYNC, obj=0, arg=THREADS, site=s_bar3, **common)
-        em.emit(op=SIGNAL, obj=FLAG_BASE + tile, arg=1, scope=int(Scope.DEVICE), site=s_sig,
-                **one)
-    return {"blocks": grid, "threads_per_block": THREADS, "agents": grid * THREADS,
-            "tiles": tiles}
+        em.emit(op=SIGNAL, obj=FLAG_BASE + tile, arg=1, scope=int(Scope.DEVICE), site=s_sig, **one)
+    return {"blocks": grid, "threads_per_block": THREADS, "agents": grid * THREADS, "tiles": tiles}
 
 
 # --- (d) cpu: lock-based threads with fork/join --------------------------------------
 
 VAR_BASE = 0
-VAR_SIZE = 8          # one 8-byte global word per variable, as `tracerace convert` maps STD
-CS_ACCESSES = 8       # accesses per critical section / private burst
-FORK_FLAG = 1 << 40   # + child thread: the parent's signal, the child's first event waits
-JOIN_FLAG = 2 << 40   # + child thread: the child's last event, the parent's join waits
+VAR_SIZE = 8  # one 8-byte global word per variable, as `tracerace convert` maps STD
+CS_ACCESSES = 8  # accesses per critical section / private burst
+FORK_FLAG = 1 << 40  # + child thread: the parent's signal, the child's first event waits
+JOIN_FLAG = 2 << 40  # + child thread: the child's last event, the parent's join waits
 
 
-def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
-        variables: int = 1_000_000, locks: int = 256, read_fraction: float = 0.7,
-        private_fraction: float = 0.25, phases: int = 4, unlocked: float = 0.0,
-        hot: int = 0, locations: int = 0) -> dict:
+def cpu(
+    w: TraceWriter,
+    em: Emitter,
+    n: int,
+    rng,
+    *,
+    threads: int = 32,
+    variables: int = 1_000_000,
+    locks: int = 256,
+    read_fraction: float = 0.7,
+    private_fraction: float = 0.25,
+    phases: int = 4,
+    unlocked: float = 0.0,
+    hot: int = 0,
+    locations: int = 0,
+) -> dict:
     """CPU-style threads: the main thread (thread 0) forks ``threads`` workers
     per phase and joins them at its end (fork/join as signal/wait on
     per-child flags, the way ``tracerace convert`` imports STD traces).
@@ -453,16 +626,29 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
     if locations:
         loc_sites = np.array([w.site(f"loc:{i}") for i in range(locations)])
 
-    em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL, addr=np.array([VAR_BASE, PRIV]),
-            size=np.array([variables * VAR_SIZE, (workers + 1) * private_per_thread * VAR_SIZE]))
+    em.emit(
+        op=INIT,
+        launch=0,
+        block=0,
+        thread=0,
+        space=GLOBAL,
+        addr=np.array([VAR_BASE, PRIV]),
+        size=np.array([variables * VAR_SIZE, (workers + 1) * private_per_thread * VAR_SIZE]),
+    )
     seg = CS_ACCESSES + 2
     per_phase = max(1, (n - 4 * workers) // phases // seg)
     for p in range(phases):
         kids = 1 + p * threads + np.arange(threads)
         # fork: the parent's signal, then each child's first event, its wait
-        em.emit(op=np.array([SIGNAL, WAIT])[None, :], obj=FORK_FLAG + kids[:, None], arg=1,
-                site=np.array([s_fork, s_start])[None, :], launch=0, block=0,
-                thread=np.stack([np.zeros_like(kids), kids], axis=1))
+        em.emit(
+            op=np.array([SIGNAL, WAIT])[None, :],
+            obj=FORK_FLAG + kids[:, None],
+            arg=1,
+            site=np.array([s_fork, s_start])[None, :],
+            launch=0,
+            block=0,
+            thread=np.stack([np.zeros_like(kids), kids], axis=1),
+        )
         left = per_phase
         while left:
             m = min(left, CHUNK_ROWS // seg)
@@ -475,15 +661,17 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
             pv = rng.integers(0, private_per_thread, (m, CS_ACCESSES))
             bare = private | (rng.random(m) < unlocked) if unlocked else private
             if hot:
-                v = np.where((bare & ~private)[:, None],
-                             rng.integers(0, hot, (m, CS_ACCESSES)), v)
-            addr = np.where(private[:, None],
-                            PRIV + (who[:, None] * private_per_thread + pv) * VAR_SIZE,
-                            VAR_BASE + v * VAR_SIZE)
+                v = np.where((bare & ~private)[:, None], rng.integers(0, hot, (m, CS_ACCESSES)), v)
+            addr = np.where(
+                private[:, None],
+                PRIV + (who[:, None] * private_per_thread + pv) * VAR_SIZE,
+                VAR_BASE + v * VAR_SIZE,
+            )
             is_read = rng.random((m, CS_ACCESSES)) < read_fraction
             acc_op = np.where(is_read, READ, WRITE)
-            acc_site = np.where(private[:, None], np.where(is_read, s_prd, s_pwr),
-                                np.where(is_read, s_rd, s_wr))
+            acc_site = np.where(
+                private[:, None], np.where(is_read, s_prd, s_pwr), np.where(is_read, s_rd, s_wr)
+            )
             if locations:
                 acc_site = loc_sites[rng.integers(0, locations, (m, CS_ACCESSES))]
             # Private bursts bracket their accesses with two more private reads
@@ -494,23 +682,60 @@ def cpu(w: TraceWriter, em: Emitter, n: int, rng, *, threads: int = 32,
             op = np.concatenate([edge_op[0][:, None], acc_op, edge_op[1][:, None]], axis=1)
             ad = np.concatenate([edge_addr[:, None], addr, edge_addr[:, None]], axis=1)
             obj = np.where(bare, 0, lock)[:, None]
-            site = np.concatenate([np.where(bare, s_prd, s_acq)[:, None], acc_site,
-                                   np.where(bare, s_prd, s_rel)[:, None]], axis=1)
+            site = np.concatenate(
+                [
+                    np.where(bare, s_prd, s_acq)[:, None],
+                    acc_site,
+                    np.where(bare, s_prd, s_rel)[:, None],
+                ],
+                axis=1,
+            )
             is_access = (op == READ) | (op == WRITE)
-            em.emit(op=op, addr=np.where(is_access, ad, 0), size=np.where(is_access, VAR_SIZE, 0),
-                    obj=np.where(is_access, 0, obj), site=site, launch=0, block=0,
-                    thread=who[:, None])
+            em.emit(
+                op=op,
+                addr=np.where(is_access, ad, 0),
+                size=np.where(is_access, VAR_SIZE, 0),
+                obj=np.where(is_access, 0, obj),
+                site=site,
+                launch=0,
+                block=0,
+                thread=who[:, None],
+            )
         # join: each child's last event signals, the parent waits
-        em.emit(op=np.array([SIGNAL, WAIT])[None, :], obj=JOIN_FLAG + kids[:, None], arg=1,
-                site=np.array([s_end, s_join])[None, :], launch=0, block=0,
-                thread=np.stack([kids, np.zeros_like(kids)], axis=1))
-    return {"threads": threads, "agents": workers + 1, "variables": variables,
-            "locks": locks, "phases": phases, "unlocked": unlocked, "hot": hot, "locations": locations}
+        em.emit(
+            op=np.array([SIGNAL, WAIT])[None, :],
+            obj=JOIN_FLAG + kids[:, None],
+            arg=1,
+            site=np.array([s_end, s_join])[None, :],
+            launch=0,
+            block=0,
+            thread=np.stack([kids, np.zeros_like(kids)], axis=1),
+        )
+    return {
+        "threads": threads,
+        "agents": workers + 1,
+        "variables": variables,
+        "locks": locks,
+        "phases": phases,
+        "unlocked": unlocked,
+        "hot": hot,
+        "locations": locations,
+    }
 
 
-def cpu_racy(w, em, n, rng, *, threads: int = 32, variables: int = 100_000,
-             locks: int = 256, unlocked: float = 0.2, hot: int = 500,
-             locations: int = 1 << 16) -> dict:
+def cpu_racy(
+    w,
+    em,
+    n,
+    rng,
+    *,
+    threads: int = 32,
+    variables: int = 100_000,
+    locks: int = 256,
+    unlocked: float = 0.2,
+    hot: int = 500,
+    locations: int = 1 << 16,
+) -> dict:
     """CPU-style racy: ``cpu`` on 10^5 variables where ``unlocked`` of the
     critical sections skip their lock (they read the thread's private word
     instead of acquiring and releasing) and touch the first ``hot``
@@ -518,12 +743,31 @@ def cpu_racy(w, em, n, rng, *, threads: int = 32, variables: int = 100_000,
     as its site (``loc:N``, as ``tracerace convert`` imports STD traces):
     about 120k racy rows and 137k hazards, nearly each a group (site pair)
     of its own, at 2*10^6 events."""
-    return cpu(w, em, n, rng, threads=threads, variables=variables, locks=locks,
-               unlocked=unlocked, hot=hot, locations=locations)
+    return cpu(
+        w,
+        em,
+        n,
+        rng,
+        threads=threads,
+        variables=variables,
+        locks=locks,
+        unlocked=unlocked,
+        hot=hot,
+        locations=locations,
+    )
 
 
-def uninit_reads(w: TraceWriter, em: Emitter, n: int, rng, *, initialized: bool = False,
-                 blocks: int = 64, threads: int = 256, words: int = 16) -> dict:
+def uninit_reads(
+    w: TraceWriter,
+    em: Emitter,
+    n: int,
+    rng,
+    *,
+    initialized: bool = False,
+    blocks: int = 64,
+    threads: int = 256,
+    words: int = 16,
+) -> dict:
     """GPU-style reads of global memory no write or ``init`` covered: ``blocks``
     x ``threads`` threads in lockstep, each reading its own ``words`` 4-byte
     words in turn, at four sites: one ``uninit_read`` per read (10^7 at 10^7
@@ -534,14 +778,23 @@ def uninit_reads(w: TraceWriter, em: Emitter, n: int, rng, *, initialized: bool 
     w.buffer("data", GLOBAL, A_BASE, (agents, words), 4)
     sites = np.array([w.site(f"gather.cu:{40 + i} ld.global.f32") for i in range(4)])
     if initialized:
-        em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL, addr=A_BASE,
-                size=agents * words * 4)
+        em.emit(
+            op=INIT, launch=0, block=0, thread=0, space=GLOBAL, addr=A_BASE, size=agents * words * 4
+        )
     blk, t = _blocks_threads(np.arange(blocks), threads)
     agent = blk * threads + t
     for r0 in range(0, rounds, 64):
         r = np.arange(r0, min(rounds, r0 + 64))[:, None, None]
-        em.emit(op=READ, space=GLOBAL, size=4, launch=0, block=blk[None], thread=t[None],
-                addr=A_BASE + (agent[None] * words + r % words) * 4, site=sites[r % 4])
+        em.emit(
+            op=READ,
+            space=GLOBAL,
+            size=4,
+            launch=0,
+            block=blk[None],
+            thread=t[None],
+            addr=A_BASE + (agent[None] * words + r % words) * 4,
+            site=sites[r % 4],
+        )
     return {"blocks": blocks, "agents": agents, "rounds": rounds, "initialized": initialized}
 
 
@@ -566,16 +819,28 @@ def read_once(w: TraceWriter, em: Emitter, n: int, rng, *, initialized: bool = F
     w.buffer("input", GLOBAL, A_BASE, (words,), 4)
     site = w.site("stream.cu:12 ld.global.f32")
     if initialized:
-        em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL, addr=A_BASE,
-                size=words * 4)
+        em.emit(op=INIT, launch=0, block=0, thread=0, space=GLOBAL, addr=A_BASE, size=words * 4)
     t = np.arange(threads)
     step = 1 << 14  # rounds per piece: bounds the generator's memory
     for r0 in range(0, rounds, step):
         r = np.arange(r0, min(rounds, r0 + step))[:, None]
-        em.emit(op=READ, space=GLOBAL, size=4, launch=0, block=0, thread=t[None],
-                addr=A_BASE + (r * threads + t[None]) * 4, site=site)
-    return {"blocks": 1, "agents": threads, "rounds": rounds, "words": words,
-            "initialized": initialized}
+        em.emit(
+            op=READ,
+            space=GLOBAL,
+            size=4,
+            launch=0,
+            block=0,
+            thread=t[None],
+            addr=A_BASE + (r * threads + t[None]) * 4,
+            site=site,
+        )
+    return {
+        "blocks": 1,
+        "agents": threads,
+        "rounds": rounds,
+        "words": words,
+        "initialized": initialized,
+    }
 
 
 def read_once_init(w, em, n, rng) -> dict:
@@ -606,10 +871,26 @@ def large_access(w: TraceWriter, em: Emitter, n: int, rng, *, racy: bool = False
     store = w.site("fill.cu:12 st.global.v4")
     load = w.site("sum.cu:30 ld.global.v4")
     i = np.arange(k)
-    em.emit(op=WRITE, space=GLOBAL, launch=0, block=0, thread=i, addr=A_BASE + i * chunk,
-            size=chunk, site=store)
-    em.emit(op=READ, space=GLOBAL, launch=0 if racy else 1, block=1, thread=i,
-            addr=A_BASE + i * chunk, size=chunk, site=load)
+    em.emit(
+        op=WRITE,
+        space=GLOBAL,
+        launch=0,
+        block=0,
+        thread=i,
+        addr=A_BASE + i * chunk,
+        size=chunk,
+        site=store,
+    )
+    em.emit(
+        op=READ,
+        space=GLOBAL,
+        launch=0 if racy else 1,
+        block=1,
+        thread=i,
+        addr=A_BASE + i * chunk,
+        size=chunk,
+        site=load,
+    )
     return {"span": LARGE_SPAN, "accesses": 2 * k, "bytes_each": chunk}
 
 
@@ -626,8 +907,16 @@ def launches(w: TraceWriter, em: Emitter, n: int, rng, *, one_launch: bool = Fal
     w.buffer("words", GLOBAL, A_BASE, (n,), 8)
     store = w.site("step.cu:7 st.global.u64")
     i = np.arange(n)
-    em.emit(op=WRITE, space=GLOBAL, launch=0 if one_launch else i, block=i, thread=0,
-            addr=A_BASE + 8 * i, size=8, site=store)
+    em.emit(
+        op=WRITE,
+        space=GLOBAL,
+        launch=0 if one_launch else i,
+        block=i,
+        thread=0,
+        addr=A_BASE + 8 * i,
+        size=8,
+        site=store,
+    )
     return {"launches": 1 if one_launch else n}
 
 
@@ -637,6 +926,7 @@ def launches_one(w, em, n, rng) -> dict:
 
 
 # --- (e) incident scenarios from tracerace.scenarios ------------------------------------
+
 
 def scenarios_module():
     """``tracerace.scenarios`` if it exists (it is written in another issue), else None."""
@@ -649,6 +939,7 @@ def scenarios_module():
 def _scenario_generator(scenario, fixed: bool) -> Callable[..., dict]:
     """A generator for one incident scenario: its own vectorised ``generate``,
     at the ``scale`` that gives about ``n`` events (scale 1 is measured once)."""
+
     def generate(w: TraceWriter, em: Emitter, n: int, rng) -> dict:
         import tempfile
 
@@ -660,10 +951,12 @@ def _scenario_generator(scenario, fixed: bool) -> Callable[..., dict]:
         seed = int(rng.integers(0, 1 << 31))
         em.rows += scenario.generate(w, fixed=fixed, scale=scale, seed=seed)
         return {"scenario": scenario.name, "fixed": fixed, "scale": scale}
+
     return generate
 
 
 # --- the registry ----------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -681,46 +974,84 @@ class Workload:
         return not self.expect_kinds
 
 
-BUILTIN: dict[str, Workload] = {wl.name: wl for wl in (
-    Workload("tiled", tiled,
-             "16x16 shared-memory tiled matmul, 256-thread blocks, 8 resident blocks"),
-    Workload("tiled_wide", tiled_wide,
-             "tiled on up to 1024 blocks x 256 threads (262,144 agents), all resident"),
-    Workload("pipeline", pipeline,
-             "3-stage cp.async pipelined matmul (commit/wait_group + bar_sync)"),
-    Workload("crossblock", crossblock,
-             "persistent blocks: release/acquire atomic look-back chain + flags"),
-    Workload("cpu", cpu,
-             "32 CPU threads, 10^6 variables, 256 locks, fork/join, 70% reads"),
-    Workload("cpu_wide", cpu_wide,
-             "128 CPU threads, 2*10^4 variables, 64 locks, fork/join, 70% reads"),
-    Workload("cpu_racy", cpu_racy,
-             "cpu on 10^5 variables, 4% of critical sections unlocked, 2^16 sites",
-             frozenset({"raw", "war", "waw"})),
-    Workload("tiled_racy", tiled_racy,
-             "tiled without its second bar_sync: a war per shared store",
-             frozenset({"war"})),
-    Workload("uninit_reads", uninit_reads,
-             "16,384 threads reading never-written global words: an uninit_read each",
-             frozenset({"uninit_read"})),
-    Workload("uninit_reads_init", uninit_reads_init,
-             "uninit_reads after an init of its buffer: no findings"),
-    Workload("read_once", read_once,
-             "one block's 64 threads reading n distinct never-written global words once",
-             frozenset({"uninit_read"})),
-    Workload("read_once_init", read_once_init,
-             "read_once after an init of its input: no findings"),
-    Workload("launches", launches,
-             "n launches of one global write each (one agent, one word each)"),
-    Workload("launches_one", launches_one,
-             "launches' n writes by the same agents in one launch"),
-    Workload("large_access", large_access,
-             "a 1 GiB buffer written and read back in n/2 large accesses each (1 to 2^14)",
-             reference=False),
-    Workload("large_access_racy", large_access_racy,
-             "large_access with the reads unordered after the writes: a raw each",
-             frozenset({"raw"}), reference=False),
-)}
+BUILTIN: dict[str, Workload] = {
+    wl.name: wl
+    for wl in (
+        Workload(
+            "tiled", tiled, "16x16 shared-memory tiled matmul, 256-thread blocks, 8 resident blocks"
+        ),
+        Workload(
+            "tiled_wide",
+            tiled_wide,
+            "tiled on up to 1024 blocks x 256 threads (262,144 agents), all resident",
+        ),
+        Workload(
+            "pipeline", pipeline, "3-stage cp.async pipelined matmul (commit/wait_group + bar_sync)"
+        ),
+        Workload(
+            "crossblock",
+            crossblock,
+            "persistent blocks: release/acquire atomic look-back chain + flags",
+        ),
+        Workload("cpu", cpu, "32 CPU threads, 10^6 variables, 256 locks, fork/join, 70% reads"),
+        Workload(
+            "cpu_wide",
+            cpu_wide,
+            "128 CPU threads, 2*10^4 variables, 64 locks, fork/join, 70% reads",
+        ),
+        Workload(
+            "cpu_racy",
+            cpu_racy,
+            "cpu on 10^5 variables, 4% of critical sections unlocked, 2^16 sites",
+            frozenset({"raw", "war", "waw"}),
+        ),
+        Workload(
+            "tiled_racy",
+            tiled_racy,
+            "tiled without its second bar_sync: a war per shared store",
+            frozenset({"war"}),
+        ),
+        Workload(
+            "uninit_reads",
+            uninit_reads,
+            "16,384 threads reading never-written global words: an uninit_read each",
+            frozenset({"uninit_read"}),
+        ),
+        Workload(
+            "uninit_reads_init",
+            uninit_reads_init,
+            "uninit_reads after an init of its buffer: no findings",
+        ),
+        Workload(
+            "read_once",
+            read_once,
+            "one block's 64 threads reading n distinct never-written global words once",
+            frozenset({"uninit_read"}),
+        ),
+        Workload(
+            "read_once_init", read_once_init, "read_once after an init of its input: no findings"
+        ),
+        Workload(
+            "launches", launches, "n launches of one global write each (one agent, one word each)"
+        ),
+        Workload(
+            "launches_one", launches_one, "launches' n writes by the same agents in one launch"
+        ),
+        Workload(
+            "large_access",
+            large_access,
+            "a 1 GiB buffer written and read back in n/2 large accesses each (1 to 2^14)",
+            reference=False,
+        ),
+        Workload(
+            "large_access_racy",
+            large_access_racy,
+            "large_access with the reads unordered after the writes: a raw each",
+            frozenset({"raw"}),
+            reference=False,
+        ),
+    )
+}
 
 
 def workloads() -> dict[str, Workload]:
@@ -729,11 +1060,17 @@ def workloads() -> dict[str, Workload]:
     out = dict(BUILTIN)
     module = scenarios_module()
     for name, scn in (getattr(module, "SCENARIOS", None) or {}).items():
-        out[name] = Workload(name, _scenario_generator(scn, False),
-                             f"incident scenario: {scn.title}",
-                             frozenset(scn.expected_kinds))
-        out[f"{name}_fixed"] = Workload(f"{name}_fixed", _scenario_generator(scn, True),
-                                        f"incident scenario, fixed program: {scn.name}")
+        out[name] = Workload(
+            name,
+            _scenario_generator(scn, False),
+            f"incident scenario: {scn.title}",
+            frozenset(scn.expected_kinds),
+        )
+        out[f"{name}_fixed"] = Workload(
+            f"{name}_fixed",
+            _scenario_generator(scn, True),
+            f"incident scenario, fixed program: {scn.name}",
+        )
     return out
 
 
@@ -744,13 +1081,15 @@ def scenarios_note() -> str | None:
     return None
 
 
-def write_workload(name: str, path: str, n: int, *, seed: int = 0,
-                   compression: str | None = "lz4") -> dict:
+def write_workload(
+    name: str, path: str, n: int, *, seed: int = 0, compression: str | None = "lz4"
+) -> dict:
     """Generate workload ``name`` with about ``n`` events into ``path``."""
     wl = workloads()[name]
     rng = np.random.default_rng(seed)
-    with TraceWriter(path, compression=compression, producer=f"tracerace bench: {name}",
-                     batch_size=CHUNK_ROWS) as writer:
+    with TraceWriter(
+        path, compression=compression, producer=f"tracerace bench: {name}", batch_size=CHUNK_ROWS
+    ) as writer:
         em = Emitter(writer)
         info = wl.generate(writer, em, n, rng)
         em.flush()

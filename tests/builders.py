@@ -38,8 +38,12 @@ class SimpleBatch:
 class SimpleReader:
     """Stands in for a TraceReader over in-memory columns, split into batches."""
 
-    def __init__(self, cols: dict[str, np.ndarray], splits: list[int] | None = None,
-                 meta: TraceMeta | None = None) -> None:
+    def __init__(
+        self,
+        cols: dict[str, np.ndarray],
+        splits: list[int] | None = None,
+        meta: TraceMeta | None = None,
+    ) -> None:
         self.cols = cols
         self.n = len(cols["op"])
         self.splits = sorted(set(s for s in (splits or []) if 0 < s < self.n))
@@ -48,7 +52,9 @@ class SimpleReader:
     def __iter__(self):
         bounds = [0] + self.splits + [self.n]
         for lo, hi in zip(bounds, bounds[1:]):
-            yield SimpleBatch(lo, hi - lo, {k: np.ascontiguousarray(v[lo:hi]) for k, v in self.cols.items()})
+            yield SimpleBatch(
+                lo, hi - lo, {k: np.ascontiguousarray(v[lo:hi]) for k, v in self.cols.items()}
+            )
 
 
 class Trace:
@@ -61,7 +67,7 @@ class Trace:
         self.events: list[dict] = []
         self.launch = 0
 
-    def ev(self, op: Op, block: int, thread: int, **kw) -> "Trace":
+    def ev(self, op: Op, block: int, thread: int, **kw) -> Trace:
         kw.setdefault("launch", self.launch)
         self.events.append(dict(op=int(op), block=block, thread=thread, ts=len(self.events), **kw))
         return self

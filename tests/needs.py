@@ -12,5 +12,7 @@ def require(backend: str, modules: tuple[str, ...]) -> None:
     """Fail the calling test module when any of ``modules`` cannot be imported."""
     missing = [m for m in modules if importlib.util.find_spec(m) is None]
     if missing:
-        pytest.fail(f"the {backend} backend needs {', '.join(missing)}: "
-                    f"pip install '.[test]'", pytrace=False)
+        pytest.fail(
+            f"the {backend} backend needs {', '.join(missing)}: pip install '.[test]'",
+            pytrace=False,
+        )

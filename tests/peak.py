@@ -8,6 +8,7 @@ in ``/proc/self/status`` belongs to the process's address space, which
 ``execve`` makes anew, so it counts only what the child itself touched.
 """
 
-PEAK_KIB = ("int(next(line for line in open('/proc/self/status') "
-            "if line.startswith('VmHWM:')).split()[1])")
+PEAK_KIB = (
+    "int(next(line for line in open('/proc/self/status') if line.startswith('VmHWM:')).split()[1])"
+)
 """A Python expression, for a child's code: its peak resident KiB since it started."""

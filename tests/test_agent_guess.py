@@ -7,9 +7,9 @@ depend on them; these tests pin down that they hit, using an empty agent map
 
 from tracerace.checker import engine
 from tracerace.checker.engine import agents
-from tracerace.checker.jit import from_python
-from tracerace.checker.engine.layout import KIND_CP, KIND_THREAD
 from tracerace.checker.engine.hashmap import new_table
+from tracerace.checker.engine.layout import KIND_CP, KIND_THREAD
+from tracerace.checker.jit import from_python
 
 # compiled-code-only functions, through twins with a Python entry
 new_agent, thread_agent = from_python(agents.new_agent), from_python(agents.thread_agent)
@@ -29,8 +29,9 @@ def _agents(copy_agents: bool):
 
 
 def _guess(st, block, thread, last_a, last_block, last_thread):
-    return thread_agent(st.arrays["ag"], st.sv, new_table(16), block, thread, last_a,
-                               last_block, last_thread)
+    return thread_agent(
+        st.arrays["ag"], st.sv, new_table(16), block, thread, last_a, last_block, last_thread
+    )
 
 
 def test_consecutive_agents_are_guessed():

@@ -4,13 +4,12 @@ by the one formatter (``tracerace.trace.badinput.error``)."""
 from __future__ import annotations
 
 import pytest
+from builders import Trace
 
-from tracerace.trace import badinput
 from tracerace.checker import engine, reference
 from tracerace.checker.engine import layout
 from tracerace.errors import TraceError
-
-from builders import Trace
+from tracerace.trace import badinput
 
 
 def _launch_order(t: Trace) -> None:
@@ -23,32 +22,59 @@ def _launch_order(t: Trace) -> None:
 BAD = {
     # rule: (events, row, the values the message reads)
     badinput.LAUNCH_ORDER: (_launch_order, 1, (0, 1)),
-    badinput.BARRIER_ORDER: (lambda t: t.bar_sync(0, 3, arg=2).write(0, 3, addr=0, size=4),
-                             1, (0, 3, 0, 0)),
-    badinput.WAIT_WITHOUT_SIGNAL: (lambda t: t.signal(0, 0, obj=5).wait(0, 1, obj=5, arg=2),
-                                   1, (5, 2, 1)),
-    badinput.BARRIER_COUNT: (lambda t: t.write(0, 0, addr=0, size=4).bar_sync(0, 0, obj=2, arg=0),
-                             1, (2, 0)),
-    badinput.EMPTY_WARP_MASK: (lambda t: t.write(0, 0, addr=0, size=4).warp_sync(0, 0, arg=0),
-                               1, ()),
+    badinput.BARRIER_ORDER: (
+        lambda t: t.bar_sync(0, 3, arg=2).write(0, 3, addr=0, size=4),
+        1,
+        (0, 3, 0, 0),
+    ),
+    badinput.WAIT_WITHOUT_SIGNAL: (
+        lambda t: t.signal(0, 0, obj=5).wait(0, 1, obj=5, arg=2),
+        1,
+        (5, 2, 1),
+    ),
+    badinput.BARRIER_COUNT: (
+        lambda t: t.write(0, 0, addr=0, size=4).bar_sync(0, 0, obj=2, arg=0),
+        1,
+        (2, 0),
+    ),
+    badinput.EMPTY_WARP_MASK: (
+        lambda t: t.write(0, 0, addr=0, size=4).warp_sync(0, 0, arg=0),
+        1,
+        (),
+    ),
     badinput.MBARRIER_COUNT: (lambda t: t.mbar_init(0, 0, obj=0x100, arg=-2), 0, (0x100, -2)),
     badinput.WAIT_GROUP: (lambda t: t.cp_async_wait(0, 0, arg=-1), 0, (-1,)),
     # two signals of 2^62 pass the int64 a count is (issue 35: the engine wrapped)
-    badinput.SIGNAL_OVERFLOW: (lambda t: t.signal(0, 0, obj=5, arg=1 << 62)
-                               .signal(0, 0, obj=5, arg=1 << 62).wait(0, 1, obj=5),
-                               1, (5, 1 << 62, 1 << 62)),
+    badinput.SIGNAL_OVERFLOW: (
+        lambda t: (
+            t.signal(0, 0, obj=5, arg=1 << 62).signal(0, 0, obj=5, arg=1 << 62).wait(0, 1, obj=5)
+        ),
+        1,
+        (5, 1 << 62, 1 << 62),
+    ),
     # expect_tx of 2^63-1 twice (the engine wrapped to a negative count)
-    badinput.TX_OVERFLOW: (lambda t: t.mbar_init(0, 0, obj=8, arg=1)
-                           .mbar_expect_tx(0, 0, obj=8, arg=(1 << 63) - 1)
-                           .mbar_expect_tx(0, 0, obj=8, arg=(1 << 63) - 1)
-                           .mbar_expect_tx(0, 0, obj=8, arg=2),
-                           2, (8, (1 << 63) - 1, (1 << 63) - 1)),
+    badinput.TX_OVERFLOW: (
+        lambda t: (
+            t.mbar_init(0, 0, obj=8, arg=1)
+            .mbar_expect_tx(0, 0, obj=8, arg=(1 << 63) - 1)
+            .mbar_expect_tx(0, 0, obj=8, arg=(1 << 63) - 1)
+            .mbar_expect_tx(0, 0, obj=8, arg=2)
+        ),
+        2,
+        (8, (1 << 63) - 1, (1 << 63) - 1),
+    ),
     # cluster barriers (format section 9); a block is its own cluster here
-    badinput.CLUSTER_ORDER: (lambda t: t.cluster_arrive(1, 3, arg=2).cluster_wait(1, 3)
-                             .write(1, 3, addr=0, size=4), 2, (1, 3, 1, 0)),
+    badinput.CLUSTER_ORDER: (
+        lambda t: t.cluster_arrive(1, 3, arg=2).cluster_wait(1, 3).write(1, 3, addr=0, size=4),
+        2,
+        (1, 3, 1, 0),
+    ),
     badinput.CLUSTER_COUNT: (lambda t: t.cluster_arrive(2, 0, arg=-1), 0, (2, -1)),
-    badinput.CLUSTER_ARRIVE_AGAIN: (lambda t: t.cluster_arrive(0, 1, arg=2)
-                                    .cluster_arrive_relaxed(0, 1, arg=2), 1, (0, 1, 0)),
+    badinput.CLUSTER_ARRIVE_AGAIN: (
+        lambda t: t.cluster_arrive(0, 1, arg=2).cluster_arrive_relaxed(0, 1, arg=2),
+        1,
+        (0, 1, 0),
+    ),
     badinput.CLUSTER_WAIT_ALONE: (lambda t: t.cluster_wait(0, 1), 0, (0, 1, 0)),
 }
 
@@ -74,14 +100,18 @@ def test_both_checkers_word_a_broken_rule_alike(rule):
     ref, eng = errors(build)
     want = badinput.error(rule, *values, path="test.arrow", row=row)
     assert str(ref) == str(eng) == str(want)
-    assert (ref.rule, ref.row, ref.message) == (eng.rule, eng.row, eng.message) == \
-        (rule.name, row, rule.message(*values))
+    assert (
+        (ref.rule, ref.row, ref.message)
+        == (eng.rule, eng.row, eng.message)
+        == (rule.name, row, rule.message(*values))
+    )
 
 
 def test_the_formatter_takes_the_engines_status_and_its_four_values():
     err = badinput.error(badinput.LAUNCH_ORDER.code, 3, 7, 0, 0, path="t.arrow", row=12)
-    assert str(err) == ("t.arrow: row 12: launch-order: launch 3 after launch 7: launches "
-                        "must not interleave")
+    assert str(err) == (
+        "t.arrow: row 12: launch-order: launch 3 after launch 7: launches must not interleave"
+    )
     with pytest.raises(TypeError, match="needs"):
         badinput.error(badinput.BARRIER_COUNT, 1, path=None, row=0)
 
@@ -89,11 +119,20 @@ def test_the_formatter_takes_the_engines_status_and_its_four_values():
 def test_the_rules_codes_are_distinct_and_not_the_kernels_other_statuses():
     """The replay kernel returns a rule's code as its status (``engine.layout.E_*``
     are the rules' codes); OK, NEED_GROW and NEW_LAUNCH must stay apart."""
-    codes = [rule.code for rule in (badinput.BARRIER_ORDER, badinput.WAIT_WITHOUT_SIGNAL,
-                                    badinput.BARRIER_COUNT, badinput.EMPTY_WARP_MASK,
-                                    badinput.LAUNCH_ORDER, badinput.MBARRIER_COUNT,
-                                    badinput.WAIT_GROUP, badinput.SIGNAL_OVERFLOW,
-                                    badinput.TX_OVERFLOW)]
+    codes = [
+        rule.code
+        for rule in (
+            badinput.BARRIER_ORDER,
+            badinput.WAIT_WITHOUT_SIGNAL,
+            badinput.BARRIER_COUNT,
+            badinput.EMPTY_WARP_MASK,
+            badinput.LAUNCH_ORDER,
+            badinput.MBARRIER_COUNT,
+            badinput.WAIT_GROUP,
+            badinput.SIGNAL_OVERFLOW,
+            badinput.TX_OVERFLOW,
+        )
+    ]
     assert len(set(codes)) == len(codes)
     assert not set(codes) & {layout.OK, layout.NEED_GROW, layout.NEW_LAUNCH}
 
@@ -102,6 +141,7 @@ def test_the_rules_codes_are_distinct_and_not_the_kernels_other_statuses():
 def test_a_transaction_count_below_int64_is_bad_input(change, row):
     """Negative expect_tx twice (row 2), or a load's 16 bytes after them (row 3),
     take the count past -2^63."""
+
     def build(t: Trace) -> None:
         t.mbar_init(0, 0, obj=8, arg=2).mbar_expect_tx(0, 0, obj=8, arg=change)
         t.mbar_expect_tx(0, 0, obj=8, arg=change)

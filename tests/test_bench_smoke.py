@@ -29,18 +29,49 @@ from bench.workloads import BUILTIN, workloads  # noqa: E402
 
 GiB = 1 << 30
 RESULT_FIELDS = {
-    "workload", "size", "events", "agents", "seconds", "events_per_second", "peak_rss_bytes",
-    "read_in_check_seconds", "check_only_seconds", "read_floor_seconds", "floor_ratio",
-    "reference_seconds", "reference_ratio", "hazards", "racy_rows", "by_kind", "ok", "reps",
-    "stolen", "granules", "live_bytes_per_granule", "table_bytes_per_granule",
+    "workload",
+    "size",
+    "events",
+    "agents",
+    "seconds",
+    "events_per_second",
+    "peak_rss_bytes",
+    "read_in_check_seconds",
+    "check_only_seconds",
+    "read_floor_seconds",
+    "floor_ratio",
+    "reference_seconds",
+    "reference_ratio",
+    "hazards",
+    "racy_rows",
+    "by_kind",
+    "ok",
+    "reps",
+    "stolen",
+    "granules",
+    "live_bytes_per_granule",
+    "table_bytes_per_granule",
 }
 
 
 def run_bench(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
     out = tmp_path / "results.json"
-    cmd = [sys.executable, "-m", "bench.run", "--out", str(out),
-           "--data-dir", str(tmp_path / "data"), "--readme", str(tmp_path / "README.md"),
-           "--plot", "", "--no-startup", "--no-isolate", *args]
+    cmd = [
+        sys.executable,
+        "-m",
+        "bench.run",
+        "--out",
+        str(out),
+        "--data-dir",
+        str(tmp_path / "data"),
+        "--readme",
+        str(tmp_path / "README.md"),
+        "--plot",
+        "",
+        "--no-startup",
+        "--no-isolate",
+        *args,
+    ]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=1800)
     results = json.loads(out.read_text()) if out.exists() else {"results": []}
     return proc, results
@@ -54,9 +85,12 @@ def test_smoke(tmp_path):
     proc, results = run_bench(tmp_path, "--size", "smoke", "--reps", "1")
     got = by_workload(results)
     missing = set(workloads()) - set(got)
-    assert not missing, f"no result for {sorted(missing)}; bench output:\n{proc.stdout}\n{proc.stderr}"
-    assert {"nproc", "ram_bytes", "cpu", "python", "numba", "numpy", "pyarrow"} <= \
-        set(results["machine"])
+    assert not missing, (
+        f"no result for {sorted(missing)}; bench output:\n{proc.stdout}\n{proc.stderr}"
+    )
+    assert {"nproc", "ram_bytes", "cpu", "python", "numba", "numpy", "pyarrow"} <= set(
+        results["machine"]
+    )
     for name, r in got.items():
         assert not r.get("error"), f"{name}: {r.get('error')}"
         assert RESULT_FIELDS <= set(r), f"{name}: missing {RESULT_FIELDS - set(r)}"
@@ -97,8 +131,9 @@ def test_workloads_are_deterministic_and_close_to_size(tmp_path):
 def test_scale(tmp_path):
     label = os.environ.get("TRACERACE_SCALE", "1e5")
     names = ",".join(BUILTIN)
-    proc, results = run_bench(tmp_path, "--size", label, "--workload", names, "--reps", "1",
-                              "--reference-max", "0")
+    proc, results = run_bench(
+        tmp_path, "--size", label, "--workload", names, "--reps", "1", "--reference-max", "0"
+    )
     got = by_workload(results)
     assert set(got) == set(BUILTIN), proc.stdout + proc.stderr
     for name, r in got.items():
@@ -128,10 +163,27 @@ def test_jobs_mode_runs(tmp_path):
     the same findings whatever the count."""
     out = tmp_path / "jobs.json"
     proc = subprocess.run(
-        [sys.executable, "-m", "bench.jobs", "--size", "3000", "--workload", "tiled_racy",
-         "--jobs", "1,2", "--data-dir", str(tmp_path / "data"), "--out", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=600,
-        env={**os.environ, "PYTHONPATH": str(ROOT)})
+        [
+            sys.executable,
+            "-m",
+            "bench.jobs",
+            "--size",
+            "3000",
+            "--workload",
+            "tiled_racy",
+            "--jobs",
+            "1,2",
+            "--data-dir",
+            str(tmp_path / "data"),
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
     assert proc.returncode == 0, proc.stderr
     points = json.loads(out.read_text())["tiled_racy"]["3000"]
     assert set(points) == {"1", "2"}

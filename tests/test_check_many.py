@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_cli_check import write_trace
 from typer.testing import CliRunner
 
 from tracerace import api
 from tracerace.cli import app
-
-from test_cli_check import write_trace
 
 
 def run(*args: str):
@@ -33,7 +32,7 @@ def test_several_traces_each_reported_then_a_summary(traces):
     assert result.exit_code == 1, result.output
     out = result.stdout
     assert out.index("no hazards") < out.index("error waw: 1 hazard")  # in the order given
-    table = out[out.rindex("\ntrace ") + 1:].splitlines()
+    table = out[out.rindex("\ntrace ") + 1 :].splitlines()
     assert table[0].split() == ["trace", "events", "hazards", "errors", "warnings", "exit"]
     assert table[2].split()[1:] == ["4", "0", "0", "0", "0"]
     assert table[3].split()[1:] == ["2", "1", "1", "0", "1"]
@@ -46,8 +45,7 @@ def test_a_directory_is_its_traces_and_bad_input_is_the_worst(traces):
     result = run(str(d), "--no-progress")
     assert result.exit_code == 2, result.output
     assert "bad.arrow: not-arrow" in result.stderr
-    rows = [line.split()[0] for line in result.stdout.splitlines()
-            if line.startswith(str(d))]
+    rows = [line.split()[0] for line in result.stdout.splitlines() if line.startswith(str(d))]
     assert rows == [str(d / "bad.arrow"), clean, racy]
 
 
@@ -90,7 +88,8 @@ def test_check_many_reports_as_check_does(traces):
 def test_check_many_counts_progress_over_every_trace(traces):
     _, racy, clean = traces
     calls = []
-    api.check_many([racy, clean, racy], jobs=2, progress=lambda done, total: calls.append(
-        (done, total)))
+    api.check_many(
+        [racy, clean, racy], jobs=2, progress=lambda done, total: calls.append((done, total))
+    )
     assert calls[0] == (0, 2 + 4 + 2)
     assert calls[-1] == (8, 8) and all(d <= t for d, t in calls)

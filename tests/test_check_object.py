@@ -38,8 +38,9 @@ def _workers() -> list[threading.Thread]:
 @pytest.mark.parametrize("engine", ENGINES)
 def test_batches_hand_over_every_finding_the_one_shot_check_keeps(incident, engine):
     options = make_options(engine=engine, batch_size=BATCH, max_reports="all")
-    whole = tracerace.check(incident, engine=engine, batch_size=BATCH, max_reports="all",
-                            keep_findings=True)
+    whole = tracerace.check(
+        incident, engine=engine, batch_size=BATCH, max_reports="all", keep_findings=True
+    )
     run = Check(incident, options, keep_findings=True)
     batches = list(run)
     report = run.report()
@@ -93,10 +94,16 @@ def test_a_bad_row_past_the_first_batches_is_raised_to_the_consumer(tmp_path, en
     n, bad = 4 * BATCH, 3 * BATCH + 5
     op = np.zeros(n, np.uint8)
     op[bad] = 200  # no such op
-    table = pa.table({"ts": np.arange(n, dtype=np.uint64), "op": op,
-                      "launch": np.zeros(n, np.uint32), "block": np.zeros(n, np.uint32),
-                      "thread": np.arange(n, dtype=np.uint32)},
-                     metadata={"tracerace.version": "1"})
+    table = pa.table(
+        {
+            "ts": np.arange(n, dtype=np.uint64),
+            "op": op,
+            "launch": np.zeros(n, np.uint32),
+            "block": np.zeros(n, np.uint32),
+            "thread": np.arange(n, dtype=np.uint32),
+        },
+        metadata={"tracerace.version": "1"},
+    )
     path = str(tmp_path / "bad.arrow")
     feather.write_feather(table, path)
     seen = []

@@ -20,11 +20,22 @@ def write_trace(path, *, barrier: bool) -> str:
 
     ops = ["write", "bar_sync", "bar_sync", "write"] if barrier else ["write", "write"]
     thread = [0, 0, 1, 1] if barrier else [0, 1]
-    write_table(path, dict(ts=list(range(len(ops))), op=ops, launch=0, block=0, thread=thread,
-                           space=int(Space.SHARED), addr=0x10, size=4,
-                           arg=[2 if op == "bar_sync" else 0 for op in ops],
-                           site=[0 if t == 0 else 1 for t in thread]),
-                sites=["k.cu:5 st.shared", "k.cu:9 st.shared"])
+    write_table(
+        path,
+        dict(
+            ts=list(range(len(ops))),
+            op=ops,
+            launch=0,
+            block=0,
+            thread=thread,
+            space=int(Space.SHARED),
+            addr=0x10,
+            size=4,
+            arg=[2 if op == "bar_sync" else 0 for op in ops],
+            site=[0 if t == 0 else 1 for t in thread],
+        ),
+        sites=["k.cu:5 st.shared", "k.cu:9 st.shared"],
+    )
     return str(path)
 
 
@@ -55,11 +66,13 @@ def assert_one_line_error(result, *words: str) -> None:
 def test_racy_trace_exits_1_with_one_waw(racy, engine):
     result = run(racy, "--engine", engine, "--no-progress")
     assert result.exit_code == 1, result.output
-    assert result.stdout.startswith("error waw: 1 hazard between k.cu:5 st.shared and "
-                                    "k.cu:9 st.shared")
+    assert result.stdout.startswith(
+        "error waw: 1 hazard between k.cu:5 st.shared and k.cu:9 st.shared"
+    )
     assert "threads (0,0) and (0,1) never synchronized" in result.stdout
     assert result.stdout.rstrip().endswith(
-        "1 hazard (1 error, 0 warnings) in 1 group over 2 events; racy rows: 1")
+        "1 hazard (1 error, 0 warnings) in 1 group over 2 events; racy rows: 1"
+    )
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -87,8 +100,9 @@ def test_output_file_gets_the_report_and_stderr_the_summary(racy, tmp_path):
     result = run(racy, "-f", "sarif", "-o", str(out), "--engine", "reference")
     assert result.exit_code == 1
     assert result.stdout == ""
-    assert result.stderr.strip() == ("1 hazard (1 error, 0 warnings) in 1 group over 2 events; "
-                                     "racy rows: 1")
+    assert result.stderr.strip() == (
+        "1 hazard (1 error, 0 warnings) in 1 group over 2 events; racy rows: 1"
+    )
     doc = json.loads(out.read_text())
     (res,) = doc["runs"][0]["results"]
     assert res["ruleId"] == "waw" and res["level"] == "error"
@@ -123,13 +137,16 @@ def test_max_reports_zero_or_all_shows_every_group(racy, every):
     assert doc["summary"]["by_kind"]["waw"] == 1
 
 
-@pytest.mark.parametrize("args, words", [
-    (["--select", "racy"], ["usage", "unknown hazard kind 'racy'"]),
-    (["--ignore", "waw,nope"], ["usage", "'nope'"]),
-    (["--format", "xml"], ["usage", "unknown format 'xml'"]),
-    (["--engine", "gpu"], ["usage", "unknown engine 'gpu'"]),
-    (["--max-reports", "-1"], ["usage", "max_reports"]),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--select", "racy"], ["usage", "unknown hazard kind 'racy'"]),
+        (["--ignore", "waw,nope"], ["usage", "'nope'"]),
+        (["--format", "xml"], ["usage", "unknown format 'xml'"]),
+        (["--engine", "gpu"], ["usage", "unknown engine 'gpu'"]),
+        (["--max-reports", "-1"], ["usage", "max_reports"]),
+    ],
+)
 def test_bad_options_exit_2_on_one_line(racy, args, words):
     assert_one_line_error(run(racy, *args), *words)
 
@@ -149,10 +166,17 @@ def test_unwritable_output_exits_2(racy, tmp_path):
     assert_one_line_error(result, "io")
 
 
-@pytest.mark.parametrize("asked, terminal, rows, shown", [
-    (None, True, 10, False), (None, True, 3_000_000, True), (None, True, None, True),
-    (None, False, 3_000_000, False), (True, False, 10, True), (False, True, None, False),
-])
+@pytest.mark.parametrize(
+    "asked, terminal, rows, shown",
+    [
+        (None, True, 10, False),
+        (None, True, 3_000_000, True),
+        (None, True, None, True),
+        (None, False, 3_000_000, False),
+        (True, False, 10, True),
+        (False, True, None, False),
+    ],
+)
 def test_progress_bar_when_asked_or_large_on_a_terminal(asked, terminal, rows, shown):
     import io
 
@@ -183,7 +207,10 @@ def test_progress_off_a_terminal_is_plain_lines():
             bar.update(done, 3_000_000)
     lines = stream.getvalue().splitlines()
     assert [line.split(",")[0] for line in lines] == [
-        "checking: 1.5M/3M rows (50%)", "checking: 3M/3M rows (100%)", "checked: 3M/3M rows (100%)"]
+        "checking: 1.5M/3M rows (50%)",
+        "checking: 3M/3M rows (100%)",
+        "checked: 3M/3M rows (100%)",
+    ]
     assert all(line.endswith(" s") and "events/s" in line for line in lines)
     assert "\x1b" not in stream.getvalue() and "\r" not in stream.getvalue()
 

@@ -42,8 +42,9 @@ SMALL = {
 @pytest.fixture
 def small(tmp_path):
     path = tmp_path / "small.arrow"
-    write_table(path, SMALL, sites=["a", "b"], buffers=[Buffer("x", 0, 0x1000, (16,), 4)],
-                producer="unit")
+    write_table(
+        path, SMALL, sites=["a", "b"], buffers=[Buffer("x", 0, 0x1000, (16,), 4)], producer="unit"
+    )
     return path
 
 
@@ -53,16 +54,24 @@ def test_info_json(small):
     doc = json.loads(result.stdout)
     assert doc["events"] == 7 and doc["launches"] == 2 and doc["blocks"] == 3
     assert doc["agents"] == 6
-    assert doc["ops"] == {"init": 1, "write": 1, "bar_sync": 1, "read": 1, "cp_async": 1,
-                          "tma_store": 1, "atomic": 1}
+    assert doc["ops"] == {
+        "init": 1,
+        "write": 1,
+        "bar_sync": 1,
+        "read": 1,
+        "cp_async": 1,
+        "tma_store": 1,
+        "atomic": 1,
+    }
     # global: init, atomic, cp_async source, tma_store destination
     assert doc["spaces"]["global"] == {"accesses": 4, "lo": 0x1000, "hi": 0x2020}
     # shared: write, read, cp_async destination, tma_store source (space2 is implied)
     assert doc["spaces"]["shared"] == {"accesses": 4, "lo": 0x10, "hi": 0xA0}
     assert doc["ts"] == {"first": 0, "last": 6}
     assert doc["sites"] == 2 and doc["producer"] == "unit" and doc["container"] == "file"
-    assert doc["buffers"] == [{"name": "x", "space": 0, "base": 0x1000, "shape": [16],
-                               "itemsize": 4}]
+    assert doc["buffers"] == [
+        {"name": "x", "space": 0, "base": 0x1000, "shape": [16], "itemsize": 4}
+    ]
 
 
 def test_info_text(small):
@@ -94,15 +103,30 @@ def test_info_of_an_empty_trace(tmp_path):
     write_table(path, {"ts": [], "op": [], "launch": [], "block": [], "thread": []})
     result = runner.invoke(app, ["info", str(path), "--format", "json"])
     doc = json.loads(result.stdout)
-    assert doc["events"] == 0 and doc["agents"] == 0 and doc["ts"] == {"first": None,
-                                                                          "last": None}
+    assert doc["events"] == 0 and doc["agents"] == 0 and doc["ts"] == {"first": None, "last": None}
     assert runner.invoke(app, ["info", str(path)]).exit_code == 0
 
 
 def naive_info(cols: dict) -> dict:
     """The summary computed row by row, the obvious way."""
-    rows = list(zip(*(cols[k].tolist() for k in ("op", "launch", "block", "thread", "space",
-                                                    "addr", "size", "addr2", "space2"))))
+    rows = list(
+        zip(
+            *(
+                cols[k].tolist()
+                for k in (
+                    "op",
+                    "launch",
+                    "block",
+                    "thread",
+                    "space",
+                    "addr",
+                    "size",
+                    "addr2",
+                    "space2",
+                )
+            )
+        )
+    )
     spaces: dict = {}
 
     def touch(space, addr, size):
@@ -139,12 +163,18 @@ def naive_info(cols: dict) -> dict:
 def test_info_streams_to_the_naive_answer(n, batch_size, seed):
     rng = np.random.default_rng(seed)
     codes = np.array(sorted(OP_CODES), np.uint8)
-    cols = {"ts": np.arange(n), "op": rng.choice(codes, n),
-            "launch": rng.integers(0, 3, n), "block": rng.integers(0, 4, n),
-            "thread": rng.integers(0, 2**32, n, dtype=np.uint64) % 4 * 2**30,
-            "space": rng.integers(0, 3, n), "space2": rng.integers(0, 3, n),
-            "addr": rng.integers(0, 2**64, n, dtype=np.uint64),
-            "addr2": rng.integers(0, 2**20, n), "size": rng.integers(0, 5, n) * 4}
+    cols = {
+        "ts": np.arange(n),
+        "op": rng.choice(codes, n),
+        "launch": rng.integers(0, 3, n),
+        "block": rng.integers(0, 4, n),
+        "thread": rng.integers(0, 2**32, n, dtype=np.uint64) % 4 * 2**30,
+        "space": rng.integers(0, 3, n),
+        "space2": rng.integers(0, 3, n),
+        "addr": rng.integers(0, 2**64, n, dtype=np.uint64),
+        "addr2": rng.integers(0, 2**20, n),
+        "size": rng.integers(0, 5, n) * 4,
+    }
     for op, spaces in OP_SPACES.items():  # an extension op's rows name its memory
         for name, space in zip(("space", "space2"), spaces):
             if space != NO_SPACE:

@@ -23,10 +23,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
-
 from builders import Trace
 from test_cli_check import assert_one_line_error, write_trace
+from typer.testing import CliRunner
+
 from tracerace.cli import app
 from tracerace.convert import trace_compression
 from tracerace.trace.ops import Space
@@ -46,6 +46,7 @@ def racy(tmp_path) -> str:
 
 
 # -- an output that is an input ----------------------------------------------------------
+
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_check_refuses_to_write_over_its_trace(racy, fmt):
@@ -88,6 +89,7 @@ def test_a_failed_check_leaves_an_existing_output_alone(tmp_path):
 
 # -- convert into a folder it cannot write ---------------------------------------------------
 
+
 def unwritable_folder(tmp_path: Path) -> Path:
     """A folder this process cannot create files in (root ignores permission bits: /sys)."""
     if os.geteuid() == 0:
@@ -119,14 +121,18 @@ def test_convert_into_a_read_only_folder(tmp_path, src_name):
 
 def test_real_convert_process_prints_no_traceback(tmp_path):
     src = write_trace(tmp_path / "t.arrow", barrier=False)
-    out = subprocess.run([sys.executable, "-m", "tracerace", "convert", src,
-                          str(tmp_path / "nope" / "o.arrow")],
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "tracerace", "convert", src, str(tmp_path / "nope" / "o.arrow")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
 
 
 # -- validate rejects what check rejects -------------------------------------------------------
+
 
 def _launch_order(t: Trace) -> None:
     t.launch = 1
@@ -138,13 +144,22 @@ def _launch_order(t: Trace) -> None:
 REPLAY_RULES = {
     # name: (events, rule, row)
     "launch-order": (_launch_order, "launch-order", 1),
-    "barrier-count": (lambda t: t.write(0, 0, addr=0, size=4).bar_sync(0, 0, arg=0),
-                      "barrier-count", 1),
+    "barrier-count": (
+        lambda t: t.write(0, 0, addr=0, size=4).bar_sync(0, 0, arg=0),
+        "barrier-count",
+        1,
+    ),
     "barrier-count-negative": (lambda t: t.bar_sync(0, 1, arg=-3), "barrier-count", 0),
-    "barrier-order": (lambda t: t.bar_sync(0, 0, arg=2).write(0, 0, addr=0, size=4),
-                      "barrier-order", 1),
-    "wait-without-signal": (lambda t: t.signal(0, 0, obj=5).wait(0, 1, obj=5, arg=2),
-                            "wait-without-signal", 1),
+    "barrier-order": (
+        lambda t: t.bar_sync(0, 0, arg=2).write(0, 0, addr=0, size=4),
+        "barrier-order",
+        1,
+    ),
+    "wait-without-signal": (
+        lambda t: t.signal(0, 0, obj=5).wait(0, 1, obj=5, arg=2),
+        "wait-without-signal",
+        1,
+    ),
     "mbarrier-count": (lambda t: t.mbar_init(0, 0, obj=0x100, arg=0), "mbarrier-count", 0),
 }
 
@@ -157,8 +172,18 @@ def rule_trace(path: Path, build) -> str:
 
 
 def address_overflow_trace(path: Path) -> str:
-    write_table(path, dict(ts=[0, 1], op=["write", "read"], launch=0, block=0, thread=[0, 1],
-                           addr=[0, 2**64 - 8], size=[4, 16]))
+    write_table(
+        path,
+        dict(
+            ts=[0, 1],
+            op=["write", "read"],
+            launch=0,
+            block=0,
+            thread=[0, 1],
+            addr=[0, 2**64 - 8],
+            size=[4, 16],
+        ),
+    )
     return str(path)
 
 
@@ -183,18 +208,19 @@ def test_validate_passes_a_racy_trace(racy):
 
 def test_the_last_byte_of_the_address_space_is_valid(tmp_path):
     path = tmp_path / "t.arrow"
-    write_table(path, dict(ts=[0], op=["write"], launch=0, block=0, thread=0,
-                           addr=2**64 - 9, size=8))
+    write_table(
+        path, dict(ts=[0], op=["write"], launch=0, block=0, thread=0, addr=2**64 - 9, size=8)
+    )
     assert cli("validate", str(path)).exit_code == 0
 
 
 # -- filters say what they filtered ------------------------------------------------------------
 
+
 def test_ignore_that_drops_everything_says_so(racy):
     result = cli("check", racy, "--ignore", "waw")
     assert result.exit_code == 0
-    assert result.stdout == ("no hazards in 2 events; filtered out by --select/--ignore: "
-                             "1 waw\n")
+    assert result.stdout == ("no hazards in 2 events; filtered out by --select/--ignore: 1 waw\n")
 
 
 def test_select_that_keeps_nothing_says_so_in_json_and_sarif(racy):
@@ -211,6 +237,7 @@ def test_no_filter_note_when_nothing_was_filtered(racy):
 
 
 # -- the umask ---------------------------------------------------------------------------------
+
 
 @pytest.fixture(params=[0o022, 0o077, 0o002])
 def umask(request):
@@ -250,17 +277,30 @@ def test_writer_output_gets_the_umask(tmp_path, umask):
 
 # -- convert's compression ---------------------------------------------------------------------
 
+
 def v1(path: Path, compression) -> Path:
     n = 5000
-    write_table(path, dict(ts=np.arange(n), op=["write"] * n, launch=0, block=0,
-                           thread=np.arange(n) % 7, addr=8 * np.arange(n), size=8),
-                compression=compression)
+    write_table(
+        path,
+        dict(
+            ts=np.arange(n),
+            op=["write"] * n,
+            launch=0,
+            block=0,
+            thread=np.arange(n) % 7,
+            addr=8 * np.arange(n),
+            size=8,
+        ),
+        compression=compression,
+    )
     return path
 
 
 @pytest.mark.parametrize("codec", ["lz4", "zstd"])
-@pytest.mark.parametrize("src_name, dst_name", [("a.arrow", "b.arrows"), ("a.arrows", "b.parquet"),
-                                                ("a.parquet", "b.arrow")])
+@pytest.mark.parametrize(
+    "src_name, dst_name",
+    [("a.arrow", "b.arrows"), ("a.arrows", "b.parquet"), ("a.parquet", "b.arrow")],
+)
 def test_convert_keeps_the_input_compression(tmp_path, codec, src_name, dst_name):
     src = v1(tmp_path / src_name, codec)
     dst = tmp_path / dst_name
@@ -291,8 +331,11 @@ def test_convert_compression_option_wins(tmp_path):
         dst = tmp_path / f"b-{codec}.parquet"
         assert cli("convert", str(src), str(dst), "--compression", codec).exit_code == 0
         assert trace_compression(str(dst)) == codec
-    assert_one_line_error(cli("convert", str(src), str(tmp_path / "c.arrow"),
-                              "--compression", "gzip"), "usage", "gzip")
+    assert_one_line_error(
+        cli("convert", str(src), str(tmp_path / "c.arrow"), "--compression", "gzip"),
+        "usage",
+        "gzip",
+    )
 
 
 def test_compression_of_ipc_files_is_read_from_the_message(tmp_path):
@@ -307,12 +350,24 @@ def test_compression_of_ipc_files_is_read_from_the_message(tmp_path):
 
 # -- out of memory -----------------------------------------------------------------------------
 
+
 def test_a_check_that_runs_out_of_memory_fails_on_one_line(tmp_path):
     n = 1 << 20  # distinct granules: several hundred MiB of shadow memory
     path = tmp_path / "big.arrow"
-    write_table(path, dict(ts=np.arange(n), op=np.ones(n, np.uint8), launch=0, block=0,
-                           thread=np.arange(n) % 1024, space=int(Space.GLOBAL),
-                           addr=8 * np.arange(n, dtype=np.uint64), size=8), compression="lz4")
+    write_table(
+        path,
+        dict(
+            ts=np.arange(n),
+            op=np.ones(n, np.uint8),
+            launch=0,
+            block=0,
+            thread=np.arange(n) % 1024,
+            space=int(Space.GLOBAL),
+            addr=8 * np.arange(n, dtype=np.uint64),
+            size=8,
+        ),
+        compression="lz4",
+    )
     script = textwrap.dedent(f"""
         import resource, sys
         sys.path.insert(0, {str(ROOT)!r})
@@ -332,9 +387,12 @@ def test_a_check_that_runs_out_of_memory_fails_on_one_line(tmp_path):
         sys.argv = ["tracerace", "check", {str(path)!r}, "--no-progress"]
         main()
     """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                         cwd=ROOT, timeout=600)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
     assert out.returncode == 2, out.stderr[-2000:]
     assert out.stdout == "" and "Traceback" not in out.stderr
-    assert out.stderr == f"tracerace: error: {path}: out-of-memory: not enough memory to " \
-                         f"check this trace\n"
+    assert (
+        out.stderr == f"tracerace: error: {path}: out-of-memory: not enough memory to "
+        f"check this trace\n"
+    )

@@ -7,15 +7,29 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracerace.checker.engine.clocks import DELTA_MAX, DELTA_MIN, compact
-from tracerace.checker.engine.layout import (CV_EPOCH, SN_FIELDS, SN_LEN, SN_PARENT, SN_REF, SN_START,
-                                     SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N)
-from tracerace.checker.engine.clocks import decref as _decref, incref as _incref, lookup as _lookup
-from tracerace.checker.engine.clocks import merge as _merge, merge_many as _merge_many
+from tracerace.checker.engine.clocks import decref as _decref
+from tracerace.checker.engine.clocks import incref as _incref
+from tracerace.checker.engine.clocks import lookup as _lookup
+from tracerace.checker.engine.clocks import merge as _merge
+from tracerace.checker.engine.clocks import merge_many as _merge_many
+from tracerace.checker.engine.layout import (
+    CV_EPOCH,
+    SN_FIELDS,
+    SN_LEN,
+    SN_PARENT,
+    SN_REF,
+    SN_START,
+    SV_ARENA_LIVE,
+    SV_ARENA_TOP,
+    SV_SNAP_FREE,
+    SV_SNAP_N,
+)
 from tracerace.checker.jit import from_python
 
 # Compiled-code-only functions, called here through twins with a Python entry.
 decref, incref, lookup, merge, merge_many = map(
-    from_python, (_decref, _incref, _lookup, _merge, _merge_many))
+    from_python, (_decref, _incref, _lookup, _merge, _merge_many)
+)
 
 clock = st.dictionaries(st.integers(0, 199), st.integers(1, 50), max_size=40)
 
@@ -42,9 +56,9 @@ def _join(snapshots, values, scratch_rows):
     snap = merge_many(snaps, arena_a, arena_e, sv, cvs, len(values), scratch, touched)
     assert (scratch == -1).all()  # left clean for the next join
     lo, n = snaps[snap, SN_START], snaps[snap, SN_LEN] if snap else 0
-    agents = arena_a[lo:lo + n].tolist()
+    agents = arena_a[lo : lo + n].tolist()
     assert agents == sorted(set(agents))  # lookups binary-search by agent
-    return dict(zip(agents, arena_e[lo:lo + n].tolist()))
+    return dict(zip(agents, arena_e[lo : lo + n].tolist()))
 
 
 @settings(max_examples=300, deadline=None)
@@ -57,7 +71,7 @@ def test_merge_many_is_the_pointwise_max(snapshots, data, scratch_rows):
         values.append((base, agent, data.draw(st.integers(1, 50))))
     want: dict[int, int] = {}
     for base, agent, epoch in values:
-        for a, e in (snapshots[base - 1].items() if base else ()):
+        for a, e in snapshots[base - 1].items() if base else ():
             want[a] = max(want.get(a, 0), e)
         if agent >= 0:
             want[agent] = max(want.get(agent, 0), epoch)
@@ -78,18 +92,27 @@ def _contents(snaps, arena_a, arena_e, snap, agents):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.dictionaries(st.integers(0, 99), st.integers(1, 50), min_size=DELTA_MIN, max_size=60),
-       st.lists(st.tuples(st.integers(0, 119), st.integers(1, 80)), min_size=1, max_size=14),
-       st.data())
+@given(
+    st.dictionaries(st.integers(0, 99), st.integers(1, 50), min_size=DELTA_MIN, max_size=60),
+    st.lists(st.tuples(st.integers(0, 119), st.integers(1, 80)), min_size=1, max_size=14),
+    st.data(),
+)
 def test_delta_snapshots_read_as_their_joins(root_clock, joins, data):
     """Joining single agents into a large clock makes deltas (no copy of the
     root); lookups, a general merge, merge_many and compaction all see the
     joined clock, and giving back every reference frees every entry."""
     snaps, arena_a, arena_e, sv = _state()
     items = sorted(root_clock.items())
-    root = merge_many(snaps, arena_a, arena_e, sv,
-                      np.array([(0, a, e) for a, e in items], np.int64), len(items),
-                      np.full(128, -1, np.int64), np.zeros(128, np.int64))
+    root = merge_many(
+        snaps,
+        arena_a,
+        arena_e,
+        sv,
+        np.array([(0, a, e) for a, e in items], np.int64),
+        len(items),
+        np.full(128, -1, np.int64),
+        np.zeros(128, np.int64),
+    )
     incref(snaps, root)
     incref(snaps, root)  # this test's own reference, given back at the end
     agents = range(120)
@@ -97,16 +120,22 @@ def test_delta_snapshots_read_as_their_joins(root_clock, joins, data):
     def reads_as_joined(held, want):
         assert _contents(snaps, arena_a, arena_e, held, agents) == want
 
-    held, want = _join_each(snaps, arena_a, arena_e, sv, root, root_clock, joins,
-                            reads_as_joined)
+    held, want = _join_each(snaps, arena_a, arena_e, sv, root, root_clock, joins, reads_as_joined)
     if len(joins) <= DELTA_MAX and any(e > root_clock.get(a, 0) for a, e in joins):
         assert snaps[held, SN_PARENT] == root  # a delta, not a copy
     # A general merge with another clock reads the delta in place.
     other = data.draw(st.dictionaries(st.integers(0, 119), st.integers(1, 80), max_size=10))
     oi = sorted(other.items())
-    osnap = merge_many(snaps, arena_a, arena_e, sv, np.array([(0, a, e) for a, e in oi] or
-                                                             [(0, -1, 0)], np.int64),
-                       max(len(oi), 1), np.full(128, -1, np.int64), np.zeros(128, np.int64))
+    osnap = merge_many(
+        snaps,
+        arena_a,
+        arena_e,
+        sv,
+        np.array([(0, a, e) for a, e in oi] or [(0, -1, 0)], np.int64),
+        max(len(oi), 1),
+        np.full(128, -1, np.int64),
+        np.zeros(128, np.int64),
+    )
     incref(snaps, osnap)
     joined = merge(snaps, arena_a, arena_e, sv, held, osnap, -1, 0)
     both = dict(want)
@@ -114,9 +143,16 @@ def test_delta_snapshots_read_as_their_joins(root_clock, joins, data):
         both[a] = max(both.get(a, 0), e)
     assert _contents(snaps, arena_a, arena_e, joined, agents) == both
     # merge_many over the delta and the root reads the root once.
-    many = merge_many(snaps, arena_a, arena_e, sv, np.array([(held, -1, 0), (root, -1, 0)],
-                                                            np.int64), 2,
-                      np.full(128, -1, np.int64), np.zeros(128, np.int64))
+    many = merge_many(
+        snaps,
+        arena_a,
+        arena_e,
+        sv,
+        np.array([(held, -1, 0), (root, -1, 0)], np.int64),
+        2,
+        np.full(128, -1, np.int64),
+        np.zeros(128, np.int64),
+    )
     assert _contents(snaps, arena_a, arena_e, many, agents) == want
     # Compaction keeps what is held and reclaims the rest.
     compact(snaps, arena_a, arena_e, sv)
@@ -131,9 +167,16 @@ def _delta_clock(snaps, arena_a, arena_e, sv, root_clock, joins):
     """A held snapshot: ``root_clock`` as a root, then ``joins`` added one
     agent at a time (deltas while they fit). Returns (snapshot, contents)."""
     items = sorted(root_clock.items()) or [(-1, 0)]
-    held = merge_many(snaps, arena_a, arena_e, sv, np.array([(0, a, e) for a, e in items],
-                                                            np.int64), len(items),
-                      np.full(128, -1, np.int64), np.zeros(128, np.int64))
+    held = merge_many(
+        snaps,
+        arena_a,
+        arena_e,
+        sv,
+        np.array([(0, a, e) for a, e in items], np.int64),
+        len(items),
+        np.full(128, -1, np.int64),
+        np.zeros(128, np.int64),
+    )
     incref(snaps, held)
     return _join_each(snaps, arena_a, arena_e, sv, held, root_clock, joins)
 
@@ -178,4 +221,4 @@ def test_merge_of_two_deltas_is_the_pointwise_max(c1, j1, c2, j2, agent, epoch):
     elif agent < 0 or s2 not in (0, s1):
         assert snaps[got, SN_PARENT] == 0  # a general merge writes a root
         lo, n = snaps[got, SN_START], snaps[got, SN_LEN]
-        assert arena_a[lo:lo + n].tolist() == sorted(set(arena_a[lo:lo + n].tolist()))
+        assert arena_a[lo : lo + n].tolist() == sorted(set(arena_a[lo : lo + n].tolist()))

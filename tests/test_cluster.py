@@ -6,12 +6,11 @@ from __future__ import annotations
 import io
 
 import pytest
+from test_cli_check import write_trace
 
 from tracerace import api
-from tracerace.report.output import render
 from tracerace.errors import TraceError
-
-from test_cli_check import write_trace
+from tracerace.report.output import render
 
 distributed = pytest.importorskip("distributed")
 
@@ -20,8 +19,12 @@ distributed = pytest.importorskip("distributed")
 def client():
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None) as cluster, Client(cluster) as c:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as c,
+    ):
         yield c
 
 
@@ -68,8 +71,9 @@ def test_check_dask_on_the_command_line(client, tmp_path):
 
     racy = write_trace(tmp_path / "racy.arrow", barrier=False)
     clean = write_trace(tmp_path / "clean.arrow", barrier=True)
-    result = CliRunner().invoke(app, ["check", "--dask", client.scheduler.address, racy, clean,
-                                      "--no-progress"])
+    result = CliRunner().invoke(
+        app, ["check", "--dask", client.scheduler.address, racy, clean, "--no-progress"]
+    )
     assert result.exit_code == 1, result.output
     assert result.stdout.startswith(text(api.check(racy)) + text(api.check(clean)))
     assert "trace " in result.stdout.splitlines()[-4]
@@ -92,8 +96,7 @@ def check_with_dask(address, trace, *extra):
     from tracerace.cli import app
 
     start = time.monotonic()
-    result = CliRunner().invoke(app, ["check", "--dask", address, trace, "--no-progress",
-                                      *extra])
+    result = CliRunner().invoke(app, ["check", "--dask", address, trace, "--no-progress", *extra])
     return result, time.monotonic() - start
 
 
@@ -106,8 +109,10 @@ def test_dask_scheduler_out_of_reach_is_one_line_in_bounded_time(tmp_path):
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
-    assert lines[0].startswith(f"tracerace: error: options: usage: cannot reach the Dask "
-                               f"scheduler at {address} within 1 s: "), lines[0]
+    assert lines[0].startswith(
+        f"tracerace: error: options: usage: cannot reach the Dask "
+        f"scheduler at {address} within 1 s: "
+    ), lines[0]
     assert result.stdout == ""
     assert took < 10
 
@@ -128,4 +133,5 @@ def test_dask_timeout_must_be_positive(tmp_path):
     assert result.exit_code == 2, result.output
     assert result.stderr.strip().splitlines() == [
         "tracerace: error: options: usage: --dask-timeout must be a positive number of "
-        "seconds, not 0"], result.stderr
+        "seconds, not 0"
+    ], result.stderr

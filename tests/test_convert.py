@@ -60,6 +60,7 @@ def rows(path: str) -> dict[str, list]:
 
 # --- the detector -------------------------------------------------------------------
 
+
 def parse(text: str) -> list[tuple[str, str, str, int]]:
     out = []
     for line in text.splitlines():
@@ -96,9 +97,12 @@ def racy_events(text: str) -> int:
         clock[thread] = clock.get(thread, 0) + 1
         if op in ("r", "w"):
             write = op == "w"
-            if any((write or x_write) and x_thread != thread
-                   and clocks[thread].get(x_thread, 0) < x_epoch
-                   for x_thread, x_epoch, x_write in history[obj]):
+            if any(
+                (write or x_write)
+                and x_thread != thread
+                and clocks[thread].get(x_thread, 0) < x_epoch
+                for x_thread, x_epoch, x_write in history[obj]
+            ):
                 racy += 1
             history[obj].append((thread, clock[thread], write))
         elif op == "acq":
@@ -127,8 +131,9 @@ def std_traces(draw, max_events: int = 40, named: bool = False) -> str:
     forked: set[int] = set()
     joined: set[int] = set()
     holder: dict[int, int] = {}
-    tname = (lambda t: ["main", "worker", "T7x", "t", "pool-1"][t]) if named else \
-        (lambda t: f"T{t}")
+    tname = (
+        (lambda t: ["main", "worker", "T7x", "t", "pool-1"][t]) if named else (lambda t: f"T{t}")
+    )
     vname = (lambda v: ["x", "y", "count", "V01"][v]) if named else (lambda v: f"V{v}")
     lines = []
     for _ in range(draw(st.integers(1, max_events))):
@@ -137,10 +142,21 @@ def std_traces(draw, max_events: int = 40, named: bool = False) -> str:
         free = [lk for lk in range(n_locks) if lk not in holder]
         mine = [lk for lk, h in holder.items() if h == t]
         unforked = [c for c in range(n_threads) if c not in roots and c not in forked]
-        joinable = [c for c in range(n_threads) if c != t and c not in joined
-                    and (c in roots or c in forked) and c not in holder.values()]
-        kinds = ["r", "r", "w", "w"] + ["acq"] * bool(free) + ["rel"] * bool(mine) \
-            + ["fork"] * bool(unforked) + ["join"] * bool(joinable)
+        joinable = [
+            c
+            for c in range(n_threads)
+            if c != t
+            and c not in joined
+            and (c in roots or c in forked)
+            and c not in holder.values()
+        ]
+        kinds = (
+            ["r", "r", "w", "w"]
+            + ["acq"] * bool(free)
+            + ["rel"] * bool(mine)
+            + ["fork"] * bool(unforked)
+            + ["join"] * bool(joinable)
+        )
         kind = draw(st.sampled_from(kinds))
         if kind in ("r", "w"):
             obj = vname(draw(st.integers(0, n_vars - 1)))
@@ -174,6 +190,7 @@ def test_detector_on_the_example():
 
 # --- import ----------------------------------------------------------------------------
 
+
 def test_import_maps_the_example(tmp_path):
     src = write_std(tmp_path / "ex.std", EXAMPLE)
     dst = str(tmp_path / "ex.arrow")
@@ -186,7 +203,7 @@ def test_import_maps_the_example(tmp_path):
     assert d["obj"][1] == FORK_FLAG + 1 and d["obj"][3] == FORK_FLAG + 1 and d["thread"][3] == 1
     # join: the child's signal, then the parent's wait, both at the join line
     i = d["site"].index(11)  # loc:40
-    assert ops[i:i + 2] == ["signal", "wait"]
+    assert ops[i : i + 2] == ["signal", "wait"]
     assert (d["thread"][i], d["thread"][i + 1]) == (1, 0)
     assert d["obj"][i] == d["obj"][i + 1] == JOIN_FLAG + 1
     # variables: 8-byte global words; sites keep the location; ts is the line index
@@ -221,8 +238,11 @@ def test_cli_check_select_on_imported_std(tmp_path):
     assert json.loads(res.stdout)["summary"]["racy_rows"] == 1
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(text=std_traces())
 def test_racy_rows_match_the_detector(tmp_path, text):
     src = write_std(tmp_path / "t.std", text)
@@ -234,8 +254,11 @@ def test_racy_rows_match_the_detector(tmp_path, text):
         assert report.summary["racy_rows"] == expected, (engine, text)
 
 
-@settings(max_examples=40, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(text=std_traces(named=True))
 def test_named_threads_and_variables(tmp_path, text):
     src = write_std(tmp_path / "t.std", text)
@@ -263,6 +286,7 @@ def test_named_ids_start_at_the_named_bases(tmp_path):
 
 # --- round trips ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("mid", [".arrow", ".arrows", ".parquet"])
 def test_round_trip_example(tmp_path, mid):
     src = write_std(tmp_path / "ex.std", EXAMPLE)
@@ -271,8 +295,9 @@ def test_round_trip_example(tmp_path, mid):
     assert (tmp_path / "back.std").read_text() == EXAMPLE
 
 
-@settings(max_examples=100, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=std_traces(max_events=60))
 def test_round_trip_random(tmp_path, text):
     src = write_std(tmp_path / "t.std", text)
@@ -308,19 +333,23 @@ def test_large_import_streams_in_chunks(tmp_path, monkeypatch):
 
 # --- bad STD ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, line, words", [
-    ("T0|w(V1)|1\nT0 w(V1) 2\n", 2, "expected THREAD|OP(OBJECT)|LOCATION"),
-    ("T0|w(V1)|1\nT0|frob(V1)|2\n", 2, "unknown operation 'frob'"),
-    ("T0|w(V1)|x\n", 1, "location 'x' is not an integer"),
-    ("T0|w(V1)|1\n\nT0|w(V1|3\n", 3, "bad event"),
-    ("T0|w(V1)|1234567890123456789012\n", 1, "too large"),
-    ("T0|fork(T0)|1\n", 1, "names the thread itself"),
-    ("T1|w(V1)|1\nT0|fork(T1)|2\n", 2, "has already run"),
-    ("T0|fork(T1)|1\nT0|fork(T1)|2\n", 2, "already forked at line 1"),
-    ("T0|fork(T1)|1\nT0|join(T1)|2\nT0|join(T1)|3\n", 3, "already joined at line 2"),
-    ("T0|fork(T1)|1\nT0|join(T1)|2\nT1|r(V0)|3\n", 3, "event of T1 after join(T1) at line 2"),
-    ("T0|fork(T1)|1\nT0|join(T1)|2\nT1|fork(T2)|3\n", 3, "event of T1 after join(T1)"),
-])
+
+@pytest.mark.parametrize(
+    "text, line, words",
+    [
+        ("T0|w(V1)|1\nT0 w(V1) 2\n", 2, "expected THREAD|OP(OBJECT)|LOCATION"),
+        ("T0|w(V1)|1\nT0|frob(V1)|2\n", 2, "unknown operation 'frob'"),
+        ("T0|w(V1)|x\n", 1, "location 'x' is not an integer"),
+        ("T0|w(V1)|1\n\nT0|w(V1|3\n", 3, "bad event"),
+        ("T0|w(V1)|1234567890123456789012\n", 1, "too large"),
+        ("T0|fork(T0)|1\n", 1, "names the thread itself"),
+        ("T1|w(V1)|1\nT0|fork(T1)|2\n", 2, "has already run"),
+        ("T0|fork(T1)|1\nT0|fork(T1)|2\n", 2, "already forked at line 1"),
+        ("T0|fork(T1)|1\nT0|join(T1)|2\nT0|join(T1)|3\n", 3, "already joined at line 2"),
+        ("T0|fork(T1)|1\nT0|join(T1)|2\nT1|r(V0)|3\n", 3, "event of T1 after join(T1) at line 2"),
+        ("T0|fork(T1)|1\nT0|join(T1)|2\nT1|fork(T2)|3\n", 3, "event of T1 after join(T1)"),
+    ],
+)
 def test_bad_std_lines_name_file_and_line(tmp_path, text, line, words):
     src = write_std(tmp_path / "bad.std", text)
     with pytest.raises(TraceError) as exc:
@@ -351,6 +380,7 @@ def test_missing_std_file(tmp_path):
 
 # --- export ------------------------------------------------------------------------------
 
+
 def v1(path, **cols) -> str:
     n = len(cols["op"])
     cols.setdefault("ts", list(range(n)))
@@ -360,13 +390,23 @@ def v1(path, **cols) -> str:
     return str(path)
 
 
-@pytest.mark.parametrize("op, extra", [
-    ("bar_sync", {"arg": 2}), ("atomic", {"size": 8}), ("init", {"size": 8}),
-    ("cp_async", {"size": 16}), ("fence", {}),
-])
+@pytest.mark.parametrize(
+    "op, extra",
+    [
+        ("bar_sync", {"arg": 2}),
+        ("atomic", {"size": 8}),
+        ("init", {"size": 8}),
+        ("cp_async", {"size": 16}),
+        ("fence", {}),
+    ],
+)
 def test_export_rejects_ops_without_std_equivalent(tmp_path, op, extra):
-    cols = {"op": ["write", op], "thread": [0, 1], "size": [8, extra.get("size", 0)],
-            "arg": [0, extra.get("arg", 0)]}
+    cols = {
+        "op": ["write", op],
+        "thread": [0, 1],
+        "size": [8, extra.get("size", 0)],
+        "arg": [0, extra.get("arg", 0)],
+    }
     src = v1(tmp_path / "t.arrow", **cols)
     res = CliRunner().invoke(app, ["convert", src, str(tmp_path / "t.std")])
     assert res.exit_code == 2
@@ -387,31 +427,46 @@ def test_export_rejects_other_flags_launches_and_blocks(tmp_path):
 
 
 def test_export_rejects_a_fork_wait_that_is_not_the_first_event(tmp_path):
-    src = v1(tmp_path / "f.arrow", op=["signal", "write", "wait"], thread=[0, 1, 1],
-             obj=[FORK_FLAG + 1, 0, FORK_FLAG + 1], arg=[1, 0, 1], size=[0, 8, 0])
+    src = v1(
+        tmp_path / "f.arrow",
+        op=["signal", "write", "wait"],
+        thread=[0, 1, 1],
+        obj=[FORK_FLAG + 1, 0, FORK_FLAG + 1],
+        arg=[1, 0, 1],
+        size=[0, 8, 0],
+    )
     with pytest.raises(TraceError, match="row 2: .*not that thread's first event"):
         convert(src, str(tmp_path / "f.std"))
 
 
 def test_export_numbers_general_ranges_and_rejects_partial_overlap(tmp_path):
-    src = v1(tmp_path / "g.arrow", op=["write", "read", "write", "read"], thread=[0, 1, 1, 0],
-             space=[1, 1, 0, 1], addr=[0x10, 0x10, 0x10, 0x20], size=4)
+    src = v1(
+        tmp_path / "g.arrow",
+        op=["write", "read", "write", "read"],
+        thread=[0, 1, 1, 0],
+        space=[1, 1, 0, 1],
+        addr=[0x10, 0x10, 0x10, 0x20],
+        size=4,
+    )
     # shared 0x10+4 is V0, global 0x10+4 is V1, shared 0x20+4 is V2 (no sites: row numbers)
     convert(src, str(tmp_path / "g.std"))
-    assert (tmp_path / "g.std").read_text() == \
-        "T0|w(V0)|0\nT1|r(V0)|1\nT1|w(V1)|2\nT0|r(V2)|3\n"
-    src = v1(tmp_path / "o.arrow", op=["write", "read"], thread=[0, 1], addr=[0x10, 0x12],
-             size=4)
+    assert (tmp_path / "g.std").read_text() == "T0|w(V0)|0\nT1|r(V0)|1\nT1|w(V1)|2\nT0|r(V2)|3\n"
+    src = v1(tmp_path / "o.arrow", op=["write", "read"], thread=[0, 1], addr=[0x10, 0x12], size=4)
     with pytest.raises(TraceError, match="row 1: .*overlap without being the same range"):
         convert(src, str(tmp_path / "o.std"))
 
 
 def test_export_locations_from_sites(tmp_path):
-    cols = {"op": ["write", "read", "read"], "thread": [0, 1, 1], "size": 8,
-            "site": [0, 1, 0xFFFFFFFF]}
+    cols = {
+        "op": ["write", "read", "read"],
+        "thread": [0, 1, 1],
+        "size": 8,
+        "site": [0, 1, 0xFFFFFFFF],
+    }
     path = tmp_path / "s.arrow"
-    write_table(path, dict(ts=[0, 1, 2], launch=0, block=0, **cols),
-                sites=["loc:77", "kernel.cu:5"])
+    write_table(
+        path, dict(ts=[0, 1, 2], launch=0, block=0, **cols), sites=["loc:77", "kernel.cu:5"]
+    )
     convert(str(path), str(tmp_path / "s.std"))
     # loc:77 -> 77; a site without a number -> its index (1); no site -> the row (2)
     assert (tmp_path / "s.std").read_text() == "T0|w(V0)|77\nT1|r(V0)|1\nT1|r(V0)|2\n"
@@ -419,17 +474,34 @@ def test_export_locations_from_sites(tmp_path):
 
 # --- v1 containers -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("a, b", [(".arrow", ".parquet"), (".parquet", ".arrows"),
-                                  (".arrows", ".arrow")])
+
+@pytest.mark.parametrize(
+    "a, b", [(".arrow", ".parquet"), (".parquet", ".arrows"), (".arrows", ".arrow")]
+)
 def test_recontainer_keeps_rows_and_metadata(tmp_path, a, b):
-    cols = dict(ts=[0, 1, 2], op=["write", "bar_sync", "read"], launch=0, block=0,
-                thread=[0, 0, 1], space=1, addr=[16, 0, 16], size=[4, 0, 4], arg=[0, 1, 0],
-                site=[0, 0xFFFFFFFF, 0])
+    cols = dict(
+        ts=[0, 1, 2],
+        op=["write", "bar_sync", "read"],
+        launch=0,
+        block=0,
+        thread=[0, 0, 1],
+        space=1,
+        addr=[16, 0, 16],
+        size=[4, 0, 4],
+        arg=[0, 1, 0],
+        site=[0, 0xFFFFFFFF, 0],
+    )
     src = tmp_path / f"in{a}"
-    write_table(src, cols, sites=["k.cu:1", "k.cu:1"], producer="me",
-                buffers=[{"name": "s", "space": 1, "base": 0, "shape": [8], "itemsize": 4}])
-    res = CliRunner().invoke(app, ["convert", str(src), str(tmp_path / f"out{b}"),
-                                   "--compression", "zstd"])
+    write_table(
+        src,
+        cols,
+        sites=["k.cu:1", "k.cu:1"],
+        producer="me",
+        buffers=[{"name": "s", "space": 1, "base": 0, "shape": [8], "itemsize": 4}],
+    )
+    res = CliRunner().invoke(
+        app, ["convert", str(src), str(tmp_path / f"out{b}"), "--compression", "zstd"]
+    )
     assert res.exit_code == 0, res.output
     from tracerace.trace.reader import open_trace
 

@@ -37,17 +37,24 @@ def traces(tmp_path: Path) -> dict[str, list[str]]:
     cut.mkdir()
     g.write(cut / "kernel_1_iter0_tile.ndjson", g.cutracer_ndjson(kernel))
     return {
-        "accelsim": [str(next((FIXTURES / "accelsim_real").iterdir())), raw,
-                     str(accel / "kernelslist"),
-                     g.write(accel / "kernel-2.traceg.xz", g.accel_traceg(kernel, 2), xz=True)],
-        "cutracer": [str(FIXTURES / "cutracer_sample" / "reg_trace_sample.ndjson"),
-                     str(FIXTURES / "cutracer_sample" / "reg_trace_sample.ndjson.zst"),
-                     str(cut),
-                     # no CUTracer name: claimed by its first line
-                     str(shutil.copy(cut / "kernel_1_iter0_tile.ndjson", tmp_path / "tile.log"))],
+        "accelsim": [
+            str(next((FIXTURES / "accelsim_real").iterdir())),
+            raw,
+            str(accel / "kernelslist"),
+            g.write(accel / "kernel-2.traceg.xz", g.accel_traceg(kernel, 2), xz=True),
+        ],
+        "cutracer": [
+            str(FIXTURES / "cutracer_sample" / "reg_trace_sample.ndjson"),
+            str(FIXTURES / "cutracer_sample" / "reg_trace_sample.ndjson.zst"),
+            str(cut),
+            # no CUTracer name: claimed by its first line
+            str(shutil.copy(cut / "kernel_1_iter0_tile.ndjson", tmp_path / "tile.log")),
+        ],
         "tracez": [str(tmp_path / "kernel-9.tracez")],
-        "memtrace": [g.write(tmp_path / "run.log", g.memtrace_log([kernel])),
-                     g.write(tmp_path / "run.txt", "banner\n" + g.memtrace_log([kernel]))],
+        "memtrace": [
+            g.write(tmp_path / "run.log", g.memtrace_log([kernel])),
+            g.write(tmp_path / "run.txt", "banner\n" + g.memtrace_log([kernel])),
+        ],
     }
 
 
@@ -81,7 +88,7 @@ def test_each_importer_claims_its_own_traces_and_no_others(tmp_path):
 
 
 def test_other_inputs_are_nobodys(tmp_path):
-    plain = g.write(tmp_path / "notes.log", "hello\n{\"type\": \"unknown\"}\n")
+    plain = g.write(tmp_path / "notes.log", 'hello\n{"type": "unknown"}\n')
     std = g.write(tmp_path / "t.std", "T0|w(V1)|1\n")
     for path in (plain, std, str(tmp_path / "missing.log"), str(tmp_path)):
         assert gpu.detect(path) is None, path
@@ -125,8 +132,14 @@ def test_detection_walks_the_registry_it_is_given(tmp_path):
         Registry((_Toy(), _Toy()))
 
 
-@pytest.mark.parametrize("name,text", [("mystery.bin", "\x00\x01"), ("notes.log", "hello\n"),
-                                       ("noext", "MEMTRACE: nothing to see\n")])
+@pytest.mark.parametrize(
+    "name,text",
+    [
+        ("mystery.bin", "\x00\x01"),
+        ("notes.log", "hello\n"),
+        ("noext", "MEMTRACE: nothing to see\n"),
+    ],
+)
 def test_input_nobody_claims_exits_2_naming_the_file(tmp_path, name, text):
     src = tmp_path / name
     src.write_text(text)

@@ -7,11 +7,12 @@ fail in both with the same rule at the same row.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
+from builders import SimpleReader, columns
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
+from tracegen import traces
 
 from tracerace.checker import engine, reference
 from tracerace.checker.engine import EngineState
@@ -19,15 +20,13 @@ from tracerace.checker.engine.granules import global_accesses
 from tracerace.checker.engine.layout import GR_AGENTS, GR_GRAN, GR_NODES
 from tracerace.checker.engine.pools import Sizes
 from tracerace.checker.engine.shadow import WIDE_GRANULE_SHIFT
+from tracerace.checker.reference.checker import ReferenceChecker
 from tracerace.errors import TraceError
 from tracerace.trace.ops import Op
-from tracerace.checker.reference.checker import ReferenceChecker
 
-from builders import SimpleReader, columns
-from tracegen import traces
-
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                       HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 
 
 def outcome(mod, cols, splits, **options):
@@ -97,13 +96,13 @@ def test_engine_matches_reference_with_pages(events, data):
 
 
 @settings(max_examples=150, **SETTINGS)
-@given(events=traces(async_ops=True, large=True, max_events=200, max_launches=3),
-       data=st.data())
+@given(events=traces(async_ops=True, large=True, max_events=200, max_launches=3), data=st.data())
 def test_engine_matches_reference_with_pages_while_growing(events, data):
     splits = data.draw(split_rows(events))
     wide = data.draw(st.booleans())
-    assert_agree(events, splits, page_shift=5, sizes=TINY,
-                 shared_shift=WIDE_GRANULE_SHIFT if wide else None)
+    assert_agree(
+        events, splits, page_shift=5, sizes=TINY, shared_shift=WIDE_GRANULE_SHIFT if wide else None
+    )
 
 
 # Every launch gets 16-byte shared-memory granules (the engine otherwise picks
@@ -140,9 +139,19 @@ def test_tiny_pools_grow(monkeypatch):
         grown.append(mask)
         original(self, mask)
 
-    events = [dict(op=int(Op.WRITE if i % 3 else Op.READ), ts=i, launch=i // 20, block=0,
-                   thread=i % 5, space=i % 2, addr=4 * (i % 23), size=4)
-              for i in range(60)]
+    events = [
+        dict(
+            op=int(Op.WRITE if i % 3 else Op.READ),
+            ts=i,
+            launch=i // 20,
+            block=0,
+            thread=i % 5,
+            space=i % 2,
+            addr=4 * (i % 23),
+            size=4,
+        )
+        for i in range(60)
+    ]
     monkeypatch.setattr(EngineState, "grow", spy)
     assert_agree(events, [], sizes=TINY)
     merged = 0
@@ -154,8 +163,18 @@ def test_tiny_pools_grow(monkeypatch):
 def test_strided_granules_fill_the_table():
     """Accesses 64 bytes apart all sit at one offset of their line of granule
     slots; the table must still spread them, grow, and find them again."""
-    events = [dict(op=int(Op.WRITE if i < 3000 else Op.READ), ts=i, launch=0, block=0,
-                   thread=i % 7, addr=64 * (i % 3000), size=4) for i in range(4500)]
+    events = [
+        dict(
+            op=int(Op.WRITE if i < 3000 else Op.READ),
+            ts=i,
+            launch=0,
+            block=0,
+            thread=i % 7,
+            addr=64 * (i % 3000),
+            size=4,
+        )
+        for i in range(4500)
+    ]
     ref = assert_agree(events, [1000, 3333], sizes=TINY)
     assert len(ref.findings) > 0  # the threads race: the comparison saw hazards
 
@@ -165,13 +184,13 @@ def test_global_accesses_lists_the_rows_that_prefetch():
     atomic accesses to global memory, in row order; not shared or local
     accesses, not copies, inits or synchronization."""
     events = [
-        dict(op=int(Op.WRITE), space=0, addr=0, size=4),     # 0: yes
-        dict(op=int(Op.READ), space=1, addr=0, size=4),      # 1: shared
-        dict(op=int(Op.BAR_SYNC), obj=0, arg=1),             # 2: sync
-        dict(op=int(Op.ATOMIC), space=0, addr=8, size=4),    # 3: yes
-        dict(op=int(Op.READ), space=2, addr=0, size=4),      # 4: local
-        dict(op=int(Op.INIT), space=0, addr=64, size=64),    # 5: init
-        dict(op=int(Op.READ), space=0, addr=16, size=8),     # 6: yes
+        dict(op=int(Op.WRITE), space=0, addr=0, size=4),  # 0: yes
+        dict(op=int(Op.READ), space=1, addr=0, size=4),  # 1: shared
+        dict(op=int(Op.BAR_SYNC), obj=0, arg=1),  # 2: sync
+        dict(op=int(Op.ATOMIC), space=0, addr=8, size=4),  # 3: yes
+        dict(op=int(Op.READ), space=2, addr=0, size=4),  # 4: local
+        dict(op=int(Op.INIT), space=0, addr=64, size=64),  # 5: init
+        dict(op=int(Op.READ), space=0, addr=16, size=8),  # 6: yes
     ]
     for k, e in enumerate(events):
         e.update(ts=k, launch=0, block=0, thread=0)
@@ -185,9 +204,10 @@ def test_global_accesses_lists_the_rows_that_prefetch():
 # macros of tracegen): each reason below is found in some generated trace,
 # on which the two checkers then agree.
 
+
 def _reason_present(events, kind, code, how=None):
-    from tracerace.checker import reasons as R
     from tracerace.trace.ops import HazardKind
+
     try:
         res = reference.check_trace(SimpleReader(columns(events)))
     except TraceError:
@@ -199,16 +219,21 @@ def _reason_present(events, kind, code, how=None):
     return bool(hit.any())
 
 
-@pytest.mark.parametrize("kind, code, how", [
-    ("raw", 1, 0),              # reasons.RACE_WEAK_SYNC, WEAK_SCOPE
-    ("raw", 1, 1),              # reasons.RACE_WEAK_SYNC, WEAK_RELAXED
-    ("async_inflight", 3, None),  # reasons.INFLIGHT_TMA_LOAD
-    ("proxy_fence", 1, None),   # reasons.PROXY_CP_ASYNC_DEST
-])
+@pytest.mark.parametrize(
+    "kind, code, how",
+    [
+        ("raw", 1, 0),  # reasons.RACE_WEAK_SYNC, WEAK_SCOPE
+        ("raw", 1, 1),  # reasons.RACE_WEAK_SYNC, WEAK_RELAXED
+        ("async_inflight", 3, None),  # reasons.INFLIGHT_TMA_LOAD
+        ("proxy_fence", 1, None),  # reasons.PROXY_CP_ASYNC_DEST
+    ],
+)
 def test_generator_reaches_the_memory_model_reasons(kind, code, how):
-    events = find(traces(async_ops=True), lambda ev: _reason_present(ev, kind, code, how),
-                  settings=settings(max_examples=3000, database=None, phases=[Phase.generate],
-                                    **SETTINGS))
+    events = find(
+        traces(async_ops=True),
+        lambda ev: _reason_present(ev, kind, code, how),
+        settings=settings(max_examples=3000, database=None, phases=[Phase.generate], **SETTINGS),
+    )
     assert_agree(events, [])
 
 
@@ -226,9 +251,13 @@ def _fences_change_findings(events):
 def test_generator_reaches_barriers_that_fence_some_memory():
     # Derandomized: the same search every run (a random one of 3,000 examples
     # missed now and then).
-    events = find(traces(async_ops=True), _fences_change_findings,
-                  settings=settings(max_examples=10000, database=None, phases=[Phase.generate],
-                                    derandomize=True, **SETTINGS))
+    events = find(
+        traces(async_ops=True),
+        _fences_change_findings,
+        settings=settings(
+            max_examples=10000, database=None, phases=[Phase.generate], derandomize=True, **SETTINGS
+        ),
+    )
     assert_agree(events, [])
 
 
@@ -247,6 +276,7 @@ def _proxy_names_older_write(events):
     replay order) to its bytes before the access: a write that a copy issued
     later (retired or not), or a racing write, did not hide."""
     from tracerace.trace.ops import HazardKind
+
     try:
         res = reference.check_trace(SimpleReader(columns(events)))
     except TraceError:
@@ -255,23 +285,36 @@ def _proxy_names_older_write(events):
     for k in range(len(f)):
         if f["kind"][k] != int(HazardKind.PROXY_FENCE):
             continue
-        row, prev, lo, size = int(f["row"][k]), int(f["prev_row"][k]), int(f["addr"][k]), \
-            int(f["size"][k])
+        row, prev, lo, size = (
+            int(f["row"][k]),
+            int(f["prev_row"][k]),
+            int(f["addr"][k]),
+            int(f["size"][k]),
+        )
         space, owner = int(f["space"][k]), int(f["owner"][k])
-        if any(ev["op"] in WRITES_DST and ev.get("space", 0) == space and
-               ev["launch"] == events[row]["launch"] and _owner(ev, space) == owner and
-               (space != 2 or ev["block"] == events[row]["block"]) and
-               ev.get("addr", 0) < lo + size and lo < ev.get("addr", 0) + ev.get("size", 0)
-               for ev in events[prev + 1:row]):
+        if any(
+            ev["op"] in WRITES_DST
+            and ev.get("space", 0) == space
+            and ev["launch"] == events[row]["launch"]
+            and _owner(ev, space) == owner
+            and (space != 2 or ev["block"] == events[row]["block"])
+            and ev.get("addr", 0) < lo + size
+            and lo < ev.get("addr", 0) + ev.get("size", 0)
+            for ev in events[prev + 1 : row]
+        ):
             return True
     return False
 
 
 def test_generator_reaches_proxy_writes_behind_newer_ones():
     # Derandomized, as above.
-    events = find(traces(async_ops=True), _proxy_names_older_write,
-                  settings=settings(max_examples=3000, database=None, phases=[Phase.generate],
-                                    derandomize=True, **SETTINGS))
+    events = find(
+        traces(async_ops=True),
+        _proxy_names_older_write,
+        settings=settings(
+            max_examples=3000, database=None, phases=[Phase.generate], derandomize=True, **SETTINGS
+        ),
+    )
     assert_agree(events, [])
 
 
@@ -279,17 +322,24 @@ def test_generator_reaches_proxy_writes_behind_newer_ones():
 def test_generator_reaches_counts_past_int64(what):
     """Signal and transaction counts whose sums pass the format's int64: the
     engine wrapped them where the reference did not (issue 35)."""
+
     def hit(events):
         try:
             reference.check_trace(SimpleReader(columns(events)))
         except TraceError as err:
-            return err.rule == "count-overflow" and \
-                err.message.startswith("signal" if what == "signal" else "mbarrier")
+            return err.rule == "count-overflow" and err.message.startswith(
+                "signal" if what == "signal" else "mbarrier"
+            )
         return False
+
     # Transaction counts in one launch: two of one mbarrier phase meet sooner.
-    events = find(traces(async_ops=True, max_launches=1 if what == "tx" else 2), hit,
-                  settings=settings(max_examples=5000, database=None, phases=[Phase.generate],
-                                    derandomize=True, **SETTINGS))
+    events = find(
+        traces(async_ops=True, max_launches=1 if what == "tx" else 2),
+        hit,
+        settings=settings(
+            max_examples=5000, database=None, phases=[Phase.generate], derandomize=True, **SETTINGS
+        ),
+    )
     assert_agree(events, [])
 
 
@@ -311,26 +361,40 @@ class _HiddenUnderTwoCopies(ReferenceChecker):
         self.row = row
         if acc.is_async_agent and acc.is_write:  # the copies in flight under it
             okey = self.owner_key(ev, space, ev["launch"], source=source)
-            acc.flying = {id(x) for b in range(acc.addr, acc.addr + acc.size)
-                          for x in self.history.get(okey + (b,), ())
-                          if x.is_async_agent and x.is_write and self.in_flight(x)}
+            acc.flying = {
+                id(x)
+                for b in range(acc.addr, acc.addr + acc.size)
+                for x in self.history.get(okey + (b,), ())
+                if x.is_async_agent and x.is_write and self.in_flight(x)
+            }
         super().access(row, ev, st, acc, clock, space, found, source=source)
 
     def writes_seen(self, hist, launch, clock, space):
         seen = super().writes_seen(hist, launch, clock, space)
         for i, w in enumerate(hist):
-            if not w.is_write or w.is_async_agent or w.launch != launch or \
-                    not self.hb(w, launch, clock, space) or any(v is w for v in seen) or \
-                    self.proxy_fenced(w, clock, space):
+            if (
+                not w.is_write
+                or w.is_async_agent
+                or w.launch != launch
+                or not self.hb(w, launch, clock, space)
+                or any(v is w for v in seen)
+                or self.proxy_fenced(w, clock, space)
+            ):
                 continue
-            after = [v for v in hist[i + 1:] if v.is_write and
-                     self.hb(w, launch, v.clock, space)]
+            after = [v for v in hist[i + 1 :] if v.is_write and self.hb(w, launch, v.clock, space)]
             if len(after) != 2 or any(not v.is_async_agent for v in after):
                 continue  # not two copies; a plain write or an atomic follows it
             r, last = after
-            if self.in_flight(last) and not self.in_flight(r) and id(r) in last.flying and (
-                    last.agent != r.agent if self.other_thread else
-                    last.agent == r.agent and _beyond(last, r, w)):
+            if (
+                self.in_flight(last)
+                and not self.in_flight(r)
+                and id(r) in last.flying
+                and (
+                    last.agent != r.agent
+                    if self.other_thread
+                    else last.agent == r.agent and _beyond(last, r, w)
+                )
+            ):
                 self.witnessed.add(self.row)
         return seen
 
@@ -347,6 +411,7 @@ def _write_under_a_retired_and_a_newer_copy(events, other_thread):
     write too, is still in flight (of another thread, or a later group); and
     no other write makes it a ``proxy_fence``."""
     from tracerace.trace.ops import HazardKind
+
     checker = _HiddenUnderTwoCopies(path=None, other_thread=other_thread)
     try:
         f = checker.run(SimpleReader(columns(events)), None, None).findings
@@ -359,8 +424,11 @@ def _write_under_a_retired_and_a_newer_copy(events, other_thread):
 @pytest.mark.parametrize("other_thread", [True, False])
 def test_generator_reaches_writes_under_a_retired_copy_and_a_newer_one(other_thread):
     # Derandomized, as above.
-    events = find(traces(async_ops=True),
-                  lambda ev: _write_under_a_retired_and_a_newer_copy(ev, other_thread),
-                  settings=settings(max_examples=5000, database=None, phases=[Phase.generate],
-                                    derandomize=True, **SETTINGS))
+    events = find(
+        traces(async_ops=True),
+        lambda ev: _write_under_a_retired_and_a_newer_copy(ev, other_thread),
+        settings=settings(
+            max_examples=5000, database=None, phases=[Phase.generate], derandomize=True, **SETTINGS
+        ),
+    )
     assert_agree(events, [])

@@ -7,14 +7,14 @@ import json
 
 import pyarrow as pa
 import pytest
+from test_report import SITES, alias, out_addr, raw, report, uninit
 
-from test_report import SITES, out_addr, raw, report, uninit, alias
-from tracerace.report import formats
-from tracerace.report.output import render
 from tracerace.errors import TraceError
+from tracerace.report import formats
+from tracerace.report.formats import sarif
+from tracerace.report.output import render
 from tracerace.trace.meta import TraceMeta
 from tracerace.trace.ops import HazardKind, Severity
-from tracerace.report.formats import sarif
 
 
 def sample(**options):
@@ -52,12 +52,16 @@ def test_binary_format_to_a_terminal_is_a_usage_error():
 
 # -- text ----------------------------------------------------------------------------
 
+
 def test_text_groups_errors_first_with_example_bytes_and_why():
     text = rendered(sample(), "text")
     assert "\x1b[" not in text  # no colour outside a terminal
     blocks = text.strip().split("\n\n")
-    assert [b.split(":")[0] for b in blocks[:3]] == ["error uninit_read", "error raw",
-                                                      "warning sync_alias"]
+    assert [b.split(":")[0] for b in blocks[:3]] == [
+        "error uninit_read",
+        "error raw",
+        "warning sync_alias",
+    ]
     raw_block = blocks[1].splitlines()
     assert raw_block[0] == f"error raw: 2 hazards between {SITES[0]} and {SITES[1]}"
     assert raw_block[1] == f"  earlier: write by (0,4) in launch 0, row 4, ts 4, at {SITES[0]}"
@@ -69,7 +73,8 @@ def test_text_groups_errors_first_with_example_bytes_and_why():
     assert uninit_block[1].startswith("  access:  read by (2,3)")
     assert uninit_block[2] == "  bytes:   shared[block 2] 0x1a0..0x1a4"
     assert text.rstrip().splitlines()[-1] == (
-        "4 hazards (3 errors, 1 warning) in 3 groups over 1,234 events; racy rows: 4")
+        "4 hazards (3 errors, 1 warning) in 3 groups over 1,234 events; racy rows: 4"
+    )
 
 
 def test_text_merges_adjacent_byte_ranges_into_element_slices():
@@ -82,8 +87,10 @@ def test_text_lists_a_few_locations_then_a_count():
     rep = report(*(raw(10 + j, 1, addr=out_addr(j % 4, 2 * (j // 4))) for j in range(8)))
     unwrapped = rendered(rep, "text").replace("\n" + " " * 11, " ")
     bytes_line = next(line for line in unwrapped.splitlines() if "bytes:" in line)
-    assert bytes_line.endswith("out[0, 0], out[1, 0], out[2, 0], out[3, 0], out[0, 2], "
-                               "out[1, 2], ... (8 byte ranges in all)")
+    assert bytes_line.endswith(
+        "out[0, 0], out[1, 0], out[2, 0], out[3, 0], out[0, 2], "
+        "out[1, 2], ... (8 byte ranges in all)"
+    )
 
 
 def test_text_max_reports_says_how_many_were_left_out():
@@ -118,6 +125,7 @@ def test_unwritable_output_is_an_io_error(tmp_path):
 
 # -- JSON ----------------------------------------------------------------------------
 
+
 def test_json_is_the_report_dict():
     rep = sample(max_reports=2)
     assert json.loads(rendered(rep, "json")) == json.loads(json.dumps(rep.to_json()))
@@ -131,6 +139,7 @@ def test_json_to_a_binary_stream():
 
 # -- SARIF ---------------------------------------------------------------------------
 
+
 def test_sarif_shape():
     doc = json.loads(rendered(sample(), "sarif"))
     assert doc["version"] == "2.1.0" and "sarif-2.1.0" in doc["$schema"]
@@ -143,7 +152,10 @@ def test_sarif_shape():
         assert rule["defaultConfiguration"]["level"] in ("error", "warning", "note")
     results = run["results"]
     assert [(r["ruleId"], r["level"]) for r in results] == [
-        ("uninit_read", "error"), ("raw", "error"), ("sync_alias", "warning")]
+        ("uninit_read", "error"),
+        ("raw", "error"),
+        ("sync_alias", "warning"),
+    ]
     for r in results:
         assert driver["rules"][r["ruleIndex"]]["id"] == r["ruleId"]
         assert r["message"]["text"]
@@ -154,8 +166,10 @@ def test_sarif_locations_from_file_line_sites():
     doc = json.loads(rendered(sample(), "sarif"))
     raw_result = doc["runs"][0]["results"][1]
     (loc,) = raw_result["locations"]
-    assert loc["physicalLocation"] == {"artifactLocation": {"uri": "attn.cu"},
-                                       "region": {"startLine": 20}}
+    assert loc["physicalLocation"] == {
+        "artifactLocation": {"uri": "attn.cu"},
+        "region": {"startLine": 20},
+    }
     assert "ld.global" in loc["message"]["text"]
     (related,) = raw_result["relatedLocations"]
     assert related["id"] == 1
@@ -165,14 +179,26 @@ def test_sarif_locations_from_file_line_sites():
     assert "relatedLocations" not in doc["runs"][0]["results"][0]  # uninit_read: one access
 
 
-@pytest.mark.parametrize("site, physical", [
-    ("kernel.py:88 tl.store", {"artifactLocation": {"uri": "kernel.py"},
-                               "region": {"startLine": 88}}),
-    ("src/k.cu:7:13", {"artifactLocation": {"uri": "src/k.cu"},
-                       "region": {"startLine": 7, "startColumn": 13}}),
-    ("src/k#2.cu:3 x", {"artifactLocation": {"uri": "src/k%232.cu"},
-                        "region": {"startLine": 3}}),
-])
+@pytest.mark.parametrize(
+    "site, physical",
+    [
+        (
+            "kernel.py:88 tl.store",
+            {"artifactLocation": {"uri": "kernel.py"}, "region": {"startLine": 88}},
+        ),
+        (
+            "src/k.cu:7:13",
+            {
+                "artifactLocation": {"uri": "src/k.cu"},
+                "region": {"startLine": 7, "startColumn": 13},
+            },
+        ),
+        (
+            "src/k#2.cu:3 x",
+            {"artifactLocation": {"uri": "src/k%232.cu"}, "region": {"startLine": 3}},
+        ),
+    ],
+)
 def test_sarif_physical_location(site, physical):
     from tracerace.report.model import Access
 
@@ -196,6 +222,7 @@ def test_sarif_max_reports():
 
 
 # -- Arrow ---------------------------------------------------------------------------
+
 
 def test_arrow_one_row_per_finding():
     rep = sample()

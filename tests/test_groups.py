@@ -9,23 +9,29 @@ groups, counts, spans, examples, locations and totals.
 
 from __future__ import annotations
 
-from collections import defaultdict
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracerace.checker.findings import FINDING_DTYPE, sort_findings
-from tracerace.group.groups import (EXAMPLES, ROLE_COPY, ROLE_NONE, ROLE_THREAD, GroupBuilder,
-                              group_findings)
+from tracerace.group.groups import (
+    EXAMPLES,
+    ROLE_COPY,
+    ROLE_NONE,
+    ROLE_THREAD,
+    GroupBuilder,
+    group_findings,
+)
 from tracerace.trace.meta import Buffer, TraceMeta
 from tracerace.trace.ops import HazardKind, Op, Severity, Space
 from tracerace.trace.schema import SITE_NONE
 
 SITES = ("a.cu:1", "a.cu:2", "a.cu:1", "b.cu:7")  # index 2 repeats index 0's text
-BUFFERS = (Buffer("x", int(Space.GLOBAL), 64, (4, 4), 4),
-           Buffer("t", int(Space.SHARED), 0, (8,), 4, launch=1))
+BUFFERS = (
+    Buffer("x", int(Space.GLOBAL), 64, (4, 4), 4),
+    Buffer("t", int(Space.SHARED), 0, (8,), 4, launch=1),
+)
 META = TraceMeta(sites=SITES, buffers=BUFFERS)
 OPS = [int(Op.READ), int(Op.WRITE), int(Op.ATOMIC), int(Op.CP_ASYNC), int(Op.TMA_LOAD)]
 COPY = {int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE)}
@@ -66,11 +72,17 @@ def site_key(site: int):
 
 def identity(rec) -> tuple:
     """How the report tells byte ranges apart (the naive form of the module's rule)."""
-    named = any(rec["space"] == b.space and b.base <= rec["addr"] < b.base + b.nbytes_span
-                for b in BUFFERS)
+    named = any(
+        rec["space"] == b.space and b.base <= rec["addr"] < b.base + b.nbytes_span for b in BUFFERS
+    )
     launch_specific = any(b.launch is not None for b in BUFFERS)
-    return (rec["space"], 0 if named else rec["owner"], rec["addr"], rec["size"],
-            rec["launch"] if named and launch_specific else 0)
+    return (
+        rec["space"],
+        0 if named else rec["owner"],
+        rec["addr"],
+        rec["size"],
+        rec["launch"] if named and launch_specific else 0,
+    )
 
 
 def naive(stream: list[np.ndarray], kinds: set[int]):
@@ -88,10 +100,13 @@ def naive(stream: list[np.ndarray], kinds: set[int]):
             by_kind[rec["kind"]] += 1
             racy.add(rec["row"])
             single = rec["prev_row"] == -1
-            key = (rec["kind"], None if single else ("site", site_key(rec["prev_site"])),
-                   site_key(rec["site"]),
-                   ROLE_NONE if single else role(rec["prev_op"], rec["prev_async"]),
-                   role(rec["op"]))
+            key = (
+                rec["kind"],
+                None if single else ("site", site_key(rec["prev_site"])),
+                site_key(rec["site"]),
+                ROLE_NONE if single else role(rec["prev_op"], rec["prev_async"]),
+                role(rec["op"]),
+            )
             g = groups.setdefault(key, {"id": len(groups), "members": [], "identities": []})
             g["members"].append(rec)
             if rec["size"] and identity(rec) not in [i for _, i in g["identities"]]:
@@ -109,8 +124,9 @@ def check_against_naive(stream: list[np.ndarray], kinds: set[int], **options) ->
     assert table.by_kind.tolist() == by_kind.tolist()
     assert table.filtered_by_kind.tolist() == filtered.tolist()
     assert table.racy_rows == racy
-    assert table.errors == sum(m["severity"] == Severity.ERROR
-                               for g in groups.values() for m in g["members"])
+    assert table.errors == sum(
+        m["severity"] == Severity.ERROR for g in groups.values() for m in g["members"]
+    )
     assert table.errors + table.warnings == by_kind.sum()
     for key, g in groups.items():
         gid = g["id"]  # ids are the order of first appearance in the stream
@@ -120,8 +136,12 @@ def check_against_naive(stream: list[np.ndarray], kinds: set[int], **options) ->
         assert table.count[gid] == len(members)
         assert table.severity[gid] == min(m["severity"] for m in members)
         canonical = sorted(members, key=lambda m: (m["row"], m["kind"], m["prev_row"]))
-        got = [dict(zip(FINDING_DTYPE.names, r)) for r in
-               table.examples[table.example_start[gid]:table.example_start[gid + 1]].tolist()]
+        got = [
+            dict(zip(FINDING_DTYPE.names, r))
+            for r in table.examples[
+                table.example_start[gid] : table.example_start[gid + 1]
+            ].tolist()
+        ]
         assert got == canonical[:EXAMPLES]
         with_bytes = [m for m in members if m["size"]]
         stats = table.stats
@@ -145,10 +165,13 @@ def split(findings: np.ndarray, cuts: list[int]) -> list[np.ndarray]:
 
 
 @settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 300),
-       cuts=st.lists(st.integers(0, 300), max_size=6),
-       kinds=st.sets(st.sampled_from([int(k) for k in HazardKind]), min_size=1),
-       shuffle=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 300),
+    cuts=st.lists(st.integers(0, 300), max_size=6),
+    kinds=st.sets(st.sampled_from([int(k) for k in HazardKind]), min_size=1),
+    shuffle=st.booleans(),
+)
 def test_builder_matches_the_naive_grouping(seed, n, cuts, kinds, shuffle):
     rng = np.random.default_rng(seed)
     stream = split(random_findings(rng, n), cuts)
@@ -179,7 +202,7 @@ def test_many_findings_at_one_pair_keep_a_few_examples_and_exact_counts():
     f["size"] = 8
     builder = GroupBuilder(META)
     for start in range(0, n, 4096):
-        builder.add(f[start:start + 4096])
+        builder.add(f[start : start + 4096])
     table = builder.table()
     assert len(table) == 1 and table.count[0] == n and table.racy_rows == n
     assert len(table.examples) == EXAMPLES and table.findings is None
@@ -214,8 +237,8 @@ def test_alias_errors_are_kept_for_the_linked_line(kinds):
         assert len(table.aliases) == 0
         return
     assert table.aliases["row"].tolist() == [3, 12]
-    assert table.alias_behind(0, 1, 0, 10)["obj"] == 7   # the latest before the row
-    assert table.alias_behind(0, 1, 0, 2)["row"] == 3     # else the first after it
+    assert table.alias_behind(0, 1, 0, 10)["obj"] == 7  # the latest before the row
+    assert table.alias_behind(0, 1, 0, 2)["row"] == 3  # else the first after it
     assert table.alias_behind(0, 2, 0, 10) is None
 
 
@@ -224,7 +247,7 @@ def test_records_from_engine_rows_cast_each_field():
     from tracerace.checker.findings import FIELDS
 
     rng = np.random.default_rng(7)
-    rows = rng.integers(-2**40, 2**40, (300, len(FIELDS)), dtype=np.int64)
+    rows = rng.integers(-(2**40), 2**40, (300, len(FIELDS)), dtype=np.int64)
     rows[:, FIELDS.index("addr")] = rng.integers(0, 2**62, 300) * 3  # past 2**63 too
     got = records(rows)
     for i, name in enumerate(FIELDS):

@@ -8,26 +8,29 @@ grouping of ``test_groups`` says, whenever the thread happens to finish.
 
 from __future__ import annotations
 
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_groups import BUFFERS, OPS, check_against_naive, random_findings, split
 
+from tracerace.checker.engine.mapped import can_populate
 from tracerace.checker.findings import FINDING_DTYPE
 from tracerace.group.groups import GroupBuilder
-from tracerace.checker.engine.mapped import can_populate
 from tracerace.trace.meta import TraceMeta
 from tracerace.trace.ops import HazardKind
 
 
 @settings(max_examples=60, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), n=st.integers(0, 300),
-       cuts=st.lists(st.integers(0, 300), max_size=6),
-       kinds=st.sets(st.sampled_from([int(k) for k in HazardKind]), min_size=1),
-       shuffle=st.booleans())
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(0, 300),
+    cuts=st.lists(st.integers(0, 300), max_size=6),
+    kinds=st.sets(st.sampled_from([int(k) for k in HazardKind]), min_size=1),
+    shuffle=st.booleans(),
+)
 def test_builder_working_ahead_after_every_batch_matches_the_naive_grouping(
-        seed, n, cuts, kinds, shuffle):
+    seed, n, cuts, kinds, shuffle
+):
     rng = np.random.default_rng(seed)
     stream = split(random_findings(rng, n), cuts)
     if shuffle:
@@ -67,7 +70,7 @@ def test_working_ahead_changes_no_answer():
     plain = plain.table()
     builder = GroupBuilder(meta, ahead_min=1)
     for start in range(0, len(f), 2_000):
-        builder.add(f[start:start + 2_000])
+        builder.add(f[start : start + 2_000])
         builder._ahead.wait()
         if can_populate():  # the next batch's records are faulted in
             assert builder._groups.populated >= builder.groups
@@ -75,8 +78,15 @@ def test_working_ahead_changes_no_answer():
     assert len(plain) == len(ahead) > 10_000
     if can_populate():  # the table grew into tables made ahead
         assert builder._ahead.spares_used > 0
-    for name in ("count", "severity", "kind", "earlier_role", "later_role", "locator_count",
-                 "more_locators"):
+    for name in (
+        "count",
+        "severity",
+        "kind",
+        "earlier_role",
+        "later_role",
+        "locator_count",
+        "more_locators",
+    ):
         assert np.array_equal(getattr(plain, name), getattr(ahead, name)), name
     for name, values in plain.stats.items():
         assert np.array_equal(values, ahead.stats[name]), name

@@ -13,20 +13,19 @@ import json
 
 import pyarrow as pa
 import pytest
+from builders import Trace
 from hypothesis import given
 from hypothesis import strategies as st
 
 import tracerace
 from tracerace.checker import reasons as R
-from tracerace.report.output import Output, render
 from tracerace.report.formats import sarif
 from tracerace.report.hints import hint, line_of
+from tracerace.report.output import Output, render
+from tracerace.scenarios import SCENARIOS
 from tracerace.trace.meta import TraceMeta
 from tracerace.trace.ops import Scope
-from tracerace.scenarios import SCENARIOS
 from tracerace.trace.writer import make_table
-
-from builders import Trace
 
 SH = dict(space=1)
 BLOCK, DEVICE = int(Scope.BLOCK), int(Scope.DEVICE)
@@ -42,16 +41,17 @@ def report_of(t: Trace, engine: str = "numba") -> tracerace.Report:
     for row, ev in enumerate(t.events):
         ev.setdefault("site", row)
     sites = [f"{line(row)} op{ev['op']}" for row, ev in enumerate(t.events)]
-    return tracerace.check(make_table(t.columns(), sites=sites), engine=engine,
-                           max_reports="all")
+    return tracerace.check(make_table(t.columns(), sites=sites), engine=engine, max_reports="all")
 
 
 def hints(t: Trace) -> dict[tuple[str, int], str]:
     """(kind, later row) -> hint text, of every group, both checkers agreeing."""
     out = {}
     for engine in ("reference", "numba"):
-        found = {(g.kind, g.example.row): g.hint.text if g.hint else None
-                 for g in report_of(t, engine).groups}
+        found = {
+            (g.kind, g.example.row): g.hint.text if g.hint else None
+            for g in report_of(t, engine).groups
+        }
         assert not out or found == out
         out = found
     return out
@@ -63,6 +63,7 @@ def only(t: Trace, kind: str) -> str:
 
 
 # -- races ---------------------------------------------------------------------------
+
 
 def test_race_in_a_block_without_barriers_asks_for_a_barrier_or_a_signal():
     t = Trace().init(0, 0, addr=0, size=8, **SH)
@@ -76,7 +77,7 @@ def test_race_in_a_block_that_uses_a_barrier_names_that_barrier():
     t = Trace().init(0, 0, addr=0, size=16, **SH)
     t.write(0, 0, addr=0, size=4, **SH).write(0, 2, addr=8, size=4, **SH)
     t.bar_arrive(0, 0, obj=1, arg=2).bar_sync(0, 1, obj=1, arg=2)
-    t.read(0, 1, addr=8, size=4, **SH)      # thread 2 never arrived at barrier 1
+    t.read(0, 1, addr=8, size=4, **SH)  # thread 2 never arrived at barrier 1
     text = only(t, "raw")
     assert text.startswith(f"add a barrier between {line(2)} and {line(5)}: barrier 1")
     assert "`bar.sync 1`" in text
@@ -101,8 +102,10 @@ def flag_handoff(release_scope: int, acquire_scope: int, acquire_sem: int = ACQU
 
 def test_weak_acquire_is_widened_to_device_scope():
     text = only(flag_handoff(DEVICE, BLOCK), "raw")
-    assert text == (f"widen the acquire on flag 0x40 before {line(5)} to device scope: the "
-                    f"release it reads, by thread (0,0), is in another block")
+    assert text == (
+        f"widen the acquire on flag 0x40 before {line(5)} to device scope: the "
+        f"release it reads, by thread (0,0), is in another block"
+    )
 
 
 def test_weak_release_is_widened_to_device_scope():
@@ -112,8 +115,10 @@ def test_weak_release_is_widened_to_device_scope():
 
 def test_relaxed_read_of_a_release_is_made_an_acquire():
     text = only(flag_handoff(DEVICE, DEVICE, RELAXED), "raw")
-    assert text.startswith("make the atomic on flag 0x40 that thread (1,0) does before k.cu:16 "
-                           "an acquire of device scope")
+    assert text.startswith(
+        "make the atomic on flag 0x40 that thread (1,0) does before k.cu:16 "
+        "an acquire of device scope"
+    )
 
 
 def test_barrier_that_does_not_fence_the_memory_is_made_to():
@@ -127,19 +132,24 @@ def test_barrier_that_does_not_fence_the_memory_is_made_to():
 
 def test_race_with_an_async_copy_waits_for_the_copy():
     t = Trace().init(0, 0, addr=64, size=16).write(0, 1, addr=64, size=4)
-    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=64)        # reads global 64.. : raw
+    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=64)  # reads global 64.. : raw
     text = only(t, "raw")
-    assert text == f"put a barrier between {line(1)} and the copy issued at {line(2)}: the copy " \
-                   f"starts when it is issued"
+    assert (
+        text == f"put a barrier between {line(1)} and the copy issued at {line(2)}: the copy "
+        f"starts when it is issued"
+    )
 
 
 # -- single-access and async kinds -------------------------------------------------
 
+
 def test_uninit_read_names_the_buffer_to_initialize():
     t = Trace().read(0, 0, addr=0x1008, size=4, site=0)
-    table = make_table(t.columns(), sites=["k.cu:10 ld"],
-                       buffers=[{"name": "out", "space": 0, "base": 0x1000, "shape": [4],
-                                 "itemsize": 4}])
+    table = make_table(
+        t.columns(),
+        sites=["k.cu:10 ld"],
+        buffers=[{"name": "out", "space": 0, "base": 0x1000, "shape": [4], "itemsize": 4}],
+    )
     (group,) = tracerace.check(table).groups
     assert group.hint.text.startswith("initialize out before k.cu:10: write it from the host")
     shared = only(Trace().read(0, 0, addr=0, size=4, **SH), "uninit_read")
@@ -148,17 +158,19 @@ def test_uninit_read_names_the_buffer_to_initialize():
 
 def cp_pipeline() -> Trace:
     t = Trace().init(0, 0, addr=1000, size=64)
-    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=1000).cp_async_commit(0, 0)   # group 1
+    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=1000).cp_async_commit(0, 0)  # group 1
     t.cp_async(0, 0, addr=16, size=16, space=1, addr2=1016).cp_async_commit(0, 0)  # group 2
     t.cp_async_wait(0, 0, arg=1)
     t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2)
-    return t.write(0, 1, addr=16, size=4, space=1)    # group 2's bytes
+    return t.write(0, 1, addr=16, size=4, space=1)  # group 2's bytes
 
 
 def test_cp_async_in_flight_asks_for_wait_group_and_a_barrier_for_another_thread():
     text = only(cp_pipeline(), "async_inflight")
-    assert text.startswith(f"`cp.async.wait_group 0` (or `cp.async.wait_all`) before {line(8)}: "
-                           f"group 2 issued at {line(3)} is still in flight")
+    assert text.startswith(
+        f"`cp.async.wait_group 0` (or `cp.async.wait_all`) before {line(8)}: "
+        f"group 2 issued at {line(3)} is still in flight"
+    )
     assert "follow it with a barrier before thread (0,1)" in text
 
 
@@ -167,7 +179,8 @@ def test_bulk_store_in_flight_asks_for_bulk_wait():
     t.tma_store(0, 0, addr=4096, size=16, space2=1, addr2=0).bulk_commit(0, 0)
     t.write(0, 0, addr=0, size=4, space=1)
     assert only(t, "async_inflight").startswith(
-        f"`cp.async.bulk.wait_group.read 0` before {line(4)}: bulk group")
+        f"`cp.async.bulk.wait_group.read 0` before {line(4)}: bulk group"
+    )
 
 
 def test_tma_load_in_flight_asks_for_the_mbarrier_phase():
@@ -177,7 +190,8 @@ def test_tma_load_in_flight_asks_for_the_mbarrier_phase():
     t.read(0, 1, addr=0, size=4, space=1)
     assert only(t, "async_inflight") == (
         f"`mbarrier` wait on 0x8 phase 0 (parity 0) before {line(5)}: the TMA load issued at "
-        f"{line(4)} completes that phase")
+        f"{line(4)} completes that phase"
+    )
 
 
 def test_generic_write_read_by_the_async_proxy_asks_for_a_fence_after_the_write():
@@ -204,7 +218,8 @@ def test_sync_alias_asks_for_a_flag_per_hand_off():
     t.wait(3, 0, obj=3, site=4).wait(3, 0, obj=3, site=4)
     assert only(t, "sync_alias").startswith(
         f"give each hand-off its own flag: flag 3 carries the signal at {line(0)} and the wait "
-        f"at {line(4)} of another protocol")
+        f"at {line(4)} of another protocol"
+    )
 
 
 def test_barrier_mismatches():
@@ -212,9 +227,11 @@ def test_barrier_mismatches():
     found = hints(t)
     assert found[("barrier_mismatch", 1)] == (
         f"pass the same thread count to every arrival at barrier 0: {line(1)} passes another "
-        f"than the 2 of {line(0)}")
+        f"than the 2 of {line(0)}"
+    )
     assert found[("barrier_mismatch", 2)].startswith(
-        f"make every thread of block 0 reach barrier 0 at {line(2)} (only 1 arrived)")
+        f"make every thread of block 0 reach barrier 0 at {line(2)} (only 1 arrived)"
+    )
 
 
 def test_mbarrier_misuses():
@@ -223,28 +240,61 @@ def test_mbarrier_misuses():
     t.mbar_arrive(0, 0, obj=8, arg=2)
     found = hints(t)
     assert found[("mbarrier_misuse", 0)].startswith(f"`mbarrier.init` on 0x8 before {line(0)}")
-    assert found[("mbarrier_misuse", 2)] == f"`mbarrier.inval` on 0x8 before re-initializing " \
-                                           f"it at {line(2)}"
+    assert (
+        found[("mbarrier_misuse", 2)] == f"`mbarrier.inval` on 0x8 before re-initializing "
+        f"it at {line(2)}"
+    )
     assert found[("mbarrier_misuse", 3)].startswith("initialize 0x8 with the number of arrivals")
     wrong_parity = Trace().mbar_init(0, 0, obj=8, arg=1).mbar_arrive(0, 0, obj=8)
     wrong_parity.mbar_wait(0, 1, obj=8, arg=1)
     assert only(wrong_parity, "mbarrier_misuse").startswith(
         f"make the arrivals and transaction bytes on 0x8 reach what its init and expect_tx set "
-        f"before the wait at {line(2)}")
+        f"before the wait at {line(2)}"
+    )
     tx = Trace().init(0, 0, addr=4096, size=64)
     tx.mbar_init(0, 0, obj=8, arg=1).mbar_expect_tx(0, 0, obj=8, arg=32).mbar_arrive(0, 0, obj=8)
-    tx.tma_load(0, 0, addr=0, size=64, space=1, addr2=4096, obj=8)   # 64 bytes of 32
-    assert hints(tx) == {("mbarrier_misuse", 4): f"`mbarrier.expect_tx` on 0x8 for every byte "
-                                                 f"the copies complete, before {line(4)}"}
+    tx.tma_load(0, 0, addr=0, size=64, space=1, addr2=4096, obj=8)  # 64 bytes of 32
+    assert hints(tx) == {
+        ("mbarrier_misuse", 4): f"`mbarrier.expect_tx` on 0x8 for every byte "
+        f"the copies complete, before {line(4)}"
+    }
 
 
 def test_cross_launch_pair_gets_no_hint():
     # explain calls such a pair a checker bug; there is nothing to change in the kernel
-    rec = {name: 0 for name in ("kind", "severity", "row", "launch", "block", "thread", "op",
-                                "ts", "site", "prev_row", "prev_launch", "prev_block",
-                                "prev_thread", "prev_op", "prev_ts", "prev_site", "prev_async",
-                                "space", "owner", "addr", "size", "obj", "bar_obj", "bar_gen",
-                                "prev_bar_obj", "prev_bar_gen", "code", "aux")}
+    rec = {
+        name: 0
+        for name in (
+            "kind",
+            "severity",
+            "row",
+            "launch",
+            "block",
+            "thread",
+            "op",
+            "ts",
+            "site",
+            "prev_row",
+            "prev_launch",
+            "prev_block",
+            "prev_thread",
+            "prev_op",
+            "prev_ts",
+            "prev_site",
+            "prev_async",
+            "space",
+            "owner",
+            "addr",
+            "size",
+            "obj",
+            "bar_obj",
+            "bar_gen",
+            "prev_bar_obj",
+            "prev_bar_gen",
+            "code",
+            "aux",
+        )
+    }
     rec.update(row=5, launch=1, prev_row=1, prev_launch=0, op=0, prev_op=1)
     assert hint(rec, TraceMeta()) is None
 
@@ -259,21 +309,43 @@ def test_line_of_a_site():
 # -- the incidents, in every format ---------------------------------------------------
 
 INCIDENT_HINTS = {
-    "incident1": [("sync_alias", "give each hand-off its own flag: flag 3 carries the signal at "
-                                 "decode.cpp:98 and the wait at combine_scale.cpp:40"),
-                  ("raw", "blocks 3 and 0 must be ordered: a release after decode.cpp:159")],
-    "incident2": [("war", "order mesh_decode.py:162 before mesh_decode.py:134: a barrier both "
-                          "threads reach between them (`__syncthreads()`), or a signal after "
-                          "mesh_decode.py:162 (the read is done)")],
-    "incident3": [("async_inflight", "`cp.async.wait_group 0` (or `cp.async.wait_all`) before "
-                                     "matmul_splitk.cu:105: group 7 issued at matmul_splitk.cu:71 "
-                                     "is still in flight")],
-    "incident4": [("war", "blocks 63 and 0 must be ordered: a release after permute.py:27"),
-                  ("raw", "blocks 56 and 133 must be ordered: a release after permute.py:28")],
-    "incident5": [("uninit_read", "initialize sB_box1 before gemm_mcast.cu:209"),
-                  ("proxy_fence", "`fence.proxy.async` after gemm_mcast.cu:240 (the generic "
-                                  "write), before the barrier or release that orders it with the "
-                                  "async-proxy access at gemm_mcast.cu:250")],
+    "incident1": [
+        (
+            "sync_alias",
+            "give each hand-off its own flag: flag 3 carries the signal at "
+            "decode.cpp:98 and the wait at combine_scale.cpp:40",
+        ),
+        ("raw", "blocks 3 and 0 must be ordered: a release after decode.cpp:159"),
+    ],
+    "incident2": [
+        (
+            "war",
+            "order mesh_decode.py:162 before mesh_decode.py:134: a barrier both "
+            "threads reach between them (`__syncthreads()`), or a signal after "
+            "mesh_decode.py:162 (the read is done)",
+        )
+    ],
+    "incident3": [
+        (
+            "async_inflight",
+            "`cp.async.wait_group 0` (or `cp.async.wait_all`) before "
+            "matmul_splitk.cu:105: group 7 issued at matmul_splitk.cu:71 "
+            "is still in flight",
+        )
+    ],
+    "incident4": [
+        ("war", "blocks 63 and 0 must be ordered: a release after permute.py:27"),
+        ("raw", "blocks 56 and 133 must be ordered: a release after permute.py:28"),
+    ],
+    "incident5": [
+        ("uninit_read", "initialize sB_box1 before gemm_mcast.cu:209"),
+        (
+            "proxy_fence",
+            "`fence.proxy.async` after gemm_mcast.cu:240 (the generic "
+            "write), before the barrier or release that orders it with the "
+            "async-proxy access at gemm_mcast.cu:250",
+        ),
+    ],
 }
 
 
@@ -300,8 +372,10 @@ def test_incident_hints_in_text_json_sarif_and_arrow(incidents, name):
         assert f"fix:     {words}" in text
         assert any(h["hint"] and h["hint"]["text"].startswith(words) for h in doc["hazards"])
         assert any(f"Fix: {words}" in r["message"]["text"] for r in results)
-        assert any(r.get("fixes") and r["fixes"][0]["description"]["text"].startswith(words)
-                   for r in results)
+        assert any(
+            r.get("fixes") and r["fixes"][0]["description"]["text"].startswith(words)
+            for r in results
+        )
         assert any(h is not None and h.startswith(words) for h in arrow_hints)
 
 
@@ -332,8 +406,9 @@ def test_incident1_race_is_linked_to_the_crossed_flag_in_every_format(incidents,
     races = [g for g in report.groups if g.kind in ("raw", "war", "waw")]
     link = races[0].linked
     assert (link.row, link.obj) == (62, 3) and link.site.startswith("combine_scale.cpp:40")
-    assert link.hint.text.startswith("give each hand-off its own flag: the wait on flag 3 at "
-                                     "combine_scale.cpp:40")
+    assert link.hint.text.startswith(
+        "give each hand-off its own flag: the wait on flag 3 at combine_scale.cpp:40"
+    )
     linked = {g.id for g in races}
     assert {g.id for g in report.groups if g.linked == link} == linked == set(report.links)
     # text
@@ -342,9 +417,19 @@ def test_incident1_race_is_linked_to_the_crossed_flag_in_every_format(incidents,
     # JSON
     hazards = report.to_json()["hazards"]
     assert {h["group"] for h in hazards if h["linked"] is not None} == linked
-    assert all(h["linked"] == {"kind": "sync_alias", "row": 62, "obj": 3, "site": link.site,
-                               "text": link.text, "hint": link.hint.to_json()}
-               for h in hazards if h["group"] in linked)
+    assert all(
+        h["linked"]
+        == {
+            "kind": "sync_alias",
+            "row": 62,
+            "obj": 3,
+            "site": link.site,
+            "text": link.text,
+            "hint": link.hint.to_json(),
+        }
+        for h in hazards
+        if h["group"] in linked
+    )
     # SARIF
     results = sarif.to_sarif(report)["runs"][0]["results"]
     with_link = [r for r in results if "linked" in r["properties"]]
@@ -361,14 +446,23 @@ def test_incident1_race_is_linked_to_the_crossed_flag_in_every_format(incidents,
     assert page.getvalue().count(f"<dt>linked</dt><dd>{escape(link.text)}</dd>") == len(linked)
     # Arrow: every finding of a linked group carries the link, the others none
     for how, table in arrow_outputs(incidents["incident1"], tmp_path).items():
-        rows = table.select(["group", "linked_row", "linked_obj", "linked_site", "linked",
-                             "linked_hint"]).to_pylist()
+        rows = table.select(
+            ["group", "linked_row", "linked_obj", "linked_site", "linked", "linked_hint"]
+        ).to_pylist()
         assert {r["group"] for r in rows} == {g.id for g in report.groups}, how
         for r in rows:
-            want = ((62, 3, link.site, link.text, link.hint.text) if r["group"] in linked
-                    else (None,) * 5)
-            assert (r["linked_row"], r["linked_obj"], r["linked_site"], r["linked"],
-                    r["linked_hint"]) == want, how
+            want = (
+                (62, 3, link.site, link.text, link.hint.text)
+                if r["group"] in linked
+                else (None,) * 5
+            )
+            assert (
+                r["linked_row"],
+                r["linked_obj"],
+                r["linked_site"],
+                r["linked"],
+                r["linked_hint"],
+            ) == want, how
 
 
 def test_a_link_found_after_its_race_reaches_the_streamed_arrow_report(tmp_path):
@@ -404,14 +498,17 @@ def test_sarif_fix_points_at_the_line_the_change_goes(incidents):
 
 def test_arrow_hints_stream_with_the_findings(incidents, tmp_path):
     out = tmp_path / "r.arrow"
-    render(tracerace.check(incidents["incident5"], keep_findings=True),
-                             "arrow", str(out))
+    render(tracerace.check(incidents["incident5"], keep_findings=True), "arrow", str(out))
     table = pa.ipc.open_file(str(out)).read_all()
     uninit = table.filter(pa.compute.equal(table["kind"].cast(pa.string()), "uninit_read"))
     assert set(uninit["hint"].to_pylist()) == {
-        next(g for g in tracerace.check(incidents["incident5"]).groups
-             if g.kind == "uninit_read").hint.text}
-    assert set(uninit["hint_site"].to_pylist()) == {"gemm_mcast.cu:209 wgmma.mma_async B cols 64-95"}
+        next(
+            g for g in tracerace.check(incidents["incident5"]).groups if g.kind == "uninit_read"
+        ).hint.text
+    }
+    assert set(uninit["hint_site"].to_pylist()) == {
+        "gemm_mcast.cu:209 wgmma.mma_async B cols 64-95"
+    }
 
 
 # -- read-modify-writes, the producer's language, flags by name ------------------------
@@ -419,28 +516,37 @@ def test_arrow_hints_stream_with_the_findings(incidents, tmp_path):
 HIST = [{"name": "h", "space": 1, "base": 0, "shape": [4], "itemsize": 4}]
 
 
-def histogram(tmp_path, sites, reads_own: bool = True, producer: str | None = None,
-              batch_size: int | None = None):
+def histogram(
+    tmp_path,
+    sites,
+    reads_own: bool = True,
+    producer: str | None = None,
+    batch_size: int | None = None,
+):
     """Four threads of block 0 each read a shared bin, then write it (``h[0] += 1``)
     with no barrier; with ``reads_own`` False each thread reads its left
     neighbour's element and writes its own (a stencil: not an update)."""
     t = Trace().init(0, 0, addr=0, size=16, space=1)
     for thread in range(4):
         addr = 0 if reads_own else 4 * thread
-        t.read(0, thread, addr=(addr - 4) % 16 if not reads_own else addr, size=4, space=1,
-               site=0)
+        t.read(0, thread, addr=(addr - 4) % 16 if not reads_own else addr, size=4, space=1, site=0)
         t.write(0, thread, addr=addr, size=4, space=1, site=sites)
     path = tmp_path / "hist.arrow"
     from tracerace.trace.writer import write_table
 
-    write_table(path, t.columns(), sites=["hist.cu:12 ld.shared", "hist.cu:12 st.shared",
-                                          "hist.cu:13 st.shared"],
-                buffers=HIST, producer=producer)
+    write_table(
+        path,
+        t.columns(),
+        sites=["hist.cu:12 ld.shared", "hist.cu:12 st.shared", "hist.cu:13 st.shared"],
+        buffers=HIST,
+        producer=producer,
+    )
     return str(path)
 
 
-@pytest.mark.parametrize("write_site, where", [(1, "at hist.cu:12"),
-                                               (2, "read at hist.cu:12 and written at hist.cu:13")])
+@pytest.mark.parametrize(
+    "write_site, where", [(1, "at hist.cu:12"), (2, "read at hist.cu:12 and written at hist.cu:13")]
+)
 def test_a_read_modify_write_by_many_threads_gets_an_atomic(tmp_path, write_site, where):
     path = histogram(tmp_path, write_site)
     texts = set()
@@ -467,14 +573,23 @@ def test_a_stencil_is_not_an_update(tmp_path):
     assert all("atomic" not in g.hint.text for g in report.groups if g.hint)
 
 
-@pytest.mark.parametrize("producer, want, never", [
-    (None, "`__syncthreads()`", "cuda.syncthreads"),
-    ("tracerace 0.1.0 record: numba-cuda 0.20 simulator, schedule serial, seed 0",
-     "`cuda.syncthreads()`", "__syncthreads"),
-    ("tracerace oclgrind plugin", "`barrier(CLK_LOCAL_MEM_FENCE)`", "__syncthreads"),
-    ("tracerace 0.1.0 record: triton 3.8.0 interpreter", "`tl.debug_barrier()`",
-     "__syncthreads"),
-])
+@pytest.mark.parametrize(
+    "producer, want, never",
+    [
+        (None, "`__syncthreads()`", "cuda.syncthreads"),
+        (
+            "tracerace 0.1.0 record: numba-cuda 0.20 simulator, schedule serial, seed 0",
+            "`cuda.syncthreads()`",
+            "__syncthreads",
+        ),
+        ("tracerace oclgrind plugin", "`barrier(CLK_LOCAL_MEM_FENCE)`", "__syncthreads"),
+        (
+            "tracerace 0.1.0 record: triton 3.8.0 interpreter",
+            "`tl.debug_barrier()`",
+            "__syncthreads",
+        ),
+    ],
+)
 def test_barrier_hints_speak_the_producers_language(producer, want, never):
     t = Trace().init(0, 0, addr=0, size=8, **SH)
     t.write(0, 0, addr=0, size=4, **SH).read(0, 1, addr=0, size=4, **SH)
@@ -490,15 +605,25 @@ def test_barrier_hints_speak_the_producers_language(producer, want, never):
     assert never not in tracerace.check(table).groups[0].hint.text
 
 
-@pytest.mark.parametrize("producer, want", [
-    ("tracerace 0.1.0 record: triton 3.8.0 interpreter",
-     ["programs 0 and 1 must be ordered", 'tl.atomic_xchg(flag, 1, sem="release", scope="gpu")',
-      "sem=\"acquire\""]),
-    ("tracerace 0.1.0 record: numba-cuda 0.20 simulator", ["blocks 0 and 1",
-                                                            "cuda.threadfence()"]),
-    ("tracerace oclgrind plugin", ["work-groups 0 and 1", "memory_order_release"]),
-    ("tracerace cuda tool (Compute Sanitizer API)", ["`st.release.gpu`", "`__threadfence()`"]),
-])
+@pytest.mark.parametrize(
+    "producer, want",
+    [
+        (
+            "tracerace 0.1.0 record: triton 3.8.0 interpreter",
+            [
+                "programs 0 and 1 must be ordered",
+                'tl.atomic_xchg(flag, 1, sem="release", scope="gpu")',
+                'sem="acquire"',
+            ],
+        ),
+        (
+            "tracerace 0.1.0 record: numba-cuda 0.20 simulator",
+            ["blocks 0 and 1", "cuda.threadfence()"],
+        ),
+        ("tracerace oclgrind plugin", ["work-groups 0 and 1", "memory_order_release"]),
+        ("tracerace cuda tool (Compute Sanitizer API)", ["`st.release.gpu`", "`__threadfence()`"]),
+    ],
+)
 def test_cross_block_hints_speak_the_producers_language(producer, want):
     t = Trace().init(0, 0, addr=0, size=4).write(0, 0, addr=0, size=4).read(1, 0, addr=0, size=4)
     (group,) = tracerace.check(make_table(t.columns(), producer=producer)).groups
@@ -513,8 +638,9 @@ def test_a_flag_in_a_declared_buffer_is_named_by_its_element():
     for row, ev in enumerate(t.events):
         ev["site"] = row
     counter = {"name": "counter", "space": 0, "base": 64, "shape": [1], "itemsize": 4}
-    table = make_table(t.columns(), sites=[line(r) for r in range(len(t.events))],
-                       buffers=[counter])
+    table = make_table(
+        t.columns(), sites=[line(r) for r in range(len(t.events))], buffers=[counter]
+    )
     (group,) = [g for g in tracerace.check(table).groups if g.kind == "raw"]
     assert group.hint.text.startswith(f"widen the acquire on flag `counter[0]` before {line(5)}")
     assert "0x40" not in group.hint.text

@@ -5,17 +5,16 @@ traces that use them."""
 from __future__ import annotations
 
 import pytest
+from builders import Trace
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_engine_agrees import SETTINGS, TINY, assert_agree, split_rows
+from tracegen import traces
 
 from tracerace.checker import reasons as R
 from tracerace.errors import TraceError
 from tracerace.trace.ops import HazardKind as K
 from tracerace.trace.ops import Op
-
-from builders import Trace
-from test_engine_agrees import SETTINGS, TINY, assert_agree, split_rows
-from tracegen import traces
 
 MBAR = 64  # an mbarrier's address
 X, Y = 0, 16  # shared-memory words
@@ -167,8 +166,7 @@ def test_engine_matches_reference_with_hopper_ops(events, data):
 
 
 @settings(max_examples=100, **SETTINGS)
-@given(events=traces(async_ops=True, hopper=True, max_events=200, max_launches=3),
-       data=st.data())
+@given(events=traces(async_ops=True, hopper=True, max_events=200, max_launches=3), data=st.data())
 def test_engine_matches_reference_with_hopper_ops_while_growing(events, data):
     assert_agree(events, data.draw(split_rows(events)), sizes=TINY)
 
@@ -179,8 +177,16 @@ def test_generated_traces_hold_the_hopper_ops():
     from hypothesis import Phase, find
 
     quick = settings(max_examples=2000, phases=[Phase.generate], database=None, **SETTINGS)
-    ops = {int(o) for o in (Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED, Op.CLUSTER_WAIT,
-                            Op.MBAR_ARRIVE_DROP, Op.BULK_COPY_PEER)}
+    ops = {
+        int(o)
+        for o in (
+            Op.CLUSTER_ARRIVE,
+            Op.CLUSTER_ARRIVE_RELAXED,
+            Op.CLUSTER_WAIT,
+            Op.MBAR_ARRIVE_DROP,
+            Op.BULK_COPY_PEER,
+        )
+    }
     find(traces(hopper=True), lambda evs: ops <= {e["op"] for e in evs}, settings=quick)
 
     def held_then_run(evs):
@@ -189,7 +195,7 @@ def test_generated_traces_hold_the_hopper_ops():
             if e["op"] != Op.CLUSTER_WAIT:
                 continue
             me = (e["block"], e["thread"])
-            for f in evs[w + 1:]:
+            for f in evs[w + 1 :]:
                 if (f["block"], f["thread"]) == me:
                     break
                 if f["op"] in arrivals:
@@ -254,9 +260,23 @@ def multicast(blocks_waiting: tuple[int, ...]) -> Trace:
         t.mbar_arrive(b, 0, cluster=7, obj=MBAR)
     t.init(0, 0, cluster=7, space=0, addr=4096, size=16)
     for b in (0, 1):
-        t.events.append(dict(op=int(Op.TMA_LOAD), launch=0, block=0, thread=0, cluster=7,
-                             ts=len(t.events) and t.events[-1]["ts"], peer=b, space=1, addr=Y,
-                             size=16, space2=0, addr2=4096, obj=MBAR))
+        t.events.append(
+            dict(
+                op=int(Op.TMA_LOAD),
+                launch=0,
+                block=0,
+                thread=0,
+                cluster=7,
+                ts=len(t.events) and t.events[-1]["ts"],
+                peer=b,
+                space=1,
+                addr=Y,
+                size=16,
+                space2=0,
+                addr2=4096,
+                obj=MBAR,
+            )
+        )
     for b in (0, 1):
         if b in blocks_waiting:
             t.mbar_wait(b, 1, cluster=7, obj=MBAR, arg=0)
@@ -279,18 +299,42 @@ def test_op_space_is_checked_by_the_reader(tmp_path):
     from tracerace.trace.writer import write_table
 
     path = tmp_path / "t.arrow"
-    write_table(path, dict(ts=[0, 1], op=["write", "bulk_copy_peer"], launch=0, block=0,
-                           thread=0, space=[1, 1], space2=[0, 0], addr=[0, 16], size=4, obj=64))
+    write_table(
+        path,
+        dict(
+            ts=[0, 1],
+            op=["write", "bulk_copy_peer"],
+            launch=0,
+            block=0,
+            thread=0,
+            space=[1, 1],
+            space2=[0, 0],
+            addr=[0, 16],
+            size=4,
+            obj=64,
+        ),
+    )
     result = CliRunner().invoke(app, ["validate", str(path)])
     assert result.exit_code == 2
     line = result.stderr if result.stderr_bytes else result.output
-    assert f"{path}: row 1: op-space: bulk_copy_peer needs space 1 (shared) and space2 1 " \
-           "(shared); the row has space 1 and space2 0" in line
+    assert (
+        f"{path}: row 1: op-space: bulk_copy_peer needs space 1 (shared) and space2 1 "
+        "(shared); the row has space 1 and space2 0" in line
+    )
     assert "Traceback" not in result.output
 
 
-@pytest.mark.parametrize("op", ["bulk_reduce", "bulk_reduce_peer", "st_async", "red_async",
-                                "cp_async_mbar_arrive", "cp_async_mbar_arrive_noinc"])
+@pytest.mark.parametrize(
+    "op",
+    [
+        "bulk_reduce",
+        "bulk_reduce_peer",
+        "st_async",
+        "red_async",
+        "cp_async_mbar_arrive",
+        "cp_async_mbar_arrive_noinc",
+    ],
+)
 def test_ops_the_checkers_do_not_replay_are_refused_by_name(tmp_path, op):
     from typer.testing import CliRunner
 
@@ -299,12 +343,27 @@ def test_ops_the_checkers_do_not_replay_are_refused_by_name(tmp_path, op):
 
     path = tmp_path / "t.arrow"
     space = 0 if op == "bulk_reduce" else 1
-    write_table(path, dict(ts=[0, 1], op=["write", op], launch=0, block=0, thread=0,
-                           space=[1, space], space2=1, addr=[0, 16], size=4, obj=64))
+    write_table(
+        path,
+        dict(
+            ts=[0, 1],
+            op=["write", op],
+            launch=0,
+            block=0,
+            thread=0,
+            space=[1, space],
+            space2=1,
+            addr=[0, 16],
+            size=4,
+            obj=64,
+        ),
+    )
     result = CliRunner().invoke(app, ["validate", str(path)])
     assert result.exit_code == 2 and "Traceback" not in result.output
-    assert f"{path}: row 1: unknown-op: op code {int(Op[op.upper()])} ({op}) is defined by " \
-           "trace format v1 but this version of tracerace does not check it yet" in result.output
+    assert (
+        f"{path}: row 1: unknown-op: op code {int(Op[op.upper()])} ({op}) is defined by "
+        "trace format v1 but this version of tracerace does not check it yet" in result.output
+    )
 
 
 def test_a_cluster_barrier_mismatch_is_worded_for_the_cluster():
@@ -315,6 +374,7 @@ def test_a_cluster_barrier_mismatch_is_worded_for_the_cluster():
     t.cluster_arrive(0, 0, cluster=7, arg=2)
     t.cluster_wait(0, 0, cluster=7)
     f = assert_agree(t.events, []).findings[0]
-    assert explain(f).startswith("the barrier of cluster 7 ends the trace with an incomplete "
-                                 "generation: only 1 arrival")
+    assert explain(f).startswith(
+        "the barrier of cluster 7 ends the trace with an incomplete generation: only 1 arrival"
+    )
     assert "every thread of cluster 7 arrive at the cluster barrier" in hint(f).text

@@ -16,20 +16,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from builders import Trace
 from typer.testing import CliRunner
 
 import tracerace
-from tracerace.report.output import render
-from tracerace.cli import app
 from tracerace.checker.findings import CheckResult, empty_findings
-from tracerace.report.formats import html
-from tracerace.trace.meta import TraceMeta
 from tracerace.checker.options import make_options
+from tracerace.cli import app
 from tracerace.report import Report
+from tracerace.report.formats import html
+from tracerace.report.output import render
 from tracerace.scenarios import SCENARIOS
+from tracerace.trace.meta import TraceMeta
 from tracerace.trace.writer import make_table
-
-from builders import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = "<script>document.title='pwned'</script><img src=x onerror=alert(1)>"
@@ -45,10 +44,14 @@ def hostile_trace(tmp_path: Path) -> Path:
     """A racy trace whose site texts, buffer name and producer are markup."""
     t = Trace().init(0, 0, addr=0x1000, size=16, site=0)
     t.write(0, 0, addr=0x1000, size=4, site=1).read(1, 0, addr=0x1000, size=4, site=2)
-    table = make_table(t.columns(), sites=["k.cu:1 init", f"k.cu:2 {HOSTILE}", HOSTILE],
-                       buffers=[{"name": f"buf{HOSTILE}", "space": 0, "base": 0x1000,
-                                 "shape": [4], "itemsize": 4}],
-                       producer=f"</title>{HOSTILE}")
+    table = make_table(
+        t.columns(),
+        sites=["k.cu:1 init", f"k.cu:2 {HOSTILE}", HOSTILE],
+        buffers=[
+            {"name": f"buf{HOSTILE}", "space": 0, "base": 0x1000, "shape": [4], "itemsize": 4}
+        ],
+        producer=f"</title>{HOSTILE}",
+    )
     path = tmp_path / "hostile.arrow"
     import pyarrow.feather as feather
 
@@ -64,8 +67,8 @@ def test_trace_text_is_escaped_and_nothing_can_run(tmp_path):
     page = out.read_text()
     assert "<script" not in page.lower() and "<img src=x" not in page
     assert "&lt;script&gt;document.title=" in page and "&lt;/title&gt;" in page
-    assert "default-src 'none'" in page          # and the page's policy forbids scripts
-    assert "buf&lt;script&gt;" in page            # the buffer's heatmap title
+    assert "default-src 'none'" in page  # and the page's policy forbids scripts
+    assert "buf&lt;script&gt;" in page  # the buffer's heatmap title
 
 
 def test_page_is_self_contained_with_summary_groups_and_heatmap(tmp_path):
@@ -97,7 +100,7 @@ def test_heatmap_counts_are_exact_through_the_sink(tmp_path):
     buf = next(b for b in full.meta.buffers if b.name == "ring")
     for addr, size in zip(f["addr"].tolist(), f["size"].tolist()):
         lo = (addr - buf.base) // buf.itemsize
-        per_element[lo:(addr + size - buf.base - 1) // buf.itemsize + 1] += 1
+        per_element[lo : (addr + size - buf.base - 1) // buf.itemsize + 1] += 1
     top = int(per_element.max())
     assert ring["hottest"][0].endswith(f": {top:,}")
     # rendered from a report that kept only examples: said to be a sample
@@ -118,8 +121,11 @@ def many_groups_report(n: int) -> Report:
     f["size"] = 4
     f["bar_obj"] = f["bar_gen"] = f["prev_bar_obj"] = f["prev_bar_gen"] = -1
     sites = tuple(f"k.cu:{i} op" for i in range(2 * n))
-    meta = TraceMeta(path=None, sites=sites, buffers=(
-        tracerace.trace.meta.Buffer("out", 0, 0x1000, (32, 32), 4),))
+    meta = TraceMeta(
+        path=None,
+        sites=sites,
+        buffers=(tracerace.trace.meta.Buffer("out", 0, 0x1000, (32, 32), 4),),
+    )
     return Report.from_result(CheckResult(2 * n, f), meta, make_options(max_reports="all"))
 
 
@@ -127,7 +133,7 @@ def test_page_stays_small_for_a_hundred_thousand_hazards():
     report = many_groups_report(100_000)
     page = page_of(report)
     assert len(page.encode()) < 1_500_000
-    assert page.count("<section class=\"group") == html.DETAIL_GROUPS
+    assert page.count('<section class="group') == html.DETAIL_GROUPS
     assert page.count("<tr class=") == html.TABLE_GROUPS
     unlisted = 100_000 - html.DETAIL_GROUPS - html.TABLE_GROUPS
     assert f"{unlisted:,} more shown groups are not listed" in page
@@ -135,6 +141,7 @@ def test_page_stays_small_for_a_hundred_thousand_hazards():
 
 
 # -- in a browser ----------------------------------------------------------------------
+
 
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -147,10 +154,24 @@ def chromium() -> str:
 
 def browse(page: Path, tmp_path: Path, *extra: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [chromium(), "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-         "--no-first-run", "--enable-logging=stderr", "--log-level=0",
-         f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1280,1800", *extra,
-         page.as_uri()], capture_output=True, text=True, timeout=180)
+        [
+            chromium(),
+            "--headless=new",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--enable-logging=stderr",
+            "--log-level=0",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--window-size=1280,1800",
+            *extra,
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def console_messages(stderr: str) -> list[str]:
@@ -171,21 +192,23 @@ def test_incident_pages_render_in_chromium(tmp_path, name):
 
     path = SCENARIOS[name].write(tmp_path / f"{name}.arrow")
     out = tmp_path / f"{name}.html"
-    assert CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out)]).exit_code == 1
+    assert (
+        CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out)]).exit_code == 1
+    )
     dom = browse(out, tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert console_messages(dom.stderr) == []
     summary = tracerace.check(path).summary_line()
     assert f'id="summary" class="summary errors">{summary}<' in dom.stdout
-    assert "<svg class=\"timeline-svg\"" in dom.stdout and "<circle" in dom.stdout
+    assert '<svg class="timeline-svg"' in dom.stdout and "<circle" in dom.stdout
     shot = tmp_path / f"{name}.png"
     run = browse(out, tmp_path, f"--screenshot={shot}")
     assert run.returncode == 0 and console_messages(run.stderr) == []
     image = Image.open(shot).convert("RGB")
     colors = image.getcolors(maxcolors=1 << 20)
-    assert colors is not None and len(colors) > 50              # text, marks, colours
+    assert colors is not None and len(colors) > 50  # text, marks, colours
     white = sum(n for n, rgb in colors if min(rgb) >= 245)
-    assert white < 0.97 * image.width * image.height            # not a blank page
+    assert white < 0.97 * image.width * image.height  # not a blank page
 
 
 def test_hostile_page_runs_nothing_in_chromium(tmp_path):
@@ -194,10 +217,10 @@ def test_hostile_page_runs_nothing_in_chromium(tmp_path):
     CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out)])
     dom = browse(out, tmp_path, "--dump-dom")
     assert console_messages(dom.stderr) == []
-    assert "<title>tracerace report" in dom.stdout and "pwned" not in dom.stdout.split(
-        "</title>")[0]
+    assert (
+        "<title>tracerace report" in dom.stdout and "pwned" not in dom.stdout.split("</title>")[0]
+    )
     assert "&lt;script&gt;document.title='pwned'" in dom.stdout
-
 
 
 def test_source_lines_around_both_sites_from_the_source_root(tmp_path):
@@ -218,7 +241,7 @@ def test_source_lines_around_both_sites_from_the_source_root(tmp_path):
     assert '<span class="line hl">   12  line 12 of the kernel</span>\n' in page
     assert '<span class="line">    9  line 9 of the kernel</span>\n' in page
     assert "line 16 of" not in page
-    assert "line 5 of the kernel" not in page_of(report)     # no root: nothing read
+    assert "line 5 of the kernel" not in page_of(report)  # no root: nothing read
     source.unlink()
     out = io.StringIO()
     render(report, "html", out, source_roots=[tmp_path])
@@ -327,7 +350,8 @@ def fake_sources(folder: Path, sites: tuple[str, ...]) -> Path:
         m = SITE_RE.match(site)
         if m and "/" not in m["file"]:
             (folder / m["file"]).write_text(
-                "".join(f"    statement({n}); // line {n} of {m['file']}\n" for n in range(1, 300)))
+                "".join(f"    statement({n}); // line {n} of {m['file']}\n" for n in range(1, 300))
+            )
     return folder
 
 
@@ -337,8 +361,9 @@ def test_a_reader_sees_snippet_lines_on_rows_and_timelines_that_fit(tmp_path, na
     report = tracerace.check(path)
     root = fake_sources(tmp_path / "src", report.meta.sites)
     out = tmp_path / f"{name}.html"
-    result = CliRunner().invoke(app, ["check", str(path), "-f", "html", "-o", str(out),
-                                      "--source-root", str(root)])
+    result = CliRunner().invoke(
+        app, ["check", str(path), "-f", "html", "-o", str(out), "--source-root", str(root)]
+    )
     assert result.exit_code == 1, result.output
     seen = measured(out, tmp_path)
     assert seen["snippets"] and seen["timelines"]
@@ -356,20 +381,31 @@ def test_a_reader_sees_snippet_lines_on_rows_and_timelines_that_fit(tmp_path, na
         for x in texts:
             assert inside(x["box"], t["svg"]), (x["text"], x["box"], t["svg"])
         for i, a in enumerate(texts):
-            for b in texts[i + 1:]:
+            for b in texts[i + 1 :]:
                 assert not overlap(a["box"], b["box"]), (a, b)
 
 
 def estimated_boxes(picture: dict) -> list[tuple[str, tuple[float, float, float, float]]]:
     """The layout's own estimate of each text's box (what it promises to keep apart)."""
-    sizes = {"lanelabel": html.NAME_PX, "evlabel": html.EVENT_PX, "rowlabel": html.ROW_PX,
-             "gap": html.EVENT_PX}
+    sizes = {
+        "lanelabel": html.NAME_PX,
+        "evlabel": html.EVENT_PX,
+        "rowlabel": html.ROW_PX,
+        "gap": html.EVENT_PX,
+    }
     out = []
     texts = list(picture["texts"])
     if picture["missing"]:
         m = picture["missing"]
-        texts.append({"x": m["tx"], "y": m["ty"], "text": m["label"], "cls": "missinglabel",
-                      "anchor": "middle"})
+        texts.append(
+            {
+                "x": m["tx"],
+                "y": m["ty"],
+                "text": m["label"],
+                "cls": "missinglabel",
+                "anchor": "middle",
+            }
+        )
     for t in texts:
         size = sizes.get(t["cls"], html.EDGE_PX)
         w = html.text_width(t["text"], size)
@@ -382,13 +418,25 @@ def estimated_boxes(picture: dict) -> list[tuple[str, tuple[float, float, float,
 def test_timeline_layout_keeps_texts_apart_and_both_accesses_in_view(events, same_lane):
     from tracerace.report.timeline import Event, Lane
 
-    ops = ["bar_sync", "cp_async_commit", "cp_async_wait", "mbar_arrive", "fence_proxy_async",
-           "write"]
-    first = Lane(0, 0, 0, "block (1023,1023,63) thread (1023,1023,63) (warp 31, lane 31)",
-                 skipped=123_456_789, dropped=987_654)
+    ops = [
+        "bar_sync",
+        "cp_async_commit",
+        "cp_async_wait",
+        "mbar_arrive",
+        "fence_proxy_async",
+        "write",
+    ]
+    first = Lane(
+        0,
+        0,
+        0,
+        "block (1023,1023,63) thread (1023,1023,63) (warp 31, lane 31)",
+        skipped=123_456_789,
+        dropped=987_654,
+    )
     second = first if same_lane else Lane(0, 1, 0, "block (0,0,1) thread (0,0,0)")
     lanes = [first] if same_lane else [first, second]
-    base = 10 ** 12
+    base = 10**12
     for i in range(events):
         lane = lanes[i % len(lanes)]
         lane.events.append(Event(base + 3 * i, ops[i % len(ops)], i * 7, "k.cu:1 x"))
@@ -405,18 +453,22 @@ def test_timeline_layout_keeps_texts_apart_and_both_accesses_in_view(events, sam
     for text, (x0, y0, x1, y1) in boxes:
         assert 0 <= x0 and x1 <= picture["width"] and 0 <= y0 and y1 <= picture["height"], text
     for i, (ta, a) in enumerate(boxes):
-        for tb, b in boxes[i + 1:]:
+        for tb, b in boxes[i + 1 :]:
             assert not (a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]), (ta, tb)
 
 
 def test_timeline_shows_an_agent_name_whole_when_the_picture_is_narrow():
     from tracerace.report.timeline import Event, Lane
 
-    lanes = [Lane(0, 0, 4, "block (0,0,0) thread (4,0,0)"),
-             Lane(0, 0, 0, "block (0,0,0) thread (0,0,0)", skipped=1)]
+    lanes = [
+        Lane(0, 0, 4, "block (0,0,0) thread (4,0,0)"),
+        Lane(0, 0, 0, "block (0,0,0) thread (0,0,0)", skipped=1),
+    ]
     lanes[0].events += [Event(27, "bar_sync", 0, None), Event(70, "write", 0, None, "earlier")]
     lanes[1].events += [Event(19, "bar_sync", 0, None), Event(78, "read", 0, None, "later")]
     picture = html.timeline_layout(type("G", (), {"kind": "raw"})(), lanes)
     names = [t["text"] for t in picture["texts"] if t["cls"] == "lanelabel"]
-    assert names == ["block (0,0,0) thread (4,0,0)",
-                     "block (0,0,0) thread (0,0,0)  (1 other access not shown)"]
+    assert names == [
+        "block (0,0,0) thread (4,0,0)",
+        "block (0,0,0) thread (0,0,0)  (1 other access not shown)",
+    ]

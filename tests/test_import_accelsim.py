@@ -14,17 +14,21 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.convert import convert
-from tracerace.errors import TraceError
 from tracerace.convert.gpu import ImportOptions, import_trace
 from tracerace.convert.gpu.emit import GLOBAL_INIT_WINDOW
+from tracerace.errors import TraceError
 from tracerace.trace.info import trace_info
 from tracerace.trace.reader import validate_trace
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402
 
-REAL = os.path.join(os.path.dirname(__file__), "gpu_fixtures", "accelsim_real",
-                    "kernel-593-ctx_0x55c28dad19e0.traceg")
+REAL = os.path.join(
+    os.path.dirname(__file__),
+    "gpu_fixtures",
+    "accelsim_real",
+    "kernel-593-ctx_0x55c28dad19e0.traceg",
+)
 
 
 def kinds(path, engine="numba") -> Counter:
@@ -38,6 +42,7 @@ def metadata(path) -> dict:
 
 
 # --- the real trace --------------------------------------------------------------------
+
 
 def test_real_pow_kernel_imports_validates_and_is_clean(tmp_path):
     out = tmp_path / "pow.arrow"
@@ -57,7 +62,10 @@ def test_real_pow_kernel_imports_validates_and_is_clean(tmp_path):
     assert kernel["shared_window"] == [0x7F59DD000000, 1 << 24]
     assert kernel["local_window"] == [0x7F59DB000000, 1 << 24]
     assert json.loads(metadata(out)["tracerace.import"]) == {
-        "format": "accelsim", "order": "reconstructed", "notes": []}
+        "format": "accelsim",
+        "order": "reconstructed",
+        "notes": [],
+    }
 
 
 def test_global_memory_counts_as_initialized(tmp_path):
@@ -75,7 +83,10 @@ def test_global_memory_counts_as_initialized(tmp_path):
     for i in inits:
         nxt = next(j for j in range(i + 1, len(t["op"])) if t["op"][j] != 3)
         assert (t["block"][i], t["thread"][i], t["ts"][i]) == (
-            t["block"][nxt], t["thread"][nxt], t["ts"][nxt])
+            t["block"][nxt],
+            t["thread"][nxt],
+            t["ts"][nxt],
+        )
     summary = trace_info(str(out))
     assert (summary.blocks, summary.agents) == (2, 256)
 
@@ -98,8 +109,11 @@ BROKEN = {
 
 
 def write_kind(tmp_path, kernel, kind: str, name: str) -> str:
-    text = g.accel_trace(kernel) if kind.startswith("trace.") or kind == "trace" else \
-        g.accel_traceg(kernel)
+    text = (
+        g.accel_trace(kernel)
+        if kind.startswith("trace.") or kind == "trace"
+        else g.accel_traceg(kernel)
+    )
     return g.write(tmp_path / f"{name}.{kind}", text, xz=kind.endswith(".xz"))
 
 
@@ -167,7 +181,8 @@ def test_uncompressed_address_lists(tmp_path):
     """TOOL_COMPRESS=0 writes every active lane's address (format 0)."""
     kernel = g.pipeline(False)
     text = g._accel_header(kernel, 1, 5) + "".join(
-        f"{line}\n" for line in g.accel_lines(kernel, compress=False))
+        f"{line}\n" for line in g.accel_lines(kernel, compress=False)
+    )
     assert " 16 0 0x" in text
     src = g.write(tmp_path / "k.trace", text)
     convert(src, tmp_path / "k.arrow")
@@ -179,7 +194,8 @@ def test_kernelslist_is_one_launch_per_kernel(tmp_path):
     g.write(tmp_path / "kernel-1.traceg", g.accel_traceg(a, 1))
     g.write(tmp_path / "kernel-2.traceg.xz", g.accel_traceg(b, 2), xz=True)
     (tmp_path / "kernelslist.g").write_text(
-        "MemcpyHtoD,0x00007f0000000000,4096\nkernel-1.traceg\nkernel-2.traceg.xz\n")
+        "MemcpyHtoD,0x00007f0000000000,4096\nkernel-1.traceg\nkernel-2.traceg.xz\n"
+    )
     out = tmp_path / "all.arrow"
     result = convert(tmp_path / "kernelslist.g", out)
     assert "2 launches" in result.summary_line()
@@ -187,7 +203,9 @@ def test_kernelslist_is_one_launch_per_kernel(tmp_path):
     assert g.imported_accesses(out) == expected
     kernels = json.loads(metadata(out)["tracerace.kernels"])
     assert [(k["launch"], k["name"], k["kernel_id"]) for k in kernels] == [
-        (0, "tile_kernel", 1), (1, "handoff_kernel", 2)]
+        (0, "tile_kernel", 1),
+        (1, "handoff_kernel", 2),
+    ]
     assert kinds(out) == {}
 
 
@@ -195,7 +213,9 @@ def test_generic_addresses_resolve_by_the_windows(tmp_path):
     k = g.Kernel("generic_kernel", (1, 1, 1), (32, 1, 1))
     lanes = g.lanes()
     k.program += [
-        g.Ins((0, 0, 0), 0, 0x10, "ST.E [R2.64], R4 ;", addrs=[k.shmem_base + 4 * i for i in lanes]),
+        g.Ins(
+            (0, 0, 0), 0, 0x10, "ST.E [R2.64], R4 ;", addrs=[k.shmem_base + 4 * i for i in lanes]
+        ),
         g.Ins((0, 0, 0), 0, 0x20, "ST.E [R2.64], R4 ;", addrs=[k.local_base + 8 for _ in lanes]),
         g.Ins((0, 0, 0), 0, 0x30, "LD.E R5, [R2.64] ;", addrs=[g.G_IN + 4 * i for i in lanes]),
         g.Ins((0, 0, 0), 0, 0x40, "EXIT ;"),
@@ -209,8 +229,12 @@ def test_generic_addresses_resolve_by_the_windows(tmp_path):
 
 def test_lines_with_source_line_numbers(tmp_path):
     text = g.accel_trace(g.tile(False)).replace("-enable lineinfo = 0", "-enable lineinfo = 1")
-    text = "\n".join(" ".join(line.split(" ", 4)[:4] + ["42"] + [line.split(" ", 4)[4]])
-                     if line[:1].isdigit() else line for line in text.split("\n"))
+    text = "\n".join(
+        " ".join(line.split(" ", 4)[:4] + ["42"] + [line.split(" ", 4)[4]])
+        if line[:1].isdigit()
+        else line
+        for line in text.split("\n")
+    )
     src = g.write(tmp_path / "k.trace", text)
     convert(src, tmp_path / "k.arrow")
     sites = json.loads(metadata(tmp_path / "k.arrow")["tracerace.sites"])
@@ -220,22 +244,26 @@ def test_lines_with_source_line_numbers(tmp_path):
 
 # --- bad input: one line naming file, line and rule; no output --------------------------
 
+
 def broken_inputs(tmp_path):
     ok_g = g.accel_traceg(g.tile(True))
     ok_t = g.accel_trace(g.tile(True))
     cases = {
-        "truncated-traceg": ("k.traceg", ok_g[:ok_g.rindex("#END_TB")], "truncated"),
+        "truncated-traceg": ("k.traceg", ok_g[: ok_g.rindex("#END_TB")], "truncated"),
         "short-warp": ("k.traceg", ok_g.replace("insts = 6", "insts = 7", 1), "truncated"),
-        "bad-line": ("k.trace", ok_t.replace("0 0 0 1 0040 ffffffff", "0 0 0 1 0040 fffzffff"),
-                     "accelsim-syntax"),
-        "cta-outside": ("k.trace", ok_t.replace("0 0 0 1 0040", "0 2 0 1 0040"),
-                        "accelsim-syntax"),
-        "unknown-opcode": ("k.trace", ok_t.replace(" STG.E.SYS ", " FROB.E.SYS "),
-                           "sass-unknown"),
-        "mbarrier": ("k.trace", ok_t.replace(" STS ", " SYNCS.ARRIVE.TRANS64.A1T0 "),
-                     "sass-unfollowable"),
-        "no-barrier-id": ("k.trace", g.accel_trace(g.tile(True), version=4),
-                          "sass-unfollowable"),
+        "bad-line": (
+            "k.trace",
+            ok_t.replace("0 0 0 1 0040 ffffffff", "0 0 0 1 0040 fffzffff"),
+            "accelsim-syntax",
+        ),
+        "cta-outside": ("k.trace", ok_t.replace("0 0 0 1 0040", "0 2 0 1 0040"), "accelsim-syntax"),
+        "unknown-opcode": ("k.trace", ok_t.replace(" STG.E.SYS ", " FROB.E.SYS "), "sass-unknown"),
+        "mbarrier": (
+            "k.trace",
+            ok_t.replace(" STS ", " SYNCS.ARRIVE.TRANS64.A1T0 "),
+            "sass-unfollowable",
+        ),
+        "no-barrier-id": ("k.trace", g.accel_trace(g.tile(True), version=4), "sass-unfollowable"),
         "lanes-outside": ("k.trace", ok_t.replace("(64,1,1)", "(48,1,1)"), "gpu-lanes"),
         "no-format-line": ("k.trace", ok_t.split("#traces")[0], "truncated"),
     }
@@ -262,8 +290,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         out = os.path.join(os.path.dirname(src), "out.arrow")
         res = runner.invoke(app, ["convert", src, out])
         assert res.exit_code == 2, (name, res.output)
-        lines = res.stderr.strip().splitlines() if hasattr(res, "stderr") else \
-            res.output.strip().splitlines()
+        lines = (
+            res.stderr.strip().splitlines()
+            if hasattr(res, "stderr")
+            else res.output.strip().splitlines()
+        )
         assert len(lines) == 1, (name, lines)
         assert lines[0].startswith(f"tracerace: error: {src}"), (name, lines[0])
         assert f": {rule}: " in lines[0], (name, lines[0])
@@ -287,8 +318,7 @@ def test_options(tmp_path):
         convert(src, tmp_path / "t.arrow", fmt="nsight")
     with pytest.raises(TraceError, match="BASE"):
         convert(src, tmp_path / "t.arrow", shared_window="near the top")
-    result = import_trace(src, tmp_path / "t.parquet",
-                          options=ImportOptions(compression="zstd"))
+    result = import_trace(src, tmp_path / "t.parquet", options=ImportOptions(compression="zstd"))
     assert validate_trace(str(tmp_path / "t.parquet")).num_rows == result.rows
 
 

@@ -14,14 +14,15 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.convert import convert
-from tracerace.errors import TraceError
 from tracerace.convert.gpu.source import lines
+from tracerace.errors import TraceError
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402
 
-SAMPLE = os.path.join(os.path.dirname(__file__), "gpu_fixtures", "cutracer_sample",
-                      "reg_trace_sample.ndjson")
+SAMPLE = os.path.join(
+    os.path.dirname(__file__), "gpu_fixtures", "cutracer_sample", "reg_trace_sample.ndjson"
+)
 
 
 def kinds(path, engine="numba") -> Counter:
@@ -42,10 +43,13 @@ def write(tmp_path, kernel, name, zst=False, **kw) -> str:
 
 
 @pytest.mark.parametrize("zst", [False, True])
-@pytest.mark.parametrize("scenario, fixed, broken, found", [
-    ("tile", g.tile(True), g.tile(False), {"raw": 64}),
-    ("flag", g.flag("GPU"), g.flag("SM"), {"raw": 32, "waw": 1}),
-])
+@pytest.mark.parametrize(
+    "scenario, fixed, broken, found",
+    [
+        ("tile", g.tile(True), g.tile(False), {"raw": 64}),
+        ("flag", g.flag("GPU"), g.flag("SM"), {"raw": 32, "waw": 1}),
+    ],
+)
 def test_accesses_and_hazards(tmp_path, scenario, fixed, broken, found, zst):
     for kernel, name in ((fixed, "fixed"), (broken, "broken")):
         src = write(tmp_path, kernel, name, zst)
@@ -107,10 +111,19 @@ def test_the_repository_sample(tmp_path):
     assert [json.loads(t)["trace_index"] for t in packed] == list(range(100))
     with pytest.raises(TraceError, match="first record must be kernel_metadata"):
         convert(SAMPLE, tmp_path / "x.arrow")
-    meta = {"type": "kernel_metadata", "mangled_name": "_Z6vecAddPfS_S_i",
-            "unmangled_name": "vecAdd(float*, float*, float*, int)", "grid": [8, 1, 1],
-            "block": [128, 1, 1], "kernel_checksum": "0", "func_addr": "0x0", "nregs": 16,
-            "shmem_static": 0, "shmem_dynamic": 0, "instructions": {}}
+    meta = {
+        "type": "kernel_metadata",
+        "mangled_name": "_Z6vecAddPfS_S_i",
+        "unmangled_name": "vecAdd(float*, float*, float*, int)",
+        "grid": [8, 1, 1],
+        "block": [128, 1, 1],
+        "kernel_checksum": "0",
+        "func_addr": "0x0",
+        "nregs": 16,
+        "shmem_static": 0,
+        "shmem_dynamic": 0,
+        "instructions": {},
+    }
     src = tmp_path / "sample.ndjson"
     for records in (plain, packed):
         src.write_text(json.dumps(meta) + "\n" + "\n".join(records) + "\n")
@@ -125,30 +138,39 @@ def test_the_repository_sample(tmp_path):
 def test_directory_of_kernels_in_launch_order(tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()
-    g.write(folder / "kernel_aaaa_iter0_tile.ndjson", g.cutracer_ndjson(g.tile(True),
-                                                                          launch_id=7))
-    g.write_zstd(folder / "kernel_0000_iter0_flag.ndjson.zst",
-                 g.cutracer_ndjson(g.flag("GPU"), launch_id=3))
+    g.write(folder / "kernel_aaaa_iter0_tile.ndjson", g.cutracer_ndjson(g.tile(True), launch_id=7))
+    g.write_zstd(
+        folder / "kernel_0000_iter0_flag.ndjson.zst", g.cutracer_ndjson(g.flag("GPU"), launch_id=3)
+    )
     out = tmp_path / "all.arrow"
     convert(folder, out)
     kernels = json.loads(ipc.open_file(str(out)).schema.metadata[b"tracerace.kernels"])
     assert [k["name"] for k in kernels] == ["handoff_kernel()", "tile_kernel()"]
-    assert g.imported_accesses(out) == (g.expected_accesses(g.flag("GPU"), 0)
-                                        | g.expected_accesses(g.tile(True), 1))
+    assert g.imported_accesses(out) == (
+        g.expected_accesses(g.flag("GPU"), 0) | g.expected_accesses(g.tile(True), 1)
+    )
 
 
 def test_generic_addresses_need_windows(tmp_path):
     k = g.Kernel("generic_kernel", (1, 1, 1), (32, 1, 1))
-    k.program += [g.Ins((0, 0, 0), 0, 0x10, "ST.E [R2.64], R4 ;",
-                        addrs=[k.shmem_base + 4 * i for i in g.lanes()]),
-                  g.Ins((0, 0, 0), 0, 0x20, "EXIT ;")]
+    k.program += [
+        g.Ins(
+            (0, 0, 0),
+            0,
+            0x10,
+            "ST.E [R2.64], R4 ;",
+            addrs=[k.shmem_base + 4 * i for i in g.lanes()],
+        ),
+        g.Ins((0, 0, 0), 0, 0x20, "EXIT ;"),
+    ]
     src = write(tmp_path, k, "k")
     with pytest.raises(TraceError, match="no shared or local window") as info:
         convert(src, tmp_path / "k.arrow")
     assert info.value.rule == "gpu-generic" and info.value.path.endswith(".ndjson:2")
     convert(src, tmp_path / "k.arrow", shared_window=f"{k.shmem_base:#x}:0x1000000")
     assert {(a[4], a[5]) for a in g.imported_accesses(tmp_path / "k.arrow")} == {
-        (1, 4 * i) for i in range(32)}
+        (1, 4 * i) for i in range(32)
+    }
     convert(src, tmp_path / "k2.arrow", generic_global=True)
     assert {a[4] for a in g.imported_accesses(tmp_path / "k2.arrow")} == {0}
 
@@ -157,15 +179,23 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     good = g.cutracer_ndjson(g.tile(True)).split("\n")
     rec = json.loads(good[1])
     cases = {
-        "not-json": (good[:2] + ["{\"type\": \"mem_addr_trace\", "] + good[2:], "cutracer-syntax",
-                     3),
-        "addrs": (good[:1] + [json.dumps(dict(rec, addrs=[1, 2]))] + good[2:],
-                  "cutracer-syntax", 2),
+        "not-json": (good[:2] + ['{"type": "mem_addr_trace", '] + good[2:], "cutracer-syntax", 3),
+        "addrs": (
+            good[:1] + [json.dumps(dict(rec, addrs=[1, 2]))] + good[2:],
+            "cutracer-syntax",
+            2,
+        ),
         "warp": (good[:1] + [json.dumps(dict(rec, warp=9))] + good[2:], "cutracer-syntax", 2),
-        "type": (good[:1] + [json.dumps(dict(rec, type="mem_sth"))] + good[2:],
-                 "cutracer-syntax", 2),
-        "opcode-id": (good[:1] + [json.dumps(dict(rec, opcode_id=99))] + good[2:],
-                      "cutracer-syntax", 2),
+        "type": (
+            good[:1] + [json.dumps(dict(rec, type="mem_sth"))] + good[2:],
+            "cutracer-syntax",
+            2,
+        ),
+        "opcode-id": (
+            good[:1] + [json.dumps(dict(rec, opcode_id=99))] + good[2:],
+            "cutracer-syntax",
+            2,
+        ),
         "no-metadata": (good[1:], "cutracer-syntax", 1),
         "lost-records": (good[:3] + good[5:], "cutracer-missing", 4),
     }
@@ -177,7 +207,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         assert res.exit_code == 2, (name, res.output)
         text = res.stderr.strip().splitlines()
         assert len(text) == 1 and text[0].startswith(
-            f"tracerace: error: {src}:{lineno}: {rule}: "), (name, text)
+            f"tracerace: error: {src}:{lineno}: {rule}: "
+        ), (name, text)
         assert not out.exists()
 
 
@@ -199,8 +230,10 @@ def test_named_barrier_with_a_count(tmp_path):
         convert(src, out)
         assert kinds(out) == found
     bars = g.ops_of(tmp_path / "nTrue.arrow")
-    assert Counter((r[0], r[3], r[4]) for r in bars) == {("bar_arrive", 1, 64): 32,
-                                                         ("bar_sync", 1, 64): 32}
+    assert Counter((r[0], r[3], r[4]) for r in bars) == {
+        ("bar_arrive", 1, 64): 32,
+        ("bar_sync", 1, 64): 32,
+    }
 
 
 def test_warpsync_orders_the_lanes_of_a_warp(tmp_path):
@@ -220,8 +253,11 @@ def test_depbar_on_another_scoreboard_waits_for_no_copy(tmp_path):
 
 
 def test_mem_value_records_come_after_the_instruction_record(tmp_path):
-    for kernel, found in ((g.pipeline(True), {}), (g.pipeline(False), {"async_inflight": 32}),
-                          (g.tile(False), {"raw": 64})):
+    for kernel, found in (
+        (g.pipeline(True), {}),
+        (g.pipeline(False), {"async_inflight": 32}),
+        (g.tile(False), {"raw": 64}),
+    ):
         src = g.write(tmp_path / "v.ndjson", g.cutracer_ndjson(kernel, values=True))
         assert '"mem_value_trace"' in open(src).read()
         convert(src, tmp_path / "v.arrow")

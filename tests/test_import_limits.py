@@ -20,9 +20,9 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.convert import convert
-from tracerace.errors import TraceError
 from tracerace.convert.gpu import detect
 from tracerace.convert.gpu.source import lines
+from tracerace.errors import TraceError
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402
@@ -53,6 +53,7 @@ def refused(src, tmp_path, rule: str, line: int | None) -> str:
 
 
 # --- addresses and ids ------------------------------------------------------------------
+
 
 def test_memtrace_address_at_the_top_is_refused_at_its_line(tmp_path):
     src = g.write(tmp_path / "run.log", g.memtrace_log([store([TOP] * 32)]))
@@ -93,8 +94,7 @@ def test_the_last_bytes_of_the_address_space_convert_and_check(tmp_path):
 
 @pytest.mark.parametrize("fmt", ["memtrace", "accelsim", "cutracer"])
 def test_grid_of_more_than_2_32_blocks_is_refused(tmp_path, fmt):
-    k = store([0x1000 + 4 * lane for lane in range(32)], grid=(65536, 65536, 2),
-              cta=(0, 0, 1))
+    k = store([0x1000 + 4 * lane for lane in range(32)], grid=(65536, 65536, 2), cta=(0, 0, 1))
     if fmt == "memtrace":
         src, line = g.write(tmp_path / "run.log", g.memtrace_log([k])), 4
         rule = "memtrace-syntax"
@@ -121,6 +121,7 @@ def test_shared_window_past_64_bits_is_a_usage_error(tmp_path):
 
 
 # --- JSON nesting ------------------------------------------------------------------------
+
 
 def test_cutracer_record_nested_100000_deep_is_refused(tmp_path):
     k = store([0x1000 + 4 * lane for lane in range(32)])
@@ -149,6 +150,7 @@ def test_deep_brackets_inside_strings_are_only_text(tmp_path):
 
 
 # --- lines, blank input, decompression bombs ----------------------------------------------
+
 
 def test_a_line_longer_than_the_limit_is_refused(tmp_path):
     src = g.write(tmp_path / "t.log", "ab\n" + "x" * 100 + "\nshort\n")
@@ -180,8 +182,9 @@ def _convert_in_child(src: str, out: str) -> tuple[str, int, float]:
         print(time.perf_counter() - start)
     """)
     env = dict(os.environ, PYTHONPATH=ROOT)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=env, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     message, rss, seconds = done.stdout.strip().splitlines()
     return message, int(rss), float(seconds)
@@ -200,8 +203,9 @@ BOMB_RSS_KIB = 600 << 10
 """Peak memory of a whole interpreter (imports included) converting a bomb."""
 
 
-@pytest.mark.parametrize("byte, rule", [(b" ", "line-too-long"), (b"f", "line-too-long"),
-                                        (b"\n", "blank-input")])
+@pytest.mark.parametrize(
+    "byte, rule", [(b" ", "line-too-long"), (b"f", "line-too-long"), (b"\n", "blank-input")]
+)
 def test_zstd_bomb_of_1_gib_fails_fast_in_bounded_memory(tmp_path, byte, rule):
     src = _zstd_of(tmp_path / "k.ndjson.zst", byte * (1 << 20), 1 << 30)
     assert os.path.getsize(src) < 1 << 20
@@ -237,20 +241,29 @@ BIG = "9" * 5000
 """More digits than Python converts from decimal text (4300)."""
 
 
-@pytest.mark.parametrize("name, old, new, line", [
-    ("run.log", "grid size 1,1,1", f"grid size {BIG},1,1", 4),
-    ("run.log", "grid launch id 0", f"grid launch id {BIG}", 4),
-    ("run.log", "CTA 0,0,0", f"CTA {BIG},0,0", 5),
-    ("kernel-1.trace", "-grid dim = (1,1,1)", f"-grid dim = ({BIG},1,1)", 3),
-    ("k.ndjson", '"grid": [1, 1, 1]', f'"grid": [{BIG}, 1, 1]', 1),
-], ids=["memtrace-grid", "memtrace-launch-id", "memtrace-cta", "accelsim-grid",
-        "cutracer-grid"])
+@pytest.mark.parametrize(
+    "name, old, new, line",
+    [
+        ("run.log", "grid size 1,1,1", f"grid size {BIG},1,1", 4),
+        ("run.log", "grid launch id 0", f"grid launch id {BIG}", 4),
+        ("run.log", "CTA 0,0,0", f"CTA {BIG},0,0", 5),
+        ("kernel-1.trace", "-grid dim = (1,1,1)", f"-grid dim = ({BIG},1,1)", 3),
+        ("k.ndjson", '"grid": [1, 1, 1]', f'"grid": [{BIG}, 1, 1]', 1),
+    ],
+    ids=["memtrace-grid", "memtrace-launch-id", "memtrace-cta", "accelsim-grid", "cutracer-grid"],
+)
 def test_numbers_of_5000_digits_are_refused_at_their_line(tmp_path, name, old, new, line):
     k = store([0x1000 + 4 * lane for lane in range(32)])
-    text = {"run.log": g.memtrace_log, "kernel-1.trace": lambda ks: g.accel_trace(ks[0]),
-            "k.ndjson": lambda ks: g.cutracer_ndjson(ks[0])}[name]([k])
+    text = {
+        "run.log": g.memtrace_log,
+        "kernel-1.trace": lambda ks: g.accel_trace(ks[0]),
+        "k.ndjson": lambda ks: g.cutracer_ndjson(ks[0]),
+    }[name]([k])
     assert old in text
     src = g.write(tmp_path / name, text.replace(old, new))
-    rule = {"run.log": "memtrace-syntax", "kernel-1.trace": "accelsim-syntax",
-            "k.ndjson": "cutracer-syntax"}[name]
+    rule = {
+        "run.log": "memtrace-syntax",
+        "kernel-1.trace": "accelsim-syntax",
+        "k.ndjson": "cutracer-syntax",
+    }[name]
     assert len(refused(src, tmp_path, rule, line)) < 400

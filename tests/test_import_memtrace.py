@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.convert import convert
-from tracerace.errors import TraceError
 from tracerace.convert.gpu import detect
+from tracerace.errors import TraceError
 
 sys.path.insert(0, os.path.dirname(__file__))
 import gputrace as g  # noqa: E402
@@ -30,8 +30,10 @@ def kinds(path, engine="numba") -> Counter:
 
 def expected(kernel, launch=0) -> set[tuple]:
     """Accesses with mem_trace's thread numbering: hardware slot * 32 + lane."""
-    return {(lau, op, b, t + 32 * SLOT, sp, a, size, a2)
-            for lau, op, b, t, sp, a, size, a2 in g.expected_accesses(kernel, launch)}
+    return {
+        (lau, op, b, t + 32 * SLOT, sp, a, size, a2)
+        for lau, op, b, t, sp, a, size, a2 in g.expected_accesses(kernel, launch)
+    }
 
 
 def test_detected_by_content(tmp_path):
@@ -56,7 +58,7 @@ def test_barriers_are_not_recorded_so_the_tile_reports(tmp_path):
     kernel = g.tile(True)
     src = g.write(tmp_path / "run.log", g.memtrace_log([kernel]))
     convert(src, tmp_path / "run.arrow")
-    assert g.ops_of(tmp_path / "run.arrow") == []       # no barrier rows
+    assert g.ops_of(tmp_path / "run.arrow") == []  # no barrier rows
     assert kinds(tmp_path / "run.arrow") == {"raw": 64}  # said in the notes
 
 
@@ -79,7 +81,8 @@ def test_several_launches(tmp_path):
     kernels = json.loads(meta[b"tracerace.kernels"])
     assert [(k["name"], k["grid"], k["block"]) for k in kernels] == [
         ("cross_kernel(float*, int)", [2, 1, 1], [32, 1, 1]),
-        ("tile_kernel(float*, int)", [1, 1, 1], [64, 1, 1])]
+        ("tile_kernel(float*, int)", [1, 1, 1], [64, 1, 1]),
+    ]
     assert json.loads(meta[b"tracerace.import"])["order"] == "recorded"
 
 
@@ -88,11 +91,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     launch = next(i for i, line in enumerate(good) if " - LAUNCH - " in line)
     first = launch + 1
     cases = {
-        "short-record": (good[:first] + [good[first].rsplit(" 0x", 3)[0]] + good[first + 1:],
-                         first + 1),
-        "no-launch": (good[:launch] + good[launch + 1:], launch + 1),
-        "cta-outside": (good[:first] + [good[first].replace("CTA 0,0,0", "CTA 5,0,0")]
-                        + good[first + 1:], first + 1),
+        "short-record": (
+            good[:first] + [good[first].rsplit(" 0x", 3)[0]] + good[first + 1 :],
+            first + 1,
+        ),
+        "no-launch": (good[:launch] + good[launch + 1 :], launch + 1),
+        "cta-outside": (
+            good[:first] + [good[first].replace("CTA 0,0,0", "CTA 5,0,0")] + good[first + 1 :],
+            first + 1,
+        ),
         "odd-line": (good[:first] + ["MEMTRACE: something else"] + good[first:], first + 1),
     }
     runner = CliRunner()
@@ -103,8 +110,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
         assert res.exit_code == 2, (name, res.output)
         text = res.stderr.strip().splitlines()
         assert len(text) == 1 and text[0].startswith(
-            f"tracerace: error: {src}:{lineno}: memtrace-syntax: "), (name, text)
+            f"tracerace: error: {src}:{lineno}: memtrace-syntax: "
+        ), (name, text)
         assert not out.exists()
     with pytest.raises(TraceError, match="no 'MEMTRACE: ... LAUNCH' line"):
-        convert(g.write(tmp_path / "empty.log", "hello\n"), tmp_path / "e.arrow",
-                fmt="memtrace")
+        convert(g.write(tmp_path / "empty.log", "hello\n"), tmp_path / "e.arrow", fmt="memtrace")

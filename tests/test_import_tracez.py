@@ -52,10 +52,15 @@ def convert_fails(tmp_path, data: bytes, name: str = "kernel-1.tracez") -> str:
 
 # --- the SASS rows ------------------------------------------------------------------------
 
+
 def test_mbarrier_init_count_from_the_state_word():
     # nvcc 13, sm_90a: mbarrier.init(count) exchanges (2^20 - count) << 1 (low word).
     assert [mbar_init_count(z.init_word(n)) for n in (1, 32, 128, (1 << 20) - 1)] == [
-        1, 32, 128, (1 << 20) - 1]
+        1,
+        32,
+        128,
+        (1 << 20) - 1,
+    ]
     assert mbar_init_count(0) == 0
 
 
@@ -65,7 +70,7 @@ def test_syncs_rows():
     assert arrive.effect is Effect.MBAR_ARRIVE and (arrive.arrivals, arrive.tx) == ("1", "0")
     expect = decode("SYNCS.ARRIVE.TRANS64.A0TR")
     assert (expect.arrivals, expect.tx) == ("0", "R")
-    plain = decode("SYNCS.ARRIVE.TRANS64")   # arrive.expect_tx, bytes in the register
+    plain = decode("SYNCS.ARRIVE.TRANS64")  # arrive.expect_tx, bytes in the register
     assert (plain.arrivals, plain.tx) == ("1", "R")
     assert decode("SYNCS.PHASECHK.TRANS64.TRYWAIT").effect is Effect.MBAR_WAIT
     assert decode("SYNCS.PHASECHK.TRANS64").effect is Effect.MBAR_WAIT
@@ -77,12 +82,16 @@ def test_syncs_rows():
 
 # --- kernels ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("engine", ["reference", "numba"])
-@pytest.mark.parametrize("full_wait, empty_wait, expected", [
-    (True, True, {}),
-    (False, True, {"raw": 64}),   # the consumer reads both stages before they are full
-    (True, False, {"war": 32}),   # the producer refills the buffer before it is empty
-])
+@pytest.mark.parametrize(
+    "full_wait, empty_wait, expected",
+    [
+        (True, True, {}),
+        (False, True, {"raw": 64}),  # the consumer reads both stages before they are full
+        (True, False, {"war": 32}),  # the producer refills the buffer before it is empty
+    ],
+)
 def test_producer_consumer(tmp_path, engine, full_wait, empty_wait, expected):
     out = imported(tmp_path, z.producer_consumer(full_wait, empty_wait))
     assert kinds(out, engine) == Counter(expected)
@@ -93,7 +102,9 @@ def test_mbarrier_rows_and_the_replay_order(tmp_path):
     rows = [r for r in g.ops_of(out) if r[0].startswith("mbar")]
     # Two inits by lane 0 (32 expected arrivals each), from the register value.
     assert [r for r in rows if r[0] == "mbar_init"] == [
-        ("mbar_init", 0, 0, z.FULL_BAR, 32), ("mbar_init", 0, 0, z.EMPTY_BAR, 32)]
+        ("mbar_init", 0, 0, z.FULL_BAR, 32),
+        ("mbar_init", 0, 0, z.EMPTY_BAR, 32),
+    ]
     waits = Counter((r[2] // 32, r[3], r[4]) for r in rows if r[0] == "mbar_wait")
     # Three try-waits per stage are one wait; the producer's first wait (parity 1 of a
     # fresh mbarrier) returns at once and orders nothing: it is left out.
@@ -132,13 +143,23 @@ def test_kernelslist_dictionary_and_subchunks(tmp_path):
     racy = z.producer_consumer(full_wait=False)
     sample = "\n".join([z.lds(0x120, z.BUF), z.sts(0x50, z.BUF)] * 8).encode()
     dictionary = sample + b"\0" * 8
-    with_dict = z.tracez(head, [z.Block((0, 0, 0), [[z.sts(0x10, 0), z.bar(0x20),
-                                                     z.exit_(0x30)],
-                                                    [z.bar(0x20), z.lds(0x40, 0),
-                                                     z.exit_(0x50)]])],
-                         subchunk=1, dictionary=dictionary)
-    src = z.write_list(tmp_path, {"kernel-1.tracez": plain, "kernel-2.tracez": racy,
-                                  "kernel-3.tracez": with_dict})
+    with_dict = z.tracez(
+        head,
+        [
+            z.Block(
+                (0, 0, 0),
+                [
+                    [z.sts(0x10, 0), z.bar(0x20), z.exit_(0x30)],
+                    [z.bar(0x20), z.lds(0x40, 0), z.exit_(0x50)],
+                ],
+            )
+        ],
+        subchunk=1,
+        dictionary=dictionary,
+    )
+    src = z.write_list(
+        tmp_path, {"kernel-1.tracez": plain, "kernel-2.tracez": racy, "kernel-3.tracez": with_dict}
+    )
     assert detect(src) == "tracez" and detect(str(tmp_path / "kernel-1.tracez")) == "tracez"
     out = tmp_path / "all.arrow"
     result = import_trace(src, out)
@@ -150,14 +171,22 @@ def test_kernelslist_dictionary_and_subchunks(tmp_path):
 def test_register_values_are_needed(tmp_path):
     data = z.producer_consumer()
     head = z.header("k", (1, 1, 1), (32, 1, 1))
-    noval = z.Line(0x10, "SYNCS.EXCH.64", z.LANE0, dst=["URZ"], src=["UR8", "UR4"], width=8,
-                   addrs=[z.SHMEM + z.FULL_BAR]).text()
+    noval = z.Line(
+        0x10,
+        "SYNCS.EXCH.64",
+        z.LANE0,
+        dst=["URZ"],
+        src=["UR8", "UR4"],
+        width=8,
+        addrs=[z.SHMEM + z.FULL_BAR],
+    ).text()
     line = convert_fails(tmp_path, z.tracez(head, [z.Block((0, 0, 0), [[noval]])]))
     assert "instruction 0: sass-unfollowable: SYNCS.EXCH.64:" in line
     assert data  # the same kernel with values imports (test_producer_consumer)
 
 
 # --- bad input ----------------------------------------------------------------------------
+
 
 def _good() -> bytes:
     return z.producer_consumer()
@@ -168,7 +197,7 @@ def _index_offset(data: bytes) -> int:
 
 
 def _patch(data: bytes, offset: int, fmt: str, value) -> bytes:
-    return data[:offset] + struct.pack(fmt, value) + data[offset + struct.calcsize(fmt):]
+    return data[:offset] + struct.pack(fmt, value) + data[offset + struct.calcsize(fmt) :]
 
 
 def broken() -> dict[str, tuple[bytes, str, str]]:
@@ -176,40 +205,71 @@ def broken() -> dict[str, tuple[bytes, str, str]]:
     good = _good()
     nul = good.index(b"\0")
     index = _index_offset(good)
-    first_warp = index + 4 + 44          # the first block's first warp record
+    first_warp = index + 4 + 44  # the first block's first warp record
     data_start = nul + 1 + 8
     cases = {
         "no-nul": (good[:nul], "truncated", "NUL"),
-        "cut-in-compression-header": (good[:nul + 3], "truncated", "compression header"),
-        "huge-dictionary": (_patch(good, nul + 1, "<I", 1 << 30), "tracez-format",
-                            "dictionary size"),
-        "index-offset-outside": (_patch(good, len(good) - 8, "<Q", len(good) + 5),
-                                 "tracez-format", "index offset"),
+        "cut-in-compression-header": (good[: nul + 3], "truncated", "compression header"),
+        "huge-dictionary": (
+            _patch(good, nul + 1, "<I", 1 << 30),
+            "tracez-format",
+            "dictionary size",
+        ),
+        "index-offset-outside": (
+            _patch(good, len(good) - 8, "<Q", len(good) + 5),
+            "tracez-format",
+            "index offset",
+        ),
         "too-many-blocks": (_patch(good, index, "<I", 7), "tracez-format", "lists 7 blocks"),
-        "too-many-warps": (_patch(good, index + 4 + 40, "<I", 9), "tracez-format",
-                           "9 warps"),
-        "counts-do-not-add-up": (_patch(good, first_warp, "<I", 99), "tracez-format",
-                                 "do not add up"),
-        "warp-offset-outside": (_patch(good, first_warp + 8, "<Q", index + 3),
-                                "tracez-format", "data offset"),
-        "warp-header-disagrees": (_patch(good, data_start, "<I", 5), "tracez-format",
-                                  "its data says 5 instructions"),
-        "subchunk-past-index": (_patch(good, data_start + 8, "<I", 1 << 20), "truncated",
-                                "sub-chunk 0"),
-        "damaged-zstd": (good[:data_start + 12] + b"\xff" * 8 + good[data_start + 20:],
-                         "tracez-format", "sub-chunk 0"),
-        "cut-in-index": (good[:index + 30] + good[-8:], "truncated", "block record"),
-        "cut-in-data": (good[:index - 10], "tracez-format", "index offset"),
-        "version-7": (z.tracez(z.header("k", (1, 1, 1), (32, 1, 1), version=7),
-                               [z.Block((0, 0, 0), [[z.exit_(0x10)]])]),
-                      "tracez-format", "tracer version 7"),
-        "bad-line": (z.tracez(z.header("k", (1, 1, 1), (64, 1, 1)),
-                              [z.Block((0, 0, 0), [[z.bar(0x10), "0020 ffffffff 0 STS 1"],
-                                                   [z.bar(0x10)]])]),
-                     "tracez-format", "block (0,0,0) warp 0 instruction 1"),
-        "block-outside-grid": (z.tracez(z.header("k", (1, 1, 1), (32, 1, 1)),
-                                        [z.Block((3, 0, 0), [[z.exit_(0x10)]])]),
-                               "tracez-format", "outside the grid"),
+        "too-many-warps": (_patch(good, index + 4 + 40, "<I", 9), "tracez-format", "9 warps"),
+        "counts-do-not-add-up": (
+            _patch(good, first_warp, "<I", 99),
+            "tracez-format",
+            "do not add up",
+        ),
+        "warp-offset-outside": (
+            _patch(good, first_warp + 8, "<Q", index + 3),
+            "tracez-format",
+            "data offset",
+        ),
+        "warp-header-disagrees": (
+            _patch(good, data_start, "<I", 5),
+            "tracez-format",
+            "its data says 5 instructions",
+        ),
+        "subchunk-past-index": (
+            _patch(good, data_start + 8, "<I", 1 << 20),
+            "truncated",
+            "sub-chunk 0",
+        ),
+        "damaged-zstd": (
+            good[: data_start + 12] + b"\xff" * 8 + good[data_start + 20 :],
+            "tracez-format",
+            "sub-chunk 0",
+        ),
+        "cut-in-index": (good[: index + 30] + good[-8:], "truncated", "block record"),
+        "cut-in-data": (good[: index - 10], "tracez-format", "index offset"),
+        "version-7": (
+            z.tracez(
+                z.header("k", (1, 1, 1), (32, 1, 1), version=7),
+                [z.Block((0, 0, 0), [[z.exit_(0x10)]])],
+            ),
+            "tracez-format",
+            "tracer version 7",
+        ),
+        "bad-line": (
+            z.tracez(
+                z.header("k", (1, 1, 1), (64, 1, 1)),
+                [z.Block((0, 0, 0), [[z.bar(0x10), "0020 ffffffff 0 STS 1"], [z.bar(0x10)]])],
+            ),
+            "tracez-format",
+            "block (0,0,0) warp 0 instruction 1",
+        ),
+        "block-outside-grid": (
+            z.tracez(z.header("k", (1, 1, 1), (32, 1, 1)), [z.Block((3, 0, 0), [[z.exit_(0x10)]])]),
+            "tracez-format",
+            "outside the grid",
+        ),
         "lines-disagree": (_lines_disagree(), "tracez-format", "lines where the index says"),
     }
     return cases
@@ -217,15 +277,16 @@ def broken() -> dict[str, tuple[bytes, str, str]]:
 
 def _lines_disagree() -> bytes:
     head = z.header("k", (1, 1, 1), (32, 1, 1))
-    data = bytearray(z.tracez(head, [z.Block((0, 0, 0), [[z.exit_(0x10), z.exit_(0x20)]])],
-                              subchunk=2))
+    data = bytearray(
+        z.tracez(head, [z.Block((0, 0, 0), [[z.exit_(0x10), z.exit_(0x20)]])], subchunk=2)
+    )
     # Replace the one sub-chunk's frame by a frame of three lines, the same length budget.
     nul = data.index(b"\0")
     at = nul + 1 + 8 + 8
     (size,) = struct.unpack_from("<I", data, at)
     frame = zstandard.ZstdCompressor().compress(b"a\nb\nc")
     new = bytes(data[:at]) + struct.pack("<I", len(frame)) + frame
-    rest = bytes(data[at + 4 + size:])
+    rest = bytes(data[at + 4 + size :])
     shift = len(new) - (at + 4 + size)
     index = struct.unpack("<Q", rest[-8:])[0] + shift
     return new + rest[:-8] + struct.pack("<Q", index)
@@ -247,8 +308,11 @@ def test_every_cut_short_file_is_refused(tmp_path):
 
 # --- the text forms of tracer version 6 ---------------------------------------------------
 
-@pytest.mark.parametrize("full_wait, empty_wait, expected", [
-    (True, True, {}), (False, True, {"raw": 64}), (True, False, {"war": 32})])
+
+@pytest.mark.parametrize(
+    "full_wait, empty_wait, expected",
+    [(True, True, {}), (False, True, {"raw": 64}), (True, False, {"war": 32})],
+)
 def test_traceg_of_version_6_keeps_mbarrier_phases(tmp_path, full_wait, empty_wait, expected):
     src = tmp_path / "kernel-1.traceg"
     src.write_text(z.traceg(*z.producer_consumer_kernel(full_wait, empty_wait)))
@@ -259,8 +323,15 @@ def test_traceg_of_version_6_keeps_mbarrier_phases(tmp_path, full_wait, empty_wa
 
 def test_raw_trace_of_version_6(tmp_path):
     head = z.header("k", (1, 1, 1), (64, 1, 1))
-    tile = [z.Block((0, 0, 0), [[z.sts(0x10, 0), z.bar(0x20), z.exit_(0x30)],
-                                [z.bar(0x20), z.lds(0x40, 0), z.exit_(0x50)]])]
+    tile = [
+        z.Block(
+            (0, 0, 0),
+            [
+                [z.sts(0x10, 0), z.bar(0x20), z.exit_(0x30)],
+                [z.bar(0x20), z.lds(0x40, 0), z.exit_(0x50)],
+            ],
+        )
+    ]
     src = tmp_path / "kernel-1.trace"
     src.write_text(z.raw_trace(head, tile))
     out = tmp_path / "out.arrow"
@@ -269,8 +340,7 @@ def test_raw_trace_of_version_6(tmp_path):
     # mbarriers need the grouped forms: a try-wait's record may precede the arrival.
     sub = tmp_path / "sub"
     sub.mkdir()
-    line = convert_fails(sub, z.raw_trace(*z.producer_consumer_kernel()).encode(),
-                         "kernel-1.trace")
+    line = convert_fails(sub, z.raw_trace(*z.producer_consumer_kernel()).encode(), "kernel-1.trace")
     assert "sass-unfollowable: SYNCS.EXCH.64:" in line and ".traceg" in line
 
 
@@ -285,19 +355,26 @@ def test_text_cluster_launch_is_refused(tmp_path, form):
 
 # --- generated rings ----------------------------------------------------------------------
 
+
 @st.composite
 def rings(draw):
     slots = draw(st.integers(1, 3))
     stages = draw(st.integers(1, 6))
     retries = draw(st.lists(st.integers(1, 3), min_size=stages, max_size=stages))
     skip_full = draw(st.sets(st.integers(0, stages - 1), max_size=2))
-    skip_empty = draw(st.sets(st.integers(slots, max(slots, stages - 1)), max_size=2)
-                      if stages > slots else st.just(set()))
+    skip_empty = draw(
+        st.sets(st.integers(slots, max(slots, stages - 1)), max_size=2)
+        if stages > slots
+        else st.just(set())
+    )
     return slots, stages, retries, skip_full, skip_empty
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                  HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(rings())
 def test_generated_rings(tmp_path, ring):
     """A ring with every wait checks clean, its replay never lets a wait return on a
@@ -323,8 +400,11 @@ def test_generated_rings(tmp_path, ring):
         assert ref, ring
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(st.data())
 def test_damaged_files_fail_as_bad_input(tmp_path, data):
     """Any byte of a .tracez changed, or the file cut anywhere: the import succeeds or
@@ -342,8 +422,11 @@ def test_damaged_files_fail_as_bad_input(tmp_path, data):
         assert "\n" not in str(err)
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                                   HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=100,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(st.data())
 def test_damaged_version_6_lines_fail_as_bad_input(tmp_path, data):
     """A version 6 .traceg with a few characters of its lines changed: imported, or a

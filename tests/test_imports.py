@@ -20,12 +20,21 @@ import pytest
 PACKAGE = Path(__file__).resolve().parent.parent / "tracerace"
 
 STAGES = {
-    "tracerace.errors": "leaf", "tracerace.version": "leaf", "tracerace.stopping": "leaf",
+    "tracerace.errors": "leaf",
+    "tracerace.version": "leaf",
+    "tracerace.stopping": "leaf",
     "tracerace.shown": "leaf",
-    "tracerace.trace": "trace", "tracerace.checker": "checker", "tracerace.group": "group",
-    "tracerace.report": "report", "tracerace.api": "api", "tracerace.cli": "cli",
-    "tracerace.__main__": "cli", "tracerace.record": "record", "tracerace.convert": "convert",
-    "tracerace.scenarios": "scenarios", "tracerace.examples": "examples",
+    "tracerace.trace": "trace",
+    "tracerace.checker": "checker",
+    "tracerace.group": "group",
+    "tracerace.report": "report",
+    "tracerace.api": "api",
+    "tracerace.cli": "cli",
+    "tracerace.__main__": "cli",
+    "tracerace.record": "record",
+    "tracerace.convert": "convert",
+    "tracerace.scenarios": "scenarios",
+    "tracerace.examples": "examples",
     "tracerace.pytest_plugin": "plugin",
 }
 """The stage of every module, by the longest prefix of its name."""
@@ -37,8 +46,7 @@ MAY_IMPORT = {
     "group": {"leaf", "trace", "checker"},
     "report": {"leaf", "trace", "checker", "group"},
     "api": {"leaf", "trace", "checker", "group", "report"},
-    "cli": {"leaf", "trace", "checker", "group", "report", "api", "record", "convert",
-            "scenarios"},
+    "cli": {"leaf", "trace", "checker", "group", "report", "api", "record", "convert", "scenarios"},
     "record": {"leaf", "trace"},
     "convert": {"leaf", "trace"},
     "scenarios": {"leaf", "trace"},
@@ -90,7 +98,7 @@ def import_graph(root: Path) -> dict[str, dict[str, str]]:
                     targets = [alias.name for alias in stmt.names]
                 elif isinstance(stmt, ast.ImportFrom):
                     if stmt.level:
-                        base = package.split(".")[:len(package.split(".")) - stmt.level + 1]
+                        base = package.split(".")[: len(package.split(".")) - stmt.level + 1]
                         module = ".".join(base + ([stmt.module] if stmt.module else []))
                     else:
                         module = stmt.module or ""
@@ -103,8 +111,9 @@ def import_graph(root: Path) -> dict[str, dict[str, str]]:
                     found = _resolve(target, nodes)
                     if found is None:
                         continue
-                    implied = [a for a in _ancestors(found) if a not in _ancestors(node)
-                               and a != node]
+                    implied = [
+                        a for a in _ancestors(found) if a not in _ancestors(node) and a != node
+                    ]
                     for imported in [found, *implied]:
                         if imported != node:
                             graph[node].setdefault(imported, f"{where_base}:{stmt.lineno}")
@@ -121,7 +130,7 @@ def find_cycle(graph: dict[str, dict[str, str]]) -> list[str] | None:
         path.append(node)
         for nxt in sorted(graph.get(node, {})):
             if state.get(nxt) == 1:
-                return path[path.index(nxt):] + [nxt]
+                return path[path.index(nxt) :] + [nxt]
             if nxt not in state:
                 found = visit(nxt)
                 if found:
@@ -164,15 +173,20 @@ def layer_breaches(graph: dict[str, dict[str, str]]) -> list[str]:
         own = stage(node)
         for target, where in sorted(targets.items()):
             theirs = stage(target)
-            if own is not None and theirs is not None and theirs != own \
-                    and theirs not in MAY_IMPORT[own]:
+            if (
+                own is not None
+                and theirs is not None
+                and theirs != own
+                and theirs not in MAY_IMPORT[own]
+            ):
                 found.append(f"{node} ({own}) -> {target} ({theirs}) at {where}")
     return found
 
 
 def test_every_module_has_a_stage():
-    assert [node for node in module_names(PACKAGE) if node != "tracerace" and stage(node) is None] \
-        == []
+    assert [
+        node for node in module_names(PACKAGE) if node != "tracerace" and stage(node) is None
+    ] == []
 
 
 def test_each_stage_imports_only_the_stages_before_it():
@@ -194,16 +208,21 @@ def test_a_stage_importing_a_later_one_is_a_breach(tmp_path):
     (pkg / "report" / "model.py").write_text("from ..trace import reader\n")
     (pkg / "trace" / "reader.py").write_text("def f():\n    from ..report.model import x\n")
     breaches = layer_breaches(import_graph(pkg))
-    assert breaches == ["tracerace.trace.reader (trace) -> tracerace.report (report) at "
-                        "tracerace/trace/reader.py:2",
-                        "tracerace.trace.reader (trace) -> tracerace.report.model (report) at "
-                        "tracerace/trace/reader.py:2"]
+    assert breaches == [
+        "tracerace.trace.reader (trace) -> tracerace.report (report) at "
+        "tracerace/trace/reader.py:2",
+        "tracerace.trace.reader (trace) -> tracerace.report.model (report) at "
+        "tracerace/trace/reader.py:2",
+    ]
 
 
 def test_nothing_inside_imports_the_root_package():
     graph = import_graph(PACKAGE)
-    users = {node: where["tracerace"] for node, where in graph.items()
-             if "tracerace" in where and node != "tracerace.pytest_plugin"}
+    users = {
+        node: where["tracerace"]
+        for node, where in graph.items()
+        if "tracerace" in where and node != "tracerace.pytest_plugin"
+    }
     assert users == {}  # the plugin is loaded by pytest, from outside
 
 
@@ -217,9 +236,15 @@ def test_the_api_does_not_load_the_progress_bar():
             seen.add(node)
             todo += graph[node]
     nodes = module_names(PACKAGE)
-    rich = [str(path.relative_to(PACKAGE.parent)) for node in seen for path in nodes[node]
-            if any(isinstance(s, (ast.Import, ast.ImportFrom)) and _imports_rich(s)
-                   for s in ast.walk(ast.parse(path.read_text())))]
+    rich = [
+        str(path.relative_to(PACKAGE.parent))
+        for node in seen
+        for path in nodes[node]
+        if any(
+            isinstance(s, (ast.Import, ast.ImportFrom)) and _imports_rich(s)
+            for s in ast.walk(ast.parse(path.read_text()))
+        )
+    ]
     assert "tracerace.cli" not in seen and rich == []
 
 
@@ -259,8 +284,11 @@ def test_the_graph_sees_a_circle_hidden_in_a_function(tmp_path, deferred):
     (pkg / "a.py").write_text("from .sub import b\n")
     (pkg / "sub" / "__init__.py").write_text("from . import c\n")
     (pkg / "sub" / "b.py").write_text("")
-    back = ("def f():\n    from .. import a\n" if deferred
-            else "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..a import x\n")
+    back = (
+        "def f():\n    from .. import a\n"
+        if deferred
+        else "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..a import x\n"
+    )
     (pkg / "sub" / "c.py").write_text(back)
     graph = import_graph(pkg)
     # a -> sub.b runs the package sub, whose __init__ imports c, which imports a

@@ -8,9 +8,8 @@ import numpy as np
 import pytest
 
 import tracerace
-from tracerace.checker import engine
-from tracerace.checker.engine.replay import replay
 from tracerace.checker import jit as _jit
+from tracerace.checker.engine.replay import replay
 from tracerace.trace.writer import make_table
 
 
@@ -33,8 +32,19 @@ def test_package_code_sees_a_negative_index_as_out_of_bounds():
 
 
 def test_the_replay_kernel_is_compiled_as_package_code():
-    tracerace.check(make_table({"ts": [0, 1], "op": ["write", "read"], "launch": 0, "block": 0,
-                                "thread": [0, 1], "addr": 0, "size": 4}))
+    tracerace.check(
+        make_table(
+            {
+                "ts": [0, 1],
+                "op": ["write", "read"],
+                "launch": 0,
+                "block": 0,
+                "thread": [0, 1],
+                "addr": 0,
+                "size": 4,
+            }
+        )
+    )
     names = [cres.fndesc.mangled_name for cres in replay.overloads.values()]
     assert names and all(name.startswith(_jit._OWN_PREFIX) for name in names)
 
@@ -43,6 +53,7 @@ def _row_writer():
     @numba.njit
     def write(a, r, x):
         _jit.store_row_nt(a, r, x, x + 1, x + 2, x + 3, x + 4, x + 5, x + 6, np.int64(-7))
+
     return write
 
 
@@ -63,6 +74,7 @@ def test_store_row_nt_stores_are_marked_nontemporal():
 
 # -- the decorators (tracerace/checker/jit.py, "the decorators") ---------------------------------
 
+
 @_jit.jit_leaf
 def _times(x, k):
     return x * k
@@ -70,6 +82,7 @@ def _times(x, k):
 
 def test_constant_arguments_share_one_compilation():
     from numba.core import types
+
     for k in (2, 3):  # as a kernel's call _times(x, 2) types them: literals
         _times.get_call_template((types.int64, types.literal(k)), {})
     (sig,) = _times.overloads
@@ -85,7 +98,8 @@ def test_a_leaf_refuses_a_call_from_python_and_its_twin_takes_it():
 
 
 def test_stale_kernels_are_dropped_when_a_source_or_the_boundscheck_flag_changes(
-        tmp_path, monkeypatch):
+    tmp_path, monkeypatch
+):
     monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
     dirs = _jit.kernel_cache_dirs()
     assert len(dirs) == 2 and all(tmp_path in d.parents for d in dirs)
@@ -105,6 +119,7 @@ def test_stale_kernels_are_dropped_when_a_source_or_the_boundscheck_flag_changes
 
 def test_the_kernel_cache_folders_are_those_numba_uses():
     from tracerace.group import fold as group_fold
+
     engine_dir, package_dir = _jit.kernel_cache_dirs()
     assert Path(group_fold.fold._cache._cache_path) == package_dir
     assert Path(replay._cache._cache_path) == engine_dir

@@ -9,10 +9,12 @@ reference's, whatever is pending when a launch ends.
 from __future__ import annotations
 
 import numpy as np
+from builders import SimpleReader, columns
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
+from test_engine_agrees import SETTINGS, assert_agree, split_rows
+from tracegen import traces
 
-from tracerace.trace import ops as O
 from tracerace.checker import reference
 from tracerace.checker.engine import EngineState
 from tracerace.checker.engine.check import close_launch, replay_batch
@@ -20,11 +22,8 @@ from tracerace.checker.engine.granularity import SHIFT_MIN_ACCESSES
 from tracerace.checker.engine.pools import Sizes
 from tracerace.checker.engine.shadow import WIDE_GRANULE_SHIFT
 from tracerace.errors import TraceError
+from tracerace.trace import ops as O
 from tracerace.trace.ops import Op, Space
-
-from builders import SimpleReader, columns
-from test_engine_agrees import SETTINGS, assert_agree, split_rows
-from tracegen import traces
 
 
 def _kernel_calls(events: list[dict], **options) -> int:
@@ -37,8 +36,18 @@ def _kernel_calls(events: list[dict], **options) -> int:
 
 
 def _one_write_launches(n: int, per_launch: int = 1) -> list[dict]:
-    return [dict(launch=k // per_launch, block=k % 3, thread=0, op=Op.WRITE,
-                 space=Space.GLOBAL, addr=8 * (k % 5), size=8) for k in range(n)]
+    return [
+        dict(
+            launch=k // per_launch,
+            block=k % 3,
+            thread=0,
+            op=Op.WRITE,
+            space=Space.GLOBAL,
+            addr=8 * (k % 5),
+            size=8,
+        )
+        for k in range(n)
+    ]
 
 
 def test_short_launches_are_crossed_by_the_kernel_itself():
@@ -63,8 +72,17 @@ def test_findings_pool_grows_at_a_boundary_the_kernel_crosses():
     events = []
     for launch in range(40):
         events.append(dict(launch=launch, block=0, thread=0, op=Op.BAR_SYNC, obj=0, arg=2))
-        events.append(dict(launch=launch, block=0, thread=1, op=Op.WRITE,
-                           space=Space.GLOBAL, addr=8 * launch, size=8))
+        events.append(
+            dict(
+                launch=launch,
+                block=0,
+                thread=1,
+                op=Op.WRITE,
+                space=Space.GLOBAL,
+                addr=8 * launch,
+                size=8,
+            )
+        )
     want = assert_agree(events, [], sizes=Sizes.tiny())
     assert np.count_nonzero(want.findings["kind"] == O.K_BARRIER_MISMATCH) == 40
     assert assert_agree(events, [13, 41]).findings.shape == want.findings.shape
@@ -109,8 +127,9 @@ def _copy_in_flight(events) -> bool:
 
 def _mbarrier_open(events) -> bool:
     """A launch before the last expects transaction bytes on an mbarrier."""
-    return any(ev["op"] == Op.MBAR_EXPECT_TX and ev["launch"] < _last_launch(events)
-               for ev in events)
+    return any(
+        ev["op"] == Op.MBAR_EXPECT_TX and ev["launch"] < _last_launch(events) for ev in events
+    )
 
 
 def _barrier_incomplete(events) -> bool:
@@ -119,8 +138,9 @@ def _barrier_incomplete(events) -> bool:
         found = reference.check_trace(SimpleReader(columns(events), [])).findings
     except TraceError:
         return False
-    return bool(np.any((found["kind"] == O.K_BARRIER_MISMATCH)
-                       & (found["launch"] < _last_launch(events))))
+    return bool(
+        np.any((found["kind"] == O.K_BARRIER_MISMATCH) & (found["launch"] < _last_launch(events)))
+    )
 
 
 PENDING = (_pending_signal, _copy_in_flight, _mbarrier_open, _barrier_incomplete)
@@ -147,18 +167,23 @@ def _flag_launches(n: int) -> list[dict]:
     launch's two threads each consume one of launch 0's signals, after a pair
     of their own on flag 1 (sync_alias pairings of two launches on one flag),
     and write what launch 0 wrote."""
-    ev = [dict(launch=0, block=0, thread=0, op=Op.WRITE, space=Space.GLOBAL, addr=0, size=8),
-          dict(launch=0, block=0, thread=0, op=Op.SIGNAL, obj=1, site=1),
-          dict(launch=0, block=0, thread=1, op=Op.SIGNAL, obj=1, site=2)]
+    ev = [
+        dict(launch=0, block=0, thread=0, op=Op.WRITE, space=Space.GLOBAL, addr=0, size=8),
+        dict(launch=0, block=0, thread=0, op=Op.SIGNAL, obj=1, site=1),
+        dict(launch=0, block=0, thread=1, op=Op.SIGNAL, obj=1, site=2),
+    ]
     for k in range(1, n - 1):
-        ev += [dict(launch=k, block=0, thread=0, op=Op.SIGNAL, obj=100 + k, site=3),
-               dict(launch=k, block=0, thread=0, op=Op.WRITE, space=Space.GLOBAL, addr=8,
-                    size=8)]
+        ev += [
+            dict(launch=k, block=0, thread=0, op=Op.SIGNAL, obj=100 + k, site=3),
+            dict(launch=k, block=0, thread=0, op=Op.WRITE, space=Space.GLOBAL, addr=8, size=8),
+        ]
     last = n - 1
-    ev += [dict(launch=last, block=0, thread=0, op=Op.WAIT, obj=1, arg=1, site=4),
-           dict(launch=last, block=0, thread=1, op=Op.WAIT, obj=1, arg=1, site=5),
-           dict(launch=last, block=0, thread=0, op=Op.WRITE, space=Space.GLOBAL, addr=0, size=8),
-           dict(launch=last, block=0, thread=1, op=Op.WRITE, space=Space.GLOBAL, addr=8, size=8)]
+    ev += [
+        dict(launch=last, block=0, thread=0, op=Op.WAIT, obj=1, arg=1, site=4),
+        dict(launch=last, block=0, thread=1, op=Op.WAIT, obj=1, arg=1, site=5),
+        dict(launch=last, block=0, thread=0, op=Op.WRITE, space=Space.GLOBAL, addr=0, size=8),
+        dict(launch=last, block=0, thread=1, op=Op.WRITE, space=Space.GLOBAL, addr=8, size=8),
+    ]
     return ev
 
 
@@ -178,12 +203,14 @@ def test_a_later_launch_does_not_see_an_earlier_launchs_pairings():
     site 3 with site 4 on the same flag. The reference reports no sync_alias
     (the pairings of launch 0 are not launch 1's), nor may the engine, whose
     pool of pairings starts again at each launch."""
-    events = [dict(launch=0, block=0, thread=0, op=Op.SIGNAL, obj=7, site=1),
-              dict(launch=0, block=0, thread=1, op=Op.WAIT, obj=7, arg=1, site=2),
-              dict(launch=1, block=0, thread=0, op=Op.SIGNAL, obj=7, site=3),
-              dict(launch=1, block=0, thread=1, op=Op.WAIT, obj=7, arg=1, site=4),
-              dict(launch=1, block=0, thread=0, op=Op.SIGNAL, obj=7, site=1),
-              dict(launch=1, block=0, thread=1, op=Op.WAIT, obj=7, arg=1, site=2)]
+    events = [
+        dict(launch=0, block=0, thread=0, op=Op.SIGNAL, obj=7, site=1),
+        dict(launch=0, block=0, thread=1, op=Op.WAIT, obj=7, arg=1, site=2),
+        dict(launch=1, block=0, thread=0, op=Op.SIGNAL, obj=7, site=3),
+        dict(launch=1, block=0, thread=1, op=Op.WAIT, obj=7, arg=1, site=4),
+        dict(launch=1, block=0, thread=0, op=Op.SIGNAL, obj=7, site=1),
+        dict(launch=1, block=0, thread=1, op=Op.WAIT, obj=7, arg=1, site=2),
+    ]
     for splits in ([], [1, 3, 5], [2, 4]):
         ref = assert_agree(events, splits)
         assert O.K_SYNC_ALIAS not in ref.findings["kind"].tolist()

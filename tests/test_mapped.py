@@ -5,9 +5,9 @@ import numpy as np
 from tracerace.checker.engine import EngineState, check_trace, faulter
 from tracerace.checker.engine.check import replay_batch
 from tracerace.checker.engine.layout import SV_GRAN_COUNT
+from tracerace.checker.engine.mapped import MappedArray, can_populate
 from tracerace.checker.engine.pools import AG_FAULT_AHEAD, FAULT_AHEAD, MAPPED, Sizes
 from tracerace.trace.ops import Op, Space
-from tracerace.checker.engine.mapped import MappedArray, can_populate
 from tracerace.trace.writer import make_table
 
 
@@ -48,10 +48,22 @@ def test_engine_pools_grow_without_copying():
     thread = np.tile(np.arange(threads), 2 * rounds)
     addr = np.arange(2 * rounds * threads) * 4
     n = op.size
-    table = make_table({"ts": np.arange(n), "op": op, "launch": 0, "block": 0, "thread": thread,
-                        "space": int(Space.SHARED), "addr": addr, "size": 4, "obj": 0,
-                        "arg": threads})
+    table = make_table(
+        {
+            "ts": np.arange(n),
+            "op": op,
+            "launch": 0,
+            "block": 0,
+            "thread": thread,
+            "space": int(Space.SHARED),
+            "addr": addr,
+            "size": 4,
+            "obj": 0,
+            "arg": threads,
+        }
+    )
     from tracerace.trace.reader import open_trace
+
     st = EngineState(sizes=sizes)
     with open_trace(table) as reader:
         for batch in reader:
@@ -90,9 +102,18 @@ def test_engine_prefault_runs_ahead_of_the_pools():
 
 def _shared_reads(n_granules: int):
     """One thread writing ``n_granules`` distinct shared granules."""
-    return make_table({"ts": np.arange(n_granules), "op": int(Op.WRITE), "launch": 0,
-                       "block": 0, "thread": 0, "space": int(Space.SHARED),
-                       "addr": np.arange(n_granules) * 4, "size": 4})
+    return make_table(
+        {
+            "ts": np.arange(n_granules),
+            "op": int(Op.WRITE),
+            "launch": 0,
+            "block": 0,
+            "thread": 0,
+            "space": int(Space.SHARED),
+            "addr": np.arange(n_granules) * 4,
+            "size": 4,
+        }
+    )
 
 
 def _replay_with_prefault(rows_total, batch_size=64):
@@ -155,9 +176,17 @@ def test_check_of_many_batches_without_populate_support(monkeypatch):
     from tracerace.trace.reader import open_trace
 
     n = 4000
-    table = make_table({"ts": np.arange(n), "op": int(Op.WRITE), "launch": 0, "block": 0,
-                        "thread": np.arange(n) % 2, "addr": (np.arange(n) // 2 % 64) * 4,
-                        "size": 4})
+    table = make_table(
+        {
+            "ts": np.arange(n),
+            "op": int(Op.WRITE),
+            "launch": 0,
+            "block": 0,
+            "thread": np.arange(n) % 2,
+            "addr": (np.arange(n) // 2 % 64) * 4,
+            "size": 4,
+        }
+    )
 
     def run():
         with open_trace(table, batch_size=500) as reader:
@@ -178,9 +207,18 @@ def test_no_spare_when_granules_stop_coming():
     from tracerace.trace.reader import open_trace
 
     n = 450 * 8
-    table = make_table({"ts": np.arange(n), "op": int(Op.WRITE), "launch": 0, "block": 0,
-                        "thread": 0, "space": int(Space.SHARED),
-                        "addr": np.arange(n) % 450 * 4, "size": 4})
+    table = make_table(
+        {
+            "ts": np.arange(n),
+            "op": int(Op.WRITE),
+            "launch": 0,
+            "block": 0,
+            "thread": 0,
+            "space": int(Space.SHARED),
+            "addr": np.arange(n) % 450 * 4,
+            "size": 4,
+        }
+    )
     st = EngineState(sizes=granules(1024))
     st.rows_total = 100 * n
     with open_trace(table, batch_size=450) as reader:

@@ -10,14 +10,13 @@ field) and the reason the finding carries, which names the missing piece.
 from __future__ import annotations
 
 import pytest
+from builders import Trace
+from test_rules import check
 
 from tracerace.checker import reasons as R
 from tracerace.report.explain import explain
 from tracerace.trace.ops import HazardKind as K
 from tracerace.trace.ops import Scope
-
-from builders import Trace
-from test_rules import check
 
 BLOCK, DEVICE = int(Scope.BLOCK), int(Scope.DEVICE)
 RELAXED, ACQUIRE, RELEASE, ACQ_REL = 0, 1, 2, 3
@@ -179,9 +178,9 @@ def test_a_wait_on_an_earlier_phase_does_not_retire_a_later_load():
 
 def test_a_wait_by_another_thread_retires_the_load_but_does_not_order_this_reader():
     t = tma(waits=[0])
-    t.read(0, 2, addr=0, size=4, space=1)   # thread 2 never waited
+    t.read(0, 2, addr=0, size=4, space=1)  # thread 2 never waited
     facts, found = findings(t)
-    assert facts == {(7, "raw", 4)}         # retired: a plain race, no longer in flight
+    assert facts == {(7, "raw", 4)}  # retired: a plain race, no longer in flight
 
 
 # -- cp.async destinations and the async proxy ------------------------------
@@ -230,14 +229,19 @@ def across_barrier(fences: int, space: int, *, second_fences: int | None = None)
     return t.read(0, 1, addr=0, size=4, space=space)
 
 
-@pytest.mark.parametrize("fences, space, racy", [
-    (SHARED_ONLY, 0, True),    # OpenCL barrier(CLK_LOCAL_MEM_FENCE), then global memory
-    (SHARED_ONLY, 1, False),
-    (GLOBAL_ONLY, 1, True),    # barrier(CLK_GLOBAL_MEM_FENCE), then local (shared) memory
-    (GLOBAL_ONLY, 0, False),
-    (BOTH, 0, False), (BOTH, 1, False),
-    (NONE, 0, True), (NONE, 1, True),   # an execution barrier only
-])
+@pytest.mark.parametrize(
+    "fences, space, racy",
+    [
+        (SHARED_ONLY, 0, True),  # OpenCL barrier(CLK_LOCAL_MEM_FENCE), then global memory
+        (SHARED_ONLY, 1, False),
+        (GLOBAL_ONLY, 1, True),  # barrier(CLK_GLOBAL_MEM_FENCE), then local (shared) memory
+        (GLOBAL_ONLY, 0, False),
+        (BOTH, 0, False),
+        (BOTH, 1, False),
+        (NONE, 0, True),
+        (NONE, 1, True),  # an execution barrier only
+    ],
+)
 def test_a_barrier_orders_only_the_memory_it_fences(fences, space, racy):
     t = across_barrier(fences, space)
     if space == 1:
@@ -255,13 +259,17 @@ def test_an_arrival_that_does_not_fence_gives_nothing_even_to_a_waiter_that_does
 
 def test_a_local_only_barrier_does_not_carry_global_order_to_a_later_full_barrier():
     t = Trace().write(0, 0, addr=0, size=4)
-    t.bar_sync(0, 0, arg=2, fence_spaces=SHARED_ONLY).bar_sync(0, 1, arg=2, fence_spaces=SHARED_ONLY)
-    t.bar_sync(0, 1, obj=1, arg=2).bar_sync(0, 2, obj=1, arg=2)   # thread 1 and 2, full
+    t.bar_sync(0, 0, arg=2, fence_spaces=SHARED_ONLY).bar_sync(
+        0, 1, arg=2, fence_spaces=SHARED_ONLY
+    )
+    t.bar_sync(0, 1, obj=1, arg=2).bar_sync(0, 2, obj=1, arg=2)  # thread 1 and 2, full
     t.read(0, 2, addr=0, size=4)
     assert findings(t)[0] == {(5, "raw", 0)}
     # Other synchronization orders both memories.
     t = Trace().write(0, 0, addr=0, size=4)
-    t.bar_sync(0, 0, arg=2, fence_spaces=SHARED_ONLY).bar_sync(0, 1, arg=2, fence_spaces=SHARED_ONLY)
+    t.bar_sync(0, 0, arg=2, fence_spaces=SHARED_ONLY).bar_sync(
+        0, 1, arg=2, fence_spaces=SHARED_ONLY
+    )
     t.signal(0, 0, obj=3).wait(0, 1, obj=3).read(0, 1, addr=0, size=4)
     assert findings(t)[0] == set()
 
@@ -270,10 +278,12 @@ def test_the_two_memories_are_checked_side_by_side_from_the_first_partial_barrie
     # A copy from global to shared memory races in both memories at once; the
     # partial barrier comes in a later batch than the first race.
     t = Trace().init(0, 0, addr=64, size=16).write(0, 1, addr=64, size=4)
-    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=64)        # raw (global, source)
-    t.write(0, 1, addr=0, size=4, space=1)                       # async_inflight (shared)
-    t.bar_sync(0, 0, arg=2, fence_spaces=GLOBAL_ONLY).bar_sync(0, 1, arg=2, fence_spaces=GLOBAL_ONLY)
-    t.cp_async(0, 1, addr=8, size=8, space=1, addr2=64)         # war on shared row 3, raw on 1
+    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=64)  # raw (global, source)
+    t.write(0, 1, addr=0, size=4, space=1)  # async_inflight (shared)
+    t.bar_sync(0, 0, arg=2, fence_spaces=GLOBAL_ONLY).bar_sync(
+        0, 1, arg=2, fence_spaces=GLOBAL_ONLY
+    )
+    t.cp_async(0, 1, addr=8, size=8, space=1, addr2=64)  # war on shared row 3, raw on 1
     facts, _ = findings(t)
     assert facts == {(2, "raw", 1), (3, "async_inflight", 2), (6, "async_inflight", 2)}
 

@@ -32,10 +32,10 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
-from typer.testing import CliRunner
-
 from needs import require
 from test_cli_check import assert_one_line_error, write_trace
+from typer.testing import CliRunner
+
 from tracerace.cli import app
 from tracerace.trace.outfile import destination
 
@@ -70,6 +70,7 @@ def stream_bytes(path: str) -> bytes:
 
 # -- record and convert: never over an input or a file that is not a trace --------------
 
+
 def test_record_refuses_to_write_over_its_program(tmp_path, monkeypatch):
     program = tmp_path / "prog.py"
     program.write_text("print('hello')\n")
@@ -90,8 +91,7 @@ def test_record_refuses_a_trace_on_the_programs_command_line(tmp_path, racy):
 
 
 @pytest.mark.parametrize("command", ["record", "convert"])
-def test_record_and_convert_refuse_an_existing_file_that_is_not_a_trace(tmp_path, racy,
-                                                                        command):
+def test_record_and_convert_refuse_an_existing_file_that_is_not_a_trace(tmp_path, racy, command):
     notes = tmp_path / "notes.arrow"
     notes.write_text("my notes, not a trace\n")
     program = tmp_path / "prog.py"
@@ -104,8 +104,9 @@ def test_record_and_convert_refuse_an_existing_file_that_is_not_a_trace(tmp_path
     assert notes.read_text() == "my notes, not a trace\n"
 
 
-@pytest.mark.parametrize("name", ["old.arrow", "old.arrows", "old.parquet", "old.std",
-                                  "blank-first.std", "empty.arrow"])
+@pytest.mark.parametrize(
+    "name", ["old.arrow", "old.arrows", "old.parquet", "old.std", "blank-first.std", "empty.arrow"]
+)
 def test_convert_replaces_an_existing_trace_or_empty_file(tmp_path, racy, name):
     old = tmp_path / name
     if name.startswith("empty"):
@@ -128,9 +129,11 @@ def test_demo_refuses_an_existing_file_that_is_not_a_trace(tmp_path):
 
 # -- what an output path is ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("command", ["check", "convert"])
 def test_an_output_through_a_symlink_replaces_its_target_and_keeps_the_link(
-        tmp_path, racy, command):
+    tmp_path, racy, command
+):
     target = tmp_path / "target.arrow"
     target.write_bytes(b"")
     link = tmp_path / "link.arrow"
@@ -143,8 +146,11 @@ def test_an_output_through_a_symlink_replaces_its_target_and_keeps_the_link(
         assert cli("convert", racy, str(link)).exit_code == 0
         assert ipc.open_file(str(target)).read_all().num_rows == 2
     assert link.is_symlink() and os.readlink(link) == target.name
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["link.arrow", "racy.arrow",
-                                                          "target.arrow"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "link.arrow",
+        "racy.arrow",
+        "target.arrow",
+    ]
 
 
 @pytest.mark.parametrize("what", ["folder", "dangling link"])
@@ -156,7 +162,7 @@ def test_an_output_that_cannot_be_a_file_is_refused(tmp_path, racy, what):
         out.symlink_to(tmp_path / "nowhere")
     for args in (("check", racy, "-o", str(out)), ("convert", racy, str(out))):
         assert_one_line_error(cli(*args), "usage", str(out))
-    assert (out.is_dir() if what == "folder" else out.is_symlink())
+    assert out.is_dir() if what == "folder" else out.is_symlink()
     assert not (tmp_path / "nowhere").exists()
 
 
@@ -186,8 +192,11 @@ def test_check_into_stdout_by_name_prints_the_report(racy, out):
     assert RACY_SUMMARY in result.stderr
 
 
-@pytest.mark.parametrize("args", [("check", "-f", "json", "-o"), ("check", "-f", "arrow", "-o"),
-                                  ("convert",)], ids=["json", "arrow", "convert"])
+@pytest.mark.parametrize(
+    "args",
+    [("check", "-f", "json", "-o"), ("check", "-f", "arrow", "-o"), ("convert",)],
+    ids=["json", "arrow", "convert"],
+)
 def test_an_output_fifo_is_written_not_replaced(tmp_path, racy, args):
     fifo = tmp_path / "out.arrows"
     os.mkfifo(fifo)
@@ -211,20 +220,30 @@ def test_an_output_fifo_is_written_not_replaced(tmp_path, racy, args):
 
 # -- a reader that closes stdout -----------------------------------------------------------
 
-@pytest.mark.parametrize("args, code", [
-    (("check", "{racy}"), 1),
-    (("check", "{racy}", "-f", "json"), 1),
-    (("check", "{racy}", "-f", "arrow"), 1),
-    (("check", "{racy}", "-f", "json", "-o", "/dev/stdout"), 1),
-    (("info", "{racy}", "--format", "json"), 0),
-    (("validate", "{racy}"), 0),
-], ids=["check", "json", "arrow", "dev-stdout", "info", "validate"])
+
+@pytest.mark.parametrize(
+    "args, code",
+    [
+        (("check", "{racy}"), 1),
+        (("check", "{racy}", "-f", "json"), 1),
+        (("check", "{racy}", "-f", "arrow"), 1),
+        (("check", "{racy}", "-f", "json", "-o", "/dev/stdout"), 1),
+        (("info", "{racy}", "--format", "json"), 0),
+        (("validate", "{racy}"), 0),
+    ],
+    ids=["check", "json", "arrow", "dev-stdout", "info", "validate"],
+)
 def test_a_closed_stdout_ends_quietly_with_the_result(racy, args, code):
     read_end, write_end = os.pipe()
     os.close(read_end)  # the reader has gone before the first byte
     try:
-        result = tracerace(*(a.format(racy=racy) for a in args), stdout=write_end,
-                           stderr=subprocess.PIPE, capture_output=False, text=True)
+        result = tracerace(
+            *(a.format(racy=racy) for a in args),
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            capture_output=False,
+            text=True,
+        )
     finally:
         os.close(write_end)
     assert result.returncode == code, result.stderr
@@ -234,8 +253,10 @@ def test_a_closed_stdout_ends_quietly_with_the_result(racy, args, code):
 
 # -- stop signals clean up -----------------------------------------------------------------
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT],
-                         ids=["SIGTERM", "SIGHUP", "SIGINT"])
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=["SIGTERM", "SIGHUP", "SIGINT"]
+)
 def test_a_stop_signal_removes_the_report_being_written(tmp_path, signum):
     # The report's temporary exists before the trace is opened; a FIFO with no
     # writer holds the check there until the signal comes.
@@ -243,9 +264,22 @@ def test_a_stop_signal_removes_the_report_being_written(tmp_path, signum):
     os.mkfifo(trace)
     out = tmp_path / "out"
     out.mkdir()
-    child = subprocess.Popen([sys.executable, "-m", "tracerace", "check", str(trace),
-                              "-o", str(out / "report.json"), "-f", "json"], cwd=ROOT,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracerace",
+            "check",
+            str(trace),
+            "-o",
+            str(out / "report.json"),
+            "-f",
+            "json",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 120
         while not os.listdir(out):
@@ -261,6 +295,7 @@ def test_a_stop_signal_removes_the_report_being_written(tmp_path, signum):
 
 
 # -- traces that can be read only once -----------------------------------------------------
+
 
 @pytest.mark.parametrize("as_file", [False, True], ids=["ipc-stream", "ipc-file-bytes"])
 def test_check_validate_info_read_the_trace_from_stdin(racy, as_file):
@@ -286,11 +321,15 @@ def test_convert_reads_an_arrow_stream_from_stdin(racy, tmp_path):
     assert not (tmp_path / "copy.std").exists()
 
 
-@pytest.mark.parametrize("data, words", [
-    (b"", "empty input"),
-    (b"not a trace at all", "not an Arrow IPC stream"),
-    ("parquet", "Parquet"),
-], ids=["empty", "garbage", "parquet"])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"", "empty input"),
+        (b"not a trace at all", "not an Arrow IPC stream"),
+        ("parquet", "Parquet"),
+    ],
+    ids=["empty", "garbage", "parquet"],
+)
 def test_bad_stdin_is_one_line(racy, tmp_path, data, words):
     if data == "parquet":
         pq.write_table(ipc.open_file(racy).read_all(), tmp_path / "t.parquet")
@@ -309,8 +348,9 @@ def test_stdin_that_is_a_terminal_is_refused_not_waited_on():
         os.close(leader)
         os.close(follower)
     assert result.returncode == 2
-    assert result.stderr.decode().startswith("tracerace: error: <stdin>: usage: standard "
-                                             "input is a terminal")
+    assert result.stderr.decode().startswith(
+        "tracerace: error: <stdin>: usage: standard input is a terminal"
+    )
 
 
 @pytest.mark.parametrize("command, code", [("check", 1), ("validate", 0), ("info", 0)])
@@ -336,9 +376,13 @@ def test_a_stop_signal_removes_the_trace_being_converted(racy, tmp_path, signum)
     writer.write_table(table)  # no end-of-stream marker yet
     out = tmp_path / "out"
     out.mkdir()
-    child = subprocess.Popen([sys.executable, "-m", "tracerace", "convert", "-",
-                              str(out / "copy.arrow")], cwd=ROOT, stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "tracerace", "convert", "-", str(out / "copy.arrow")],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         child.stdin.write(unfinished.getvalue())
         child.stdin.flush()
@@ -378,9 +422,22 @@ def test_a_stopped_recording_leaves_nothing_and_writes_nothing_later(tmp_path, s
     program.write_text(SLEEPY_PROGRAM.format(seconds=seconds))
     out = tmp_path / "out"
     out.mkdir()
-    parent = subprocess.Popen([sys.executable, "-m", "tracerace", "record", "-o",
-                               str(out / "trace.arrow"), "--", "python", str(program)],
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    parent = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracerace",
+            "record",
+            "-o",
+            str(out / "trace.arrow"),
+            "--",
+            "python",
+            str(program),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert parent.stdout.readline() == b"launched\n", parent.stderr.read()
         parent.send_signal(signum)

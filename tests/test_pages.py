@@ -15,19 +15,29 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from builders import SimpleReader, Trace, columns
 from hypothesis import HealthCheck, Phase, find, settings
+from test_engine_agrees import assert_agree
+from tracegen import traces
 
 from tracerace.checker import engine
 from tracerace.checker.engine.check import replay_batch
-from tracerace.checker.engine.layout import SV_IV_N, SV_LAUNCH
-from tracerace.trace.ops import K_RAW, K_UNINIT_READ, K_WAR, K_WAW, Op, Space
 from tracerace.checker.engine.layout import (
-    G_LAUNCH, G_READS, G_REGION, G_WRITES, IV_HI, IV_LO, IV_REGION, K_ADDR, K_SIZE_SITE, N_NEXT)
+    G_LAUNCH,
+    G_READS,
+    G_REGION,
+    G_WRITES,
+    IV_HI,
+    IV_LO,
+    IV_REGION,
+    K_ADDR,
+    K_SIZE_SITE,
+    N_NEXT,
+    SV_IV_N,
+    SV_LAUNCH,
+)
 from tracerace.checker.engine.shadow import PAGE_REGION, PAGE_SHIFT
-
-from builders import SimpleReader, Trace, columns
-from test_engine_agrees import assert_agree
-from tracegen import traces
+from tracerace.trace.ops import K_RAW, K_UNINIT_READ, K_WAR, K_WAW, Op, Space
 
 PAGE = 1 << PAGE_SHIFT
 GLOBAL, SHARED = int(Space.GLOBAL), int(Space.SHARED)
@@ -45,15 +55,21 @@ def replay(events, page_shift=PAGE_SHIFT) -> engine.EngineState:
 def runs(st: engine.EngineState) -> list[tuple[int, int, int]]:
     """The runs of the current launch: (region, first page, past-last page)."""
     ivs = st.arrays["ivs"][: int(st.sv[SV_IV_N])]
-    return [(int(r) & ~int(PAGE_REGION), int(lo), int(hi))
-            for r, lo, hi in ivs[:, [IV_REGION, IV_LO, IV_HI]] if r >= PAGE_REGION]
+    return [
+        (int(r) & ~int(PAGE_REGION), int(lo), int(hi))
+        for r, lo, hi in ivs[:, [IV_REGION, IV_LO, IV_HI]]
+        if r >= PAGE_REGION
+    ]
 
 
 def run_nodes(st: engine.EngineState, region: int, lo: int) -> list[tuple[int, int]]:
     """(addr, size) of the accesses the lists of the run at ``lo`` hold."""
     gran, nodes, cold = st.arrays["gran"], st.arrays["nodes"], st.arrays["cold"]
-    slot = np.flatnonzero((gran[:, G_REGION] == (region | PAGE_REGION)) &
-                          (gran[:, 1] == lo) & (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH]))
+    slot = np.flatnonzero(
+        (gran[:, G_REGION] == (region | PAGE_REGION))
+        & (gran[:, 1] == lo)
+        & (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH])
+    )
     out = []
     for col in (G_WRITES, G_READS):
         x = int(gran[slot[0], col])
@@ -65,8 +81,11 @@ def run_nodes(st: engine.EngineState, region: int, lo: int) -> list[tuple[int, i
 
 def granules_with_lists(st: engine.EngineState) -> int:
     gran = st.arrays["gran"]
-    live = (gran[:, G_REGION] >= 0) & (gran[:, G_REGION] < PAGE_REGION) & \
-        (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH])
+    live = (
+        (gran[:, G_REGION] >= 0)
+        & (gran[:, G_REGION] < PAGE_REGION)
+        & (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH])
+    )
     return int((live & ((gran[:, G_WRITES] >= 0) | (gran[:, G_READS] >= 0))).sum())
 
 
@@ -95,13 +114,13 @@ def large_trace(shared: bool) -> Trace:
     t = Trace()
     t.init(0, 0, space=space, addr=base + 100, size=8)
     t.write(0, 0, space=space, addr=base + 200, size=3 * PAGE + 100)  # 2 whole pages
-    t.read(0, 1, space=space, addr=base + PAGE + 12, size=4)         # races, splits page 1
+    t.read(0, 1, space=space, addr=base + PAGE + 12, size=4)  # races, splits page 1
     t.bar_sync(0, 0, obj=0, arg=2)
     t.bar_sync(0, 1, obj=0, arg=2)
-    t.read(0, 1, space=space, addr=base, size=4 * PAGE)              # uninit at both ends
-    t.write(0, 0, space=space, addr=base + 2 * PAGE, size=PAGE)      # war with the read
-    t.read(0, 1, space=space, addr=base + 2 * PAGE + 40, size=8)     # raw, splits page 2
-    t.write(0, 1, space=space, addr=base, size=4 * PAGE)             # over pure and split pages
+    t.read(0, 1, space=space, addr=base, size=4 * PAGE)  # uninit at both ends
+    t.write(0, 0, space=space, addr=base + 2 * PAGE, size=PAGE)  # war with the read
+    t.read(0, 1, space=space, addr=base + 2 * PAGE + 40, size=8)  # raw, splits page 2
+    t.write(0, 1, space=space, addr=base, size=4 * PAGE)  # over pure and split pages
     return t
 
 
@@ -147,9 +166,9 @@ def test_runs_are_cut_where_large_accesses_overlap_in_part():
     st = replay(t.events)
     assert runs(st) == [(0, 0, 1), (0, 1, 3), (0, 3, 4), (0, 4, 8), (0, 8, 12)]
     found = st.take_findings()
-    assert sorted((int(k), int(a), int(n)) for k, a, n in
-                  zip(found["kind"], found["addr"], found["size"])) == \
-        sorted([(K_WAW, 4 * PAGE, 4 * PAGE), (K_RAW, PAGE, 2 * PAGE)])
+    assert sorted(
+        (int(k), int(a), int(n)) for k, a, n in zip(found["kind"], found["addr"], found["size"])
+    ) == sorted([(K_WAW, 4 * PAGE, 4 * PAGE), (K_RAW, PAGE, 2 * PAGE)])
     assert_agree(t.events, [])
 
 
@@ -158,9 +177,9 @@ def test_reads_of_uninitialized_runs_name_their_first_and_last_byte():
     interval in the middle and granules an earlier launch initialized near
     the ends are stepped over."""
     t = Trace()
-    t.init(0, 0, space=GLOBAL, addr=0, size=16)                 # granule bits
-    t.init(0, 0, space=GLOBAL, addr=PAGE, size=PAGE)            # an interval
-    t.write(0, 0, space=GLOBAL, addr=64 * PAGE - 8, size=8)     # the last granule
+    t.init(0, 0, space=GLOBAL, addr=0, size=16)  # granule bits
+    t.init(0, 0, space=GLOBAL, addr=PAGE, size=PAGE)  # an interval
+    t.write(0, 0, space=GLOBAL, addr=64 * PAGE - 8, size=8)  # the last granule
     t.launch = 1
     t.read(0, 0, space=GLOBAL, addr=0, size=64 * PAGE)
     assert runs(replay(t.events)) == [(0, 0, 64)]
@@ -178,8 +197,18 @@ def page_spans(events, shift):
         if Op(e["op"]) in (Op.READ, Op.WRITE, Op.ATOMIC) and e.get("size", 0) > 0:
             addr, size = e["addr"], e["size"]
             p0, p1 = -(-addr >> shift), (addr + size) >> shift
-            out.append((i, e.get("launch", 0), e.get("space", 0), p0, p1, p1 > p0,
-                        addr >> shift, (addr + size - 1) >> shift))
+            out.append(
+                (
+                    i,
+                    e.get("launch", 0),
+                    e.get("space", 0),
+                    p0,
+                    p1,
+                    p1 > p0,
+                    addr >> shift,
+                    (addr + size - 1) >> shift,
+                )
+            )
     return out
 
 
@@ -208,10 +237,19 @@ def test_the_generator_cuts_and_splits_runs(shape):
     """The property tests reach large accesses that overlap an earlier one in
     part or nest in it (the run is cut) and small accesses inside a run (a page
     is split), each with findings (with 32-byte pages)."""
+
     def reaches(events):
         return shape in shapes(events) and len(replay(events, page_shift=5).take_findings()) > 0
 
-    events = find(traces(async_ops=True, large=True), reaches,
-                  settings=settings(max_examples=2000, database=None, phases=[Phase.generate],
-                                    derandomize=True, suppress_health_check=list(HealthCheck)))
+    events = find(
+        traces(async_ops=True, large=True),
+        reaches,
+        settings=settings(
+            max_examples=2000,
+            database=None,
+            phases=[Phase.generate],
+            derandomize=True,
+            suppress_health_check=list(HealthCheck),
+        ),
+    )
     assert reaches(events)

@@ -8,7 +8,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-
 from needs import require
 
 require("numba", ("numba.cuda", "greenlet"))
@@ -17,7 +16,7 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parent.parent
 
-KERNELS = '''
+KERNELS = """
 import numpy as np
 import pytest
 from numba import cuda
@@ -58,7 +57,7 @@ def test_clean():
 
 def test_without_kernels():
     assert True
-'''
+"""
 
 
 def plugin_args() -> list[str]:
@@ -77,6 +76,7 @@ def session(pytester, monkeypatch):
     def run(*args: str, marker: str = ""):
         pytester.makepyfile(test_kernels=KERNELS.format(racy_marker=marker))
         return pytester.runpytest_subprocess(*plugin_args(), *args)
+
     return run
 
 
@@ -89,15 +89,19 @@ def test_every_test_is_recorded_with_the_option(session, pytester):
     assert "error raw: 32 hazards between test_kernels.py:10 and test_kernels.py:11" in out
     assert "fix:     order test_kernels.py:10 before test_kernels.py:11" in out
     assert "test_kernels.py::test_clean: no hazards in" in out
-    assert "test_kernels.py::test_without_kernels: launched no numba kernel, nothing was " \
-           "checked" in out
+    assert (
+        "test_kernels.py::test_without_kernels: launched no numba kernel, nothing was "
+        "checked" in out
+    )
     reports = pytester.path / "tracerace-reports"
     sarif = json.loads((reports / "test_kernels.py_test_racy.sarif").read_text())
     (result_,) = sarif["runs"][0]["results"]
     assert result_["ruleId"] == "raw" and result_["fixes"]
     assert sarif["runs"][0]["results"] and (reports / "test_kernels.py_test_racy.html").is_file()
     # no --tracerace-source-root: the page shows no source lines
-    assert "no barrier: another thread" not in (reports / "test_kernels.py_test_racy.html").read_text()
+    assert (
+        "no barrier: another thread" not in (reports / "test_kernels.py_test_racy.html").read_text()
+    )
     clean = json.loads((reports / "test_kernels.py_test_clean.sarif").read_text())
     assert clean["runs"][0]["results"] == []
     assert (reports / "test_kernels.py_test_clean.arrow").is_file()
@@ -105,7 +109,7 @@ def test_every_test_is_recorded_with_the_option(session, pytester):
 
 def test_off_unless_asked_for(session, pytester):
     result = session()
-    result.assert_outcomes(passed=3)          # the race goes unseen: nothing recorded
+    result.assert_outcomes(passed=3)  # the race goes unseen: nothing recorded
     # Installed, the plugin is named in pytest's "plugins:" header, and nowhere else.
     said = [line for line in result.stdout.lines if not line.startswith("plugins:")]
     assert not [line for line in said if "tracerace" in line], said
@@ -117,27 +121,32 @@ def test_a_marker_records_one_test(session, pytester):
     result.assert_outcomes(passed=2, failed=1)
     assert "test_kernels.py::test_racy - Failed: tracerace" in result.stdout.str()
     assert sorted(p.name for p in (pytester.path / "out").iterdir()) == [
-        "test_kernels.py_test_racy.arrow", "test_kernels.py_test_racy.html",
-        "test_kernels.py_test_racy.sarif"]
+        "test_kernels.py_test_racy.arrow",
+        "test_kernels.py_test_racy.html",
+        "test_kernels.py_test_racy.sarif",
+    ]
 
 
 def test_source_lines_come_from_the_source_root_option(session, pytester):
-    result = session("--tracerace-source-root", str(pytester.path),
-                     marker="@pytest.mark.tracerace")
+    result = session("--tracerace-source-root", str(pytester.path), marker="@pytest.mark.tracerace")
     result.assert_outcomes(passed=2, failed=1)
     page = (pytester.path / "tracerace-reports" / "test_kernels.py_test_racy.html").read_text()
     assert "out[t] = s[(t + 1) % 32]          # no barrier: another thread" in page
 
 
 def test_a_test_that_fails_by_itself_fails_with_its_own_report(session, pytester):
-    pytester.makepyfile(test_plain='''
+    pytester.makepyfile(
+        test_plain="""
 import pytest
 
 @pytest.mark.tracerace
 def test_wrong():
     assert 1 + 1 == 3
-''')
+"""
+    )
     result = session("test_plain.py")
     result.assert_outcomes(failed=1)
     out = result.stdout.str()
-    assert "the test failed under tracerace's numba recorder" in out and "assert (1 + 1) == 3" in out
+    assert (
+        "the test failed under tracerace's numba recorder" in out and "assert (1 + 1) == 3" in out
+    )

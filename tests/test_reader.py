@@ -15,19 +15,23 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from peak import PEAK_KIB
 
 from tracerace.trace.reader import Batch, TraceReader, glue_limit, open_trace
 from tracerace.trace.schema import COLUMN_NAMES, COLUMNS, SITE_NONE
 from tracerace.trace.writer import make_table
-from peak import PEAK_KIB
 
 META = {"tracerace.version": "1"}
 
 
 def required(n: int, **extra) -> dict:
-    cols = {"ts": np.arange(n, dtype=np.uint64), "op": np.zeros(n, np.uint8),
-            "launch": np.zeros(n, np.uint32), "block": (np.arange(n) % 3).astype(np.uint32),
-            "thread": (np.arange(n) % 5).astype(np.uint32)}
+    cols = {
+        "ts": np.arange(n, dtype=np.uint64),
+        "op": np.zeros(n, np.uint8),
+        "launch": np.zeros(n, np.uint32),
+        "block": (np.arange(n) % 3).astype(np.uint32),
+        "thread": (np.arange(n) % 5).astype(np.uint32),
+    }
     cols.update(extra)
     return cols
 
@@ -46,20 +50,25 @@ def write_ipc(path, table: pa.Table, *, stream=False, chunk=None, compression=No
 
 def read_all(reader) -> dict[str, np.ndarray]:
     batches = list(reader)
-    return {name: np.concatenate([b.cols[name] for b in batches]) if batches
-            else np.zeros(0) for name in COLUMN_NAMES}
+    return {
+        name: np.concatenate([b.cols[name] for b in batches]) if batches else np.zeros(0)
+        for name in COLUMN_NAMES
+    }
 
 
 # --- containers ------------------------------------------------------------------
 
+
 @pytest.fixture
 def table():
-    return make_table(required(10, addr=np.arange(10) * 8, size=8), sites=["a.cu:1"],
-                      producer="unit test")
+    return make_table(
+        required(10, addr=np.arange(10) * 8, size=8), sites=["a.cu:1"], producer="unit test"
+    )
 
 
-@pytest.mark.parametrize("kind", ["file", "stream", "file-lz4", "stream-zstd", "parquet",
-                                  "table", "batch", "reader"])
+@pytest.mark.parametrize(
+    "kind", ["file", "stream", "file-lz4", "stream-zstd", "parquet", "table", "batch", "reader"]
+)
 def test_every_container_reads_the_same(tmp_path, table, kind):
     if kind == "table":
         source = table
@@ -73,8 +82,7 @@ def test_every_container_reads_the_same(tmp_path, table, kind):
     else:
         source = tmp_path / "t.arrow"
         compression = kind.partition("-")[2] or None
-        write_ipc(source, table, stream=kind.startswith("stream"), chunk=3,
-                  compression=compression)
+        write_ipc(source, table, stream=kind.startswith("stream"), chunk=3, compression=compression)
     with open_trace(source, batch_size=4) as reader:
         assert isinstance(reader, TraceReader)
         assert reader.meta.sites == ("a.cu:1",)
@@ -85,11 +93,14 @@ def test_every_container_reads_the_same(tmp_path, table, kind):
     np.testing.assert_array_equal(cols["peer"], np.arange(10) % 3)
 
 
-@pytest.mark.parametrize("name, writer", [
-    ("stream.arrow", lambda p, t: write_ipc(p, t, stream=True)),
-    ("file.arrows", lambda p, t: write_ipc(p, t)),
-    ("parquet.bin", lambda p, t: pq.write_table(t, p)),
-])
+@pytest.mark.parametrize(
+    "name, writer",
+    [
+        ("stream.arrow", lambda p, t: write_ipc(p, t, stream=True)),
+        ("file.arrows", lambda p, t: write_ipc(p, t)),
+        ("parquet.bin", lambda p, t: pq.write_table(t, p)),
+    ],
+)
 def test_container_is_sniffed_not_guessed_from_the_name(tmp_path, table, name, writer):
     path = tmp_path / name
     writer(path, table)
@@ -134,6 +145,7 @@ def test_other_source_types_are_a_type_error():
 
 # --- the batch contract ---------------------------------------------------------------
 
+
 def test_batch_has_every_column_contiguous_readonly_schema_dtype(table):
     (batch,) = list(open_trace(table))
     assert isinstance(batch, Batch) and (batch.row0, batch.n, len(batch)) == (0, 10, 10)
@@ -170,12 +182,16 @@ def test_nulls_read_as_defaults():
 
 
 def test_other_integer_types_are_converted():
-    cols = {"ts": pa.array([1, 2, 3], pa.int64()), "op": pa.array([0, 1, 2], pa.int32()),
-            "launch": pa.array([0, 0, 1], pa.int8()), "block": pa.array([0, 1, 2], pa.uint16()),
-            "thread": pa.array([5, 6, 7], pa.uint64()),
-            "addr": pa.array([0, 2**40, 2**62], pa.int64()),
-            "arg": pa.array([-1, 0, 2**63 - 1], pa.int64()),
-            "size": pa.array([4, 8, 16], pa.int16())}
+    cols = {
+        "ts": pa.array([1, 2, 3], pa.int64()),
+        "op": pa.array([0, 1, 2], pa.int32()),
+        "launch": pa.array([0, 0, 1], pa.int8()),
+        "block": pa.array([0, 1, 2], pa.uint16()),
+        "thread": pa.array([5, 6, 7], pa.uint64()),
+        "addr": pa.array([0, 2**40, 2**62], pa.int64()),
+        "arg": pa.array([-1, 0, 2**63 - 1], pa.int64()),
+        "size": pa.array([4, 8, 16], pa.int16()),
+    }
     (batch,) = list(open_trace(raw_table(cols)))
     assert batch["op"].tolist() == [0, 1, 2] and batch["op"].dtype == np.uint8
     assert batch["addr"].tolist() == [0, 2**40, 2**62]
@@ -204,9 +220,9 @@ def test_empty_trace_yields_nothing(tmp_path):
 
 # --- re-chunking ---------------------------------------------------------------------
 
+
 @settings(max_examples=60, deadline=None)
-@given(chunks=st.lists(st.integers(0, 40), min_size=0, max_size=12),
-       batch_size=st.integers(1, 50))
+@given(chunks=st.lists(st.integers(0, 40), min_size=0, max_size=12), batch_size=st.integers(1, 50))
 def test_rechunking_keeps_rows_and_bounds_batches(chunks, batch_size):
     n = sum(chunks)
     table = make_table(required(n, addr=np.arange(n) * 3))
@@ -266,19 +282,34 @@ def test_reading_memory_is_bounded_by_batch_not_file(tmp_path):
     """Reading a memory-mapped file must not leave the whole file resident."""
     n = int(4_000_000 * SCALE)
     path = tmp_path / "big.arrow"
-    schema = pa.schema([(c.name, c.arrow_type) for c in COLUMNS[:8]],
-                       metadata=META)
+    schema = pa.schema([(c.name, c.arrow_type) for c in COLUMNS[:8]], metadata=META)
     with ipc.new_file(str(path), schema) as w:
         for lo in range(0, n, 1 << 20):
             m = min(1 << 20, n - lo)
             ts = np.arange(lo, lo + m, dtype=np.uint64)
-            w.write_batch(pa.record_batch(
-                [ts, np.zeros(m, np.uint8), np.zeros(m, np.uint32), (ts % 64).astype(np.uint32),
-                 (ts % 128).astype(np.uint32), np.zeros(m, np.uint8), ts * 4,
-                 np.full(m, 4, np.uint32)], schema=schema))
+            w.write_batch(
+                pa.record_batch(
+                    [
+                        ts,
+                        np.zeros(m, np.uint8),
+                        np.zeros(m, np.uint32),
+                        (ts % 64).astype(np.uint32),
+                        (ts % 128).astype(np.uint32),
+                        np.zeros(m, np.uint8),
+                        ts * 4,
+                        np.full(m, 4, np.uint32),
+                    ],
+                    schema=schema,
+                )
+            )
     size = path.stat().st_size
-    out = subprocess.run([sys.executable, "-c", _RSS_PROBE, str(path)], check=True,
-                         capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", _RSS_PROBE, str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent.parent,
+    )
     rows, before, peak = map(int, out.stdout.split())
     assert rows == n
     # 18 columns x 64 Ki rows is ~5 MB a batch; the file is ~34 B a row.

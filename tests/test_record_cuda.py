@@ -20,20 +20,28 @@ from pathlib import Path
 import numpy as np
 import pyarrow.ipc as ipc
 import pytest
+from peak import PEAK_KIB
 
 import tracerace
 from tracerace.errors import TraceError
-from tracerace.trace.ops import Op, Scope
-from tracerace.trace.reader import open_trace
 from tracerace.record.cuda import build as cuda_build
 from tracerace.record.cuda.convert import ZERO_SOURCE, convert
-from tracerace.record.cuda.stream import (MAGIC, RECORD_DTYPE, AccessFlag, BarrierAction, Kind,
-                                          Space, StreamWriter, read_stream)
-from peak import PEAK_KIB
+from tracerace.record.cuda.stream import (
+    MAGIC,
+    RECORD_DTYPE,
+    AccessFlag,
+    BarrierAction,
+    Kind,
+    Space,
+    StreamWriter,
+    read_stream,
+)
+from tracerace.trace.ops import Op, Scope
+from tracerace.trace.reader import open_trace
 
 ROOT = Path(__file__).resolve().parent.parent
-A = 0x7F00_0000_0000   # a device allocation of the synthetic kernels
-N = 8                  # threads per block
+A = 0x7F00_0000_0000  # a device allocation of the synthetic kernels
+N = 8  # threads per block
 
 
 def stream(tmp_path: Path, name: str = "run") -> tuple[StreamWriter, str]:
@@ -48,8 +56,10 @@ def converted(prefix: str, tmp_path: Path):
 
 
 def errors(trace: str) -> set[str]:
-    kinds = [{g.kind for g in tracerace.check(trace, engine=e).groups if g.severity == "error"}
-             for e in ("numba", "reference")]
+    kinds = [
+        {g.kind for g in tracerace.check(trace, engine=e).groups if g.severity == "error"}
+        for e in ("numba", "reference")
+    ]
     assert kinds[0] == kinds[1]
     return kinds[0]
 
@@ -145,7 +155,7 @@ def test_atomics_are_relaxed_with_their_scope_and_a_warning(tmp_path):
         w.alloc(A, 64)
         w.host_init(A, 64)
         w.launch("count", block=(N, 1, 1))
-        w.write(0, 0, 0, space=Space.SHARED)       # the shared counter starts at 0
+        w.write(0, 0, 0, space=Space.SHARED)  # the shared counter starts at 0
         for t in range(N):
             w.barrier(0, t)
         for t in range(N):
@@ -172,7 +182,7 @@ def test_threads_that_exited_count_as_arrived_at_a_block_barrier(tmp_path):
     with w:
         w.alloc(A, 4 * N)
         w.launch("early_exit", block=(N, 1, 1), pc=0x100)
-        w.exit(0, N - 1, pc=0x110)                       # thread 7 returns early
+        w.exit(0, N - 1, pc=0x110)  # thread 7 returns early
         for t in range(N - 1):
             w.write(0, t, 4 * t, space=Space.SHARED, pc=0x120)
             w.barrier(0, t, pc=0x130)
@@ -191,12 +201,12 @@ def test_host_copies_define_memory_and_fresh_allocations_do_not(tmp_path):
     w, prefix = stream(tmp_path)
     with w:
         w.alloc(A, 64)
-        w.host_init(A, 32)                   # cudaMemcpy of the first 32 bytes
+        w.host_init(A, 32)  # cudaMemcpy of the first 32 bytes
         w.launch("reader", block=(1, 1, 1))
-        w.read(0, 0, A, 4)                   # copied: defined
-        w.read(0, 0, A + 40, 4)              # allocated, never written: uninit_read
-        w.read(0, 0, 0x5000, 4)              # outside every allocation (a __device__
-        w.launch_end()                       # variable): defined at the launch's start
+        w.read(0, 0, A, 4)  # copied: defined
+        w.read(0, 0, A + 40, 4)  # allocated, never written: uninit_read
+        w.read(0, 0, 0x5000, 4)  # outside every allocation (a __device__
+        w.launch_end()  # variable): defined at the launch's start
     out, _ = converted(prefix, tmp_path)
     groups = tracerace.check(out).groups
     assert [g.kind for g in groups] == ["uninit_read"]
@@ -244,6 +254,7 @@ def test_a_wait_no_arrivals_completed_is_refused(tmp_path):
         w.mbarrier(0, 0, BarrierAction.INIT, 0x40, 1)
         w.mbarrier(0, 0, BarrierAction.WAIT, 0x40, pc=0x8)
         w.launch_end()
+
     refused(tmp_path, write, r"mbarrier 0x40 at mbar\+0x8 returned before any")
 
 
@@ -252,19 +263,30 @@ def test_an_overflowing_launch_is_refused_naming_the_buffer_to_set(tmp_path):
         w.launch("big", block=(1, 1, 1))
         w.read(0, 0, A)
         w.launch_end(produced=5_000_000, capacity=1)
-    refused(tmp_path, write, r"launch 0 \(big\) produced 5,000,000 records .* "
-                             r"TRACERACE_CUDA_BUFFER_MB to at least 230")
+
+    refused(
+        tmp_path,
+        write,
+        r"launch 0 \(big\) produced 5,000,000 records .* "
+        r"TRACERACE_CUDA_BUFFER_MB to at least 230",
+    )
 
 
-@pytest.mark.parametrize("instruction, what", [(30, "cp.async.bulk"), (23, "wgmma"),
-                                               (21, "cluster barrier")])
+@pytest.mark.parametrize(
+    "instruction, what", [(30, "cp.async.bulk"), (23, "wgmma"), (21, "cluster barrier")]
+)
 def test_instructions_the_format_cannot_express_are_refused(tmp_path, instruction, what):
     def write(w):
         w.launch("tma", block=(1, 1, 1), pc=0x100)
         w.unfollowed(0, 0, instruction, pc=0x180)
         w.launch_end()
-    refused(tmp_path, write, rf"launch 0 \(tma\) executed .*{what}.* at tma\+0x80 "
-                             r"\(block 0, thread 0\), which tracerace cannot follow")
+
+    refused(
+        tmp_path,
+        write,
+        rf"launch 0 \(tma\) executed .*{what}.* at tma\+0x80 "
+        r"\(block 0, thread 0\), which tracerace cannot follow",
+    )
 
 
 def test_an_arrive_and_drop_lowers_the_later_phases_count(tmp_path):
@@ -284,8 +306,11 @@ def test_an_arrive_and_drop_lowers_the_later_phases_count(tmp_path):
     out = str(tmp_path / "out.arrow")
     convert(prefix, out)
     t = ipc.open_file(out).read_all().to_pydict()
-    rows = [(op, thread, arg) for op, thread, arg in zip(t["op"], t["thread"], t["arg"])
-            if op in (Op.MBAR_ARRIVE_DROP, Op.MBAR_WAIT)]
+    rows = [
+        (op, thread, arg)
+        for op, thread, arg in zip(t["op"], t["thread"], t["arg"])
+        if op in (Op.MBAR_ARRIVE_DROP, Op.MBAR_WAIT)
+    ]
     assert rows == [(Op.MBAR_ARRIVE_DROP, 0, 1), (Op.MBAR_WAIT, 1, 0), (Op.MBAR_WAIT, 1, 1)]
 
 
@@ -293,6 +318,7 @@ def test_a_stream_that_ends_inside_a_launch_is_refused(tmp_path):
     def write(w):
         w.launch("crash", block=(1, 1, 1))
         w.read(0, 0, A)
+
     refused(tmp_path, write, r"ended while launch 0 \(crash\) was running")
 
 
@@ -301,8 +327,8 @@ def test_what_the_tool_could_not_do_refuses_the_recording(tmp_path):
         w.record(Kind.ERROR, size=w.string("the program launched a CUDA graph"))
         w.launch("k", block=(1, 1, 1))
         w.launch_end()
-    refused(tmp_path, write, "the CUDA tool stopped recording: the program launched a CUDA "
-                             "graph")
+
+    refused(tmp_path, write, "the CUDA tool stopped recording: the program launched a CUDA graph")
 
 
 def test_a_stream_of_another_version_is_refused_naming_both(tmp_path):
@@ -342,7 +368,7 @@ def test_syncwarp_and_named_barriers_keep_their_operands(tmp_path):
 
 def test_the_stream_kinds_mirror_the_tool_header():
     header = (ROOT / "tracerace/record/cuda/tool/tracerace_cuda.h").read_text()
-    body = header[header.index("enum Kind"):header.index("};", header.index("enum Kind"))]
+    body = header[header.index("enum Kind") : header.index("};", header.index("enum Kind"))]
     found = {name: int(value) for name, value in re.findall(r"(\w+) = (\d+),", body)}
     assert found == {k.name: int(k) for k in Kind}
     assert int(AccessFlag.ATOMSYS) == 4 and int(BarrierAction.WAIT) == 6
@@ -350,19 +376,28 @@ def test_the_stream_kinds_mirror_the_tool_header():
 
 # --- the command line and the build -------------------------------------------------
 
+
 def run_cli(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracerace", *args], cwd=ROOT,
-                          capture_output=True, text=True, env={**os.environ, **env})
+    return subprocess.run(
+        [sys.executable, "-m", "tracerace", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env},
+    )
 
 
 def test_record_without_nvcc_fails_in_one_line_and_writes_nothing(tmp_path):
     out = tmp_path / "run.arrow"
-    done = run_cli(["record", "--backend", "cuda", "-o", str(out), "--", "./app"],
-                   {"CUDA_HOME": str(tmp_path / "no-toolkit")})
+    done = run_cli(
+        ["record", "--backend", "cuda", "-o", str(out), "--", "./app"],
+        {"CUDA_HOME": str(tmp_path / "no-toolkit")},
+    )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         f"tracerace: error: cuda backend: missing-tool: CUDA_HOME={tmp_path / 'no-toolkit'} "
-        "holds no bin/nvcc; point it at a CUDA toolkit, or unset it"]
+        "holds no bin/nvcc; point it at a CUDA toolkit, or unset it"
+    ]
     assert not out.exists()
 
 
@@ -375,9 +410,10 @@ def test_record_on_a_machine_without_a_gpu_fails_in_one_line(tmp_path):
     except OSError:
         driver = False
     out = tmp_path / "run.arrow"
-    done = run_cli(["record", "--backend", "cuda", "-o", str(out), "--",
-                    str(tmp_path / "no-such-app")],
-                   {"TRACERACE_CACHE_DIR": str(tmp_path / "cache")})
+    done = run_cli(
+        ["record", "--backend", "cuda", "-o", str(out), "--", str(tmp_path / "no-such-app")],
+        {"TRACERACE_CACHE_DIR": str(tmp_path / "cache")},
+    )
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, lines
@@ -392,8 +428,20 @@ def test_check_gpu_names_a_missing_driver():
 
 
 def test_the_schedule_is_the_gpus_own(tmp_path):
-    done = run_cli(["record", "--backend", "cuda", "--schedule", "random", "-o",
-                    str(tmp_path / "x.arrow"), "--", "./app"], {})
+    done = run_cli(
+        [
+            "record",
+            "--backend",
+            "cuda",
+            "--schedule",
+            "random",
+            "-o",
+            str(tmp_path / "x.arrow"),
+            "--",
+            "./app",
+        ],
+        {},
+    )
     assert done.returncode == 2 and "GPU's own schedule" in done.stderr
 
 
@@ -405,21 +453,22 @@ def test_the_tool_library_and_its_patches_build_here(tmp_path, monkeypatch):
     tool = cuda_build.tool_library(kit)
     library, patches = Path(tool.library), Path(tool.patches)
     assert library.stat().st_size > 0 and patches.stat().st_size > 0
-    symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)],
-                             capture_output=True, text=True).stdout
+    symbols = subprocess.run(
+        ["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True
+    ).stdout
     assert re.search(r"\bT InitializeInjection\b", symbols)
-    needed = subprocess.run(["readelf", "-d", str(library)], capture_output=True,
-                            text=True).stdout
+    needed = subprocess.run(["readelf", "-d", str(library)], capture_output=True, text=True).stdout
     assert "libsanitizer-public.so" in needed
     # the fatbin holds every patch function the host side names
     source = cuda_build.HOST_SOURCE.read_text()
     names = set(re.findall(r'"(tracerace_\w+)"', source))
     blob = patches.read_bytes()
     assert names and all(name.encode() in blob for name in names), names
-    assert cuda_build.tool_library(kit) == tool   # cached: built once
+    assert cuda_build.tool_library(kit) == tool  # cached: built once
 
 
 # --- the conversion streams ----------------------------------------------------------------
+
 
 def mixed(w: StreamWriter) -> None:
     """Several launches whose rows span batches: strings, host inits, untracked
@@ -480,13 +529,17 @@ def conversion_peak(tmp_path, accesses: int) -> int:
         w.launch_end()
     code = textwrap.dedent(f"""
         from tracerace.record.cuda.convert import convert
-        events, _, _ = convert({prefix!r}, {prefix + '.arrow'!r})
+        events, _, _ = convert({prefix!r}, {prefix + ".arrow"!r})
         assert events == {accesses + 1}, events
         print({PEAK_KIB})
     """)
     root = str(Path(__file__).parent.parent)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=root))
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=root),
+    )
     assert done.returncode == 0, done.stderr
     return int(done.stdout.split()[-1])
 
@@ -500,17 +553,23 @@ def test_conversion_memory_does_not_grow_with_the_launch(tmp_path):
     assert large - small < 100 << 10, (small, large)
 
 
-@pytest.mark.parametrize("write, what", [
-    (lambda w: w.read(0, 0, 0xFFFFFFFFFFFFFFFE, 4), "ACCESS record's bytes pass the end"),
-    (lambda w: w.cp_async(0, 0, 0, 0xFFFFFFFFFFFFFFF8, 16), "CP_ASYNC record's bytes pass"),
-    (lambda w: w.host_init(0xFFFFFFFFFFFFFFF0, 32), "HOST_INIT record's bytes pass"),
-], ids=["access", "cp-async-source", "host-init"])
+@pytest.mark.parametrize(
+    "write, what",
+    [
+        (lambda w: w.read(0, 0, 0xFFFFFFFFFFFFFFFE, 4), "ACCESS record's bytes pass the end"),
+        (lambda w: w.cp_async(0, 0, 0, 0xFFFFFFFFFFFFFFF8, 16), "CP_ASYNC record's bytes pass"),
+        (lambda w: w.host_init(0xFFFFFFFFFFFFFFF0, 32), "HOST_INIT record's bytes pass"),
+    ],
+    ids=["access", "cp-async-source", "host-init"],
+)
 def test_bytes_past_64_bits_are_refused_naming_the_record(tmp_path, write, what):
     """The stream is written inside the recorded process, which could write it too."""
+
     def program(w):
         w.launch("k", block=(1, 1, 1))
         write(w)
         w.launch_end()
+
     refused(tmp_path, program, what)
 
 
@@ -518,4 +577,5 @@ def test_a_grid_past_2_32_blocks_is_refused(tmp_path):
     def program(w):
         w.launch("huge", grid=(1 << 31, 4, 1), block=(1, 1, 1))
         w.launch_end()
+
     refused(tmp_path, program, r"more than 2\^32 blocks or threads")

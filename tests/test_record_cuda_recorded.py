@@ -12,13 +12,13 @@ import pytest
 
 import tracerace
 from tracerace.errors import TraceError
-from tracerace.trace.reader import open_trace
 from tracerace.record.cuda import lines as cuda_lines
 from tracerace.record.cuda.convert import convert
 from tracerace.record.cuda.stream import Kind, read_stream, strings
+from tracerace.trace.reader import open_trace
 
 DATA = Path(__file__).resolve().parent / "data" / "cuda"
-PID = 4242   # the recording's own pid is in its cubins' names, read from the stream
+PID = 4242  # the recording's own pid is in its cubins' names, read from the stream
 
 
 def unpacked(name: str, tmp_path: Path, *, cubins: bool = True) -> str:
@@ -31,7 +31,7 @@ def unpacked(name: str, tmp_path: Path, *, cubins: bool = True) -> str:
     texts, keep = strings(records, str(trc))
     modules = records[keep][records[keep]["kind"] == Kind.MODULE]
     for packed in DATA.glob(f"{name}.module-*.cubin.xz") if cubins else ():
-        module = int(packed.name[len(name) + len(".module-"):-len(".cubin.xz")])
+        module = int(packed.name[len(name) + len(".module-") : -len(".cubin.xz")])
         (cubin,) = [texts[int(m["size"])] for m in modules if int(m["thread"]) == module]
         (folder / cubin).write_bytes(lzma.decompress(packed.read_bytes()))
     return str(folder / "run")
@@ -42,8 +42,9 @@ def checked(name: str, tmp_path: Path, **kw) -> tuple[tracerace.Report, str]:
     convert(unpacked(name, tmp_path), out, **kw)
     report = tracerace.check(out)
     reference = tracerace.check(out, engine="reference")
-    assert [(g.kind, g.count) for g in report.groups] == \
-        [(g.kind, g.count) for g in reference.groups]
+    assert [(g.kind, g.count) for g in report.groups] == [
+        (g.kind, g.count) for g in reference.groups
+    ]
     return report, out
 
 
@@ -51,15 +52,18 @@ def error_kinds(report) -> set[str]:
     return {g.kind for g in report.groups if g.severity == "error"}
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("reduce-sync", set()),
-    ("reduce-nosync", {"raw"}),
-    ("reduce-exit", set()),
-    ("pipeline-wait", set()),
-    ("pipeline-nowait", {"async_inflight"}),
-    ("triton-separate", set()),
-    ("triton-aliased", {"war"}),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("reduce-sync", set()),
+        ("reduce-nosync", {"raw"}),
+        ("reduce-exit", set()),
+        ("pipeline-wait", set()),
+        ("pipeline-nowait", {"async_inflight"}),
+        ("triton-separate", set()),
+        ("triton-aliased", {"war"}),
+    ],
+)
 def test_recorded_kernels_get_the_gpu_session_verdicts(name, expected, tmp_path):
     report, _ = checked(name, tmp_path)
     assert error_kinds(report) == expected
@@ -70,7 +74,7 @@ def test_a_reduction_without_barriers_races_in_shared_memory_of_every_block(tmp_
     raw = [g for g in report.groups if g.kind == "raw"]
     assert raw and all(g.example.space == "shared" for g in raw)
     pairs = {(h.first.block, h.second.block) for g in raw for h in [g.example]}
-    assert all(a == b for a, b in pairs)   # shared memory is per block
+    assert all(a == b for a, b in pairs)  # shared memory is per block
     assert {a for a, _ in pairs} <= {0, 1, 2, 3}
 
 
@@ -93,8 +97,9 @@ def test_an_mbarrier_init_without_a_count_is_refused(tmp_path):
         out = tmp_path / f"{name}.arrow"
         with pytest.raises(TraceError) as err:
             convert(unpacked(name, tmp_path), str(out))
-        assert re.search(r"init of mbarrier 0x600 at .*reports no expected arrival count",
-                         str(err.value)), str(err.value)
+        assert re.search(
+            r"init of mbarrier 0x600 at .*reports no expected arrival count", str(err.value)
+        ), str(err.value)
         assert not out.exists()
 
 
@@ -121,14 +126,16 @@ def test_a_refused_recording_names_the_program_not_the_deleted_stream(tmp_path, 
     monkeypatch.setattr(cuda, "find_toolkit", lambda: None)
     monkeypatch.setattr(cuda, "tool_library", lambda _: SimpleNamespace(library="x", patches="y"))
     monkeypatch.setattr(cuda, "check_gpu", lambda: None)
-    monkeypatch.setattr(subprocess, "run", run_on_gpu)   # the tool run (record.tool)
+    monkeypatch.setattr(subprocess, "run", run_on_gpu)  # the tool run (record.tool)
     out = tmp_path / "exchange.arrow"
     with pytest.raises(TraceError) as err:
         cuda.record(["./exchange"], str(out))
     assert err.value.path == "./exchange" and err.value.row is None
     assert "reports no expected arrival count" in err.value.message
-    assert "(record 11 of the CUDA tool's stream; TRACERACE_CUDA_KEEP=DIR keeps the stream)" \
+    assert (
+        "(record 11 of the CUDA tool's stream; TRACERACE_CUDA_KEEP=DIR keeps the stream)"
         in err.value.message
+    )
     assert not out.exists()
 
 
@@ -171,11 +178,14 @@ _Z5otherv:
 
 def test_nvdisasm_line_comments_give_each_instruction_its_line():
     table = cuda_lines.parse_nvdisasm(NVDISASM_TEXT)
-    assert table["_Z6reducePKfPfb"] == {0x0: ("/src/reduce.cu", 11), 0x10: ("/src/reduce.cu", 15),
-                                        0x110: ("/src/reduce.cu", 15),
-                                        0x120: ("/src/reduce.cu", 16),
-                                        0x130: ("/src/reduce.cu", 16)}
-    assert table["_Z5otherv"] == {}   # no line comment in this function: no line
+    assert table["_Z6reducePKfPfb"] == {
+        0x0: ("/src/reduce.cu", 11),
+        0x10: ("/src/reduce.cu", 15),
+        0x110: ("/src/reduce.cu", 15),
+        0x120: ("/src/reduce.cu", 16),
+        0x130: ("/src/reduce.cu", 16),
+    }
+    assert table["_Z5otherv"] == {}  # no line comment in this function: no line
 
 
 def test_recorded_sites_name_source_lines_through_nvdisasm(tmp_path):
@@ -190,5 +200,8 @@ def test_recorded_sites_name_source_lines_through_nvdisasm(tmp_path):
         source = "tests/kernels_cuda/reduce.cu"
     assert (f"{source}:17", f"{source}:21") in lines
     assert (f"{source}:21", f"{source}:21") in lines
-    assert all(re.fullmatch(rf"{source}:(17|21) _Z6reducePKfPfbb\+0x[0-9a-f]+", s)
-               for g in raw for s in (g.first_site, g.second_site))
+    assert all(
+        re.fullmatch(rf"{source}:(17|21) _Z6reducePKfPfbb\+0x[0-9a-f]+", s)
+        for g in raw
+        for s in (g.first_site, g.second_site)
+    )

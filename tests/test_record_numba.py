@@ -18,46 +18,86 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from needs import require
 
 require("numba", ("numba_cuda", "greenlet"))
 
 import tracerace  # noqa: E402
 from tracerace.errors import TraceError  # noqa: E402
+from tracerace.record import record  # noqa: E402
+from tracerace.record.numba._warp import (
+    SHFL_BFLY,
+    SHFL_CLAMP,
+    SHFL_DOWN,  # noqa: E402
+    SHFL_IDX,
+    SHFL_UP,
+    ballot,
+    match_all,
+    match_any,
+    shfl_source,
+    shuffle,
+)
 from tracerace.trace.ops import Op, Scope, Sem, Space  # noqa: E402
 from tracerace.trace.reader import open_trace  # noqa: E402
-from tracerace.record import record  # noqa: E402
-from tracerace.record.numba._warp import (SHFL_BFLY, SHFL_CLAMP, SHFL_DOWN,  # noqa: E402
-                                          SHFL_IDX, SHFL_UP, ballot, match_all, match_any,
-                                          shfl_source, shuffle)
 
 KERNELS = Path(__file__).parent / "kernels_numba"
-ALGORITHMS = ["reduce", "matmul", "scan", "histogram", "transpose",
-              "views", "captured", "records", "grid_sync"]
+ALGORITHMS = [
+    "reduce",
+    "matmul",
+    "scan",
+    "histogram",
+    "transpose",
+    "views",
+    "captured",
+    "records",
+    "grid_sync",
+]
 """Scripts with a correct and a broken form; the last four reach memory through
 views and ufuncs, globals and closures, records, and the grid barrier."""
 BROKEN_SCHEDULES = [("serial", 0), ("round-robin", 0), ("random", 1), ("random", 7)]
 CORRECT_SCHEDULES = [("serial", 0), ("round-robin", 0), ("random", 3)]
 
 
-def record_script(tmp_path, script: str, *args: str, schedule: str | None = "serial",
-                  seed: int = 0, name: str = "trace") -> str:
+def record_script(
+    tmp_path,
+    script: str,
+    *args: str,
+    schedule: str | None = "serial",
+    seed: int = 0,
+    name: str = "trace",
+) -> str:
     out = tmp_path / f"{name}.arrow"
-    result = record(["python", str(KERNELS / script), *args], str(out), schedule=schedule,
-                    seed=seed)
+    result = record(
+        ["python", str(KERNELS / script), *args], str(out), schedule=schedule, seed=seed
+    )
     assert result.exit_code == 0 and result.launches >= 1 and result.events > 0
     return str(out)
 
 
-def record_cli(tmp_path, script: str, *args: str, schedule: str | None = None,
-               timeout: float = 120) -> subprocess.CompletedProcess:
+def record_cli(
+    tmp_path, script: str, *args: str, schedule: str | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess:
     """``tracerace record`` on a kernel script (a hang is a failure, not a stuck test)."""
     options = ["--schedule", schedule] if schedule else []
-    return subprocess.run([sys.executable, "-m", "tracerace", "record", "-o",
-                           str(tmp_path / "out.arrow"), *options, "--", "python",
-                           str(KERNELS / script), *args],
-                          capture_output=True, text=True, timeout=timeout, env=cli_env())
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracerace",
+            "record",
+            "-o",
+            str(tmp_path / "out.arrow"),
+            *options,
+            "--",
+            "python",
+            str(KERNELS / script),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=cli_env(),
+    )
 
 
 def cli_env() -> dict[str, str]:
@@ -67,20 +107,28 @@ def cli_env() -> dict[str, str]:
 def marked_lines(script: str, mark: str) -> set[int]:
     """Lines of ``script`` whose inline comment (after ``  # ``) holds ``mark``."""
     source = (KERNELS / script).read_text().splitlines()
-    return {n for n, line in enumerate(source, 1)
-            if "  # " in line and mark in line.split("  # ", 1)[1]}
+    return {
+        n for n, line in enumerate(source, 1) if "  # " in line and mark in line.split("  # ", 1)[1]
+    }
 
 
 def race_lines(algorithm: str) -> set[str]:
     """``file.py:line`` of every line marked ``# race``."""
     source = (KERNELS / f"{algorithm}.py").read_text().splitlines()
-    return {f"{algorithm}.py:{n}" for n, line in enumerate(source, 1)
-            if line.rstrip().endswith("# race")}
+    return {
+        f"{algorithm}.py:{n}"
+        for n, line in enumerate(source, 1)
+        if line.rstrip().endswith("# race")
+    }
 
 
 def reported_lines(report) -> set[str]:
-    return {os.path.basename(site) for g in report.groups
-            for site in (g.first_site, g.second_site) if site is not None}
+    return {
+        os.path.basename(site)
+        for g in report.groups
+        for site in (g.first_site, g.second_site)
+        if site is not None
+    }
 
 
 def read_columns(path: str) -> dict[str, np.ndarray]:
@@ -93,11 +141,13 @@ def read_columns(path: str) -> dict[str, np.ndarray]:
 
 # --- textbook kernels ------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("schedule,seed", BROKEN_SCHEDULES)
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_broken_kernel_is_reported_at_its_racy_lines(tmp_path, algorithm, schedule, seed):
-    report = tracerace.check(record_script(tmp_path, f"{algorithm}.py", "broken",
-                                           schedule=schedule, seed=seed))
+    report = tracerace.check(
+        record_script(tmp_path, f"{algorithm}.py", "broken", schedule=schedule, seed=seed)
+    )
     assert report.errors > 0
     assert {g.kind for g in report.groups} <= {"raw", "war", "waw"}
     assert reported_lines(report) == race_lines(algorithm)
@@ -106,12 +156,14 @@ def test_broken_kernel_is_reported_at_its_racy_lines(tmp_path, algorithm, schedu
 @pytest.mark.parametrize("schedule,seed", CORRECT_SCHEDULES)
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_correct_kernel_is_clean(tmp_path, algorithm, schedule, seed):
-    report = tracerace.check(record_script(tmp_path, f"{algorithm}.py", "correct",
-                                           schedule=schedule, seed=seed))
+    report = tracerace.check(
+        record_script(tmp_path, f"{algorithm}.py", "correct", schedule=schedule, seed=seed)
+    )
     assert not report.groups, report.summary_line()
 
 
 # --- what a trace holds ------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def features(tmp_path_factory) -> dict:
@@ -136,8 +188,11 @@ def test_barriers_count_the_threads_that_arrive(features):
 
 def test_fences_and_atomics_carry_their_scope(features):
     fence = features["op"] == Op.FENCE
-    assert sorted(set(features["scope"][fence].tolist())) == [Scope.BLOCK, Scope.DEVICE,
-                                                             Scope.SYSTEM]
+    assert sorted(set(features["scope"][fence].tolist())) == [
+        Scope.BLOCK,
+        Scope.DEVICE,
+        Scope.SYSTEM,
+    ]
     assert np.all(features["sem"][fence] == Sem.ACQ_REL)
     atomic = features["op"] == Op.ATOMIC
     assert atomic.sum() == 2 * 2 * 8  # add and max, 8 threads, 2 launches
@@ -156,7 +211,8 @@ def test_every_space_is_recorded_with_element_sizes(features):
 def test_buffers_name_arguments_and_arrays(features):
     buffers = {(b.name, b.launch): b for b in features["meta"].buffers}
     assert {"x", "out", "counts", "a", "b", "scratch", "d", "mirrored"} <= {
-        name for name, _ in buffers}
+        name for name, _ in buffers
+    }
     assert buffers[("a", 0)].space == Space.SHARED and buffers[("b", 0)].space == Space.SHARED
     assert buffers[("a", 0)].base != buffers[("b", 0)].base  # two arrays, not one
     assert buffers[("scratch", 0)].space == Space.LOCAL
@@ -196,12 +252,16 @@ def test_clean_trace_has_no_hazards(tmp_path):
 
 # --- what the recorder must not miss --------------------------------------------------
 
+
 def site_lines(cols: dict, script: str, ops) -> set[int]:
     """Lines of ``script`` that have rows with one of ``ops``."""
     sites = cols["meta"].sites
     mine = np.isin(cols["op"], ops) & (cols["site"] < len(sites))
-    return {int(sites[s].rsplit(":", 1)[1]) for s in set(cols["site"][mine].tolist())
-            if os.path.basename(sites[s].rsplit(":", 1)[0]) == script}
+    return {
+        int(sites[s].rsplit(":", 1)[1])
+        for s in set(cols["site"][mine].tolist())
+        if os.path.basename(sites[s].rsplit(":", 1)[0]) == script
+    }
 
 
 def test_accesses_through_views_and_ufuncs_are_recorded(tmp_path):
@@ -237,8 +297,7 @@ def test_captured_arrays_get_the_same_addresses_in_every_run(tmp_path, monkeypat
     for seed in ("1", "2", "3"):
         monkeypatch.setenv("PYTHONHASHSEED", seed)
         paths.append(record_script(tmp_path, "captured.py", "correct", name=f"h{seed}"))
-    assert Path(paths[0]).read_bytes() == Path(paths[1]).read_bytes() == \
-        Path(paths[2]).read_bytes()
+    assert Path(paths[0]).read_bytes() == Path(paths[1]).read_bytes() == Path(paths[2]).read_bytes()
 
 
 def test_a_record_argument_is_device_memory_copied_back(tmp_path):
@@ -246,10 +305,15 @@ def test_a_record_argument_is_device_memory_copied_back(tmp_path):
     and the host record sees thread 0's write (the script checks it)."""
     cols = read_columns(record_script(tmp_path, "records.py", "correct"))
     record = next(b for b in cols["meta"].buffers if b.name == "r")
-    mine = np.isin(cols["op"], [Op.READ, Op.WRITE]) & (cols["addr"] >= record.base) & \
-        (cols["addr"] < record.base + 8) & (cols["launch"] == 0)
-    assert sorted(zip(cols["op"][mine].tolist(), (cols["addr"][mine] - record.base).tolist())) \
-        == [(Op.READ, 0)] * 8 + [(Op.WRITE, 4)]
+    mine = (
+        np.isin(cols["op"], [Op.READ, Op.WRITE])
+        & (cols["addr"] >= record.base)
+        & (cols["addr"] < record.base + 8)
+        & (cols["launch"] == 0)
+    )
+    assert sorted(zip(cols["op"][mine].tolist(), (cols["addr"][mine] - record.base).tolist())) == [
+        (Op.READ, 0)
+    ] * 8 + [(Op.WRITE, 4)]
 
 
 def test_the_grid_barrier_is_signals_among_all_threads(tmp_path):
@@ -282,8 +346,9 @@ def test_a_spin_wait_hand_off_records_under_every_schedule(tmp_path, variant, sc
 
 @pytest.mark.parametrize("schedule", ["serial", "round-robin"])
 def test_an_unfenced_hand_off_races_at_its_lines(tmp_path, schedule):
-    report = tracerace.check(record_script(tmp_path, "spin.py", "in_block_unfenced",
-                                           schedule=schedule))
+    report = tracerace.check(
+        record_script(tmp_path, "spin.py", "in_block_unfenced", schedule=schedule)
+    )
     assert reported_lines(report) == {f"spin.py:{n}" for n in marked_lines("spin.py", "race")}
 
 
@@ -319,12 +384,18 @@ def warp_meetings(cols: dict) -> list[tuple[int, int, list[int], int]]:
     while i < len(rows):
         mask = int(cols["arg"][rows[i]])
         n = bin(mask).count("1")
-        part = rows[i:i + n]
+        part = rows[i : i + n]
         assert np.array_equal(part, np.arange(part[0], part[0] + n))  # rows stand together
         assert set(cols["arg"][part].tolist()) == {mask}
         assert len(set(cols["block"][part].tolist())) == 1
-        meetings.append((int(cols["block"][part[0]]), mask, sorted(cols["thread"][part].tolist()),
-                         int(cols["site"][part[0]])))
+        meetings.append(
+            (
+                int(cols["block"][part[0]]),
+                mask,
+                sorted(cols["thread"][part].tolist()),
+                int(cols["site"][part[0]]),
+            )
+        )
         i += n
     return meetings
 
@@ -369,16 +440,31 @@ def test_an_ended_lane_is_let_off_its_warp_operations(tmp_path, variant, schedul
     assert not tracerace.check(trace, engine="reference").groups
 
 
-@pytest.mark.parametrize("variant, mark, words", [
-    ("left_out_deadlock", "lane 31 busy", ["deadlock", "lane(s) 31 of warp 0",
-                                           "warp.py:{elsewhere}"]),
-    ("outside_mask", "outside", ["lane 1", "0x00000001 leaves out"]),
-    ("mismatch", "other operation", ["cuda.ballot_sync", "cuda.shfl_xor_sync",
-                                     "warp.py:{first}", "the same warp operation"]),
-])
+@pytest.mark.parametrize(
+    "variant, mark, words",
+    [
+        (
+            "left_out_deadlock",
+            "lane 31 busy",
+            ["deadlock", "lane(s) 31 of warp 0", "warp.py:{elsewhere}"],
+        ),
+        ("outside_mask", "outside", ["lane 1", "0x00000001 leaves out"]),
+        (
+            "mismatch",
+            "other operation",
+            [
+                "cuda.ballot_sync",
+                "cuda.shfl_xor_sync",
+                "warp.py:{first}",
+                "the same warp operation",
+            ],
+        ),
+    ],
+)
 @pytest.mark.parametrize("schedule", ["serial", "round-robin", "random"])
-def test_a_lane_missing_from_its_mask_stops_the_recording_at_the_line(tmp_path, variant, mark,
-                                                                       words, schedule):
+def test_a_lane_missing_from_its_mask_stops_the_recording_at_the_line(
+    tmp_path, variant, mark, words, schedule
+):
     result = record_cli(tmp_path, "warp.py", variant, schedule=schedule, timeout=60)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
@@ -409,12 +495,22 @@ def test_a_warp_polling_a_flag_nobody_sets_stops_the_recording(tmp_path):
     assert not (tmp_path / "out.arrow").exists()
 
 
-@pytest.mark.parametrize("mode, lane, b, source", [
-    (SHFL_DOWN, 3, 1, 4), (SHFL_DOWN, 31, 1, 31), (SHFL_DOWN, 20, 16, 20), (SHFL_DOWN, 0, 33, 1),
-    (SHFL_UP, 4, 4, 0), (SHFL_UP, 3, 4, 3), (SHFL_UP, 31, 16, 15),
-    (SHFL_BFLY, 5, 1, 4), (SHFL_BFLY, 7, 16, 23),
-    (SHFL_IDX, 9, 3, 3), (SHFL_IDX, 9, 35, 3),
-])
+@pytest.mark.parametrize(
+    "mode, lane, b, source",
+    [
+        (SHFL_DOWN, 3, 1, 4),
+        (SHFL_DOWN, 31, 1, 31),
+        (SHFL_DOWN, 20, 16, 20),
+        (SHFL_DOWN, 0, 33, 1),
+        (SHFL_UP, 4, 4, 0),
+        (SHFL_UP, 3, 4, 3),
+        (SHFL_UP, 31, 16, 15),
+        (SHFL_BFLY, 5, 1, 4),
+        (SHFL_BFLY, 7, 16, 23),
+        (SHFL_IDX, 9, 3, 3),
+        (SHFL_IDX, 9, 35, 3),
+    ],
+)
 def test_shuffles_read_the_lane_ptx_names(mode, lane, b, source):
     """PTX shfl.sync with numba-cuda's clamp operands: five bits of b; a source
     past the warp's end (down) or before its start (up) is the lane itself."""
@@ -446,9 +542,12 @@ def test_a_launch_without_accesses_is_a_warning_in_the_trace_and_the_report(tmp_
     assert "no memory access was recorded" in result.stderr
     cols = read_columns(str(tmp_path / "out.arrow"))
     assert len(cols["meta"].warnings) == 1 and "launch 0 (nothing" in cols["meta"].warnings[0]
-    check = subprocess.run([sys.executable, "-m", "tracerace", "check",
-                            str(tmp_path / "out.arrow")], capture_output=True, text=True,
-                           env=cli_env())
+    check = subprocess.run(
+        [sys.executable, "-m", "tracerace", "check", str(tmp_path / "out.arrow")],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+    )
     assert check.returncode == 0 and "tracerace: warning:" in check.stderr
     assert "no memory access was recorded" in check.stderr
 
@@ -461,8 +560,12 @@ def test_forall_launches_what_cuda_launches(tmp_path):
     assert not cols["meta"].warnings
     # the launch configuration is in the trace: reports name agents by CUDA coordinates
     (dims,) = cols["meta"].launches
-    assert (dims.launch, dims.grid, dims.block, dims.kernel) == (0, (3, 1, 1), (8, 1, 1),
-                                                                  "neighbours")
+    assert (dims.launch, dims.grid, dims.block, dims.kernel) == (
+        0,
+        (3, 1, 1),
+        (8, 1, 1),
+        "neighbours",
+    )
 
 
 def test_forall_without_tpb_says_what_it_ran(tmp_path):
@@ -485,6 +588,7 @@ def test_the_default_schedule_is_round_robin(tmp_path):
 
 
 # --- the event log ---------------------------------------------------------------------
+
 
 def write_log(path, flush_every: int) -> None:
     """Ten shared writes by changing agents and one patched bar_sync, flushed
@@ -527,6 +631,7 @@ def test_a_full_size_block_is_recorded_event_for_event(tmp_path):
 
 # --- determinism -------------------------------------------------------------------------
 
+
 def test_same_seed_gives_a_bit_identical_trace(tmp_path):
     args = ("reduce.py", "broken")
     first = record_script(tmp_path, *args, schedule="random", seed=5, name="a")
@@ -538,20 +643,38 @@ def test_same_seed_gives_a_bit_identical_trace(tmp_path):
 
 # --- failures -------------------------------------------------------------------------
 
+
 def run_cli(tmp_path, source: str) -> subprocess.CompletedProcess:
     script = tmp_path / "bad.py"
     script.write_text(source)
     root = str(Path(tracerace.__file__).parent.parent)
     env = dict(os.environ, PYTHONPATH=root)
-    return subprocess.run([sys.executable, "-m", "tracerace", "record", "-o",
-                           str(tmp_path / "out.arrow"), "--", "python", str(script)],
-                          capture_output=True, text=True, cwd=tmp_path, env=env)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracerace",
+            "record",
+            "-o",
+            str(tmp_path / "out.arrow"),
+            "--",
+            "python",
+            str(script),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+    )
 
 
 def test_a_failing_kernel_is_a_one_line_error(tmp_path):
-    result = run_cli(tmp_path, "import numpy as np\nfrom numba import cuda\n\n"
-                               "@cuda.jit\ndef k(a):\n    a[cuda.threadIdx.x + 4] = 1\n\n"
-                               "k[1, 8](np.zeros(8))\n")
+    result = run_cli(
+        tmp_path,
+        "import numpy as np\nfrom numba import cuda\n\n"
+        "@cuda.jit\ndef k(a):\n    a[cuda.threadIdx.x + 4] = 1\n\n"
+        "k[1, 8](np.zeros(8))\n",
+    )
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tracerace: error: "), result.stderr
@@ -566,73 +689,112 @@ def test_a_program_without_kernels_is_an_error(tmp_path):
 
 
 def test_a_failure_after_the_launches_keeps_their_trace(tmp_path):
-    source = ("import numpy as np\nfrom numba import cuda\n\n@cuda.jit\ndef k(a):\n"
-              "    a[cuda.threadIdx.x] = 1\n\nk[1, 4](np.zeros(4))\nraise SystemError('late')\n")
+    source = (
+        "import numpy as np\nfrom numba import cuda\n\n@cuda.jit\ndef k(a):\n"
+        "    a[cuda.threadIdx.x] = 1\n\nk[1, 4](np.zeros(4))\nraise SystemError('late')\n"
+    )
     (tmp_path / "late.py").write_text(source)
     with pytest.raises(TraceError, match="SystemError: late at .*late.py:9.*completed launch"):
-        record(["python", str(tmp_path / "late.py")], str(tmp_path / "late.arrow"),
-               schedule="serial", seed=0)
+        record(
+            ["python", str(tmp_path / "late.py")],
+            str(tmp_path / "late.arrow"),
+            schedule="serial",
+            seed=0,
+        )
     assert tracerace.check(str(tmp_path / "late.arrow")).events == 5
 
 
 def test_a_caught_kernel_exception_still_fails_the_recording(tmp_path):
-    source = ("import numpy as np\nfrom numba import cuda\n\n@cuda.jit\ndef k(a):\n"
-              "    cuda.syncthreads()\n    a[cuda.threadIdx.x + 2] = 1\n\n"
-              "try:\n    k[1, 4](np.zeros(4))\nexcept IndexError:\n    pass\n"
-              "k[1, 2](np.zeros(4))\n")
+    source = (
+        "import numpy as np\nfrom numba import cuda\n\n@cuda.jit\ndef k(a):\n"
+        "    cuda.syncthreads()\n    a[cuda.threadIdx.x + 2] = 1\n\n"
+        "try:\n    k[1, 4](np.zeros(4))\nexcept IndexError:\n    pass\n"
+        "k[1, 2](np.zeros(4))\n"
+    )
     (tmp_path / "caught.py").write_text(source)
     with pytest.raises(TraceError, match="caught it"):
-        record(["python", str(tmp_path / "caught.py")], str(tmp_path / "c.arrow"),
-               schedule="round-robin", seed=0)
+        record(
+            ["python", str(tmp_path / "caught.py")],
+            str(tmp_path / "c.arrow"),
+            schedule="round-robin",
+            seed=0,
+        )
     assert not (tmp_path / "c.arrow").exists()
 
 
 def test_exit_code_of_the_program_is_reported(tmp_path):
-    source = ("import sys\nimport numpy as np\nfrom numba import cuda\n\n@cuda.jit\n"
-              "def k(a):\n    a[0] = 1\n\nk[1, 1](np.zeros(1))\nsys.exit(3)\n")
+    source = (
+        "import sys\nimport numpy as np\nfrom numba import cuda\n\n@cuda.jit\n"
+        "def k(a):\n    a[0] = 1\n\nk[1, 1](np.zeros(1))\nsys.exit(3)\n"
+    )
     (tmp_path / "three.py").write_text(source)
-    result = record(["python", str(tmp_path / "three.py")], str(tmp_path / "t.arrow"),
-                    schedule="serial", seed=0)
+    result = record(
+        ["python", str(tmp_path / "three.py")], str(tmp_path / "t.arrow"), schedule="serial", seed=0
+    )
     assert result.exit_code == 3 and result.launches == 1
 
 
 def test_a_command_that_is_not_python_is_a_usage_error(tmp_path):
     with pytest.raises(TraceError, match="usage"):
-        record(["python", "-c", "print(1)"], str(tmp_path / "x.arrow"), schedule="serial",
-               seed=0)
+        record(["python", "-c", "print(1)"], str(tmp_path / "x.arrow"), schedule="serial", seed=0)
 
 
 # --- the hooks ----------------------------------------------------------------------------
 
+
 def test_the_hooked_simulator_names_exist():
     """An upgrade of numba-cuda that moves what the recorder hooks must fail here."""
-    code = "import json; from tracerace.record.numba._hooks import missing_hooks; " \
-           "print(json.dumps(missing_hooks()))"
+    code = (
+        "import json; from tracerace.record.numba._hooks import missing_hooks; "
+        "print(json.dumps(missing_hooks()))"
+    )
     env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
     assert json.loads(out) == []
 
 
 # --- the status file is untrusted: the recorded program can write it -------------------
 
-VALID_STATUS = {"events": 5, "launches": 1, "seconds": 0.1, "exit_code": 0, "written": True,
-                "warnings": [], "error": None}
+VALID_STATUS = {
+    "events": 5,
+    "launches": 1,
+    "seconds": 0.1,
+    "exit_code": 0,
+    "written": True,
+    "warnings": [],
+    "error": None,
+}
 
 
-@pytest.mark.parametrize("text, why", [
-    ('{"error": 5}', "other keys"),
-    ("[]", "not a JSON object"),
-    ("{}", "other keys"),
-    ("[" * 100_000, "nested JSON"),
-    ("not json", "not JSON"),
-    (json.dumps(VALID_STATUS | {"events": "many"}), "events is str"),
-    (json.dumps(VALID_STATUS | {"error": ["x"]}), "error is list"),
-    (json.dumps(VALID_STATUS | {"warnings": [1]}), "a warning is not text"),
-    (json.dumps(VALID_STATUS | {"launches": -1}), "out of range"),
-    (json.dumps(VALID_STATUS), "was not written"),
-], ids=["error-int", "list", "empty", "deep", "text", "events-str", "error-list",
-        "warning-int", "negative", "says-written"])
+@pytest.mark.parametrize(
+    "text, why",
+    [
+        ('{"error": 5}', "other keys"),
+        ("[]", "not a JSON object"),
+        ("{}", "other keys"),
+        ("[" * 100_000, "nested JSON"),
+        ("not json", "not JSON"),
+        (json.dumps(VALID_STATUS | {"events": "many"}), "events is str"),
+        (json.dumps(VALID_STATUS | {"error": ["x"]}), "error is list"),
+        (json.dumps(VALID_STATUS | {"warnings": [1]}), "a warning is not text"),
+        (json.dumps(VALID_STATUS | {"launches": -1}), "out of range"),
+        (json.dumps(VALID_STATUS), "was not written"),
+    ],
+    ids=[
+        "error-int",
+        "list",
+        "empty",
+        "deep",
+        "text",
+        "events-str",
+        "error-list",
+        "warning-int",
+        "negative",
+        "says-written",
+    ],
+)
 def test_a_status_file_the_program_wrote_fails_in_one_line(tmp_path, text, why):
     """``forge_status.py`` overwrites the child's status file and exits at once."""
     done = record_cli(tmp_path, "forge_status.py", text)
@@ -654,10 +816,10 @@ def test_rows_flush_while_a_barrier_waits_for_its_count(tmp_path):
     with TraceWriter(out) as writer:
         log = EventLog(writer)
         log.set_agent(0, 0, 0)
-        first = log.log(0, pack(Op.BAR_SYNC) | NO_SITE_WORD)           # thread 0 waits
+        first = log.log(0, pack(Op.BAR_SYNC) | NO_SITE_WORD)  # thread 0 waits
         log.set_agent(0, 0, 1)
         for i in range(10):
-            log.log(8 * i, pack(Op.WRITE, size=8) | NO_SITE_WORD)      # thread 1 runs on
+            log.log(8 * i, pack(Op.WRITE, size=8) | NO_SITE_WORD)  # thread 1 runs on
         log.flush()
         assert len(log.addr) == 0
         last = log.log(0, pack(Op.BAR_SYNC) | NO_SITE_WORD)  # thread 1 arrives: count 2

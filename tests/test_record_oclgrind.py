@@ -19,13 +19,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from opencl_corpus import agreement
-from tracerace.errors import TraceError
-from tracerace.trace.ops import Op, Space
-from tracerace.record.oclgrind import build as oclgrind_build, convert as oclgrind_convert
-from tracerace.record.oclgrind.convert import RECORD_DTYPE, Kind
 from peak import PEAK_KIB
+
+from tracerace.errors import TraceError
+from tracerace.record.oclgrind import build as oclgrind_build
+from tracerace.record.oclgrind import convert as oclgrind_convert
+from tracerace.record.oclgrind.convert import RECORD_DTYPE, Kind
+from tracerace.trace.ops import Op, Space
 
 ON_CI = bool(os.environ.get("CI"))
 INSTALL = "apt-get install oclgrind liboclgrind-dev opencl-headers ocl-icd-opencl-dev"
@@ -72,6 +73,7 @@ def pyopencl_installed():
 
 # --- the corpus ---------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("case", agreement.CASES, ids=lambda c: c.name)
 def test_corpus_case(case, plugin, request, tmp_path):
     """Oclgrind --data-races and tracerace say what the table says."""
@@ -90,8 +92,10 @@ def test_reference_engine_agrees_on_the_corpus_traces(plugin, tmp_path):
     for case in agreement.CASES[:4]:
         agreement.run_case(case, str(tmp_path))
         trace = tmp_path / f"{case.name}.arrow"
-        kinds = [{(g.kind, g.severity) for g in tracerace.check(trace, engine=e).groups}
-                 for e in ("numba", "reference")]
+        kinds = [
+            {(g.kind, g.severity) for g in tracerace.check(trace, engine=e).groups}
+            for e in ("numba", "reference")
+        ]
         assert kinds[0] == kinds[1], case.name
 
 
@@ -120,17 +124,20 @@ def test_docs_table_is_current():
 
 # --- the recorded trace -------------------------------------------------------------
 
+
 def test_trace_of_the_tree_reduction(plugin, tmp_path):
     """Blocks, threads, spaces, barriers, sites and buffers of a known kernel."""
-    from tracerace.trace.reader import open_trace
     from tracerace.record.oclgrind import record
+    from tracerace.trace.reader import open_trace
 
     out = tmp_path / "reduce.arrow"
     result = record([str(agreement.CORPUS / "reduce.sim")], str(out))
     assert (result.launches, result.exit_code) == (1, 0)
     with open_trace(str(out)) as trace:
-        cols = {name: np.concatenate([b.cols[name] for b in trace]) for name in
-                ("ts", "op", "block", "thread", "space", "arg", "site")}
+        cols = {
+            name: np.concatenate([b.cols[name] for b in trace])
+            for name in ("ts", "op", "block", "thread", "space", "arg", "site")
+        }
         meta = trace.meta
     assert len(cols["ts"]) == result.events
     assert np.all(np.diff(cols["ts"].astype(np.int64)) > 0)
@@ -146,13 +153,27 @@ def test_two_launches_and_the_command_line(plugin, pyopencl_installed, tmp_path)
     """`tracerace record --backend oclgrind` on a pyopencl host, then `check`."""
     out = tmp_path / "dot.arrow"
     record = subprocess.run(
-        [sys.executable, "-m", "tracerace", "record", "--backend", "oclgrind", "-o", str(out),
-         "--", sys.executable, str(agreement.CORPUS / "dot.py")],
-        capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "tracerace",
+            "record",
+            "--backend",
+            "oclgrind",
+            "-o",
+            str(out),
+            "--",
+            sys.executable,
+            str(agreement.CORPUS / "dot.py"),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert record.returncode == 0, record.stderr
     assert "2 launches" in record.stderr
-    check = subprocess.run([sys.executable, "-m", "tracerace", "check", str(out)],
-                           capture_output=True, text=True)
+    check = subprocess.run(
+        [sys.executable, "-m", "tracerace", "check", str(out)], capture_output=True, text=True
+    )
     assert check.returncode == 0, check.stdout
 
 
@@ -196,8 +217,10 @@ def record_form(kernel: str, tmp_path, form: str = "ok") -> str:
 def error_kinds(trace: str) -> set[str]:
     import tracerace
 
-    kinds = [{g.kind for g in tracerace.check(trace, engine=e).groups if g.severity == "error"}
-             for e in ("numba", "reference")]
+    kinds = [
+        {g.kind for g in tracerace.check(trace, engine=e).groups if g.severity == "error"}
+        for e in ("numba", "reference")
+    ]
     assert kinds[0] == kinds[1]
     return kinds[0]
 
@@ -219,7 +242,8 @@ def test_a_struct_argument_counts_as_initialized(plugin, tmp_path):
     cols = trace_columns(trace, "op", "space", "block", "thread", "size")
     init = (cols["op"] == Op.INIT) & (cols["space"] == Space.LOCAL)
     assert sorted(zip(cols["block"][init].tolist(), cols["thread"][init].tolist())) == [
-        (b, t) for b in range(2) for t in range(4)]
+        (b, t) for b in range(2) for t in range(4)
+    ]
     assert set(cols["size"][init].tolist()) == {8}
 
 
@@ -228,8 +252,11 @@ def test_barrier_rows_carry_the_fence_spaces_of_their_flags(plugin, tmp_path):
     flag global memory (1), both 3, barrier(0) none: as each line's comment says."""
     trace = record_form("barrier_flags", tmp_path)
     source = (RECORDER / "barrier_flags.cl").read_text().splitlines()
-    expected = {f"barrier_flags.cl:{n}": int(line.split("// fence_spaces")[1])
-                for n, line in enumerate(source, 1) if "// fence_spaces" in line}
+    expected = {
+        f"barrier_flags.cl:{n}": int(line.split("// fence_spaces")[1])
+        for n, line in enumerate(source, 1)
+        if "// fence_spaces" in line
+    }
     cols = trace_columns(trace, "op", "site", "fence_spaces")
     bars = cols["op"] == Op.BAR_SYNC
     seen = {}
@@ -239,12 +266,15 @@ def test_barrier_rows_carry_the_fence_spaces_of_their_flags(plugin, tmp_path):
     assert bars.sum() == 4 * 8
 
 
-@pytest.mark.parametrize("kernel, form, kinds", [
-    ("async_inflight", "ok", set()),
-    ("async_inflight", "early_read", {"async_inflight", "raw"}),
-    ("async_store", "ok", set()),
-    ("async_store", "overwrite", {"async_inflight", "war"}),
-])
+@pytest.mark.parametrize(
+    "kernel, form, kinds",
+    [
+        ("async_inflight", "ok", set()),
+        ("async_inflight", "early_read", {"async_inflight", "raw"}),
+        ("async_store", "ok", set()),
+        ("async_store", "overwrite", {"async_inflight", "war"}),
+    ],
+)
 def test_an_async_copy_is_in_flight_until_its_wait(plugin, tmp_path, kernel, form, kinds):
     """Reading an async copy's destination, or writing its source, between the
     call and wait_group_events races with the copy; after the wait it does not."""
@@ -255,11 +285,28 @@ def test_a_fatal_oclgrind_error_fails_the_recording(plugin, tmp_path):
     """Oclgrind abandons the launch at `unreachable` and still exits 0: the
     recording is an error naming the kernel, the work-item and the line."""
     out = tmp_path / "fatal.arrow"
-    env = dict(os.environ, OCLGRIND_BUILD_OPTIONS="-cl-opt-disable",
-               TRACERACE_CACHE_DIR=str(Path(plugin).parent))
-    done = subprocess.run([sys.executable, "-m", "tracerace", "record", "--backend", "oclgrind",
-                           "-o", str(out), "--", str(RECORDER / "fatal.sim")],
-                          capture_output=True, text=True, env=env)
+    env = dict(
+        os.environ,
+        OCLGRIND_BUILD_OPTIONS="-cl-opt-disable",
+        TRACERACE_CACHE_DIR=str(Path(plugin).parent),
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracerace",
+            "record",
+            "--backend",
+            "oclgrind",
+            "-o",
+            str(out),
+            "--",
+            str(RECORDER / "fatal.sim"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("tracerace: error: ") and "fatal error" in last
@@ -268,6 +315,7 @@ def test_a_fatal_oclgrind_error_fails_the_recording(plugin, tmp_path):
 
 
 # --- without Oclgrind ---------------------------------------------------------------
+
 
 def test_missing_oclgrind_names_the_package(monkeypatch, tmp_path):
     from tracerace.record import record
@@ -313,8 +361,8 @@ def test_record_kinds_mirror_the_plugin():
     import re
 
     source = oclgrind_build.PLUGIN_SOURCE.read_text()
-    body = source[source.index("enum Kind"):]
-    body = body[:body.index("};")]
+    body = source[source.index("enum Kind") :]
+    body = body[: body.index("};")]
     plugin = {name: int(code) for name, code in re.findall(r"(\w+) = (\d+),", body)}
     assert plugin == {k.name: int(k) for k in Kind}
     assert RECORD_DTYPE.itemsize == 32 and "sizeof(Record) == 32" in source
@@ -330,13 +378,15 @@ def records(*rows: tuple) -> np.ndarray:
 
 def test_a_divergent_barrier_becomes_a_count_mismatch():
     """Work-items that finished arrive with the count of those that did arrive."""
-    recs = records((Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
-                   (Kind.ARRIVE, 0, 0, 4, 0, 0), (Kind.ARRIVE, 0, 1, 4, 0, 0),
-                   (Kind.RELEASE, 0, 0xFFFFFFFF, 4, 0, 0),
-                   (Kind.LOAD, 0, 0, 0, 3, 16))
+    recs = records(
+        (Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
+        (Kind.ARRIVE, 0, 0, 4, 0, 0),
+        (Kind.ARRIVE, 0, 1, 4, 0, 0),
+        (Kind.RELEASE, 0, 0xFFFFFFFF, 4, 0, 0),
+        (Kind.LOAD, 0, 0, 0, 3, 16),
+    )
     cols, sites = oclgrind_convert.to_columns(recs, [])
-    assert cols["op"].tolist() == [Op.BAR_SYNC, Op.BAR_SYNC, Op.BAR_ARRIVE, Op.BAR_ARRIVE,
-                                   Op.READ]
+    assert cols["op"].tolist() == [Op.BAR_SYNC, Op.BAR_SYNC, Op.BAR_ARRIVE, Op.BAR_ARRIVE, Op.READ]
     assert cols["thread"].tolist() == [0, 1, 2, 3, 0]
     assert cols["arg"].tolist()[:4] == [4, 4, 2, 2]
     assert cols["space"][-1] == Space.SHARED
@@ -346,26 +396,46 @@ def test_a_divergent_barrier_becomes_a_count_mismatch():
 def copy_meta(*events_waited: tuple[int, ...]) -> oclgrind_convert.Meta:
     """Side table: two calls (copy lines 0 and 1) of one 2-element global-to-local
     copy with event 1, and the waits' event lists."""
-    call = oclgrind_convert.CopyCall(dest=0, src=64, dest_space=3, src_space=1, element=4,
-                                     count=2, src_stride=1, dest_stride=1, event=1)
-    return oclgrind_convert.Meta(copies={0: call, 1: call},
-                                 waits=dict(enumerate(events_waited)))
+    call = oclgrind_convert.CopyCall(
+        dest=0,
+        src=64,
+        dest_space=3,
+        src_space=1,
+        element=4,
+        count=2,
+        src_stride=1,
+        dest_stride=1,
+        event=1,
+    )
+    return oclgrind_convert.Meta(copies={0: call, 1: call}, waits=dict(enumerate(events_waited)))
 
 
 def test_an_async_copy_is_in_flight_from_its_issue_to_the_wait():
     """The first caller issues the copy (cp_async per element, commit) at its
     call; its wait_group_events retires it (cp_async_wait 0) before its bar_sync."""
-    recs = records((Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
-                   (Kind.COPY_ISSUE, 0, 0, 0, 0, 0), (Kind.LOAD, 0, 0, 0, 3, 4),
-                   (Kind.WAIT_EVENTS, 0, 0, 0, 0, 0), (Kind.ARRIVE, 0, 0, 2, 0, 0),
-                   (Kind.COPY_ISSUE, 0, 1, 1, 0, 0),
-                   (Kind.WAIT_EVENTS, 0, 1, 1, 0, 0), (Kind.ARRIVE, 0, 1, 2, 0, 0),
-                   (Kind.GROUP_LOAD, 0, 0xFFFFFFFF, 0, 1, 64),
-                   (Kind.GROUP_STORE, 0, 0xFFFFFFFF, 0, 3, 0),
-                   (Kind.RELEASE, 0, 0xFFFFFFFF, 2, 0, 0))
+    recs = records(
+        (Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
+        (Kind.COPY_ISSUE, 0, 0, 0, 0, 0),
+        (Kind.LOAD, 0, 0, 0, 3, 4),
+        (Kind.WAIT_EVENTS, 0, 0, 0, 0, 0),
+        (Kind.ARRIVE, 0, 0, 2, 0, 0),
+        (Kind.COPY_ISSUE, 0, 1, 1, 0, 0),
+        (Kind.WAIT_EVENTS, 0, 1, 1, 0, 0),
+        (Kind.ARRIVE, 0, 1, 2, 0, 0),
+        (Kind.GROUP_LOAD, 0, 0xFFFFFFFF, 0, 1, 64),
+        (Kind.GROUP_STORE, 0, 0xFFFFFFFF, 0, 3, 0),
+        (Kind.RELEASE, 0, 0xFFFFFFFF, 2, 0, 0),
+    )
     cols, _ = oclgrind_convert.to_columns(recs, [], copy_meta((1,), (1,)))
-    assert cols["op"].tolist() == [Op.CP_ASYNC, Op.CP_ASYNC, Op.CP_ASYNC_COMMIT, Op.READ,
-                                   Op.CP_ASYNC_WAIT, Op.BAR_SYNC, Op.BAR_SYNC]
+    assert cols["op"].tolist() == [
+        Op.CP_ASYNC,
+        Op.CP_ASYNC,
+        Op.CP_ASYNC_COMMIT,
+        Op.READ,
+        Op.CP_ASYNC_WAIT,
+        Op.BAR_SYNC,
+        Op.BAR_SYNC,
+    ]
     assert cols["thread"].tolist() == [0, 0, 0, 0, 0, 0, 1]
     assert cols["addr"].tolist()[:2] == [0, 4] and cols["addr2"].tolist()[:2] == [64, 68]
     assert cols["space"].tolist()[:2] == [Space.SHARED] * 2
@@ -377,11 +447,16 @@ def test_a_copy_left_in_flight_behind_a_newer_one_is_refused():
     """Two copies by one issuer, the newer waited for first: FIFO retirement
     cannot express it, so the conversion fails rather than over-retire."""
     call = oclgrind_convert.CopyCall(0, 64, 3, 1, 4, 1, 1, 1, event=1)
-    meta = oclgrind_convert.Meta(copies={0: call, 1: dataclasses.replace(call, event=2)},
-                                 waits={0: (2,)})
-    recs = records((Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0), (Kind.COPY_ISSUE, 0, 0, 0, 0, 0),
-                   (Kind.COPY_ISSUE, 0, 0, 1, 0, 0), (Kind.WAIT_EVENTS, 0, 0, 0, 0, 0),
-                   (Kind.ARRIVE, 0, 0, 1, 0, 0))
+    meta = oclgrind_convert.Meta(
+        copies={0: call, 1: dataclasses.replace(call, event=2)}, waits={0: (2,)}
+    )
+    recs = records(
+        (Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
+        (Kind.COPY_ISSUE, 0, 0, 0, 0, 0),
+        (Kind.COPY_ISSUE, 0, 0, 1, 0, 0),
+        (Kind.WAIT_EVENTS, 0, 0, 0, 0, 0),
+        (Kind.ARRIVE, 0, 0, 1, 0, 0),
+    )
     with pytest.raises(TraceError, match="older copy"):
         oclgrind_convert.to_columns(recs, [], meta)
 
@@ -391,11 +466,17 @@ def test_fence_flags_map_to_fence_spaces():
 
 
 def test_host_writes_belong_to_the_next_launch():
-    recs = records((Kind.HOST_WRITE, 0, 0, 0, 1, 8), (Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
-                   (Kind.STORE, 1, 2, 0, 1, 8), (Kind.KERNEL_END, 0, 0, 0, 0, 0),
-                   (Kind.HOST_WRITE, 0, 0, 0, 1, 8), (Kind.KERNEL_BEGIN, 0, 0, 1, 0, 0),
-                   (Kind.LOAD, 0, 0, 0, 1, 8), (Kind.KERNEL_END, 0, 0, 1, 0, 0),
-                   (Kind.HOST_WRITE, 0, 0, 0, 1, 8))
+    recs = records(
+        (Kind.HOST_WRITE, 0, 0, 0, 1, 8),
+        (Kind.KERNEL_BEGIN, 0, 0, 0, 0, 0),
+        (Kind.STORE, 1, 2, 0, 1, 8),
+        (Kind.KERNEL_END, 0, 0, 0, 0, 0),
+        (Kind.HOST_WRITE, 0, 0, 0, 1, 8),
+        (Kind.KERNEL_BEGIN, 0, 0, 1, 0, 0),
+        (Kind.LOAD, 0, 0, 0, 1, 8),
+        (Kind.KERNEL_END, 0, 0, 1, 0, 0),
+        (Kind.HOST_WRITE, 0, 0, 0, 1, 8),
+    )
     cols, _ = oclgrind_convert.to_columns(recs, [])
     assert cols["op"].tolist() == [Op.INIT, Op.WRITE, Op.INIT, Op.READ]
     assert cols["launch"].tolist() == [0, 0, 1, 1]
@@ -412,26 +493,45 @@ def test_sim_program_names_the_source(tmp_path):
 
 # --- the plugin's files are untrusted; a recording streams ---------------------------------
 
-@pytest.mark.parametrize("what, why", [
-    ("meta-kind", "unknown line kind 'hello'"),
-    ("meta-short", "a buffer line needs 6 fields"),
-    ("meta-number", "'zero' is not a number"),
-    ("meta-site-gap", "site 1 is missing"),
-    ("meta-buffer-name", "'name' must be a non-empty string"),
-    ("record-kind", "unknown record kind 99"),
-    ("record-copy", "async copy 12345, which the side table lacks"),
-    ("record-address", "passes the end of the 64-bit address space"),
-    ("record-partial", "not a whole number of 32-byte records"),
-])
-def test_plugin_files_the_program_wrote_fail_in_one_line(plugin, pyopencl_installed, tmp_path,
-                                                          what, why):
+
+@pytest.mark.parametrize(
+    "what, why",
+    [
+        ("meta-kind", "unknown line kind 'hello'"),
+        ("meta-short", "a buffer line needs 6 fields"),
+        ("meta-number", "'zero' is not a number"),
+        ("meta-site-gap", "site 1 is missing"),
+        ("meta-buffer-name", "'name' must be a non-empty string"),
+        ("record-kind", "unknown record kind 99"),
+        ("record-copy", "async copy 12345, which the side table lacks"),
+        ("record-address", "passes the end of the 64-bit address space"),
+        ("record-partial", "not a whole number of 32-byte records"),
+    ],
+)
+def test_plugin_files_the_program_wrote_fail_in_one_line(
+    plugin, pyopencl_installed, tmp_path, what, why
+):
     """``forge_records.py`` adds to the plugin's side table or records file what
     the plugin never writes, then exits at once."""
     out = tmp_path / "out.arrow"
     done = subprocess.run(
-        [sys.executable, "-m", "tracerace", "record", "--backend", "oclgrind", "-o", str(out),
-         "--", sys.executable, str(RECORDER / "forge_records.py"), what],
-        capture_output=True, text=True)
+        [
+            sys.executable,
+            "-m",
+            "tracerace",
+            "record",
+            "--backend",
+            "oclgrind",
+            "-o",
+            str(out),
+            "--",
+            sys.executable,
+            str(RECORDER / "forge_records.py"),
+            what,
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("tracerace: error")]
@@ -452,8 +552,12 @@ def record_peak(tmp_path, rounds: int) -> tuple[int, int]:
         print(result.events, {PEAK_KIB})
     """)
     root = str(Path(__file__).parent.parent)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=dict(os.environ, PYTHONPATH=root))
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=root),
+    )
     assert done.returncode == 0, done.stderr
     events, peak = done.stdout.split()[-2:]
     return int(events), int(peak)

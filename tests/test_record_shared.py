@@ -34,14 +34,29 @@ def test_an_unknown_backend_is_a_usage_error():
     assert err.value.rule == "usage" and "numba, oclgrind, triton, cuda" in str(err.value)
 
 
-@pytest.mark.parametrize("name,schedule,words", [
-    ("oclgrind", "random", "the oclgrind backend runs Oclgrind's own schedule; --schedule "
-                           "random is not available (use serial)"),
-    ("cuda", "round-robin", "the cuda backend records the GPU's own schedule; --schedule "
-                            "round-robin is not available (use serial)"),
-    ("triton", "round-robin", "the triton backend has the schedules serial and random; "
-                              "--schedule round-robin is not one of them"),
-])
+@pytest.mark.parametrize(
+    "name,schedule,words",
+    [
+        (
+            "oclgrind",
+            "random",
+            "the oclgrind backend runs Oclgrind's own schedule; --schedule "
+            "random is not available (use serial)",
+        ),
+        (
+            "cuda",
+            "round-robin",
+            "the cuda backend records the GPU's own schedule; --schedule "
+            "round-robin is not available (use serial)",
+        ),
+        (
+            "triton",
+            "round-robin",
+            "the triton backend has the schedules serial and random; "
+            "--schedule round-robin is not one of them",
+        ),
+    ],
+)
 def test_a_schedule_a_backend_cannot_record_is_refused(name, schedule, words):
     backend = load_backend(name)
     with pytest.raises(TraceError) as err:
@@ -67,8 +82,11 @@ def test_the_native_backends_check_their_tools(monkeypatch, tmp_path):
 def test_missing_modules_name_their_packages():
     interface.require_modules("numba", {"sys": "python"}, "hint")
     with pytest.raises(TraceError) as err:
-        interface.require_modules("toy", {"no_such_module_xyz": "no-such", "sys": "python",
-                                          "no_such_either": "either"}, "pip install toy")
+        interface.require_modules(
+            "toy",
+            {"no_such_module_xyz": "no-such", "sys": "python", "no_such_either": "either"},
+            "pip install toy",
+        )
     assert err.value.rule == "setup"
     assert err.value.message == "the toy backend needs no-such and either: pip install toy"
 
@@ -88,15 +106,17 @@ def interned_by_scanning(texts: list[str], added: list[str]) -> list[int]:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.sampled_from("abcdef"), max_size=8),
-       st.lists(st.sampled_from("abcdefgh"), max_size=30))
+@given(
+    st.lists(st.sampled_from("abcdef"), max_size=8),
+    st.lists(st.sampled_from("abcdefgh"), max_size=30),
+)
 def test_site_ids_are_those_of_a_list_scan(seed, added):
     """Also when the starting table names a text twice (a side table may)."""
     texts = list(seed)
     index = SiteIndex(texts)
     assert [index.add(t) for t in added] == interned_by_scanning(seed, added)
-    assert index.texts is texts and texts[:len(seed)] == seed
-    assert texts[len(seed):] == [t for t in dict.fromkeys(added) if t not in seed]
+    assert index.texts is texts and texts[: len(seed)] == seed
+    assert texts[len(seed) :] == [t for t in dict.fromkeys(added) if t not in seed]
 
 
 class _CountingList(list):
@@ -134,7 +154,7 @@ def test_keyed_sites_ask_for_their_text_once():
         return lambda: asked.append(pc) or f"kernel+0x{pc:x}"
 
     assert [index.of((0, pc), text(pc)) for pc in (16, 32, 16, 16)] == [0, 1, 0, 0]
-    assert index.of((1, 16), text(16)) == 0     # another key, the same text
+    assert index.of((1, 16), text(16)) == 0  # another key, the same text
     assert asked == [16, 32, 16] and len(index) == 2
 
 
@@ -142,8 +162,12 @@ def test_missing_arrivals_are_rows_in_thread_order():
     rows = Rows({"op": 0, "thread": 0, "arg": 0, "site": 0})
     rows.arrive(7, {5, 2, 9}, arg=3, site=4)
     assert rows.key == [7, 7, 7]
-    assert rows.cols == {"op": [Op.BAR_ARRIVE] * 3, "thread": [2, 5, 9], "arg": [3] * 3,
-                         "site": [4] * 3}
+    assert rows.cols == {
+        "op": [Op.BAR_ARRIVE] * 3,
+        "thread": [2, 5, 9],
+        "arg": [3] * 3,
+        "site": [4] * 3,
+    }
 
 
 # --- the native build ----------------------------------------------------------------
@@ -154,8 +178,12 @@ def test_a_build_appears_whole_or_not_at_all(tmp_path):
     ok = [sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write('built')", build.OUT]
     build.build(ok, target, lambda tail: TraceError(tail, path="x", rule="missing-tool"))
     assert target.read_text() == "built" and sorted(target.parent.iterdir()) == [target]
-    bad = [sys.executable, "-c", "import sys; open(sys.argv[1], 'w').write('half'); "
-           "sys.exit('error: no such header')", build.OUT]
+    bad = [
+        sys.executable,
+        "-c",
+        "import sys; open(sys.argv[1], 'w').write('half'); sys.exit('error: no such header')",
+        build.OUT,
+    ]
     again = tmp_path / "cache" / "other.so"
     with pytest.raises(TraceError, match="error: no such header"):
         build.build(bad, again, lambda tail: TraceError(tail, path="x", rule="missing-tool"))
@@ -182,8 +210,10 @@ def test_the_cuda_tool_without_a_compiler_names_its_own_build(monkeypatch, tmp_p
 
 # --- a native program under a tool ---------------------------------------------------
 
-PROGRAM = ("import os, sys; open(os.environ['TOY_OUT'] + '.log', 'w').write(sys.argv[1]); "
-           "sys.exit(int(sys.argv[2]))")
+PROGRAM = (
+    "import os, sys; open(os.environ['TOY_OUT'] + '.log', 'w').write(sys.argv[1]); "
+    "sys.exit(int(sys.argv[2]))"
+)
 
 
 def test_a_tool_run_converts_what_the_tool_wrote(tmp_path):
@@ -195,8 +225,14 @@ def test_a_tool_run_converts_what_the_tool_wrote(tmp_path):
         return 5, 1, ("a warning",)
 
     command = [sys.executable, "-c", PROGRAM, "hello", "0"]
-    result = run_tool(command, str(tmp_path / "t.arrow"), command, output_env="TOY_OUT",
-                      under="under the toy tool", convert=convert)
+    result = run_tool(
+        command,
+        str(tmp_path / "t.arrow"),
+        command,
+        output_env="TOY_OUT",
+        under="under the toy tool",
+        convert=convert,
+    )
     assert seen == ["hello"]
     assert (result.events, result.launches, result.warnings) == (5, 1, ("a warning",))
     assert result.exit_code == 0 and result.seconds > 0
@@ -205,19 +241,32 @@ def test_a_tool_run_converts_what_the_tool_wrote(tmp_path):
 def test_a_failed_program_is_not_converted(tmp_path):
     command = [sys.executable, "-c", PROGRAM, "hello", "3"]
     with pytest.raises(TraceError) as err:
-        run_tool(command, "t.arrow", command, output_env="TOY_OUT", under="under the toy tool",
-                 convert=lambda folder, prefix: pytest.fail("converted"))
+        run_tool(
+            command,
+            "t.arrow",
+            command,
+            output_env="TOY_OUT",
+            under="under the toy tool",
+            convert=lambda folder, prefix: pytest.fail("converted"),
+        )
     assert err.value.rule == "program-failed"
-    assert err.value.message.endswith("exited with status 3 under the toy tool; nothing was "
-                                      "written")
+    assert err.value.message.endswith(
+        "exited with status 3 under the toy tool; nothing was written"
+    )
 
 
 def test_a_program_that_cannot_start_is_named(tmp_path):
     command = [str(tmp_path / "no-such-program")]
     with pytest.raises(TraceError) as err:
-        run_tool(command, "t.arrow", ["toy-launcher", *command], shown=command,
-                 output_env="TOY_OUT", under="under the toy tool",
-                 convert=lambda folder, prefix: pytest.fail("converted"))
+        run_tool(
+            command,
+            "t.arrow",
+            ["toy-launcher", *command],
+            shown=command,
+            output_env="TOY_OUT",
+            under="under the toy tool",
+            convert=lambda folder, prefix: pytest.fail("converted"),
+        )
     assert err.value.rule == "record" and err.value.path == command[0]
     assert err.value.message.startswith(f"cannot run {command[0]}: ")
 

@@ -21,17 +21,16 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from needs import require
 
 require("triton", ("triton", "torch"))
 
 import tracerace  # noqa: E402
 from tracerace.errors import TraceError  # noqa: E402
-from tracerace.trace.ops import Op, Scope, Sem, Space  # noqa: E402
-from tracerace.trace.reader import open_trace  # noqa: E402
 from tracerace.record import record  # noqa: E402
 from tracerace.record.triton._memory import Intervals, LaunchMemory, RecordError  # noqa: E402
+from tracerace.trace.ops import Op, Scope, Sem, Space  # noqa: E402
+from tracerace.trace.reader import open_trace  # noqa: E402
 
 TESTS = Path(__file__).parent
 KERNELS = TESTS / "kernels_triton"
@@ -60,13 +59,20 @@ def recorded(tmp_path_factory):
 def marked_lines(script: str, *marks: str) -> set[str]:
     """``file.py:line`` of every line of ``script`` that ends in ``# MARK`` for a mark."""
     source = (KERNELS / script).read_text().splitlines()
-    return {f"{script}:{n}" for n, line in enumerate(source, 1)
-            if any(line.rstrip().endswith(f"# {mark}") for mark in marks)}
+    return {
+        f"{script}:{n}"
+        for n, line in enumerate(source, 1)
+        if any(line.rstrip().endswith(f"# {mark}") for mark in marks)
+    }
 
 
 def reported_lines(report) -> set[str]:
-    return {os.path.basename(site) for g in report.groups
-            for site in (g.first_site, g.second_site) if site is not None}
+    return {
+        os.path.basename(site)
+        for g in report.groups
+        for site in (g.first_site, g.second_site)
+        if site is not None
+    }
 
 
 def read_columns(path: str) -> dict:
@@ -135,13 +141,14 @@ def test_aliased_permutation_names_the_shared_rows(recorded):
     assert {h.second.launch for h in report.hazards} == {0, 1, 2}
     rows = set()
     for loc in (loc for g in report.groups for loc in g.locations):
-        first = loc.split("[")[1].split(",")[0]          # a row, or rows lo:hi merged
+        first = loc.split("[")[1].split(",")[0]  # a row, or rows lo:hi merged
         lo, _, hi = first.partition(":")
         rows |= {str(r) for r in range(int(lo), int(hi or int(lo) + 1))}
     assert rows <= {str(r) for r in range(16)} and len(rows) > 8
 
 
 # --- uninitialized memory ----------------------------------------------------------------
+
 
 def test_reading_torch_empty_memory_is_uninit_read(recorded):
     report = tracerace.check(recorded("uninit.py", "empty"))
@@ -161,10 +168,13 @@ def test_host_writes_initialize_only_the_elements_written(recorded):
     init = cols["op"] == Op.INIT
     out = buffer_named(cols, "out_ptr")
     assert sorted(zip(cols["addr"][init].tolist(), cols["size"][init].tolist())) == [
-        (buffer_named(cols, "x_ptr").base, 128), (out.base, 64)]
+        (buffer_named(cols, "x_ptr").base, 128),
+        (out.base, 64),
+    ]
 
 
 # --- what a trace holds ---------------------------------------------------------------------
+
 
 def test_masked_lanes_are_not_recorded(recorded):
     """100 elements in blocks of 16: the last program's 12 lanes past the end are
@@ -182,8 +192,10 @@ def test_masked_lanes_are_not_recorded(recorded):
         assert cols["size"][mine].sum() == 400
     # x and y were written by the host (init); out came from torch.empty (no init).
     init = cols["op"] == Op.INIT
-    assert sorted(cols["addr"][init].tolist()) == [buffer_named(cols, "x_ptr").base,
-                                                  buffer_named(cols, "y_ptr").base]
+    assert sorted(cols["addr"][init].tolist()) == [
+        buffer_named(cols, "x_ptr").base,
+        buffer_named(cols, "y_ptr").base,
+    ]
 
 
 def test_programs_are_blocks_of_one_agent_on_a_2d_grid(recorded):
@@ -211,6 +223,7 @@ def test_programs_are_blocks_of_one_agent_on_a_2d_grid(recorded):
 
 def test_atomics_carry_their_sem_and_scope(recorded):
     """(block, sem, scope) of the flag's exchange (program 0) and compare-and-swap (1)."""
+
     def atomics(variant: str) -> list[tuple[int, int, int]]:
         cols = read_columns(recorded("flag.py", variant))
         atomic = cols["op"] == Op.ATOMIC
@@ -225,8 +238,11 @@ def test_debug_barrier_is_a_barrier_of_one_program(recorded):
     cols = read_columns(recorded("flag.py", "relaxed"))
     bar = cols["op"] == Op.BAR_SYNC
     assert cols["block"][bar].tolist() == [0] and cols["arg"][bar].tolist() == [1]
-    assert cols["meta"].sites[cols["site"][bar][0]].endswith(
-        f"flag.py:{_line_of('flag.py', 'tl.debug_barrier()')}")
+    assert (
+        cols["meta"]
+        .sites[cols["site"][bar][0]]
+        .endswith(f"flag.py:{_line_of('flag.py', 'tl.debug_barrier()')}")
+    )
 
 
 def test_autotuning_runs_every_config_once_then_the_call(recorded):
@@ -246,14 +262,17 @@ def test_sites_are_the_kernel_lines(recorded):
     cols = read_columns(recorded("vector_add.py", "100"))
     assert sorted(os.path.basename(s) for s in cols["meta"].sites) == sorted(
         f"vector_add.py:{_line_of('vector_add.py', f'# {what}')}"
-        for what in ("load x", "load y", "store out"))
+        for what in ("load x", "load y", "store out")
+    )
 
 
 def test_descriptor_tiles_and_device_function_lines(recorded):
     cols = read_columns(recorded("descriptor.py"))
     sites = {os.path.basename(s) for s in cols["meta"].sites}
-    assert sites == {f"descriptor.py:{_line_of('descriptor.py', text)}"
-                     for text in ("# helper load", "# descriptor load", "tl.store(")}
+    assert sites == {
+        f"descriptor.py:{_line_of('descriptor.py', text)}"
+        for text in ("# helper load", "# descriptor load", "tl.store(")
+    }
     x = buffer_named(cols, "x_desc")
     tile = (cols["op"] == Op.READ) & (cols["addr"] >= x.base) & (cols["addr"] < x.base + 128)
     assert cols["size"][tile].tolist() == [64, 64]  # each program's 4 x 4 tile, one run
@@ -272,11 +291,27 @@ def _line_of(script: str, text: str) -> int:
 
 # --- the command line and failures ----------------------------------------------------------
 
+
 def run_cli(tmp_path, *command: str, cwd=None) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(Path(tracerace.__file__).parent.parent))
-    return subprocess.run([sys.executable, "-m", "tracerace", "record", "--backend", "triton",
-                           "-o", str(tmp_path / "out.arrow"), "--", *command],
-                          capture_output=True, text=True, cwd=cwd or tmp_path, env=env)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracerace",
+            "record",
+            "--backend",
+            "triton",
+            "-o",
+            str(tmp_path / "out.arrow"),
+            "--",
+            *command,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=cwd or tmp_path,
+        env=env,
+    )
 
 
 def run_source(tmp_path, source: str) -> subprocess.CompletedProcess:
@@ -314,38 +349,50 @@ def test_a_module_is_recorded_through_the_cli(tmp_path):
 
 def test_an_access_outside_the_tensors_fails_the_recording(tmp_path):
     """Unmasked, the second program's lanes 10..15 read past x: nothing is written."""
-    line = one_error_line(run_source(
-        tmp_path, KERNEL + "copy[(2,)](torch.ones(10), torch.empty(16), BLOCK=8)\n"))
+    line = one_error_line(
+        run_source(tmp_path, KERNEL + "copy[(2,)](torch.ones(10), torch.empty(16), BLOCK=8)\n")
+    )
     assert "kernel copy, program (1, 0, 0): a load at prog.py:9" in line
     assert "outside every tensor argument" in line
     assert not (tmp_path / "out.arrow").exists()
 
 
 def test_a_tensor_off_the_cpu_fails_the_recording(tmp_path):
-    line = one_error_line(run_source(
-        tmp_path, KERNEL + "copy[(1,)](torch.ones(8, device='meta'), torch.empty(8), "
-                           "BLOCK=8)\n"))
+    line = one_error_line(
+        run_source(
+            tmp_path, KERNEL + "copy[(1,)](torch.ones(8, device='meta'), torch.empty(8), BLOCK=8)\n"
+        )
+    )
     assert "cannot record the program: argument x_ptr of kernel copy is a tensor on meta" in line
 
 
 def test_a_caught_failure_still_fails_the_recording(tmp_path):
-    line = one_error_line(run_source(
-        tmp_path, KERNEL + "try:\n    copy[(2,)](torch.ones(10), torch.empty(16), BLOCK=8)\n"
-                           "except Exception:\n    pass\n"
-                           "copy[(1,)](torch.ones(8), torch.empty(8), BLOCK=8)\n"))
+    line = one_error_line(
+        run_source(
+            tmp_path,
+            KERNEL + "try:\n    copy[(2,)](torch.ones(10), torch.empty(16), BLOCK=8)\n"
+            "except Exception:\n    pass\n"
+            "copy[(1,)](torch.ones(8), torch.empty(8), BLOCK=8)\n",
+        )
+    )
     assert "outside every tensor argument" in line
     assert not (tmp_path / "out.arrow").exists()
 
 
 def test_a_float_argument_is_an_fp32_scalar(tmp_path):
     """The issue's minimal form: ``s.to`` needs ``s`` to be a Triton scalar."""
-    result = run_source(tmp_path, KERNEL + (
-        "@triton.jit\n"
-        "def k(x_ptr, s):\n"
-        "    tl.store(x_ptr + tl.arange(0, 4), s.to(tl.float32))\n\n"
-        "x = torch.zeros(4)\n"
-        "k[(1,)](x, 2.0)\n"
-        "assert x.tolist() == [2.0] * 4\n"))
+    result = run_source(
+        tmp_path,
+        KERNEL
+        + (
+            "@triton.jit\n"
+            "def k(x_ptr, s):\n"
+            "    tl.store(x_ptr + tl.arange(0, 4), s.to(tl.float32))\n\n"
+            "x = torch.zeros(4)\n"
+            "k[(1,)](x, 2.0)\n"
+            "assert x.tolist() == [2.0] * 4\n"
+        ),
+    )
     assert result.returncode == 0, result.stderr
     cols = read_columns(str(tmp_path / "out.arrow"))
     assert cols["size"][cols["op"] == Op.WRITE].tolist() == [16]
@@ -353,25 +400,33 @@ def test_a_float_argument_is_an_fp32_scalar(tmp_path):
 
 def test_scalars_have_the_types_compiled_triton_gives_them(tmp_path):
     """fp32 for a float, i32 or i64 for an int by its range, i1 for a bool."""
-    result = run_source(tmp_path, KERNEL + (
-        "@triton.jit\n"
-        "def k(x_ptr, f, small, big, flag):\n"
-        "    tl.static_assert(f.dtype == tl.float32)\n"
-        "    tl.static_assert(small.dtype == tl.int32)\n"
-        "    tl.static_assert(big.dtype == tl.int64)\n"
-        "    tl.static_assert(flag.dtype == tl.int1)\n"
-        "    tl.store(x_ptr + tl.arange(0, 2), (f * 2).to(tl.float32))\n\n"
-        "x = torch.zeros(2)\n"
-        "k[(1,)](x, 0.25, 7, 2**40, True)\n"
-        "assert x.tolist() == [0.5, 0.5]\n"))
+    result = run_source(
+        tmp_path,
+        KERNEL
+        + (
+            "@triton.jit\n"
+            "def k(x_ptr, f, small, big, flag):\n"
+            "    tl.static_assert(f.dtype == tl.float32)\n"
+            "    tl.static_assert(small.dtype == tl.int32)\n"
+            "    tl.static_assert(big.dtype == tl.int64)\n"
+            "    tl.static_assert(flag.dtype == tl.int1)\n"
+            "    tl.store(x_ptr + tl.arange(0, 2), (f * 2).to(tl.float32))\n\n"
+            "x = torch.zeros(2)\n"
+            "k[(1,)](x, 0.25, 7, 2**40, True)\n"
+            "assert x.tolist() == [0.5, 0.5]\n"
+        ),
+    )
     assert result.returncode == 0, result.stderr
 
 
-@pytest.mark.parametrize("variant,function,reason", [
-    ("bessel", "j0", "libdevice.j0 (__nv_j0f) has no CPU version"),
-    ("fast_tanhf", "fast_tanhf", "libdevice.fast_tanhf has no CUDA version")])
-def test_a_libdevice_function_without_a_cpu_version_is_refused(tmp_path, variant, function,
-                                                               reason):
+@pytest.mark.parametrize(
+    "variant,function,reason",
+    [
+        ("bessel", "j0", "libdevice.j0 (__nv_j0f) has no CPU version"),
+        ("fast_tanhf", "fast_tanhf", "libdevice.fast_tanhf has no CUDA version"),
+    ],
+)
+def test_a_libdevice_function_without_a_cpu_version_is_refused(tmp_path, variant, function, reason):
     line = one_error_line(run_cli(tmp_path, "python", str(KERNELS / "gelu.py"), variant))
     assert f"program (0, 0, 0): {reason}" in line
     assert line.endswith(f"gelu.py:{_line_of('gelu.py', f'libdevice.{function}(')}")
@@ -389,27 +444,39 @@ def test_libdevice_values_are_numpy_ones():
     assert NUMPY["rint"](x).tolist() == [-2.0, -0.0, 0.0, 2.0, 2.0]
     assert NUMPY["erf"](x).tolist() == [math.erf(v) for v in x.tolist()]
     assert NUMPY["remainder"](x, np.float32(2)).tolist() == [
-        math.remainder(v, 2) for v in x.tolist()]
+        math.remainder(v, 2) for v in x.tolist()
+    ]
     assert NUMPY["fdim"](x, np.float32(0)).tolist() == [0.0, 0.0, 0.5, 1.5, 2.5]
     assert NUMPY["rsqrt"](np.float32(4)) == 0.5
 
 
-BAD_KERNEL = KERNEL + """@triton.jit
+BAD_KERNEL = (
+    KERNEL
+    + """@triton.jit
 def bad(x_ptr, s):
     offsets = tl.arange(0, 4)
     tl.store(x_ptr + offsets, tl.load(x_ptr + offsets) + s.nope())
 
 """
+)
 
 
-@pytest.mark.parametrize("call,caught", [
-    ("bad[(2,)](torch.ones(8), 2)\n", ""),
-    ("try:\n    bad[(2,)](torch.ones(8), 2)\nexcept Exception:\n    pass\n",
-     " (the program caught it)")])
+@pytest.mark.parametrize(
+    "call,caught",
+    [
+        ("bad[(2,)](torch.ones(8), 2)\n", ""),
+        (
+            "try:\n    bad[(2,)](torch.ones(8), 2)\nexcept Exception:\n    pass\n",
+            " (the program caught it)",
+        ),
+    ],
+)
 def test_a_kernel_exception_names_the_kernel_line(tmp_path, call, caught):
     line = one_error_line(run_source(tmp_path, BAD_KERNEL + call))
-    assert line.endswith("kernel bad, program (0, 0, 0) raised AttributeError: 'tensor' "
-                         "object has no attribute 'nope' at prog.py:14" + caught), line
+    assert line.endswith(
+        "kernel bad, program (0, 0, 0) raised AttributeError: 'tensor' "
+        "object has no attribute 'nope' at prog.py:14" + caught
+    ), line
     assert not (tmp_path / "out.arrow").exists()
 
 
@@ -420,11 +487,16 @@ def test_a_program_without_kernels_is_an_error(tmp_path):
 
 def test_the_schedules_are_serial_and_random(tmp_path):
     with pytest.raises(TraceError, match="usage.*serial and random"):
-        record(["python", str(KERNELS / "vector_add.py")], str(tmp_path / "x.arrow"),
-               backend="triton", schedule="round-robin")
+        record(
+            ["python", str(KERNELS / "vector_add.py")],
+            str(tmp_path / "x.arrow"),
+            backend="triton",
+            schedule="round-robin",
+        )
 
 
 # --- programs that wait for later programs -------------------------------------------------
+
 
 def test_a_program_waits_for_a_later_one_in_the_order_they_ran(recorded):
     """Program 0 polls, program 1 raises the flag and ends, program 0 polls again
@@ -432,7 +504,11 @@ def test_a_program_waits_for_a_later_one_in_the_order_they_ran(recorded):
     cols = read_columns(recorded("lookback.py", "minimal"))
     ran = cols["op"] != Op.INIT
     assert list(zip(cols["block"][ran].tolist(), cols["op"][ran].tolist())) == [
-        (0, Op.ATOMIC), (1, Op.ATOMIC), (0, Op.ATOMIC), (0, Op.WRITE)]
+        (0, Op.ATOMIC),
+        (1, Op.ATOMIC),
+        (0, Op.ATOMIC),
+        (0, Op.WRITE),
+    ]
 
 
 @pytest.mark.parametrize("variant,kinds", [("acq_rel", set()), ("relaxed", {"raw"})])
@@ -442,9 +518,13 @@ def test_the_random_schedule_interleaves_at_atomics(tmp_path, recorded, variant,
     for seed, folder in ((1, "a"), (1, "b"), (2, "c")):
         out = tmp_path / folder
         out.mkdir()
-        result = record(["python", str(KERNELS / "lookback.py"), variant],
-                        str(out / "trace.arrow"), backend="triton", schedule="random",
-                        seed=seed)
+        result = record(
+            ["python", str(KERNELS / "lookback.py"), variant],
+            str(out / "trace.arrow"),
+            backend="triton",
+            schedule="random",
+            seed=seed,
+        )
         assert result.exit_code == 0
         traces.append(out / "trace.arrow")
     assert traces[0].read_bytes() == traces[1].read_bytes()
@@ -471,16 +551,21 @@ def test_a_deadlock_stops_the_recording_naming_programs_and_lines(tmp_path):
 
 def test_the_hooked_interpreter_names_exist():
     """A Triton upgrade that moves what the recorder hooks must fail here."""
-    code = ("import json; from tracerace.record.triton._hooks import missing_hooks; "
-            "print(json.dumps(missing_hooks()))")
-    env = dict(os.environ, TRITON_INTERPRET="1",
-               PYTHONPATH=str(Path(tracerace.__file__).parent.parent))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env=env, check=True).stdout
+    code = (
+        "import json; from tracerace.record.triton._hooks import missing_hooks; "
+        "print(json.dumps(missing_hooks()))"
+    )
+    env = dict(
+        os.environ, TRITON_INTERPRET="1", PYTHONPATH=str(Path(tracerace.__file__).parent.parent)
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
 # --- the pieces ---------------------------------------------------------------------------
+
 
 def as_set(intervals: Intervals) -> set[int]:
     return {b for start, end in intervals.runs() for b in range(start, end)}
@@ -514,11 +599,16 @@ def test_elements_merge_into_runs():
 
 def test_launch_memory_translates_and_refuses():
     # Two storages; the third lies inside the first (another view of its memory).
-    memory = LaunchMemory([(0x1000, 64, 0x1_0000_0000), (0x5000, 16, 0x1_0000_0100),
-                           (0x1010, 16, 0x1_0000_0010)])
+    memory = LaunchMemory(
+        [(0x1000, 64, 0x1_0000_0000), (0x5000, 16, 0x1_0000_0100), (0x1010, 16, 0x1_0000_0010)]
+    )
     addrs = np.array([0x1000, 0x103C, 0x5000, 0x1010], dtype=np.uint64)
-    assert memory.translate(addrs, 4).tolist() == [0x1_0000_0000, 0x1_0000_003C,
-                                                  0x1_0000_0100, 0x1_0000_0010]
+    assert memory.translate(addrs, 4).tolist() == [
+        0x1_0000_0000,
+        0x1_0000_003C,
+        0x1_0000_0100,
+        0x1_0000_0010,
+    ]
     for bad in (0x0FFC, 0x103D, 0x500D, 0x2000):
         with pytest.raises(RecordError, match=f"0x{bad:x}"):
             memory.translate(np.array([0x1000, bad], dtype=np.uint64), 4)

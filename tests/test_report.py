@@ -6,18 +6,22 @@ import json
 
 import numpy as np
 import pytest
-
 from test_explain import finding
-from tracerace.errors import TraceError
+
 from tracerace.checker.findings import FINDING_DTYPE, CheckResult
+from tracerace.checker.options import make_options, parse_kinds
+from tracerace.errors import TraceError
+from tracerace.report import Report
 from tracerace.trace.meta import Buffer, TraceMeta
 from tracerace.trace.ops import HazardKind, Op, Severity, Space
-from tracerace.checker.options import make_options, parse_kinds
-from tracerace.report import Report
 
 K = HazardKind
-SITES = ("attn.cu:10 st.global", "attn.cu:20 ld.global", "attn.cu:30 ld.shared",
-         "attn.cu:10 st.global")  # the last repeats the first: same site, other index
+SITES = (
+    "attn.cu:10 st.global",
+    "attn.cu:20 ld.global",
+    "attn.cu:30 ld.shared",
+    "attn.cu:10 st.global",
+)  # the last repeats the first: same site, other index
 OUT = Buffer("out", int(Space.GLOBAL), 0x1000, (4, 8), 4)  # out[i, j] at 0x1000 + 4 * (8i + j)
 TILE = Buffer("tile", int(Space.SHARED), 0x0, (16,), 2)
 META = TraceMeta(path="t.arrow", sites=SITES, buffers=(OUT, TILE))
@@ -36,29 +40,64 @@ def out_addr(i: int, j: int) -> int:
 
 
 def raw(row: int, prev_row: int, *, site=1, prev_site=0, addr=None, size=4, **kw) -> dict:
-    fields = dict(kind=K.RAW, row=row, block=1, thread=row, op=Op.READ, ts=row, site=site,
-                  prev_row=prev_row, prev_block=0, prev_thread=prev_row, prev_op=Op.WRITE,
-                  prev_ts=prev_row, prev_site=prev_site, space=Space.GLOBAL,
-                  addr=out_addr(1, 2) if addr is None else addr, size=size)
+    fields = dict(
+        kind=K.RAW,
+        row=row,
+        block=1,
+        thread=row,
+        op=Op.READ,
+        ts=row,
+        site=site,
+        prev_row=prev_row,
+        prev_block=0,
+        prev_thread=prev_row,
+        prev_op=Op.WRITE,
+        prev_ts=prev_row,
+        prev_site=prev_site,
+        space=Space.GLOBAL,
+        addr=out_addr(1, 2) if addr is None else addr,
+        size=size,
+    )
     fields.update(kw)
     return finding(**fields)
 
 
 def uninit(row: int, **kw) -> dict:
-    fields = dict(kind=K.UNINIT_READ, row=row, thread=3, op=Op.READ, site=2, space=Space.SHARED,
-                  owner=2, block=2, addr=0x1a0, size=4)
+    fields = dict(
+        kind=K.UNINIT_READ,
+        row=row,
+        thread=3,
+        op=Op.READ,
+        site=2,
+        space=Space.SHARED,
+        owner=2,
+        block=2,
+        addr=0x1A0,
+        size=4,
+    )
     fields.update(kw)
     return finding(**fields)
 
 
 def alias(row: int, severity: Severity, site=1, prev_site=0) -> dict:
-    return finding(kind=K.SYNC_ALIAS, severity=severity, row=row, op=Op.WAIT, site=site,
-                   prev_row=row - 1, prev_op=Op.SIGNAL, prev_site=prev_site, obj=3, code=2)
+    return finding(
+        kind=K.SYNC_ALIAS,
+        severity=severity,
+        row=row,
+        op=Op.WAIT,
+        site=site,
+        prev_row=row - 1,
+        prev_op=Op.SIGNAL,
+        prev_site=prev_site,
+        obj=3,
+        code=2,
+    )
 
 
 def report(*records: dict, events: int = 1234, meta: TraceMeta = META, **options) -> Report:
-    return Report.from_result(CheckResult(events, findings_array(*records)), meta,
-                              make_options(**options))
+    return Report.from_result(
+        CheckResult(events, findings_array(*records)), meta, make_options(**options)
+    )
 
 
 def test_groups_by_kind_and_site_pair_with_count_and_first_example():
@@ -74,10 +113,17 @@ def test_groups_by_kind_and_site_pair_with_count_and_first_example():
 
 
 def test_group_severity_is_error_when_any_member_is_and_errors_come_first():
-    r = report(alias(10, Severity.WARNING), alias(20, Severity.ERROR),
-               alias(5, Severity.WARNING, site=2), raw(30, 1))
+    r = report(
+        alias(10, Severity.WARNING),
+        alias(20, Severity.ERROR),
+        alias(5, Severity.WARNING, site=2),
+        raw(30, 1),
+    )
     assert [(g.kind, g.severity, g.example.row) for g in r.groups] == [
-        ("sync_alias", "error", 10), ("raw", "error", 30), ("sync_alias", "warning", 5)]
+        ("sync_alias", "error", 10),
+        ("raw", "error", 30),
+        ("sync_alias", "warning", 5),
+    ]
     assert (r.errors, r.warnings, r.exit_code) == (2, 2, 1)
 
 
@@ -96,8 +142,9 @@ def test_summary_counts_kinds_and_distinct_later_rows():
     assert r.summary["by_kind"]["uninit_read"] == 1
     assert r.summary["by_kind"]["sync_alias"] == 1
     assert list(r.summary["by_kind"]) == [k.label for k in K]
-    assert r.summary_line() == ("4 hazards (3 errors, 1 warning) in 3 groups over 1,234 events; "
-                                "racy rows: 3")
+    assert r.summary_line() == (
+        "4 hazards (3 errors, 1 warning) in 3 groups over 1,234 events; racy rows: 3"
+    )
 
 
 def test_hazards_one_per_finding_with_accesses():
@@ -126,16 +173,20 @@ def test_element_names_through_a_2d_buffer():
     assert (span.element, span.location) == ("out[2, 7]", "out[2, 7]..out[3, 0]")
     shared = report(uninit(3, addr=0x4, size=2)).hazards[0]
     assert shared.element == "tile[2]"
-    raw_bytes = report(uninit(3, addr=0x1a0, size=4)).hazards[0]
+    raw_bytes = report(uninit(3, addr=0x1A0, size=4)).hazards[0]
     assert (raw_bytes.element, raw_bytes.location) == (None, "shared[block 2] 0x1a0..0x1a4")
     beyond = report(raw(3, 1, addr=0x9000)).hazards[0]
     assert beyond.location == "global 0x9000..0x9004"
 
 
 def test_group_locations_are_distinct_in_row_order():
-    r = report(raw(12, 4, addr=out_addr(0, 1)), raw(13, 4, addr=out_addr(0, 0)),
-               raw(14, 4, addr=out_addr(0, 1)), raw(15, 4, addr=0x9000),
-               raw(16, 4, addr=out_addr(0, 1), size=2))  # other bytes, same element
+    r = report(
+        raw(12, 4, addr=out_addr(0, 1)),
+        raw(13, 4, addr=out_addr(0, 0)),
+        raw(14, 4, addr=out_addr(0, 1)),
+        raw(15, 4, addr=0x9000),
+        raw(16, 4, addr=out_addr(0, 1), size=2),
+    )  # other bytes, same element
     group = r.groups[0]
     # adjacent ranges merge: out[0, 1] (found first) and out[0, 0] are one slice
     assert group.locations == ("out[0, 0:2]", "global 0x9000..0x9004")
@@ -158,8 +209,22 @@ ACCESS_KEYS = {"row", "launch", "block", "thread", "op", "ts", "site"}
 ACCESS_ADDED = {"async", "agent", "coords"}
 GROUP_KEYS = {"kind", "severity", "count", "space", "addr", "size", "first", "second"}
 GROUP_EXTRA = {"element", "explanation", "obj", "reason"}
-GROUP_ADDED = {"group", "first_site", "second_site", "roles", "owner", "owner_text", "location",
-               "locations", "byte_ranges", "span", "code", "aux", "hint", "linked"}
+GROUP_ADDED = {
+    "group",
+    "first_site",
+    "second_site",
+    "roles",
+    "owner",
+    "owner_text",
+    "location",
+    "locations",
+    "byte_ranges",
+    "span",
+    "code",
+    "aux",
+    "hint",
+    "linked",
+}
 """Fields version 1 gained after the pinned ones (schemas/report-v1.schema.json)."""
 
 
@@ -168,7 +233,14 @@ def test_json_shape_keeps_the_pinned_fields_and_adds_only_documented_ones():
     doc = json.loads(json.dumps(r.to_json()))  # plain JSON types only
     assert {"version", "events", "hazards", "summary"} <= set(doc)
     assert set(doc) - {"version", "events", "hazards", "summary"} == {
-        "trace", "producer", "warnings", "launches", "legend", "summary_line", "groups"}
+        "trace",
+        "producer",
+        "warnings",
+        "launches",
+        "legend",
+        "summary_line",
+        "groups",
+    }
     assert doc["version"] == 1 and doc["events"] == 1234
     assert set(doc["summary"]) == {"by_kind", "racy_rows"}
     assert doc["summary"]["racy_rows"] == 4
@@ -182,13 +254,33 @@ def test_json_shape_keeps_the_pinned_fields_and_adds_only_documented_ones():
     for side in ("first", "second"):
         pinned[side] = {k: v for k, v in pinned[side].items() if k in ACCESS_KEYS}
     assert pinned == {
-        "kind": "raw", "severity": "error", "count": 2, "space": "global",
-        "addr": out_addr(1, 2), "size": 4,
-        "first": {"row": 4, "launch": 0, "block": 0, "thread": 4, "op": "write", "ts": 4,
-                  "site": SITES[0]},
-        "second": {"row": 12, "launch": 0, "block": 1, "thread": 12, "op": "read", "ts": 12,
-                   "site": SITES[1]},
-        "element": "out[1, 2]", "explanation": raw_group["explanation"], "obj": 0,
+        "kind": "raw",
+        "severity": "error",
+        "count": 2,
+        "space": "global",
+        "addr": out_addr(1, 2),
+        "size": 4,
+        "first": {
+            "row": 4,
+            "launch": 0,
+            "block": 0,
+            "thread": 4,
+            "op": "write",
+            "ts": 4,
+            "site": SITES[0],
+        },
+        "second": {
+            "row": 12,
+            "launch": 0,
+            "block": 1,
+            "thread": 12,
+            "op": "read",
+            "ts": 12,
+            "site": SITES[1],
+        },
+        "element": "out[1, 2]",
+        "explanation": raw_group["explanation"],
+        "obj": 0,
         "reason": None,
     }
     # what the text report says of the group is there too
@@ -222,6 +314,7 @@ def test_max_reports_limits_groups_not_counts():
 
 # -- options -----------------------------------------------------------------------
 
+
 def test_select_and_ignore_filter_findings_and_counts():
     records = (raw(12, 4), uninit(7), alias(40, Severity.WARNING))
     only = report(*records, select=["raw", "sync_alias"])
@@ -232,9 +325,16 @@ def test_select_and_ignore_filter_findings_and_counts():
     assert [g.kind for g in both.groups] == ["raw"]
 
 
-@pytest.mark.parametrize("options", [dict(select=["raw", "racy"]), dict(ignore="nope"),
-                                     dict(engine="gpu"), dict(max_reports=-1),
-                                     dict(batch_size=0)])
+@pytest.mark.parametrize(
+    "options",
+    [
+        dict(select=["raw", "racy"]),
+        dict(ignore="nope"),
+        dict(engine="gpu"),
+        dict(max_reports=-1),
+        dict(batch_size=0),
+    ],
+)
 def test_bad_options_are_usage_errors(options):
     with pytest.raises(TraceError) as err:
         make_options(**options)
@@ -257,12 +357,22 @@ def two_thread_writes(*, barrier: bool):
     ops = ["write", "bar_sync", "bar_sync", "write"] if barrier else ["write", "write"]
     n = len(ops)
     thread = [0, 0, 1, 1] if barrier else [0, 1]
-    return make_table(dict(ts=list(range(n)), op=ops, launch=0, block=0, thread=thread,
-                           space=int(Space.SHARED), addr=0x10, size=4,
-                           arg=[2 if op == "bar_sync" else 0 for op in ops],
-                           site=[0 if t == 0 else 1 for t in thread]),
-                      sites=["k.cu:5 st.shared", "k.cu:9 st.shared"],
-                      buffers=[TILE])
+    return make_table(
+        dict(
+            ts=list(range(n)),
+            op=ops,
+            launch=0,
+            block=0,
+            thread=thread,
+            space=int(Space.SHARED),
+            addr=0x10,
+            size=4,
+            arg=[2 if op == "bar_sync" else 0 for op in ops],
+            site=[0 if t == 0 else 1 for t in thread],
+        ),
+        sites=["k.cu:5 st.shared", "k.cu:9 st.shared"],
+        buffers=[TILE],
+    )
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -293,8 +403,12 @@ def test_check_select_and_progress_callback_path():
     from tracerace import check
 
     calls = []
-    r = check(two_thread_writes(barrier=False), engine="reference", ignore=["waw"],
-              progress=lambda done, total: calls.append(done))
+    r = check(
+        two_thread_writes(barrier=False),
+        engine="reference",
+        ignore=["waw"],
+        progress=lambda done, total: calls.append(done),
+    )
     assert r.exit_code == 0 and r.summary["by_kind"]["waw"] == 0
     assert calls[-1] == r.events
 
@@ -312,11 +426,22 @@ def test_check_reports_progress_to_a_plain_callback(engine):
     from tracerace.trace.writer import make_table
 
     n = 9
-    table = make_table(dict(ts=list(range(n)), op=["write"] * n, launch=0, block=0,
-                            thread=list(range(n)), space=int(Space.GLOBAL), addr=0, size=4))
+    table = make_table(
+        dict(
+            ts=list(range(n)),
+            op=["write"] * n,
+            launch=0,
+            block=0,
+            thread=list(range(n)),
+            space=int(Space.GLOBAL),
+            addr=0,
+            size=4,
+        )
+    )
     calls = []
-    report = check(table, engine=engine, batch_size=4,
-                   progress=lambda done, total: calls.append((done, total)))
+    report = check(
+        table, engine=engine, batch_size=4, progress=lambda done, total: calls.append((done, total))
+    )
     assert report.events == n
     assert calls[0] == (0, n) and calls[-1] == (n, n)
     assert [done for done, _ in calls] == sorted(done for done, _ in calls)

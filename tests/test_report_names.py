@@ -18,14 +18,18 @@ def private_imports(path: Path) -> list[str]:
             continue
         if not stmt.level and not (stmt.module or "").startswith("tracerace"):
             continue
-        found += [f"{'.' * stmt.level}{stmt.module or ''}.{alias.name}" for alias in stmt.names
-                  if alias.name.startswith("_") and not alias.name.startswith("__")]
+        found += [
+            f"{'.' * stmt.level}{stmt.module or ''}.{alias.name}"
+            for alias in stmt.names
+            if alias.name.startswith("_") and not alias.name.startswith("__")
+        ]
     return found
 
 
 def test_no_private_name_is_imported_across_modules():
-    paths = [p for name in CHECKED for p in sorted((PACKAGE / name).rglob("*.py"))
-             or [PACKAGE / name]]
+    paths = [
+        p for name in CHECKED for p in sorted((PACKAGE / name).rglob("*.py")) or [PACKAGE / name]
+    ]
     assert len(paths) > 10
     found = {str(p.relative_to(PACKAGE)): names for p in paths if (names := private_imports(p))}
     assert found == {}

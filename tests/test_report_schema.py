@@ -63,8 +63,11 @@ def test_arrow_schema_file_lists_the_columns_written(reports):
     assert published == [(f.name, f.nullable) for f in arrow_report.SCHEMA]
     for c, field in zip(doc["columns"], arrow_report.SCHEMA):
         t = field.type
-        written = (f"dictionary<values={t.value_type}, indices={t.index_type}>"
-                   if pa.types.is_dictionary(t) else str(t))
+        written = (
+            f"dictionary<values={t.value_type}, indices={t.index_type}>"
+            if pa.types.is_dictionary(t)
+            else str(t)
+        )
         assert c["arrow_type"] == written and c["meaning"].strip()
     keys = {m["key"] for m in doc["metadata"]}
     table = reports["incident3"].to_arrow()

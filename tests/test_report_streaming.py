@@ -12,31 +12,29 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_groups import random_findings
 
 import tracerace
-from test_groups import random_findings
-from tracerace.report.output import Output, render
-from tracerace.report.explain import explain
 from tracerace.checker.findings import CheckResult
-from tracerace.report import arrow_report
-from tracerace.report.formats import jsonfmt, sarif
 from tracerace.group.groups import EXAMPLES
+from tracerace.report import Report, arrow_report
+from tracerace.report.explain import explain
+from tracerace.report.formats import jsonfmt, sarif
+from tracerace.report.locations import locate
+from tracerace.report.output import Output, render
 from tracerace.trace.meta import Buffer, TraceMeta
 from tracerace.trace.ops import Space
-from tracerace.report.locations import locate
-from tracerace.report import Report
 from tracerace.trace.writer import write_table
 
 BUFFERS = (
-    Buffer("x", int(Space.GLOBAL), 64, (4, 4), 4),                     # row-major
-    Buffer("xt", int(Space.GLOBAL), 64, (4, 4), 4, strides=(1, 4)),    # a transposed view
+    Buffer("x", int(Space.GLOBAL), 64, (4, 4), 4),  # row-major
+    Buffer("xt", int(Space.GLOBAL), 64, (4, 4), 4, strides=(1, 4)),  # a transposed view
     Buffer("holey", int(Space.GLOBAL), 512, (3, 2), 8, strides=(4, 1)),  # gaps between rows
     Buffer("t", int(Space.SHARED), 0, (8,), 4, launch=1),
     Buffer("s", int(Space.SHARED), 0, (2, 8), 2),
     Buffer("scalar", int(Space.LOCAL), 16, (), 4),
 )
-META = TraceMeta(path="t.arrow", sites=("a.cu:1", "a.cu:2", "a.cu:1", "b.cu:7"),
-                 buffers=BUFFERS)
+META = TraceMeta(path="t.arrow", sites=("a.cu:1", "a.cu:2", "a.cu:1", "b.cu:7"), buffers=BUFFERS)
 
 
 @settings(max_examples=100, deadline=None)
@@ -45,15 +43,29 @@ def test_vectorised_names_match_locate(data):
     n = data.draw(st.integers(0, 40))
     space = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), np.uint8)
     owner = np.array(data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), np.uint32)
-    addr = np.array(data.draw(st.lists(st.sampled_from(
-        [0, 1, 2, 15, 16, 30, 60, 64, 67, 68, 124, 128, 512, 520, 540, 544, 2**64 - 65]),
-        min_size=n, max_size=n)), np.uint64)
-    size = np.array(data.draw(st.lists(st.sampled_from([0, 1, 2, 4, 8, 64]),
-                                       min_size=n, max_size=n)), np.uint32)
+    addr = np.array(
+        data.draw(
+            st.lists(
+                st.sampled_from(
+                    [0, 1, 2, 15, 16, 30, 60, 64, 67, 68, 124, 128, 512, 520, 540, 544, 2**64 - 65]
+                ),
+                min_size=n,
+                max_size=n,
+            )
+        ),
+        np.uint64,
+    )
+    size = np.array(
+        data.draw(st.lists(st.sampled_from([0, 1, 2, 4, 8, 64]), min_size=n, max_size=n)), np.uint32
+    )
     launch = np.array(data.draw(st.lists(st.integers(0, 2), min_size=n, max_size=n)), np.uint32)
     element, location = arrow_report.name_bytes(META, space, owner, addr, size, launch)
-    want = [locate(META, *key) for key in zip(space.tolist(), owner.tolist(), addr.tolist(),
-                                              size.tolist(), launch.tolist())]
+    want = [
+        locate(META, *key)
+        for key in zip(
+            space.tolist(), owner.tolist(), addr.tolist(), size.tolist(), launch.tolist()
+        )
+    ]
     assert element.to_pylist() == [e for e, _ in want]
     assert location.to_pylist() == [loc for _, loc in want]
 
@@ -69,10 +81,12 @@ def test_arrow_columns_word_each_finding_as_explain_does():
     table = report.to_arrow()
     assert table.num_rows == len(report.findings) == len(findings)
     assert table.column("explanation").to_pylist() == [
-        explain(dict(zip(f.dtype.names, f.tolist())), META) for f in report.findings]
+        explain(dict(zip(f.dtype.names, f.tolist())), META) for f in report.findings
+    ]
     assert table.column("group").to_pylist() == report.group_of().tolist()
-    assert table.column("site").to_pylist() == [META.site_text(s) for s in
-                                                report.findings["site"].tolist()]
+    assert table.column("site").to_pylist() == [
+        META.site_text(s) for s in report.findings["site"].tolist()
+    ]
 
 
 def sample_report(**options) -> Report:
@@ -82,8 +96,7 @@ def sample_report(**options) -> Report:
     return Report.from_result(CheckResult(2000, findings), META, make_options(**options))
 
 
-@pytest.mark.parametrize("options", [{}, {"max_reports": 3}, {"max_reports": 0},
-                                     {"ignore": "raw"}])
+@pytest.mark.parametrize("options", [{}, {"max_reports": 3}, {"max_reports": 0}, {"ignore": "raw"}])
 def test_streamed_json_and_sarif_are_the_documents(options):
     report = sample_report(**options)
     out = io.StringIO()
@@ -104,10 +117,22 @@ def test_filtered_kinds_are_said_everywhere():
 
 def many_findings_trace(path, n: int = 600) -> str:
     """``n`` reads of never-written shared bytes at one site: one group of ``n``."""
-    write_table(path, dict(ts=list(range(n)), op="read", launch=0, block=0,
-                           thread=[i % 32 for i in range(n)], space=int(Space.SHARED),
-                           addr=[4 * i for i in range(n)], size=4, site=0),
-                sites=["k.cu:3 ld.shared"], buffers=[Buffer("tile", 1, 0, (n,), 4)])
+    write_table(
+        path,
+        dict(
+            ts=list(range(n)),
+            op="read",
+            launch=0,
+            block=0,
+            thread=[i % 32 for i in range(n)],
+            space=int(Space.SHARED),
+            addr=[4 * i for i in range(n)],
+            size=4,
+            site=0,
+        ),
+        sites=["k.cu:3 ld.shared"],
+        buffers=[Buffer("tile", 1, 0, (n,), 4)],
+    )
     return str(path)
 
 
@@ -166,12 +191,19 @@ def test_arrow_output_stores_each_repeated_text_once(tmp_path):
         assert len(last.column(name).dictionary) == len(set(table.column(name).to_pylist()))
     # Against the same table with its text columns written out in every row: the
     # sentences' bytes are what the dictionaries save.
-    plain = table.cast(pa.schema([f.with_type(f.type.value_type)
-                                  if pa.types.is_dictionary(f.type) else f for f in table.schema]))
+    plain = table.cast(
+        pa.schema(
+            [
+                f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f
+                for f in table.schema
+            ]
+        )
+    )
     with pa.ipc.new_file(tmp_path / "plain.arrow", plain.schema) as writer:
         writer.write_table(plain, max_chunksize=500)
-    repeated = sum(len(s.encode()) for name in ("explanation", "hint")
-                   for s in table.column(name).to_pylist())
+    repeated = sum(
+        len(s.encode()) for name in ("explanation", "hint") for s in table.column(name).to_pylist()
+    )
     assert out.stat().st_size < (tmp_path / "plain.arrow").stat().st_size - repeated * 0.9
     full = tracerace.check(path, keep_findings=True).to_arrow()
     for name in table.column_names:

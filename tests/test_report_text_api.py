@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 import numba
+from builders import Trace
 from typer.testing import CliRunner
 
 import tracerace
-from tracerace.cli import app
 from tracerace.checker.notice import NOTICE, CompileNotice
+from tracerace.cli import app
 from tracerace.trace.writer import make_table
-
-from builders import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,8 +78,13 @@ def test_no_notice_when_the_kernels_come_from_the_cache(tmp_path):
 
     feather.write_feather(racy_table(), str(path))
     tracerace.check(str(path))  # warm this interpreter's caches (and the on-disk one)
-    run = subprocess.run([sys.executable, "-m", "tracerace", "check", str(path)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, "-m", "tracerace", "check", str(path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 1
     assert NOTICE not in run.stderr
 
@@ -101,8 +105,15 @@ def test_the_first_run_compiles_what_a_later_check_with_findings_needs(tmp_path)
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
 
     def check(path):
-        return subprocess.run([sys.executable, "-m", "tracerace", "check", str(path)], cwd=ROOT,
-                              env=env, capture_output=True, text=True, timeout=900)
+        return subprocess.run(
+            [sys.executable, "-m", "tracerace", "check", str(path)],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+
     first = check(clean)
     assert first.returncode == 0 and first.stderr.count(NOTICE) == 1
     second = check(racy)

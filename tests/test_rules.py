@@ -7,13 +7,12 @@ Each case runs through both checkers (which must agree) and asserts the exact
 from __future__ import annotations
 
 import pytest
+from builders import Trace
 
 from tracerace.checker import engine, reference
 from tracerace.errors import TraceError
 from tracerace.trace.ops import HazardKind as K
 from tracerace.trace.ops import Severity
-
-from builders import Trace
 
 SH = dict(space=1)
 
@@ -44,9 +43,9 @@ def test_barrier_orders_shared_write_then_read():
 def test_named_barrier_partial_count_orders_only_its_arrivals():
     t = Trace().init(0, 0, addr=0, size=16, **SH)
     t.write(0, 0, addr=0, size=4, **SH).write(0, 2, addr=8, size=4, **SH)
-    t.bar_arrive(0, 0, obj=1, arg=2).bar_sync(0, 1, obj=1, arg=2)   # producer/consumer
-    t.read(0, 1, addr=0, size=4, **SH)      # ordered after thread 0's write
-    t.read(0, 1, addr=8, size=4, **SH)      # thread 2 never arrived: race
+    t.bar_arrive(0, 0, obj=1, arg=2).bar_sync(0, 1, obj=1, arg=2)  # producer/consumer
+    t.read(0, 1, addr=0, size=4, **SH)  # ordered after thread 0's write
+    t.read(0, 1, addr=8, size=4, **SH)  # thread 2 never arrived: race
     assert found(t) == {(6, "raw", 2)}
 
 
@@ -59,9 +58,9 @@ def test_warp_sync_orders_lanes_in_mask():
 
 def test_shared_memory_is_per_block_and_peer_reaches_another():
     t = Trace().init(0, 0, addr=0, size=8, **SH).init(1, 0, addr=0, size=8, **SH)
-    t.write(0, 0, addr=0, size=4, **SH).write(1, 0, addr=0, size=4, **SH)   # different blocks
+    t.write(0, 0, addr=0, size=4, **SH).write(1, 0, addr=0, size=4, **SH)  # different blocks
     assert found(t) == set()
-    t.write(1, 1, addr=0, size=4, peer=0, **SH)   # DSMEM write into block 0's memory
+    t.write(1, 1, addr=0, size=4, peer=0, **SH)  # DSMEM write into block 0's memory
     assert found(t) == {(4, "waw", 2)}
 
 
@@ -77,10 +76,10 @@ def test_unaligned_overlap_is_byte_precise():
 
 def test_latest_racing_write_is_named_not_just_the_last():
     t = Trace().init(0, 0, addr=0, size=4)
-    t.write(0, 0, addr=0, size=4)                    # row 1
-    t.write(0, 1, addr=0, size=4)                    # row 2 races row 1
-    t.release(0, 1, obj=9).acquire(0, 2, obj=9)      # 2 -> thread 2
-    t.read(0, 2, addr=0, size=4)                     # ordered after row 2, not row 1
+    t.write(0, 0, addr=0, size=4)  # row 1
+    t.write(0, 1, addr=0, size=4)  # row 2 races row 1
+    t.release(0, 1, obj=9).acquire(0, 2, obj=9)  # 2 -> thread 2
+    t.read(0, 2, addr=0, size=4)  # ordered after row 2, not row 1
     assert found(t) == {(2, "waw", 1), (5, "raw", 1)}
 
 
@@ -117,6 +116,7 @@ def test_release_keeps_what_another_thread_released_into_the_lock():
     so thread 0's release must keep thread 1's write in the lock. (The
     engine's shortcut for a release whose lock is unchanged since its
     acquire must not fire.)"""
+
     def trace(b_releases: bool) -> Trace:
         t = Trace().init(0, 0, addr=0, size=4)
         t.acquire(0, 0, obj=1)
@@ -126,15 +126,16 @@ def test_release_keeps_what_another_thread_released_into_the_lock():
         t.release(0, 0, obj=1)
         t.acquire(2, 0, obj=1).read(2, 0, addr=0, size=4)
         return t
+
     assert found(trace(True)) == set()
     assert found(trace(False)) == {(5, "raw", 2)}
 
 
 def test_signal_wait_fifo_pairs_with_oldest():
     t = Trace().init(0, 0, addr=0, size=8)
-    t.write(0, 0, addr=0, size=4).signal(0, 0, obj=3)     # rows 1, 2
-    t.write(1, 0, addr=4, size=4).signal(1, 0, obj=3)     # rows 3, 4
-    t.wait(2, 0, obj=3)                                   # consumes row 2 only
+    t.write(0, 0, addr=0, size=4).signal(0, 0, obj=3)  # rows 1, 2
+    t.write(1, 0, addr=4, size=4).signal(1, 0, obj=3)  # rows 3, 4
+    t.wait(2, 0, obj=3)  # consumes row 2 only
     t.read(2, 0, addr=0, size=4).read(2, 0, addr=4, size=4)
     assert found(t) == {(7, "raw", 3)}
 
@@ -143,17 +144,17 @@ def test_counting_wait_of_a_huge_count_pairs_by_records():
     """A semaphore released 10^12 times at once and acquired in one wait: the
     engine sizes its work by signal records, not by the count (it once
     allocated arrays as long as the count)."""
-    big = 10 ** 12
+    big = 10**12
     t = Trace().init(0, 0, addr=0, size=8)
-    t.write(0, 0, addr=0, size=4).signal(0, 0, obj=3, arg=big - 1)   # rows 1, 2
-    t.write(1, 0, addr=4, size=4).signal(1, 0, obj=3, arg=1)         # rows 3, 4
-    t.wait(2, 0, obj=3, arg=big)                                     # takes both
+    t.write(0, 0, addr=0, size=4).signal(0, 0, obj=3, arg=big - 1)  # rows 1, 2
+    t.write(1, 0, addr=4, size=4).signal(1, 0, obj=3, arg=1)  # rows 3, 4
+    t.wait(2, 0, obj=3, arg=big)  # takes both
     t.read(2, 0, addr=0, size=4).read(2, 0, addr=4, size=4)
     assert found(t) == set()
     short = Trace().init(0, 0, addr=0, size=8)
     short.write(0, 0, addr=0, size=4).signal(0, 0, obj=3, arg=big)
     short.write(1, 0, addr=4, size=4).signal(1, 0, obj=3, arg=1)
-    short.wait(2, 0, obj=3, arg=big)                                 # the first only
+    short.wait(2, 0, obj=3, arg=big)  # the first only
     short.read(2, 0, addr=0, size=4).read(2, 0, addr=4, size=4)
     assert found(short) == {(7, "raw", 3)}
 
@@ -168,11 +169,12 @@ def test_scoped_atomics_synchronize_only_within_scope():
     def flag(scope):
         t = Trace().init(0, 0, addr=0, size=4).init(0, 0, addr=64, size=4)
         t.write(0, 0, addr=0, size=4)
-        t.atomic(0, 0, addr=64, size=4, scope=scope, sem=2)       # release
-        t.atomic(1, 0, addr=64, size=4, scope=scope, sem=1)       # acquire
+        t.atomic(0, 0, addr=64, size=4, scope=scope, sem=2)  # release
+        t.atomic(1, 0, addr=64, size=4, scope=scope, sem=1)  # acquire
         t.read(1, 0, addr=0, size=4)
         return found(t)
-    assert flag(4) == set()                         # device scope: ordered
+
+    assert flag(4) == set()  # device scope: ordered
     assert flag(2) == {(5, "raw", 2), (4, "waw", 3)}  # block scope cannot reach block 1
 
 
@@ -228,20 +230,20 @@ def test_event_while_blocked_in_bar_sync_is_bad_input():
 # -- rule 5: async copies -----------------------------------------------------
 def cp_pipeline(wait_pending: int) -> Trace:
     t = Trace().init(0, 0, addr=1000, size=64)
-    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=1000).cp_async_commit(0, 0)   # group 1
+    t.cp_async(0, 0, addr=0, size=16, space=1, addr2=1000).cp_async_commit(0, 0)  # group 1
     t.cp_async(0, 0, addr=16, size=16, space=1, addr2=1016).cp_async_commit(0, 0)  # group 2
     t.cp_async_wait(0, 0, arg=wait_pending)
     t.bar_sync(0, 0, arg=2).bar_sync(0, 1, arg=2)
-    t.read(0, 1, addr=0, size=4, space=1)      # group 1's bytes
-    t.write(0, 1, addr=16, size=4, space=1)    # group 2's bytes
+    t.read(0, 1, addr=0, size=4, space=1)  # group 1's bytes
+    t.write(0, 1, addr=16, size=4, space=1)  # group 2's bytes
     return t
 
 
 def test_cp_async_wait_group_retires_older_groups():
     assert found(cp_pipeline(0)) == set()
-    facts, res = check(cp_pipeline(1))         # group 2 still in flight
+    facts, res = check(cp_pipeline(1))  # group 2 still in flight
     assert facts == {(9, "async_inflight", 3)}
-    assert int(res.findings["aux"][0]) == 2    # its group
+    assert int(res.findings["aux"][0]) == 2  # its group
 
 
 def test_syncthreads_alone_does_not_retire_a_copy():
@@ -289,18 +291,21 @@ def test_tma_load_completes_on_mbarrier_phase():
 def test_tma_load_not_yet_complete_is_in_flight():
     t = Trace().init(0, 0, addr=4096, size=64)
     t.mbar_init(0, 0, obj=8, arg=1).mbar_expect_tx(0, 0, obj=8, arg=128).mbar_arrive(0, 0, obj=8)
-    t.tma_load(0, 0, addr=0, size=64, space=1, addr2=4096, obj=8)   # 64 of 128 bytes
+    t.tma_load(0, 0, addr=0, size=64, space=1, addr2=4096, obj=8)  # 64 of 128 bytes
     t.read(0, 1, addr=0, size=4, space=1)
     assert found(t) == {(5, "async_inflight", 4)}
 
 
 def test_mbarrier_misuses():
-    t = Trace().mbar_arrive(0, 0, obj=8)                       # before init
-    t.mbar_init(0, 0, obj=8, arg=1).mbar_init(0, 0, obj=8, arg=1)   # re-init
-    t.mbar_arrive(0, 0, obj=8, arg=2)                          # arrival underflow
+    t = Trace().mbar_arrive(0, 0, obj=8)  # before init
+    t.mbar_init(0, 0, obj=8, arg=1).mbar_init(0, 0, obj=8, arg=1)  # re-init
+    t.mbar_arrive(0, 0, obj=8, arg=2)  # arrival underflow
     facts, res = check(t)
-    assert facts == {(0, "mbarrier_misuse", -1), (2, "mbarrier_misuse", 1),
-                     (3, "mbarrier_misuse", -1)}
+    assert facts == {
+        (0, "mbarrier_misuse", -1),
+        (2, "mbarrier_misuse", 1),
+        (3, "mbarrier_misuse", -1),
+    }
     assert sorted(res.findings["code"].tolist()) == [1, 2, 3]
 
 
@@ -361,8 +366,9 @@ def test_retired_copy_hides_the_write_it_overwrote():
     assert found(late) == {(6, "proxy_fence", 3)}
 
 
-def copies_over_a_write(*copies: tuple[int, int], waits: int,
-                        read: tuple[int, int] = (0, 4)) -> Trace:
+def copies_over_a_write(
+    *copies: tuple[int, int], waits: int, read: tuple[int, int] = (0, 4)
+) -> Trace:
     """Thread 1 writes shared [0, 4) and never fences; after a barrier thread 0
     copies over it (``copies``: (addr, size) per cp_async, ``commit`` between
     groups as strings), waits until ``waits`` groups are pending, fences, and
@@ -419,7 +425,9 @@ def test_copies_of_two_threads_each_hide_the_write_under_them():
         # Only the copy over the other half retired: the read sees thread
         # 2's write, and races the copy in flight.
         assert found(copies_of_two_threads(first, (1 - first,))) == {
-            (13, "async_inflight", 5), (13, "proxy_fence", 1)}
+            (13, "async_inflight", 5),
+            (13, "proxy_fence", 1),
+        }
 
 
 def test_copies_that_race_another_write_still_hide_the_write_they_follow():
@@ -430,7 +438,9 @@ def test_copies_that_race_another_write_still_hide_the_write_they_follow():
     for first in (0, 1):
         assert found(copies_of_two_threads(first, (first,), racer=True)) == races
         assert found(copies_of_two_threads(first, (1 - first,), racer=True)) == races | {
-            (14, "async_inflight", 6), (14, "proxy_fence", 2)}
+            (14, "async_inflight", 6),
+            (14, "proxy_fence", 2),
+        }
 
 
 def test_older_group_hides_the_write_under_a_later_larger_group():
@@ -441,8 +451,7 @@ def test_older_group_hides_the_write_under_a_later_larger_group():
     assert found(t) == {(6, "async_inflight", 4), (10, "async_inflight", 6)}
     # Its bytes outside the older group are still the write's.
     t = copies_over_a_write((0, 2), "commit", (0, 4), "commit", waits=1, read=(2, 2))
-    assert found(t) == {(6, "async_inflight", 4), (10, "async_inflight", 6),
-                        (10, "proxy_fence", 1)}
+    assert found(t) == {(6, "async_inflight", 4), (10, "async_inflight", 6), (10, "proxy_fence", 1)}
 
 
 def racing_atomics(*fenced: int) -> Trace:
@@ -490,10 +499,10 @@ def test_write_followed_by_a_later_write_is_not_checked():
 # -- sync_alias -------------------------------------------------------------------
 def test_sync_alias_error_when_protocols_cross():
     t = Trace()
-    t.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)      # decode: set 1 -> wait 2
-    t.signal(1, 0, obj=3, site=1)                                # decode set, not yet waited
-    t.signal(2, 0, obj=3, site=3)                                # reduce set
-    t.wait(3, 0, obj=3, site=4).wait(3, 0, obj=3, site=4)        # reduce waits eat both
+    t.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)  # decode: set 1 -> wait 2
+    t.signal(1, 0, obj=3, site=1)  # decode set, not yet waited
+    t.signal(2, 0, obj=3, site=3)  # reduce set
+    t.wait(3, 0, obj=3, site=4).wait(3, 0, obj=3, site=4)  # reduce waits eat both
     facts, res = check(t)
     assert facts == {(5, "sync_alias", 3)}
     assert res.findings["severity"][0] == Severity.ERROR
@@ -508,7 +517,7 @@ def test_sync_alias_warning_when_protocols_could_cross():
     assert res.findings["severity"][0] == Severity.WARNING
     ordered = Trace()
     ordered.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)
-    ordered.signal(0, 1, obj=9).wait(1, 0, obj=9)          # w1 happens before s2
+    ordered.signal(0, 1, obj=9).wait(1, 0, obj=9)  # w1 happens before s2
     ordered.signal(1, 0, obj=3, site=3).wait(1, 1, obj=3, site=4)
     assert found(ordered) == set()
 
@@ -522,16 +531,22 @@ def test_text_report_links_a_race_to_the_alias_that_caused_it():
 
     t = Trace()
     t.init(0, 0, addr=0, size=4)
-    t.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)      # decode protocol
-    t.signal(1, 0, obj=3, site=1)                                # decode set, not yet waited
-    t.write(2, 0, addr=0, size=4).signal(2, 0, obj=3, site=3)    # partials, then "written"
-    t.wait(3, 0, obj=3, site=4).wait(3, 0, obj=3, site=4)        # reduce takes both
-    t.read(3, 0, addr=0, size=4, site=5)                         # ordered by the 2nd wait
+    t.signal(0, 0, obj=3, site=1).wait(0, 1, obj=3, site=2)  # decode protocol
+    t.signal(1, 0, obj=3, site=1)  # decode set, not yet waited
+    t.write(2, 0, addr=0, size=4).signal(2, 0, obj=3, site=3)  # partials, then "written"
+    t.wait(3, 0, obj=3, site=4).wait(3, 0, obj=3, site=4)  # reduce takes both
+    t.read(3, 0, addr=0, size=4, site=5)  # ordered by the 2nd wait
     cols = t.columns()
-    sites = ["s0", "decode.cpp:120 set", "decode.cpp:130 wait", "reduce.cpp:480 set",
-             "reduce.cpp:490 wait", "reduce.cpp:500 ld"]
+    sites = [
+        "s0",
+        "decode.cpp:120 set",
+        "decode.cpp:130 wait",
+        "reduce.cpp:480 set",
+        "reduce.cpp:490 wait",
+        "reduce.cpp:500 ld",
+    ]
     report = tracerace.check(make_table(cols, sites=sites), engine="reference")
-    assert {g.kind for g in report.groups} == {"sync_alias"}   # the read is ordered here
+    assert {g.kind for g in report.groups} == {"sync_alias"}  # the read is ordered here
     # Now let the reduce read right after its first (crossed) wait.
     t2 = Trace()
     t2.events = [e for e in t.events]

@@ -15,9 +15,10 @@ import pytest
 from typer.testing import CliRunner
 
 import tracerace
-from tracerace.cli import app
 from tracerace.checker.findings import FIELDS
-from tracerace.scenarios import SCENARIOS, incident4_alias_permute as permute
+from tracerace.cli import app
+from tracerace.scenarios import SCENARIOS
+from tracerace.scenarios import incident4_alias_permute as permute
 
 ENGINES = ("reference", "numba")
 
@@ -25,47 +26,75 @@ ENGINES = ("reference", "numba")
 GOLDEN = {
     "incident1": {
         # Flag 3 serves two handoffs; the reduce's wait took the decode's set.
-        ("sync_alias", "decode.cpp:98 CrossCoreSetFlag(3) QK ready",
-         "combine_scale.cpp:40 CrossCoreWaitFlag(3) partials written"): (62, ()),
-        ("raw", "decode.cpp:158 DataCopy partials", "combine_scale.cpp:47 DataCopy partials"):
-            (62, ("partials[0, 3, 0:64]", "partials[1, 3, 0]..partials[2, 0, 63]",
-                  "partials[3, 0, 0:64]")),
-        ("raw", "decode.cpp:159 DataCopy lse", "combine_scale.cpp:44 DataCopy lse"):
-            (62, ("lse[0, 3]", "lse[1, 3]..lse[2, 0]", "lse[3, 0]")),
+        (
+            "sync_alias",
+            "decode.cpp:98 CrossCoreSetFlag(3) QK ready",
+            "combine_scale.cpp:40 CrossCoreWaitFlag(3) partials written",
+        ): (62, ()),
+        ("raw", "decode.cpp:158 DataCopy partials", "combine_scale.cpp:47 DataCopy partials"): (
+            62,
+            (
+                "partials[0, 3, 0:64]",
+                "partials[1, 3, 0]..partials[2, 0, 63]",
+                "partials[3, 0, 0:64]",
+            ),
+        ),
+        ("raw", "decode.cpp:159 DataCopy lse", "combine_scale.cpp:44 DataCopy lse"): (
+            62,
+            ("lse[0, 3]", "lse[1, 3]..lse[2, 0]", "lse[3, 0]"),
+        ),
     },
     "incident2": {
-        ("war", "mesh_decode.py:162 math.matmul(ring[head % 8])",
-         "mesh_decode.py:134 dma.write(ring[tail % 8])"):
-            (34 * 8 * 3, ("ring[0:8, :]",)),  # the 8 slots' chunks, adjacent, merged
+        (
+            "war",
+            "mesh_decode.py:162 math.matmul(ring[head % 8])",
+            "mesh_decode.py:134 dma.write(ring[tail % 8])",
+        ): (34 * 8 * 3, ("ring[0:8, :]",)),  # the 8 slots' chunks, adjacent, merged
     },
     "incident3": {
-        ("async_inflight", "matmul_splitk.cu:71 cp.async.cg.shared.global A",
-         "matmul_splitk.cu:105 st.shared.v4.f32 C"):
-            (256, ("c_tile[0, 0:32]",)),
-        ("async_inflight", "matmul_splitk.cu:72 cp.async.cg.shared.global B",
-         "matmul_splitk.cu:105 st.shared.v4.f32 C"):
-            (256, ("c_tile[16, 0:32]",)),
-        ("async_inflight", "matmul_splitk.cu:71 cp.async.cg.shared.global A",
-         "matmul_splitk.cu:109 ld.shared.v4.f32 C"):
-            (256, ("c_tile[0, 0:4]", "c_tile[0, 16:20]")),
-        ("async_inflight", "matmul_splitk.cu:72 cp.async.cg.shared.global B",
-         "matmul_splitk.cu:109 ld.shared.v4.f32 C"):
-            (256, ("c_tile[16, 0:4]", "c_tile[16, 16:20]")),
+        (
+            "async_inflight",
+            "matmul_splitk.cu:71 cp.async.cg.shared.global A",
+            "matmul_splitk.cu:105 st.shared.v4.f32 C",
+        ): (256, ("c_tile[0, 0:32]",)),
+        (
+            "async_inflight",
+            "matmul_splitk.cu:72 cp.async.cg.shared.global B",
+            "matmul_splitk.cu:105 st.shared.v4.f32 C",
+        ): (256, ("c_tile[16, 0:32]",)),
+        (
+            "async_inflight",
+            "matmul_splitk.cu:71 cp.async.cg.shared.global A",
+            "matmul_splitk.cu:109 ld.shared.v4.f32 C",
+        ): (256, ("c_tile[0, 0:4]", "c_tile[0, 16:20]")),
+        (
+            "async_inflight",
+            "matmul_splitk.cu:72 cp.async.cg.shared.global B",
+            "matmul_splitk.cu:109 ld.shared.v4.f32 C",
+        ): (256, ("c_tile[16, 0:4]", "c_tile[16, 16:20]")),
     },
     "incident4": {
-        ("war", "permute.py:27 tl.load(x_ptr + pid * D + cols)",
-         "permute.py:28 tl.store(out_ptr + dst * D + cols)"):
-            (2544, ("x[63, 0:32]", "x[109, 0:32]")),
-        ("raw", "permute.py:28 tl.store(out_ptr + dst * D + cols)",
-         "permute.py:27 tl.load(x_ptr + pid * D + cols)"):
-            (1520, ("x[133, 0:32]", "x[136, 0:32]")),
+        (
+            "war",
+            "permute.py:27 tl.load(x_ptr + pid * D + cols)",
+            "permute.py:28 tl.store(out_ptr + dst * D + cols)",
+        ): (2544, ("x[63, 0:32]", "x[109, 0:32]")),
+        (
+            "raw",
+            "permute.py:28 tl.store(out_ptr + dst * D + cols)",
+            "permute.py:27 tl.load(x_ptr + pid * D + cols)",
+        ): (1520, ("x[133, 0:32]", "x[136, 0:32]")),
     },
     "incident5": {
-        ("uninit_read", None, "gemm_mcast.cu:209 wgmma.mma_async B cols 64-95"):
-            (128, ("sB_box1[0:2, :, :]",)),
-        ("proxy_fence", "gemm_mcast.cu:240 st.shared C",
-         "gemm_mcast.cu:250 cp.async.bulk.tensor.store C"):
-            (16, ("sC[14:16, :]",)),
+        ("uninit_read", None, "gemm_mcast.cu:209 wgmma.mma_async B cols 64-95"): (
+            128,
+            ("sB_box1[0:2, :, :]",),
+        ),
+        (
+            "proxy_fence",
+            "gemm_mcast.cu:240 st.shared C",
+            "gemm_mcast.cu:250 cp.async.bulk.tensor.store C",
+        ): (16, ("sC[14:16, :]",)),
     },
 }
 
@@ -81,9 +110,12 @@ def checked(tmp_path_factory):
             folder = tmp_path_factory.mktemp(name)
             path = folder / SCENARIOS[name].default_path(fixed)
             rows = SCENARIOS[name].generate(path, fixed=fixed, scale=1, seed=0)
-            cache[name, fixed] = rows, {e: tracerace.check(path, engine=e, keep_findings=True)
-                                           for e in ENGINES}
+            cache[name, fixed] = (
+                rows,
+                {e: tracerace.check(path, engine=e, keep_findings=True) for e in ENGINES},
+            )
         return cache[name, fixed]
+
     return get
 
 
@@ -161,7 +193,7 @@ def test_incident1_every_head_but_the_last_reads_one_late_partial(checked):
 def test_incident2_races_are_math_read_then_dma_overwrite(checked):
     _, reports = checked("incident2", False)
     for h in reports["reference"].hazards:
-        assert (h.first.thread, h.second.thread) == (0, 1)   # math unit, then DMA engine
+        assert (h.first.thread, h.second.thread) == (0, 1)  # math unit, then DMA engine
         assert h.first.block == h.second.block
 
 
@@ -173,11 +205,16 @@ def test_incident4_races_follow_the_waves(checked):
     inv = np.argsort(dst)
     wave = np.arange(permute.ROWS) // permute.RESIDENT
     moved = inv != np.arange(permute.ROWS)
-    want = {"raw": set(np.flatnonzero(moved & (wave[inv] < wave)).tolist()),
-            "war": set(np.flatnonzero(moved & (wave[inv] >= wave)).tolist())}
+    want = {
+        "raw": set(np.flatnonzero(moved & (wave[inv] < wave)).tolist()),
+        "war": set(np.flatnonzero(moved & (wave[inv] >= wave)).tolist()),
+    }
     for kind in want:
-        rows = {int(re.match(r"x\[(\d+),", h.element)[1])
-                for h in reports["reference"].hazards if h.kind == kind}
+        rows = {
+            int(re.match(r"x\[(\d+),", h.element)[1])
+            for h in reports["reference"].hazards
+            if h.kind == kind
+        }
         assert rows == want[kind], kind
 
 
@@ -204,9 +241,11 @@ def test_demo_writes_and_checks(tmp_path, monkeypatch):
     result = runner.invoke(app, ["demo", "incident3"])
     assert result.exit_code == 1, result.output
     assert (tmp_path / "incident3.arrow").exists()
-    assert result.stdout.startswith("error async_inflight: 256 hazards between "
-                                    "matmul_splitk.cu:71 cp.async.cg.shared.global A and "
-                                    "matmul_splitk.cu:105 st.shared.v4.f32 C")
+    assert result.stdout.startswith(
+        "error async_inflight: 256 hazards between "
+        "matmul_splitk.cu:71 cp.async.cg.shared.global A and "
+        "matmul_splitk.cu:105 st.shared.v4.f32 C"
+    )
     result = runner.invoke(app, ["demo", "incident3", "--fixed", "--out", "clean.arrow"])
     assert result.exit_code == 0, result.output
     assert result.stdout == "no hazards in 11,651 events\n"

@@ -10,13 +10,21 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from tracerace.trace.columns import EXTENSION_OP_MIN
 from tracerace.errors import TraceError
+from tracerace.trace.columns import EXTENSION_OP_MIN
 from tracerace.trace.header import parse_buffer
 from tracerace.trace.meta import Buffer
 from tracerace.trace.ops import Op, Proxy, Scope, Sem, Space
-from tracerace.trace.schema import (COLUMNS, FORMAT_VERSION, META_BUFFERS, META_PRODUCER, META_SITES,
-                              META_VERSION, META_WARNINGS, arrow_schema)
+from tracerace.trace.schema import (
+    COLUMNS,
+    FORMAT_VERSION,
+    META_BUFFERS,
+    META_PRODUCER,
+    META_SITES,
+    META_VERSION,
+    META_WARNINGS,
+    arrow_schema,
+)
 
 SCHEMAS = Path(__file__).resolve().parent.parent / "schemas"
 
@@ -28,18 +36,21 @@ def load(name: str) -> dict:
 def test_columns_match_schema_module():
     doc = load("trace-v1.arrow-schema.json")
     assert doc["version"] == FORMAT_VERSION
-    published = [(c["name"], c["arrow_type"], c["nullable"], c["required"], c["default"])
-                 for c in doc["columns"]]
-    in_code = [(c.name, str(c.arrow_type), not c.required, c.required, c.default)
-               for c in COLUMNS]
+    published = [
+        (c["name"], c["arrow_type"], c["nullable"], c["required"], c["default"])
+        for c in doc["columns"]
+    ]
+    in_code = [(c.name, str(c.arrow_type), not c.required, c.required, c.default) for c in COLUMNS]
     assert published == in_code
     assert all(c["meaning"].strip() for c in doc["columns"])
 
 
 def test_published_types_build_the_arrow_schema():
     doc = load("trace-v1.arrow-schema.json")
-    fields = [pa.field(c["name"], pa.type_for_alias(c["arrow_type"]), nullable=c["nullable"])
-              for c in doc["columns"]]
+    fields = [
+        pa.field(c["name"], pa.type_for_alias(c["arrow_type"]), nullable=c["nullable"])
+        for c in doc["columns"]
+    ]
     assert pa.schema(fields).equals(arrow_schema())
 
 
@@ -65,8 +76,9 @@ def test_extension_range_holds_only_extension_ops():
         assert o["code"] <= ext["max"]
 
 
-@pytest.mark.parametrize("column, enum", [("space", Space), ("scope", Scope),
-                                          ("sem", Sem), ("proxy", Proxy)])
+@pytest.mark.parametrize(
+    "column, enum", [("space", Space), ("scope", Scope), ("sem", Sem), ("proxy", Proxy)]
+)
 def test_value_enums_match(column, enum):
     published = load("ops.json")["enums"][column]
     assert [(e["value"], e["name"]) for e in published] == [(int(m), m.name.lower()) for m in enum]
@@ -81,9 +93,9 @@ def test_metadata_keys_match():
 
 
 def test_metadata_extensions_match_what_the_gpu_import_writes():
-    from tracerace.trace.coords import META_LAUNCHES
     from tracerace.convert.gpu import META_IMPORT, META_KERNELS
     from tracerace.convert.gpu.kernel import KernelInfo
+    from tracerace.trace.coords import META_LAUNCHES
 
     ext = {k["key"]: k for k in load("metadata.json")["extensions"]}
     assert set(ext) == {META_KERNELS, META_IMPORT, META_LAUNCHES}
@@ -127,8 +139,24 @@ def test_prose_names_every_column_op_and_rule():
         assert f"`{col.name}`" in text
     for op in Op:  # written as `name` (code ...), possibly across a line break
         assert re.search(rf"`{op.label}`\s+\({int(op)}\b", text), op.label
-    for rule in ("no-such-file", "not-arrow", "version", "metadata", "missing-column",
-                 "wrong-type", "bad-value", "unknown-op", "ts-decreasing", "site-range",
-                 "address-overflow", "launch-order", "barrier-order", "barrier-count",
-                 "wait-without-signal", "mbarrier-count", "op-space", "cluster-wait"):
+    for rule in (
+        "no-such-file",
+        "not-arrow",
+        "version",
+        "metadata",
+        "missing-column",
+        "wrong-type",
+        "bad-value",
+        "unknown-op",
+        "ts-decreasing",
+        "site-range",
+        "address-overflow",
+        "launch-order",
+        "barrier-order",
+        "barrier-count",
+        "wait-without-signal",
+        "mbarrier-count",
+        "op-space",
+        "cluster-wait",
+    ):
         assert f"`{rule}`" in text

@@ -6,28 +6,42 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from builders import columns
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_engine_agrees import SETTINGS, assert_agree, split_rows
 
 from tracerace.checker.engine import EngineState
 from tracerace.checker.engine.granularity import global_shift_for, shared_shift_for
 from tracerace.checker.engine.layout import SV_SHARED_REGION
-from tracerace.checker.engine.shadow import (GLOBAL_GRANULE_SHIFT, GRANULE_SHIFT, INIT_INTERVAL_MIN,
-                                     REGION_WIDE, WIDE_GRANULE_SHIFT)
+from tracerace.checker.engine.shadow import (
+    GLOBAL_GRANULE_SHIFT,
+    GRANULE_SHIFT,
+    INIT_INTERVAL_MIN,
+    REGION_WIDE,
+    WIDE_GRANULE_SHIFT,
+)
 from tracerace.trace.ops import K_RAW, K_UNINIT_READ, Op, Space
-
-from builders import columns
-from test_engine_agrees import SETTINGS, assert_agree, split_rows
-
 
 # ---------------------------------------------------------------------------
 # The engine's choice of shared-memory granule per launch (``shared_shift_for``).
 
+
 def _vectors(n, *, size=16, stride=16, offset=0, launch=0, op=Op.READ):
     """``n`` shared accesses of ``size`` bytes by 32 threads of block 0."""
-    return [dict(op=int(op), ts=i, launch=launch, block=0, thread=i % 32,
-                 space=int(Space.SHARED), addr=offset + stride * (i % 64), size=size)
-            for i in range(n)]
+    return [
+        dict(
+            op=int(op),
+            ts=i,
+            launch=launch,
+            block=0,
+            thread=i % 32,
+            space=int(Space.SHARED),
+            addr=offset + stride * (i % 64),
+            size=size,
+        )
+        for i in range(n)
+    ]
 
 
 def _shift(events, start=0):
@@ -39,23 +53,29 @@ def test_a_launch_of_aligned_16_byte_vectors_gets_16_byte_granules():
     # 32-byte accesses at 16-byte alignment are two whole granules each.
     assert _shift(_vectors(256, size=32, stride=32)) == WIDE_GRANULE_SHIFT
     # cp.async of 16 bytes into shared memory counts as well.
-    copies = [dict(ev, op=int(Op.CP_ASYNC), space2=int(Space.GLOBAL), addr2=4096 + 16 * i)
-              for i, ev in enumerate(_vectors(256))]
+    copies = [
+        dict(ev, op=int(Op.CP_ASYNC), space2=int(Space.GLOBAL), addr2=4096 + 16 * i)
+        for i, ev in enumerate(_vectors(256))
+    ]
     assert _shift(copies) == WIDE_GRANULE_SHIFT
 
 
-@pytest.mark.parametrize("events", [
-    _vectors(256, size=4, stride=4),          # 4-byte elements: a tiled matmul
-    _vectors(256, offset=8),                  # 16 bytes, misaligned
-    _vectors(32),                             # too few shared accesses to tell
-], ids=["4-byte", "misaligned", "few"])
+@pytest.mark.parametrize(
+    "events",
+    [
+        _vectors(256, size=4, stride=4),  # 4-byte elements: a tiled matmul
+        _vectors(256, offset=8),  # 16 bytes, misaligned
+        _vectors(32),  # too few shared accesses to tell
+    ],
+    ids=["4-byte", "misaligned", "few"],
+)
 def test_other_launches_keep_4_byte_granules(events):
     assert _shift(events) == GRANULE_SHIFT
 
 
 def test_a_few_narrow_accesses_among_vectors_are_tolerated_but_not_more():
     vec = _vectors(240)
-    few = vec + _vectors(15, size=4, stride=4)   # 15 of 255: under 1/16
+    few = vec + _vectors(15, size=4, stride=4)  # 15 of 255: under 1/16
     many = vec + _vectors(17, size=4, stride=4)  # 17 of 257: over 1/16
     assert _shift(few) == WIDE_GRANULE_SHIFT
     assert _shift(many) == GRANULE_SHIFT
@@ -75,10 +95,13 @@ def test_the_choice_reaches_the_replay_and_leaves_the_findings_alone(monkeypatch
     reads by others) followed by a launch of 4-byte accesses: the engine
     gives the first 16-byte granules, the second 4-byte ones, and reports
     what the reference reports."""
-    racy = _vectors(128, op=Op.WRITE) + [dict(ev, ts=128 + i, thread=(i % 32) + 1)
-                                          for i, ev in enumerate(_vectors(128))]
-    narrow = [dict(ev, ts=256 + i) for i, ev in
-              enumerate(_vectors(128, size=4, stride=4, launch=1, op=Op.WRITE))]
+    racy = _vectors(128, op=Op.WRITE) + [
+        dict(ev, ts=128 + i, thread=(i % 32) + 1) for i, ev in enumerate(_vectors(128))
+    ]
+    narrow = [
+        dict(ev, ts=256 + i)
+        for i, ev in enumerate(_vectors(128, size=4, stride=4, launch=1, op=Op.WRITE))
+    ]
     chosen = []
     original = EngineState.reset_launch
 
@@ -94,7 +117,7 @@ def test_the_choice_reaches_the_replay_and_leaves_the_findings_alone(monkeypatch
 
 # ---------------------------------------------------------------------------
 # 16-byte global-memory granules, chosen per launch (engine.granularity.global_shift_for).
-# 
+#
 # Global memory's initialized bytes outlive a launch, so launches of 8-byte
 # and of 16-byte granules must hand them to each other (shadow.carry_init).
 # The traces here alternate launches of both kinds over the same bytes, with
@@ -105,8 +128,9 @@ WIDE_EVENTS = 72  # at least granularity.SHIFT_MIN_ACCESSES
 
 
 def _event(launch, thread, op, addr, size):
-    return dict(launch=launch, block=0, thread=thread, op=op, space=Space.GLOBAL, addr=addr,
-                size=size)
+    return dict(
+        launch=launch, block=0, thread=thread, op=op, space=Space.GLOBAL, addr=addr, size=size
+    )
 
 
 @st.composite
@@ -128,9 +152,9 @@ def mixed_launches(draw):
                 size = 16
             events.append(_event(launch, draw(st.integers(0, 1)), op, addr, size))
         if wide:  # the off-vector accesses anywhere in the launch
-            mine = events[len(events) - count:]
+            mine = events[len(events) - count :]
             order = draw(st.permutations(range(count)))
-            events[len(events) - count:] = [mine[j] for j in order]
+            events[len(events) - count :] = [mine[j] for j in order]
     return [dict(ev, ts=i) for i, ev in enumerate(events)]
 
 
@@ -165,11 +189,16 @@ def test_initialized_bytes_cross_granule_sizes_both_ways():
     events = [dict(ev, ts=i) for i, ev in enumerate(events)]
     cols = columns(events)
     assert [global_shift_for(cols, s) for s in _launch_starts(cols)] == [
-        GLOBAL_GRANULE_SHIFT, WIDE_GRANULE_SHIFT, GLOBAL_GRANULE_SHIFT]
+        GLOBAL_GRANULE_SHIFT,
+        WIDE_GRANULE_SHIFT,
+        GLOBAL_GRANULE_SHIFT,
+    ]
     f = assert_agree(events, []).findings
     un = f[f["kind"] == K_UNINIT_READ]
     assert sorted(zip(un["row"].tolist(), un["addr"].tolist(), un["size"].tolist())) == [
-        (1, 0, 8), (len(events) - 1, 24, 8)]
+        (1, 0, 8),
+        (len(events) - 1, 24, 8),
+    ]
 
 
 def test_only_real_launches_mark_a_global_granule_size():
@@ -178,6 +207,7 @@ def test_only_real_launches_mark_a_global_granule_size():
     across sizes (the state's first reset used to mark 8 bytes)."""
     from tracerace.checker.engine.layout import SV_GLOBAL_SIZES
     from tracerace.checker.engine.shadow import GS_NARROW, GS_WIDE
+
     st = EngineState()
     assert st.sv[SV_GLOBAL_SIZES] == 0
     st.reset_launch(0, global_shift=WIDE_GRANULE_SHIFT)
@@ -196,6 +226,7 @@ def test_only_real_launches_mark_a_global_granule_size():
 # edges. The engine must agree with the reference, and a read of a gap must
 # be reported.
 
+
 @st.composite
 def interval_traces(draw):
     events = []
@@ -207,13 +238,21 @@ def interval_traces(draw):
             size = draw(st.integers(INIT_INTERVAL_MIN, INIT_INTERVAL_MIN + 40))
             if draw(st.booleans()):
                 size = draw(st.integers(1, 12))  # a small one among them: granule masks
-            events.append(dict(op=Op.INIT, launch=launch, block=0, thread=0, space=space,
-                               addr=lo, size=size))
+            events.append(
+                dict(op=Op.INIT, launch=launch, block=0, thread=0, space=space, addr=lo, size=size)
+            )
         for _ in range(draw(st.integers(1, 12))):
-            events.append(dict(op=Op.READ, launch=launch, block=0,
-                               thread=draw(st.integers(0, 1)), space=space,
-                               addr=draw(st.integers(0, 200)),
-                               size=draw(st.sampled_from([1, 2, 3, 4, 8, 16, 24]))))
+            events.append(
+                dict(
+                    op=Op.READ,
+                    launch=launch,
+                    block=0,
+                    thread=draw(st.integers(0, 1)),
+                    space=space,
+                    addr=draw(st.integers(0, 200)),
+                    size=draw(st.sampled_from([1, 2, 3, 4, 8, 16, 24])),
+                )
+            )
     return [dict(ev, ts=i) for i, ev in enumerate(events)]
 
 
@@ -228,17 +267,21 @@ def test_a_gap_between_two_intervals_is_reported_and_their_bytes_are_not():
     events = [
         dict(op=Op.INIT, addr=3, size=97),
         dict(op=Op.INIT, addr=102, size=70),
-        dict(op=Op.READ, addr=96, size=4),    # covered
-        dict(op=Op.READ, addr=98, size=8),    # bytes 100-101 are not
+        dict(op=Op.READ, addr=96, size=4),  # covered
+        dict(op=Op.READ, addr=98, size=8),  # bytes 100-101 are not
         dict(op=Op.READ, addr=102, size=16),  # covered
-        dict(op=Op.READ, addr=0, size=4),     # bytes 0-2 are not
+        dict(op=Op.READ, addr=0, size=4),  # bytes 0-2 are not
     ]
-    events = [dict(ev, ts=i, launch=0, block=0, thread=0, space=Space.GLOBAL)
-              for i, ev in enumerate(events)]
+    events = [
+        dict(ev, ts=i, launch=0, block=0, thread=0, space=Space.GLOBAL)
+        for i, ev in enumerate(events)
+    ]
     f = assert_agree(events, []).findings
     un = f[f["kind"] == K_UNINIT_READ]
     assert sorted(zip(un["row"].tolist(), un["addr"].tolist(), un["size"].tolist())) == [
-        (3, 100, 2), (5, 0, 3)]
+        (3, 100, 2),
+        (5, 0, 3),
+    ]
     assert np.all(f["kind"] == K_UNINIT_READ)
 
 
@@ -263,8 +306,7 @@ def _trace(steps):
                 events.append(dict(op=Op.BAR_SYNC, block=0, thread=t, obj=0, arg=THREADS))
             continue
         thread, op, addr = step
-        events.append(dict(op=op, block=0, thread=thread, space=Space.SHARED, addr=addr,
-                           size=4))
+        events.append(dict(op=op, block=0, thread=thread, space=Space.SHARED, addr=addr, size=4))
     return [dict(ev, ts=i, launch=0) for i, ev in enumerate(events)]
 
 
@@ -298,13 +340,24 @@ def test_a_rewrite_of_one_word_leaves_reads_of_the_other_alone():
     # Thread 0 writes two words; after the barrier thread 1 reads the first.
     # A rewrite of the second word races with the read of it, not with
     # reads of the first word.
-    steps = [(0, W, 0), (0, W, 4), "bar", (1, R, 0), (0, W, 4), (2, R, 0), (2, R, 4),
-             "bar", (3, R, 4), (3, R, 0)]
+    steps = [
+        (0, W, 0),
+        (0, W, 4),
+        "bar",
+        (1, R, 0),
+        (0, W, 4),
+        (2, R, 0),
+        (2, R, 4),
+        "bar",
+        (3, R, 4),
+        (3, R, 0),
+    ]
     assert _raw_rows(steps) == [9]
 
 
 # ---------------------------------------------------------------------------
 # The layout module owns every column and the node's info word.
+
 
 def test_layout_owns_the_granule_node_and_snapshot_columns():
     """The granule, node (hot and cold), snapshot and init-interval columns and the
@@ -325,12 +378,23 @@ def test_layout_owns_the_granule_node_and_snapshot_columns():
                 for name in ast.walk(target):
                     if isinstance(name, ast.Name):
                         assert not name.id.startswith(owned) or name.id in (
-                            "N_LEVELS", "N_KINDS"), f"{path.name} defines {name.id}"
-    for prefix, width in (("G_", layout.G_FIELDS), ("N_", layout.N_FIELDS),
-                          ("K_", layout.K_FIELDS), ("SN_", layout.SN_FIELDS)):
-        cols = [v for k, v in vars(layout).items() if k.startswith(prefix)
-                and k != f"{prefix}FIELDS" and k not in ("N_LEVELS", "N_KINDS")
-                and isinstance(v, int)]
+                            "N_LEVELS",
+                            "N_KINDS",
+                        ), f"{path.name} defines {name.id}"
+    for prefix, width in (
+        ("G_", layout.G_FIELDS),
+        ("N_", layout.N_FIELDS),
+        ("K_", layout.K_FIELDS),
+        ("SN_", layout.SN_FIELDS),
+    ):
+        cols = [
+            v
+            for k, v in vars(layout).items()
+            if k.startswith(prefix)
+            and k != f"{prefix}FIELDS"
+            and k not in ("N_LEVELS", "N_KINDS")
+            and isinstance(v, int)
+        ]
         assert sorted(cols) == sorted(set(cols)) and max(cols) < width
 
 

@@ -9,24 +9,24 @@ import io
 import numpy as np
 import pyarrow as pa
 import pytest
+from builders import SimpleReader, columns
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tracegen import traces
 
 from tracerace import api
 from tracerace.api import sharded
 from tracerace.checker import parallel
-from tracerace.report.output import render
 from tracerace.checker.engine import check_trace
-from tracerace.errors import TraceError
 from tracerace.checker.findings import sort_findings
 from tracerace.checker.options import make_options
+from tracerace.errors import TraceError
+from tracerace.report.output import render
 from tracerace.trace.writer import write_table
 
-from builders import SimpleReader, columns
-from tracegen import traces
-
-SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow,
-                                                       HealthCheck.data_too_large])
+SETTINGS = dict(
+    deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
 FORMATS = ["text", "json", "sarif", "html", "arrow"]
 
 
@@ -42,8 +42,9 @@ def single_chunks(cols, splits, **options):
 def sharded_chunks(cols, splits, shards, **options):
     chunks = []
     try:
-        events = parallel.check_shards(lambda: SimpleReader(cols, splits), shards,
-                                       chunks.append, batch_size=1 << 20, **options)
+        events = parallel.check_shards(
+            lambda: SimpleReader(cols, splits), shards, chunks.append, batch_size=1 << 20, **options
+        )
     except TraceError as err:
         return err
     return events, [sort_findings(c) for c in chunks]
@@ -68,8 +69,11 @@ def straddles(events, stretch_shift):
         size = ev.get("size", 0)
         for key in ("addr", "addr2"):
             addr = ev.get(key)
-            if addr is not None and size > 0 and \
-                    addr >> stretch_shift != (addr + size - 1) >> stretch_shift:
+            if (
+                addr is not None
+                and size > 0
+                and addr >> stretch_shift != (addr + size - 1) >> stretch_shift
+            ):
                 return True
     return False
 
@@ -80,8 +84,7 @@ def test_shards_find_what_one_state_finds(events, data):
     """Shard counts 1 to 7, pages of 32 or 64 bytes and stretches of one or two
     pages, so that large accesses and copies cross stretches and pages."""
     page_shift = data.draw(st.sampled_from([5, 6]))
-    options = dict(page_shift=page_shift,
-                   stretch_shift=page_shift + data.draw(st.integers(0, 1)))
+    options = dict(page_shift=page_shift, stretch_shift=page_shift + data.draw(st.integers(0, 1)))
     shards = data.draw(st.integers(1, 7))
     splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
     cols = columns(events)
@@ -97,18 +100,21 @@ def test_shards_find_what_one_state_finds_at_length(events, data):
     shards = data.draw(st.integers(2, 7))
     splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=5))
     cols = columns(events)
-    assert_same(single_chunks(cols, splits, page_shift=page_shift),
-                sharded_chunks(cols, splits, shards, page_shift=page_shift,
-                               stretch_shift=page_shift))
+    assert_same(
+        single_chunks(cols, splits, page_shift=page_shift),
+        sharded_chunks(cols, splits, shards, page_shift=page_shift, stretch_shift=page_shift),
+    )
 
 
 def test_generated_traces_cross_stretches():
     """The property above meets accesses that two shards check in part."""
     from hypothesis import Phase, find
 
-    find(traces(max_events=80, large=True), lambda evs: straddles(evs, 7),
-         settings=settings(max_examples=1000, database=None, phases=[Phase.generate],
-                           **SETTINGS))
+    find(
+        traces(max_events=80, large=True),
+        lambda evs: straddles(evs, 7),
+        settings=settings(max_examples=1000, database=None, phases=[Phase.generate], **SETTINGS),
+    )
 
 
 def rendered(report, fmt):
@@ -132,8 +138,9 @@ def test_sharded_reports_are_the_same_bytes(events, data, tmp_path_factory):
     path = write(tmp_path_factory.mktemp("t") / "t.arrow", events)
     shards = data.draw(st.integers(2, 7))
     options = make_options(max_reports="all")
-    one, many = sharded.check_reports([path, path], options, jobs=shards,
-                                       shards=[1, shards], page_shift=5, stretch_shift=5)
+    one, many = sharded.check_reports(
+        [path, path], options, jobs=shards, shards=[1, shards], page_shift=5, stretch_shift=5
+    )
     if isinstance(one, TraceError):
         assert str(one) == str(many)
         return
@@ -159,8 +166,16 @@ def test_one_shard_is_the_api_check(tmp_path):
 
 
 def ev(op, thread, addr, size, **kw):
-    return {"op": int(op), "launch": 0, "block": 0, "thread": thread, "space": 0,
-            "addr": addr, "size": size, **kw}
+    return {
+        "op": int(op),
+        "launch": 0,
+        "block": 0,
+        "thread": thread,
+        "space": 0,
+        "addr": addr,
+        "size": size,
+        **kw,
+    }
 
 
 def numbered(events):
@@ -191,8 +206,14 @@ def test_a_race_names_the_latest_earlier_access_of_any_shard(shards):
     later write and its bytes, as one state does."""
     from tracerace.trace.ops import Op
 
-    events = numbered([ev(Op.WRITE, 0, 0, 32), ev(Op.WRITE, 0, 64, 32), ev(Op.READ, 1, 0, 96),
-                       ev(Op.WRITE, 2, 40, 100)])
+    events = numbered(
+        [
+            ev(Op.WRITE, 0, 0, 32),
+            ev(Op.WRITE, 0, 64, 32),
+            ev(Op.READ, 1, 0, 96),
+            ev(Op.WRITE, 2, 40, 100),
+        ]
+    )
     cols = columns(events)
     single = single_chunks(cols, [], page_shift=5)
     [found] = [c for c in single[1] if len(c)]
@@ -206,12 +227,14 @@ def test_a_copy_between_two_shards(shards):
     read before its wait: in flight, and racing a write of its source."""
     from tracerace.trace.ops import Op
 
-    events = numbered([
-        ev(Op.INIT, 0, 0, 256),
-        ev(Op.CP_ASYNC, 0, 160, 64, space=1, space2=0, addr2=40),
-        ev(Op.READ, 0, 170, 40, space=1),
-        ev(Op.WRITE, 1, 30, 80),
-    ])
+    events = numbered(
+        [
+            ev(Op.INIT, 0, 0, 256),
+            ev(Op.CP_ASYNC, 0, 160, 64, space=1, space2=0, addr2=40),
+            ev(Op.READ, 0, 170, 40, space=1),
+            ev(Op.WRITE, 1, 30, 80),
+        ]
+    )
     cols = columns(events)
     single = single_chunks(cols, [], page_shift=5)
     assert sum(len(c) for c in single[1]) >= 2
@@ -229,8 +252,7 @@ def test_each_shard_checks_only_the_bytes_it_owns():
     spans = []
     for k in range(3):
         rows = []
-        check_trace(SimpleReader(cols), shard=(k, 3), raw=True, on_findings=rows.append,
-                    **SMALL)
+        check_trace(SimpleReader(cols), shard=(k, 3), raw=True, on_findings=rows.append, **SMALL)
         found = np.concatenate(rows)
         spans += [(int(r[F_ADDR]), int(r[F_ADDR] + r[F_SIZE])) for r in found]
     assert len(spans) >= 2 and min(s[0] for s in spans) == 0 and max(s[1] for s in spans) == 160

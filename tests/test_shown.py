@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 import tracerace
 from tracerace.cli import app
 from tracerace.errors import TraceError
-from tracerace.report.output import render
 from tracerace.report.formats.sarif import to_sarif
+from tracerace.report.output import render
 from tracerace.shown import ODD, shown
 from tracerace.trace.writer import write_table
 
@@ -25,9 +25,21 @@ SITES = [f"{ESCAPES}k.cu:3", FORGED, BIDI]
 
 def _racy(path, sites=SITES, **meta):
     """Three threads write the same word, unordered: waw groups between the sites."""
-    write_table(path, {"op": ["write"] * 3, "ts": [0, 1, 2], "launch": 0, "block": 0,
-                       "thread": [0, 1, 2], "addr": 64, "size": 4, "site": [0, 1, 2]},
-                sites=sites, **meta)
+    write_table(
+        path,
+        {
+            "op": ["write"] * 3,
+            "ts": [0, 1, 2],
+            "launch": 0,
+            "block": 0,
+            "thread": [0, 1, 2],
+            "addr": 64,
+            "size": 4,
+            "site": [0, 1, 2],
+        },
+        sites=sites,
+        **meta,
+    )
     return path
 
 
@@ -37,16 +49,19 @@ def _assert_inert(text: str) -> None:
     assert not any(line.startswith("error waw: 999") for line in text.splitlines())
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("plain k.cu:12 x", "plain k.cu:12 x"),
-    (ESCAPES, "\\x1b]0;pwned\\x07\\x1b[2J"),
-    ("a\nb\tc\rd", "a\\nb\\tc\\rd"),
-    ("\x7f\x85\x9b", "\\x7f\\x85\\x9b"),
-    ("x\u202ey\u2066z\u200f\u061c", "x\\u202ey\\u2066z\\u200f\\u061c"),
-    ("\u2028\u2029", "\\u2028\\u2029"),
-    ("\ud800bad.cu:1 x", "\\ud800bad.cu:1 x"),
-    ("C:\\src\\k.cu:3 ü ß 名", "C:\\src\\k.cu:3 ü ß 名"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("plain k.cu:12 x", "plain k.cu:12 x"),
+        (ESCAPES, "\\x1b]0;pwned\\x07\\x1b[2J"),
+        ("a\nb\tc\rd", "a\\nb\\tc\\rd"),
+        ("\x7f\x85\x9b", "\\x7f\\x85\\x9b"),
+        ("x\u202ey\u2066z\u200f\u061c", "x\\u202ey\\u2066z\\u200f\\u061c"),
+        ("\u2028\u2029", "\\u2028\\u2029"),
+        ("\ud800bad.cu:1 x", "\\ud800bad.cu:1 x"),
+        ("C:\\src\\k.cu:3 ü ß 名", "C:\\src\\k.cu:3 ü ß 名"),
+    ],
+)
 def test_shown_escapes_what_a_terminal_obeys(text, expected):
     assert shown(text) == expected
     assert shown(shown(text)) == shown(text)
@@ -66,9 +81,11 @@ def test_text_report_shows_sites_escaped(tmp_path):
 
 
 def test_info_shows_names_escaped(tmp_path):
-    path = _racy(tmp_path / "t.arrow", producer=f"cuda {ESCAPES}",
-                 buffers=[{"name": "out\n\u202etuo", "space": 0, "base": 64, "shape": [4],
-                           "itemsize": 4}])
+    path = _racy(
+        tmp_path / "t.arrow",
+        producer=f"cuda {ESCAPES}",
+        buffers=[{"name": "out\n\u202etuo", "space": 0, "base": 64, "shape": [4], "itemsize": 4}],
+    )
     result = CliRunner().invoke(app, ["info", str(path)])
     assert result.exit_code == 0
     _assert_inert(result.stdout)
@@ -90,8 +107,7 @@ def test_warning_and_error_lines_stay_one_line(tmp_path):
 
 
 def test_sarif_messages_show_sites_escaped(tmp_path):
-    report = tracerace.check(str(_racy(tmp_path / "t.arrow", sites=[f"{ESCAPES}k", FORGED,
-                                                                     BIDI])))
+    report = tracerace.check(str(_racy(tmp_path / "t.arrow", sites=[f"{ESCAPES}k", FORGED, BIDI])))
     doc = to_sarif(report)
     texts = []
 
@@ -105,37 +121,55 @@ def test_sarif_messages_show_sites_escaped(tmp_path):
         elif isinstance(value, list):
             for item in value:
                 collect(item)
+
     collect(doc["runs"][0]["results"])
     assert texts and all(ODD.search(t) is None for t in texts)
     assert any("\\x1b]0;pwned" in t for t in texts)
 
 
 def _with_metadata(path, key: str, value: str):
-    table = pa.table({"op": pa.array([1], pa.uint8()), "ts": pa.array([0], pa.uint64()),
-                      "launch": pa.array([0], pa.uint32()), "block": pa.array([0], pa.uint32()),
-                      "thread": pa.array([0], pa.uint32())})
+    table = pa.table(
+        {
+            "op": pa.array([1], pa.uint8()),
+            "ts": pa.array([0], pa.uint64()),
+            "launch": pa.array([0], pa.uint32()),
+            "block": pa.array([0], pa.uint32()),
+            "thread": pa.array([0], pa.uint32()),
+        }
+    )
     table = table.replace_schema_metadata({"tracerace.version": "1", key: value})
     with pa.ipc.new_file(str(path), table.schema) as w:
         w.write_table(table)
     return path
 
 
-@pytest.mark.parametrize("key, value, where", [
-    ("tracerace.sites", '["ok.cu:1", "\\ud800bad.cu:1 x"]', "tracerace.sites[1]"),
-    ("tracerace.warnings", '["\\udfff"]', "tracerace.warnings[0]"),
-    ("tracerace.buffers", '[{"name": "b\\ud800", "space": 0, "base": 0, "shape": [1], '
-                          '"itemsize": 4}]', "tracerace.buffers[0].name"),
-    ("tracerace.launches", '[{"launch": 0, "grid": [1], "block": [1], "kernel": "\\udc00"}]',
-     "tracerace.launches[0].kernel"),
-])
+@pytest.mark.parametrize(
+    "key, value, where",
+    [
+        ("tracerace.sites", '["ok.cu:1", "\\ud800bad.cu:1 x"]', "tracerace.sites[1]"),
+        ("tracerace.warnings", '["\\udfff"]', "tracerace.warnings[0]"),
+        (
+            "tracerace.buffers",
+            '[{"name": "b\\ud800", "space": 0, "base": 0, "shape": [1], "itemsize": 4}]',
+            "tracerace.buffers[0].name",
+        ),
+        (
+            "tracerace.launches",
+            '[{"launch": 0, "grid": [1], "block": [1], "kernel": "\\udc00"}]',
+            "tracerace.launches[0].kernel",
+        ),
+    ],
+)
 @pytest.mark.parametrize("command", ["check", "validate", "info"])
 def test_lone_surrogate_is_refused_in_one_line(tmp_path, key, value, where, command):
     path = _with_metadata(tmp_path / "t.arrow", key, value)
     result = CliRunner().invoke(app, [command, str(path)])
     assert result.exit_code == 2 and result.stdout == ""
-    assert result.stderr == (f"tracerace: error: {path}: metadata: {where} holds a lone "
-                             f"surrogate (a \\ud800-\\udfff escape with no pair): trace text "
-                             f"must be Unicode\n")
+    assert result.stderr == (
+        f"tracerace: error: {path}: metadata: {where} holds a lone "
+        f"surrogate (a \\ud800-\\udfff escape with no pair): trace text "
+        f"must be Unicode\n"
+    )
 
 
 def test_paired_surrogate_escapes_are_text(tmp_path):

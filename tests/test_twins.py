@@ -66,8 +66,12 @@ def _function(tree: ast.Module, name: str) -> ast.FunctionDef:
 def _constants(tree: ast.Module, names: set[str]) -> dict[str, int]:
     found = {}
     for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                isinstance(node.targets[0], ast.Name) and node.targets[0].id in names:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in names
+        ):
             found[node.targets[0].id] = ast.literal_eval(node.value)
     return found
 
@@ -83,13 +87,20 @@ def test_race_kind_asks_the_same_questions_in_the_same_order_in_both():
     ref_tree = ast.parse(Path(ref_races.__file__).read_text())
     engine = _answers(_function(engine_tree, "race_kind"))
     ref = _answers(_function(ref_tree, "race_kind"))
-    assert engine == ref == ["ORDERED", "ATOMIC_PAIR", "K_ASYNC_INFLIGHT", "K_WAR", "K_WAW",
-                             "K_RAW"]
+    assert (
+        engine == ref == ["ORDERED", "ATOMIC_PAIR", "K_ASYNC_INFLIGHT", "K_WAR", "K_WAW", "K_RAW"]
+    )
     wanted = {"ORDERED", "ATOMIC_PAIR"}
-    assert _constants(engine_tree, wanted) == _constants(ref_tree, wanted) == \
-        {"ORDERED": ref_races.ORDERED, "ATOMIC_PAIR": ref_races.ATOMIC_PAIR}
+    assert (
+        _constants(engine_tree, wanted)
+        == _constants(ref_tree, wanted)
+        == {"ORDERED": ref_races.ORDERED, "ATOMIC_PAIR": ref_races.ATOMIC_PAIR}
+    )
     # The reference's access asks race_kind rather than deciding inline.
     ref_memory = ast.parse((Path(ref_races.__file__).parent / "memory.py").read_text())
-    calls = [n.func.attr for n in ast.walk(_function(ref_memory, "access"))
-             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)]
+    calls = [
+        n.func.attr
+        for n in ast.walk(_function(ref_memory, "access"))
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+    ]
     assert "race_kind" in calls

@@ -27,10 +27,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from tracerace.trace import limits
-from tracerace.cli import app
 from tracerace.checker.engine import EngineState
 from tracerace.checker.engine.layout import GR_AGENTS
+from tracerace.cli import app
+from tracerace.trace import limits
 from tracerace.trace.limits import JSONLimitError, json_depth, load_json
 from tracerace.trace.ops import Op
 from tracerace.trace.schema import COLUMNS
@@ -49,8 +49,19 @@ def cli(*args: str):
 
 def racy_table() -> pa.Table:
     """Two threads write the same 4 bytes: one waw."""
-    return make_table(dict(ts=[0, 1], op=["write", "write"], launch=0, block=0, thread=[0, 1],
-                           addr=16, size=4, site=[0, 1]), sites=["k.cu:5", "k.cu:9"])
+    return make_table(
+        dict(
+            ts=[0, 1],
+            op=["write", "write"],
+            launch=0,
+            block=0,
+            thread=[0, 1],
+            addr=16,
+            size=4,
+            site=[0, 1],
+        ),
+        sites=["k.cu:5", "k.cu:9"],
+    )
 
 
 def with_metadata(path: Path, table: pa.Table, **changes: str) -> str:
@@ -65,8 +76,9 @@ def with_metadata(path: Path, table: pa.Table, **changes: str) -> str:
 
 def assert_bad_input(result, rule: str) -> str:
     """Exit 2 with one line naming ``rule``, no traceback; the line."""
-    assert result.exception is None or isinstance(result.exception, SystemExit), \
-        repr(result.exception)
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(
+        result.exception
+    )
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("tracerace: error: "), result.stderr
@@ -80,8 +92,7 @@ def every_command(path: str, tmp_path: Path):
         yield f"check {engine}", cli("check", path, "--engine", engine, "--no-progress")
     for fmt in ("html", "arrow"):
         out = tmp_path / f"report.{SUFFIX[fmt]}"
-        yield f"check {fmt}", cli("check", path, "--format", fmt, "-o", str(out),
-                                  "--no-progress")
+        yield f"check {fmt}", cli("check", path, "--format", fmt, "-o", str(out), "--no-progress")
     yield "validate", cli("validate", path)
     yield "info", cli("info", path)
 
@@ -101,18 +112,24 @@ BAD_METADATA = {
     "nested-buffers": (dict(tracerace__buffers=NESTED), "json-too-deep"),
     "nested-launches": (dict(tracerace__launches=NESTED), "json-too-deep"),
     "nested-warnings": (dict(tracerace__warnings=NESTED), "json-too-deep"),
-    "huge-launches": (dict(tracerace__launches="[" + " " * limits.MAX_JSON_BYTES + "]"),
-                      "json-too-large"),
+    "huge-launches": (
+        dict(tracerace__launches="[" + " " * limits.MAX_JSON_BYTES + "]"),
+        "json-too-large",
+    ),
     "version-of-5000-digits": (dict(tracerace__version="1" * 5000), "version"),
     "version-of-other-digits": (dict(tracerace__version="\u00b2"), "version"),
     "buffer-base-2^70": (dict(tracerace__buffers=buffers(base=1 << 70)), "buffer-limit"),
     "buffer-itemsize-2^70": (dict(tracerace__buffers=buffers(itemsize=1 << 70)), "buffer-limit"),
     "buffer-shape-2^70": (dict(tracerace__buffers=buffers(shape=[1 << 70])), "buffer-limit"),
-    "buffer-strides-2^63": (dict(tracerace__buffers=buffers(shape=[4, 4], strides=[1 << 63, 1])),
-                            "buffer-limit"),
+    "buffer-strides-2^63": (
+        dict(tracerace__buffers=buffers(shape=[4, 4], strides=[1 << 63, 1])),
+        "buffer-limit",
+    ),
     "buffer-100001-dims": (dict(tracerace__buffers=buffers(shape=[1] * 100_001)), "buffer-limit"),
-    "buffer-past-2^64": (dict(tracerace__buffers=buffers(base=(1 << 64) - 8, shape=[4])),
-                         "buffer-limit"),
+    "buffer-past-2^64": (
+        dict(tracerace__buffers=buffers(base=(1 << 64) - 8, shape=[4])),
+        "buffer-limit",
+    ),
 }
 
 
@@ -126,13 +143,19 @@ def test_bad_metadata_is_one_line_everywhere(tmp_path, case):
 
 
 def test_a_buffer_that_ends_at_the_last_byte_is_read(tmp_path):
-    path = with_metadata(tmp_path / "t.arrow", racy_table(),
-                         tracerace__buffers=buffers(base=(1 << 64) - 16, shape=[2, 2],
-                                                    itemsize=4),
-                         tracerace__version="0001")
+    path = with_metadata(
+        tmp_path / "t.arrow",
+        racy_table(),
+        tracerace__buffers=buffers(base=(1 << 64) - 16, shape=[2, 2], itemsize=4),
+        tracerace__version="0001",
+    )
     assert cli("validate", path).exit_code == 0
-    assert cli("check", path, "--format", "arrow", "-o", str(tmp_path / "r.arrow"),
-               "--no-progress").exit_code == 1
+    assert (
+        cli(
+            "check", path, "--format", "arrow", "-o", str(tmp_path / "r.arrow"), "--no-progress"
+        ).exit_code
+        == 1
+    )
 
 
 def test_the_gpu_imports_kernels_key_nested_deep_is_ignored(tmp_path):
@@ -147,7 +170,7 @@ def test_load_json_bounds_depth_and_size():
     with pytest.raises(JSONLimitError) as err:
         load_json("[" * 65 + "]" * 65)
     assert err.value.rule == "json-too-deep"
-    assert load_json(json.dumps(["[" * 1000, "{\\\"[["])) == ["[" * 1000, "{\\\"[["]
+    assert load_json(json.dumps(["[" * 1000, '{\\"[['])) == ["[" * 1000, '{\\"[[']
     assert load_json(b'{"a": [1]}') == {"a": [1]}
     with pytest.raises(JSONLimitError) as err:
         load_json("[1, 2]", max_bytes=5)
@@ -162,9 +185,20 @@ def test_load_json_bounds_depth_and_size():
 # -- values that overflow ----------------------------------------------------------------------
 # (signal and transaction counts, warp_sync arg=-1: tests/test_badinput.py, both checkers)
 
+
 def count_trace(path: Path) -> str:
-    write_table(path, dict(ts=[0, 1, 2], op=["signal", "signal", "wait"], launch=0, block=0,
-                           thread=[0, 0, 1], obj=5, arg=[1 << 62, 1 << 62, 0]))
+    write_table(
+        path,
+        dict(
+            ts=[0, 1, 2],
+            op=["signal", "signal", "wait"],
+            launch=0,
+            block=0,
+            thread=[0, 0, 1],
+            obj=5,
+            arg=[1 << 62, 1 << 62, 0],
+        ),
+    )
     return str(path)
 
 
@@ -177,12 +211,22 @@ def test_signal_counts_past_int64_are_bad_input_from_the_command_line(tmp_path, 
 
 # -- damaged compressed buffers ----------------------------------------------------------------
 
+
 def lz4_trace(path: Path, *, stream: bool, claim: int) -> str:
     """A small LZ4 trace whose first compressed buffer (column ``ts``) claims
     ``claim`` bytes uncompressed."""
     n = 64
-    table = make_table(dict(ts=np.arange(n), op=["write"] * n, launch=0, block=0,
-                            thread=np.arange(n), addr=np.arange(n) * 4, size=4))
+    table = make_table(
+        dict(
+            ts=np.arange(n),
+            op=["write"] * n,
+            launch=0,
+            block=0,
+            thread=np.arange(n),
+            addr=np.arange(n) * 4,
+            size=4,
+        )
+    )
     options = ipc.IpcWriteOptions(compression="lz4")
     sink = pa.BufferOutputStream()
     opener = ipc.new_stream if stream else ipc.new_file
@@ -190,7 +234,7 @@ def lz4_trace(path: Path, *, stream: bool, claim: int) -> str:
         writer.write_table(table)
     data = bytearray(sink.getvalue().to_pybytes())
     frame = data.index(bytes.fromhex("04224d18"))  # the first LZ4 frame: ts's values
-    data[frame - 8:frame] = struct.pack("<q", claim)
+    data[frame - 8 : frame] = struct.pack("<q", claim)
     path.write_bytes(bytes(data))
     return str(path)
 
@@ -216,20 +260,22 @@ def under_a_limit(extra_mib: int, *args: str) -> subprocess.CompletedProcess:
     """The command line run with an address-space limit ``extra_mib`` above what
     the interpreter and the loaded kernels take."""
     script = _UNDER_A_LIMIT.format(root=str(ROOT), extra_mib=extra_mib, args=list(args))
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          cwd=ROOT, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["file", "stream"])
 def test_a_buffer_claiming_a_terabyte_names_the_buffer_not_out_of_memory(tmp_path, stream):
-    path = lz4_trace(tmp_path / ("t.arrows" if stream else "t.arrow"), stream=stream,
-                     claim=1 << 40)
+    path = lz4_trace(tmp_path / ("t.arrows" if stream else "t.arrow"), stream=stream, claim=1 << 40)
     out = under_a_limit(512, "check", path, "--no-progress")
     assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr[-2000:]
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1, out.stderr
-    assert ": damaged-buffer: record batch 0, column 'ts': a compressed buffer claims " \
-           "1,099,511,627,776 bytes" in lines[0]
+    assert (
+        ": damaged-buffer: record batch 0, column 'ts': a compressed buffer claims "
+        "1,099,511,627,776 bytes" in lines[0]
+    )
 
 
 def test_without_a_limit_the_claim_is_a_damaged_column(tmp_path):
@@ -242,9 +288,19 @@ def test_without_a_limit_the_claim_is_a_damaged_column(tmp_path):
 
 # -- memory and time bounded by the content ------------------------------------------------------
 
+
 def one_row_records(path: Path, n: int) -> str:
-    table = make_table(dict(ts=np.arange(n), op=np.ones(n, np.uint8), launch=0, block=0,
-                            thread=np.arange(n) % 64, addr=(np.arange(n) % 64) * 4, size=4))
+    table = make_table(
+        dict(
+            ts=np.arange(n),
+            op=np.ones(n, np.uint8),
+            launch=0,
+            block=0,
+            thread=np.arange(n) % 64,
+            addr=(np.arange(n) % 64) * 4,
+            size=4,
+        )
+    )
     with ipc.new_stream(str(path), table.schema) as writer:
         for record in table.to_batches(max_chunksize=1):
             writer.write_batch(record)
@@ -253,10 +309,10 @@ def one_row_records(path: Path, n: int) -> str:
 
 def test_a_million_launch_entries_are_refused_before_they_are_parsed(tmp_path):
     """Parsing them ran out of memory under this limit; their JSON is refused by size."""
-    entries = ",".join(f'{{"launch": {i}, "grid": [1, 1, 1], "block": [2, 1, 1]}}'
-                       for i in range(1_000_000))
-    path = with_metadata(tmp_path / "t.arrow", racy_table(),
-                         tracerace__launches=f"[{entries}]")
+    entries = ",".join(
+        f'{{"launch": {i}, "grid": [1, 1, 1], "block": [2, 1, 1]}}' for i in range(1_000_000)
+    )
+    path = with_metadata(tmp_path / "t.arrow", racy_table(), tracerace__launches=f"[{entries}]")
     out = under_a_limit(512, "validate", path)
     assert out.returncode == 2, out.stderr[-2000:]
     assert out.stderr.count("\n") == 1 and ": json-too-large: tracerace.launches: " in out.stderr
@@ -292,12 +348,18 @@ def huge_accesses(path: Path) -> str:
     and a read of them; a read over the first writes."""
     n = (1 << 32) - 1
     base = 1 << 40
-    table = make_table(dict(
-        ts=np.arange(12), op=["write"] * 8 + ["read", "init", "read", "read"], launch=0,
-        block=0, thread=list(range(8)) + [8] * 4,
-        addr=[base + k * (1 << 31) + k for k in range(8)] + [1 << 44, 1 << 45, 1 << 45,
-                                                             base + 100],
-        size=n))
+    table = make_table(
+        dict(
+            ts=np.arange(12),
+            op=["write"] * 8 + ["read", "init", "read", "read"],
+            launch=0,
+            block=0,
+            thread=list(range(8)) + [8] * 4,
+            addr=[base + k * (1 << 31) + k for k in range(8)]
+            + [1 << 44, 1 << 45, 1 << 45, base + 100],
+            size=n,
+        )
+    )
     write_table(str(path), table)
     return str(path)
 
@@ -315,7 +377,7 @@ def test_huge_accesses_cost_their_boundaries_not_their_bytes(tmp_path):
     assert "error waw: 7 hazards" in report
     assert "error uninit_read: 1 hazard" in report
     assert "global 0x100000000000..0x1000ffffffff" in report  # the unwritten read, whole
-    assert "global 0x200000000000" not in report              # the init covered its read
+    assert "global 0x200000000000" not in report  # the init covered its read
     assert "error raw: 1 hazard" in report
     assert took < 120, took
 
@@ -324,10 +386,29 @@ def test_huge_accesses_cost_their_boundaries_not_their_bytes(tmp_path):
 
 _JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-(1 << 70), 1 << 70) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
-        st.sampled_from(["name", "space", "base", "shape", "itemsize", "strides", "launch",
-                         "grid", "block", "kernel"]), inner, max_size=6),
-    max_leaves=12)
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "name",
+                    "space",
+                    "base",
+                    "shape",
+                    "itemsize",
+                    "strides",
+                    "launch",
+                    "grid",
+                    "block",
+                    "kernel",
+                ]
+            ),
+            inner,
+            max_size=6,
+        )
+    ),
+    max_leaves=12,
+)
 
 
 def _metadata_value(key: str):
@@ -338,22 +419,34 @@ def _metadata_value(key: str):
     json_text = _JSON.map(json.dumps)
     if key == "tracerace.buffers":
         entry = st.fixed_dictionaries(
-            {"name": st.text(min_size=1, max_size=4), "space": st.integers(-1, 3),
-             "base": st.integers(-1, 1 << 65), "itemsize": st.integers(0, 1 << 33),
-             "shape": st.lists(st.integers(0, 1 << 64), max_size=40)},
-            optional={"strides": st.lists(st.integers(0, 1 << 64), max_size=4),
-                      "launch": st.integers(-1, 3) | st.none()})
+            {
+                "name": st.text(min_size=1, max_size=4),
+                "space": st.integers(-1, 3),
+                "base": st.integers(-1, 1 << 65),
+                "itemsize": st.integers(0, 1 << 33),
+                "shape": st.lists(st.integers(0, 1 << 64), max_size=40),
+            },
+            optional={
+                "strides": st.lists(st.integers(0, 1 << 64), max_size=4),
+                "launch": st.integers(-1, 3) | st.none(),
+            },
+        )
         json_text = json_text | st.lists(entry, max_size=3).map(json.dumps)
     if key == "tracerace.launches":
         dims = st.lists(st.integers(-1, 1 << 40), min_size=0, max_size=4)
-        entry = st.fixed_dictionaries({"launch": st.integers(-1, 3), "grid": dims,
-                                       "block": dims})
+        entry = st.fixed_dictionaries({"launch": st.integers(-1, 3), "grid": dims, "block": dims})
         json_text = json_text | st.lists(entry, max_size=3).map(json.dumps)
     return json_text | nested | texts
 
 
-_KEYS = ["tracerace.sites", "tracerace.buffers", "tracerace.launches", "tracerace.warnings",
-         "tracerace.kernels", "tracerace.producer"]
+_KEYS = [
+    "tracerace.sites",
+    "tracerace.buffers",
+    "tracerace.launches",
+    "tracerace.warnings",
+    "tracerace.kernels",
+    "tracerace.producer",
+]
 
 
 @st.composite
@@ -373,14 +466,18 @@ def columns(draw) -> dict[str, np.ndarray]:
     out = {}
     for col in COLUMNS:
         info = np.iinfo(col.dtype)
-        edge = st.sampled_from([info.min, info.max, info.max - 1, 0, 1 << 31, (1 << 31) - 1]
-                               if info.max > (1 << 31) else [info.min, info.max, 0])
+        edge = st.sampled_from(
+            [info.min, info.max, info.max - 1, 0, 1 << 31, (1 << 31) - 1]
+            if info.max > (1 << 31)
+            else [info.min, info.max, 0]
+        )
         small = st.integers(max(info.min, 0), min(info.max, 70))
         if col.name == "ts":
             values = sorted(draw(st.lists(small | edge, min_size=n, max_size=n)))
         elif col.name == "op":
-            values = draw(st.lists(st.sampled_from([int(op) for op in Op]) | small,
-                                   min_size=n, max_size=n))
+            values = draw(
+                st.lists(st.sampled_from([int(op) for op in Op]) | small, min_size=n, max_size=n)
+            )
         else:
             values = draw(st.lists(small | small | edge, min_size=n, max_size=n))
         out[col.name] = np.array(values, dtype=col.dtype)
@@ -389,20 +486,20 @@ def columns(draw) -> dict[str, np.ndarray]:
 
 def fuzz_trace(path: Path, meta: dict[str, str], cols: dict[str, np.ndarray]) -> str:
     schema = pa.schema([(c.name, c.arrow_type) for c in COLUMNS], metadata=meta)
-    table = pa.table({c.name: pa.array(cols[c.name], c.arrow_type) for c in COLUMNS},
-                     schema=schema)
+    table = pa.table({c.name: pa.array(cols[c.name], c.arrow_type) for c in COLUMNS}, schema=schema)
     with ipc.new_file(str(path), schema) as writer:
         writer.write_table(table)
     return str(path)
 
 
 def assert_report_or_one_line(name: str, result) -> None:
-    assert result.exception is None or isinstance(result.exception, SystemExit), \
-        (name, repr(result.exception))
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        name,
+        repr(result.exception),
+    )
     if result.exit_code == 2:
         lines = result.stderr.strip().splitlines()
-        assert len(lines) == 1 and lines[0].startswith("tracerace: error: "), \
-            (name, result.stderr)
+        assert len(lines) == 1 and lines[0].startswith("tracerace: error: "), (name, result.stderr)
     else:
         assert result.exit_code in (0, 1), (name, result.output)
 
@@ -417,9 +514,15 @@ def fuzz_once(tmp_path: Path, meta: dict[str, str], cols: dict[str, np.ndarray])
     assert outcomes["check numba"] == outcomes["check reference"], outcomes
 
 
-FUZZ = dict(deadline=None, database=None,
-            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
-                                   HealthCheck.data_too_large])
+FUZZ = dict(
+    deadline=None,
+    database=None,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 
 
 @settings(max_examples=25, **FUZZ)

@@ -17,15 +17,27 @@ from test_writer import BUFFERS, SITES, assert_same, every_column, read_back  # 
 @pytest.mark.parametrize("name", ["t.arrow", "t.arrows", "t.parquet"])
 def test_batches_are_written_whole_under_their_metadata(tmp_path, name):
     cols = every_column(600)
-    parts = [{k: v[i:i + 250] for k, v in cols.items()} for i in range(0, 600, 250)]
+    parts = [{k: v[i : i + 250] for k, v in cols.items()} for i in range(0, 600, 250)]
     out = tmp_path / name
-    rows = write_batches(out, iter(parts), sites=SITES, buffers=BUFFERS, producer="p",
-                         extra={"x.note": "kept"}, warnings=["w"], compression="zstd")
+    rows = write_batches(
+        out,
+        iter(parts),
+        sites=SITES,
+        buffers=BUFFERS,
+        producer="p",
+        extra={"x.note": "kept"},
+        warnings=["w"],
+        compression="zstd",
+    )
     meta, got = read_back(out)
     assert rows == 600
     assert_same(got, cols)
-    assert (meta.sites, meta.buffers, meta.producer, meta.warnings) == \
-        (tuple(SITES), tuple(BUFFERS), "p", ("w",))
+    assert (meta.sites, meta.buffers, meta.producer, meta.warnings) == (
+        tuple(SITES),
+        tuple(BUFFERS),
+        "p",
+        ("w",),
+    )
     assert meta.extra.get("x.note") == "kept"
 
 

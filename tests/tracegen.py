@@ -16,11 +16,31 @@ from hypothesis import strategies as st
 from tracerace.trace.ops import Op
 
 ACCESS_OPS = [Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT]
-SYNC_OPS = [Op.BAR_SYNC, Op.BAR_ARRIVE, Op.WARP_SYNC, Op.FENCE, Op.FENCE_PROXY_ASYNC,
-            Op.SIGNAL, Op.WAIT, Op.ACQUIRE, Op.RELEASE]
-ASYNC_OPS = [Op.CP_ASYNC, Op.CP_ASYNC_COMMIT, Op.CP_ASYNC_WAIT, Op.MBAR_INIT, Op.MBAR_ARRIVE,
-             Op.MBAR_EXPECT_TX, Op.MBAR_WAIT, Op.MBAR_INVAL, Op.TMA_LOAD, Op.TMA_STORE,
-             Op.BULK_COMMIT, Op.BULK_WAIT]
+SYNC_OPS = [
+    Op.BAR_SYNC,
+    Op.BAR_ARRIVE,
+    Op.WARP_SYNC,
+    Op.FENCE,
+    Op.FENCE_PROXY_ASYNC,
+    Op.SIGNAL,
+    Op.WAIT,
+    Op.ACQUIRE,
+    Op.RELEASE,
+]
+ASYNC_OPS = [
+    Op.CP_ASYNC,
+    Op.CP_ASYNC_COMMIT,
+    Op.CP_ASYNC_WAIT,
+    Op.MBAR_INIT,
+    Op.MBAR_ARRIVE,
+    Op.MBAR_EXPECT_TX,
+    Op.MBAR_WAIT,
+    Op.MBAR_INVAL,
+    Op.TMA_LOAD,
+    Op.TMA_STORE,
+    Op.BULK_COMMIT,
+    Op.BULK_WAIT,
+]
 
 # Short sequences by one thread that real kernels use, so the generated
 # traces hold the patterns whose rules are subtle: a flag hand-off with mixed
@@ -41,8 +61,14 @@ PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS = "proxy_steps", "proxy_write", "proxy_gr
 # only when ``traces(hopper=True)``: cluster barriers (scheduled so that a
 # thread held in cluster_wait runs again after the generation's last arrival)
 # and mbarrier arrive-and-drop.
-HOPPER_OPS = [Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED, Op.CLUSTER_WAIT, Op.CLUSTER_WAIT,
-              Op.MBAR_ARRIVE_DROP, Op.BULK_COPY_PEER]
+HOPPER_OPS = [
+    Op.CLUSTER_ARRIVE,
+    Op.CLUSTER_ARRIVE_RELAXED,
+    Op.CLUSTER_WAIT,
+    Op.CLUSTER_WAIT,
+    Op.MBAR_ARRIVE_DROP,
+    Op.BULK_COPY_PEER,
+]
 SYNC_MACROS = [RELEASE, ACQUIRE]
 ASYNC_MACROS = [TMA_READ, CP_TO_PROXY, PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS]
 PROXY_WINDOW = 48  # shared [48, 64): CP_TO_PROXY's and the PROXY_* macros'
@@ -60,6 +86,7 @@ FLAG_PAST_INT64 = (1 << 64) - 3
 def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
     """The events of one macro (``base``: op-less fields of its thread;
     ``others``: the other threads of its block free to run)."""
+
     def ev(op, **kw):
         return {**base, "op": int(op), **kw}
 
@@ -68,12 +95,28 @@ def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
         out = [ev(Op.WRITE, space=0, addr=draw(st.sampled_from([16, 20])), size=4)]
         if draw(st.booleans()):
             out.append(ev(Op.FENCE, sem=draw(st.sampled_from([2, 3])), scope=draw(scope)))
-        out.append(ev(Op.ATOMIC, space=0, addr=FLAG, size=4, sem=draw(st.sampled_from([0, 2, 3])),
-                      scope=draw(scope)))
+        out.append(
+            ev(
+                Op.ATOMIC,
+                space=0,
+                addr=FLAG,
+                size=4,
+                sem=draw(st.sampled_from([0, 2, 3])),
+                scope=draw(scope),
+            )
+        )
         return out
     if name == ACQUIRE:
-        out = [ev(Op.ATOMIC, space=0, addr=FLAG, size=4, sem=draw(st.sampled_from([0, 1, 3])),
-                  scope=draw(scope))]
+        out = [
+            ev(
+                Op.ATOMIC,
+                space=0,
+                addr=FLAG,
+                size=4,
+                sem=draw(st.sampled_from([0, 1, 3])),
+                scope=draw(scope),
+            )
+        ]
         if draw(st.booleans()):
             out.append(ev(Op.FENCE, sem=draw(st.sampled_from([1, 3])), scope=draw(scope)))
         out.append(ev(Op.READ, space=0, addr=draw(st.sampled_from([16, 20])), size=4))
@@ -98,14 +141,25 @@ def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
             return {**base, "thread": thread, "op": int(op), **kw}
 
         def copy(thread):
-            return [on(thread, Op.CP_ASYNC, space=1,
-                       addr=GROUPS_WINDOW + draw(st.sampled_from([0, 2])),
-                       size=draw(st.sampled_from([2, 4, 8])), space2=0,
-                       addr2=draw(st.integers(0, 8))), on(thread, Op.CP_ASYNC_COMMIT)]
+            return [
+                on(
+                    thread,
+                    Op.CP_ASYNC,
+                    space=1,
+                    addr=GROUPS_WINDOW + draw(st.sampled_from([0, 2])),
+                    size=draw(st.sampled_from([2, 4, 8])),
+                    space2=0,
+                    addr2=draw(st.integers(0, 8)),
+                ),
+                on(thread, Op.CP_ASYNC_COMMIT),
+            ]
 
-        out = [on(x, Op.WRITE, space=1, addr=GROUPS_WINDOW, size=draw(st.sampled_from([4, 16]))),
-               on(x, Op.SIGNAL, obj=HANDOFF, arg=2), on(y, Op.WAIT, obj=HANDOFF, arg=1),
-               on(z, Op.WAIT, obj=HANDOFF, arg=1)] + copy(y)
+        out = [
+            on(x, Op.WRITE, space=1, addr=GROUPS_WINDOW, size=draw(st.sampled_from([4, 16]))),
+            on(x, Op.SIGNAL, obj=HANDOFF, arg=2),
+            on(y, Op.WAIT, obj=HANDOFF, arg=1),
+            on(z, Op.WAIT, obj=HANDOFF, arg=1),
+        ] + copy(y)
         if draw(st.booleans()):
             out += copy(z)
         if draw(st.booleans()):
@@ -113,23 +167,40 @@ def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
         out.append(on(y, Op.CP_ASYNC_WAIT, arg=draw(st.integers(0, 1))))
         if draw(st.integers(0, 3)):
             out.append(on(y, Op.FENCE_PROXY_ASYNC))
-        out.append(on(y, Op.READ, space=1, addr=GROUPS_WINDOW + draw(st.sampled_from([0, 2, 4])),
-                      size=draw(st.sampled_from([2, 4])), proxy=1))
+        out.append(
+            on(
+                y,
+                Op.READ,
+                space=1,
+                addr=GROUPS_WINDOW + draw(st.sampled_from([0, 2, 4])),
+                size=draw(st.sampled_from([2, 4])),
+                proxy=1,
+            )
+        )
         return out
     if name in (PROXY_STEPS, PROXY_WRITE):
+
         def write():
             addr = PROXY_WINDOW + draw(st.sampled_from([0, 0, 4, 8]))
             if draw(st.integers(0, 3)) == 0:  # atomics do not race each other
-                return ev(Op.ATOMIC, space=1, addr=addr, size=4, scope=draw(st.sampled_from([2, 4])))
+                return ev(
+                    Op.ATOMIC, space=1, addr=addr, size=4, scope=draw(st.sampled_from([2, 4]))
+                )
             return ev(Op.WRITE, space=1, addr=addr, size=draw(st.sampled_from([4, 16])))
+
         if name == PROXY_WRITE:
             out = [write()]
             if draw(st.booleans()):
                 out.append(ev(Op.FENCE_PROXY_ASYNC))
             return out
         out = []
-        for step in draw(st.lists(st.sampled_from(["write", "fence", "copy", "copy", "commit",
-                                                   "wait", "wait"]), min_size=1, max_size=7)):
+        for step in draw(
+            st.lists(
+                st.sampled_from(["write", "fence", "copy", "copy", "commit", "wait", "wait"]),
+                min_size=1,
+                max_size=7,
+            )
+        ):
             if step == "write":
                 out.append(write())
             elif step == "fence":
@@ -137,10 +208,16 @@ def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
             elif step == "copy":
                 # At 2 a copy covers part of a granule: copies of two
                 # threads, or a later larger group, over part of one write.
-                out.append(ev(Op.CP_ASYNC, space=1,
-                              addr=PROXY_WINDOW + draw(st.sampled_from([0, 2, 8])),
-                              size=draw(st.sampled_from([4, 8, 16])), space2=0,
-                              addr2=draw(st.integers(0, 8))))
+                out.append(
+                    ev(
+                        Op.CP_ASYNC,
+                        space=1,
+                        addr=PROXY_WINDOW + draw(st.sampled_from([0, 2, 8])),
+                        size=draw(st.sampled_from([4, 8, 16])),
+                        space2=0,
+                        addr2=draw(st.integers(0, 8)),
+                    )
+                )
             elif step == "commit":
                 out.append(ev(Op.CP_ASYNC_COMMIT))
             else:
@@ -149,12 +226,22 @@ def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
         if draw(st.booleans()):
             out.append(ev(Op.READ, space=1, addr=addr, size=draw(st.sampled_from([4, 8])), proxy=1))
         else:
-            out.append(ev(Op.TMA_STORE, space=0, addr=draw(st.sampled_from([0, 4096])), size=8,
-                          space2=1, addr2=addr))
+            out.append(
+                ev(
+                    Op.TMA_STORE,
+                    space=0,
+                    addr=draw(st.sampled_from([0, 4096])),
+                    size=8,
+                    space2=1,
+                    addr2=addr,
+                )
+            )
         return out
     # CP_TO_PROXY: cp.async into shared 48.., then a TMA store (async proxy) of it.
-    out = [ev(Op.CP_ASYNC, space=1, addr=48, size=16, space2=0, addr2=draw(st.integers(0, 8))),
-           ev(Op.CP_ASYNC_COMMIT)]
+    out = [
+        ev(Op.CP_ASYNC, space=1, addr=48, size=16, space2=0, addr2=draw(st.integers(0, 8))),
+        ev(Op.CP_ASYNC_COMMIT),
+    ]
     fence_at = draw(st.sampled_from(["none", "before", "after", "after"]))
     if fence_at == "before":
         out.append(ev(Op.FENCE_PROXY_ASYNC))
@@ -162,14 +249,29 @@ def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
         out.append(ev(Op.CP_ASYNC_WAIT, arg=0))
     if fence_at == "after":
         out.append(ev(Op.FENCE_PROXY_ASYNC))
-    out.append(ev(Op.TMA_STORE, space=0, addr=draw(st.sampled_from([0, 4096])), size=16,
-                  space2=1, addr2=draw(st.sampled_from([48, 56]))))
+    out.append(
+        ev(
+            Op.TMA_STORE,
+            space=0,
+            addr=draw(st.sampled_from([0, 4096])),
+            size=16,
+            space2=1,
+            addr2=draw(st.sampled_from([48, 56])),
+        )
+    )
     return out
 
 
 @st.composite
-def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: int = 2,
-           large: bool = False, hopper: bool = False):
+def traces(
+    draw,
+    *,
+    max_events: int = 60,
+    async_ops: bool = True,
+    max_launches: int = 2,
+    large: bool = False,
+    hopper: bool = False,
+):
     """A trace of ``max_events`` or fewer events over ``max_launches`` or
     fewer launches. ``large``: accesses and copies of up to 160 bytes too,
     spread over 256 bytes (with the engine's pages made 32 or 64 bytes
@@ -193,7 +295,12 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
         blocked: set[tuple[int, int]] = set()
         gens: dict[tuple, list] = {}
         n_events = draw(st.integers(1, max_events // n_launch))
-        ops = ACCESS_OPS * 3 + SYNC_OPS + SYNC_MACROS + (ASYNC_OPS + ASYNC_MACROS if async_ops else [])
+        ops = (
+            ACCESS_OPS * 3
+            + SYNC_OPS
+            + SYNC_MACROS
+            + (ASYNC_OPS + ASYNC_MACROS if async_ops else [])
+        )
         if hopper:
             ops += HOPPER_OPS * 2
         # Cluster barriers: each thread's arrival not yet waited for
@@ -217,8 +324,9 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                     ts += draw(st.integers(0, 2))
                     events.append(ev)
                 continue
-            ev = dict(op=int(op), launch=launch, block=block, thread=thread,
-                      cluster=clusters[block])
+            ev = dict(
+                op=int(op), launch=launch, block=block, thread=thread, cluster=clusters[block]
+            )
             if op in (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT):
                 ev["space"] = draw(st.sampled_from([0, 0, 1, 1, 2]))
                 ev["addr"] = draw(addrs)
@@ -270,8 +378,9 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
             elif op in (Op.CLUSTER_ARRIVE, Op.CLUSTER_ARRIVE_RELAXED):
                 if (block, thread) in arrived and draw(st.integers(0, 20)) != 0:
                     continue  # (now and then on purpose: an arrival before the wait)
-                members = sum(len(threads) for b in range(n_blocks)
-                              if clusters[b] == clusters[block])
+                members = sum(
+                    len(threads) for b in range(n_blocks) if clusters[b] == clusters[block]
+                )
                 ev["arg"] = draw(st.sampled_from([members, members, max(1, members - 1), 2]))
                 if draw(st.integers(0, 30)) == 0:
                     ev["arg"] = 0
@@ -283,16 +392,26 @@ def traces(draw, *, max_events: int = 60, async_ops: bool = True, max_launches: 
                 if op == Op.TMA_STORE:
                     ev.update(space=0, addr=draw(addrs), space2=1, addr2=draw(addrs))
                 else:
-                    ev.update(space=1, addr=draw(addrs), space2=int(op == Op.BULK_COPY_PEER),
-                              addr2=draw(addrs))
+                    ev.update(
+                        space=1,
+                        addr=draw(addrs),
+                        space2=int(op == Op.BULK_COPY_PEER),
+                        addr2=draw(addrs),
+                    )
                     if n_blocks > 1 and draw(st.integers(0, 3)) == 0:
                         ev["peer"] = draw(st.integers(0, n_blocks - 1))
                 if op in (Op.TMA_LOAD, Op.BULK_COPY_PEER):
                     ev["obj"] = draw(st.sampled_from([64, 72]))
             elif op in (Op.CP_ASYNC_WAIT, Op.BULK_WAIT):
                 ev["arg"] = draw(st.integers(0, 2))
-            elif op in (Op.MBAR_INIT, Op.MBAR_ARRIVE, Op.MBAR_EXPECT_TX, Op.MBAR_WAIT,
-                        Op.MBAR_INVAL, Op.MBAR_ARRIVE_DROP):
+            elif op in (
+                Op.MBAR_INIT,
+                Op.MBAR_ARRIVE,
+                Op.MBAR_EXPECT_TX,
+                Op.MBAR_WAIT,
+                Op.MBAR_INVAL,
+                Op.MBAR_ARRIVE_DROP,
+            ):
                 ev["obj"] = draw(st.sampled_from([64, 72]))
                 if op == Op.MBAR_INIT:
                     ev["arg"] = draw(st.integers(1, 3))

@@ -36,22 +36,36 @@ class Line:
     mask: int = FULL
     dst: list[str] = field(default_factory=list)
     src: list[str] = field(default_factory=list)
-    addrs: list[int] | None = None    # one per active lane
+    addrs: list[int] | None = None  # one per active lane
     width: int = 0
     imm: int = 0
-    values: list[int] | None = None   # per register (dst, then src), one value in every lane
-    copy: tuple | None = None         # TMA: (mbarrier, bytes, [global addresses])
+    values: list[int] | None = None  # per register (dst, then src), one value in every lane
+    copy: tuple | None = None  # TMA: (mbarrier, bytes, [global addresses])
 
     def text(self, address_format: int = 2) -> str:
-        out = [f"{self.pc:04x}", f"{self.mask:08x}", str(len(self.dst)), *self.dst,
-               self.opcode, str(len(self.src)), *self.src]
+        out = [
+            f"{self.pc:04x}",
+            f"{self.mask:08x}",
+            str(len(self.dst)),
+            *self.dst,
+            self.opcode,
+            str(len(self.src)),
+            *self.src,
+        ]
         if "GMMA" in self.opcode:
             out.append("0")
         out.append(str(self.width))
         if self.copy is not None:
             mbar, nbytes, rows = self.copy
-            out += [f"{mbar:x}", "0", str(nbytes), "0", "3", str(len(rows)),
-                    *(f"{a:x}" for a in rows)]
+            out += [
+                f"{mbar:x}",
+                "0",
+                str(nbytes),
+                "0",
+                "3",
+                str(len(rows)),
+                *(f"{a:x}" for a in rows),
+            ]
         elif self.width:
             out += _addresses(self.addrs, address_format)
         out.append(str(self.imm))
@@ -73,15 +87,25 @@ def _addresses(addrs: list[int], fmt: int) -> list[str]:
 
 def header(name: str, grid, block, version: int = 6) -> list[str]:
     return [
-        f"-kernel name = {name}", "-kernel id = 1",
+        f"-kernel name = {name}",
+        "-kernel id = 1",
         f"-grid dim = ({grid[0]},{grid[1]},{grid[2]})",
         f"-block dim = ({block[0]},{block[1]},{block[2]})",
-        "-shmem = 8192", "-nregs = 32", "-binary version = 90", "-cuda stream id = 0",
-        f"-shmem base_addr = 0x{SHMEM:016x}", f"-local mem base_addr = 0x{LOCAL:016x}",
-        "-nvbit version = 1.7.5", f"-accelsim tracer version = {version}",
-        "-enable lineinfo = 0", "",
-        ("#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] "
-         "mem_width [adrrescompress?] [mem_addresses] immediate [Val reg_vals|NoVal]"), "",
+        "-shmem = 8192",
+        "-nregs = 32",
+        "-binary version = 90",
+        "-cuda stream id = 0",
+        f"-shmem base_addr = 0x{SHMEM:016x}",
+        f"-local mem base_addr = 0x{LOCAL:016x}",
+        "-nvbit version = 1.7.5",
+        f"-accelsim tracer version = {version}",
+        "-enable lineinfo = 0",
+        "",
+        (
+            "#traces format = [line_num] PC mask dest_num [reg_dests] opcode src_num [reg_srcs] "
+            "mem_width [adrrescompress?] [mem_addresses] immediate [Val reg_vals|NoVal]"
+        ),
+        "",
     ]
 
 
@@ -89,13 +113,14 @@ def header(name: str, grid, block, version: int = 6) -> list[str]:
 class Block:
     cta: tuple[int, int, int]
     warps: list[list[str]]
-    cluster: tuple[int, int, int] | None = None   # default: the block alone
+    cluster: tuple[int, int, int] | None = None  # default: the block alone
     cluster_cta: tuple[int, int, int] = (0, 0, 0)
     rank: int = 0
 
 
-def tracez(head: list[str], blocks: list[Block], subchunk: int = 2048,
-           dictionary: bytes | None = None) -> bytes:
+def tracez(
+    head: list[str], blocks: list[Block], subchunk: int = 2048, dictionary: bytes | None = None
+) -> bytes:
     out = bytearray()
     for line in head:
         out += line.encode() + b"\n"
@@ -105,15 +130,16 @@ def tracez(head: list[str], blocks: list[Block], subchunk: int = 2048,
     out += d
     if d:
         cctx = zstandard.ZstdCompressor(
-            level=3, dict_data=zstandard.ZstdCompressionDict(
-                d, dict_type=zstandard.DICT_TYPE_RAWCONTENT))
+            level=3,
+            dict_data=zstandard.ZstdCompressionDict(d, dict_type=zstandard.DICT_TYPE_RAWCONTENT),
+        )
     else:
         cctx = zstandard.ZstdCompressor(level=3)
     index = []
     for b in blocks:
         warps = []
         for lines in b.warps:
-            ranges = [lines[i:i + subchunk] for i in range(0, len(lines), subchunk or 1)]
+            ranges = [lines[i : i + subchunk] for i in range(0, len(lines), subchunk or 1)]
             offset = len(out)
             out += struct.pack("<II", len(lines), len(ranges))
             for chunk in ranges:
@@ -139,9 +165,15 @@ def traceg(head: list[str], blocks: list[Block]) -> str:
     out = [*head]
     for b in blocks:
         cluster = b.cluster if b.cluster is not None else b.cta
-        out += ["", "#BEGIN_TB", "", "thread block = {},{},{}".format(*b.cta),
-                "cluster id = {},{},{}".format(*cluster),
-                "cluster cta = {},{},{}".format(*b.cluster_cta), f"cluster rank = {b.rank}"]
+        out += [
+            "",
+            "#BEGIN_TB",
+            "",
+            "thread block = {},{},{}".format(*b.cta),
+            "cluster id = {},{},{}".format(*cluster),
+            "cluster cta = {},{},{}".format(*b.cluster_cta),
+            f"cluster rank = {b.rank}",
+        ]
         for w, lines in enumerate(b.warps):
             out += ["", f"warp = {w}", f"insts = {len(lines)}", *lines]
         out += ["", "#END_TB"]
@@ -165,20 +197,34 @@ def raw_trace(head: list[str], blocks: list[Block]) -> str:
 
 # --- SASS lines ---------------------------------------------------------------------------
 
+
 def lanes(mask: int) -> list[int]:
     return [lane for lane in range(32) if (mask >> lane) & 1]
 
 
 def sts(pc: int, offset: int, mask: int = FULL) -> str:
-    return Line(pc, "STS", mask, src=["R2", "R3"], width=4,
-                addrs=[SHMEM + offset + 4 * lane for lane in lanes(mask)],
-                values=[offset, 7]).text()
+    return Line(
+        pc,
+        "STS",
+        mask,
+        src=["R2", "R3"],
+        width=4,
+        addrs=[SHMEM + offset + 4 * lane for lane in lanes(mask)],
+        values=[offset, 7],
+    ).text()
 
 
 def lds(pc: int, offset: int, mask: int = FULL) -> str:
-    return Line(pc, "LDS", mask, dst=["R4"], src=["R2"], width=4,
-                addrs=[SHMEM + offset + 4 * lane for lane in lanes(mask)],
-                values=[0, offset]).text()
+    return Line(
+        pc,
+        "LDS",
+        mask,
+        dst=["R4"],
+        src=["R2"],
+        width=4,
+        addrs=[SHMEM + offset + 4 * lane for lane in lanes(mask)],
+        values=[0, offset],
+    ).text()
 
 
 def bar(pc: int) -> str:
@@ -200,27 +246,57 @@ def init_word(count: int) -> int:
 
 
 def mbar_init(pc: int, mbar: int, count: int) -> str:
-    return Line(pc, "SYNCS.EXCH.64", LANE0, dst=["URZ"], src=["UR8", "UR4"], width=8,
-                addrs=[SHMEM + mbar], values=[0, mbar, init_word(count)]).text()
+    return Line(
+        pc,
+        "SYNCS.EXCH.64",
+        LANE0,
+        dst=["URZ"],
+        src=["UR8", "UR4"],
+        width=8,
+        addrs=[SHMEM + mbar],
+        values=[0, mbar, init_word(count)],
+    ).text()
 
 
 def mbar_arrive(pc: int, mbar: int, tx: int | None = None, mask: int = LANE0) -> str:
     """``mbarrier.arrive`` (``.A1T0 ..., RZ``) or, with ``tx``, ``arrive.expect_tx``
     (no modifier, the bytes in a register), as nvcc 13 writes them for sm_90a."""
     opcode = "SYNCS.ARRIVE.TRANS64.A1T0" if tx is None else "SYNCS.ARRIVE.TRANS64"
-    return Line(pc, opcode, mask, dst=["RZ"], src=["R6", "R3" if tx else "RZ"], width=8,
-                addrs=[SHMEM + mbar] * len(lanes(mask)), values=[0, mbar, tx or 0]).text()
+    return Line(
+        pc,
+        opcode,
+        mask,
+        dst=["RZ"],
+        src=["R6", "R3" if tx else "RZ"],
+        width=8,
+        addrs=[SHMEM + mbar] * len(lanes(mask)),
+        values=[0, mbar, tx or 0],
+    ).text()
 
 
 def mbar_wait(pc: int, mbar: int, parity: int, mask: int = FULL) -> str:
-    return Line(pc, "SYNCS.PHASECHK.TRANS64.TRYWAIT", mask, dst=["P0"], src=["R5", "R0"],
-                width=8, addrs=[SHMEM + mbar] * len(lanes(mask)),
-                values=[0, mbar, parity]).text()
+    return Line(
+        pc,
+        "SYNCS.PHASECHK.TRANS64.TRYWAIT",
+        mask,
+        dst=["P0"],
+        src=["R5", "R0"],
+        width=8,
+        addrs=[SHMEM + mbar] * len(lanes(mask)),
+        values=[0, mbar, parity],
+    ).text()
 
 
 def tma_load(pc: int, mbar: int, nbytes: int, rows: list[int]) -> str:
-    return Line(pc, "UTMALDG.2D", LANE0, src=["UR8", "UR4"], width=16,
-                values=[0, 0], copy=(SHMEM + mbar, nbytes, rows)).text()
+    return Line(
+        pc,
+        "UTMALDG.2D",
+        LANE0,
+        src=["UR8", "UR4"],
+        width=16,
+        values=[0, 0],
+        copy=(SHMEM + mbar, nbytes, rows),
+    ).text()
 
 
 def cluster_arrive(pc: int) -> str:
@@ -232,13 +308,28 @@ def cluster_wait(pc: int) -> str:
 
 
 def generic_store(pc: int, address: int, mask: int = FULL) -> str:
-    return Line(pc, "ST.E", mask, src=["R2", "R3"], width=4,
-                addrs=[address + 4 * lane for lane in lanes(mask)], values=[0, 0]).text()
+    return Line(
+        pc,
+        "ST.E",
+        mask,
+        src=["R2", "R3"],
+        width=4,
+        addrs=[address + 4 * lane for lane in lanes(mask)],
+        values=[0, 0],
+    ).text()
 
 
 def generic_load(pc: int, address: int, mask: int = FULL) -> str:
-    return Line(pc, "LD.E", mask, dst=["R4"], src=["R2"], width=4,
-                addrs=[address + 4 * lane for lane in lanes(mask)], values=[0, 0]).text()
+    return Line(
+        pc,
+        "LD.E",
+        mask,
+        dst=["R4"],
+        src=["R2"],
+        width=4,
+        addrs=[address + 4 * lane for lane in lanes(mask)],
+        values=[0, 0],
+    ).text()
 
 
 # --- kernels ------------------------------------------------------------------------------
@@ -247,14 +338,14 @@ FULL_BAR, EMPTY_BAR, BUF = 0x1000, 0x1008, 0x0
 """Shared offsets: the "full" and "empty" mbarriers and the staged buffer."""
 
 
-def producer_consumer(full_wait: bool = True, empty_wait: bool = True,
-                      retries: int = 2) -> bytes:
+def producer_consumer(full_wait: bool = True, empty_wait: bool = True, retries: int = 2) -> bytes:
     """:func:`producer_consumer_kernel` as a ``.tracez``."""
     return tracez(*producer_consumer_kernel(full_wait, empty_wait, retries), subchunk=3)
 
 
-def producer_consumer_kernel(full_wait: bool = True, empty_wait: bool = True,
-                             retries: int = 2) -> tuple[list[str], list[Block]]:
+def producer_consumer_kernel(
+    full_wait: bool = True, empty_wait: bool = True, retries: int = 2
+) -> tuple[list[str], list[Block]]:
     """A warp-specialized kernel: warp 0 produces two stages into one shared buffer,
     warp 1 consumes them; "full" hands each stage over, "empty" hands the buffer back.
     ``full_wait=False``: the consumer reads without waiting for the stage;
@@ -282,9 +373,13 @@ def producer_consumer_kernel(full_wait: bool = True, empty_wait: bool = True,
 def tma_pipeline(consumer_wait: bool = True) -> bytes:
     """Warp 0 loads a 256-byte tile by TMA completing on "full"; warp 1 waits on it
     (or not) and reads the tile."""
-    producer = [mbar_init(0x10, FULL_BAR, 1), bar(0x20), mbar_arrive(0x30, FULL_BAR, tx=256),
-                tma_load(0x40, FULL_BAR, 256, [0x7F0000000000 + 128 * r for r in range(2)]),
-                exit_(0x50)]
+    producer = [
+        mbar_init(0x10, FULL_BAR, 1),
+        bar(0x20),
+        mbar_arrive(0x30, FULL_BAR, tx=256),
+        tma_load(0x40, FULL_BAR, 256, [0x7F0000000000 + 128 * r for r in range(2)]),
+        exit_(0x50),
+    ]
     consumer = [bar(0x20)]
     if consumer_wait:
         consumer.append(mbar_wait(0x100, FULL_BAR, 0))
@@ -308,8 +403,9 @@ def cluster_exchange_kernel(cluster_barrier: bool = True) -> tuple[list[str], li
         if cluster_barrier:
             lines += [cluster_arrive(0x20), cluster_wait(0x30)]
         lines += [generic_load(0x40, peer_window + BUF), exit_(0x50)]
-        blocks.append(Block((rank, 0, 0), [lines], cluster=(0, 0, 0),
-                            cluster_cta=(rank, 0, 0), rank=rank))
+        blocks.append(
+            Block((rank, 0, 0), [lines], cluster=(0, 0, 0), cluster_cta=(rank, 0, 0), rank=rank)
+        )
     head = header("_Z16cluster_exchangePf", (2, 1, 1), (32, 1, 1))
     return head, blocks
 
@@ -323,21 +419,26 @@ def write_list(folder, files: dict[str, bytes]) -> str:
     return str(path)
 
 
-def ring(slots: int, stages: int, retries: list[int], skip_full: set[int],
-         skip_empty: set[int]) -> tuple[list[str], list[Block]]:
+def ring(
+    slots: int, stages: int, retries: list[int], skip_full: set[int], skip_empty: set[int]
+) -> tuple[list[str], list[Block]]:
     """A producer warp and a consumer warp passing ``stages`` 128-byte stages
     through a ring of ``slots`` shared buffers, each with a "full" and an "empty"
     mbarrier (32 arrivals each). The consumer's wait for stage k is tried
     ``retries[k]`` times; the waits of the stages in ``skip_full`` (consumer) and
     ``skip_empty`` (producer) are left out."""
+
     def full(s: int) -> int:
         return 0x1000 + 16 * s
 
     def empty(s: int) -> int:
         return 0x1008 + 16 * s
 
-    producer = [line for s in range(slots)
-                for line in (mbar_init(0x10, full(s), 32), mbar_init(0x18, empty(s), 32))]
+    producer = [
+        line
+        for s in range(slots)
+        for line in (mbar_init(0x10, full(s), 32), mbar_init(0x18, empty(s), 32))
+    ]
     producer.append(bar(0x30))
     consumer = [bar(0x30)]
     for k in range(stages):

@@ -21,8 +21,11 @@ from .errors import TraceError
 PROGRESS_MIN_ROWS = 2_000_000
 """Below this many rows a check takes a second or two: no bar unless asked for."""
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="tracerace: race detection on recorded GPU/accelerator traces.")
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="tracerace: race detection on recorded GPU/accelerator traces.",
+)
 
 
 def _version(value: bool) -> None:
@@ -35,8 +38,13 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print tracerace's version and exit."),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        help="Print tracerace's version and exit.",
+    ),
 ) -> None:
     """tracerace: race detection on recorded GPU/accelerator traces."""
 
@@ -62,7 +70,7 @@ def _quiet_stdout() -> None:
     os.close(null)
 
 
-def _fail(err: Exception) -> "typer.Exit":
+def _fail(err: Exception) -> typer.Exit:
     """Print a user error on one line and return the exit-2 signal to raise."""
     _say(f"tracerace: error: {err}")
     return typer.Exit(2)
@@ -77,38 +85,65 @@ def _say(line: str) -> None:
 
 @app.command()
 def check(
-    traces: list[str] = typer.Argument(..., metavar="TRACE...",
-                                       help="Trace files (.arrow, .arrows, .parquet) or "
-                                            "directories of them; - reads an Arrow IPC stream "
-                                            "from stdin."),
+    traces: list[str] = typer.Argument(
+        ...,
+        metavar="TRACE...",
+        help="Trace files (.arrow, .arrows, .parquet) or "
+        "directories of them; - reads an Arrow IPC stream "
+        "from stdin.",
+    ),
     fmt: str = typer.Option("text", "--format", "-f", help="text, json, sarif, arrow or html."),
-    output: str | None = typer.Option(None, "--output", "-o",
-                                      help="Write the report here instead of stdout "
-                                           "(see docs/security.md)."),
+    output: str | None = typer.Option(
+        None,
+        "--output",
+        "-o",
+        help="Write the report here instead of stdout (see docs/security.md).",
+    ),
     engine: str = typer.Option("numba", "--engine", help="numba (fast) or reference."),
-    max_reports: str | None = typer.Option(None, "--max-reports",
-                                           help="Show at most N groups (default 100; 0 or "
-                                                "'all': every group). Counts stay whole."),
-    select: list[str] | None = typer.Option(None, "--select",
-                                            help="Only these hazard kinds (comma-separated)."),
-    ignore: list[str] | None = typer.Option(None, "--ignore",
-                                            help="Drop these hazard kinds (comma-separated)."),
-    progress: bool | None = typer.Option(None, "--progress/--no-progress",
-                                         help="Progress bar on stderr (default: large traces "
-                                              "on a terminal)."),
+    max_reports: str | None = typer.Option(
+        None,
+        "--max-reports",
+        help="Show at most N groups (default 100; 0 or 'all': every group). Counts stay whole.",
+    ),
+    select: list[str] | None = typer.Option(
+        None, "--select", help="Only these hazard kinds (comma-separated)."
+    ),
+    ignore: list[str] | None = typer.Option(
+        None, "--ignore", help="Drop these hazard kinds (comma-separated)."
+    ),
+    progress: bool | None = typer.Option(
+        None,
+        "--progress/--no-progress",
+        help="Progress bar on stderr (default: large traces on a terminal).",
+    ),
     source_root: list[str] | None = typer.Option(
-        None, "--source-root", help="Directory whose files the HTML report may show source "
-                                    "lines from and SARIF may name (repeatable; default: "
-                                    "none, no source file is read)."),
-    jobs: int | None = typer.Option(None, "--jobs", "-j", min=1,
-                                    help="Threads to check on (default: the cores this "
-                                         "process may use; one for a small trace)."),
-    dask: str | None = typer.Option(None, "--dask", metavar="SCHEDULER_ADDRESS",
-                                    help="Check on this Dask cluster (pip install "
-                                         "'tracerace[dask]'); every worker reads the traces."),
-    dask_timeout: float | None = typer.Option(None, "--dask-timeout", metavar="SECONDS",
-                                              help="How long --dask waits for its scheduler "
-                                                   "to answer (default: 20)."),
+        None,
+        "--source-root",
+        help="Directory whose files the HTML report may show source "
+        "lines from and SARIF may name (repeatable; default: "
+        "none, no source file is read).",
+    ),
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        min=1,
+        help="Threads to check on (default: the cores this "
+        "process may use; one for a small trace).",
+    ),
+    dask: str | None = typer.Option(
+        None,
+        "--dask",
+        metavar="SCHEDULER_ADDRESS",
+        help="Check on this Dask cluster (pip install "
+        "'tracerace[dask]'); every worker reads the traces.",
+    ),
+    dask_timeout: float | None = typer.Option(
+        None,
+        "--dask-timeout",
+        metavar="SECONDS",
+        help="How long --dask waits for its scheduler to answer (default: 20).",
+    ),
 ) -> None:
     """Check traces for races and synchronization hazards.
 
@@ -117,8 +152,8 @@ def check(
     otherwise, 2 on bad input (the worst over the traces).
     """
     from . import api
-    from .report import output as outputs
     from .checker.options import DEFAULT_MAX_REPORTS
+    from .report import output as outputs
 
     if max_reports is None:
         max_reports = DEFAULT_MAX_REPORTS
@@ -129,17 +164,30 @@ def check(
     if len(paths) != 1 or dask is not None or os.path.isdir(traces[0]):
         from .api.many import check_several
 
-        code = check_several(paths, fmt=fmt, output=output, engine=engine,
-                             max_reports=max_reports, select=select, ignore=ignore,
-                             progress=progress, source_root=source_root or (), jobs=jobs,
-                             dask=dask, dask_timeout=dask_timeout, bar=ProgressBar,
-                             say=_say, echo=_echo)
+        code = check_several(
+            paths,
+            fmt=fmt,
+            output=output,
+            engine=engine,
+            max_reports=max_reports,
+            select=select,
+            ignore=ignore,
+            progress=progress,
+            source_root=source_root or (),
+            jobs=jobs,
+            dask=dask,
+            dask_timeout=dask_timeout,
+            bar=ProgressBar,
+            say=_say,
+            echo=_echo,
+        )
         raise typer.Exit(code)
     trace = paths[0]
     try:
         with outputs.Output(fmt, output, inputs=[trace], source_roots=source_root or ()) as out:
-            options = api.make_options(engine=engine, max_reports=max_reports, select=select,
-                                       ignore=ignore)
+            options = api.make_options(
+                engine=engine, max_reports=max_reports, select=select, ignore=ignore
+            )
             with api.Check(trace, options, jobs=jobs) as run, ProgressBar(progress) as bar:
                 for batch in run:
                     bar.update(batch.rows_done, batch.total_rows)
@@ -167,11 +215,18 @@ def trace_files(args: list[str]) -> list[str]:
     out: list[str] = []
     for arg in args:
         if arg != "-" and os.path.isdir(arg):
-            found = sorted(os.path.join(root, name) for root, _, names in os.walk(arg)
-                           for name in names if name.endswith(TRACE_SUFFIXES))
+            found = sorted(
+                os.path.join(root, name)
+                for root, _, names in os.walk(arg)
+                for name in names
+                if name.endswith(TRACE_SUFFIXES)
+            )
             if not found:
-                raise TraceError(f"no trace files ({', '.join(TRACE_SUFFIXES)}) in this "
-                                 "directory", path=arg, rule="usage")
+                raise TraceError(
+                    f"no trace files ({', '.join(TRACE_SUFFIXES)}) in this directory",
+                    path=arg,
+                    rule="usage",
+                )
             out.extend(found)
         else:
             out.append(arg)
@@ -180,8 +235,9 @@ def trace_files(args: list[str]) -> list[str]:
 
 @app.command("validate")
 def validate_command(
-    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet; - reads "
-                                          "an Arrow IPC stream from stdin."),
+    trace: str = typer.Argument(
+        ..., help="Trace file: .arrow, .arrows or .parquet; - reads an Arrow IPC stream from stdin."
+    ),
 ) -> None:
     """Check that TRACE follows the trace format (exit 0: it does, 2: it does not):
     every rule `check` enforces, including those the replay finds."""
@@ -192,14 +248,17 @@ def validate_command(
         meta = validate(trace)
     except TraceError as err:
         raise _fail(err) from None
-    _echo(f"{shown(meta.path or trace)}: OK: trace format v{meta.version}, "
-          f"{meta.num_rows:,} events, {len(meta.sites)} sites, {len(meta.buffers)} buffers")
+    _echo(
+        f"{shown(meta.path or trace)}: OK: trace format v{meta.version}, "
+        f"{meta.num_rows:,} events, {len(meta.sites)} sites, {len(meta.buffers)} buffers"
+    )
 
 
 @app.command("info")
 def info_command(
-    trace: str = typer.Argument(..., help="Trace file: .arrow, .arrows or .parquet; - reads "
-                                          "an Arrow IPC stream from stdin."),
+    trace: str = typer.Argument(
+        ..., help="Trace file: .arrow, .arrows or .parquet; - reads an Arrow IPC stream from stdin."
+    ),
     fmt: str = typer.Option("text", "--format", "-f", help="text or json."),
 ) -> None:
     """Summarise TRACE: events, launches, agents, ops, memory touched, metadata."""
@@ -220,11 +279,13 @@ def demo_command(
     name: str | None = typer.Argument(None, help="Scenario name (see --list)."),
     list_: bool = typer.Option(False, "--list", help="List the scenarios and exit."),
     fixed: bool = typer.Option(False, "--fixed", help="Trace the fixed program, not the bug."),
-    scale: int = typer.Option(1, "--scale", min=1,
-                              help="Size: a few thousand events at 1, linear in N."),
+    scale: int = typer.Option(
+        1, "--scale", min=1, help="Size: a few thousand events at 1, linear in N."
+    ),
     seed: int = typer.Option(0, "--seed", help="Picks the details of the schedule."),
-    out: str | None = typer.Option(None, "--out", "-o",
-                                   help="Trace path (default NAME.arrow or NAME-fixed.arrow)."),
+    out: str | None = typer.Option(
+        None, "--out", "-o", help="Trace path (default NAME.arrow or NAME-fixed.arrow)."
+    ),
     engine: str = typer.Option("numba", "--engine", help="numba (fast) or reference."),
 ) -> None:
     """Write the trace of one of the incidents tracerace exists for, then check it.
@@ -239,12 +300,16 @@ def demo_command(
         return
     try:
         if name is None:
-            raise TraceError("name a scenario (tracerace demo --list shows them)",
-                             path="options", rule="usage")
+            raise TraceError(
+                "name a scenario (tracerace demo --list shows them)", path="options", rule="usage"
+            )
         scenario = scenarios.get(name)
         path = scenario.write(out, fixed=fixed, scale=scale, seed=seed)
-        typer.echo(f"wrote {path}: {scenario.name}, "
-                   f"{'the fixed program' if fixed else 'the buggy schedule'}", err=True)
+        typer.echo(
+            f"wrote {path}: {scenario.name}, "
+            f"{'the fixed program' if fixed else 'the buggy schedule'}",
+            err=True,
+        )
         report = api.check(path, engine=engine)
         with Output("text") as out:
             out.write(report)
@@ -257,28 +322,41 @@ def demo_command(
 
 @app.command("convert")
 def convert_command(
-    src: str = typer.Argument(..., help="Input: .std, .arrow, .arrows, .parquet, or a trace "
-                                        "recorded on a GPU (see --from); - reads an Arrow "
-                                        "IPC stream from stdin."),
+    src: str = typer.Argument(
+        ...,
+        help="Input: .std, .arrow, .arrows, .parquet, or a trace "
+        "recorded on a GPU (see --from); - reads an Arrow "
+        "IPC stream from stdin.",
+    ),
     dst: str = typer.Argument(..., help="Output: .std, .arrow, .arrows or .parquet."),
-    compression: str | None = typer.Option(None, "--compression",
-                                           help="lz4, zstd or none (Arrow and Parquet outputs; "
-                                                "default: the input's LZ4 or ZSTD, else lz4)."),
-    fmt: str | None = typer.Option(None, "--from",
-                                   help="GPU trace format of SRC: accelsim (.trace, .traceg, "
-                                        "kernelslist[.g], plain or .xz), tracez (Accel-Sim "
-                                        "2.0 .tracez), cutracer (.ndjson, "
-                                        ".ndjson.zst) or memtrace (NVBit mem_trace output); "
-                                        "detected when not given."),
-    shared_window: str | None = typer.Option(None, "--shared-window",
-                                             help="BASE[:SIZE] of the generic shared-memory "
-                                                  "window (GPU traces that do not record it)."),
-    local_window: str | None = typer.Option(None, "--local-window",
-                                            help="BASE[:SIZE] of the generic local-memory "
-                                                 "window."),
-    generic_global: bool = typer.Option(False, "--generic-global",
-                                        help="Read generic addresses as global when the trace "
-                                             "gives no windows."),
+    compression: str | None = typer.Option(
+        None,
+        "--compression",
+        help="lz4, zstd or none (Arrow and Parquet outputs; "
+        "default: the input's LZ4 or ZSTD, else lz4).",
+    ),
+    fmt: str | None = typer.Option(
+        None,
+        "--from",
+        help="GPU trace format of SRC: accelsim (.trace, .traceg, "
+        "kernelslist[.g], plain or .xz), tracez (Accel-Sim "
+        "2.0 .tracez), cutracer (.ndjson, "
+        ".ndjson.zst) or memtrace (NVBit mem_trace output); "
+        "detected when not given.",
+    ),
+    shared_window: str | None = typer.Option(
+        None,
+        "--shared-window",
+        help="BASE[:SIZE] of the generic shared-memory window (GPU traces that do not record it).",
+    ),
+    local_window: str | None = typer.Option(
+        None, "--local-window", help="BASE[:SIZE] of the generic local-memory window."
+    ),
+    generic_global: bool = typer.Option(
+        False,
+        "--generic-global",
+        help="Read generic addresses as global when the trace gives no windows.",
+    ),
 ) -> None:
     """Convert a trace; formats by extension. STD text (T0|w(V12)|34 lines) imports
     to and exports from trace format v1 (see tracerace.convert for the mapping);
@@ -291,9 +369,15 @@ def convert_command(
     from .convert import convert
 
     try:
-        result = convert(src, dst, compression=compression, fmt=fmt,
-                         shared_window=shared_window, local_window=local_window,
-                         generic_global=generic_global)
+        result = convert(
+            src,
+            dst,
+            compression=compression,
+            fmt=fmt,
+            shared_window=shared_window,
+            local_window=local_window,
+            generic_global=generic_global,
+        )
     except TraceError as err:
         raise _fail(err) from None
     _say(result.summary_line())
@@ -305,13 +389,19 @@ def convert_command(
 def record_command(
     command: list[str] = typer.Argument(..., help="The program to run, after --."),
     out: str = typer.Option(..., "--output", "-o", help="Trace path to write."),
-    backend: str = typer.Option("numba", "--backend",
-                                help="numba (CUDA simulator), oclgrind (OpenCL), triton "
-                                     "(Triton's interpreter) or cuda (an NVIDIA GPU)."),
-    schedule: str | None = typer.Option(None, "--schedule",
-                                        help="round-robin (numba's default), serial or "
-                                             "random; triton has serial and random, oclgrind and "
-                                             "cuda serial only."),
+    backend: str = typer.Option(
+        "numba",
+        "--backend",
+        help="numba (CUDA simulator), oclgrind (OpenCL), triton "
+        "(Triton's interpreter) or cuda (an NVIDIA GPU).",
+    ),
+    schedule: str | None = typer.Option(
+        None,
+        "--schedule",
+        help="round-robin (numba's default), serial or "
+        "random; triton has serial and random, oclgrind and "
+        "cuda serial only.",
+    ),
     seed: int = typer.Option(0, "--seed", help="Seed of the random schedule."),
 ) -> None:
     """Run a program under a simulator (or on a GPU) and write a v1 trace of its kernels.
@@ -328,8 +418,11 @@ def record_command(
     for warning in result.warnings:
         _say(f"tracerace: warning: {warning}")
     if result.exit_code:
-        typer.echo(f"note: the recorded program exited with status {result.exit_code}; "
-                   "its trace is complete up to then", err=True)
+        typer.echo(
+            f"note: the recorded program exited with status {result.exit_code}; "
+            "its trace is complete up to then",
+            err=True,
+        )
 
 
 def show_progress(asked: bool | None, terminal: bool, total_rows: int | None) -> bool:
@@ -362,8 +455,13 @@ class ProgressBar:
     ``interval`` seconds and one when the check ends.
     """
 
-    def __init__(self, asked: bool | None, stream: IO[str] | None = None,
-                 interval: float = 5.0, width: int | None = None) -> None:
+    def __init__(
+        self,
+        asked: bool | None,
+        stream: IO[str] | None = None,
+        interval: float = 5.0,
+        width: int | None = None,
+    ) -> None:
         self.asked = asked
         self.stream = sys.stderr if stream is None else stream
         self.interval = interval
@@ -378,7 +476,7 @@ class ProgressBar:
         self._rows = 0
         self._started = self._said = 0.0
 
-    def __enter__(self) -> "ProgressBar":
+    def __enter__(self) -> ProgressBar:
         return self
 
     def update(self, rows_done: int, total_rows: int | None) -> None:
@@ -402,8 +500,7 @@ class ProgressBar:
 
     def _start(self, total_rows: int | None, terminal: bool) -> None:
         from rich.console import Console
-        from rich.progress import (BarColumn, Progress, ProgressColumn, TextColumn,
-                                   TimeElapsedColumn)
+        from rich.progress import BarColumn, Progress, ProgressColumn, TextColumn, TimeElapsedColumn
         from rich.table import Column
         from rich.text import Text
 
@@ -426,10 +523,16 @@ class ProgressBar:
         # Every column but the bar keeps its words on one line; the bar takes the
         # width that is left, so the whole fits the terminal and never wraps.
         fixed = Column(no_wrap=True)
-        self._progress = Progress(TextColumn("checking", table_column=fixed),
-                                  BarColumn(bar_width=None), Rows(table_column=fixed),
-                                  Speed(table_column=fixed), TimeElapsedColumn(),
-                                  console=self._console, transient=True, expand=True)
+        self._progress = Progress(
+            TextColumn("checking", table_column=fixed),
+            BarColumn(bar_width=None),
+            Rows(table_column=fixed),
+            Speed(table_column=fixed),
+            TimeElapsedColumn(),
+            console=self._console,
+            transient=True,
+            expand=True,
+        )
         self._task = self._progress.add_task("check", total=total_rows)
         self._progress.start()
 

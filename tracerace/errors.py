@@ -15,8 +15,9 @@ class TraceError(Exception):
     so the line stays one line whatever the trace holds.
     """
 
-    def __init__(self, message: str, *, path: str | None = None,
-                 row: int | None = None, rule: str = "format") -> None:
+    def __init__(
+        self, message: str, *, path: str | None = None, row: int | None = None, rule: str = "format"
+    ) -> None:
         self.message = message
         self.path = path
         self.row = row
@@ -32,7 +33,7 @@ class TraceError(Exception):
         # Messages quote trace values: what a terminal would obey is shown escaped.
         return shown(": ".join(parts))
 
-    def with_path(self, path: str | None) -> "TraceError":
+    def with_path(self, path: str | None) -> TraceError:
         """The same error, naming ``path`` when it named none."""
         if self.path is None and path is not None:
             return TraceError(self.message, path=path, row=self.row, rule=self.rule)

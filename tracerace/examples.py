@@ -32,10 +32,15 @@ def write_examples(directory: str | os.PathLike, *, scale: int = 1) -> list[tupl
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tracerace.examples",
-        description="Write example traces (a racy and a clean one per incident) into DIR.")
+        description="Write example traces (a racy and a clean one per incident) into DIR.",
+    )
     parser.add_argument("directory", metavar="DIR")
-    parser.add_argument("--scale", type=int, default=1,
-                        help="trace size: a few thousand events at 1 (default), linear")
+    parser.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        help="trace size: a few thousand events at 1 (default), linear",
+    )
     args = parser.parse_args(argv)
     try:
         written = write_examples(args.directory, scale=args.scale)

@@ -40,25 +40,43 @@ MARKER = "tracerace"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("tracerace", "race detection of recorded kernels")
-    group.addoption("--tracerace", action="store_true", default=False,
-                    help="Record and check the kernels every test launches "
-                         "(@pytest.mark.tracerace does it for one test).")
-    group.addoption("--tracerace-dir", default="tracerace-reports", metavar="DIR",
-                    help="Folder for each recorded test's trace, SARIF and HTML reports "
-                         "(default: tracerace-reports).")
-    group.addoption("--tracerace-backend", default="numba", choices=("numba", "triton"),
-                    help="Recorder for the tests' kernels (default numba; a marker's "
-                         "backend= wins).")
-    group.addoption("--tracerace-source-root", action="append", default=[], metavar="DIR",
-                    help="Directory the HTML report may show source lines from and SARIF "
-                         "may name files in (repeatable; default: none, no source file is "
-                         "read).")
+    group.addoption(
+        "--tracerace",
+        action="store_true",
+        default=False,
+        help="Record and check the kernels every test launches "
+        "(@pytest.mark.tracerace does it for one test).",
+    )
+    group.addoption(
+        "--tracerace-dir",
+        default="tracerace-reports",
+        metavar="DIR",
+        help="Folder for each recorded test's trace, SARIF and HTML reports "
+        "(default: tracerace-reports).",
+    )
+    group.addoption(
+        "--tracerace-backend",
+        default="numba",
+        choices=("numba", "triton"),
+        help="Recorder for the tests' kernels (default numba; a marker's backend= wins).",
+    )
+    group.addoption(
+        "--tracerace-source-root",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="Directory the HTML report may show source lines from and SARIF "
+        "may name files in (repeatable; default: none, no source file is "
+        "read).",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "tracerace(backend='numba'): record the kernels this test launches, check "
-                   "them with tracerace and fail on error-severity hazards")
+        "markers",
+        "tracerace(backend='numba'): record the kernels this test launches, check "
+        "them with tracerace and fail on error-severity hazards",
+    )
     config._tracerace_notes = []  # type: ignore[attr-defined]
 
 
@@ -89,8 +107,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not path or (report.when != "call" and report.passed):
         return
     with open(path, "a", encoding="utf-8") as f:
-        f.write(json.dumps({"when": report.when, "outcome": report.outcome,
-                            "text": report.longreprtext}) + "\n")
+        f.write(
+            json.dumps(
+                {"when": report.when, "outcome": report.outcome, "text": report.longreprtext}
+            )
+            + "\n"
+        )
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -103,11 +125,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 # -- the parent ---------------------------------------------------------------------------
 
+
 def _record_and_check(item: pytest.Function, backend: str) -> None:
     import tracerace
-    from tracerace.report import output
     from tracerace.errors import TraceError
     from tracerace.record import record
+    from tracerace.report import output
 
     config = item.config
     folder = Path(config.getoption("tracerace_dir"))
@@ -116,8 +139,17 @@ def _record_and_check(item: pytest.Function, backend: str) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     stem = re.sub(r"[^\w.-]+", "_", item.nodeid).strip("_")
     trace = folder / f"{stem}.arrow"
-    command = ["python", "-m", "pytest", item.nodeid, "-q", "--no-header", "-p",
-               "no:cacheprovider", *_plugin_args(config)]
+    command = [
+        "python",
+        "-m",
+        "pytest",
+        item.nodeid,
+        "-q",
+        "--no-header",
+        "-p",
+        "no:cacheprovider",
+        *_plugin_args(config),
+    ]
     with tempfile.TemporaryDirectory(prefix="tracerace-pytest-") as tmp:
         outcomes = os.path.join(tmp, "outcomes.jsonl")
         previous = {k: os.environ.get(k) for k in (CHILD,)}
@@ -139,8 +171,9 @@ def _record_and_check(item: pytest.Function, backend: str) -> None:
     notes = config._tracerace_notes  # type: ignore[attr-defined]
     bad = next((o for o in child if o["outcome"] == "failed"), None)
     if bad is not None:
-        pytest.fail(f"the test failed under tracerace's {backend} recorder:\n{bad['text']}",
-                    pytrace=False)
+        pytest.fail(
+            f"the test failed under tracerace's {backend} recorder:\n{bad['text']}", pytrace=False
+        )
     skipped = next((o for o in child if o["outcome"] == "skipped"), None)
     if skipped is not None:
         pytest.skip(f"skipped under tracerace's recorder: {skipped['text']}")
@@ -150,23 +183,28 @@ def _record_and_check(item: pytest.Function, backend: str) -> None:
             return
         pytest.fail(f"tracerace could not record this test: {failure}", pytrace=False)
     if not child:
-        pytest.fail(f"the test did not run under tracerace's recorder (pytest exit status "
-                    f"{result.exit_code})", pytrace=False)
+        pytest.fail(
+            f"the test did not run under tracerace's recorder (pytest exit status "
+            f"{result.exit_code})",
+            pytrace=False,
+        )
     report = tracerace.check(str(trace))
     written = []
     for fmt in ("sarif", "html"):
         path = folder / f"{stem}.{fmt}"
         try:
-            output.render(report, fmt, str(path),
-                           source_roots=config.getoption("tracerace_source_root"))
+            output.render(
+                report, fmt, str(path), source_roots=config.getoption("tracerace_source_root")
+            )
         except TraceError as err:
             pytest.fail(f"tracerace could not write its {fmt} report: {err}", pytrace=False)
         written.append(str(path))
     where = f"reports: {', '.join(written)}; trace: {trace}"
     notes.append(f"{item.nodeid}: {report.summary_line()} ({where})")
     if report.errors:
-        pytest.fail(f"tracerace: {report.summary_line()}\n\n{report.to_text()}\n{where}",
-                    pytrace=False)
+        pytest.fail(
+            f"tracerace: {report.summary_line()}\n\n{report.to_text()}\n{where}", pytrace=False
+        )
 
 
 def _plugin_args(config: pytest.Config) -> list[str]:

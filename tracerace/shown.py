@@ -28,8 +28,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-ODD = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029"
-                 "\u2066-\u2069\ud800-\udfff]")
+ODD = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2028\u2029\u2066-\u2069\ud800-\udfff]"
+)
 """The characters :func:`shown` writes as escapes."""
 
 _NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
@@ -80,5 +81,7 @@ def surrogate_at(raw: str, value: Any) -> str | None:
 
 def surrogate_message(key: str, where: str) -> str:
     """The one-line refusal of a metadata value holding a lone surrogate."""
-    return (f"{key}{where} holds a lone surrogate (a \\ud800-\\udfff escape with no pair): "
-            f"trace text must be Unicode")
+    return (
+        f"{key}{where} holds a lone surrogate (a \\ud800-\\udfff escape with no pair): "
+        f"trace text must be Unicode"
+    )

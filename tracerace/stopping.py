@@ -17,8 +17,9 @@ import signal
 import sys
 from collections.abc import Callable
 
-STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP")
-                     if hasattr(signal, name))
+STOP_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 """The signals that stop tracerace (those this system has)."""
 
 
@@ -46,6 +47,7 @@ def _raise(signum: int, frame: object) -> None:
 
 def discard_on_stop(discard: Callable[[], None]) -> None:
     """From now on a stop signal calls ``discard()`` and ends the process by it."""
+
     def handler(signum: int, frame: object) -> None:
         for other in STOP_SIGNALS:
             signal.signal(other, signal.SIG_IGN)

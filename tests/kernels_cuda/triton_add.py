@@ -1,6 +1,7 @@
 """GPU session kernel: a Triton kernel whose output aliases a shifted view of
 its input (``aliased``), so a program's store races with another program's
 load; ``separate`` writes a fresh tensor. Usage: python triton_add.py aliased|separate"""
+
 import sys
 
 import torch

@@ -33,5 +33,6 @@ def main(blocks: int, steps: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 8,
-         int(sys.argv[2]) if len(sys.argv) > 2 else 20)
+    main(
+        int(sys.argv[1]) if len(sys.argv) > 1 else 8, int(sys.argv[2]) if len(sys.argv) > 2 else 20
+    )

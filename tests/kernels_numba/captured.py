@@ -48,6 +48,7 @@ def make_scaler(scratch, broken: bool):
     def scale(x):
         i = cuda.grid(1)
         scratch[0 if broken else i] = 2 * x[i]  # race
+
     return scale
 
 
@@ -58,8 +59,7 @@ def main(variant: str) -> int:
     (totals_broken if broken else totals)[1, N](quantities, out)
     scratch = cuda.to_device(np.zeros(N, dtype=np.float32))
     make_scaler(scratch, broken)[1, N](quantities)
-    ok = broken or (COUNTS.copy_to_host()[0] == N and
-                    scratch.copy_to_host().tolist() == [2.0] * N)
+    ok = broken or (COUNTS.copy_to_host()[0] == N and scratch.copy_to_host().tolist() == [2.0] * N)
     print("results ok" if ok else "WRONG RESULTS")
     return 0 if ok else 1
 

@@ -80,7 +80,7 @@ def main() -> int:
     ok &= fout.tolist() == list(range(N - 1, -1, -1))
     half, mirrored = np.zeros(N, dtype=np.int32), np.zeros(N, dtype=np.int32)
     early_exit[1, N](half, mirrored)
-    ok &= mirrored[:N // 2].tolist() == list(range(N // 2 - 1, -1, -1))
+    ok &= mirrored[: N // 2].tolist() == list(range(N // 2 - 1, -1, -1))
     points = np.zeros(N, dtype=[("x", np.float32), ("y", np.float32)])
     points["x"] = np.arange(N)
     records[1, N](points)

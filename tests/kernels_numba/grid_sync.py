@@ -47,8 +47,11 @@ def mixed_barriers(M):
 
 
 def main(variant: str) -> int:
-    kernel = {"correct": sequential_rows, "broken": sequential_rows_broken,
-              "deadlock": mixed_barriers}[variant]
+    kernel = {
+        "correct": sequential_rows,
+        "broken": sequential_rows_broken,
+        "deadlock": mixed_barriers,
+    }[variant]
     M = np.zeros((ROWS, COLS), dtype=np.int32)
     kernel[COLS // TPB, TPB](M)
     expected = np.tile(np.arange(ROWS, dtype=np.int32), (COLS, 1)).T

@@ -82,9 +82,12 @@ def main(variant: str) -> int:
     points["x"] = np.arange(N)
     shifted = np.zeros(N + 1, dtype=POINT)
     (shift_broken if broken else shift)[1, N](points, shifted)
-    ok = broken or (record["y"] == 1.0 and out.tolist() == [3.0 * t for t in range(N)] and
-                    item.garden.tolist() == [1, 2, 3, 4] and
-                    shifted["x"].tolist() == [(t + 1) % N for t in range(N)] + [1])
+    ok = broken or (
+        record["y"] == 1.0
+        and out.tolist() == [3.0 * t for t in range(N)]
+        and item.garden.tolist() == [1, 2, 3, 4]
+        and shifted["x"].tolist() == [(t + 1) % N for t in range(N)] + [1]
+    )
     print("results ok" if ok else "WRONG RESULTS")
     return 0 if ok else 1
 

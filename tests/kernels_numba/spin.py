@@ -69,10 +69,10 @@ def main(variant: str) -> int:
     out = np.zeros(N, dtype=np.int32)
     if variant == "in_block":
         in_block[1, N](data, flag, out)
-        ok = out[:N - 1].tolist() == [42] * (N - 1)
+        ok = out[: N - 1].tolist() == [42] * (N - 1)
     elif variant == "in_block_unfenced":
         in_block_unfenced[1, N](data, flag, out)
-        ok = out[:N - 1].tolist() == [42] * (N - 1)
+        ok = out[: N - 1].tolist() == [42] * (N - 1)
     elif variant == "cross_block":
         cross_block[2, 1](data, flag, out)
         ok = out[0] == 7

@@ -10,7 +10,6 @@ import sys
 import numpy as np
 from numba import cuda
 
-
 ARRAYS = [cuda.to_device(np.zeros(4, dtype=np.float32))]
 
 

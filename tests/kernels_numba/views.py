@@ -60,7 +60,7 @@ def main(variant: str) -> int:
         through_views[1, N](x, out, table)
         sines[1, 1](r, x)
         slice_copy[1, 2](x, dst)
-        ok = (table.sum() == N and np.allclose(r, np.sin(x)) and dst.tolist() == [4, 5, 6, 7])
+        ok = table.sum() == N and np.allclose(r, np.sin(x)) and dst.tolist() == [4, 5, 6, 7]
     else:
         through_views_broken[1, N](x, out, table)
         sines[1, 2](r, x)  # two threads write all of r

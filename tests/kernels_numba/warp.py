@@ -23,7 +23,7 @@ not what a GPU computes.
 import sys
 
 import numpy as np
-from numba import cuda, float32, int32
+from numba import cuda, float32
 
 FULL = 0xFFFFFFFF
 TPB = 64
@@ -241,9 +241,13 @@ def main(variant: str) -> int:
         (vote_spin if variant == "vote_spin" else vote_hand_off)[2, 32](flag, out)
         expected = np.full(32, 2, dtype=np.float32)
     else:
-        kernel = {"left_out": left_out, "left_out_deadlock": left_out_deadlock,
-                  "outside_mask": outside_mask, "mismatch": mismatch,
-                  "returned_early": returned_early}[variant]
+        kernel = {
+            "left_out": left_out,
+            "left_out_deadlock": left_out_deadlock,
+            "outside_mask": outside_mask,
+            "mismatch": mismatch,
+            "returned_early": returned_early,
+        }[variant]
         out = np.zeros(TPB, dtype=np.float32)
         kernel[1, TPB](x, out)
         return 0

@@ -30,8 +30,9 @@ def main() -> None:
     x = torch.arange(ROWS * COLS, dtype=torch.float32).reshape(ROWS, COLS)
     y = torch.ones(ROWS)
     out = torch.empty(ROWS, COLS)
-    add_rows[(ROWS // BLOCK,)](TensorDescriptor.from_tensor(x, [BLOCK, COLS]), y, out,
-                               COLS=COLS, BLOCK=BLOCK)
+    add_rows[(ROWS // BLOCK,)](
+        TensorDescriptor.from_tensor(x, [BLOCK, COLS]), y, out, COLS=COLS, BLOCK=BLOCK
+    )
     assert torch.equal(out, x + 1)
 
 

@@ -16,8 +16,11 @@ import triton.language as tl
 N, BINS = 64, 8
 
 
-@triton.autotune(configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})],
-                 key=["n"], reset_to_zero=["hist_ptr"])
+@triton.autotune(
+    configs=[triton.Config({"BLOCK": 16}), triton.Config({"BLOCK": 32})],
+    key=["n"],
+    reset_to_zero=["hist_ptr"],
+)
 @triton.jit
 def atomic_histogram(data_ptr, hist_ptr, n, BINS: tl.constexpr, BLOCK: tl.constexpr):
     offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

@@ -16,8 +16,9 @@ import triton.language as tl
 ROWS, D = 16, 8
 
 
-@triton.autotune(configs=[triton.Config({"BLOCK_D": 8}), triton.Config({"BLOCK_D": 4})],
-                 key=["rows"])
+@triton.autotune(
+    configs=[triton.Config({"BLOCK_D": 8}), triton.Config({"BLOCK_D": 4})], key=["rows"]
+)
 @triton.jit
 def permute_kernel(x_ptr, dst_ptr, out_ptr, rows, D: tl.constexpr, BLOCK_D: tl.constexpr):
     pid = tl.program_id(0)

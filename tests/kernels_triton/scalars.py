@@ -17,8 +17,9 @@ ROWS, COLS = 6, 32
 
 
 @triton.jit
-def rms_norm(x_ptr, w_ptr, out_ptr, n_cols, eps, offset, scale_out, SHARED: tl.constexpr,
-             BLOCK: tl.constexpr):
+def rms_norm(
+    x_ptr, w_ptr, out_ptr, n_cols, eps, offset, scale_out, SHARED: tl.constexpr, BLOCK: tl.constexpr
+):
     row = tl.program_id(0)
     cols = tl.arange(0, BLOCK)
     mask = cols < n_cols

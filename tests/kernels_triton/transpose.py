@@ -13,8 +13,9 @@ ROWS, COLS, TILE = 8, 12, 4
 
 
 @triton.jit
-def transpose_kernel(x_ptr, out_ptr, stride_xm, stride_xn, COLS_OUT: tl.constexpr,
-                     TILE: tl.constexpr):
+def transpose_kernel(
+    x_ptr, out_ptr, stride_xm, stride_xn, COLS_OUT: tl.constexpr, TILE: tl.constexpr
+):
     rows = tl.program_id(0) * TILE + tl.arange(0, TILE)
     cols = tl.program_id(1) * TILE + tl.arange(0, TILE)
     tile = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :] * stride_xn)
@@ -24,8 +25,9 @@ def transpose_kernel(x_ptr, out_ptr, stride_xm, stride_xn, COLS_OUT: tl.constexp
 def main() -> None:
     x = torch.arange(ROWS * COLS, dtype=torch.float32).reshape(COLS, ROWS).t()
     out = torch.empty(COLS, ROWS)
-    transpose_kernel[(ROWS // TILE, COLS // TILE)](x, out, x.stride(0), x.stride(1),
-                                                   COLS_OUT=ROWS, TILE=TILE)
+    transpose_kernel[(ROWS // TILE, COLS // TILE)](
+        x, out, x.stride(0), x.stride(1), COLS_OUT=ROWS, TILE=TILE
+    )
     assert torch.equal(out, x.t())
 
 

@@ -34,27 +34,32 @@ DIVERGENCE_MESSAGE = "divergence detected (barrier)"
 
 # Why the two differ where they do (docs/oclgrind.md explains each at length).
 WHY_FLAGS = "Oclgrind does not model fence + atomic synchronisation between work-groups"
-WHY_DIVERGENT = ("both flag the divergent barrier: Oclgrind as divergence, tracerace as "
-                 "barrier_mismatch")
-WHY_SPLIT = ("the two barriers differ only in fence flags (both order the local tile); "
-             "tracerace does not compare the flags of one barrier's arrivals")
+WHY_DIVERGENT = (
+    "both flag the divergent barrier: Oclgrind as divergence, tracerace as barrier_mismatch"
+)
+WHY_SPLIT = (
+    "the two barriers differ only in fence flags (both order the local tile); "
+    "tracerace does not compare the flags of one barrier's arrivals"
+)
 WHY_UNINIT = "tracerace also reports the read of a slot nothing wrote (uninit_read)"
 WHY_EARLY_READ = "tracerace also reports the reads of slots not written yet (uninit_read)"
-WHY_NO_WAIT = ("Oclgrind reports the missing wait; tracerace reports the reads of the tile "
-               "while the copy is still in flight (async_inflight)")
+WHY_NO_WAIT = (
+    "Oclgrind reports the missing wait; tracerace reports the reads of the tile "
+    "while the copy is still in flight (async_inflight)"
+)
 
 
 @dataclass(frozen=True)
 class Case:
     """One kernel form and what both checkers must say about it."""
 
-    kernel: str                     # the .cl file's stem
-    form: str = "ok"                # "ok", or the broken form (its macro in lower case)
-    oclgrind: bool = False          # Oclgrind reports a data race
+    kernel: str  # the .cl file's stem
+    form: str = "ok"  # "ok", or the broken form (its macro in lower case)
+    oclgrind: bool = False  # Oclgrind reports a data race
     kinds: frozenset[str] = frozenset()  # tracerace's error hazard kinds
-    divergence: bool = False        # Oclgrind reports barrier divergence
-    host: str = "sim"               # sim, pyopencl or c
-    why: str | None = None          # why the two differ (None: they agree exactly)
+    divergence: bool = False  # Oclgrind reports barrier divergence
+    host: str = "sim"  # sim, pyopencl or c
+    why: str | None = None  # why the two differ (None: they agree exactly)
 
     @property
     def name(self) -> str:
@@ -69,8 +74,7 @@ class Case:
         return bool(self.kinds & RACES)
 
 
-def case(kernel: str, form: str = "ok", *kinds: str, oclgrind: bool | None = None,
-         **more) -> Case:
+def case(kernel: str, form: str = "ok", *kinds: str, oclgrind: bool | None = None, **more) -> Case:
     """A case whose Oclgrind verdict defaults to tracerace's (racy iff a race kind)."""
     racy = bool(set(kinds) & RACES) if oclgrind is None else oclgrind
     return Case(kernel, form, racy, frozenset(kinds), **more)
@@ -144,22 +148,34 @@ class Outcome:
 
     def matches(self, case: Case) -> bool:
         return (self.oclgrind, self.divergence, self.kinds) == (
-            case.oclgrind, case.divergence, case.kinds)
+            case.oclgrind,
+            case.divergence,
+            case.kinds,
+        )
 
 
 def differs(case: Case) -> bool:
     """Whether the two checkers' answers for ``case`` differ in any way."""
-    return (case.oclgrind != case.tracerace_racy or case.divergence
-            or bool(case.kinds - RACES))
+    return case.oclgrind != case.tracerace_racy or case.divergence or bool(case.kinds - RACES)
 
 
 # --- running -------------------------------------------------------------------------
 
+
 def build_c_host(folder: str) -> str:
     """Compile histogram_host.c (needs gcc and the OpenCL ICD loader's -lOpenCL)."""
     binary = os.path.join(folder, "histogram_host")
-    subprocess.run([os.environ.get("CC", "gcc"), "-O1", "-o", binary,
-                    str(CORPUS / "histogram_host.c"), "-lOpenCL"], check=True)
+    subprocess.run(
+        [
+            os.environ.get("CC", "gcc"),
+            "-O1",
+            "-o",
+            binary,
+            str(CORPUS / "histogram_host.c"),
+            "-lOpenCL",
+        ],
+        check=True,
+    )
     return binary
 
 
@@ -181,8 +197,11 @@ def run_case(case: Case, folder: str, c_host: str | None = None) -> Outcome:
 
     trace = os.path.join(folder, f"{case.name}.arrow")
     log = os.path.join(folder, f"{case.name}.log")
-    result = run(command(case, c_host), trace,
-                 oclgrind_args=[*OCLGRIND_ARGS, "--log", log, *case.build_options])
+    result = run(
+        command(case, c_host),
+        trace,
+        oclgrind_args=[*OCLGRIND_ARGS, "--log", log, *case.build_options],
+    )
     text = Path(log).read_text() if os.path.exists(log) else ""
     report = tracerace.check(trace)
     kinds = frozenset(g.kind for g in report.groups if g.severity == "error")
@@ -190,6 +209,7 @@ def run_case(case: Case, folder: str, c_host: str | None = None) -> Outcome:
 
 
 # --- the table -----------------------------------------------------------------------
+
 
 def oclgrind_text(case: Case) -> str:
     text = "racy" if case.oclgrind else "race-free"
@@ -214,15 +234,22 @@ def agreement_text(case: Case) -> str:
 
 def render_table(cases=CASES) -> str:
     """The markdown table of ``cases``."""
-    lines = ["| kernel | form | host | Oclgrind `--data-races` | tracerace | agreement |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        "| kernel | form | host | Oclgrind `--data-races` | tracerace | agreement |",
+        "|---|---|---|---|---|---|",
+    ]
     for c in cases:
-        lines.append(f"| `{c.kernel}` | {c.form} | {c.host} | {oclgrind_text(c)} | "
-                     f"{tracerace_text(c)} | {agreement_text(c)} |")
+        lines.append(
+            f"| `{c.kernel}` | {c.form} | {c.host} | {oclgrind_text(c)} | "
+            f"{tracerace_text(c)} | {agreement_text(c)} |"
+        )
     agree = sum(c.oclgrind == c.tracerace_racy for c in cases)
     kernels = len({c.kernel for c in cases})
-    lines += ["", f"{len(cases)} forms of {kernels} kernels; racy/race-free verdicts agree "
-                  f"on {agree}, differ by design on {len(cases) - agree}."]
+    lines += [
+        "",
+        f"{len(cases)} forms of {kernels} kernels; racy/race-free verdicts agree "
+        f"on {agree}, differ by design on {len(cases) - agree}.",
+    ]
     return "\n".join(lines)
 
 

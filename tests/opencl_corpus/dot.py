@@ -5,7 +5,6 @@ import sys
 
 import numpy as np
 import pyopencl as cl
-
 from clhost import build
 
 N, GROUP = 32, 8
@@ -21,8 +20,7 @@ def main() -> None:
     groups = N // GROUP
     sums = cl.Buffer(context, flags.READ_WRITE, groups * 4)
     result = cl.Buffer(context, flags.READ_WRITE, 4)
-    program.partial(queue, (N,), (GROUP,), x_buf, y_buf, sums, result,
-                    cl.LocalMemory(GROUP * 4))
+    program.partial(queue, (N,), (GROUP,), x_buf, y_buf, sums, result, cl.LocalMemory(GROUP * 4))
     program.finish(queue, (1,), (1,), sums, result, np.uint32(groups))
     total = np.empty(1, np.float32)
     cl.enqueue_copy(queue, total, result)

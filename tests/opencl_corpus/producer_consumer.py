@@ -4,7 +4,6 @@ import sys
 
 import numpy as np
 import pyopencl as cl
-
 from clhost import build
 
 N = 8
@@ -14,8 +13,7 @@ def main() -> None:
     context, queue, program = build("producer_consumer")
     flags = cl.mem_flags
     data = cl.Buffer(context, flags.READ_WRITE, N * 4)
-    flag = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR,
-                     hostbuf=np.zeros(1, np.int32))
+    flag = cl.Buffer(context, flags.READ_WRITE | flags.COPY_HOST_PTR, hostbuf=np.zeros(1, np.int32))
     out = cl.Buffer(context, flags.WRITE_ONLY, N * 4)
     program.producer_consumer(queue, (8,), (4,), data, flag, out)
     result = np.empty(N, np.int32)

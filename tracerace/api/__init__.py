@@ -31,16 +31,29 @@ import numpy as np
 
 from ..checker.engine import check_trace as numba_check
 from ..checker.findings import FINDING_DTYPE
-from ..checker.options import (DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, CheckOptions,
-                              make_options, usage)
+from ..checker.options import (
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_MAX_REPORTS,
+    CheckOptions,
+    make_options,
+    usage,
+)
 from ..checker.reference import check_trace as reference_check
 from ..errors import TraceError
 from ..group.groups import GroupBuilder
 from ..report import Report
 from ..trace.meta import TraceMeta
 
-__all__ = ["Batch", "Check", "FindingSink", "Progress", "check", "check_many", "make_options",
-           "validate"]
+__all__ = [
+    "Batch",
+    "Check",
+    "FindingSink",
+    "Progress",
+    "check",
+    "check_many",
+    "make_options",
+    "validate",
+]
 
 CHECKERS: dict[str, Callable[..., Any]] = {"numba": numba_check, "reference": reference_check}
 """Engine name (:data:`~tracerace.checker.options.ENGINES`) -> ``check_trace(reader, *,
@@ -121,8 +134,14 @@ class Check:
     called it back in place.
     """
 
-    def __init__(self, source: Any, options: CheckOptions | None = None, *,
-                 keep_findings: bool = False, jobs: int | None = 1) -> None:
+    def __init__(
+        self,
+        source: Any,
+        options: CheckOptions | None = None,
+        *,
+        keep_findings: bool = False,
+        jobs: int | None = 1,
+    ) -> None:
         self.source = source
         self.options = make_options() if options is None else options
         self.keep_findings = keep_findings
@@ -183,8 +202,12 @@ class Check:
             builder = self._builder(meta)
             yield Batch(meta, _NO_FINDINGS, _NO_GROUPS, 0)
             relay = _Relay(meta, builder)
-            worker = threading.Thread(target=relay.run, args=(self._checker(reader), reader),
-                                      name="tracerace-check", daemon=True)
+            worker = threading.Thread(
+                target=relay.run,
+                args=(self._checker(reader), reader),
+                name="tracerace-check",
+                daemon=True,
+            )
             worker.start()
             try:
                 yield from relay
@@ -319,12 +342,19 @@ def _opened(source: Any, options: CheckOptions) -> Iterator[Any]:
         raise TraceError(err.strerror or str(err), path=path, rule="io") from None
 
 
-def check(source: Any, *, engine: str = "numba",
-          max_reports: int | str | None = DEFAULT_MAX_REPORTS,
-          select: str | Iterable[str] | None = None, ignore: str | Iterable[str] | None = None,
-          progress: Progress | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-          keep_findings: bool = False, sink: FindingSink | None = None,
-          jobs: int | None = 1) -> Report:
+def check(
+    source: Any,
+    *,
+    engine: str = "numba",
+    max_reports: int | str | None = DEFAULT_MAX_REPORTS,
+    select: str | Iterable[str] | None = None,
+    ignore: str | Iterable[str] | None = None,
+    progress: Progress | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    keep_findings: bool = False,
+    sink: FindingSink | None = None,
+    jobs: int | None = 1,
+) -> Report:
     """Check a recorded trace for hazards: a :class:`Check` run to its report.
 
     ``source``: a path (``.arrow``, ``.arrows``, ``.parquet``), a ``pa.Table`` or
@@ -345,8 +375,9 @@ def check(source: Any, *, engine: str = "numba",
     ``usage``), on a trace that breaks the format, and when memory runs out
     (rule ``out-of-memory``).
     """
-    options = make_options(engine=engine, max_reports=max_reports, select=select, ignore=ignore,
-                           batch_size=batch_size)
+    options = make_options(
+        engine=engine, max_reports=max_reports, select=select, ignore=ignore, batch_size=batch_size
+    )
     if progress is not None and not callable(progress):
         raise usage(f"progress must be a function of (rows_done, total_rows), not {progress!r}")
     with Check(source, options, keep_findings=keep_findings, jobs=jobs) as run:
@@ -362,13 +393,19 @@ def check(source: Any, *, engine: str = "numba",
         return run.report()
 
 
-def check_many(sources: Iterable[Any], *, engine: str = "numba",
-               max_reports: int | str | None = DEFAULT_MAX_REPORTS,
-               select: str | Iterable[str] | None = None,
-               ignore: str | Iterable[str] | None = None, progress: Progress | None = None,
-               batch_size: int = DEFAULT_BATCH_SIZE, jobs: int | None = None,
-               keep_findings: bool = False,
-               sinks: Iterable[FindingSink | None] | None = None) -> list[Report | TraceError]:
+def check_many(
+    sources: Iterable[Any],
+    *,
+    engine: str = "numba",
+    max_reports: int | str | None = DEFAULT_MAX_REPORTS,
+    select: str | Iterable[str] | None = None,
+    ignore: str | Iterable[str] | None = None,
+    progress: Progress | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    jobs: int | None = None,
+    keep_findings: bool = False,
+    sinks: Iterable[FindingSink | None] | None = None,
+) -> list[Report | TraceError]:
     """Check several traces (paths) at once, as CI does: on ``jobs`` threads
     (None: the cores this process may use), each trace in its share of them
     (``docs/parallel.md``). Returns, per trace, its report (the one
@@ -376,8 +413,9 @@ def check_many(sources: Iterable[Any], *, engine: str = "numba",
     stopped its check. ``progress`` counts the rows of all of them;
     ``sinks``: one :class:`FindingSink` (or None) per trace. Bad options
     raise (rule ``usage``)."""
-    options = make_options(engine=engine, max_reports=max_reports, select=select, ignore=ignore,
-                           batch_size=batch_size)
+    options = make_options(
+        engine=engine, max_reports=max_reports, select=select, ignore=ignore, batch_size=batch_size
+    )
     sources = list(sources)
     sinks = list(sinks) if sinks is not None else [None] * len(sources)
     jobs = _jobs(jobs)
@@ -385,14 +423,24 @@ def check_many(sources: Iterable[Any], *, engine: str = "numba",
         out: list[Report | TraceError] = []
         for source, sink in zip(sources, sinks):
             try:
-                out.append(check(source, engine=options.engine, max_reports=max_reports,
-                                 select=select, ignore=ignore, batch_size=batch_size,
-                                 keep_findings=keep_findings, sink=sink))
+                out.append(
+                    check(
+                        source,
+                        engine=options.engine,
+                        max_reports=max_reports,
+                        select=select,
+                        ignore=ignore,
+                        batch_size=batch_size,
+                        keep_findings=keep_findings,
+                        sink=sink,
+                    )
+                )
             except TraceError as err:
                 out.append(err)
         return out
-    return _sharded(sources, options, jobs, keep_findings=keep_findings, progress=progress,
-                    sinks=sinks)
+    return _sharded(
+        sources, options, jobs, keep_findings=keep_findings, progress=progress, sinks=sinks
+    )
 
 
 def _jobs(jobs: int | None) -> int:
@@ -419,8 +467,9 @@ def shards_for(source: Any, options: CheckOptions, jobs: int | None, rows: int |
         if options.engine != "numba":
             raise usage("jobs: the reference checker runs on one thread (it is the definition)")
         if not path:
-            raise usage("jobs: only a trace file can be checked in shards (not a stream, "
-                        "a pipe or a table)")
+            raise usage(
+                "jobs: only a trace file can be checked in shards (not a stream, a pipe or a table)"
+            )
         return n
     if not path or options.engine != "numba":
         return 1
@@ -435,8 +484,9 @@ def _sharded(sources: list[Any], options: CheckOptions, jobs: int, **kw: Any) ->
     return check_reports(sources, options, jobs, **kw)
 
 
-def validate(source: Any, *, engine: str = "numba",
-             batch_size: int = DEFAULT_BATCH_SIZE) -> TraceMeta:
+def validate(
+    source: Any, *, engine: str = "numba", batch_size: int = DEFAULT_BATCH_SIZE
+) -> TraceMeta:
     """Check that ``source`` follows the trace format: every rule :func:`check`
     enforces, the reader's (each row on its own) and the replay's (launch
     order, barrier counts and order, waits without a signal, ...), by the same

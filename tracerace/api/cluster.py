@@ -23,9 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import TraceError
 from ..checker.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, make_options, usage
-
+from ..errors import TraceError
 
 DASK_CONNECT_TIMEOUT = 20.0
 """Seconds :func:`client_for` waits for a Dask scheduler to answer."""
@@ -47,25 +46,34 @@ def client_for(address: str, timeout: float | None = None) -> Any:
     try:
         return Client(address, timeout=timeout)
     except ValueError as err:  # an unknown scheme, a port that is not a number
-        raise usage(f"--dask {address!r} is not a Dask scheduler address: "
-                    f"{_one_line(err)}") from None
+        raise usage(
+            f"--dask {address!r} is not a Dask scheduler address: {_one_line(err)}"
+        ) from None
     except (OSError, TimeoutError) as err:
-        raise usage(f"cannot reach the Dask scheduler at {address} within {timeout:g} s: "
-                    f"{_one_line(err)}") from None
+        raise usage(
+            f"cannot reach the Dask scheduler at {address} within {timeout:g} s: {_one_line(err)}"
+        ) from None
 
 
 def _one_line(err: BaseException) -> str:
     return " ".join(str(err).split()) or type(err).__name__
 
 
-def check_on_cluster(sources: Iterable[str], client: Any, *, engine: str = "numba",
-                     max_reports: int | str | None = DEFAULT_MAX_REPORTS,
-                     select: str | Iterable[str] | None = None,
-                     ignore: str | Iterable[str] | None = None,
-                     batch_size: int = DEFAULT_BATCH_SIZE, shards: int | None = None,
-                     keep_findings: bool = False, sinks: Sequence[Any] | None = None,
-                     progress: Callable[[int, int | None], None] | None = None,
-                     **engine_options: Any) -> list[Any]:
+def check_on_cluster(
+    sources: Iterable[str],
+    client: Any,
+    *,
+    engine: str = "numba",
+    max_reports: int | str | None = DEFAULT_MAX_REPORTS,
+    select: str | Iterable[str] | None = None,
+    ignore: str | Iterable[str] | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    shards: int | None = None,
+    keep_findings: bool = False,
+    sinks: Sequence[Any] | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+    **engine_options: Any,
+) -> list[Any]:
     """Check each trace of ``sources`` (paths or pyarrow filesystem URIs every
     worker of ``client``, a ``distributed.Client``, can read) in shards run as
     Dask tasks. ``shards``: per trace (default: the cluster's threads shared
@@ -77,14 +85,15 @@ def check_on_cluster(sources: Iterable[str], client: Any, *, engine: str = "numb
     ``engine_options``: the engine's test options (``page_shift``, ...)."""
     from distributed import as_completed
 
-    from ..group.groups import GroupBuilder
-    from ..checker.parallel import merge_rows, shards_per_trace
-    from .sharded import consumer
     from ..checker.engine.races import records
+    from ..checker.parallel import merge_rows, shards_per_trace
+    from ..group.groups import GroupBuilder
     from ..report import Report
+    from .sharded import consumer
 
-    options = make_options(engine=engine, max_reports=max_reports, select=select, ignore=ignore,
-                           batch_size=batch_size)
+    options = make_options(
+        engine=engine, max_reports=max_reports, select=select, ignore=ignore, batch_size=batch_size
+    )
     if options.engine != "numba":
         raise usage("--dask: the reference checker runs on one thread (it is the definition)")
     sources = [os.fspath(s) for s in sources]
@@ -93,8 +102,7 @@ def check_on_cluster(sources: Iterable[str], client: Any, *, engine: str = "numb
         threads = sum(client.nthreads().values()) or 1
         shards = shards_per_trace(threads, len(sources))
     results: list[Any] = [None] * len(sources)
-    metas = client.gather([client.submit(_meta_task, s, batch_size, pure=False)
-                           for s in sources])
+    metas = client.gather([client.submit(_meta_task, s, batch_size, pure=False) for s in sources])
     todo = []
     for t, meta in enumerate(metas):
         if isinstance(meta, tuple):
@@ -107,8 +115,9 @@ def check_on_cluster(sources: Iterable[str], client: Any, *, engine: str = "numb
     submitted = {}
     for t in todo:
         for k in range(shards):
-            f = client.submit(_shard_task, sources[t], k, shards, batch_size, engine_options,
-                              pure=False)
+            f = client.submit(
+                _shard_task, sources[t], k, shards, batch_size, engine_options, pure=False
+            )
             submitted[f.key] = (f, t, k)
     done_rows = 0.0
     parts: dict[tuple[int, int], Any] = {}
@@ -140,7 +149,7 @@ def open_source(source: str, batch_size: int) -> Any:
     from ..trace.reader import open_trace
 
     if "://" not in source or source.startswith("file://"):
-        path = source[len("file://"):] if source.startswith("file://") else source
+        path = source[len("file://") :] if source.startswith("file://") else source
         return open_trace(path, batch_size=batch_size)
     import pyarrow as pa
     import pyarrow.fs as pafs
@@ -171,17 +180,23 @@ def _meta_task(source: str, batch_size: int) -> Any:
         return _sent(err, source)
 
 
-def _shard_task(source: str, k: int, shards: int, batch_size: int,
-                engine_options: dict) -> tuple[Any, ...]:
+def _shard_task(
+    source: str, k: int, shards: int, batch_size: int, engine_options: dict
+) -> tuple[Any, ...]:
     """(On a worker.) Shard ``k`` of ``shards`` of ``source``: (events, the
     findings rows of each batch), or its error as a tuple."""
     from ..checker.parallel import run_shard
 
     chunks: list[np.ndarray] = []
     try:
-        events = run_shard(lambda: open_source(source, batch_size), k, shards,
-                           lambda i, rows: chunks.append(rows), batch_size=batch_size,
-                           **engine_options)
+        events = run_shard(
+            lambda: open_source(source, batch_size),
+            k,
+            shards,
+            lambda i, rows: chunks.append(rows),
+            batch_size=batch_size,
+            **engine_options,
+        )
     except Exception as err:  # noqa: BLE001 - sent back as plain values
         return _sent(err, source)
     return events, chunks

@@ -16,8 +16,7 @@ from typing import Any
 
 from ..errors import TraceError
 
-SUFFIX = {"text": ".txt", "json": ".json", "sarif": ".sarif", "html": ".html",
-          "arrow": ".arrow"}
+SUFFIX = {"text": ".txt", "json": ".json", "sarif": ".sarif", "html": ".html", "arrow": ".arrow"}
 """The file suffix of each format's report under ``--output DIR``."""
 
 
@@ -33,12 +32,24 @@ def report_names(paths: Sequence[str]) -> list[str]:
     return out
 
 
-def check_several(paths: Sequence[str], *, fmt: str, output: str | None, engine: str,
-                  max_reports: Any, select: Any, ignore: Any, progress: bool | None,
-                  source_root: Sequence[str], jobs: int | None, dask: str | None,
-                  dask_timeout: float | None,
-                  bar: Callable[[bool | None], Any], say: Callable[[str], None],
-                  echo: Callable[[str], None]) -> int:
+def check_several(
+    paths: Sequence[str],
+    *,
+    fmt: str,
+    output: str | None,
+    engine: str,
+    max_reports: Any,
+    select: Any,
+    ignore: Any,
+    progress: bool | None,
+    source_root: Sequence[str],
+    jobs: int | None,
+    dask: str | None,
+    dask_timeout: float | None,
+    bar: Callable[[bool | None], Any],
+    say: Callable[[str], None],
+    echo: Callable[[str], None],
+) -> int:
     """Check ``paths``, write their reports and the summary; the exit code."""
     from .. import api
     from ..report import formats
@@ -49,19 +60,29 @@ def check_several(paths: Sequence[str], *, fmt: str, output: str | None, engine:
         if fmt not in SUFFIX:
             raise TraceError(f"unknown format {fmt!r}", path="options", rule="usage")
         if output is None and fmt != "text" and len(paths) > 1:
-            raise TraceError(f"several traces in format {fmt} need --output DIRECTORY (one "
-                             "report file each)", path="options", rule="usage")
+            raise TraceError(
+                f"several traces in format {fmt} need --output DIRECTORY (one report file each)",
+                path="options",
+                rule="usage",
+            )
         if "-" in paths and len(paths) > 1:
-            raise TraceError("standard input (-) can be checked only on its own",
-                             path="options", rule="usage")
+            raise TraceError(
+                "standard input (-) can be checked only on its own", path="options", rule="usage"
+            )
         if output is not None:
             if os.path.exists(output) and not os.path.isdir(output):
-                raise TraceError("with several traces --output names a directory",
-                                 path=output, rule="usage")
+                raise TraceError(
+                    "with several traces --output names a directory", path=output, rule="usage"
+                )
             os.makedirs(output, exist_ok=True)
         # Every finding is kept for the Arrow format, which lists them all.
-        options = dict(engine=engine, max_reports=max_reports, select=select, ignore=ignore,
-                       keep_findings=fmt == "arrow")
+        options = dict(
+            engine=engine,
+            max_reports=max_reports,
+            select=select,
+            ignore=ignore,
+            keep_findings=fmt == "arrow",
+        )
         with bar(progress) as shown:
             if dask is not None:
                 from .cluster import check_on_cluster, client_for
@@ -105,11 +126,23 @@ def summary_table(paths: Sequence[str], results: Sequence[Any]) -> str:
         if isinstance(r, TraceError):
             rows.append((shown(path), "-", "-", "-", "-", f"2 ({r.rule})"))
         else:
-            rows.append((shown(r.meta.path or path), f"{r.events:,}", f"{r.total:,}",
-                         f"{r.errors:,}", f"{r.warnings:,}", str(r.exit_code)))
+            rows.append(
+                (
+                    shown(r.meta.path or path),
+                    f"{r.events:,}",
+                    f"{r.total:,}",
+                    f"{r.errors:,}",
+                    f"{r.warnings:,}",
+                    str(r.exit_code),
+                )
+            )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
-                       for i, (cell, w) in enumerate(zip(row, widths))).rstrip()
-             for row in rows]
+    lines = [
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(row, widths))
+        ).rstrip()
+        for row in rows
+    ]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)

@@ -12,21 +12,27 @@ import numpy as np
 from ..checker.parallel import check_traces, shards_per_trace, trace_error
 
 
-def check_reports(sources: Sequence[str], options: Any, jobs: int, *,
-                  keep_findings: bool = False, sinks: Sequence[Any] | None = None,
-                  progress: Callable[[int, int | None], None] | None = None,
-                  shards: Sequence[int] | None = None,
-                  **engine_options: Any) -> list[Any]:
+def check_reports(
+    sources: Sequence[str],
+    options: Any,
+    jobs: int,
+    *,
+    keep_findings: bool = False,
+    sinks: Sequence[Any] | None = None,
+    progress: Callable[[int, int | None], None] | None = None,
+    shards: Sequence[int] | None = None,
+    **engine_options: Any,
+) -> list[Any]:
     """The report of each trace of ``sources`` (paths), checked in shards on
     ``jobs`` threads (:func:`check_traces`), or the
     :class:`~tracerace.errors.TraceError` that stopped it: what
     :func:`tracerace.api.check` gives for each, findings grouped as it groups
     them. ``sinks[t]`` (or None) takes trace ``t``'s findings as they come.
     ``progress(rows_done, total_rows)`` counts the rows of all the traces."""
-    from ..group.groups import GroupBuilder
     from ..checker.notice import CompileNotice
-    from ..trace.reader import decode_pool, open_trace
+    from ..group.groups import GroupBuilder
     from ..report import Report
+    from ..trace.reader import decode_pool, open_trace
 
     sinks = list(sinks) if sinks is not None else [None] * len(sources)
     if shards is None:
@@ -51,11 +57,16 @@ def check_reports(sources: Sequence[str], options: Any, jobs: int, *,
         if progress is not None:
             progress(0, total)
             counter = lambda rows: progress(round(rows), total)  # noqa: E731
-        done = check_traces([sources[t] for t in todo], jobs,
-                            [consumer(builders[t], sinks[t]) for t in todo],
-                            batch_size=options.batch_size, shards=[shards[t] for t in todo],
-                            progress=counter, weights=[weights[t] for t in todo],
-                            **engine_options)
+        done = check_traces(
+            [sources[t] for t in todo],
+            jobs,
+            [consumer(builders[t], sinks[t]) for t in todo],
+            batch_size=options.batch_size,
+            shards=[shards[t] for t in todo],
+            progress=counter,
+            weights=[weights[t] for t in todo],
+            **engine_options,
+        )
     for t, outcome in zip(todo, done):
         if isinstance(outcome, BaseException):
             results[t] = trace_error(outcome, sources[t])
@@ -69,4 +80,5 @@ def consumer(builder: Any, sink: Any) -> Callable[[np.ndarray], None]:
         kept, groups = builder.add(findings)
         if sink is not None:
             sink.write(kept, groups)
+
     return on_findings

@@ -20,44 +20,43 @@ from __future__ import annotations
 
 import numpy as np
 
-
-FINDING_DTYPE = np.dtype([
-    ("kind", np.uint8),
-    ("severity", np.uint8),
-    ("row", np.int64),
-    ("launch", np.uint32),
-    ("block", np.uint32),
-    ("thread", np.uint32),
-    ("op", np.uint8),
-    ("ts", np.uint64),
-    ("site", np.uint32),
-    ("prev_row", np.int64),
-    ("prev_launch", np.uint32),
-    ("prev_block", np.uint32),
-    ("prev_thread", np.uint32),
-    ("prev_op", np.uint8),
-    ("prev_ts", np.uint64),
-    ("prev_site", np.uint32),
-    ("prev_async", np.uint8),
-    ("space", np.uint8),
-    ("owner", np.uint32),
-    ("addr", np.uint64),
-    ("size", np.uint32),
-    ("obj", np.uint64),
-    ("bar_obj", np.int64),
-    ("bar_gen", np.int64),
-    ("prev_bar_obj", np.int64),
-    ("prev_bar_gen", np.int64),
-    ("code", np.uint8),
-    ("aux", np.int64),
-])
+FINDING_DTYPE = np.dtype(
+    [
+        ("kind", np.uint8),
+        ("severity", np.uint8),
+        ("row", np.int64),
+        ("launch", np.uint32),
+        ("block", np.uint32),
+        ("thread", np.uint32),
+        ("op", np.uint8),
+        ("ts", np.uint64),
+        ("site", np.uint32),
+        ("prev_row", np.int64),
+        ("prev_launch", np.uint32),
+        ("prev_block", np.uint32),
+        ("prev_thread", np.uint32),
+        ("prev_op", np.uint8),
+        ("prev_ts", np.uint64),
+        ("prev_site", np.uint32),
+        ("prev_async", np.uint8),
+        ("space", np.uint8),
+        ("owner", np.uint32),
+        ("addr", np.uint64),
+        ("size", np.uint32),
+        ("obj", np.uint64),
+        ("bar_obj", np.int64),
+        ("bar_gen", np.int64),
+        ("prev_bar_obj", np.int64),
+        ("prev_bar_gen", np.int64),
+        ("code", np.uint8),
+        ("aux", np.int64),
+    ]
+)
 
 FIELDS = FINDING_DTYPE.names
 
 NO_ROW = -1
 """``prev_row`` of a finding with a single event (``uninit_read``, ...)."""
-
-
 
 
 def sort_findings(findings: np.ndarray) -> np.ndarray:

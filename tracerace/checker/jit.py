@@ -88,8 +88,8 @@ class _Kernel(CPUDispatcher):
 
     def get_call_template(self, args, kws):
         return super().get_call_template(
-            tuple(types.unliteral(a) for a in args),
-            {k: types.unliteral(v) for k, v in kws.items()})
+            tuple(types.unliteral(a) for a in args), {k: types.unliteral(v) for k, v in kws.items()}
+        )
 
 
 class _Inner(_Kernel):
@@ -97,9 +97,11 @@ class _Inner(_Kernel):
     a call from Python is refused (see ``from_python``)."""
 
     def __call__(self, *args, **kws):
-        raise TypeError(f"{self.py_func.__module__}.{self.py_func.__name__} has no Python "
-                        "entry: call it from compiled code, make it a jit_kernel, or (tests) "
-                        "call it through jit.from_python")
+        raise TypeError(
+            f"{self.py_func.__module__}.{self.py_func.__name__} has no Python "
+            "entry: call it from compiled code, make it a jit_kernel, or (tests) "
+            "call it through jit.from_python"
+        )
 
 
 def from_python(fn):
@@ -120,8 +122,7 @@ def _make(fn, cls, forceinline=False, **options):
     # from the caller that compiles it first, and a leaf compiled first from
     # an ``alwaysinline`` helper was inlined everywhere (the first compile
     # doubled).
-    disp = numba.njit(no_cfunc_wrapper=True, forceinline=forceinline, **OPTIONS,
-                      **options)(fn)
+    disp = numba.njit(no_cfunc_wrapper=True, forceinline=forceinline, **OPTIONS, **options)(fn)
     if isinstance(disp, CPUDispatcher):  # not under NUMBA_DISABLE_JIT
         disp.__class__ = cls
     return disp
@@ -178,15 +179,25 @@ def prefetch_row(typingctx, arr, row):
         aryty = sig.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
         zero = context.get_constant(types.intp, 0)
-        index = [context.cast(builder, args[1], sig.args[1], types.intp)] + [zero] * (aryty.ndim - 1)
-        ptr = cgutils.get_item_pointer2(context, builder, ary.data,
-                                        cgutils.unpack_tuple(builder, ary.shape),
-                                        cgutils.unpack_tuple(builder, ary.strides), aryty.layout,
-                                        index, wraparound=False, boundscheck=False)
+        index = [context.cast(builder, args[1], sig.args[1], types.intp)] + [zero] * (
+            aryty.ndim - 1
+        )
+        ptr = cgutils.get_item_pointer2(
+            context,
+            builder,
+            ary.data,
+            cgutils.unpack_tuple(builder, ary.shape),
+            cgutils.unpack_tuple(builder, ary.strides),
+            aryty.layout,
+            index,
+            wraparound=False,
+            boundscheck=False,
+        )
         i8p = ir.IntType(8).as_pointer()
         i32 = ir.IntType(32)
         fn = cgutils.get_or_insert_function(
-            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0")
+            builder.module, ir.FunctionType(ir.VoidType(), [i8p, i32, i32, i32]), "llvm.prefetch.p0"
+        )
         builder.call(fn, [builder.bitcast(ptr, i8p), i32(0), i32(3), i32(1)])
         return context.get_dummy_value()
 
@@ -196,8 +207,13 @@ def prefetch_row(typingctx, arr, row):
 # The modules outside ``engine/`` whose constants end up in compiled kernels,
 # and ``group/fold.py``, whose kernels call the engine's helpers (paths from
 # the package's root); every module of ``engine/`` and this one count too.
-KERNEL_MODULES = ("checker/findings.py", "group/fold.py", "trace/ops.py", "checker/reasons.py",
-                  "trace/schema.py")
+KERNEL_MODULES = (
+    "checker/findings.py",
+    "group/fold.py",
+    "trace/ops.py",
+    "checker/reasons.py",
+    "trace/schema.py",
+)
 
 
 def kernel_cache_dirs() -> list[Path]:
@@ -229,8 +245,11 @@ def drop_stale_kernels() -> None:
     """
     here = Path(__file__).resolve()
     package = here.parent.parent
-    sources = (sorted((package / "checker" / "engine").glob("*.py")) + [here]
-               + [package / name for name in KERNEL_MODULES])
+    sources = (
+        sorted((package / "checker" / "engine").glob("*.py"))
+        + [here]
+        + [package / name for name in KERNEL_MODULES]
+    )
     digest = hashlib.sha256(b"boundscheck=%d\0" % BOUNDSCHECK)
     for path in sources:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
@@ -258,8 +277,12 @@ def store_row_nt(typingctx, arr, row, v0, v1, v2, v3, v4, v5, v6, v7):
     nothing there. For records written now and rarely read again (a shadow
     node's report fields); a later read of the row is still correct, only
     not cached. ``arr``: a C-contiguous 2-D int64 array of 8 columns."""
-    if not isinstance(arr, types.Array) or arr.ndim != 2 or arr.dtype != types.int64 or \
-            not isinstance(row, types.Integer):
+    if (
+        not isinstance(arr, types.Array)
+        or arr.ndim != 2
+        or arr.dtype != types.int64
+        or not isinstance(row, types.Integer)
+    ):
         return None
     values = (v0, v1, v2, v3, v4, v5, v6, v7)
     if not all(isinstance(v, types.Integer) for v in values):
@@ -268,8 +291,10 @@ def store_row_nt(typingctx, arr, row, v0, v1, v2, v3, v4, v5, v6, v7):
     def codegen(context, builder, sig, args):
         aryty = sig.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
-        start = builder.mul(context.cast(builder, args[1], sig.args[1], types.intp),
-                            context.get_constant(types.intp, 8))
+        start = builder.mul(
+            context.cast(builder, args[1], sig.args[1], types.intp),
+            context.get_constant(types.intp, 8),
+        )
         base = builder.gep(ary.data, [start])
         hint = builder.module.add_metadata([ir.IntType(32)(1)])
         for k in range(8):

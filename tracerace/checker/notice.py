@@ -42,8 +42,9 @@ class CompileNotice:
     inside the block; once per process and per cache of kernels (see the
     module doc) unless ``once`` is False."""
 
-    def __init__(self, stream: IO[str] | None = None, prefix: str = "tracerace.",
-                 once: bool = True) -> None:
+    def __init__(
+        self, stream: IO[str] | None = None, prefix: str = "tracerace.", once: bool = True
+    ) -> None:
         self.stream = stream
         self.prefix = prefix
         self.once = once
@@ -70,7 +71,7 @@ class CompileNotice:
         if self.once:
             _remember(_cache_dir())
 
-    def __enter__(self) -> "CompileNotice":
+    def __enter__(self) -> CompileNotice:
         from numba.core import event
 
         notice = self

@@ -76,10 +76,14 @@ def parse_max_reports(value: int | str | None) -> int | None:
     return number or None  # 0: no cap
 
 
-def make_options(*, engine: str = "numba", max_reports: int | str | None = DEFAULT_MAX_REPORTS,
-                 select: str | Iterable[str] | None = None,
-                 ignore: str | Iterable[str] | None = None,
-                 batch_size: int = DEFAULT_BATCH_SIZE) -> CheckOptions:
+def make_options(
+    *,
+    engine: str = "numba",
+    max_reports: int | str | None = DEFAULT_MAX_REPORTS,
+    select: str | Iterable[str] | None = None,
+    ignore: str | Iterable[str] | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+) -> CheckOptions:
     """Validated :class:`CheckOptions`; raises ``TraceError`` (rule ``usage``)."""
     if engine not in ENGINES:
         raise usage(f"unknown engine {engine!r} (known: {', '.join(ENGINES)})")
@@ -87,5 +91,9 @@ def make_options(*, engine: str = "numba", max_reports: int | str | None = DEFAU
     if not isinstance(batch_size, int) or batch_size <= 0:
         raise usage(f"batch_size must be a positive integer, not {batch_size!r}")
     selected = parse_kinds(select) if select is not None else ALL_KINDS
-    return CheckOptions(engine=engine, max_reports=max_reports,
-                        kinds=selected - parse_kinds(ignore), batch_size=batch_size)
+    return CheckOptions(
+        engine=engine,
+        max_reports=max_reports,
+        kinds=selected - parse_kinds(ignore),
+        batch_size=batch_size,
+    )

@@ -31,8 +31,9 @@ from .engine import check_trace
 from .engine.layout import F_ADDR, F_KIND, F_PREV_ROW, F_RANK, F_ROW, F_SIZE, NF
 from .engine.races import records
 
-MEMORY_KINDS = np.array([O.K_RAW, O.K_WAR, O.K_WAW, O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT,
-                         O.K_PROXY_FENCE])
+MEMORY_KINDS = np.array(
+    [O.K_RAW, O.K_WAR, O.K_WAW, O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE]
+)
 """The kinds a shard finds only for its own bytes; every shard finds the others."""
 
 PARALLEL_MIN_ROWS = 1 << 20
@@ -64,8 +65,9 @@ def merge_rows(parts: Sequence[np.ndarray]) -> np.ndarray:
     memory = np.concatenate([p[np.isin(p[:, F_KIND], MEMORY_KINDS)] for p in parts])
     uninit = memory[memory[:, F_KIND] == O.K_UNINIT_READ]
     races = memory[memory[:, F_KIND] != O.K_UNINIT_READ]
-    races = races[np.lexsort((races[:, F_RANK], races[:, F_PREV_ROW], races[:, F_KIND],
-                              races[:, F_ROW]))]
+    races = races[
+        np.lexsort((races[:, F_RANK], races[:, F_PREV_ROW], races[:, F_KIND], races[:, F_ROW]))
+    ]
     last = np.ones(races.shape[0], bool)
     last[:-1] = (races[1:, F_ROW] != races[:-1, F_ROW]) | (races[1:, F_KIND] != races[:-1, F_KIND])
     races = races[last]
@@ -94,15 +96,21 @@ class Merger:
         with self._lock:
             slot = self._parts.setdefault(index, [None] * self.shards)
             slot[shard] = rows
-            while self._next in self._parts and all(
-                    p is not None for p in self._parts[self._next]):
+            while self._next in self._parts and all(p is not None for p in self._parts[self._next]):
                 self.consume(records(merge_rows(self._parts.pop(self._next))))
                 self._next += 1
 
 
-def run_shard(source: Any, shard: int, shards: int, on_batch: Callable[[int, np.ndarray], None],
-              *, batch_size: int, progress: Callable[[int], None] | None = None,
-              **engine_options: Any) -> int:
+def run_shard(
+    source: Any,
+    shard: int,
+    shards: int,
+    on_batch: Callable[[int, np.ndarray], None],
+    *,
+    batch_size: int,
+    progress: Callable[[int], None] | None = None,
+    **engine_options: Any,
+) -> int:
     """Replay ``source`` as shard ``shard`` of ``shards`` (its own reader over
     the file; ``source`` may also be a function that opens a fresh reader
     each call); ``on_batch(i, rows)`` gets the findings of batch ``i`` and, last,
@@ -127,8 +135,14 @@ def run_shard(source: Any, shard: int, shards: int, on_batch: Callable[[int, np.
 
     reader = source() if callable(source) else open_trace(source, batch_size=batch_size)
     try:
-        result = check_trace(reader, shard=(shard, shards), raw=True,
-                             on_findings=pending.append, progress=batch_done, **engine_options)
+        result = check_trace(
+            reader,
+            shard=(shard, shards),
+            raw=True,
+            on_findings=pending.append,
+            progress=batch_done,
+            **engine_options,
+        )
     finally:
         close = getattr(reader, "close", None)
         if close is not None:
@@ -137,18 +151,26 @@ def run_shard(source: Any, shard: int, shards: int, on_batch: Callable[[int, np.
     return result.events
 
 
-def check_shards(source: Any, shards: int, on_findings: Callable[[np.ndarray], None], *,
-                 batch_size: int, pool: Executor | None = None,
-                 progress: Callable[[int], None] | None = None,
-                 **engine_options: Any) -> int:
+def check_shards(
+    source: Any,
+    shards: int,
+    on_findings: Callable[[np.ndarray], None],
+    *,
+    batch_size: int,
+    pool: Executor | None = None,
+    progress: Callable[[int], None] | None = None,
+    **engine_options: Any,
+) -> int:
     """Check the trace at ``source`` (a path) in ``shards`` shards on ``pool``
     (None: one after the other, on this thread), handing ``on_findings`` the
     findings a single check would, batch by batch. ``progress(rows)``: the
     rows replayed by all shards together. Returns the trace's events."""
     merger = Merger(shards, on_findings)
     counter = _Progress(progress)
-    tasks = [_shard_task(source, k, shards, merger, counter.part(0, k), batch_size,
-                         engine_options) for k in range(shards)]
+    tasks = [
+        _shard_task(source, k, shards, merger, counter.part(0, k), batch_size, engine_options)
+        for k in range(shards)
+    ]
     if pool is None:
         events = [task() for task in tasks]
     else:
@@ -172,8 +194,12 @@ def sharded_checker(path: str, shards: int, batch_size: int) -> Callable[..., Sh
     shard thread got there, and ``progress`` counts the trace's rows (each
     shard's share of them)."""
 
-    def run(reader: Any, *, on_findings: Callable[[np.ndarray], None],
-            progress: Callable[[int], None] | None = None) -> ShardedResult:
+    def run(
+        reader: Any,
+        *,
+        on_findings: Callable[[np.ndarray], None],
+        progress: Callable[[int], None] | None = None,
+    ) -> ShardedResult:
         lock = threading.Lock()
 
         def found(findings: np.ndarray) -> None:
@@ -185,8 +211,14 @@ def sharded_checker(path: str, shards: int, batch_size: int) -> Callable[..., Sh
                 progress(round(rows / shards))  # type: ignore[misc]
 
         with ThreadPoolExecutor(max_workers=shards, thread_name_prefix="tracerace-shard") as pool:
-            events = check_shards(path, shards, found, batch_size=batch_size, pool=pool,
-                                  progress=None if progress is None else moved)
+            events = check_shards(
+                path,
+                shards,
+                found,
+                batch_size=batch_size,
+                pool=pool,
+                progress=None if progress is None else moved,
+            )
         return ShardedResult(events)
 
     return run
@@ -194,8 +226,16 @@ def sharded_checker(path: str, shards: int, batch_size: int) -> Callable[..., Sh
 
 def _shard_task(source, k, shards, merger, progress, batch_size, engine_options):
     def task() -> int:
-        return run_shard(source, k, shards, lambda i, rows: merger.add(k, i, rows),
-                         batch_size=batch_size, progress=progress, **engine_options)
+        return run_shard(
+            source,
+            k,
+            shards,
+            lambda i, rows: merger.add(k, i, rows),
+            batch_size=batch_size,
+            progress=progress,
+            **engine_options,
+        )
+
     return task
 
 
@@ -227,6 +267,7 @@ class _Progress:
             with self.lock:  # one call at a time: the counts only grow
                 self.done[trace, shard] = rows * weight
                 self.progress(sum(self.done.values()))
+
         return update
 
 
@@ -236,12 +277,17 @@ def shards_per_trace(jobs: int, traces: int) -> int:
     return max(1, jobs // max(1, traces))
 
 
-def check_traces(sources: Sequence[Any], jobs: int,
-                 consumers: Sequence[Callable[[np.ndarray], None]], *, batch_size: int,
-                 shards: Sequence[int] | None = None,
-                 progress: Callable[[float], None] | None = None,
-                 weights: Sequence[float] | None = None,
-                 **engine_options: Any) -> list[int | BaseException]:
+def check_traces(
+    sources: Sequence[Any],
+    jobs: int,
+    consumers: Sequence[Callable[[np.ndarray], None]],
+    *,
+    batch_size: int,
+    shards: Sequence[int] | None = None,
+    progress: Callable[[float], None] | None = None,
+    weights: Sequence[float] | None = None,
+    **engine_options: Any,
+) -> list[int | BaseException]:
     """Check every trace of ``sources`` (paths) on a pool of ``jobs`` threads,
     trace ``t`` in ``shards[t]`` shards (default :func:`shards_per_trace`),
     its findings handed to ``consumers[t]`` as a single check hands them.
@@ -257,10 +303,22 @@ def check_traces(sources: Sequence[Any], jobs: int,
         futures = []
         for t, (source, n, consume) in enumerate(zip(sources, shards, consumers)):
             merger = Merger(n, consume)
-            futures.append([pool.submit(_shard_task(source, k, n, merger,
-                                                    counter.part(t, k, weights[t]),
-                                                    batch_size, engine_options))
-                            for k in range(n)])
+            futures.append(
+                [
+                    pool.submit(
+                        _shard_task(
+                            source,
+                            k,
+                            n,
+                            merger,
+                            counter.part(t, k, weights[t]),
+                            batch_size,
+                            engine_options,
+                        )
+                    )
+                    for k in range(n)
+                ]
+            )
         out: list[int | BaseException] = []
         for per_trace in futures:
             try:
@@ -281,8 +339,7 @@ def trace_error(err: BaseException, source: Any) -> Any:
     if isinstance(err, TraceError):
         return err.with_path(path)
     if isinstance(err, MemoryError) or (isinstance(err, OSError) and err.errno == errno.ENOMEM):
-        return TraceError("not enough memory to check this trace", path=path,
-                          rule="out-of-memory")
+        return TraceError("not enough memory to check this trace", path=path, rule="out-of-memory")
     if isinstance(err, OSError):
         return TraceError(err.strerror or str(err), path=path, rule="io")
     raise err

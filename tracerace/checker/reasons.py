@@ -20,16 +20,16 @@ RACE_UNFENCED_BARRIER = 2
 # proxy_fence
 PROXY_GENERIC_WRITE = 0  # a thread's generic-proxy store (the fence goes after it)
 PROXY_CP_ASYNC_DEST = 1  # a cp.async destination: aux is the site of the cp_async_wait
-                         # that retired it (the fence goes after that wait)
+# that retired it (the fence goes after that wait)
 
 # weak_sync_aux's ``how``
-WEAK_SCOPE = 0    # a scope (release or acquire side) does not contain both agents
+WEAK_SCOPE = 0  # a scope (release or acquire side) does not contain both agents
 WEAK_RELAXED = 1  # scopes fit, but the atomic was relaxed and no acquire fence of
-                  # the needed scope followed it
+# the needed scope followed it
 
 # barrier_mismatch
-BAR_ARG_DISAGREES = 1   # prev_row: first arrival of the generation; aux: its arg
-BAR_INCOMPLETE = 2      # row: last arrival of the open generation; aux: arrivals so far
+BAR_ARG_DISAGREES = 1  # prev_row: first arrival of the generation; aux: its arg
+BAR_INCOMPLETE = 2  # row: last arrival of the open generation; aux: arrivals so far
 
 # async_inflight: which copy was still in flight (aux: the copy's group number;
 # for a TMA load: obj is the mbarrier and aux the phase the load completes,
@@ -39,8 +39,8 @@ INFLIGHT_BULK_STORE = 2
 INFLIGHT_TMA_LOAD = 3
 
 # sync_alias (row: the wait; prev_row: the signal it consumed)
-ALIAS_CROSSED = 1       # error
-ALIAS_MAY_CROSS = 2     # warning
+ALIAS_CROSSED = 1  # error
+ALIAS_MAY_CROSS = 2  # warning
 
 # mbarrier_misuse
 MBAR_BEFORE_INIT = 1
@@ -50,23 +50,34 @@ MBAR_TX_UNDERFLOW = 4
 MBAR_PHASE_NEVER_COMPLETED = 5
 MBAR_DROP_UNDERFLOW = 6  # mbar_arrive_drop took the expected arrivals below zero
 
-_RACE_NAMES = {RACE_WEAK_SYNC: "release/acquire read without synchronizing",
-               RACE_UNFENCED_BARRIER: "barrier does not fence this memory"}
+_RACE_NAMES = {
+    RACE_WEAK_SYNC: "release/acquire read without synchronizing",
+    RACE_UNFENCED_BARRIER: "barrier does not fence this memory",
+}
 
 NAMES = {
-    "raw": _RACE_NAMES, "war": _RACE_NAMES, "waw": _RACE_NAMES,
+    "raw": _RACE_NAMES,
+    "war": _RACE_NAMES,
+    "waw": _RACE_NAMES,
     "proxy_fence": {PROXY_CP_ASYNC_DEST: "cp.async destination not fenced after its wait"},
-    "barrier_mismatch": {BAR_ARG_DISAGREES: "arrivals disagree on the thread count",
-                         BAR_INCOMPLETE: "generation never completed"},
-    "async_inflight": {INFLIGHT_CP_ASYNC: "cp.async copy in flight",
-                       INFLIGHT_BULK_STORE: "bulk/TMA store in flight",
-                       INFLIGHT_TMA_LOAD: "TMA load not awaited"},
+    "barrier_mismatch": {
+        BAR_ARG_DISAGREES: "arrivals disagree on the thread count",
+        BAR_INCOMPLETE: "generation never completed",
+    },
+    "async_inflight": {
+        INFLIGHT_CP_ASYNC: "cp.async copy in flight",
+        INFLIGHT_BULK_STORE: "bulk/TMA store in flight",
+        INFLIGHT_TMA_LOAD: "TMA load not awaited",
+    },
     "sync_alias": {ALIAS_CROSSED: "protocols crossed", ALIAS_MAY_CROSS: "protocols may cross"},
-    "mbarrier_misuse": {MBAR_BEFORE_INIT: "use before init", MBAR_REINIT: "re-init without inval",
-                        MBAR_ARRIVAL_UNDERFLOW: "arrival underflow",
-                        MBAR_TX_UNDERFLOW: "transaction-count underflow",
-                        MBAR_PHASE_NEVER_COMPLETED: "wait on a phase that never completed",
-                        MBAR_DROP_UNDERFLOW: "arrive-and-drop underflow"},
+    "mbarrier_misuse": {
+        MBAR_BEFORE_INIT: "use before init",
+        MBAR_REINIT: "re-init without inval",
+        MBAR_ARRIVAL_UNDERFLOW: "arrival underflow",
+        MBAR_TX_UNDERFLOW: "transaction-count underflow",
+        MBAR_PHASE_NEVER_COMPLETED: "wait on a phase that never completed",
+        MBAR_DROP_UNDERFLOW: "arrive-and-drop underflow",
+    },
 }
 
 

@@ -24,8 +24,14 @@ from ..trace.reader import open_trace, reads_once
 from ..trace.writer import write_batches
 from .std import export_std, import_std
 
-EXTENSIONS = {".std": "std", ".arrow": "file", ".feather": "file", ".arrows": "stream",
-              ".parquet": "parquet"}
+EXTENSIONS = {
+    ".std": "std",
+    ".arrow": "file",
+    ".feather": "file",
+    ".arrows": "stream",
+    ".parquet": "parquet",
+}
+
 
 @dataclass(frozen=True)
 class ConvertResult:
@@ -39,8 +45,9 @@ class ConvertResult:
     """What the input format did not record (GPU trace imports)."""
 
     def summary_line(self) -> str:
-        return self.summary or (f"{self.src} -> {self.dst}: {self.rows_in:,} in, "
-                                f"{self.rows_out:,} out")
+        return self.summary or (
+            f"{self.src} -> {self.dst}: {self.rows_in:,} in, {self.rows_out:,} out"
+        )
 
 
 def format_of(path: str) -> str:
@@ -50,8 +57,11 @@ def format_of(path: str) -> str:
         return EXTENSIONS[ext]
     except KeyError:
         known = ", ".join(EXTENSIONS)
-        raise TraceError(f"cannot tell the format from the extension {ext or '(none)'!r} "
-                         f"(known: {known})", path=path, rule="usage") from None
+        raise TraceError(
+            f"cannot tell the format from the extension {ext or '(none)'!r} (known: {known})",
+            path=path,
+            rule="usage",
+        ) from None
 
 
 COMPRESSIONS = ("lz4", "zstd", "none")
@@ -59,10 +69,16 @@ DEFAULT_COMPRESSION = "lz4"
 """What an Arrow or Parquet output gets when neither the option nor the input says."""
 
 
-def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
-            shared_window: str | tuple[int, int] | None = None,
-            local_window: str | tuple[int, int] | None = None,
-            generic_global: bool = False) -> ConvertResult:
+def convert(
+    src,
+    dst,
+    *,
+    compression: str | None = None,
+    fmt: str | None = None,
+    shared_window: str | tuple[int, int] | None = None,
+    local_window: str | tuple[int, int] | None = None,
+    generic_global: bool = False,
+) -> ConvertResult:
     """Convert trace ``src`` to ``dst``; formats by extension (see the module doc).
 
     A trace recorded on a GPU (Accel-Sim, CUTracer, NVBit mem_trace; ``fmt``
@@ -80,20 +96,31 @@ def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
 
     src, dst = os.fspath(src), os.fspath(dst)
     if compression not in (None, *COMPRESSIONS):
-        raise TraceError(f"unknown compression {compression!r} (choose lz4, zstd or none)",
-                         path="options", rule="usage")
+        raise TraceError(
+            f"unknown compression {compression!r} (choose lz4, zstd or none)",
+            path="options",
+            rule="usage",
+        )
     windows = {}
     for name, value in (("shared_window", shared_window), ("local_window", local_window)):
-        windows[name] = (gpu.parse_window(value, "--" + name.replace("_", "-"))
-                         if isinstance(value, str) else value)
+        windows[name] = (
+            gpu.parse_window(value, "--" + name.replace("_", "-"))
+            if isinstance(value, str)
+            else value
+        )
     once = reads_once(src)
     if once and fmt is not None:
-        raise TraceError("a GPU trace is read from a file, not from a pipe or device",
-                         path=src, rule="usage")
+        raise TraceError(
+            "a GPU trace is read from a file, not from a pipe or device", path=src, rule="usage"
+        )
     gpu_format = None if once else gpu.detect(src, fmt)
     if gpu_format is None and (any(windows.values()) or generic_global):
-        raise TraceError("--shared-window, --local-window and --generic-global apply to "
-                         "traces recorded on a GPU", path="options", rule="usage")
+        raise TraceError(
+            "--shared-window, --local-window and --generic-global apply to "
+            "traces recorded on a GPU",
+            path="options",
+            rule="usage",
+        )
     refuse_inputs(dst, [src])
     out = destination(dst)
     refuse_non_trace(out)
@@ -104,15 +131,22 @@ def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
             os.unlink(probe)
         if gpu_format is not None:
             codec = compression or DEFAULT_COMPRESSION
-            options = gpu.ImportOptions(compression=None if codec == "none" else codec,
-                                        generic_global=generic_global, **windows)
+            options = gpu.ImportOptions(
+                compression=None if codec == "none" else codec,
+                generic_global=generic_global,
+                **windows,
+            )
             result = gpu.import_trace(src, dst, fmt=fmt, options=options)
-            return ConvertResult(src, dst, result.records, result.rows, result.summary_line(),
-                                 result.notes)
+            return ConvertResult(
+                src, dst, result.records, result.rows, result.summary_line(), result.notes
+            )
         fin, fout = "stream" if once else format_of(src), format_of(dst)
         if once and fout == "std":
-            raise TraceError("an STD export reads its input twice: give a file, not a pipe "
-                             "or device", path=src, rule="usage")
+            raise TraceError(
+                "an STD export reads its input twice: give a file, not a pipe or device",
+                path=src,
+                rule="usage",
+            )
         if fin == "std" and fout == "std":
             with tempfile.TemporaryDirectory() as tmp:
                 mid = os.path.join(tmp, "trace.arrows")
@@ -134,6 +168,7 @@ def convert(src, dst, *, compression: str | None = None, fmt: str | None = None,
 
 # --- v1 -> v1 -------------------------------------------------------------------------
 
+
 def trace_compression(path: str) -> str | None:
     """``lz4``, ``zstd`` or ``none``: how v1 trace ``path`` is compressed (its
     first record batch, or its first column chunk for Parquet); None when it
@@ -148,8 +183,9 @@ def trace_compression(path: str) -> str | None:
             if meta.num_row_groups == 0 or meta.num_columns == 0:
                 return None
             codec = meta.row_group(0).column(0).compression.lower()
-            return {"lz4": "lz4", "lz4_raw": "lz4", "zstd": "zstd",
-                    "uncompressed": "none"}.get(codec)
+            return {"lz4": "lz4", "lz4_raw": "lz4", "zstd": "zstd", "uncompressed": "none"}.get(
+                codec
+            )
         with pa.memory_map(path) as source:
             if magic == b"ARROW1":
                 source.seek(8)
@@ -166,6 +202,7 @@ def _ipc_codec(message: bytes) -> str | None:
     """The body compression of an IPC record-batch message, read from its
     flatbuffer (``Message.header`` -> ``RecordBatch.compression`` ->
     ``BodyCompression.codec``, Arrow's ``Message.fbs``): pyarrow does not say."""
+
     def u16(at: int) -> int:
         return struct.unpack_from("<H", message, at)[0]
 
@@ -184,23 +221,29 @@ def _ipc_codec(message: bytes) -> str | None:
         at = field(table, index)
         return None if at is None else at + u32(at)
 
-    batch = child(u32(0), 2)                    # Message.header (a RecordBatch)
+    batch = child(u32(0), 2)  # Message.header (a RecordBatch)
     compression = None if batch is None else child(batch, 3)
     if compression is None:
         return "none"
-    codec = field(compression, 0)               # CompressionType, default LZ4_FRAME
+    codec = field(compression, 0)  # CompressionType, default LZ4_FRAME
     return {0: "lz4", 1: "zstd"}.get(message[codec] if codec is not None else 0)
 
 
 # --- v1 -> v1 -------------------------------------------------------------------------
 
 
-
 def recontainer(src: str, dst: str, *, compression: str | None = None) -> ConvertResult:
     """Copy a v1 trace into another container, batch by batch (rows are validated)."""
     with open_trace(src) as reader:
         meta = reader.meta
-        rows = write_batches(dst, (batch.cols for batch in reader), sites=meta.sites,
-                             buffers=meta.buffers, producer=meta.producer, extra=meta.extra,
-                             warnings=meta.warnings, compression=compression)
+        rows = write_batches(
+            dst,
+            (batch.cols for batch in reader),
+            sites=meta.sites,
+            buffers=meta.buffers,
+            producer=meta.producer,
+            extra=meta.extra,
+            warnings=meta.warnings,
+            compression=compression,
+        )
     return ConvertResult(src, dst, rows, rows)

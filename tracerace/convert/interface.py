@@ -77,9 +77,11 @@ class Registry:
         try:
             return self._by_name[name]
         except KeyError:
-            raise TraceError(f"unknown input format {name!r} (GPU formats: "
-                             f"{', '.join(self.names)})", path="options",
-                             rule="usage") from None
+            raise TraceError(
+                f"unknown input format {name!r} (GPU formats: {', '.join(self.names)})",
+                path="options",
+                rule="usage",
+            ) from None
 
     def detect(self, path: str, lines) -> Importer | None:
         """The importer of ``path``, or None (a v1 container, STD text, another

@@ -48,8 +48,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..trace import ops as O
 from ..errors import TraceError
+from ..trace import ops as O
 from ..trace.outfile import OutputFile
 from ..trace.reader import open_trace
 from ..trace.schema import SITE_NONE
@@ -79,14 +79,16 @@ _V1_OF_STD = np.array([O.READ, O.WRITE, O.ACQUIRE, O.RELEASE, O.SIGNAL, O.WAIT],
 _NAME = r"[^|\s()]+"
 # Lines are trimmed first, and the op is any word here, checked against STD_OPS
 # afterwards: an alternation of the six ops makes RE2 three times slower.
-_LINE = (rf"^(?P<thread>{_NAME})\|(?P<op>[a-z]+)\((?P<obj>{_NAME})\)"
-         rf"\|(?P<loc>-?\d{{1,18}})$")
+_LINE = (
+    rf"^(?P<thread>{_NAME})\|(?P<op>[a-z]+)\((?P<obj>{_NAME})\)"
+    rf"\|(?P<loc>-?\d{{1,18}})$"
+)
 _STD_OPS = pa.array(STD_OPS)
 _SITE_LOC = re.compile(r"^(?:loc:)?(-?\d{1,18})$")
 
 
-
 # --- STD -> v1 ------------------------------------------------------------------------
+
 
 class _Names:
     """Numbers for one kind of STD name: ``<prefix><n>`` is n, anything else
@@ -125,7 +127,8 @@ class _Names:
                     number = self.named[text] = self.named_base + len(self.named)
                 numbers.append(number)
             out[rest] = np.asarray(numbers, dtype=np.int64)[
-                pc.index_in(texts, value_set=uniq).to_numpy()]
+                pc.index_in(texts, value_set=uniq).to_numpy()
+            ]
         return out
 
 
@@ -140,8 +143,8 @@ class _StdImporter:
         self.locks = _Names("L", NAMED_ID, NAMED_ID)
         self.sites: dict[int, int] = {}
         self.started: set[int] = set()
-        self.forked: dict[int, int] = {}    # child -> line of its fork, until it starts
-        self.ended: dict[int, int] = {}     # child -> line of its join
+        self.forked: dict[int, int] = {}  # child -> line of its fork, until it starts
+        self.ended: dict[int, int] = {}  # child -> line of its join
         self.ever_forked: dict[int, int] = {}
         self.lines = 0
         self.rows = 0
@@ -161,8 +164,9 @@ class _StdImporter:
         arr = pc.utf8_trim_whitespace(pa.array(lines, pa.string()))
         m = pc.extract_regex(arr, _LINE)
         op_all = pc.index_in(m.field("op"), value_set=_STD_OPS)
-        valid = (m.is_valid().to_numpy(zero_copy_only=False)
-                 & op_all.is_valid().to_numpy(zero_copy_only=False))
+        valid = m.is_valid().to_numpy(zero_copy_only=False) & op_all.is_valid().to_numpy(
+            zero_copy_only=False
+        )
         if not valid.all():
             blank = pc.equal(pc.utf8_length(arr), 0).to_numpy(zero_copy_only=False)
             bad = ~valid & ~blank
@@ -183,8 +187,11 @@ class _StdImporter:
         tid = self.threads.ids(thread_s)
         loc = pc.cast(loc_s, pa.int64()).to_numpy()
         obj = np.zeros(n, dtype=np.int64)
-        for kinds, names in (((S_R, S_W), self.vars), ((S_ACQ, S_REL), self.locks),
-                             ((S_FORK, S_JOIN), self.threads)):
+        for kinds, names in (
+            ((S_R, S_W), self.vars),
+            ((S_ACQ, S_REL), self.locks),
+            ((S_FORK, S_JOIN), self.threads),
+        ):
             rows = np.flatnonzero(np.isin(op, kinds))
             if len(rows):
                 obj[rows] = names.ids(obj_s.take(pa.array(rows)))
@@ -192,11 +199,17 @@ class _StdImporter:
         site = self.site_ids(loc)
         ts = (lineno - 1).astype(np.uint64)
         base = {
-            "op": _V1_OF_STD[op], "thread": tid.astype(np.uint32), "site": site, "ts": ts,
+            "op": _V1_OF_STD[op],
+            "thread": tid.astype(np.uint32),
+            "site": site,
+            "ts": ts,
             "addr": np.where(op <= S_W, obj * VAR_SIZE, 0).astype(np.uint64),
             "size": np.where(op <= S_W, VAR_SIZE, 0).astype(np.uint32),
-            "obj": np.select([(op == S_ACQ) | (op == S_REL), op == S_FORK, op == S_JOIN],
-                             [obj, FORK_FLAG + obj, JOIN_FLAG + obj], 0).astype(np.uint64),
+            "obj": np.select(
+                [(op == S_ACQ) | (op == S_REL), op == S_FORK, op == S_JOIN],
+                [obj, FORK_FLAG + obj, JOIN_FLAG + obj],
+                0,
+            ).astype(np.uint64),
             "arg": np.where(op >= S_FORK, 1, 0).astype(np.int64),
         }
         extras: list[tuple[int, int, int, int]] = []  # (position, op, thread, obj)
@@ -222,9 +235,11 @@ class _StdImporter:
             if done.any():
                 i = int(np.argmax(done))
                 t = int(th[i])
-                raise self.error(int(lineno[lo + i]), f"event of {self.tname(t)} after "
-                                 f"join({self.tname(t)}) at line {self.ended[t]}",
-                                 "std-after-join")
+                raise self.error(
+                    int(lineno[lo + i]),
+                    f"event of {self.tname(t)} after join({self.tname(t)}) at line {self.ended[t]}",
+                    "std-after-join",
+                )
         if self.forked:
             for t, f in zip(uniq.tolist(), first.tolist()):
                 if t in self.forked:
@@ -236,27 +251,38 @@ class _StdImporter:
         """A fork or join line by thread ``p`` naming child ``c`` (the row at ``pos``)."""
         what = f"{STD_OPS[op]}({self.tname(c)})"
         if p in self.ended:
-            raise self.error(lineno, f"event of {self.tname(p)} after join({self.tname(p)}) "
-                             f"at line {self.ended[p]}", "std-after-join")
+            raise self.error(
+                lineno,
+                f"event of {self.tname(p)} after join({self.tname(p)}) at line {self.ended[p]}",
+                "std-after-join",
+            )
         if p in self.forked:
             del self.forked[p]
             extras.append((pos, O.WAIT, p, FORK_FLAG + p))
         self.started.add(p)
         if c == p:
-            raise self.error(lineno, f"{self.tname(p)}: {what} names the thread itself",
-                             "std-fork-join")
+            raise self.error(
+                lineno, f"{self.tname(p)}: {what} names the thread itself", "std-fork-join"
+            )
         if op == S_FORK:
             if c in self.ever_forked:
-                raise self.error(lineno, f"{what}: {self.tname(c)} was already forked at line "
-                                 f"{self.ever_forked[c]}", "std-fork-join")
+                raise self.error(
+                    lineno,
+                    f"{what}: {self.tname(c)} was already forked at line {self.ever_forked[c]}",
+                    "std-fork-join",
+                )
             if c in self.started or c in self.ended:
-                raise self.error(lineno, f"{what}: {self.tname(c)} has already run",
-                                 "std-fork-join")
+                raise self.error(
+                    lineno, f"{what}: {self.tname(c)} has already run", "std-fork-join"
+                )
             self.forked[c] = self.ever_forked[c] = lineno
         else:
             if c in self.ended:
-                raise self.error(lineno, f"{what}: {self.tname(c)} was already joined at line "
-                                 f"{self.ended[c]}", "std-fork-join")
+                raise self.error(
+                    lineno,
+                    f"{what}: {self.tname(c)} was already joined at line {self.ended[c]}",
+                    "std-fork-join",
+                )
             if c in self.forked:
                 del self.forked[c]
                 extras.append((pos, O.WAIT, c, FORK_FLAG + c))
@@ -311,8 +337,7 @@ def _diagnose(line: str) -> str:
     if m is None:
         return f"{shown!r}: bad event {event!r}; {expect}"
     if m.group(1) not in STD_OPS:
-        return (f"{shown!r}: unknown operation {m.group(1)!r} "
-                f"(known: {', '.join(STD_OPS)})")
+        return f"{shown!r}: unknown operation {m.group(1)!r} (known: {', '.join(STD_OPS)})"
     if not re.fullmatch(r"-?\d+", loc):
         return f"{shown!r}: location {loc!r} is not an integer"
     return f"{shown!r}: location {loc} is too large (at most 18 digits)"
@@ -338,14 +363,17 @@ def _std_lines(path: str):
             if cut < 0:
                 rest = data
                 if len(rest) > MAX_LINE_BYTES:
-                    raise TraceError(f"line {lineno}: longer than {MAX_LINE_BYTES >> 20} MiB "
-                                     f"(an STD line is one event)", path=path,
-                                     rule="line-too-long")
+                    raise TraceError(
+                        f"line {lineno}: longer than {MAX_LINE_BYTES >> 20} MiB "
+                        f"(an STD line is one event)",
+                        path=path,
+                        rule="line-too-long",
+                    )
                 continue
-            rest = data[cut + 1:]
+            rest = data[cut + 1 :]
             lines = data[:cut].decode("utf-8", errors="replace").split("\n")
             for i in range(0, len(lines), CHUNK_LINES):
-                part = lines[i:i + CHUNK_LINES]
+                part = lines[i : i + CHUNK_LINES]
                 yield part, lineno
                 lineno += len(part)
         if rest:
@@ -355,15 +383,19 @@ def _std_lines(path: str):
 def import_std(src: str, dst: str, *, compression: str | None = None) -> tuple[int, int]:
     """STD text ``src`` -> v1 trace ``dst`` (see the module doc for the mapping):
     (lines read, rows written)."""
-    with TraceWriter(dst, compression=compression, producer="tracerace convert (STD)",
-                     batch_size=1 << 20) as writer:
+    with TraceWriter(
+        dst, compression=compression, producer="tracerace convert (STD)", batch_size=1 << 20
+    ) as writer:
         imp = _StdImporter(src, writer)
         for lines, first in _std_lines(src):
             imp.chunk(lines, first)
             imp.lines = first + len(lines) - 1
         if imp.rows == 0:
-            raise TraceError("no events: the file is empty or blank (an STD trace has one "
-                             "event per line)", path=src, rule="empty")
+            raise TraceError(
+                "no events: the file is empty or blank (an STD trace has one event per line)",
+                path=src,
+                rule="empty",
+            )
         if imp.vars.max_canonical >= 0:
             writer.buffer("V", O.SPACE_GLOBAL, 0, (imp.vars.max_canonical + 1,), VAR_SIZE)
     return imp.lines, imp.rows
@@ -396,25 +428,35 @@ class _ExportPlan:
         bad = ~_EXPORTABLE[op]
         if bad.any():
             i = int(np.argmax(bad))
-            raise self.error(b.row0 + i, f"op {O.Op(int(op[i])).label} has no STD equivalent "
-                             f"(STD has read, write, acquire, release, fork, join)")
+            raise self.error(
+                b.row0 + i,
+                f"op {O.Op(int(op[i])).label} has no STD equivalent "
+                f"(STD has read, write, acquire, release, fork, join)",
+            )
         if self.launch is None:
             self.launch = int(c["launch"][0])
         other = c["launch"] != self.launch
         if other.any():
             i = int(np.argmax(other))
-            raise self.error(b.row0 + i, f"launch {int(c['launch'][i])} after launch "
-                             f"{self.launch}: STD has no launch order (export one launch)")
+            raise self.error(
+                b.row0 + i,
+                f"launch {int(c['launch'][i])} after launch "
+                f"{self.launch}: STD has no launch order (export one launch)",
+            )
         blocked = c["block"] != 0
         if blocked.any():
             i = int(np.argmax(blocked))
-            raise self.error(b.row0 + i, f"block {int(c['block'][i])}: STD threads are the "
-                             f"threads of block 0")
+            raise self.error(
+                b.row0 + i, f"block {int(c['block'][i])}: STD threads are the threads of block 0"
+            )
         self.flags(b, op, th)
         if self.canonical:
             acc = (op == O.READ) | (op == O.WRITE)
-            if not ((c["space"][acc] == O.SPACE_GLOBAL).all() and (c["size"][acc] == VAR_SIZE).all()
-                    and not (c["addr"][acc] % VAR_SIZE).any()):
+            if not (
+                (c["space"][acc] == O.SPACE_GLOBAL).all()
+                and (c["size"][acc] == VAR_SIZE).all()
+                and not (c["addr"][acc] % VAR_SIZE).any()
+            ):
                 self.canonical = False
 
     def flags(self, b, op, th) -> None:
@@ -423,9 +465,13 @@ class _ExportPlan:
             done = np.isin(th, np.fromiter(self.ended, dtype=np.int64))
             if done.any():
                 i = int(np.argmax(done))
-                raise self.error(b.row0 + i, f"thread {int(th[i])} has an event after the "
-                                 f"join signal of row {self.ended[int(th[i])]}: no STD "
-                                 f"equivalent", "no-std-equivalent")
+                raise self.error(
+                    b.row0 + i,
+                    f"thread {int(th[i])} has an event after the "
+                    f"join signal of row {self.ended[int(th[i])]}: no STD "
+                    f"equivalent",
+                    "no-std-equivalent",
+                )
         sync = np.flatnonzero((op == O.SIGNAL) | (op == O.WAIT))
         if len(sync) == 0:
             self.seen.update(np.unique(th).tolist())
@@ -438,28 +484,38 @@ class _ExportPlan:
             obj, t, kind = int(c["obj"][i]), int(th[i]), int(op[i])
             row = b.row0 + i
             if c["arg"][i] > 1:
-                raise self.error(row, f"{O.Op(kind).label} of count {int(c['arg'][i])}: "
-                                 f"no STD equivalent")
+                raise self.error(
+                    row, f"{O.Op(kind).label} of count {int(c['arg'][i])}: no STD equivalent"
+                )
             if FORK_FLAG <= obj < FORK_FLAG + FLAG_SPAN:
                 child = obj - FORK_FLAG
                 if kind == O.WAIT and (child != t or first_of[t] != i or t in self.seen):
-                    raise self.error(row, f"wait on fork flag of thread {child} is not that "
-                                     f"thread's first event: no STD equivalent")
+                    raise self.error(
+                        row,
+                        f"wait on fork flag of thread {child} is not that "
+                        f"thread's first event: no STD equivalent",
+                    )
                 if kind == O.SIGNAL and child == t:
                     raise self.error(row, f"thread {t} signals its own fork flag")
             elif JOIN_FLAG <= obj < JOIN_FLAG + FLAG_SPAN:
                 child = obj - JOIN_FLAG
                 if kind == O.SIGNAL:
                     if child != t or last_of[t] != i:
-                        raise self.error(row, f"signal on join flag of thread {child} is not "
-                                         f"that thread's last event: no STD equivalent")
+                        raise self.error(
+                            row,
+                            f"signal on join flag of thread {child} is not "
+                            f"that thread's last event: no STD equivalent",
+                        )
                     self.ended[t] = row
                 elif child == t:
                     raise self.error(row, f"thread {t} waits on its own join flag")
             else:
-                raise self.error(row, f"{O.Op(kind).label} on flag {obj}: STD has only fork "
-                                 f"and join (flags {FORK_FLAG:#x} + thread and "
-                                 f"{JOIN_FLAG:#x} + thread)")
+                raise self.error(
+                    row,
+                    f"{O.Op(kind).label} on flag {obj}: STD has only fork "
+                    f"and join (flags {FORK_FLAG:#x} + thread and "
+                    f"{JOIN_FLAG:#x} + thread)",
+                )
         self.seen.update(uniq.tolist())
 
     def ranges_of(self, b) -> None:
@@ -488,11 +544,13 @@ class _ExportPlan:
             region = key[:2]
             if end_key is not None and region == end_key[:2] and key[2] < end:
                 other_row = self.ranges[end_key][0]
-                raise self.error(max(row, other_row),
-                                 f"bytes {key[2]:#x}+{key[3]} and {end_key[2]:#x}+{end_key[3]} "
-                                 f"(rows {min(row, other_row)} and {max(row, other_row)}) "
-                                 f"overlap without being the same range: STD variables "
-                                 f"cannot overlap")
+                raise self.error(
+                    max(row, other_row),
+                    f"bytes {key[2]:#x}+{key[3]} and {end_key[2]:#x}+{end_key[3]} "
+                    f"(rows {min(row, other_row)} and {max(row, other_row)}) "
+                    f"overlap without being the same range: STD variables "
+                    f"cannot overlap",
+                )
             if end_key is None or region != end_key[:2] or key[2] + key[3] > end:
                 end, end_key = key[2] + key[3], key
 
@@ -507,10 +565,20 @@ class _ExportPlan:
 def _range_keys(c: dict, acc: np.ndarray) -> np.ndarray:
     """(space, owner, addr, size) of the accesses ``acc``; owner as in findings."""
     space = c["space"][acc]
-    owner = np.where(space == O.SPACE_SHARED, c["peer"][acc],
-                     np.where(space == O.SPACE_LOCAL, c["thread"][acc], 0))
-    return np.stack([space.astype(np.uint64), owner.astype(np.uint64), c["addr"][acc],
-                     c["size"][acc].astype(np.uint64)], axis=1)
+    owner = np.where(
+        space == O.SPACE_SHARED,
+        c["peer"][acc],
+        np.where(space == O.SPACE_LOCAL, c["thread"][acc], 0),
+    )
+    return np.stack(
+        [
+            space.astype(np.uint64),
+            owner.astype(np.uint64),
+            c["addr"][acc],
+            c["size"][acc].astype(np.uint64),
+        ],
+        axis=1,
+    )
 
 
 def export_std(src: str, dst: str) -> tuple[int, int]:
@@ -521,8 +589,9 @@ def export_std(src: str, dst: str) -> tuple[int, int]:
         for b in reader:
             plan.batch(b)
         plan.finish(reader)
-        site_loc = np.array([_site_location(i, s) for i, s in enumerate(reader.meta.sites)],
-                            dtype=np.int64)
+        site_loc = np.array(
+            [_site_location(i, s) for i, s in enumerate(reader.meta.sites)], dtype=np.int64
+        )
         output = OutputFile(dst)
         rows = lines = 0
         try:
@@ -575,8 +644,18 @@ def _std_text(b, plan: _ExportPlan, site_loc: np.ndarray) -> tuple[bytes, int]:
     loc[named] = site_loc[site[named]]
     s = lambda a: pc.cast(pa.array(a), pa.string())  # noqa: E731
     text = pc.binary_join_element_wise(
-        "T", s(c["thread"][keep]), "|", pa.array(np.array(STD_OPS)[sop]), "(",
-        pa.array(prefix), s(number), ")|", s(loc), "\n", "")
+        "T",
+        s(c["thread"][keep]),
+        "|",
+        pa.array(np.array(STD_OPS)[sop]),
+        "(",
+        pa.array(prefix),
+        s(number),
+        ")|",
+        s(loc),
+        "\n",
+        "",
+    )
     _, offsets, data = text.buffers()  # the lines, back to back, in the data buffer
-    bounds = np.frombuffer(offsets, dtype=np.int32)[text.offset:text.offset + len(text) + 1]
-    return data.to_pybytes()[bounds[0]:bounds[-1]], len(keep)
+    bounds = np.frombuffer(offsets, dtype=np.int32)[text.offset : text.offset + len(text) + 1]
+    return data.to_pybytes()[bounds[0] : bounds[-1]], len(keep)

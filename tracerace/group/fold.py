@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..checker.jit import jit_inline, jit_kernel, jit_leaf, prefetch_row
 from ..checker.findings import NO_ROW
+from ..checker.jit import jit_inline, jit_kernel, jit_leaf, prefetch_row
 from ..trace.ops import HazardKind
 
 ROLE_NONE, ROLE_THREAD, ROLE_COPY = 0, 1, 2
@@ -21,11 +21,20 @@ ROLE_NAMES = ("none", "thread", "async copy")
 
 KIND_SYNC_ALIAS = int(HazardKind.SYNC_ALIAS)
 
-LOCATOR_DTYPE = np.dtype([
-    ("row", np.int64), ("addr", np.uint64), ("next", np.int64), ("group", np.int64),
-    ("owner", np.uint32), ("launch", np.uint32), ("size", np.uint32), ("space", np.uint8),
-    ("named", np.uint8),
-], align=True)
+LOCATOR_DTYPE = np.dtype(
+    [
+        ("row", np.int64),
+        ("addr", np.uint64),
+        ("next", np.int64),
+        ("group", np.int64),
+        ("owner", np.uint32),
+        ("launch", np.uint32),
+        ("size", np.uint32),
+        ("space", np.uint8),
+        ("named", np.uint8),
+    ],
+    align=True,
+)
 """A byte range a group's members touch: the row of the first that did, the
 bytes, the group, the group's entry logged before it in the fold's log (-1:
 none), and whether a declared buffer holds the range (then the report names
@@ -51,20 +60,33 @@ it by element)."""
 # without reference counting (``jit_kernel``): the atomic increments and
 # decrements of the record views it takes were much of its time (ibid.).
 
-GROUP_DTYPE = np.dtype([
-    ("key", np.int64), ("count", np.int64), ("bytes", np.int64),
-    ("lo", np.uint64), ("last", np.uint64),          # the span's first and last byte
-    ("first_row", np.int64),
-    ("ex_max_row", np.int64),                        # examples: the last's row
-    ("loc_row", np.int64),                           # locators: the first's row
-    ("loc_head", np.int64),                          # the log's entries, newest first
-    ("first_index", np.uint32), ("first_part", np.uint32),  # examples: where the first is
-    ("owner_min", np.uint32), ("owner_max", np.uint32),
-    ("launch_min", np.uint32), ("launch_max", np.uint32),
-    ("severity", np.uint8), ("space_min", np.uint8), ("space_max", np.uint8),
-    ("ex_n", np.uint8), ("loc_n", np.uint8), ("loc_more", np.uint8),
-    ("loc_named", np.uint8),                         # locators: the first's ``named``
-], align=True)
+GROUP_DTYPE = np.dtype(
+    [
+        ("key", np.int64),
+        ("count", np.int64),
+        ("bytes", np.int64),
+        ("lo", np.uint64),
+        ("last", np.uint64),  # the span's first and last byte
+        ("first_row", np.int64),
+        ("ex_max_row", np.int64),  # examples: the last's row
+        ("loc_row", np.int64),  # locators: the first's row
+        ("loc_head", np.int64),  # the log's entries, newest first
+        ("first_index", np.uint32),
+        ("first_part", np.uint32),  # examples: where the first is
+        ("owner_min", np.uint32),
+        ("owner_max", np.uint32),
+        ("launch_min", np.uint32),
+        ("launch_max", np.uint32),
+        ("severity", np.uint8),
+        ("space_min", np.uint8),
+        ("space_max", np.uint8),
+        ("ex_n", np.uint8),
+        ("loc_n", np.uint8),
+        ("loc_more", np.uint8),
+        ("loc_named", np.uint8),  # locators: the first's ``named``
+    ],
+    align=True,
+)
 """A group's state while findings are folded in."""
 
 SV_GROUPS, SV_LOCATORS, SV_ERRORS, SV_RACY = range(4)
@@ -79,8 +101,27 @@ assert GROUP_DTYPE.itemsize % 8 == 0 and LOCATOR_DTYPE.itemsize % 8 == 0  # int6
 
 
 @jit_kernel
-def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
-         groups, table, loc, sv, by_kind, rows_seen, gid, ex_idx, alias_idx, prefetch):
+def fold(
+    f,
+    canon,
+    copy_ops,
+    base,
+    buffers,
+    buffer_start,
+    launch_named,
+    k,
+    part,
+    groups,
+    table,
+    loc,
+    sv,
+    by_kind,
+    rows_seen,
+    gid,
+    ex_idx,
+    alias_idx,
+    prefetch,
+):
     """Fold findings ``f`` (canonical order) into the groups; ``gid`` gets each
     finding's group id, ``ex_idx`` the positions of the findings admitted as
     examples, ``alias_idx`` those of the ``sync_alias`` errors. Returns
@@ -105,8 +146,9 @@ def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
         h = np.int64(hash32) & mask
         while True:
             t = table[h]
-            if t == 0 or ((t >> _SHIFT32) == hash32
-                          and groups[np.int64(t & _LOW32) - 1].key == key):
+            if t == 0 or (
+                (t >> _SHIFT32) == hash32 and groups[np.int64(t & _LOW32) - 1].key == key
+            ):
                 break
             h = (h + 1) & mask
         if t == 0:
@@ -195,9 +237,13 @@ def fold(f, canon, copy_ops, base, buffers, buffer_start, launch_named, k, part,
         e = s.loc_head
         while e >= 0:
             x = loc[e]
-            if (x.space == r.space and x.addr == addr and x.size == r.size
-                    and (named or x.owner == r.owner)
-                    and (not (named and launch_named) or x.launch == r.launch)):
+            if (
+                x.space == r.space
+                and x.addr == addr
+                and x.size == r.size
+                and (named or x.owner == r.owner)
+                and (not (named and launch_named) or x.launch == r.launch)
+            ):
                 break
             e = x.next
         if e >= 0:

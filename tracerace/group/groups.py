@@ -58,12 +58,28 @@ from functools import cached_property
 import numpy as np
 
 from ..checker.findings import FINDING_DTYPE, NO_ROW, empty_findings
-from .fold import (GROUP_DTYPE, LOCATOR_DTYPE, PREFETCH_AHEAD, PREFETCH_GROUPS,
-                         ROLE_COPY, ROLE_NAMES, ROLE_NONE, ROLE_THREAD, SV_ERRORS, SV_FIELDS,
-                         SV_GROUPS, SV_LOCATORS, SV_RACY, fold, rehash, scan, table_slots)
-from .pools import AHEAD_MIN, Ahead, Records
 from ..trace.meta import TraceMeta
 from ..trace.ops import HazardKind, Op, Severity, Space
+from .fold import (
+    GROUP_DTYPE,
+    LOCATOR_DTYPE,
+    PREFETCH_AHEAD,
+    PREFETCH_GROUPS,
+    ROLE_COPY,
+    ROLE_NAMES,
+    ROLE_NONE,
+    ROLE_THREAD,
+    SV_ERRORS,
+    SV_FIELDS,
+    SV_GROUPS,
+    SV_LOCATORS,
+    SV_RACY,
+    fold,
+    rehash,
+    scan,
+    table_slots,
+)
+from .pools import AHEAD_MIN, Ahead, Records
 
 EXAMPLES = 8
 """Members kept per group, first in canonical order."""
@@ -74,9 +90,18 @@ _COPY_OPS = np.zeros(256, dtype=bool)
 _COPY_OPS[[int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE), int(Op.BULK_COPY_PEER)]] = True
 _U64_MAX = np.iinfo(np.uint64).max
 
-ALIAS_DTYPE = np.dtype([("row", np.int64), ("launch", np.uint32), ("block", np.uint32),
-                        ("thread", np.uint32), ("site", np.uint32), ("obj", np.uint64)])
+ALIAS_DTYPE = np.dtype(
+    [
+        ("row", np.int64),
+        ("launch", np.uint32),
+        ("block", np.uint32),
+        ("thread", np.uint32),
+        ("site", np.uint32),
+        ("obj", np.uint64),
+    ]
+)
 """What is kept of a ``sync_alias`` error: the wait, its thread, its flag."""
+
 
 def site_keys(meta: TraceMeta) -> np.ndarray:
     """Site index -> grouping key: equal texts share the smallest index; the
@@ -109,8 +134,9 @@ def stable_order(values: np.ndarray) -> np.ndarray:
 def roles(findings: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(earlier role, later role) of each finding (``ROLE_*``)."""
     later = np.where(_COPY_OPS[findings["op"]], ROLE_COPY, ROLE_THREAD).astype(np.uint8)
-    earlier = np.where((findings["prev_async"] != 0) | _COPY_OPS[findings["prev_op"]],
-                       ROLE_COPY, ROLE_THREAD).astype(np.uint8)
+    earlier = np.where(
+        (findings["prev_async"] != 0) | _COPY_OPS[findings["prev_op"]], ROLE_COPY, ROLE_THREAD
+    ).astype(np.uint8)
     earlier[findings["prev_row"] == NO_ROW] = ROLE_NONE
     return earlier, later
 
@@ -123,11 +149,22 @@ class GroupTable:
     a hundred groups reads a hundred first examples.
     """
 
-    def __init__(self, *, groups: np.ndarray, example_parts: list[np.ndarray],
-                 example_gid_parts: list[np.ndarray], locator_log: np.ndarray,
-                 findings: np.ndarray | None, finding_groups: np.ndarray | None,
-                 aliases: np.ndarray, by_kind: np.ndarray, filtered_by_kind: np.ndarray,
-                 errors: int, warnings: int, racy_rows: int) -> None:
+    def __init__(
+        self,
+        *,
+        groups: np.ndarray,
+        example_parts: list[np.ndarray],
+        example_gid_parts: list[np.ndarray],
+        locator_log: np.ndarray,
+        findings: np.ndarray | None,
+        finding_groups: np.ndarray | None,
+        aliases: np.ndarray,
+        by_kind: np.ndarray,
+        filtered_by_kind: np.ndarray,
+        errors: int,
+        warnings: int,
+        racy_rows: int,
+    ) -> None:
         low = groups["key"].astype(np.uint8)  # the key's low byte: kind, roles
         self.kind = low >> np.uint8(4)
         self.earlier_role = (low >> np.uint8(2)) & np.uint8(3)
@@ -163,9 +200,23 @@ class GroupTable:
         owners and launches of the members with bytes; ``bytes``: how many have
         bytes) and ``first_row``."""
         g = self._groups
-        return {name: g[name] for name in ("count", "severity", "lo", "last", "space_min",
-                                           "space_max", "owner_min", "owner_max", "launch_min",
-                                           "launch_max", "bytes", "first_row")}
+        return {
+            name: g[name]
+            for name in (
+                "count",
+                "severity",
+                "lo",
+                "last",
+                "space_min",
+                "space_max",
+                "owner_min",
+                "owner_max",
+                "launch_min",
+                "launch_max",
+                "bytes",
+                "first_row",
+            )
+        }
 
     @property
     def count(self) -> np.ndarray:
@@ -202,11 +253,14 @@ class GroupTable:
 
     @cached_property
     def _locator_table(self) -> tuple[np.ndarray, np.ndarray]:
-        log = concat_rows([self._locator_log, self._first_locators(np.flatnonzero(
-            self._groups["bytes"] == 1))])
+        log = concat_rows(
+            [self._locator_log, self._first_locators(np.flatnonzero(self._groups["bytes"] == 1))]
+        )
         order = np.lexsort((log["row"], log["group"]))  # ties: as found (the log's order)
-        return (take_rows(log, order),
-                np.searchsorted(log["group"][order], np.arange(len(self) + 1)))
+        return (
+            take_rows(log, order),
+            np.searchsorted(log["group"][order], np.arange(len(self) + 1)),
+        )
 
     def _first_locators(self, ids: np.ndarray) -> np.ndarray:
         """The locators of groups ``ids``, each with one member with bytes: its
@@ -266,13 +320,13 @@ class GroupTable:
         a = self.aliases
         if len(a) == 0:
             return None
-        mine = np.flatnonzero((a["launch"] == launch) & (a["block"] == block)
-                              & (a["thread"] == thread))
+        mine = np.flatnonzero(
+            (a["launch"] == launch) & (a["block"] == block) & (a["thread"] == thread)
+        )
         if mine.size == 0:
             return None
         before = mine[a["row"][mine] < row]  # aliases are by row
         return a[before[-1]] if before.size else a[mine[0]]
-
 
 
 class GroupBuilder:
@@ -284,15 +338,21 @@ class GroupBuilder:
     faulting memory in ahead for (``pools.Ahead``).
     """
 
-    def __init__(self, meta: TraceMeta, kinds: Iterable[int] | None = None, *,
-                 keep_findings: bool = False, examples: int = EXAMPLES,
-                 ahead_min: int = AHEAD_MIN) -> None:
+    def __init__(
+        self,
+        meta: TraceMeta,
+        kinds: Iterable[int] | None = None,
+        *,
+        keep_findings: bool = False,
+        examples: int = EXAMPLES,
+        ahead_min: int = AHEAD_MIN,
+    ) -> None:
         if not 0 < examples < 255:
             raise ValueError(f"examples must be in 1..254, not {examples}")
         self._canon = site_keys(meta)
         self._nsites = len(meta.sites)
         self._base = self._nsites + 3  # earlier keys 0 .. nsites + 2, later 0 .. nsites + 1
-        if self._base ** 2 * 256 >= 1 << 63:
+        if self._base**2 * 256 >= 1 << 63:
             raise ValueError(f"too many sites to group by ({self._nsites:,})")
         self._named, self._named_start = _buffer_ranges(meta)
         self._launch_named = any(b.launch is not None for b in meta.buffers)
@@ -338,21 +398,42 @@ class GroupBuilder:
         if n == 0:
             return findings, np.zeros(0, dtype=np.int64)
         if not canonical:
-            findings = take_rows(findings, np.lexsort(
-                (findings["prev_row"], findings["kind"], findings["row"])))
+            findings = take_rows(
+                findings, np.lexsort((findings["prev_row"], findings["kind"], findings["row"]))
+            )
         groups, locators = self.groups, int(self._sv[SV_LOCATORS])
         self._room(n, int(findings["row"][-1]))
         gids = np.empty(n, dtype=np.int64)
         ex_idx = np.empty(n, dtype=np.int64)
         alias_idx = np.empty(n, dtype=np.int64)
         n_ex, early, n_alias = fold(
-            findings, self._canon, _COPY_OPS, self._base, self._named, self._named_start,
-            self._launch_named, self._k, len(self._ex_parts), self._groups.array, self._table,
-            self._loc.array, self._sv, self.by_kind, self._rows_seen, gids, ex_idx, alias_idx,
-            PREFETCH_AHEAD if groups >= PREFETCH_GROUPS else None)
+            findings,
+            self._canon,
+            _COPY_OPS,
+            self._base,
+            self._named,
+            self._named_start,
+            self._launch_named,
+            self._k,
+            len(self._ex_parts),
+            self._groups.array,
+            self._table,
+            self._loc.array,
+            self._sv,
+            self.by_kind,
+            self._rows_seen,
+            gids,
+            ex_idx,
+            alias_idx,
+            PREFETCH_AHEAD if groups >= PREFETCH_GROUPS else None,
+        )
         used = (self.groups, int(self._sv[SV_LOCATORS]))
-        self._ahead.after(used, (used[0] - groups, used[1] - locators),
-                          table_slots(2 * (used[0] + n)), len(self._table))
+        self._ahead.after(
+            used,
+            (used[0] - groups, used[1] - locators),
+            table_slots(2 * (used[0] + n)),
+            len(self._table),
+        )
         if n_ex:
             # Kept in the batch's order: when every finding is an example (a
             # group each), the batch itself is the part, uncopied.
@@ -386,9 +467,27 @@ class GroupBuilder:
         rehash(self._table, table)
         sv = self._sv.copy()
         for prefetch in (None, PREFETCH_AHEAD):
-            fold(empty, self._canon, _COPY_OPS, self._base, self._named, self._named_start,
-                 self._launch_named, self._k, 0, self._groups.array, table, self._loc.array,
-                 sv, self.by_kind.copy(), self._rows_seen, none, none, none, prefetch)
+            fold(
+                empty,
+                self._canon,
+                _COPY_OPS,
+                self._base,
+                self._named,
+                self._named_start,
+                self._launch_named,
+                self._k,
+                0,
+                self._groups.array,
+                table,
+                self._loc.array,
+                sv,
+                self.by_kind.copy(),
+                self._rows_seen,
+                none,
+                none,
+                none,
+                prefetch,
+            )
 
     def _room(self, n: int, last_row: int) -> None:
         """Capacities for ``n`` more findings (at most as many new groups, twice
@@ -402,7 +501,7 @@ class GroupBuilder:
         need = (last_row >> 3) + 1
         if need > len(self._rows_seen):
             grown = np.zeros(max(need, 2 * len(self._rows_seen)), dtype=np.uint8)
-            grown[:len(self._rows_seen)] = self._rows_seen
+            grown[: len(self._rows_seen)] = self._rows_seen
             self._rows_seen = grown
         want = 2 * (groups + n)  # at most half full
         if want > len(self._table):
@@ -423,7 +522,7 @@ class GroupBuilder:
         keep = np.arange(len(gid)) - start < self._k
         ex, gid = take_rows(ex, np.flatnonzero(keep)), gid[keep]
         self._ex_parts, self._ex_gid_parts = [ex], [gid]
-        g = self._groups.array[:self.groups]
+        g = self._groups.array[: self.groups]
         g["ex_n"] = np.bincount(gid, minlength=len(g))
         max_row = np.full(len(g), -1, dtype=np.int64)
         np.maximum.at(max_row, gid, ex["row"])
@@ -445,8 +544,9 @@ class GroupBuilder:
         earlier[f["prev_row"] == NO_ROW] = 0
         r1, r2 = roles(f)
         pair = (earlier * self._base + later).astype(np.uint64)
-        return ((pair * np.uint64(16) + f["kind"].astype(np.uint64)) * np.uint64(16)
-                + (r1.astype(np.uint64) * np.uint64(4) + r2))
+        return (pair * np.uint64(16) + f["kind"].astype(np.uint64)) * np.uint64(16) + (
+            r1.astype(np.uint64) * np.uint64(4) + r2
+        )
 
     # -- the result -------------------------------------------------------------
 
@@ -461,18 +561,27 @@ class GroupBuilder:
                 findings, finding_groups = take_rows(findings, order), finding_groups[order]
             else:
                 findings, finding_groups = empty_findings(), np.zeros(0, dtype=np.int64)
-        aliases = (np.concatenate(self._alias_parts) if self._alias_parts
-                   else np.zeros(0, dtype=ALIAS_DTYPE))
+        aliases = (
+            np.concatenate(self._alias_parts)
+            if self._alias_parts
+            else np.zeros(0, dtype=ALIAS_DTYPE)
+        )
         aliases = aliases[np.argsort(aliases["row"], kind="stable")]
         errors = int(self._sv[SV_ERRORS])
         return GroupTable(
-            groups=self._groups.array[:self.groups],
-            example_parts=self._ex_parts, example_gid_parts=self._ex_gid_parts,
-            locator_log=self._loc.array[:int(self._sv[SV_LOCATORS])],
-            findings=findings, finding_groups=finding_groups, aliases=aliases,
+            groups=self._groups.array[: self.groups],
+            example_parts=self._ex_parts,
+            example_gid_parts=self._ex_gid_parts,
+            locator_log=self._loc.array[: int(self._sv[SV_LOCATORS])],
+            findings=findings,
+            finding_groups=finding_groups,
+            aliases=aliases,
             by_kind=self.by_kind[:N_KINDS].copy(),
-            filtered_by_kind=self.filtered_by_kind.copy(), errors=errors,
-            warnings=int(self.by_kind.sum()) - errors, racy_rows=int(self._sv[SV_RACY]))
+            filtered_by_kind=self.filtered_by_kind.copy(),
+            errors=errors,
+            warnings=int(self.by_kind.sum()) - errors,
+            racy_rows=int(self._sv[SV_RACY]),
+        )
 
 
 def take_rows(records: np.ndarray, index: np.ndarray) -> np.ndarray:
@@ -496,8 +605,11 @@ def _buffer_ranges(meta: TraceMeta) -> tuple[np.ndarray, np.ndarray]:
     rows: list[tuple[int, int]] = []
     start = [0]
     for space in range(len(Space)):
-        spans = sorted((b.base, b.base + b.nbytes_span) for b in meta.buffers
-                       if b.space == space and b.nbytes_span > 0)
+        spans = sorted(
+            (b.base, b.base + b.nbytes_span)
+            for b in meta.buffers
+            if b.space == space and b.nbytes_span > 0
+        )
         merged: list[list[int]] = []
         for lo, hi in spans:
             if merged and lo <= merged[-1][1]:
@@ -506,12 +618,12 @@ def _buffer_ranges(meta: TraceMeta) -> tuple[np.ndarray, np.ndarray]:
                 merged.append([lo, hi])
         rows.extend((lo, min(hi, int(_U64_MAX))) for lo, hi in merged)
         start.append(len(rows))
-    return (np.array(rows, dtype=np.uint64).reshape(-1, 2),
-            np.array(start, dtype=np.int64))
+    return (np.array(rows, dtype=np.uint64).reshape(-1, 2), np.array(start, dtype=np.int64))
 
 
-def _joined(parts: list[np.ndarray], gid_parts: list[np.ndarray],
-            dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
+def _joined(
+    parts: list[np.ndarray], gid_parts: list[np.ndarray], dtype: np.dtype
+) -> tuple[np.ndarray, np.ndarray]:
     """Parts (and their group ids) as one array each."""
     if not parts:
         return np.zeros(0, dtype=dtype), np.zeros(0, dtype=np.int64)
@@ -520,13 +632,26 @@ def _joined(parts: list[np.ndarray], gid_parts: list[np.ndarray],
     return concat_rows(parts), np.concatenate(gid_parts)
 
 
-def group_findings(findings: np.ndarray, meta: TraceMeta, kinds: Iterable[int] | None = None,
-                   *, keep_findings: bool = True) -> GroupTable:
+def group_findings(
+    findings: np.ndarray,
+    meta: TraceMeta,
+    kinds: Iterable[int] | None = None,
+    *,
+    keep_findings: bool = True,
+) -> GroupTable:
     """The :class:`GroupTable` of a whole findings array at once."""
     builder = GroupBuilder(meta, kinds, keep_findings=keep_findings)
     builder.add(findings)
     return builder.table()
 
 
-__all__ = ["EXAMPLES", "FINDING_DTYPE", "ROLE_NAMES", "GroupBuilder", "GroupTable",
-           "group_findings", "roles", "site_keys"]
+__all__ = [
+    "EXAMPLES",
+    "FINDING_DTYPE",
+    "ROLE_NAMES",
+    "GroupBuilder",
+    "GroupTable",
+    "group_findings",
+    "roles",
+    "site_keys",
+]

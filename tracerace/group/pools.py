@@ -74,8 +74,7 @@ class Ahead:
         self._spare: MappedArray | None = None  # a table, faulted in
         self.spares_used = 0  # tables the fold's thread took (for tests and curiosity)
 
-    def after(self, used: tuple[int, ...], grown: tuple[int, ...], slots: int,
-              have: int) -> None:
+    def after(self, used: tuple[int, ...], grown: tuple[int, ...], slots: int, have: int) -> None:
         """The pools hold ``used`` records, ``grown`` of them new with the last
         batch; the next batch will likely need a table of ``slots`` slots (it
         has ``have``)."""
@@ -94,8 +93,9 @@ class Ahead:
                 return
             # One thread while batches keep coming (starting one waits until
             # it runs, which takes a while on a busy machine).
-            self._worker = threading.Thread(target=self._serve, name="tracerace-groups-ahead",
-                                            daemon=True)
+            self._worker = threading.Thread(
+                target=self._serve, name="tracerace-groups-ahead", daemon=True
+            )
             try:
                 self._worker.start()
             except RuntimeError:  # no thread to be had (a memory limit, say): do without
@@ -118,8 +118,9 @@ class Ahead:
         while True:
             with self._cv:
                 # Idle for a while (a check that raised, say): the thread ends.
-                ready = self._cv.wait_for(lambda: self._job is not None or self._closing,
-                                          timeout=AHEAD_IDLE_SECONDS)
+                ready = self._cv.wait_for(
+                    lambda: self._job is not None or self._closing, timeout=AHEAD_IDLE_SECONDS
+                )
                 if not ready or self._closing:
                     self._worker = None
                     self._job = None

@@ -37,16 +37,28 @@ SCHEDULES = ("serial", "round-robin", "random")
 __all__ = ["BACKENDS", "SCHEDULES", "Backend", "RecordResult", "load_backend", "record"]
 
 
-def record(command: list[str], out: str, *, backend: str = "numba",
-           schedule: str | None = None, seed: int = 0) -> RecordResult:
+def record(
+    command: list[str],
+    out: str,
+    *,
+    backend: str = "numba",
+    schedule: str | None = None,
+    seed: int = 0,
+) -> RecordResult:
     """Run ``command`` under ``backend`` and write its trace to ``out``
     (``schedule`` None: the backend's default)."""
     if backend not in BACKENDS:
-        raise TraceError(f"unknown backend {backend!r} (one of {', '.join(BACKENDS)})",
-                         path="options", rule="usage")
+        raise TraceError(
+            f"unknown backend {backend!r} (one of {', '.join(BACKENDS)})",
+            path="options",
+            rule="usage",
+        )
     if schedule is not None and schedule not in SCHEDULES:
-        raise TraceError(f"unknown schedule {schedule!r} (one of {', '.join(SCHEDULES)})",
-                         path="options", rule="usage")
+        raise TraceError(
+            f"unknown schedule {schedule!r} (one of {', '.join(SCHEDULES)})",
+            path="options",
+            rule="usage",
+        )
     if not command:
         raise TraceError("name the program to record after --", path="options", rule="usage")
     refuse_output(out, command)
@@ -75,6 +87,7 @@ def load_backend(name: str) -> Backend:
     elif name == "cuda":
         from . import cuda as package
     else:
-        raise TraceError(f"unknown backend {name!r} (one of {', '.join(BACKENDS)})",
-                         path="options", rule="usage")
+        raise TraceError(
+            f"unknown backend {name!r} (one of {', '.join(BACKENDS)})", path="options", rule="usage"
+        )
     return package.BACKEND

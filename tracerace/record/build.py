@@ -65,8 +65,9 @@ def build(command: list[str], path: Path, failed: Callable[[str], TraceError]) -
     fd, temp = tempfile.mkstemp(prefix=".build-", suffix=path.suffix, dir=path.parent)
     os.close(fd)
     try:
-        done = subprocess.run([temp if word == OUT else word for word in command],
-                              capture_output=True, text=True)
+        done = subprocess.run(
+            [temp if word == OUT else word for word in command], capture_output=True, text=True
+        )
         if done.returncode != 0:
             raise failed("; ".join(done.stderr.strip().splitlines()[-3:]))
         os.replace(temp, path)

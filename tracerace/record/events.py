@@ -57,13 +57,13 @@ FLUSH_ROWS = 1 << 18
 switches, outside an open barrier generation)."""
 
 
-def pack(op: int, *, space: int = 0, size: int = 0, scope: int = int(Scope.DEVICE),
-         sem: int = 0) -> int:
+def pack(
+    op: int, *, space: int = 0, size: int = 0, scope: int = int(Scope.DEVICE), sem: int = 0
+) -> int:
     """A word without its site (OR in a site word from :class:`SiteTable`)."""
     if not 0 <= size <= SIZE_LIMIT:
         raise ValueError(f"an access of {size} bytes does not fit one event word")
-    return (op | space << SPACE_SHIFT | scope << SCOPE_SHIFT | sem << SEM_SHIFT
-            | size << SIZE_SHIFT)
+    return op | space << SPACE_SHIFT | scope << SCOPE_SHIFT | sem << SEM_SHIFT | size << SIZE_SHIFT
 
 
 class EventLog:
@@ -135,11 +135,18 @@ class EventLog:
         obj = np.where(flag, addr, 0).astype(np.uint64)
         addr[barrier | flag] = 0
         size[flag] = 0
-        cols = dict(ts=np.arange(self.flushed, self.flushed + n, dtype=np.uint64), op=op,
-                    addr=addr, arg=arg, obj=obj, site=site, size=size,
-                    space=_field(word, SPACE_SHIFT, 0xF, np.uint8),
-                    scope=_field(word, SCOPE_SHIFT, 0xF, np.uint8),
-                    sem=_field(word, SEM_SHIFT, 0xF, np.uint8))
+        cols = dict(
+            ts=np.arange(self.flushed, self.flushed + n, dtype=np.uint64),
+            op=op,
+            addr=addr,
+            arg=arg,
+            obj=obj,
+            site=site,
+            size=size,
+            space=_field(word, SPACE_SHIFT, 0xF, np.uint8),
+            scope=_field(word, SCOPE_SHIFT, 0xF, np.uint8),
+            sem=_field(word, SEM_SHIFT, 0xF, np.uint8),
+        )
         cols.update(self._agents(n))
         return cols
 
@@ -148,8 +155,10 @@ class EventLog:
         starts = np.array([r[0] for r in self.runs] + [n], dtype=np.int64)
         lengths = np.diff(starts)
         values = np.array([r[1:] for r in self.runs], dtype=np.uint32).reshape(-1, 3)
-        return {name: np.repeat(values[:, i], lengths)
-                for i, name in enumerate(("launch", "block", "thread"))}
+        return {
+            name: np.repeat(values[:, i], lengths)
+            for i, name in enumerate(("launch", "block", "thread"))
+        }
 
 
 def _field(word: np.ndarray, shift: int, mask: int, dtype) -> np.ndarray:
@@ -157,6 +166,7 @@ def _field(word: np.ndarray, shift: int, mask: int, dtype) -> np.ndarray:
 
 
 # --- rows a converter adds ---------------------------------------------------------
+
 
 class Rows:
     """Added rows, each with the sort key that places it among the direct
@@ -187,10 +197,13 @@ class Rows:
     def merged(self, direct: dict[str, np.ndarray], key: np.ndarray) -> dict[str, np.ndarray]:
         """``direct`` (columns of rows with sort keys ``key``) and these rows,
         in key order (stable), with ``ts`` the row number."""
-        cols = {name: np.concatenate([values, np.asarray(self.cols[name], dtype=values.dtype)])
-                for name, values in direct.items()}
-        order = np.argsort(np.concatenate([key, np.asarray(self.key, dtype=np.int64)]),
-                           kind="stable")
+        cols = {
+            name: np.concatenate([values, np.asarray(self.cols[name], dtype=values.dtype)])
+            for name, values in direct.items()
+        }
+        order = np.argsort(
+            np.concatenate([key, np.asarray(self.key, dtype=np.int64)]), kind="stable"
+        )
         cols = {name: values[order] for name, values in cols.items()}
         cols["ts"] = np.arange(len(order), dtype=np.uint64)
         return cols

@@ -42,12 +42,16 @@ class Backend(ABC):
         if schedule in self.schedules:
             return
         if len(self.schedules) == 1:
-            message = (f"the {self.name} backend {self.own_schedule}; --schedule {schedule} "
-                       f"is not available (use {self.schedules[0]})")
+            message = (
+                f"the {self.name} backend {self.own_schedule}; --schedule {schedule} "
+                f"is not available (use {self.schedules[0]})"
+            )
         else:
-            message = (f"the {self.name} backend has the schedules "
-                       f"{' and '.join(self.schedules)}; --schedule {schedule} is not one "
-                       f"of them")
+            message = (
+                f"the {self.name} backend has the schedules "
+                f"{' and '.join(self.schedules)}; --schedule {schedule} is not one "
+                f"of them"
+            )
         raise TraceError(message, path="options", rule="usage")
 
     @abstractmethod
@@ -56,8 +60,7 @@ class Backend(ABC):
         lacks what the backend needs."""
 
     @abstractmethod
-    def record(self, command: list[str], out: str, *, schedule: str,
-               seed: int = 0) -> RecordResult:
+    def record(self, command: list[str], out: str, *, schedule: str, seed: int = 0) -> RecordResult:
         """Run ``command`` under this backend and write its trace to ``out``."""
 
 
@@ -65,11 +68,15 @@ def require_modules(name: str, needs: Mapping[str, str], hint: str) -> None:
     """A ``setup`` error for backend ``name`` when a module of ``needs``
     (module -> the package that provides it) does not import; ``hint`` says
     how to install them."""
-    missing = [package for module, package in needs.items()
-               if importlib.util.find_spec(module) is None]
+    missing = [
+        package for module, package in needs.items() if importlib.util.find_spec(module) is None
+    ]
     if missing:
-        raise TraceError(f"the {name} backend needs {' and '.join(missing)}: {hint}",
-                         path="options", rule="setup")
+        raise TraceError(
+            f"the {name} backend needs {' and '.join(missing)}: {hint}",
+            path="options",
+            rule="setup",
+        )
 
 
 def output_path(out: str) -> str:

@@ -44,6 +44,7 @@ _PYTHON = re.compile(r"python(\d+(\.\d+)*)?(\.exe)?$")
 
 # --- the parent ------------------------------------------------------------------------
 
+
 class PythonBackend(Backend):
     """A backend that records a Python program in a child interpreter started
     on its boot module (:attr:`boot`), with :attr:`env` set; :attr:`needs`
@@ -57,20 +58,34 @@ class PythonBackend(Backend):
     def check_installed(self) -> None:
         require_modules(self.name, self.needs, self.install_hint)
 
-    def record(self, command: list[str], out: str, *, schedule: str | None = None,
-               seed: int = 0) -> RecordResult:
+    def record(
+        self, command: list[str], out: str, *, schedule: str | None = None, seed: int = 0
+    ) -> RecordResult:
         """Run the Python program ``command`` under this backend and write its trace
         to ``out``; ``schedule`` (None: the default) is drawn with ``seed``."""
         schedule = schedule or self.default_schedule
         self.check_schedule(schedule)
-        return record_program(self.boot, command, out, backend=self.name,
-                              options=[schedule, str(seed)], env=self.env,
-                              check_installed=self.check_installed)
+        return record_program(
+            self.boot,
+            command,
+            out,
+            backend=self.name,
+            options=[schedule, str(seed)],
+            env=self.env,
+            check_installed=self.check_installed,
+        )
 
 
-def record_program(boot: str, command: list[str], out: str, *, backend: str,
-                   options: list[str], env: dict[str, str],
-                   check_installed: Callable[[], None]) -> RecordResult:
+def record_program(
+    boot: str,
+    command: list[str],
+    out: str,
+    *,
+    backend: str,
+    options: list[str],
+    env: dict[str, str],
+    check_installed: Callable[[], None],
+) -> RecordResult:
     """Run the Python program ``command`` in a child on module ``boot`` and return
     what it recorded into ``out``; a failed recording raises :class:`TraceError`.
     ``check_installed`` raises when the backend's packages are missing (it runs
@@ -84,14 +99,23 @@ def record_program(boot: str, command: list[str], out: str, *, backend: str,
         returncode = run_child(child, child_env(env))
         status = _read_status(status_path, returncode, target)
     if status["error"] is None and not (status["written"] and os.path.isfile(out)):
-        raise TraceError(f"the recording's status file says the recording succeeded, and "
-                         f"{out} was not written: the recorded program wrote the status file "
-                         f"(exit status {returncode})", path=target, rule="record")
+        raise TraceError(
+            f"the recording's status file says the recording succeeded, and "
+            f"{out} was not written: the recorded program wrote the status file "
+            f"(exit status {returncode})",
+            path=target,
+            rule="record",
+        )
     if status["error"] is not None:
         raise TraceError(_failure(status, out), path=target, rule="record")
-    return RecordResult(out=out, events=status["events"], launches=status["launches"],
-                        seconds=status["seconds"], exit_code=status["exit_code"],
-                        warnings=tuple(status["warnings"]))
+    return RecordResult(
+        out=out,
+        events=status["events"],
+        launches=status["launches"],
+        seconds=status["seconds"],
+        exit_code=status["exit_code"],
+        warnings=tuple(status["warnings"]),
+    )
 
 
 CHILD_STOP_SECONDS = 30
@@ -130,8 +154,10 @@ def parse_command(command: list[str], backend: str) -> tuple[str, str, list[str]
             raise _usage("python -m needs a module name")
         return "module", words[1], words[2:]
     if not words or words[0].startswith("-") or not (python or words[0].endswith(".py")):
-        raise _usage(f"the {backend} backend records a Python program: give "
-                     "'python script.py [args]' or 'python -m module [args]' after --")
+        raise _usage(
+            f"the {backend} backend records a Python program: give "
+            "'python script.py [args]' or 'python -m module [args]' after --"
+        )
     if not os.path.isfile(words[0]):
         raise TraceError("no such file", path=words[0], rule="record")
     return "script", words[0], words[1:]
@@ -153,8 +179,15 @@ def _usage(message: str) -> TraceError:
     return TraceError(message, path="options", rule="usage")
 
 
-STATUS_FIELDS = {"events": int, "launches": int, "seconds": (int, float), "exit_code": int,
-                 "written": bool, "warnings": list, "error": (str, type(None))}
+STATUS_FIELDS = {
+    "events": int,
+    "launches": int,
+    "seconds": (int, float),
+    "exit_code": int,
+    "written": bool,
+    "warnings": list,
+    "error": (str, type(None)),
+}
 """The status file's keys and their JSON types (see :func:`write_status`)."""
 MAX_STATUS_BYTES = 16 << 20
 """The largest status file read: the recorded program can write the file too."""
@@ -167,13 +200,20 @@ def _read_status(path: str, returncode: int, target: str) -> dict:
         with open(path, "rb") as f:
             data = f.read(MAX_STATUS_BYTES + 1)
     except OSError:
-        raise TraceError(f"the program ended before its recording finished "
-                         f"(exit status {returncode})", path=target, rule="record") from None
+        raise TraceError(
+            f"the program ended before its recording finished (exit status {returncode})",
+            path=target,
+            rule="record",
+        ) from None
     problem = _status_problem(data)
     if problem is not None:
-        raise TraceError(f"the recording's status file is not the one tracerace writes "
-                         f"({problem}); the recorded program wrote it, or ended while it was "
-                         f"written (exit status {returncode})", path=target, rule="record")
+        raise TraceError(
+            f"the recording's status file is not the one tracerace writes "
+            f"({problem}); the recorded program wrote it, or ended while it was "
+            f"written (exit status {returncode})",
+            path=target,
+            rule="record",
+        )
     return json.loads(data)
 
 
@@ -209,12 +249,15 @@ def _failure(status: dict, out: str) -> str:
     message = status["error"]
     if status["written"]:
         launches = status["launches"]
-        message += (f"; the trace of its {launches} completed launch"
-                    f"{'es' if launches != 1 else ''} was written to {out}")
+        message += (
+            f"; the trace of its {launches} completed launch"
+            f"{'es' if launches != 1 else ''} was written to {out}"
+        )
     return message
 
 
 # --- the child -------------------------------------------------------------------------
+
 
 class Session:
     """What a recording child holds for :func:`finish_recording`: the writer, the
@@ -256,8 +299,9 @@ class Session:
         """Log ``init`` over the global bytes ``[start, end)`` (as many rows as one
         event's size field needs)."""
         for offset in range(start, end, SIZE_LIMIT):
-            self.log.log(offset, pack(INIT, space=GLOBAL, size=min(SIZE_LIMIT, end - offset))
-                         | NO_SITE_WORD)
+            self.log.log(
+                offset, pack(INIT, space=GLOBAL, size=min(SIZE_LIMIT, end - offset)) | NO_SITE_WORD
+            )
 
 
 def run_program(kind: str, target: str, args: list[str]) -> tuple[int, str | None]:
@@ -293,12 +337,12 @@ def describe_failure(exc: BaseException, *, name: bool = True) -> str:
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip().splitlines()
     first = text[0] if text else type(exc).__name__
     if not name:
-        return " ".join([str(exc)] + [f"({n})" for n in getattr(exc, "__notes__", ())
-                                      if isinstance(n, str)])
+        return " ".join(
+            [str(exc)] + [f"({n})" for n in getattr(exc, "__notes__", ()) if isinstance(n, str)]
+        )
     notes = [n for n in getattr(exc, "__notes__", ()) if isinstance(n, str)]
     where = _user_line(exc.__traceback__)
-    return " ".join([first] + ([f"at {where}"] if where else []) +
-                    [f"({n})" for n in notes])
+    return " ".join([first] + ([f"at {where}"] if where else []) + [f"({n})" for n in notes])
 
 
 def _user_line(tb) -> str | None:
@@ -312,8 +356,9 @@ def _user_line(tb) -> str | None:
     return found
 
 
-def finish_recording(session: Session, out: str, status_path: str, exit_code: int,
-                     failure: str | None, kernels: str) -> int:
+def finish_recording(
+    session: Session, out: str, status_path: str, exit_code: int, failure: str | None, kernels: str
+) -> int:
     """Write the trace of a program that ran (or discard it) and the status:
     a launch that raised, a trace that cannot be written and a program that
     launched no ``kernels`` are failures. Returns the program's exit code."""
@@ -326,10 +371,16 @@ def finish_recording(session: Session, out: str, status_path: str, exit_code: in
         written, failure = False, failure or f"cannot write {out}: {exc.strerror or exc}"
     if failure is None and session.launches == 0:
         failure = f"the program launched no {kernels} kernel"
-    write_status(status_path, events=session.log.rows if written else 0,
-                 launches=session.launches, seconds=session.seconds, exit_code=exit_code,
-                 written=written, warnings=list(session.warnings) if written
-                 else [], error=failure)
+    write_status(
+        status_path,
+        events=session.log.rows if written else 0,
+        launches=session.launches,
+        seconds=session.seconds,
+        exit_code=exit_code,
+        written=written,
+        warnings=list(session.warnings) if written else [],
+        error=failure,
+    )
     return exit_code
 
 
@@ -369,8 +420,15 @@ def _has(obj, dotted: str) -> bool:
 
 
 def write_status(path: str, **fields) -> None:
-    status = {"events": 0, "launches": 0, "seconds": 0.0, "exit_code": 0, "written": False,
-              "warnings": [], "error": None}
+    status = {
+        "events": 0,
+        "launches": 0,
+        "seconds": 0.0,
+        "exit_code": 0,
+        "written": False,
+        "warnings": [],
+        "error": None,
+    }
     status.update(fields)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(status, f)

@@ -20,6 +20,8 @@ class RecordResult:
 
     def summary_line(self) -> str:
         rate = self.events / self.seconds if self.seconds > 0 else 0.0
-        return (f"wrote {self.out}: {self.events:,} events, {self.launches} launch"
-                f"{'es' if self.launches != 1 else ''} in {self.seconds:.1f} s "
-                f"({rate:,.0f} events/s)")
+        return (
+            f"wrote {self.out}: {self.events:,} events, {self.launches} launch"
+            f"{'es' if self.launches != 1 else ''} in {self.seconds:.1f} s "
+            f"({rate:,.0f} events/s)"
+        )

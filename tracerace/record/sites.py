@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import sysconfig
-from collections.abc import Hashable, Callable
+from collections.abc import Callable, Hashable
 
 
 class SiteIndex:

@@ -24,10 +24,19 @@ Converter = Callable[[str, str], tuple[int, int, tuple[str, ...]]]
 """``(folder, prefix)`` -> (events, launches, warnings) of the trace it wrote."""
 
 
-def run_tool(command: Sequence[str], out: str, argv: Sequence[str], *, output_env: str,
-             under: str, convert: Converter, env: Mapping[str, str] | None = None,
-             cwd: str | None = None, shown: Sequence[str] | None = None,
-             temp_prefix: str = "tracerace-") -> RecordResult:
+def run_tool(
+    command: Sequence[str],
+    out: str,
+    argv: Sequence[str],
+    *,
+    output_env: str,
+    under: str,
+    convert: Converter,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+    shown: Sequence[str] | None = None,
+    temp_prefix: str = "tracerace-",
+) -> RecordResult:
     """Run ``argv`` (the program ``command`` under the tool) with ``output_env``
     set to the tool's output prefix and ``env`` added to this process's
     environment, then ``convert`` what the tool wrote into ``out``.
@@ -43,15 +52,27 @@ def run_tool(command: Sequence[str], out: str, argv: Sequence[str], *, output_en
         try:
             done = subprocess.run(list(argv), cwd=cwd, env=full_env)
         except OSError as err:
-            raise TraceError(f"cannot run {shlex.join(shown or argv)}: {err.strerror}",
-                             path=command[0], rule="record") from None
+            raise TraceError(
+                f"cannot run {shlex.join(shown or argv)}: {err.strerror}",
+                path=command[0],
+                rule="record",
+            ) from None
         if done.returncode != 0:
-            raise TraceError(f"{shlex.join(command)} exited with status {done.returncode} "
-                             f"{under}; nothing was written", path=command[0],
-                             rule="program-failed")
+            raise TraceError(
+                f"{shlex.join(command)} exited with status {done.returncode} "
+                f"{under}; nothing was written",
+                path=command[0],
+                rule="program-failed",
+            )
         events, launches, warnings = convert(temp, prefix)
-    return RecordResult(out=out, events=events, launches=launches,
-                        seconds=time.perf_counter() - start, exit_code=0, warnings=warnings)
+    return RecordResult(
+        out=out,
+        events=events,
+        launches=launches,
+        seconds=time.perf_counter() - start,
+        exit_code=0,
+        warnings=warnings,
+    )
 
 
 def require_command(command: Sequence[str]) -> None:

@@ -41,15 +41,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..trace.coords import META_LAUNCHES, launches_json
-from .explain import COPY_OPS, UNWORDED, explain, op_name
 from ..checker.findings import FIELDS, NO_ROW
+from ..checker.reasons import NAMES as REASON_NAMES
+from ..trace.coords import META_LAUNCHES, launches_json
+from ..trace.meta import TraceMeta
+from ..trace.ops import HazardKind, Space
+from .explain import COPY_OPS, UNWORDED, explain, op_name
 from .hazards import KIND_NAMES, SEVERITY_NAMES, Link
 from .hints import Hint, hint
 from .locations import space_name
-from ..trace.meta import TraceMeta
-from ..trace.ops import HazardKind, Space
-from ..checker.reasons import NAMES as REASON_NAMES
 
 REPORT_VERSION = "1"
 
@@ -78,23 +78,51 @@ _REASON_DICT = pa.array(_REASON_TEXTS[1:], pa.string())
 
 _WORDED = [name for name in FIELDS if name not in UNWORDED and name != "prev_row"]
 
-SCHEMA = pa.schema([
-    ("group", pa.int32()), ("kind", _NAME_TYPE), ("severity", _NAME_TYPE),
-    ("row", pa.int64()), ("launch", pa.uint32()), ("block", pa.uint32()),
-    ("thread", pa.uint32()), ("op", _NAME_TYPE), ("ts", pa.uint64()), ("site", _TEXT_TYPE),
-    ("async", pa.bool_()),
-    ("first_row", pa.int64()), ("first_launch", pa.uint32()), ("first_block", pa.uint32()),
-    ("first_thread", pa.uint32()), ("first_op", _NAME_TYPE), ("first_ts", pa.uint64()),
-    ("first_site", _TEXT_TYPE), ("first_async", pa.bool_()),
-    ("space", _NAME_TYPE), ("owner", pa.uint32()), ("addr", pa.uint64()), ("size", pa.uint32()),
-    ("element", pa.string()), ("location", pa.string()), ("obj", pa.uint64()),
-    ("code", pa.uint8()), ("reason", _TEXT_TYPE), ("aux", pa.int64()),
-    ("bar_obj", pa.int64()), ("bar_gen", pa.int64()), ("first_bar_obj", pa.int64()),
-    ("first_bar_gen", pa.int64()), ("explanation", _TEXT_TYPE),
-    ("hint", _TEXT_TYPE), ("hint_site", _TEXT_TYPE),
-    ("linked_row", pa.int64()), ("linked_obj", pa.uint64()), ("linked_site", _TEXT_TYPE),
-    ("linked", _TEXT_TYPE), ("linked_hint", _TEXT_TYPE),
-])
+SCHEMA = pa.schema(
+    [
+        ("group", pa.int32()),
+        ("kind", _NAME_TYPE),
+        ("severity", _NAME_TYPE),
+        ("row", pa.int64()),
+        ("launch", pa.uint32()),
+        ("block", pa.uint32()),
+        ("thread", pa.uint32()),
+        ("op", _NAME_TYPE),
+        ("ts", pa.uint64()),
+        ("site", _TEXT_TYPE),
+        ("async", pa.bool_()),
+        ("first_row", pa.int64()),
+        ("first_launch", pa.uint32()),
+        ("first_block", pa.uint32()),
+        ("first_thread", pa.uint32()),
+        ("first_op", _NAME_TYPE),
+        ("first_ts", pa.uint64()),
+        ("first_site", _TEXT_TYPE),
+        ("first_async", pa.bool_()),
+        ("space", _NAME_TYPE),
+        ("owner", pa.uint32()),
+        ("addr", pa.uint64()),
+        ("size", pa.uint32()),
+        ("element", pa.string()),
+        ("location", pa.string()),
+        ("obj", pa.uint64()),
+        ("code", pa.uint8()),
+        ("reason", _TEXT_TYPE),
+        ("aux", pa.int64()),
+        ("bar_obj", pa.int64()),
+        ("bar_gen", pa.int64()),
+        ("first_bar_obj", pa.int64()),
+        ("first_bar_gen", pa.int64()),
+        ("explanation", _TEXT_TYPE),
+        ("hint", _TEXT_TYPE),
+        ("hint_site", _TEXT_TYPE),
+        ("linked_row", pa.int64()),
+        ("linked_obj", pa.uint64()),
+        ("linked_site", _TEXT_TYPE),
+        ("linked", _TEXT_TYPE),
+        ("linked_hint", _TEXT_TYPE),
+    ]
+)
 LINK_FIELDS = [field for field in SCHEMA if field.name.startswith("linked")]
 """The columns of a group's :class:`~tracerace.report.hazards.Link`: the last ones."""
 
@@ -111,14 +139,18 @@ def schema_for(meta: TraceMeta, events: int | None) -> pa.Schema:
     return SCHEMA.with_metadata(metadata)
 
 
-def report_table(meta: TraceMeta, findings: np.ndarray, groups: np.ndarray,
-                 events: int | None, links: Mapping[int, Link],
-                 updates: Mapping[int, Hint] | None = None) -> pa.Table:
+def report_table(
+    meta: TraceMeta,
+    findings: np.ndarray,
+    groups: np.ndarray,
+    events: int | None,
+    links: Mapping[int, Link],
+    updates: Mapping[int, Hint] | None = None,
+) -> pa.Table:
     """``findings`` (``FINDING_DTYPE``) and their group ids as one table, with the
     groups' ``links`` and the hints of the groups whose fix is an atomic update."""
     batch = Columns(meta).batch(findings, groups, links, updates)
-    return pa.Table.from_batches([batch]).replace_schema_metadata(
-        schema_for(meta, events).metadata)
+    return pa.Table.from_batches([batch]).replace_schema_metadata(schema_for(meta, events).metadata)
 
 
 class Texts:
@@ -162,9 +194,13 @@ class Columns:
         self.hints_dict = Texts()
         self.hint_sites_dict = Texts()
 
-    def batch(self, f: np.ndarray, groups: np.ndarray,
-              links: Mapping[int, Link] | None = None,
-              updates: Mapping[int, Hint] | None = None) -> pa.RecordBatch:
+    def batch(
+        self,
+        f: np.ndarray,
+        groups: np.ndarray,
+        links: Mapping[int, Link] | None = None,
+        updates: Mapping[int, Hint] | None = None,
+    ) -> pa.RecordBatch:
         """The findings ``f`` of groups ``groups``, with the groups' ``links``
         (None: not known yet, null) and the hints of the ``updates`` groups."""
         meta = self.meta
@@ -184,8 +220,9 @@ class Columns:
             ids = pa.array(np.where(null, 0, col).astype(np.int32), pa.int32(), mask=null)
             return pa.DictionaryArray.from_arrays(ids, self._sites)
 
-        element, location = name_bytes(meta, f["space"], f["owner"], f["addr"], f["size"],
-                                       f["launch"])
+        element, location = name_bytes(
+            meta, f["space"], f["owner"], f["addr"], f["size"], f["launch"]
+        )
         explanation, keys, inverse = self.explanations(f)
         reason = _REASON_INDEX[np.minimum(f["kind"], len(KIND_NAMES) - 1), f["code"]]
         columns = [
@@ -228,8 +265,14 @@ class Columns:
         ]
         return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
 
-    def hints(self, f: np.ndarray, keys: np.ndarray, inverse: np.ndarray, groups: np.ndarray,
-              updates: Mapping[int, Hint]) -> list[pa.Array]:
+    def hints(
+        self,
+        f: np.ndarray,
+        keys: np.ndarray,
+        inverse: np.ndarray,
+        groups: np.ndarray,
+        updates: Mapping[int, Hint],
+    ) -> list[pa.Array]:
         """(hint, hint_site) of every finding: worded once per distinct set of the
         fields a sentence reads (``keys``/``inverse`` from :meth:`explanations`)
         and the buffer the bytes are in (an ``uninit_read`` hint names it); a
@@ -262,8 +305,13 @@ class Columns:
             return -1, -1
         return self.hints_dict.index(h.text), self.hint_sites_dict.index(h.site)
 
-    def _update(self, groups: np.ndarray, updates: Mapping[int, Hint], text_ids: np.ndarray,
-                site_ids: np.ndarray) -> None:
+    def _update(
+        self,
+        groups: np.ndarray,
+        updates: Mapping[int, Hint],
+        text_ids: np.ndarray,
+        site_ids: np.ndarray,
+    ) -> None:
         """Give the findings of each ``updates`` group that group's hint, in place."""
         for gid, h in updates.items():
             rows = groups == gid
@@ -277,8 +325,9 @@ class Columns:
         out = []
         for name, texts in (("hint", self.hints_dict), ("hint_site", self.hint_sites_dict)):
             col = batch.column(SCHEMA.get_field_index(name))
-            ids = np.array([texts.index(v) for v in col.dictionary.to_pylist()] + [-1],
-                           dtype=np.int64)
+            ids = np.array(
+                [texts.index(v) for v in col.dictionary.to_pylist()] + [-1], dtype=np.int64
+            )
             old = col.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
             null = col.is_null().to_numpy(zero_copy_only=False)
             out.append(ids[np.where(null, len(ids) - 1, old)])
@@ -294,8 +343,11 @@ class Columns:
         Also returns each set's hash pair and each finding's set."""
         n = len(f)
         if n == 0:
-            return (self.explanations_dict.column(np.zeros(0, dtype=np.int64)), [],
-                    np.zeros(0, dtype=np.int64))
+            return (
+                self.explanations_dict.column(np.zeros(0, dtype=np.int64)),
+                [],
+                np.zeros(0, dtype=np.int64),
+            )
         cols = [f[name].astype(np.uint64) for name in _WORDED]
         cols.append((f["prev_row"] >= 0).astype(np.uint64))
         h1 = np.zeros(n, dtype=np.uint64)
@@ -324,11 +376,15 @@ class Columns:
             at = self._memo.get(key)
             if at is None:
                 at = self._memo[key] = self.explanations_dict.index(
-                    explain(dict(zip(FIELDS, record)), self.meta))
+                    explain(dict(zip(FIELDS, record)), self.meta)
+                )
             ids.append(at)
         inverse = inverse.astype(np.int64)
-        return (self.explanations_dict.column(np.array(ids, dtype=np.int64)[inverse]), keys,
-                inverse)
+        return (
+            self.explanations_dict.column(np.array(ids, dtype=np.int64)[inverse]),
+            keys,
+            inverse,
+        )
 
 
 def link_columns(groups: np.ndarray, links: Mapping[int, Link]) -> list[pa.Array]:
@@ -342,8 +398,13 @@ def link_columns(groups: np.ndarray, links: Mapping[int, Link]) -> list[pa.Array
     at = np.minimum(np.searchsorted(gids, groups), len(gids) - 1)
     missing = gids[at] != groups
     values = [links[g] for g in gids.tolist()]
-    columns = ([v.row for v in values], [v.obj for v in values], [v.site for v in values],
-               [v.text for v in values], [v.hint.text for v in values])
+    columns = (
+        [v.row for v in values],
+        [v.obj for v in values],
+        [v.site for v in values],
+        [v.text for v in values],
+        [v.hint.text for v in values],
+    )
     out = []
     for c, field in zip(columns, LINK_FIELDS):
         if pa.types.is_dictionary(field.type):
@@ -356,8 +417,15 @@ def link_columns(groups: np.ndarray, links: Mapping[int, Link]) -> list[pa.Array
 
 # -- element names and byte ranges, vectorised (report.locate is the definition) --
 
-def name_bytes(meta: TraceMeta, space: np.ndarray, owner: np.ndarray, addr: np.ndarray,
-               size: np.ndarray, launch: np.ndarray) -> tuple[pa.Array, pa.Array]:
+
+def name_bytes(
+    meta: TraceMeta,
+    space: np.ndarray,
+    owner: np.ndarray,
+    addr: np.ndarray,
+    size: np.ndarray,
+    launch: np.ndarray,
+) -> tuple[pa.Array, pa.Array]:
     """(element, location) of each finding's bytes, as :func:`tracerace.report.locations.locate`
     words them, for whole columns at once."""
     n = len(addr)
@@ -377,8 +445,9 @@ def name_bytes(meta: TraceMeta, space: np.ndarray, owner: np.ndarray, addr: np.n
     return element, location
 
 
-def _buffer_index(meta: TraceMeta, space: np.ndarray, addr: np.ndarray,
-                  launch: np.ndarray) -> np.ndarray:
+def _buffer_index(
+    meta: TraceMeta, space: np.ndarray, addr: np.ndarray, launch: np.ndarray
+) -> np.ndarray:
     """The index in ``meta.buffers`` of the first buffer whose span holds each
     address (-1: none), as :meth:`TraceMeta.describe_bytes` looks them up."""
     out = np.full(len(addr), -1, dtype=np.int64)
@@ -395,8 +464,9 @@ def _buffer_index(meta: TraceMeta, space: np.ndarray, addr: np.ndarray,
     return out
 
 
-def _elements(meta: TraceMeta, space: np.ndarray, addr: np.ndarray, launch: np.ndarray,
-              wanted: np.ndarray) -> pa.Array:
+def _elements(
+    meta: TraceMeta, space: np.ndarray, addr: np.ndarray, launch: np.ndarray, wanted: np.ndarray
+) -> pa.Array:
     """The name of the element holding each address (where ``wanted``), as
     :meth:`TraceMeta.describe_bytes` gives it: the first buffer that names it."""
     n = len(addr)
@@ -436,8 +506,11 @@ def _elements(meta: TraceMeta, space: np.ndarray, addr: np.ndarray, launch: np.n
                 parts.append(", ")
             parts.append(pc.cast(pa.array(idx[:, i]), pa.string()))
         parts.append("]")
-        names = (pc.binary_join_element_wise(*parts, "") if idx.shape[1]
-                 else pa.array([f"{buffer.name}[]"] * rows.size, pa.string()))
+        names = (
+            pc.binary_join_element_wise(*parts, "")
+            if idx.shape[1]
+            else pa.array([f"{buffer.name}[]"] * rows.size, pa.string())
+        )
         full = np.full(n, -1, dtype=np.int64)
         full[rows] = np.arange(rows.size)
         texts.append(names.take(pa.array(full, mask=full < 0)))
@@ -456,18 +529,26 @@ def _hex(values: np.ndarray) -> pa.Array:
     data = _HEX[nibbles[keep]]
     offsets = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(16 - leading, out=offsets[1:])
-    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets),
-                                            pa.py_buffer(data.tobytes())).cast(pa.string())
+    return pa.LargeStringArray.from_buffers(
+        n, pa.py_buffer(offsets), pa.py_buffer(data.tobytes())
+    ).cast(pa.string())
 
 
-def _byte_ranges(space: np.ndarray, owner: np.ndarray, addr: np.ndarray,
-                 size: np.ndarray) -> pa.Array:
+def _byte_ranges(
+    space: np.ndarray, owner: np.ndarray, addr: np.ndarray, size: np.ndarray
+) -> pa.Array:
     """:func:`tracerace.report.locations.byte_range` of each finding."""
     owners = pc.cast(pa.array(owner), pa.string())
     where = _SPACE_DICT.take(pa.array(space.astype(np.int64)))
-    where = pc.if_else(pa.array(space == Space.SHARED),
-                       pc.binary_join_element_wise("shared[block ", owners, "]", ""), where)
-    where = pc.if_else(pa.array(space == Space.LOCAL),
-                       pc.binary_join_element_wise("local[thread ", owners, "]", ""), where)
+    where = pc.if_else(
+        pa.array(space == Space.SHARED),
+        pc.binary_join_element_wise("shared[block ", owners, "]", ""),
+        where,
+    )
+    where = pc.if_else(
+        pa.array(space == Space.LOCAL),
+        pc.binary_join_element_wise("local[thread ", owners, "]", ""),
+        where,
+    )
     end = addr + size.astype(np.uint64)
     return pc.binary_join_element_wise(where, " 0x", _hex(addr), "..0x", _hex(end), "")

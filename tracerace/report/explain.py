@@ -18,13 +18,14 @@ import numpy as np
 from ..checker import reasons
 from ..checker.findings import FIELDS
 from ..trace.meta import TraceMeta
-from ..trace.ops import Op, HazardKind, Scope, Space
+from ..trace.ops import HazardKind, Op, Scope, Space
 
 NO_GENERATION = -1
 """``bar_gen``/``prev_bar_gen`` of an agent that completed no barrier yet."""
 
-COPY_OPS = frozenset({int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE),
-                      int(Op.BULK_COPY_PEER)})
+COPY_OPS = frozenset(
+    {int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE), int(Op.BULK_COPY_PEER)}
+)
 """Ops whose memory access is made by an async agent, reported at the issue row."""
 
 KIND_TITLES = {
@@ -37,7 +38,7 @@ KIND_TITLES = {
     HazardKind.SYNC_ALIAS: "one sync object serves two protocols",
     HazardKind.BARRIER_MISMATCH: "barrier arrivals disagree, or a generation never completes",
     HazardKind.MBARRIER_MISUSE: "mbarrier used before init, re-initialized, underflowed, "
-                                "or waited on a phase that never completed",
+    "or waited on a phase that never completed",
 }
 """One line per hazard kind: what it is (the SARIF rule descriptions)."""
 
@@ -60,8 +61,11 @@ def op_name(code: int) -> str:
 def agent_text(launch: int, block: int, thread: int, meta: TraceMeta | None = None) -> str:
     """``(0,5)``, or ``(0,5) of launch 2`` outside launch 0; with the launch's
     dimensions in ``meta``, ``block (0,0,0) thread (5,0,0)`` (:mod:`tracerace.trace.coords`)."""
-    text = (meta.coords.agent(launch, block, thread, warp=False) if meta is not None
-            else f"({block},{thread})")
+    text = (
+        meta.coords.agent(launch, block, thread, warp=False)
+        if meta is not None
+        else f"({block},{thread})"
+    )
     return text if launch == 0 else f"{text} of launch {launch}"
 
 
@@ -80,6 +84,7 @@ class FindingView:
         self.meta = meta or TraceMeta()
 
     if TYPE_CHECKING:
+
         def __getattr__(self, name: str) -> int:
             """The finding's fields (``FIELDS``), set in ``__init__``: ints."""
             ...
@@ -96,8 +101,9 @@ class FindingView:
 
     def agent(self, prev: bool = False, launch: bool = True) -> str:
         if prev:
-            return agent_text(self.prev_launch if launch else 0, self.prev_block,
-                              self.prev_thread, self.meta)
+            return agent_text(
+                self.prev_launch if launch else 0, self.prev_block, self.prev_thread, self.meta
+            )
         return agent_text(self.launch if launch else 0, self.block, self.thread, self.meta)
 
     def thread_of(self, prev: bool = False, launch: bool = True) -> str:
@@ -141,20 +147,26 @@ def _weak_sync(v: FindingView, n1: str) -> str:
     """A race after a release/acquire that did not synchronize (RACE_WEAK_SYNC)."""
     rel, acq, need, how = reasons.weak_sync_parts(v.aux)
     who_rel, who_acq = v.thread_of(True), v.thread_of()
-    read = (f"{who_acq}'s atomic on {v.obj_hex} read the release {who_rel} made after its {n1}, "
-            f"but did not synchronize with it")
+    read = (
+        f"{who_acq}'s atomic on {v.obj_hex} read the release {who_rel} made after its {n1}, "
+        f"but did not synchronize with it"
+    )
     if how == reasons.WEAK_RELAXED:
-        return (f"{read}: the atomic is relaxed and no acquire fence of {scope_name(need)} scope "
-                f"or wider followed it; make it an acquire of {scope_name(need)} scope, or put "
-                f"such a fence after it")
+        return (
+            f"{read}: the atomic is relaxed and no acquire fence of {scope_name(need)} scope "
+            f"or wider followed it; make it an acquire of {scope_name(need)} scope, or put "
+            f"such a fence after it"
+        )
     narrow = []
     if rel < need:
         narrow.append(f"the release has {scope_name(rel)} scope")
     if acq < need:
         narrow.append(f"the acquire has {scope_name(acq)} scope")
-    return (f"{read}: {' and '.join(narrow)}, which does not contain both threads; they need "
-            f"{scope_name(need)} scope (widen it on that side, and on the fence that supplies "
-            f"it, if one does)")
+    return (
+        f"{read}: {' and '.join(narrow)}, which does not contain both threads; they need "
+        f"{scope_name(need)} scope (widen it on that side, and on the fence that supplies "
+        f"it, if one does)"
+    )
 
 
 _FENCE_NAMES = {1: "global", 2: "shared", 4: "local"}
@@ -167,9 +179,11 @@ def _unfenced_barrier(v: FindingView, n1: str, n2: str) -> str:
     fenced = [name for bit, name in _FENCE_NAMES.items() if v.aux & bit and bit != 4]
     fences = f"fences only {' and '.join(fenced)} memory" if fenced else "fences no memory"
     hint = _OPENCL_FENCE.get(v.space)
-    return (f"{v.who(True)} {_VERB[n1]} before generation {v.bar_gen} of barrier {v.bar_obj} and "
-            f"{v.who()} {_VERB[n2]} after it, but that barrier {fences}, not {memory} memory: "
-            f"make it fence {memory} memory too" + (f" ({hint} in OpenCL)" if hint else ""))
+    return (
+        f"{v.who(True)} {_VERB[n1]} before generation {v.bar_gen} of barrier {v.bar_obj} and "
+        f"{v.who()} {_VERB[n2]} after it, but that barrier {fences}, not {memory} memory: "
+        f"make it fence {memory} memory too" + (f" ({hint} in OpenCL)" if hint else "")
+    )
 
 
 def _race(v: FindingView) -> str:
@@ -179,23 +193,29 @@ def _race(v: FindingView) -> str:
     if v.code == reasons.RACE_UNFENCED_BARRIER and v.prev_launch == v.launch:
         return _unfenced_barrier(v, n1, n2)
     if v.prev_launch != v.launch:
-        return (f"launch {v.prev_launch} ends before launch {v.launch} begins, so "
-                f"{v.access(True, n1)} and {v.access(False, n2)} cannot race; "
-                f"this report is a checker bug")
+        return (
+            f"launch {v.prev_launch} ends before launch {v.launch} begins, so "
+            f"{v.access(True, n1)} and {v.access(False, n2)} cannot race; "
+            f"this report is a checker bug"
+        )
     # Both agents share the launch: name it once, at the end.
     launch = "" if v.launch == 0 else f" (launch {v.launch})"
     a, b = v.who(True, launch=False), v.who(False, launch=False)
     n1 = "atomic" if v.prev_op == int(Op.ATOMIC) else n1
     n2 = "atomic" if v.op == int(Op.ATOMIC) else n2
     if v.prev_block != v.block:
-        return (f"blocks {v.prev_block} and {v.block} share no barrier, and no signal, lock or "
-                f"release/acquire atomic ordered the {n1} by {a} before the {n2} by {b}{launch}")
+        return (
+            f"blocks {v.prev_block} and {v.block} share no barrier, and no signal, lock or "
+            f"release/acquire atomic ordered the {n1} by {a} before the {n2} by {b}{launch}"
+        )
     if v.prev_bar_gen == NO_GENERATION and v.bar_gen == NO_GENERATION:
         if not (v.is_async(True) or v.is_async(False)):
             if v.meta.coords.known:
-                return (f"{a} and {b} never synchronized between the accesses{launch}")
-            return (f"threads {v.agent(True, launch=False)} and {v.agent(False, launch=False)} "
-                    f"never synchronized between the accesses{launch}")
+                return f"{a} and {b} never synchronized between the accesses{launch}"
+            return (
+                f"threads {v.agent(True, launch=False)} and {v.agent(False, launch=False)} "
+                f"never synchronized between the accesses{launch}"
+            )
         return f"{a} and {b} never synchronized between the accesses{launch}"
     v1, v2 = _VERB[n1], _VERB[n2]
     if v.prev_bar_gen == NO_GENERATION:
@@ -227,15 +247,21 @@ def _async_inflight(v: FindingView) -> str:
     group = f"group {v.aux}" if v.aux >= 0 else "an uncommitted group"
     bulk_group = f"bulk group {v.aux}" if v.aux >= 0 else "an uncommitted bulk group"
     if v.code == reasons.INFLIGHT_CP_ASYNC:
-        return (f"cp.async issued{at} by {issuer} in {group} was still in flight: "
-                f"no cp_async_wait retired its group before {access}")
+        return (
+            f"cp.async issued{at} by {issuer} in {group} was still in flight: "
+            f"no cp_async_wait retired its group before {access}"
+        )
     if v.code == reasons.INFLIGHT_BULK_STORE:
-        return (f"bulk/TMA store issued{at} by {issuer} in {bulk_group} was still in flight: "
-                f"no bulk_wait retired its group before {access}")
+        return (
+            f"bulk/TMA store issued{at} by {issuer} in {bulk_group} was still in flight: "
+            f"no bulk_wait retired its group before {access}"
+        )
     if v.code == reasons.INFLIGHT_TMA_LOAD:
-        return (f"TMA load issued{at} by {issuer} completes phase {v.aux} (parity {v.aux & 1}) of "
-                f"mbarrier {v.obj_hex}, and no mbar_wait had returned on that phase before "
-                f"{access}: wait on mbarrier {v.obj_hex} with parity {v.aux & 1} first")
+        return (
+            f"TMA load issued{at} by {issuer} completes phase {v.aux} (parity {v.aux & 1}) of "
+            f"mbarrier {v.obj_hex}, and no mbar_wait had returned on that phase before "
+            f"{access}: wait on mbarrier {v.obj_hex} with parity {v.aux & 1} first"
+        )
     return f"an async copy issued{at} by {issuer} was still in flight at {access}"
 
 
@@ -243,26 +269,34 @@ def _proxy_fence(v: FindingView) -> str:
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         site = v.meta.site_text(v.aux)
         wait = f"the cp_async_wait at {site}" if site else "the cp_async_wait"
-        return (f"the cp.async copy issued{v.at(True)} by {v.agent(True)} wrote these bytes "
-                f"through the generic proxy when {wait} retired it, and the async-proxy "
-                f"{op_name(v.op)} by {v.agent()}{v.at()} reads them with no fence.proxy.async by "
-                f"{v.agent(True)} after {wait}: a fence before that wait does not cover the copy")
-    return (f"the generic-proxy write by {v.thread_of(True)}{v.at(True)} reaches the async-proxy "
-            f"{op_name(v.op)} by {v.agent()}{v.at()} with no fence.proxy.async by "
-            f"{v.agent(True)} between the write and the release that orders them")
+        return (
+            f"the cp.async copy issued{v.at(True)} by {v.agent(True)} wrote these bytes "
+            f"through the generic proxy when {wait} retired it, and the async-proxy "
+            f"{op_name(v.op)} by {v.agent()}{v.at()} reads them with no fence.proxy.async by "
+            f"{v.agent(True)} after {wait}: a fence before that wait does not cover the copy"
+        )
+    return (
+        f"the generic-proxy write by {v.thread_of(True)}{v.at(True)} reaches the async-proxy "
+        f"{op_name(v.op)} by {v.agent()}{v.at()} with no fence.proxy.async by "
+        f"{v.agent(True)} between the write and the release that orders them"
+    )
 
 
 def _sync_alias(v: FindingView) -> str:
     wait = f"the wait{v.at()} by {v.agent()}"
     signal = f"the signal{v.at(True)} by {v.agent(True)}"
     if v.code == reasons.ALIAS_CROSSED:
-        return (f"sync object {v.obj} serves two protocols that crossed in this schedule: the "
-                f"waits at this site consumed signals from two signal sites, one of which also "
-                f"feeds another wait site; here {wait} consumed {signal}; "
-                f"give each handoff its own object")
-    return (f"sync object {v.obj} serves two protocols: {wait} could consume {signal} in "
-            f"another schedule (neither the signal nor that protocol's wait is ordered before "
-            f"this wait's own signal); give each handoff its own object")
+        return (
+            f"sync object {v.obj} serves two protocols that crossed in this schedule: the "
+            f"waits at this site consumed signals from two signal sites, one of which also "
+            f"feeds another wait site; here {wait} consumed {signal}; "
+            f"give each handoff its own object"
+        )
+    return (
+        f"sync object {v.obj} serves two protocols: {wait} could consume {signal} in "
+        f"another schedule (neither the signal nor that protocol's wait is ordered before "
+        f"this wait's own signal); give each handoff its own object"
+    )
 
 
 CLUSTER_ARRIVALS = frozenset({int(Op.CLUSTER_ARRIVE), int(Op.CLUSTER_ARRIVE_RELAXED)})
@@ -277,14 +311,18 @@ def _barrier_mismatch(v: FindingView) -> str:
         where += f" in launch {v.launch}"
     if v.code == reasons.BAR_ARG_DISAGREES:
         first = f"{v.thread_of(True)}{v.at(True)}" if v.has_first else "the first arrival"
-        return (f"arrivals at {where} disagree on the thread count: {v.thread_of()}{v.at()} "
-                f"arrived with a count other than the {v.aux} given by the generation's first "
-                f"arrival, {first}")
+        return (
+            f"arrivals at {where} disagree on the thread count: {v.thread_of()}{v.at()} "
+            f"arrived with a count other than the {v.aux} given by the generation's first "
+            f"arrival, {first}"
+        )
     if v.code == reasons.BAR_INCOMPLETE:
         s = "" if v.aux == 1 else "s"
-        return (f"{where} ends the trace with an incomplete generation: only {v.aux} arrival{s}, "
-                f"the last by {v.thread_of()}{v.at()}; the other threads never arrived "
-                f"(look for a barrier in divergent code or after an early return)")
+        return (
+            f"{where} ends the trace with an incomplete generation: only {v.aux} arrival{s}, "
+            f"the last by {v.thread_of()}{v.at()}; the other threads never arrived "
+            f"(look for a barrier in divergent code or after an early return)"
+        )
     return f"{where}: {_reason_or(v, 'barrier arrivals do not match')}"
 
 
@@ -296,17 +334,25 @@ def _mbarrier_misuse(v: FindingView) -> str:
         prev = f" (initialized{v.at(True)} by {v.agent(True)})" if v.has_first else ""
         return f"{who} re-initialized {bar}{at} without an mbar_inval after its previous init{prev}"
     if v.code == reasons.MBAR_ARRIVAL_UNDERFLOW:
-        return (f"the {op} by {who}{at} arrived on {bar} more times than its phase expects: "
-                f"the pending-arrival count went below zero")
+        return (
+            f"the {op} by {who}{at} arrived on {bar} more times than its phase expects: "
+            f"the pending-arrival count went below zero"
+        )
     if v.code == reasons.MBAR_TX_UNDERFLOW:
-        return (f"the {op} by {who}{at} completed more bytes on {bar} than mbar_expect_tx "
-                f"announced: the transaction count went below zero")
+        return (
+            f"the {op} by {who}{at} completed more bytes on {bar} than mbar_expect_tx "
+            f"announced: the transaction count went below zero"
+        )
     if v.code == reasons.MBAR_PHASE_NEVER_COMPLETED:
-        return (f"{who} waited{at} on {bar} for a phase that never completed: its arrivals or "
-                f"transaction bytes never reached zero")
+        return (
+            f"{who} waited{at} on {bar} for a phase that never completed: its arrivals or "
+            f"transaction bytes never reached zero"
+        )
     if v.code == reasons.MBAR_DROP_UNDERFLOW:
-        return (f"the {op} by {who}{at} dropped more arrivals from {bar} than its init count "
-                f"left: the expected-arrival count went below zero")
+        return (
+            f"the {op} by {who}{at} dropped more arrivals from {bar} than its init count "
+            f"left: the expected-arrival count went below zero"
+        )
     return f"{bar}: {_reason_or(v, 'misused')} by {who}{at}"
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .explain import COPY_OPS, explain, op_name, reason_text
 from ..checker.findings import FIELDS, NO_ROW
-from .hints import Hint, link_hint
-from .locations import BYTES_KEY, locate, space_name
 from ..trace.meta import TraceMeta
 from ..trace.ops import HazardKind, Severity
+from .explain import COPY_OPS, explain, op_name, reason_text
+from .hints import Hint, link_hint
+from .locations import BYTES_KEY, locate, space_name
 
 KIND_NAMES = tuple(k.label for k in HazardKind)
 SEVERITY_NAMES = tuple(s.label for s in Severity)
@@ -49,21 +49,50 @@ class Access:
         (``block (0,0,0) thread (5,0,0)`` when the trace gives the launch's dimensions)."""
         op = f"{self.op} (async copy)" if self.is_async else self.op
         site = f", at {self.site}" if self.site else ""
-        return (f"{op} by {self.name or self.agent} in launch {self.launch}, row {self.row:,}, "
-                f"ts {self.ts}{site}")
+        return (
+            f"{op} by {self.name or self.agent} in launch {self.launch}, row {self.row:,}, "
+            f"ts {self.ts}{site}"
+        )
 
     def to_json(self) -> dict[str, Any]:
-        return {"row": self.row, "launch": self.launch, "block": self.block,
-                "thread": self.thread, "op": self.op, "ts": self.ts, "site": self.site,
-                "async": self.is_async, "agent": self.name or self.agent,
-                "coords": self.coords}
+        return {
+            "row": self.row,
+            "launch": self.launch,
+            "block": self.block,
+            "thread": self.thread,
+            "op": self.op,
+            "ts": self.ts,
+            "site": self.site,
+            "async": self.is_async,
+            "agent": self.name or self.agent,
+            "coords": self.coords,
+        }
 
 
-def _access(meta: TraceMeta, row: int, launch: int, block: int, thread: int, op: int, ts: int,
-            site: int, is_async: bool) -> Access:
+def _access(
+    meta: TraceMeta,
+    row: int,
+    launch: int,
+    block: int,
+    thread: int,
+    op: int,
+    ts: int,
+    site: int,
+    is_async: bool,
+) -> Access:
     coords = meta.coords
-    return Access(row, launch, block, thread, op_name(op), ts, meta.site_text(site), is_async,
-                  coords.agent(launch, block, thread), coords.coords(launch, block, thread))
+    return Access(
+        row,
+        launch,
+        block,
+        thread,
+        op_name(op),
+        ts,
+        meta.site_text(site),
+        is_async,
+        coords.agent(launch, block, thread),
+        coords.coords(launch, block, thread),
+    )
 
 
 @dataclass(frozen=True)
@@ -95,29 +124,61 @@ class Hazard:
         return reason_text(HazardKind[self.kind.upper()], self.code)
 
 
-def hazard_from_record(rec: Any, meta: TraceMeta, explanation: str | None = None,
-                       located: tuple[str | None, str | None] | None = None) -> Hazard:
+def hazard_from_record(
+    rec: Any,
+    meta: TraceMeta,
+    explanation: str | None = None,
+    located: tuple[str | None, str | None] | None = None,
+) -> Hazard:
     """The :class:`Hazard` of one ``FINDING_DTYPE`` record (or a dict of its fields).
 
     ``explanation`` and ``located`` (element, location) may come precomputed
     from :func:`~tracerace.report.explain.explain_all` and :func:`locate_all`.
     """
     r = rec if isinstance(rec, dict) else dict(zip(FIELDS, rec.tolist()))
-    second = _access(meta, r["row"], r["launch"], r["block"], r["thread"], r["op"], r["ts"],
-                     r["site"], r["op"] in COPY_OPS)
+    second = _access(
+        meta,
+        r["row"],
+        r["launch"],
+        r["block"],
+        r["thread"],
+        r["op"],
+        r["ts"],
+        r["site"],
+        r["op"] in COPY_OPS,
+    )
     first = None
     if r["prev_row"] != NO_ROW:
-        first = _access(meta, r["prev_row"], r["prev_launch"], r["prev_block"], r["prev_thread"],
-                        r["prev_op"], r["prev_ts"], r["prev_site"],
-                        bool(r["prev_async"]) or r["prev_op"] in COPY_OPS)
+        first = _access(
+            meta,
+            r["prev_row"],
+            r["prev_launch"],
+            r["prev_block"],
+            r["prev_thread"],
+            r["prev_op"],
+            r["prev_ts"],
+            r["prev_site"],
+            bool(r["prev_async"]) or r["prev_op"] in COPY_OPS,
+        )
     if located is None:
         located = locate(meta, *(r[name] for name in BYTES_KEY))
     element, location = located
-    return Hazard(kind=KIND_NAMES[r["kind"]], severity=SEVERITY_NAMES[r["severity"]],
-                  first=first, second=second, space=space_name(r["space"]), owner=r["owner"],
-                  addr=r["addr"], size=r["size"], element=element, location=location,
-                  obj=r["obj"], code=r["code"], aux=r["aux"],
-                  explanation=explain(r, meta) if explanation is None else explanation)
+    return Hazard(
+        kind=KIND_NAMES[r["kind"]],
+        severity=SEVERITY_NAMES[r["severity"]],
+        first=first,
+        second=second,
+        space=space_name(r["space"]),
+        owner=r["owner"],
+        addr=r["addr"],
+        size=r["size"],
+        element=element,
+        location=location,
+        obj=r["obj"],
+        code=r["code"],
+        aux=r["aux"],
+        explanation=explain(r, meta) if explanation is None else explanation,
+    )
 
 
 RACE_KINDS = ("raw", "war", "waw")
@@ -143,14 +204,22 @@ class Link:
     @property
     def text(self) -> str:
         where = self.site or f"row {self.row}"
-        return (f"this thread's wait on flag {self.obj} at {where} (row {self.row}) "
-                f"mixes two protocols (sync_alias): a wait released by the other protocol's "
-                f"signal leaves this access unordered")
+        return (
+            f"this thread's wait on flag {self.obj} at {where} (row {self.row}) "
+            f"mixes two protocols (sync_alias): a wait released by the other protocol's "
+            f"signal leaves this access unordered"
+        )
 
     @property
     def hint(self) -> Hint:
         return link_hint(self.obj, self.site)
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "row": self.row, "site": self.site, "obj": self.obj,
-                "text": self.text, "hint": self.hint.to_json()}
+        return {
+            "kind": self.kind,
+            "row": self.row,
+            "site": self.site,
+            "obj": self.obj,
+            "text": self.text,
+            "hint": self.hint.to_json(),
+        }

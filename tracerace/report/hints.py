@@ -39,16 +39,19 @@ from typing import Any
 import numpy as np
 
 from ..checker import reasons
-from .explain import CLUSTER_ARRIVALS, NO_GENERATION, FindingView, scope_name
 from ..trace.meta import TraceMeta
 from ..trace.ops import HazardKind, Op, Scope, Space
+from .explain import CLUSTER_ARRIVALS, NO_GENERATION, FindingView, scope_name
 
 _SITE_LINE_PATTERN = r"^(?P<line>[^ \t\n\r\f\v]+?:[0-9]+)(?::[0-9]+)?(?:[ \t\n\r\f\v]|$)"
 """``file:line`` at the start of a site, in what Python's ``re`` and Arrow's RE2
 read alike (ASCII classes: their ``\\s`` and ``\\d`` differ)."""
 _SITE_LINE = re.compile(_SITE_LINE_PATTERN)
 
-_OPENCL_FENCE = {int(Space.GLOBAL): "CLK_GLOBAL_MEM_FENCE", int(Space.SHARED): "CLK_LOCAL_MEM_FENCE"}
+_OPENCL_FENCE = {
+    int(Space.GLOBAL): "CLK_GLOBAL_MEM_FENCE",
+    int(Space.SHARED): "CLK_LOCAL_MEM_FENCE",
+}
 
 
 @dataclass(frozen=True)
@@ -71,37 +74,53 @@ class Language:
 
 
 CUDA = Language(
-    name="CUDA C++", barrier="`__syncthreads()`", agents="blocks",
+    name="CUDA C++",
+    barrier="`__syncthreads()`",
+    agents="blocks",
     barrier_id="`bar.sync {n}` / `__syncthreads()` for 0",
     atomic_update="`atomicAdd(&{b}[i], v)`, or the atomic of the update (`atomicMax`, "
-                  "`atomicOr`, an `atomicCAS` loop)",
+    "`atomicOr`, an `atomicCAS` loop)",
     handoff="a release after {l1} (device scope: a `st.release.gpu` or `atomic` with release, "
-            "or `__threadfence()` then a flag write) and an acquire of the same flag before {l2}")
+    "or `__threadfence()` then a flag write) and an acquire of the same flag before {l2}",
+)
 NUMBA = Language(
-    name="numba.cuda", barrier="`cuda.syncthreads()`", agents="blocks",
+    name="numba.cuda",
+    barrier="`cuda.syncthreads()`",
+    agents="blocks",
     atomic_update="`cuda.atomic.add({b}, i, v)`, or the atomic of the update "
-                  "(`cuda.atomic.max`, `cuda.atomic.or_`, a `cuda.atomic.cas` loop)",
+    "(`cuda.atomic.max`, `cuda.atomic.or_`, a `cuda.atomic.cas` loop)",
     handoff="after {l1}, `cuda.threadfence()` then raise a flag (`cuda.atomic.exch(flag, 0, "
-            "1)`); before {l2}, wait until the flag is raised (a `cuda.atomic.cas` loop) then "
-            "`cuda.threadfence()`")
+    "1)`); before {l2}, wait until the flag is raised (a `cuda.atomic.cas` loop) then "
+    "`cuda.threadfence()`",
+)
 TRITON = Language(
-    name="Triton", barrier="`tl.debug_barrier()`", agents="programs", threads="programs",
+    name="Triton",
+    barrier="`tl.debug_barrier()`",
+    agents="programs",
+    threads="programs",
     atomic_update="`tl.atomic_add({b} + offsets, v)`, or the atomic of the update "
-                  "(`tl.atomic_max`, `tl.atomic_or`, a `tl.atomic_cas` loop)",
-    handoff="a release after {l1} (`tl.atomic_xchg(flag, 1, sem=\"release\", "
-            "scope=\"gpu\")`) and an acquire of the same flag before {l2} (a "
-            "`tl.atomic_cas(flag, 1, 1, sem=\"acquire\", scope=\"gpu\")` loop)")
+    "(`tl.atomic_max`, `tl.atomic_or`, a `tl.atomic_cas` loop)",
+    handoff='a release after {l1} (`tl.atomic_xchg(flag, 1, sem="release", '
+    'scope="gpu")`) and an acquire of the same flag before {l2} (a '
+    '`tl.atomic_cas(flag, 1, 1, sem="acquire", scope="gpu")` loop)',
+)
 OPENCL = Language(
-    name="OpenCL C", barrier="`barrier(CLK_LOCAL_MEM_FENCE)`", agents="work-groups",
+    name="OpenCL C",
+    barrier="`barrier(CLK_LOCAL_MEM_FENCE)`",
+    agents="work-groups",
     threads="work-items",
     atomic_update="`atomic_add(&{b}[i], v)`, or the atomic of the update (`atomic_max`, "
-                  "`atomic_or`, an `atomic_cmpxchg` loop)",
+    "`atomic_or`, an `atomic_cmpxchg` loop)",
     handoff="a release after {l1} (`atomic_store_explicit(&flag, 1, memory_order_release, "
-            "memory_scope_device)`, OpenCL 2.0) and an acquire of the same flag before {l2} "
-            "(an `atomic_load_explicit(&flag, memory_order_acquire, memory_scope_device)` loop)")
+    "memory_scope_device)`, OpenCL 2.0) and an acquire of the same flag before {l2} "
+    "(an `atomic_load_explicit(&flag, memory_order_acquire, memory_scope_device)` loop)",
+)
 
-_PRODUCERS = ((re.compile(r"numba", re.I), NUMBA), (re.compile(r"triton", re.I), TRITON),
-              (re.compile(r"oclgrind|opencl", re.I), OPENCL))
+_PRODUCERS = (
+    (re.compile(r"numba", re.I), NUMBA),
+    (re.compile(r"triton", re.I), TRITON),
+    (re.compile(r"oclgrind|opencl", re.I), OPENCL),
+)
 """The recorders' producer texts (``tracerace ... record: numba-cuda ... simulator``,
 ``... record: triton ... interpreter``, ``tracerace oclgrind plugin``) by language."""
 
@@ -146,8 +165,9 @@ class _Words:
         self.site2 = meta.site_text(v.site)
         self.site1 = meta.site_text(v.prev_site) if v.has_first else None
         self.l2 = line_of(self.site2, f"row {v.row:,}")
-        self.l1 = line_of(self.site1, f"row {v.prev_row:,}" if v.has_first
-                          else "the earlier access")
+        self.l1 = line_of(
+            self.site1, f"row {v.prev_row:,}" if v.has_first else "the earlier access"
+        )
 
     def barrier(self, n: int | None = None) -> str:
         """A barrier of the block (of id ``n``, when the language names ids)."""
@@ -176,11 +196,13 @@ def _update(v: FindingView, w: _Words, buffer: str | None) -> Hint:
     where = f"at {write}" if read == write else f"read at {read} and written at {write}"
     site = w.site1 if v.kind == int(HazardKind.RAW) else w.site2
     example = w.lang.atomic_update.format(b=buffer or "x")
-    return Hint(f"make the read-modify-write of {what} {where} one atomic update: many "
-                f"{w.lang.threads} read and write these bytes there and overwrite each other's "
-                f"updates; "
-                f"{example} (a barrier would order the threads, not make each update whole)",
-                site)
+    return Hint(
+        f"make the read-modify-write of {what} {where} one atomic update: many "
+        f"{w.lang.threads} read and write these bytes there and overwrite each other's "
+        f"updates; "
+        f"{example} (a barrier would order the threads, not make each update whole)",
+        site,
+    )
 
 
 def _race(v: FindingView, w: _Words, buffer: str | None) -> Hint | None:
@@ -192,80 +214,131 @@ def _race(v: FindingView, w: _Words, buffer: str | None) -> Hint | None:
         rel, acq, need, how = reasons.weak_sync_parts(v.aux)
         flag = f"flag {w.obj_name()}"
         if how == reasons.WEAK_RELAXED:
-            return Hint(f"make the atomic on {flag} that {v.thread_of()} does before {w.l2} an "
-                        f"acquire of {scope_name(need)} scope (or follow it with an acquire "
-                        f"fence of {scope_name(need)} scope): it reads the release of "
-                        f"{v.thread_of(True)} but, relaxed, orders nothing", w.site2)
+            return Hint(
+                f"make the atomic on {flag} that {v.thread_of()} does before {w.l2} an "
+                f"acquire of {scope_name(need)} scope (or follow it with an acquire "
+                f"fence of {scope_name(need)} scope): it reads the release of "
+                f"{v.thread_of(True)} but, relaxed, orders nothing",
+                w.site2,
+            )
         block = w.lang.agents[:-1]  # "block", "program", "work-group"
         where = f"another {block}" if need >= int(Scope.DEVICE) else f"another {scope_name(acq)}"
         if acq < need:
-            text = (f"widen the acquire on {flag} before {w.l2} to {scope_name(need)} scope: the "
-                    f"release it reads, by {v.thread_of(True)}, is in {where}")
+            text = (
+                f"widen the acquire on {flag} before {w.l2} to {scope_name(need)} scope: the "
+                f"release it reads, by {v.thread_of(True)}, is in {where}"
+            )
             if rel < need:
                 text += f"; widen that release (after {w.l1}) to {scope_name(need)} scope too"
             return Hint(text, w.site2)
-        return Hint(f"widen the release on {flag} after {w.l1} to {scope_name(need)} scope: the "
-                    f"acquire that reads it, by {v.thread_of()}, is in {where}", w.site1)
+        return Hint(
+            f"widen the release on {flag} after {w.l1} to {scope_name(need)} scope: the "
+            f"acquire that reads it, by {v.thread_of()}, is in {where}",
+            w.site1,
+        )
     if v.code == reasons.RACE_UNFENCED_BARRIER:
         memory = Space(v.space).name.lower()
         opencl = _OPENCL_FENCE.get(v.space)
-        return Hint(f"make barrier {v.bar_obj} fence {memory} memory too (its generation "
-                    f"{v.bar_gen} orders {w.l1} before {w.l2} for every thread only then"
-                    + (f"; {opencl} in OpenCL)" if opencl else ")"), None)
+        return Hint(
+            f"make barrier {v.bar_obj} fence {memory} memory too (its generation "
+            f"{v.bar_gen} orders {w.l1} before {w.l2} for every thread only then"
+            + (f"; {opencl} in OpenCL)" if opencl else ")"),
+            None,
+        )
     if v.is_async(True) and not v.is_async(False):
-        return Hint(f"wait for the async copy issued at {w.l1} to complete (its "
-                    f"cp.async.wait_group, or the mbarrier it completes), then a barrier, "
-                    f"before {w.l2}", w.site2)
+        return Hint(
+            f"wait for the async copy issued at {w.l1} to complete (its "
+            f"cp.async.wait_group, or the mbarrier it completes), then a barrier, "
+            f"before {w.l2}",
+            w.site2,
+        )
     if v.is_async(False):
-        return Hint(f"put a barrier between {w.l1} and the copy issued at {w.l2}: the copy "
-                    f"starts when it is issued", w.site2)
+        return Hint(
+            f"put a barrier between {w.l1} and the copy issued at {w.l2}: the copy "
+            f"starts when it is issued",
+            w.site2,
+        )
     if v.prev_block != v.block:
         lang = w.lang
-        return Hint(f"{lang.agents} {v.prev_block} and {v.block} must be ordered: "
-                    f"{lang.handoff.format(l1=w.l1, l2=w.l2)}; or end the kernel between them "
-                    f"(a launch boundary orders everything)", w.site2)
+        return Hint(
+            f"{lang.agents} {v.prev_block} and {v.block} must be ordered: "
+            f"{lang.handoff.format(l1=w.l1, l2=w.l2)}; or end the kernel between them "
+            f"(a launch boundary orders everything)",
+            w.site2,
+        )
     barrier = next((b for b in (v.bar_obj, v.prev_bar_obj) if b >= 0), None)
     if barrier is not None and (v.bar_gen != NO_GENERATION or v.prev_bar_gen != NO_GENERATION):
-        return Hint(f"add a barrier between {w.l1} and {w.l2}: barrier {barrier}, which this "
-                    f"block already uses ({w.barrier(barrier)}), reached by every thread of "
-                    f"the block", w.site2)
-    after = {"war": "the read is done", "raw": "the data is written",
-             "waw": "the first write is done"}[HazardKind(v.kind).label]
-    return Hint(f"order {w.l1} before {w.l2}: a barrier both threads reach between them "
-                f"({w.barrier()}), or a signal after {w.l1} ({after}) that "
-                f"{v.thread_of(launch=False)} waits for before {w.l2}", w.site2)
+        return Hint(
+            f"add a barrier between {w.l1} and {w.l2}: barrier {barrier}, which this "
+            f"block already uses ({w.barrier(barrier)}), reached by every thread of "
+            f"the block",
+            w.site2,
+        )
+    after = {
+        "war": "the read is done",
+        "raw": "the data is written",
+        "waw": "the first write is done",
+    }[HazardKind(v.kind).label]
+    return Hint(
+        f"order {w.l1} before {w.l2}: a barrier both threads reach between them "
+        f"({w.barrier()}), or a signal after {w.l1} ({after}) that "
+        f"{v.thread_of(launch=False)} waits for before {w.l2}",
+        w.site2,
+    )
 
 
 def _uninit_read(v: FindingView, w: _Words, buffer: str | None) -> Hint:
-    what = buffer or {int(Space.SHARED): "this shared memory", int(Space.LOCAL): "this local memory"
-                      }.get(v.space, "these bytes")
+    what = buffer or {
+        int(Space.SHARED): "this shared memory",
+        int(Space.LOCAL): "this local memory",
+    }.get(v.space, "these bytes")
     if v.space == int(Space.SHARED):
-        return Hint(f"initialize {what} before {w.l2}: nothing (no store, copy or TMA load) "
-                    f"wrote these bytes in this launch; write every element the read covers, "
-                    f"then a barrier (a copy that should fill it may be missing)", w.site2)
+        return Hint(
+            f"initialize {what} before {w.l2}: nothing (no store, copy or TMA load) "
+            f"wrote these bytes in this launch; write every element the read covers, "
+            f"then a barrier (a copy that should fill it may be missing)",
+            w.site2,
+        )
     if v.space == int(Space.LOCAL):
-        return Hint(f"initialize {what} before {w.l2}: the thread reads it before writing it",
-                    w.site2)
-    return Hint(f"initialize {what} before {w.l2}: write it from the host (a copy or memset) "
-                f"or in an earlier kernel, or in this one before a barrier or release that "
-                f"orders the read", w.site2)
+        return Hint(
+            f"initialize {what} before {w.l2}: the thread reads it before writing it", w.site2
+        )
+    return Hint(
+        f"initialize {what} before {w.l2}: write it from the host (a copy or memset) "
+        f"or in an earlier kernel, or in this one before a barrier or release that "
+        f"orders the read",
+        w.site2,
+    )
 
 
 def _async_inflight(v: FindingView, w: _Words, buffer: str | None) -> Hint:
     other = v.prev_thread != v.thread or v.prev_block != v.block
-    then = (f"; {v.thread_of(True)} issued it, so the wait is theirs: follow it with a barrier "
-            f"before {v.thread_of()} goes on" if other else "")
+    then = (
+        f"; {v.thread_of(True)} issued it, so the wait is theirs: follow it with a barrier "
+        f"before {v.thread_of()} goes on"
+        if other
+        else ""
+    )
     if v.code == reasons.INFLIGHT_CP_ASYNC:
         group = f"group {v.aux}" if v.aux >= 0 else "the group (not committed yet: commit it)"
-        return Hint(f"`cp.async.wait_group 0` (or `cp.async.wait_all`) before {w.l2}: {group} "
-                    f"issued at {w.l1} is still in flight{then}", w.site2)
+        return Hint(
+            f"`cp.async.wait_group 0` (or `cp.async.wait_all`) before {w.l2}: {group} "
+            f"issued at {w.l1} is still in flight{then}",
+            w.site2,
+        )
     if v.code == reasons.INFLIGHT_BULK_STORE:
         group = f"bulk group {v.aux}" if v.aux >= 0 else "the bulk group (commit it)"
-        return Hint(f"`cp.async.bulk.wait_group.read 0` before {w.l2}: {group} of the store "
-                    f"issued at {w.l1} is still reading its source{then}", w.site2)
+        return Hint(
+            f"`cp.async.bulk.wait_group.read 0` before {w.l2}: {group} of the store "
+            f"issued at {w.l1} is still reading its source{then}",
+            w.site2,
+        )
     if v.code == reasons.INFLIGHT_TMA_LOAD:
-        return Hint(f"`mbarrier` wait on {w.obj_name()} phase {v.aux} (parity {v.aux & 1}) before "
-                    f"{w.l2}: the TMA load issued at {w.l1} completes that phase", w.site2)
+        return Hint(
+            f"`mbarrier` wait on {w.obj_name()} phase {v.aux} (parity {v.aux & 1}) before "
+            f"{w.l2}: the TMA load issued at {w.l1} completes that phase",
+            w.site2,
+        )
     return Hint(f"wait for the async copy issued at {w.l1} before {w.l2}", w.site2)
 
 
@@ -273,58 +346,92 @@ def _proxy_fence(v: FindingView, w: _Words, buffer: str | None) -> Hint:
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         wait_site = v.meta.site_text(v.aux)
         wait = line_of(wait_site, "the cp.async wait that retires the copy")
-        return Hint(f"`fence.proxy.async` after {wait} (the retiring wait) before the "
-                    f"async-proxy access at {w.l2}, by {v.thread_of(True)}", wait_site)
-    return Hint(f"`fence.proxy.async` after {w.l1} (the generic write), before the barrier or "
-                f"release that orders it with the async-proxy access at {w.l2}", w.site1)
+        return Hint(
+            f"`fence.proxy.async` after {wait} (the retiring wait) before the "
+            f"async-proxy access at {w.l2}, by {v.thread_of(True)}",
+            wait_site,
+        )
+    return Hint(
+        f"`fence.proxy.async` after {w.l1} (the generic write), before the barrier or "
+        f"release that orders it with the async-proxy access at {w.l2}",
+        w.site1,
+    )
 
 
 def _sync_alias(v: FindingView, w: _Words, buffer: str | None) -> Hint:
-    return Hint(f"give each hand-off its own flag: flag {v.obj} carries the signal at {w.l1} "
-                f"and the wait at {w.l2} of another protocol; move one of the protocols to a "
-                f"flag id nothing else uses", w.site1)
+    return Hint(
+        f"give each hand-off its own flag: flag {v.obj} carries the signal at {w.l1} "
+        f"and the wait at {w.l2} of another protocol; move one of the protocols to a "
+        f"flag id nothing else uses",
+        w.site1,
+    )
 
 
 def _barrier_mismatch(v: FindingView, w: _Words, buffer: str | None) -> Hint | None:
     if v.op in CLUSTER_ARRIVALS:
         if v.code == reasons.BAR_ARG_DISAGREES:
-            return Hint(f"count every thread of cluster {v.obj} in each `barrier.cluster.arrive`: "
-                        f"{w.l2} passes another count than the {v.aux} of {w.l1}", w.site2)
+            return Hint(
+                f"count every thread of cluster {v.obj} in each `barrier.cluster.arrive`: "
+                f"{w.l2} passes another count than the {v.aux} of {w.l1}",
+                w.site2,
+            )
         if v.code == reasons.BAR_INCOMPLETE:
-            return Hint(f"make every thread of cluster {v.obj} arrive at the cluster barrier "
-                        f"(only {v.aux} arrived, the last at {w.l2}): none may skip "
-                        f"`barrier.cluster.arrive` or exit before it", w.site2)
+            return Hint(
+                f"make every thread of cluster {v.obj} arrive at the cluster barrier "
+                f"(only {v.aux} arrived, the last at {w.l2}): none may skip "
+                f"`barrier.cluster.arrive` or exit before it",
+                w.site2,
+            )
         return None
     if v.code == reasons.BAR_ARG_DISAGREES:
-        return Hint(f"pass the same thread count to every arrival at barrier {v.obj}: {w.l2} "
-                    f"passes another than the {v.aux} of {w.l1}", w.site2)
+        return Hint(
+            f"pass the same thread count to every arrival at barrier {v.obj}: {w.l2} "
+            f"passes another than the {v.aux} of {w.l1}",
+            w.site2,
+        )
     if v.code == reasons.BAR_INCOMPLETE:
-        return Hint(f"make every thread of block {v.block} reach barrier {v.obj} at {w.l2} (only "
-                    f"{v.aux} arrived): move it out of divergent code and before any early "
-                    f"return", w.site2)
+        return Hint(
+            f"make every thread of block {v.block} reach barrier {v.obj} at {w.l2} (only "
+            f"{v.aux} arrived): move it out of divergent code and before any early "
+            f"return",
+            w.site2,
+        )
     return None
 
 
 def _mbarrier_misuse(v: FindingView, w: _Words, buffer: str | None) -> Hint | None:
     bar = w.obj_name()
     if v.code == reasons.MBAR_BEFORE_INIT:
-        return Hint(f"`mbarrier.init` on {bar} before {w.l2} (then a fence and a barrier so "
-                    f"every thread sees it initialized)", w.site2)
+        return Hint(
+            f"`mbarrier.init` on {bar} before {w.l2} (then a fence and a barrier so "
+            f"every thread sees it initialized)",
+            w.site2,
+        )
     if v.code == reasons.MBAR_REINIT:
         return Hint(f"`mbarrier.inval` on {bar} before re-initializing it at {w.l2}", w.site2)
     if v.code == reasons.MBAR_ARRIVAL_UNDERFLOW:
-        return Hint(f"initialize {bar} with the number of arrivals each phase gets: the "
-                    f"{v.op_label} at {w.l2} is one more than its count", w.site2)
+        return Hint(
+            f"initialize {bar} with the number of arrivals each phase gets: the "
+            f"{v.op_label} at {w.l2} is one more than its count",
+            w.site2,
+        )
     if v.code == reasons.MBAR_TX_UNDERFLOW:
-        return Hint(f"`mbarrier.expect_tx` on {bar} for every byte the copies complete, before "
-                    f"{w.l2}", w.site2)
+        return Hint(
+            f"`mbarrier.expect_tx` on {bar} for every byte the copies complete, before {w.l2}",
+            w.site2,
+        )
     if v.code == reasons.MBAR_DROP_UNDERFLOW:
-        return Hint(f"drop each participant from {bar} once: the {v.op_label} at {w.l2} drops "
-                    f"more arrivals than its init count left", w.site2)
+        return Hint(
+            f"drop each participant from {bar} once: the {v.op_label} at {w.l2} drops "
+            f"more arrivals than its init count left",
+            w.site2,
+        )
     if v.code == reasons.MBAR_PHASE_NEVER_COMPLETED:
-        return Hint(f"make the arrivals and transaction bytes on {bar} reach what its init and "
-                    f"expect_tx set before the wait at {w.l2}, or do not wait on that phase",
-                    w.site2)
+        return Hint(
+            f"make the arrivals and transaction bytes on {bar} reach what its init and "
+            f"expect_tx set before the wait at {w.l2}, or do not wait on that phase",
+            w.site2,
+        )
     return None
 
 
@@ -341,8 +448,12 @@ _HINTS: dict[HazardKind, Callable[[FindingView, _Words, str | None], Hint | None
 }
 
 
-def hint(finding: Mapping[str, Any], meta: TraceMeta | None = None,
-         buffer: str | None = None, update: tuple[str, str] | None = None) -> Hint | None:
+def hint(
+    finding: Mapping[str, Any],
+    meta: TraceMeta | None = None,
+    buffer: str | None = None,
+    update: tuple[str, str] | None = None,
+) -> Hint | None:
     """The fix hint of ``finding`` (a ``FINDING_DTYPE`` record or a dict of its
     fields), or None when the trace shows nothing to change (a checker bug).
     ``update``: the (read line, write line) of the read-modify-write by many
@@ -363,9 +474,12 @@ def buffer_name(element: str | None) -> str | None:
 
 def link_hint(flag: int, site: str | None) -> Hint:
     """The hint of a race linked to a crossed wait of its thread (``sync_alias``)."""
-    return Hint(f"give each hand-off its own flag: the wait on flag {flag} at "
-                f"{line_of(site, 'its wait')} consumed another protocol's signal; once each "
-                f"protocol has its own flag, that wait orders this access", site)
+    return Hint(
+        f"give each hand-off its own flag: the wait on flag {flag} at "
+        f"{line_of(site, 'its wait')} consumed another protocol's signal; once each "
+        f"protocol has its own flag, that wait orders this access",
+        site,
+    )
 
 
 def site_lines(sites: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
@@ -383,8 +497,9 @@ def site_lines(sites: tuple[str, ...]) -> tuple[list[str], np.ndarray]:
     return encoded.dictionary.to_pylist(), np.append(ids, -1)
 
 
-def updates(kind: np.ndarray, line1: np.ndarray, line2: np.ndarray,
-            plain: np.ndarray) -> dict[int, tuple[int, int]]:
+def updates(
+    kind: np.ndarray, line1: np.ndarray, line2: np.ndarray, plain: np.ndarray
+) -> dict[int, tuple[int, int]]:
     """The races that are part of a read-modify-write of the same bytes by many
     threads, among a report's groups: for each such group's index, the (read
     line, write line) of the update. Per group: its ``kind``, the lines of its

@@ -34,8 +34,9 @@ def byte_range(space: int, owner: int, addr: int, size: int) -> str:
     return f"{where} 0x{addr:x}..0x{addr + size:x}"
 
 
-def locate(meta: TraceMeta, space: int, owner: int, addr: int, size: int,
-           launch: int) -> tuple[str | None, str | None]:
+def locate(
+    meta: TraceMeta, space: int, owner: int, addr: int, size: int, launch: int
+) -> tuple[str | None, str | None]:
     """(element, location) of a finding's bytes.
 
     ``element`` names the tensor element holding the first byte (``out[1, 2]``)
@@ -85,8 +86,9 @@ def element_range(buf: Buffer, lo: int, end: int) -> str | None:
     return f"{buf.name}[{', '.join(parts)}]"
 
 
-def name_range(meta: TraceMeta, space: int, owner: int, lo: int, end: int,
-               launch: int | None) -> str:
+def name_range(
+    meta: TraceMeta, space: int, owner: int, lo: int, end: int, launch: int | None
+) -> str:
     """Bytes ``[lo, end)`` named as compactly as the trace allows: an element or
     element slices (:func:`element_range`), ``first..last`` elements, or the raw
     byte range."""
@@ -110,8 +112,10 @@ def merge_ranges(locators: np.ndarray) -> list[tuple[int, int, int, int, int | N
     buffer (``named``) merge across owners, as the report names them by element."""
     runs: dict[tuple, list[list[int]]] = {}
     order: list[tuple] = []
-    cols = [locators[name].tolist() for name in ("space", "owner", "addr", "size", "launch",
-                                                 "row", "named")]
+    cols = [
+        locators[name].tolist()
+        for name in ("space", "owner", "addr", "size", "launch", "row", "named")
+    ]
     for space, owner, addr, size, launch, row, named in zip(*cols):
         if size == 0:
             continue
@@ -139,8 +143,9 @@ def merge_ranges(locators: np.ndarray) -> list[tuple[int, int, int, int, int | N
     return [r[1:] for r in out]
 
 
-def locate_all(findings: np.ndarray, meta: TraceMeta,
-               indices: np.ndarray | None = None) -> list[tuple[str | None, str | None]]:
+def locate_all(
+    findings: np.ndarray, meta: TraceMeta, indices: np.ndarray | None = None
+) -> list[tuple[str | None, str | None]]:
     """:func:`locate` for each finding (or those at ``indices``), once per distinct bytes."""
     if indices is not None:
         findings = findings[indices]

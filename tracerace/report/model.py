@@ -24,17 +24,24 @@ from typing import Any
 
 import numpy as np
 
-from ..trace.coords import FLAT_LEGEND
-from .explain import explain_all
 from ..checker.findings import FIELDS, NO_ROW, CheckResult
+from ..checker.options import CheckOptions
 from ..group.groups import ROLE_NAMES, GroupTable, group_findings, stable_order
-from .hazards import (KIND_NAMES, RACE_KINDS, SEVERITY_NAMES, Access, Hazard, Link,
-                      hazard_from_record)
+from ..trace.coords import FLAT_LEGEND
+from ..trace.meta import TraceMeta
+from ..trace.ops import HazardKind, Space
+from .explain import explain_all
+from .hazards import (
+    KIND_NAMES,
+    RACE_KINDS,
+    SEVERITY_NAMES,
+    Access,
+    Hazard,
+    Link,
+    hazard_from_record,
+)
 from .hints import PLAIN_OPS, Hint, buffer_name, hint, site_lines, updates
 from .locations import byte_range, locate_all, merge_ranges, name_range, space_name
-from ..trace.meta import TraceMeta
-from ..checker.options import CheckOptions
-from ..trace.ops import HazardKind, Space
 
 __all__ = ["Access", "Hazard", "HazardGroup", "Link", "ReportModel"]
 
@@ -66,9 +73,11 @@ class HazardGroup:
         self._record = table.example(gid)
 
     def __repr__(self) -> str:
-        return (f"HazardGroup(id={self.id}, kind={self.kind!r}, severity={self.severity!r}, "
-                f"count={self.count}, first_site={self.first_site!r}, "
-                f"second_site={self.second_site!r})")
+        return (
+            f"HazardGroup(id={self.id}, kind={self.kind!r}, severity={self.severity!r}, "
+            f"count={self.count}, first_site={self.first_site!r}, "
+            f"second_site={self.second_site!r})"
+        )
 
     @property
     def first_site(self) -> str | None:
@@ -115,8 +124,12 @@ class HazardGroup:
         """What to change, from the example (:mod:`tracerace.report.hints`); an atomic
         update when the group is a read-modify-write by many threads
         (:attr:`ReportModel.updates`)."""
-        return hint(self._record, self._report.meta, buffer_name(self.example.element),
-                    update=self._report.update_lines.get(self.id))
+        return hint(
+            self._record,
+            self._report.meta,
+            buffer_name(self.example.element),
+            update=self._report.update_lines.get(self.id),
+        )
 
     @cached_property
     def linked(self) -> Link | None:
@@ -196,7 +209,6 @@ class HazardGroup:
         return None
 
 
-
 @dataclass(frozen=True, eq=False)
 class ReportModel:
     """The outcome of one check: events replayed, the groups of its findings
@@ -208,8 +220,9 @@ class ReportModel:
     options: CheckOptions | None = None
 
     @classmethod
-    def from_result(cls, result: CheckResult, meta: TraceMeta,
-                    options: CheckOptions | None = None) -> ReportModel:
+    def from_result(
+        cls, result: CheckResult, meta: TraceMeta, options: CheckOptions | None = None
+    ) -> ReportModel:
         """The report of a checker's whole findings array (every finding kept)."""
         kinds = None if options is None else options.kinds
         return cls(result.events, meta, group_findings(result.findings, meta, kinds), options)
@@ -250,7 +263,7 @@ class ReportModel:
     def members(self, gid: int) -> np.ndarray:
         """Positions in :attr:`findings` of group ``gid``'s kept members, by row."""
         order, start = self._members
-        return order[start[gid]:start[gid + 1]]
+        return order[start[gid] : start[gid + 1]]
 
     # -- counts ---------------------------------------------------------------
 
@@ -277,8 +290,10 @@ class ReportModel:
         """``by_kind`` (every kind, 0 included) and ``racy_rows``: the distinct rows
         that are the later access of some hazard."""
         counts = self.table.by_kind
-        return {"by_kind": {name: int(counts[i]) for i, name in enumerate(KIND_NAMES)},
-                "racy_rows": int(self.table.racy_rows)}
+        return {
+            "by_kind": {name: int(counts[i]) for i, name in enumerate(KIND_NAMES)},
+            "racy_rows": int(self.table.racy_rows),
+        }
 
     @property
     def filtered(self) -> dict[str, int]:
@@ -310,7 +325,7 @@ class ReportModel:
         if self.max_reports is None:
             return self.groups
         if "_display_order" in self.__dict__:
-            order = self._display_order[:self.max_reports]
+            order = self._display_order[: self.max_reports]
         else:
             order = self.table.display_order(self.max_reports)
         return tuple(HazardGroup(self, int(g)) for g in order)
@@ -326,9 +341,11 @@ class ReportModel:
         if n == 0:
             line = f"no hazards in {self.events:,} events"
         else:
-            line = (f"{_count(n, 'hazard')} ({_count(self.errors, 'error')}, "
-                    f"{_count(self.warnings, 'warning')}) in {_count(self.group_count, 'group')} "
-                    f"over {self.events:,} events; racy rows: {self.summary['racy_rows']:,}")
+            line = (
+                f"{_count(n, 'hazard')} ({_count(self.errors, 'error')}, "
+                f"{_count(self.warnings, 'warning')}) in {_count(self.group_count, 'group')} "
+                f"over {self.events:,} events; racy rows: {self.summary['racy_rows']:,}"
+            )
         filtered = self.filtered_text()
         return line if filtered is None else f"{line}; {filtered}"
 
@@ -345,9 +362,11 @@ class ReportModel:
         left = self.omitted_groups
         if not left:
             return None
-        return (f"{_count(left, 'more group')} not shown "
-                f"(showing {len(self.shown_groups):,} of {self.group_count:,}; max reports "
-                f"{self.max_reports:,})")
+        return (
+            f"{_count(left, 'more group')} not shown "
+            f"(showing {len(self.shown_groups):,} of {self.group_count:,}; max reports "
+            f"{self.max_reports:,})"
+        )
 
     # -- hazards --------------------------------------------------------------
 
@@ -355,9 +374,10 @@ class ReportModel:
     def hazards(self) -> list[Hazard]:
         """One :class:`Hazard` per finding of :attr:`findings`, by row (built on first use)."""
         f, meta = self.findings, self.meta
-        return [hazard_from_record(dict(zip(FIELDS, values)), meta, text, located)
-                for values, text, located in zip(f.tolist(), explain_all(f, meta),
-                                                 locate_all(f, meta))]
+        return [
+            hazard_from_record(dict(zip(FIELDS, values)), meta, text, located)
+            for values, text, located in zip(f.tolist(), explain_all(f, meta), locate_all(f, meta))
+        ]
 
     def link(self, launch: int, block: int, thread: int, row: int) -> Link | None:
         """The :class:`Link` of a race whose later access is ``row`` of thread
@@ -369,8 +389,11 @@ class ReportModel:
         alias = self.table.alias_behind(launch, block, thread, row)
         if alias is None:
             return None
-        return Link(row=int(alias["row"]), site=self.meta.site_text(int(alias["site"])),
-                    obj=int(alias["obj"]))
+        return Link(
+            row=int(alias["row"]),
+            site=self.meta.site_text(int(alias["site"])),
+            obj=int(alias["obj"]),
+        )
 
     @cached_property
     def links(self) -> dict[int, Link]:
@@ -381,16 +404,21 @@ class ReportModel:
             return {}
         races = np.isin(table.kind, [int(HazardKind[k.upper()]) for k in RACE_KINDS])
         first = table.examples[table.example_start[:-1]]  # each group's example
-        key = ((first["launch"].astype(np.uint64) << np.uint64(42))
-               | (first["block"].astype(np.uint64) << np.uint64(21)) | first["thread"])
+        key = (
+            (first["launch"].astype(np.uint64) << np.uint64(42))
+            | (first["block"].astype(np.uint64) << np.uint64(21))
+            | first["thread"]
+        )
         a = table.aliases
-        alias_key = ((a["launch"].astype(np.uint64) << np.uint64(42))
-                     | (a["block"].astype(np.uint64) << np.uint64(21)) | a["thread"])
+        alias_key = (
+            (a["launch"].astype(np.uint64) << np.uint64(42))
+            | (a["block"].astype(np.uint64) << np.uint64(21))
+            | a["thread"]
+        )
         out = {}
         for g in np.flatnonzero(races & np.isin(key, alias_key)).tolist():  # a few candidates
             ex = first[g]
-            link = self.link(int(ex["launch"]), int(ex["block"]), int(ex["thread"]),
-                             int(ex["row"]))
+            link = self.link(int(ex["launch"]), int(ex["block"]), int(ex["thread"]), int(ex["row"]))
             if link is not None:
                 out[g] = link
         return out
@@ -409,8 +437,11 @@ class ReportModel:
         if len(table) == 0:
             return {}
         first = table.examples[table.example_start[:-1]]  # each group's example
-        plain = (np.isin(first["op"], PLAIN_OPS) & np.isin(first["prev_op"], PLAIN_OPS)
-                 & (first["prev_row"] >= 0))
+        plain = (
+            np.isin(first["op"], PLAIN_OPS)
+            & np.isin(first["prev_op"], PLAIN_OPS)
+            & (first["prev_row"] >= 0)
+        )
         kind = table.kind.astype(np.int64)
         if not (plain & (kind == int(HazardKind.WAW))).any():
             return {}
@@ -427,8 +458,7 @@ class ReportModel:
     def update_hints(self) -> dict[int, Hint]:
         """Group id -> hint of each of :attr:`updates` (the Arrow report gives each
         finding of such a group its group's hint)."""
-        return {g: h for g in sorted(self.updates)
-                if (h := HazardGroup(self, g).hint) is not None}
+        return {g: h for g in sorted(self.updates) if (h := HazardGroup(self, g).hint) is not None}
 
     @property
     def legend(self) -> str | None:
@@ -437,6 +467,7 @@ class ReportModel:
         if self.meta.coords.known or not self.shown_groups:
             return None
         return FLAT_LEGEND
+
 
 def _count(n: int, noun: str) -> str:
     return f"{n:,} {noun}{'' if n == 1 else 's'}"

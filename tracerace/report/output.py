@@ -27,8 +27,15 @@ from .sources import SourceRoots
 if TYPE_CHECKING:
     from rich.text import Text
 
-STYLES = {"error": "bold red", "warning": "bold yellow", "clean": "bold green",
-          "kind": "bold", "site": "cyan", "label": "dim", "note": "dim"}
+STYLES = {
+    "error": "bold red",
+    "warning": "bold yellow",
+    "clean": "bold green",
+    "kind": "bold",
+    "site": "cyan",
+    "label": "dim",
+    "note": "dim",
+}
 """The rich style of each role a span of a styled format's lines has
 (:data:`~tracerace.report.formats.text.Line`)."""
 
@@ -42,9 +49,13 @@ class FindingBatch(Protocol):
     groups: np.ndarray
 
 
-def render(report: ReportModel, fmt: str,
-           out: str | os.PathLike[str] | IO[Any] | None = None, *,
-           source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
+def render(
+    report: ReportModel,
+    fmt: str,
+    out: str | os.PathLike[str] | IO[Any] | None = None,
+    *,
+    source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = (),
+) -> None:
     """Write ``report`` as ``fmt`` to a path, an open stream, or stdout (None).
     ``source_roots``: the directories the formats that name source files
     (HTML, SARIF) may resolve sites in (:mod:`tracerace.report.sources`); none: no
@@ -74,13 +85,19 @@ class Output:
     is True, so the caller can finish and report the check's own result.
     """
 
-    def __init__(self, fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None, *,
-                 inputs: tuple[str | os.PathLike[str], ...] | list = (),
-                 source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
+    def __init__(
+        self,
+        fmt: str,
+        out: str | os.PathLike[str] | IO[Any] | None = None,
+        *,
+        inputs: tuple[str | os.PathLike[str], ...] | list = (),
+        source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = (),
+    ) -> None:
         self.module = resolve(fmt, out)
         roots = SourceRoots.of(source_roots)
-        self._options = {"source_roots": roots} if getattr(
-            self.module, "TAKES_SOURCE_ROOTS", False) else {}
+        self._options = (
+            {"source_roots": roots} if getattr(self.module, "TAKES_SOURCE_ROOTS", False) else {}
+        )
         self.path = os.fspath(out) if isinstance(out, (str, os.PathLike)) else None
         self._stream = sys.stdout if out is None else out
         self._file: OutputFile | None = None
@@ -94,7 +111,7 @@ class Output:
         self.sink = None
         """The format's findings sink (``api.check(..., sink=...)``), or None."""
 
-    def __enter__(self) -> "Output":
+    def __enter__(self) -> Output:
         if self._file is not None:
             try:
                 stream: IO[Any] = self._file.open()
@@ -106,8 +123,9 @@ class Output:
         writer = getattr(self.module, "FindingsWriter", None)
         if writer is not None:
             seekable = self._file is not None and not self._file.is_stream
-            self.sink = _Sink(writer(stream, file=seekable, **self._options),
-                              self.path or "<stdout>", self)
+            self.sink = _Sink(
+                writer(stream, file=seekable, **self._options), self.path or "<stdout>", self
+            )
         return self
 
     def take(self, batch: FindingBatch) -> None:
@@ -249,5 +267,4 @@ def styled(line: Line) -> Text:
     """A line of (text, role) spans, coloured."""
     from rich.text import Text
 
-    return Text.assemble(*((text, STYLES.get(role, "") if role else None)
-                           for text, role in line))
+    return Text.assemble(*((text, STYLES.get(role, "") if role else None) for text, role in line))

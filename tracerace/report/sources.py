@@ -55,8 +55,9 @@ class SourceRoots:
         for root in roots:
             path = os.fspath(root)
             if not os.path.isdir(path):
-                raise TraceError(f"--source-root {path}: not a directory", path="options",
-                                 rule="usage")
+                raise TraceError(
+                    f"--source-root {path}: not a directory", path="options", rule="usage"
+                )
             resolved.append(os.path.realpath(path))
             spelled.append(os.path.abspath(path))
         self.roots: tuple[str, ...] = tuple(dict.fromkeys(resolved))
@@ -66,7 +67,7 @@ class SourceRoots:
         path is compared with, on its text alone (:meth:`relative`)."""
 
     @classmethod
-    def of(cls, roots: "SourceRoots | Iterable[str | os.PathLike[str]]") -> "SourceRoots":
+    def of(cls, roots: SourceRoots | Iterable[str | os.PathLike[str]]) -> SourceRoots:
         """``roots`` as :class:`SourceRoots` (itself when it is one)."""
         return roots if isinstance(roots, SourceRoots) else cls(roots)
 
@@ -125,8 +126,12 @@ def _read_regular(path: str) -> bytes | None:
     """At most :data:`MAX_SOURCE_BYTES` of ``path`` when it is a regular file,
     else None. Opened without following a final symlink (the path is already
     resolved: one there now was put there since) and without blocking."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | \
-        getattr(os, "O_NOCTTY", 0)
+    flags = (
+        os.O_RDONLY
+        | getattr(os, "O_NOFOLLOW", 0)
+        | getattr(os, "O_NONBLOCK", 0)
+        | getattr(os, "O_NOCTTY", 0)
+    )
     try:
         fd = os.open(path, flags)
     except OSError:

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from .explain import op_name
 from ..trace.ops import Op
+from .explain import op_name
 
 MAX_EVENTS = 12
 """Events kept per agent and hazard: the first and the last of its window."""
@@ -97,8 +97,7 @@ class _Found:
         return self.before + inside, self.shown - (len(inside))
 
 
-def timelines(source: Any, windows: list[Window], meta: Any,
-              name: Any = None) -> list[list[Lane]]:
+def timelines(source: Any, windows: list[Window], meta: Any, name: Any = None) -> list[list[Lane]]:
     """For each window, the lanes of its agents (earlier's first), read from
     ``source`` (a trace path, table or reader) in one pass. ``name(launch,
     block, thread)`` labels a lane (default ``(block,thread)``)."""
@@ -152,8 +151,9 @@ def _scan(batch: Any, plans: list) -> None:
             continue
         in_launch = (cols["launch"] == w.launch) & (rows <= hi)
         for agent in agents:
-            idx = np.flatnonzero(in_launch & (cols["block"] == agent[0]) &
-                                 (cols["thread"] == agent[1]))
+            idx = np.flatnonzero(
+                in_launch & (cols["block"] == agent[0]) & (cols["thread"] == agent[1])
+            )
             if idx.size == 0:
                 continue
             f = found[agent]

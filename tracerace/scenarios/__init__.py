@@ -27,8 +27,13 @@ from dataclasses import dataclass
 
 from ..errors import TraceError
 from ..trace.outfile import destination, refuse_non_trace
-from . import (incident1_flag_alias, incident2_ring_slot, incident3_cp_async,
-               incident4_alias_permute, incident5_multicast_uninit)
+from . import (
+    incident1_flag_alias,
+    incident2_ring_slot,
+    incident3_cp_async,
+    incident4_alias_permute,
+    incident5_multicast_uninit,
+)
 
 
 @dataclass(frozen=True)
@@ -51,13 +56,20 @@ class Scenario:
         """The scale whose trace has about ``events`` events (at least 1)."""
         return max(1, round(events / self.events_per_scale))
 
-    def write(self, path: str | os.PathLike | None = None, *, fixed: bool = False,
-              scale: int = 1, seed: int = 0) -> str:
+    def write(
+        self,
+        path: str | os.PathLike | None = None,
+        *,
+        fixed: bool = False,
+        scale: int = 1,
+        seed: int = 0,
+    ) -> str:
         """Write the trace to ``path`` (default :meth:`default_path`); returns the path.
         An existing file there that is not a trace is a ``usage`` error."""
         if not isinstance(scale, int) or scale < 1:
-            raise TraceError(f"scale must be a positive integer, not {scale!r}",
-                             path="options", rule="usage")
+            raise TraceError(
+                f"scale must be a positive integer, not {scale!r}", path="options", rule="usage"
+            )
         path = os.fspath(path) if path is not None else self.default_path(fixed)
         refuse_non_trace(destination(path))
         try:
@@ -72,14 +84,30 @@ class Scenario:
 
 
 def _scenario(module) -> Scenario:
-    return Scenario(module.NAME, module.TITLE, module.EXPECTED_KINDS, module.generate,
-                    getattr(module, "PENDING_KINDS", frozenset()), module.EXPECTED_SITES,
-                    module.EVENTS_PER_SCALE)
+    return Scenario(
+        module.NAME,
+        module.TITLE,
+        module.EXPECTED_KINDS,
+        module.generate,
+        getattr(module, "PENDING_KINDS", frozenset()),
+        module.EXPECTED_SITES,
+        module.EVENTS_PER_SCALE,
+    )
 
 
-SCENARIOS: dict[str, Scenario] = {s.name: s for s in map(_scenario, (
-    incident1_flag_alias, incident2_ring_slot, incident3_cp_async, incident4_alias_permute,
-    incident5_multicast_uninit))}
+SCENARIOS: dict[str, Scenario] = {
+    s.name: s
+    for s in map(
+        _scenario,
+        (
+            incident1_flag_alias,
+            incident2_ring_slot,
+            incident3_cp_async,
+            incident4_alias_permute,
+            incident5_multicast_uninit,
+        ),
+    )
+}
 
 
 def get(name: str) -> Scenario:
@@ -87,5 +115,8 @@ def get(name: str) -> Scenario:
     try:
         return SCENARIOS[name]
     except KeyError:
-        raise TraceError(f"unknown scenario {name!r} (known: {', '.join(SCENARIOS)})",
-                         path="options", rule="usage") from None
+        raise TraceError(
+            f"unknown scenario {name!r} (known: {', '.join(SCENARIOS)})",
+            path="options",
+            rule="usage",
+        ) from None

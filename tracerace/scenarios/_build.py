@@ -46,8 +46,7 @@ class Launch:
         shape = np.broadcast_shapes(*(a.shape for a in arrays.values()))
         if 0 in shape:
             return
-        self._pieces.append({name: np.broadcast_to(a, shape).ravel()
-                             for name, a in arrays.items()})
+        self._pieces.append({name: np.broadcast_to(a, shape).ravel() for name, a in arrays.items()})
 
     def columns(self) -> dict[str, np.ndarray]:
         """Every column but ``ts`` and ``launch``, rows in key order."""
@@ -72,8 +71,9 @@ class Launch:
         return out
 
 
-def write_launches(writer, launches: Iterable[dict[str, np.ndarray]], *,
-                   chunk_rows: int = CHUNK_ROWS) -> int:
+def write_launches(
+    writer, launches: Iterable[dict[str, np.ndarray]], *, chunk_rows: int = CHUNK_ROWS
+) -> int:
     """Append launches 0, 1, ... (column dicts from :meth:`Launch.columns`, which
     may repeat) to ``writer``; ``ts`` counts one tick per row with a gap between
     launches. Returns the rows written."""

@@ -41,20 +41,22 @@ TITLE = "paged-attention decode: flag 3 serves two handoffs, the reduce reads pa
 EXPECTED_KINDS = frozenset({"raw", "sync_alias"})
 EVENTS_PER_SCALE = 3_718  # events of the buggy trace at scale 1
 
-CORES = 4                # blocks; every head is split over all of them
+CORES = 4  # blocks; every head is split over all of them
 HEADS = 32
 HEAD_DIM = 64
 KEYS_PER_SPLIT = 8
 CONTEXT = CORES * KEYS_PER_SPLIT
-FLAGS_PER_CORE = 16      # hardware flag ids 0..15 of each core
-AIC, AIV = 0, 1          # thread ids: cube and vector unit of a core
+FLAGS_PER_CORE = 16  # hardware flag ids 0..15 of each core
+AIC, AIV = 0, 1  # thread ids: cube and vector unit of a core
 F_QK_FREE, F_QK_READY, F_PARTIALS_FIXED = 2, 3, 4
-STEPS_PER_SCALE = 2      # decode steps (launches) per unit of scale
-POOL = 8                 # distinct schedules a long trace cycles through
+STEPS_PER_SCALE = 2  # decode steps (launches) per unit of scale
+POOL = 8  # distinct schedules a long trace cycles through
 
 FP16, FP32 = 2, 4
-BASE = {name: 0x1000_0000 * (i + 1) for i, name in
-        enumerate(("q", "k_cache", "v_cache", "qk_ws", "partials", "lse", "out"))}
+BASE = {
+    name: 0x1000_0000 * (i + 1)
+    for i, name in enumerate(("q", "k_cache", "v_cache", "qk_ws", "partials", "lse", "out"))
+}
 
 SITES = {
     "init_q": "decode_host.py:41 copy q",
@@ -83,8 +85,11 @@ SITES = {
 
 EXPECTED_SITES = (
     # The reduce's wait consumed the decode pipeline's "QK ready" set.
-    ("sync_alias", "decode.cpp:98 CrossCoreSetFlag(3) QK ready",
-     "combine_scale.cpp:40 CrossCoreWaitFlag(3) partials written"),
+    (
+        "sync_alias",
+        "decode.cpp:98 CrossCoreSetFlag(3) QK ready",
+        "combine_scale.cpp:40 CrossCoreWaitFlag(3) partials written",
+    ),
     ("raw", SITES["aiv_store_o"], SITES["red_load_o"]),
     ("raw", SITES["aiv_store_lse"], SITES["red_load_lse"]),
 )
@@ -140,8 +145,15 @@ def build_step(site: dict[str, int], *, fixed: bool, late: np.ndarray) -> dict[s
     # Inputs written before the step by kernels that are not traced.
     L.add(-1, Op.INIT, 0, AIC, addr=BASE["q"], size=HEADS * row_bytes, site=site["init_q"])
     for name in ("k", "v"):
-        L.add(-1, Op.INIT, 0, AIC, addr=BASE[f"{name}_cache"],
-              size=HEADS * CONTEXT * row_bytes, site=site[f"init_{name}"])
+        L.add(
+            -1,
+            Op.INIT,
+            0,
+            AIC,
+            addr=BASE[f"{name}_cache"],
+            size=HEADS * CONTEXT * row_bytes,
+            site=site[f"init_{name}"],
+        )
 
     # Cube, head h at step h: wait for a free QK slot, load q and the K tile,
     # store the scores, set flag 3.
@@ -150,17 +162,33 @@ def build_step(site: dict[str, int], *, fixed: bool, late: np.ndarray) -> dict[s
 
     def cube(sub):
         return _key(h, PH_CUBE, sub, c)
+
     L.add(cube(0)[2:], Op.WAIT, c, AIC, obj=flag(c, F_QK_FREE), arg=1, site=site["aic_wait_free"])
-    L.add(cube(1), Op.READ, c, AIC, addr=BASE["q"] + h * row_bytes, size=row_bytes,
-          site=site["aic_load_q"])
+    L.add(
+        cube(1),
+        Op.READ,
+        c,
+        AIC,
+        addr=BASE["q"] + h * row_bytes,
+        size=row_bytes,
+        site=site["aic_load_q"],
+    )
     L.add(cube(2), Op.READ, c, AIC, addr=k_tile, size=tile_bytes, site=site["aic_load_k"])
     L.add(cube(3), Op.WRITE, c, AIC, addr=slot, size=qk_bytes, site=site["aic_store_qk"])
-    L.add(cube(4), Op.SIGNAL, c, AIC, obj=flag(c, F_QK_READY), arg=1, scope=4,
-          site=site["aic_set_qk"])
+    L.add(
+        cube(4), Op.SIGNAL, c, AIC, obj=flag(c, F_QK_READY), arg=1, scope=4, site=site["aic_set_qk"]
+    )
     # The vector frees a slot after every head, the cube reuses all but the last
     # two: it consumes those at the end, so the next step starts with flag 2 at 0.
-    L.add(_key(HEADS + 1, PH_DRAIN, np.arange(2)[:, None], c), Op.WAIT, c, AIC,
-          obj=flag(c, F_QK_FREE), arg=1, site=site["aic_drain"])
+    L.add(
+        _key(HEADS + 1, PH_DRAIN, np.arange(2)[:, None], c),
+        Op.WAIT,
+        c,
+        AIC,
+        obj=flag(c, F_QK_FREE),
+        arg=1,
+        site=site["aic_drain"],
+    )
 
     # Vector, head h at step h + 1.
     def vec(sub):
@@ -171,16 +199,24 @@ def build_step(site: dict[str, int], *, fixed: bool, late: np.ndarray) -> dict[s
     lse = BASE["lse"] + (h * CORES + c) * FP32
     L.add(vec(0), Op.WAIT, c, AIV, obj=flag(c, F_QK_READY), arg=1, site=site["aiv_wait_qk"])
     L.add(vec(1), Op.READ, c, AIV, addr=slot, size=qk_bytes, site=site["aiv_load_qk"])
-    L.add(vec(2), Op.SIGNAL, c, AIV, obj=flag(c, F_QK_FREE), arg=1, scope=2,
-          site=site["aiv_set_free"])
+    L.add(
+        vec(2), Op.SIGNAL, c, AIV, obj=flag(c, F_QK_FREE), arg=1, scope=2, site=site["aiv_set_free"]
+    )
     L.add(vec(3), Op.READ, c, AIV, addr=v_tile, size=tile_bytes, site=site["aiv_load_v"])
     L.add(vec(4), Op.WRITE, c, AIV, addr=partial, size=HEAD_DIM * FP32, site=site["aiv_store_o"])
     L.add(vec(5), Op.WRITE, c, AIV, addr=lse, size=FP32, site=site["aiv_store_lse"])
     is_late = c == late[:, None]
     partials_flag = F_PARTIALS_FIXED if fixed else F_QK_READY
-    L.add(_key(h + 1, np.where(is_late, PH_LATE_SET, PH_DECODE), 6, c), Op.SIGNAL, c, AIV,
-          obj=flag(reducer(h), partials_flag), arg=1, scope=4,
-          site=site["aiv_set_partials_fixed" if fixed else "aiv_set_partials"])
+    L.add(
+        _key(h + 1, np.where(is_late, PH_LATE_SET, PH_DECODE), 6, c),
+        Op.SIGNAL,
+        c,
+        AIV,
+        obj=flag(reducer(h), partials_flag),
+        arg=1,
+        scope=4,
+        site=site["aiv_set_partials_fixed" if fixed else "aiv_set_partials"],
+    )
 
     # Reduce of head hr on its reducer's vector, after the decode of hr. A wait
     # returns when its flag counts enough sets: the fixed kernel's only once the
@@ -193,17 +229,44 @@ def build_step(site: dict[str, int], *, fixed: bool, late: np.ndarray) -> dict[s
     def red(sub):
         return _key(hr + 1, phase, sub, r)
 
-    L.add(red(0), Op.WAIT, r, AIV, obj=flag(r, partials_flag), arg=CORES,
-          site=site["red_wait_fixed" if fixed else "red_wait"])
+    L.add(
+        red(0),
+        Op.WAIT,
+        r,
+        AIV,
+        obj=flag(r, partials_flag),
+        arg=CORES,
+        site=site["red_wait_fixed" if fixed else "red_wait"],
+    )
     s = np.arange(CORES)[None, :]
     h2, r2 = hr[:, None], r[:, None]
-    L.add(_key(h2 + 1, phase[:, None], 1 + 2 * s, r2), Op.READ, r2, AIV,
-          addr=BASE["lse"] + (h2 * CORES + s) * FP32, size=FP32, site=site["red_load_lse"])
-    L.add(_key(h2 + 1, phase[:, None], 2 + 2 * s, r2), Op.READ, r2, AIV,
-          addr=BASE["partials"] + (h2 * CORES + s) * HEAD_DIM * FP32, size=HEAD_DIM * FP32,
-          site=site["red_load_o"])
-    L.add(red(1 + 2 * CORES), Op.WRITE, r, AIV, addr=BASE["out"] + hr * row_bytes,
-          size=row_bytes, site=site["red_store_out"])
+    L.add(
+        _key(h2 + 1, phase[:, None], 1 + 2 * s, r2),
+        Op.READ,
+        r2,
+        AIV,
+        addr=BASE["lse"] + (h2 * CORES + s) * FP32,
+        size=FP32,
+        site=site["red_load_lse"],
+    )
+    L.add(
+        _key(h2 + 1, phase[:, None], 2 + 2 * s, r2),
+        Op.READ,
+        r2,
+        AIV,
+        addr=BASE["partials"] + (h2 * CORES + s) * HEAD_DIM * FP32,
+        size=HEAD_DIM * FP32,
+        site=site["red_load_o"],
+    )
+    L.add(
+        red(1 + 2 * CORES),
+        Op.WRITE,
+        r,
+        AIV,
+        addr=BASE["out"] + hr * row_bytes,
+        size=row_bytes,
+        site=site["red_store_out"],
+    )
     return L.columns()
 
 

@@ -40,21 +40,21 @@ EXPECTED_KINDS = frozenset({"war"})
 EVENTS_PER_SCALE = 7_224  # events of the buggy trace at scale 1
 
 PES = 8
-MATH, DMA = 0, 1                          # thread ids: math unit, receive DMA engine
+MATH, DMA = 0, 1  # thread ids: math unit, receive DMA engine
 OFFSETS = np.array([1, -1, 2, -2, 3, -3, 4])  # neighbours, in the order chunks fan out
 CHUNKS_PER_PEER = 6
-RECEIVES = CHUNKS_PER_PEER * len(OFFSETS)     # 42 per PE per panel
+RECEIVES = CHUNKS_PER_PEER * len(OFFSETS)  # 42 per PE per panel
 SLOTS = 8
-CHUNK = 32                                # fp32 elements per chunk
-MAX_LAG = 6                               # receives the math unit trails the DMA by, at most
+CHUNK = 32  # fp32 elements per chunk
+MAX_LAG = 6  # receives the math unit trails the DMA by, at most
 PANELS_PER_SCALE = 3
 POOL = 8
 
 FP32 = 4
 CHUNK_BYTES = CHUNK * FP32
-RING = 0x0                                # shared-memory offsets in each PE
+RING = 0x0  # shared-memory offsets in each PE
 XFER = 0x1000
-OUT = 0x1000_0000                         # global
+OUT = 0x1000_0000  # global
 SEND_QUEUE, READY_QUEUE, FREE_QUEUE = 0x100, 0x200, 0x300  # + PE
 
 SITES = {
@@ -74,7 +74,7 @@ SITES = {
 EXPECTED_SITES = (("war", SITES["math_read"], SITES["dma_write"]),)
 
 _SUBS = 64
-T_PRODUCE, T_SEND, T_RECEIVE = 0, 1, 10   # ticks of the schedule; a receive takes 2
+T_PRODUCE, T_SEND, T_RECEIVE = 0, 1, 10  # ticks of the schedule; a receive takes 2
 
 
 def _key(tick, sub, pe):
@@ -100,12 +100,28 @@ def build_panel(site: dict[str, int], *, fixed: bool, lag: np.ndarray) -> dict[s
 
     # Producer side: store the outgoing chunks, then one send per (chunk, neighbour),
     # in fan-out order, so every receive queue fills in its receiver's order.
-    L.add(_key(T_PRODUCE, c, p), Op.WRITE, p, MATH, space=shared, addr=XFER + c * CHUNK_BYTES,
-          size=CHUNK_BYTES, site=site["store_xfer"])
+    L.add(
+        _key(T_PRODUCE, c, p),
+        Op.WRITE,
+        p,
+        MATH,
+        space=shared,
+        addr=XFER + c * CHUNK_BYTES,
+        size=CHUNK_BYTES,
+        site=site["store_xfer"],
+    )
     t = np.arange(RECEIVES)
     dest = (p + OFFSETS[t % len(OFFSETS)]) % PES
-    L.add(_key(T_SEND, t, p), Op.SIGNAL, p, MATH, obj=SEND_QUEUE + dest, arg=1, scope=4,
-          site=site["send"])
+    L.add(
+        _key(T_SEND, t, p),
+        Op.SIGNAL,
+        p,
+        MATH,
+        obj=SEND_QUEUE + dest,
+        arg=1,
+        scope=4,
+        site=site["send"],
+    )
 
     # Receive t of PE p: chunk t // 7 from the neighbour at offset OFFSETS[t % 7].
     src = (p - OFFSETS[t % len(OFFSETS)]) % PES
@@ -116,13 +132,30 @@ def build_panel(site: dict[str, int], *, fixed: bool, lag: np.ndarray) -> dict[s
         return _key(T_RECEIVE + 2 * t, sub, p)
 
     if fixed:
-        L.add(dma(0)[:, SLOTS:], Op.WAIT, p, DMA, obj=FREE_QUEUE + p, arg=1,
-              site=site["dma_wait_free"])
+        L.add(
+            dma(0)[:, SLOTS:],
+            Op.WAIT,
+            p,
+            DMA,
+            obj=FREE_QUEUE + p,
+            arg=1,
+            site=site["dma_wait_free"],
+        )
     L.add(dma(1), Op.WAIT, p, DMA, obj=SEND_QUEUE + p, arg=1, site=site["dma_recv"])
-    L.add(dma(2), Op.READ, p, DMA, space=shared, peer=src, addr=XFER + chunk * CHUNK_BYTES,
-          size=CHUNK_BYTES, site=site["dma_read"])
-    L.add(dma(3), Op.WRITE, p, DMA, space=shared, addr=slot, size=CHUNK_BYTES,
-          site=site["dma_write"])
+    L.add(
+        dma(2),
+        Op.READ,
+        p,
+        DMA,
+        space=shared,
+        peer=src,
+        addr=XFER + chunk * CHUNK_BYTES,
+        size=CHUNK_BYTES,
+        site=site["dma_read"],
+    )
+    L.add(
+        dma(3), Op.WRITE, p, DMA, space=shared, addr=slot, size=CHUNK_BYTES, site=site["dma_write"]
+    )
     L.add(dma(4), Op.SIGNAL, p, DMA, obj=READY_QUEUE + p, arg=1, scope=2, site=site["dma_notify"])
 
     # The math unit handles receive t right after the DMA engine's receive t + lag:
@@ -131,14 +164,37 @@ def build_panel(site: dict[str, int], *, fixed: bool, lag: np.ndarray) -> dict[s
         return _key(T_RECEIVE + 2 * (t + lag) + 1, sub, p)
 
     L.add(compute(0), Op.WAIT, p, MATH, obj=READY_QUEUE + p, arg=1, site=site["math_wait"])
-    L.add(compute(1), Op.READ, p, MATH, space=shared, addr=slot, size=CHUNK_BYTES,
-          site=site["math_read"])
+    L.add(
+        compute(1),
+        Op.READ,
+        p,
+        MATH,
+        space=shared,
+        addr=slot,
+        size=CHUNK_BYTES,
+        site=site["math_read"],
+    )
     if fixed:
-        L.add(compute(2)[:, :RECEIVES - SLOTS], Op.SIGNAL, p, MATH, obj=FREE_QUEUE + p, arg=1,
-              scope=2, site=site["math_free"])
+        L.add(
+            compute(2)[:, : RECEIVES - SLOTS],
+            Op.SIGNAL,
+            p,
+            MATH,
+            obj=FREE_QUEUE + p,
+            arg=1,
+            scope=2,
+            site=site["math_free"],
+        )
     end = T_RECEIVE + 2 * (RECEIVES + MAX_LAG) + 2
-    L.add(_key(end, 0, p), Op.WRITE, p, MATH, addr=OUT + p * CHUNK_BYTES, size=CHUNK_BYTES,
-          site=site["store_out"])
+    L.add(
+        _key(end, 0, p),
+        Op.WRITE,
+        p,
+        MATH,
+        addr=OUT + p * CHUNK_BYTES,
+        size=CHUNK_BYTES,
+        site=site["store_out"],
+    )
     return L.columns()
 
 

@@ -40,20 +40,20 @@ EVENTS_PER_SCALE = 11_523  # events of the buggy trace at scale 1
 BM = BN = BK = 32
 THREADS = 64
 STAGES = 3
-K_TILES = 6                 # per split; the pending zero-fill groups write stages 0 and 1
+K_TILES = 6  # per split; the pending zero-fill groups write stages 0 and 1
 SPLIT_K = 2
 K = SPLIT_K * K_TILES * BK
 TILES_PER_LAUNCH = 16
-RESIDENT = 8                # blocks interleaved at a time (one wave)
+RESIDENT = 8  # blocks interleaved at a time (one wave)
 
 FP16, FP32 = 2, 4
-CHUNK = 16                                   # bytes per cp.async
-TILE_CHUNKS = BM * BK * FP16 // CHUNK        # 128 per operand tile
-COPIES = TILE_CHUNKS // THREADS              # 2 per operand per thread
-A_SMEM, B_SMEM = 0, BM * BK * FP16           # offsets inside a stage
-STAGE_BYTES = 2 * BM * BK * FP16             # 4 KiB
-C_SMEM = 0                                   # the epilogue reuses the pipeline buffer
-ROW_CHUNKS = BK * FP16 // CHUNK              # 16-byte chunks per tile row (4)
+CHUNK = 16  # bytes per cp.async
+TILE_CHUNKS = BM * BK * FP16 // CHUNK  # 128 per operand tile
+COPIES = TILE_CHUNKS // THREADS  # 2 per operand per thread
+A_SMEM, B_SMEM = 0, BM * BK * FP16  # offsets inside a stage
+STAGE_BYTES = 2 * BM * BK * FP16  # 4 KiB
+C_SMEM = 0  # the epilogue reuses the pipeline buffer
+ROW_CHUNKS = BK * FP16 // CHUNK  # 16-byte chunks per tile row (4)
 A_BASE, B_BASE, C_BASE = 0x1000_0000, 0x2000_0000, 0x3000_0000
 
 SITES = {
@@ -75,8 +75,11 @@ SITES = {
     "red_c": "matmul_splitk.cu:110 red.global.add.v4.f32 C",
 }
 
-EXPECTED_SITES = tuple(("async_inflight", SITES[copy], SITES[use])
-                       for copy in ("cp_a", "cp_b") for use in ("st_c", "ld_c"))
+EXPECTED_SITES = tuple(
+    ("async_inflight", SITES[copy], SITES[use])
+    for copy in ("cp_a", "cp_b")
+    for use in ("st_c", "ld_c")
+)
 
 
 def declare_buffers(w, n: int) -> None:
@@ -96,7 +99,7 @@ def build_launch(site: dict[str, int], *, fixed: bool, tiles: int) -> dict[str, 
     L = Launch()
     n = tiles * BN
     blocks = tiles * SPLIT_K
-    b = np.arange(blocks)[:, None]            # block = tile * SPLIT_K + split
+    b = np.arange(blocks)[:, None]  # block = tile * SPLIT_K + split
     tile, split = b // SPLIT_K, b % SPLIT_K
     t = np.arange(THREADS)[None, :]
     wave, slot = b // RESIDENT, b % RESIDENT
@@ -111,8 +114,11 @@ def build_launch(site: dict[str, int], *, fixed: bool, tiles: int) -> dict[str, 
         step += 1
 
     # Inputs, written by the host before the launch.
-    for name, base, size in (("a", A_BASE, BM * K * FP16), ("b", B_BASE, K * n * FP16),
-                             ("c", C_BASE, BM * n * FP32)):
+    for name, base, size in (
+        ("a", A_BASE, BM * K * FP16),
+        ("b", B_BASE, K * n * FP16),
+        ("c", C_BASE, BM * n * FP32),
+    ):
         L.add(-1, Op.INIT, 0, 0, addr=base, size=size, site=site[f"init_{name}"])
 
     def issue(kt: int) -> None:
@@ -124,14 +130,27 @@ def build_launch(site: dict[str, int], *, fixed: bool, tiles: int) -> dict[str, 
         for j in range(COPIES):
             chunk = t + j * THREADS
             row, col = chunk // ROW_CHUNKS, (chunk % ROW_CHUNKS) * (CHUNK // FP16)
-            ins(Op.CP_ASYNC, space=shared, addr=stage + A_SMEM + chunk * CHUNK, size=CHUNK,
-                space2=0, addr2=A_BASE + (row * K + k0 + col) * FP16, site=site["cp_a"])
+            ins(
+                Op.CP_ASYNC,
+                space=shared,
+                addr=stage + A_SMEM + chunk * CHUNK,
+                size=CHUNK,
+                space2=0,
+                addr2=A_BASE + (row * K + k0 + col) * FP16,
+                site=site["cp_a"],
+            )
         for j in range(COPIES):
             chunk = t + j * THREADS
             row, col = chunk // ROW_CHUNKS, (chunk % ROW_CHUNKS) * (CHUNK // FP16)
-            ins(Op.CP_ASYNC, space=shared, addr=stage + B_SMEM + chunk * CHUNK, size=CHUNK,
-                space2=0, addr2=B_BASE + ((k0 + row) * n + tile * BN + col) * FP16,
-                site=site["cp_b"])
+            ins(
+                Op.CP_ASYNC,
+                space=shared,
+                addr=stage + B_SMEM + chunk * CHUNK,
+                size=CHUNK,
+                space2=0,
+                addr2=B_BASE + ((k0 + row) * n + tile * BN + col) * FP16,
+                site=site["cp_b"],
+            )
         ins(Op.CP_ASYNC_COMMIT, site=site["commit"])
 
     for kt in range(STAGES - 1):
@@ -143,12 +162,22 @@ def build_launch(site: dict[str, int], *, fixed: bool, tiles: int) -> dict[str, 
         # Each thread reads chunks another thread copied (the barrier is what orders them).
         for j in range(COPIES):
             chunk = (t + THREADS // 2) % THREADS + j * THREADS
-            ins(Op.READ, space=shared, addr=stage + A_SMEM + chunk * CHUNK, size=CHUNK,
-                site=site["ld_a"])
+            ins(
+                Op.READ,
+                space=shared,
+                addr=stage + A_SMEM + chunk * CHUNK,
+                size=CHUNK,
+                site=site["ld_a"],
+            )
         for j in range(COPIES):
             chunk = (t + THREADS // 2) % THREADS + j * THREADS
-            ins(Op.READ, space=shared, addr=stage + B_SMEM + chunk * CHUNK, size=CHUNK,
-                site=site["ld_b"])
+            ins(
+                Op.READ,
+                space=shared,
+                addr=stage + B_SMEM + chunk * CHUNK,
+                size=CHUNK,
+                site=site["ld_b"],
+            )
         issue(kt + STAGES - 1)
 
     # Epilogue: accumulator fragments (4 rows x 4 columns per thread) into the C tile,
@@ -158,15 +187,31 @@ def build_launch(site: dict[str, int], *, fixed: bool, tiles: int) -> dict[str, 
     ins(Op.BAR_SYNC, obj=0, arg=THREADS, site=site["sync_epi"])
     for i in range(4):
         row, col = (t // 8) * 4 + i, (t % 8) * 4
-        ins(Op.WRITE, space=shared, addr=C_SMEM + (row * BN + col) * FP32, size=4 * FP32,
-            site=site["st_c"])
+        ins(
+            Op.WRITE,
+            space=shared,
+            addr=C_SMEM + (row * BN + col) * FP32,
+            size=4 * FP32,
+            site=site["st_c"],
+        )
     ins(Op.BAR_SYNC, obj=0, arg=THREADS, site=site["sync_epi2"])
     for i in range(4):
         row, col = t // 2, (t % 2) * 16 + 4 * i
-        ins(Op.READ, space=shared, addr=C_SMEM + (row * BN + col) * FP32, size=4 * FP32,
-            site=site["ld_c"])
-        ins(Op.ATOMIC, addr=C_BASE + (row * n + tile * BN + col) * FP32, size=4 * FP32,
-            scope=4, sem=0, site=site["red_c"])
+        ins(
+            Op.READ,
+            space=shared,
+            addr=C_SMEM + (row * BN + col) * FP32,
+            size=4 * FP32,
+            site=site["ld_c"],
+        )
+        ins(
+            Op.ATOMIC,
+            addr=C_BASE + (row * n + tile * BN + col) * FP32,
+            size=4 * FP32,
+            scope=4,
+            sem=0,
+            site=site["red_c"],
+        )
     return L.columns()
 
 

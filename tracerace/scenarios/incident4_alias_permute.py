@@ -33,12 +33,12 @@ TITLE = "row permutation with input and output aliased: blocks overwrite rows no
 EXPECTED_KINDS = frozenset({"raw", "war"})
 EVENTS_PER_SCALE = 12_292  # events of the buggy trace at scale 1
 
-ROWS = 512                   # rows per launch at scale 1
+ROWS = 512  # rows per launch at scale 1
 MAX_ROWS = ROWS * 64
-D = 32                       # fp32 columns per row
+D = 32  # fp32 columns per row
 WARPS = 4
-RESIDENT = 128               # blocks per wave
-LAUNCHES = 2                 # autotuning runs per unit of launches
+RESIDENT = 128  # blocks per wave
+LAUNCHES = 2  # autotuning runs per unit of launches
 
 FP32, INT32 = 4, 4
 COLS = D // WARPS
@@ -87,12 +87,27 @@ def build_launch(site: dict[str, int], *, fixed: bool, dst: np.ndarray) -> dict[
         return ((wave * 3 + step) * RESIDENT + slot) * WARPS + warp
 
     thread = warp * 32
-    L.add(key(0), Op.READ, pid, thread, addr=DST_BASE + pid * INT32, size=INT32,
-          site=site["load_dst"])
-    L.add(key(1), Op.READ, pid, thread, addr=X_BASE + (pid * D + cols) * FP32, size=COLS * FP32,
-          site=site["load_row"])
-    L.add(key(2), Op.WRITE, pid, thread, addr=out_base + (dst[:, None] * D + cols) * FP32,
-          size=COLS * FP32, site=site["store_row"])
+    L.add(
+        key(0), Op.READ, pid, thread, addr=DST_BASE + pid * INT32, size=INT32, site=site["load_dst"]
+    )
+    L.add(
+        key(1),
+        Op.READ,
+        pid,
+        thread,
+        addr=X_BASE + (pid * D + cols) * FP32,
+        size=COLS * FP32,
+        site=site["load_row"],
+    )
+    L.add(
+        key(2),
+        Op.WRITE,
+        pid,
+        thread,
+        addr=out_base + (dst[:, None] * D + cols) * FP32,
+        size=COLS * FP32,
+        site=site["store_row"],
+    )
     return L.columns()
 
 

@@ -47,28 +47,28 @@ TITLE = "TMA multicast GEMM: a B-tile box is never loaded, a TMA store reads unf
 EXPECTED_KINDS = frozenset({"uninit_read", "proxy_fence"})
 EVENTS_PER_SCALE = 1_316  # events of the buggy trace at scale 1
 
-CLUSTER = 4                    # CTAs per cluster; rank 0 is the lead
-PRODUCER = 0                   # thread ids: the first thread of each warpgroup
+CLUSTER = 4  # CTAs per cluster; rank 0 is the lead
+PRODUCER = 0  # thread ids: the first thread of each warpgroup
 CONSUMERS = (128, 256)
-BM, BK, BN = 16, 16, 96        # per-CTA A tile BM x BK, shared B tile BK x BN
-BOX_COLS = 64                  # widest box a 128-byte swizzle allows (fp16)
+BM, BK, BN = 16, 16, 96  # per-CTA A tile BM x BK, shared B tile BK x BN
+BOX_COLS = 64  # widest box a 128-byte swizzle allows (fp16)
 STAGES = 2
 K_TILES = 4
-CLUSTERS = 2                   # per launch at scale 1
+CLUSTERS = 2  # per launch at scale 1
 MAX_CLUSTERS = 32
 LAUNCHES = 2
-RESIDENT = 4                   # clusters interleaved at a time
+RESIDENT = 4  # clusters interleaved at a time
 
 FP16 = 2
 K = K_TILES * BK
-A_TILE = BM * BK * FP16                                   # 512 bytes
-BOX_WIDTHS = (BOX_COLS, BN - BOX_COLS)                    # 64, 32 columns
-BOX_BYTES = tuple(BK * w * FP16 for w in BOX_WIDTHS)      # 2048, 1024
-SA = 0x0                                                  # shared-memory layout of a CTA
+A_TILE = BM * BK * FP16  # 512 bytes
+BOX_WIDTHS = (BOX_COLS, BN - BOX_COLS)  # 64, 32 columns
+BOX_BYTES = tuple(BK * w * FP16 for w in BOX_WIDTHS)  # 2048, 1024
+SA = 0x0  # shared-memory layout of a CTA
 SB = (SA + STAGES * A_TILE, SA + STAGES * A_TILE + STAGES * BOX_BYTES[0])
 SC = SB[1] + STAGES * BOX_BYTES[1]
 MBAR = SC + BM * BN * FP16
-FULL = tuple(MBAR + 8 * s for s in range(STAGES))         # in every CTA
+FULL = tuple(MBAR + 8 * s for s in range(STAGES))  # in every CTA
 EMPTY = tuple(MBAR + 8 * (STAGES + s) for s in range(STAGES))  # in every CTA
 A_BASE, B_BASE, C_BASE = 0x1000_0000, 0x2000_0000, 0x3000_0000
 
@@ -135,62 +135,168 @@ def build_launch(site: dict[str, int], *, fixed: bool, clusters: int) -> dict[st
     wave, slot = cl // RESIDENT, cl % RESIDENT
     cons = np.array(CONSUMERS)[None, :]
     role = np.arange(1, 1 + len(CONSUMERS))[None, :]
-    m_row = blk * BM                      # first row of A and C of a CTA
-    is_lead = rank[:, 0] == 0             # rows of the lead CTAs: shape (clusters, 1)
+    m_row = blk * BM  # first row of A and C of a CTA
+    is_lead = rank[:, 0] == 0  # rows of the lead CTAs: shape (clusters, 1)
 
     def key(pos, sub, r=0):
         return ((((wave * 64 + pos) * 32 + sub) * RESIDENT + slot) * CLUSTER + rank) * 3 + r
 
-    L.add(-1, Op.INIT, 0, 0, addr=A_BASE, size=clusters * CLUSTER * BM * K * FP16,
-          site=site["init_a"])
+    L.add(
+        -1, Op.INIT, 0, 0, addr=A_BASE, size=clusters * CLUSTER * BM * K * FP16, site=site["init_a"]
+    )
     L.add(-1, Op.INIT, 0, 0, addr=B_BASE, size=K * BN * FP16, site=site["init_b"])
 
     # Prologue: barriers. full[s]: one arrival, the producer's. empty[s]: one per
     # consumer of the CTA, or, in the lead, of the cluster.
     empty_arrivals = np.where(is_lead[:, None], CLUSTER, 1) * len(CONSUMERS)
     for s in range(STAGES):
-        L.add(key(0, s), Op.MBAR_INIT, blk, PRODUCER, cluster=cl, space=shared, obj=FULL[s],
-              arg=1, site=site["mbar_init_full"])
-        L.add(key(0, STAGES + s), Op.MBAR_INIT, blk, PRODUCER, cluster=cl, space=shared,
-              obj=EMPTY[s], arg=empty_arrivals, site=site["mbar_init_empty"])
+        L.add(
+            key(0, s),
+            Op.MBAR_INIT,
+            blk,
+            PRODUCER,
+            cluster=cl,
+            space=shared,
+            obj=FULL[s],
+            arg=1,
+            site=site["mbar_init_full"],
+        )
+        L.add(
+            key(0, STAGES + s),
+            Op.MBAR_INIT,
+            blk,
+            PRODUCER,
+            cluster=cl,
+            space=shared,
+            obj=EMPTY[s],
+            arg=empty_arrivals,
+            site=site["mbar_init_empty"],
+        )
 
     for pos, (who, kt) in enumerate(pipeline_order(), start=1):
         s, use = kt % STAGES, kt // STAGES
         if who == "P":
             if use >= 1:
-                L.add(key(pos, 0), Op.MBAR_WAIT, blk, PRODUCER, cluster=cl, obj=EMPTY[s],
-                      arg=(use - 1) & 1, site=site["prod_wait_empty"])
-            L.add(key(pos, 1), Op.MBAR_EXPECT_TX, blk, PRODUCER, cluster=cl, obj=FULL[s],
-                  arg=tx_bytes, site=site["prod_expect"])
-            L.add(key(pos, 2), Op.MBAR_ARRIVE, blk, PRODUCER, cluster=cl, obj=FULL[s], arg=1,
-                  site=site["prod_arrive"])
-            L.add(key(pos, 3), Op.TMA_LOAD, blk, PRODUCER, cluster=cl, space=shared,
-                  addr=SA + s * A_TILE, size=A_TILE, space2=glob,
-                  addr2=A_BASE + (m_row * K + kt * BK) * FP16, obj=FULL[s], site=site["tma_a"])
+                L.add(
+                    key(pos, 0),
+                    Op.MBAR_WAIT,
+                    blk,
+                    PRODUCER,
+                    cluster=cl,
+                    obj=EMPTY[s],
+                    arg=(use - 1) & 1,
+                    site=site["prod_wait_empty"],
+                )
+            L.add(
+                key(pos, 1),
+                Op.MBAR_EXPECT_TX,
+                blk,
+                PRODUCER,
+                cluster=cl,
+                obj=FULL[s],
+                arg=tx_bytes,
+                site=site["prod_expect"],
+            )
+            L.add(
+                key(pos, 2),
+                Op.MBAR_ARRIVE,
+                blk,
+                PRODUCER,
+                cluster=cl,
+                obj=FULL[s],
+                arg=1,
+                site=site["prod_arrive"],
+            )
+            L.add(
+                key(pos, 3),
+                Op.TMA_LOAD,
+                blk,
+                PRODUCER,
+                cluster=cl,
+                space=shared,
+                addr=SA + s * A_TILE,
+                size=A_TILE,
+                space2=glob,
+                addr2=A_BASE + (m_row * K + kt * BK) * FP16,
+                obj=FULL[s],
+                site=site["tma_a"],
+            )
             # The lead multicasts B: a box to every CTA of its cluster (rank 0's key).
             d = np.arange(CLUSTER)[None, :]
             for j in range(boxes):
-                L.add(key(pos, 4 + j * CLUSTER + d)[is_lead], Op.TMA_LOAD, blk[is_lead],
-                      PRODUCER, cluster=cl[is_lead], space=shared, peer=lead[is_lead] + d,
-                      addr=SB[j] + s * BOX_BYTES[j], size=BOX_BYTES[j], space2=glob,
-                      addr2=B_BASE + (kt * BK * BN + j * BOX_COLS) * FP16, obj=FULL[s],
-                      site=site["tma_b"])
+                L.add(
+                    key(pos, 4 + j * CLUSTER + d)[is_lead],
+                    Op.TMA_LOAD,
+                    blk[is_lead],
+                    PRODUCER,
+                    cluster=cl[is_lead],
+                    space=shared,
+                    peer=lead[is_lead] + d,
+                    addr=SB[j] + s * BOX_BYTES[j],
+                    size=BOX_BYTES[j],
+                    space2=glob,
+                    addr2=B_BASE + (kt * BK * BN + j * BOX_COLS) * FP16,
+                    obj=FULL[s],
+                    site=site["tma_b"],
+                )
         else:
-            L.add(key(pos, 0, role), Op.MBAR_WAIT, blk, cons, cluster=cl, obj=FULL[s],
-                  arg=use & 1, site=site["cons_wait_full"])
+            L.add(
+                key(pos, 0, role),
+                Op.MBAR_WAIT,
+                blk,
+                cons,
+                cluster=cl,
+                obj=FULL[s],
+                arg=use & 1,
+                site=site["cons_wait_full"],
+            )
             half = BM // len(CONSUMERS)
-            L.add(key(pos, 1, role), Op.READ, blk, cons, cluster=cl, space=shared, proxy=1,
-                  addr=SA + s * A_TILE + (role - 1) * half * BK * FP16, size=half * BK * FP16,
-                  site=site["wgmma_a"])
+            L.add(
+                key(pos, 1, role),
+                Op.READ,
+                blk,
+                cons,
+                cluster=cl,
+                space=shared,
+                proxy=1,
+                addr=SA + s * A_TILE + (role - 1) * half * BK * FP16,
+                size=half * BK * FP16,
+                site=site["wgmma_a"],
+            )
             for j in range(len(BOX_WIDTHS)):
-                L.add(key(pos, 2 + j, role), Op.READ, blk, cons, cluster=cl, space=shared,
-                      proxy=1, addr=SB[j] + s * BOX_BYTES[j], size=BOX_BYTES[j],
-                      site=site[f"wgmma_b{j}"])
-            L.add(key(pos, 4, role), Op.MBAR_ARRIVE, blk, cons, cluster=cl, obj=EMPTY[s],
-                  arg=1, site=site["cons_arrive_empty"])
-            L.add(key(pos, 5, role)[~is_lead], Op.MBAR_ARRIVE, blk[~is_lead], cons,
-                  cluster=cl[~is_lead], peer=lead[~is_lead], obj=EMPTY[s], arg=1,
-                  site=site["cons_arrive_lead"])
+                L.add(
+                    key(pos, 2 + j, role),
+                    Op.READ,
+                    blk,
+                    cons,
+                    cluster=cl,
+                    space=shared,
+                    proxy=1,
+                    addr=SB[j] + s * BOX_BYTES[j],
+                    size=BOX_BYTES[j],
+                    site=site[f"wgmma_b{j}"],
+                )
+            L.add(
+                key(pos, 4, role),
+                Op.MBAR_ARRIVE,
+                blk,
+                cons,
+                cluster=cl,
+                obj=EMPTY[s],
+                arg=1,
+                site=site["cons_arrive_empty"],
+            )
+            L.add(
+                key(pos, 5, role)[~is_lead],
+                Op.MBAR_ARRIVE,
+                blk[~is_lead],
+                cons,
+                cluster=cl[~is_lead],
+                peer=lead[~is_lead],
+                obj=EMPTY[s],
+                arg=1,
+                site=site["cons_arrive_lead"],
+            )
 
     # Epilogue: consumers store their rows of C (two rows per store), the named
     # barrier, then the producer's TMA store of the tile.
@@ -199,17 +305,52 @@ def build_launch(site: dict[str, int], *, fixed: bool, clusters: int) -> dict[st
     row_bytes = BN * FP16
     for i in range(half // 2):
         row = (role - 1) * half + 2 * i
-        L.add(key(pos, i, role), Op.WRITE, blk, cons, cluster=cl, space=shared,
-              addr=SC + row * row_bytes, size=2 * row_bytes, site=site["st_c"])
+        L.add(
+            key(pos, i, role),
+            Op.WRITE,
+            blk,
+            cons,
+            cluster=cl,
+            space=shared,
+            addr=SC + row * row_bytes,
+            size=2 * row_bytes,
+            site=site["st_c"],
+        )
     if fixed:
         L.add(key(pos, 8, role), Op.FENCE_PROXY_ASYNC, blk, cons, cluster=cl, site=site["fence"])
-    L.add(key(pos, 9, role), Op.BAR_SYNC, blk, cons, cluster=cl, obj=1, arg=1 + len(CONSUMERS),
-          site=site["bar_epi"])
-    L.add(key(pos, 9), Op.BAR_SYNC, blk, PRODUCER, cluster=cl, obj=1, arg=1 + len(CONSUMERS),
-          site=site["bar_epi"])
-    L.add(key(pos, 10), Op.TMA_STORE, blk, PRODUCER, cluster=cl, space=glob,
-          addr=C_BASE + m_row * row_bytes, size=BM * row_bytes, space2=shared, addr2=SC,
-          site=site["tma_store"])
+    L.add(
+        key(pos, 9, role),
+        Op.BAR_SYNC,
+        blk,
+        cons,
+        cluster=cl,
+        obj=1,
+        arg=1 + len(CONSUMERS),
+        site=site["bar_epi"],
+    )
+    L.add(
+        key(pos, 9),
+        Op.BAR_SYNC,
+        blk,
+        PRODUCER,
+        cluster=cl,
+        obj=1,
+        arg=1 + len(CONSUMERS),
+        site=site["bar_epi"],
+    )
+    L.add(
+        key(pos, 10),
+        Op.TMA_STORE,
+        blk,
+        PRODUCER,
+        cluster=cl,
+        space=glob,
+        addr=C_BASE + m_row * row_bytes,
+        size=BM * row_bytes,
+        space2=shared,
+        addr2=SC,
+        site=site["tma_store"],
+    )
     L.add(key(pos, 11), Op.BULK_COMMIT, blk, PRODUCER, cluster=cl, site=site["bulk_commit"])
     L.add(key(pos, 12), Op.BULK_WAIT, blk, PRODUCER, cluster=cl, arg=0, site=site["bulk_wait"])
     return L.columns()

@@ -38,8 +38,10 @@ class Rule:
         engine keeps it in a signed 64-bit word."""
         if len(values) < len(self.fields):
             raise TypeError(f"rule {self.name} needs {self.fields}, got {values}")
-        named = {name: value & OBJ_MASK if name in OBJECT_FIELDS else value
-                 for name, value in zip(self.fields, values)}
+        named = {
+            name: value & OBJ_MASK if name in OBJECT_FIELDS else value
+            for name, value in zip(self.fields, values)
+        }
         return self.text.format(**named)
 
 
@@ -55,45 +57,101 @@ count."""
 COUNT_MIN = -(1 << 63)
 
 
-BARRIER_ORDER = Rule(10, "barrier-order", ("block", "thread", "obj", "generation"),
-                     "thread ({block},{thread}) has an event while its bar_sync on barrier {obj} "
-                     "generation {generation} has not completed")
-WAIT_WITHOUT_SIGNAL = Rule(11, "wait-without-signal", ("flag", "need", "pending"),
-                           "wait on flag {flag} consumes {need} signal(s) but only {pending} are "
-                           "pending")
-BARRIER_COUNT = Rule(12, "barrier-count", ("obj", "count"),
-                     "barrier {obj} arrival names {count} participating threads")
+BARRIER_ORDER = Rule(
+    10,
+    "barrier-order",
+    ("block", "thread", "obj", "generation"),
+    "thread ({block},{thread}) has an event while its bar_sync on barrier {obj} "
+    "generation {generation} has not completed",
+)
+WAIT_WITHOUT_SIGNAL = Rule(
+    11,
+    "wait-without-signal",
+    ("flag", "need", "pending"),
+    "wait on flag {flag} consumes {need} signal(s) but only {pending} are pending",
+)
+BARRIER_COUNT = Rule(
+    12,
+    "barrier-count",
+    ("obj", "count"),
+    "barrier {obj} arrival names {count} participating threads",
+)
 EMPTY_WARP_MASK = Rule(13, "barrier-count", (), "warp_sync with an empty lane mask")
-LAUNCH_ORDER = Rule(14, "launch-order", ("launch", "previous"),
-                    "launch {launch} after launch {previous}: launches must not interleave")
-MBARRIER_COUNT = Rule(15, "mbarrier-count", ("obj", "count"),
-                      "mbar_init of {obj:#x} expects {count} arrivals; it must be > 0")
+LAUNCH_ORDER = Rule(
+    14,
+    "launch-order",
+    ("launch", "previous"),
+    "launch {launch} after launch {previous}: launches must not interleave",
+)
+MBARRIER_COUNT = Rule(
+    15,
+    "mbarrier-count",
+    ("obj", "count"),
+    "mbar_init of {obj:#x} expects {count} arrivals; it must be > 0",
+)
 WAIT_GROUP = Rule(16, "bad-value", ("count",), "wait_group {count}: the group count must be >= 0")
-SIGNAL_OVERFLOW = Rule(17, "count-overflow", ("flag", "pending", "count"),
-                       "signal on flag {flag} adds {count} to {pending} pending signal(s): "
-                       "the sum passes 2^63-1, the largest count the format holds")
-TX_OVERFLOW = Rule(18, "count-overflow", ("obj", "tx", "change"),
-                   "mbarrier {obj:#x}: transaction count {tx} changed by {change} leaves the "
-                   "signed 64-bit range the format holds")
+SIGNAL_OVERFLOW = Rule(
+    17,
+    "count-overflow",
+    ("flag", "pending", "count"),
+    "signal on flag {flag} adds {count} to {pending} pending signal(s): "
+    "the sum passes 2^63-1, the largest count the format holds",
+)
+TX_OVERFLOW = Rule(
+    18,
+    "count-overflow",
+    ("obj", "tx", "change"),
+    "mbarrier {obj:#x}: transaction count {tx} changed by {change} leaves the "
+    "signed 64-bit range the format holds",
+)
 
 # Cluster barriers (trace format section 9).
-CLUSTER_ORDER = Rule(19, "barrier-order", ("block", "thread", "cluster", "generation"),
-                     "thread ({block},{thread}) has an event while its cluster_wait on the "
-                     "barrier of cluster {cluster} generation {generation} has not completed")
-CLUSTER_COUNT = Rule(20, "barrier-count", ("cluster", "count"),
-                     "the barrier of cluster {cluster}: an arrival names {count} participating "
-                     "threads")
-CLUSTER_ARRIVE_AGAIN = Rule(21, "cluster-wait", ("block", "thread", "cluster"),
-                            "thread ({block},{thread}) arrives at the barrier of cluster "
-                            "{cluster} again before a cluster_wait")
-CLUSTER_WAIT_ALONE = Rule(22, "cluster-wait", ("block", "thread", "cluster"),
-                          "thread ({block},{thread}) has a cluster_wait on the barrier of "
-                          "cluster {cluster} without a cluster arrival since its last wait")
+CLUSTER_ORDER = Rule(
+    19,
+    "barrier-order",
+    ("block", "thread", "cluster", "generation"),
+    "thread ({block},{thread}) has an event while its cluster_wait on the "
+    "barrier of cluster {cluster} generation {generation} has not completed",
+)
+CLUSTER_COUNT = Rule(
+    20,
+    "barrier-count",
+    ("cluster", "count"),
+    "the barrier of cluster {cluster}: an arrival names {count} participating threads",
+)
+CLUSTER_ARRIVE_AGAIN = Rule(
+    21,
+    "cluster-wait",
+    ("block", "thread", "cluster"),
+    "thread ({block},{thread}) arrives at the barrier of cluster "
+    "{cluster} again before a cluster_wait",
+)
+CLUSTER_WAIT_ALONE = Rule(
+    22,
+    "cluster-wait",
+    ("block", "thread", "cluster"),
+    "thread ({block},{thread}) has a cluster_wait on the barrier of "
+    "cluster {cluster} without a cluster arrival since its last wait",
+)
 
-RULES = {rule.code: rule for rule in (BARRIER_ORDER, WAIT_WITHOUT_SIGNAL, BARRIER_COUNT,
-                                      EMPTY_WARP_MASK, LAUNCH_ORDER, MBARRIER_COUNT, WAIT_GROUP,
-                                      SIGNAL_OVERFLOW, TX_OVERFLOW, CLUSTER_ORDER, CLUSTER_COUNT,
-                                      CLUSTER_ARRIVE_AGAIN, CLUSTER_WAIT_ALONE)}
+RULES = {
+    rule.code: rule
+    for rule in (
+        BARRIER_ORDER,
+        WAIT_WITHOUT_SIGNAL,
+        BARRIER_COUNT,
+        EMPTY_WARP_MASK,
+        LAUNCH_ORDER,
+        MBARRIER_COUNT,
+        WAIT_GROUP,
+        SIGNAL_OVERFLOW,
+        TX_OVERFLOW,
+        CLUSTER_ORDER,
+        CLUSTER_COUNT,
+        CLUSTER_ARRIVE_AGAIN,
+        CLUSTER_WAIT_ALONE,
+    )
+}
 """Every replay rule by its engine status code."""
 assert len(RULES) == 13 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
 

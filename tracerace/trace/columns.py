@@ -19,8 +19,16 @@ import pyarrow as pa
 
 from .meta import TraceMeta
 from .ops import OP_CODES, UNCHECKED_OPS, Op, Proxy, Scope, Sem, Space
-from .schema import (COLUMN_NAMES, COLUMNS, DEFAULT_BLOCK, FENCE_ALL, FORMAT_VERSION, META_SITES,
-                     SITE_NONE, Column)
+from .schema import (
+    COLUMN_NAMES,
+    COLUMNS,
+    DEFAULT_BLOCK,
+    FENCE_ALL,
+    FORMAT_VERSION,
+    META_SITES,
+    SITE_NONE,
+    Column,
+)
 
 EXTENSION_OP_MIN = 100
 """Op codes from here up are reserved for extensions of the format."""
@@ -40,12 +48,26 @@ _KNOWN_OP[sorted(OP_CODES)] = True
 
 # Ops whose ``addr``/``size`` name bytes, and those (copies) whose ``addr2`` does too.
 _ADDRESSED = np.zeros(256, dtype=bool)
-_ADDRESSED[[Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE,
-            Op.BULK_COPY_PEER, Op.BULK_REDUCE, Op.BULK_REDUCE_PEER, Op.ST_ASYNC,
-            Op.RED_ASYNC]] = True
+_ADDRESSED[
+    [
+        Op.READ,
+        Op.WRITE,
+        Op.ATOMIC,
+        Op.INIT,
+        Op.CP_ASYNC,
+        Op.TMA_LOAD,
+        Op.TMA_STORE,
+        Op.BULK_COPY_PEER,
+        Op.BULK_REDUCE,
+        Op.BULK_REDUCE_PEER,
+        Op.ST_ASYNC,
+        Op.RED_ASYNC,
+    ]
+] = True
 _COPIES = np.zeros(256, dtype=bool)
-_COPIES[[Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER, Op.BULK_REDUCE,
-         Op.BULK_REDUCE_PEER]] = True
+_COPIES[
+    [Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER, Op.BULK_REDUCE, Op.BULK_REDUCE_PEER]
+] = True
 
 NO_SPACE = -1
 OP_SPACES: dict[Op, tuple[int, int]] = {
@@ -129,8 +151,10 @@ def _column_values(col: Column, array: pa.Array, cols: dict[str, np.ndarray]):
     if bad is not None and bad.any():
         row = int(np.argmax(bad))
         rule = "unknown-op" if col.name == "op" else "bad-value"
-        message = (f"{col.name} value {raw[row]} does not fit the column type "
-                   f"{col.arrow_type} (given as {array.type})")
+        message = (
+            f"{col.name} value {raw[row]} does not fit the column type "
+            f"{col.arrow_type} (given as {array.type})"
+        )
         if problem is None or row < problem[0]:
             problem = (row, 0, rule, message)
 
@@ -178,35 +202,66 @@ class RowChecks:
 
         ts = cols["ts"]
         if self.last_ts is not None and ts[0] < self.last_ts:
-            found.append((0, 2, "ts-decreasing",
-                          f"ts {ts[0]} is less than the previous row's ts {self.last_ts} "
-                          f"(ts must be non-decreasing)"))
+            found.append(
+                (
+                    0,
+                    2,
+                    "ts-decreasing",
+                    f"ts {ts[0]} is less than the previous row's ts {self.last_ts} "
+                    f"(ts must be non-decreasing)",
+                )
+            )
         elif n > 1:
-            first(np.concatenate(([False], ts[1:] < ts[:-1])), 2, "ts-decreasing",
-                  lambda r: f"ts {ts[r]} is less than the previous row's ts {ts[r - 1]} "
-                            f"(ts must be non-decreasing)")
+            first(
+                np.concatenate(([False], ts[1:] < ts[:-1])),
+                2,
+                "ts-decreasing",
+                lambda r: (
+                    f"ts {ts[r]} is less than the previous row's ts {ts[r - 1]} "
+                    f"(ts must be non-decreasing)"
+                ),
+            )
 
         for order, (name, (limit, enum)) in enumerate(ENUM_LIMITS.items(), start=3):
             values = cols[name]
-            first(values > limit, order, "bad-value",
-                  lambda r, v=values, nm=name, e=enum: _enum_message(nm, int(v[r]), e))
+            first(
+                values > limit,
+                order,
+                "bad-value",
+                lambda r, v=values, nm=name, e=enum: _enum_message(nm, int(v[r]), e),
+            )
 
         site = cols["site"]
-        first((site != SITE_NONE) & (site >= self.nsites), 10, "site-range",
-              lambda r: _site_message(int(site[r]), self.nsites))
+        first(
+            (site != SITE_NONE) & (site >= self.nsites),
+            10,
+            "site-range",
+            lambda r: _site_message(int(site[r]), self.nsites),
+        )
 
         room = np.uint64(ADDRESS_END) - cols["size"].astype(np.uint64)
         for order, (name, uses) in enumerate((("addr", _ADDRESSED), ("addr2", _COPIES)), 11):
             addr = cols[name]
-            first(uses[op] & (addr > room), order, "address-overflow",
-                  lambda r, a=addr, nm=name: f"{nm} {int(a[r]):#x} + size {int(cols['size'][r])} "
-                                             f"passes the end of the 64-bit address space")
+            first(
+                uses[op] & (addr > room),
+                order,
+                "address-overflow",
+                lambda r, a=addr, nm=name: (
+                    f"{nm} {int(a[r]):#x} + size {int(cols['size'][r])} "
+                    f"passes the end of the 64-bit address space"
+                ),
+            )
 
         want, want2 = _SPACE_OF[op], _SPACE2_OF[op]
-        wrong = ((want != NO_SPACE) & (cols["space"] != want)) | \
-            ((want2 != NO_SPACE) & (cols["space2"] != want2))
-        first(wrong, 13, "op-space", lambda r: _op_space_message(
-            int(op[r]), int(cols["space"][r]), int(cols["space2"][r])))
+        wrong = ((want != NO_SPACE) & (cols["space"] != want)) | (
+            (want2 != NO_SPACE) & (cols["space2"] != want2)
+        )
+        first(
+            wrong,
+            13,
+            "op-space",
+            lambda r: _op_space_message(int(op[r]), int(cols["space"][r]), int(cols["space2"][r])),
+        )
         return found
 
     def advance(self, cols: dict[str, np.ndarray]) -> None:
@@ -224,11 +279,15 @@ def _op_space_message(code: int, space: int, space2: int) -> str:
 
 def _unknown_op_message(code: int) -> str:
     if code in UNCHECKED_OPS:
-        return (f"op code {code} ({Op(code).label}) is defined by trace format "
-                f"v{FORMAT_VERSION} but this version of tracerace does not check it yet")
+        return (
+            f"op code {code} ({Op(code).label}) is defined by trace format "
+            f"v{FORMAT_VERSION} but this version of tracerace does not check it yet"
+        )
     if code >= EXTENSION_OP_MIN:
-        return (f"op code {code} is in the extension range (>= {EXTENSION_OP_MIN}) "
-                f"but not known to trace format v{FORMAT_VERSION}")
+        return (
+            f"op code {code} is in the extension range (>= {EXTENSION_OP_MIN}) "
+            f"but not known to trace format v{FORMAT_VERSION}"
+        )
     return f"op code {code} is not in trace format v{FORMAT_VERSION}"
 
 
@@ -243,4 +302,3 @@ def _site_message(site: int, nsites: int) -> str:
     if nsites == 0:
         return f"site {site} is given but the trace has no {META_SITES} list"
     return f"site {site} is out of range: {META_SITES} has {nsites} entries"
-

@@ -22,8 +22,8 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .limits import JSONLimitError, load_json
 from ..shown import surrogate_at, surrogate_message
+from .limits import JSONLimitError, load_json
 
 META_LAUNCHES = "tracerace.launches"
 """Schema metadata key: JSON list of ``{"launch", "grid", "block"[, "kernel"]}``."""
@@ -33,9 +33,11 @@ META_KERNELS = "tracerace.kernels"
 
 WARP_SIZE = 32
 
-FLAT_LEGEND = ("agents are (block,thread): the flattened block and thread numbers of the "
-               "trace (it gives no grid/block dimensions; see tracerace.launches in "
-               "schemas/metadata.json)")
+FLAT_LEGEND = (
+    "agents are (block,thread): the flattened block and thread numbers of the "
+    "trace (it gives no grid/block dimensions; see tracerace.launches in "
+    "schemas/metadata.json)"
+)
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,9 @@ def _dims(value: object) -> tuple[int, int, int] | None:
     return tuple(value + [1] * (3 - len(value)))  # type: ignore[return-value]
 
 
-def parse_launches(meta: Mapping[str, str],
-                   fail: Callable[..., Exception]) -> tuple[LaunchDims, ...]:
+def parse_launches(
+    meta: Mapping[str, str], fail: Callable[..., Exception]
+) -> tuple[LaunchDims, ...]:
     """The launch dimensions of a trace's schema metadata (decoded keys and values).
 
     ``tracerace.launches`` is checked (a malformed one raises ``fail(message)``,
@@ -164,8 +167,12 @@ class Coords:
         gx, gy, gz = d.grid
         if block >= gx * gy * gz or thread >= d.threads_per_block:
             return None
-        return {"block": list(unflatten(block, d.grid)), "thread": list(unflatten(thread, d.block)),
-                "warp": thread // WARP_SIZE, "lane": thread % WARP_SIZE}
+        return {
+            "block": list(unflatten(block, d.grid)),
+            "thread": list(unflatten(thread, d.block)),
+            "warp": thread // WARP_SIZE,
+            "lane": thread % WARP_SIZE,
+        }
 
     def agent(self, launch: int, block: int, thread: int, warp: bool = True) -> str:
         """``block (1,0,0) thread (33,0,0) (warp 1, lane 1)``; ``block (5,0,0)`` for

@@ -13,15 +13,29 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from .coords import parse_launches
 from ..errors import TraceError
-from .limits import (ADDRESS_LIMIT, MAX_BUFFER_DIMS, MAX_ITEMSIZE, MAX_VERSION_DIGITS,
-                     JSONLimitError, load_json)
+from ..shown import surrogate_at, surrogate_message
+from .coords import parse_launches
+from .limits import (
+    ADDRESS_LIMIT,
+    MAX_BUFFER_DIMS,
+    MAX_ITEMSIZE,
+    MAX_VERSION_DIGITS,
+    JSONLimitError,
+    load_json,
+)
 from .meta import Buffer, TraceMeta
 from .ops import Space
-from .schema import (COLUMNS, FORMAT_VERSION, META_BUFFERS, META_PRODUCER, META_SITES,
-                     META_VERSION, META_WARNINGS, REQUIRED)
-from ..shown import surrogate_at, surrogate_message
+from .schema import (
+    COLUMNS,
+    FORMAT_VERSION,
+    META_BUFFERS,
+    META_PRODUCER,
+    META_SITES,
+    META_VERSION,
+    META_WARNINGS,
+    REQUIRED,
+)
 
 OLDEST_VERSION = 1
 """The oldest trace-format version this package reads."""
@@ -37,18 +51,24 @@ def check_schema(schema: pa.Schema, path: str | None) -> None:
         count = names.count(col.name)
         if count == 0:
             if col.required:
-                raise TraceError(f"required column '{col.name}' is absent "
-                                 f"(required: {', '.join(REQUIRED)})",
-                                 path=path, rule="missing-column")
+                raise TraceError(
+                    f"required column '{col.name}' is absent (required: {', '.join(REQUIRED)})",
+                    path=path,
+                    rule="missing-column",
+                )
             continue
         if count > 1:
-            raise TraceError(f"column '{col.name}' appears {count} times",
-                             path=path, rule="duplicate-column")
+            raise TraceError(
+                f"column '{col.name}' appears {count} times", path=path, rule="duplicate-column"
+            )
         kind = schema.field(col.name).type
         if not (pa.types.is_integer(kind) or (pa.types.is_null(kind) and not col.required)):
-            raise TraceError(f"column '{col.name}' has type {kind}; it must be an integer "
-                             f"type whose values fit {col.arrow_type}",
-                             path=path, rule="wrong-type")
+            raise TraceError(
+                f"column '{col.name}' has type {kind}; it must be an integer "
+                f"type whose values fit {col.arrow_type}",
+                path=path,
+                rule="wrong-type",
+            )
 
 
 def parse_metadata(schema: pa.Schema, path: str | None) -> TraceMeta:
@@ -76,38 +96,60 @@ def parse_metadata(schema: pa.Schema, path: str | None) -> TraceMeta:
         entries = []
     if not isinstance(entries, list):
         raise fail(f"{META_BUFFERS} must be a JSON list of objects")
-    buffers = tuple(parse_buffer(entry, f"{META_BUFFERS}[{i}]", fail)
-                    for i, entry in enumerate(entries))
+    buffers = tuple(
+        parse_buffer(entry, f"{META_BUFFERS}[{i}]", fail) for i, entry in enumerate(entries)
+    )
     warnings = _parse_json(meta, META_WARNINGS, fail)
     if warnings is None:
         warnings = []
     if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
         raise fail(f"{META_WARNINGS} must be a JSON list of strings")
     known = {META_VERSION, META_SITES, META_BUFFERS, META_PRODUCER, META_WARNINGS}
-    return TraceMeta(path=path, version=version, sites=tuple(sites), buffers=buffers,
-                     producer=meta.get(META_PRODUCER), warnings=tuple(warnings),
-                     extra={k: v for k, v in meta.items() if k not in known},
-                     launches=parse_launches(meta, fail))
+    return TraceMeta(
+        path=path,
+        version=version,
+        sites=tuple(sites),
+        buffers=buffers,
+        producer=meta.get(META_PRODUCER),
+        warnings=tuple(warnings),
+        extra={k: v for k, v in meta.items() if k not in known},
+        launches=parse_launches(meta, fail),
+    )
 
 
 def _parse_version(text: str | None, fail) -> int:
     if text is None:
-        raise fail(f"the schema metadata has no {META_VERSION}; this is not a tracerace "
-                   f"trace (this tracerace reads version {FORMAT_VERSION})", "version")
+        raise fail(
+            f"the schema metadata has no {META_VERSION}; this is not a tracerace "
+            f"trace (this tracerace reads version {FORMAT_VERSION})",
+            "version",
+        )
     digits = text.strip()
     if len(digits) > MAX_VERSION_DIGITS:
-        raise fail(f"trace format version of {len(digits):,} characters is not a version "
-                   f"number (this tracerace reads version {FORMAT_VERSION})", "version")
+        raise fail(
+            f"trace format version of {len(digits):,} characters is not a version "
+            f"number (this tracerace reads version {FORMAT_VERSION})",
+            "version",
+        )
     if not (digits.isascii() and digits.isdigit()):
-        raise fail(f"trace format version {text!r} is not a version number "
-                   f"(this tracerace reads version {FORMAT_VERSION})", "version")
+        raise fail(
+            f"trace format version {text!r} is not a version number "
+            f"(this tracerace reads version {FORMAT_VERSION})",
+            "version",
+        )
     version = int(digits)
     if version > FORMAT_VERSION:
-        raise fail(f"trace format version {version} is newer than the newest this "
-                   f"tracerace reads ({FORMAT_VERSION})", "version")
+        raise fail(
+            f"trace format version {version} is newer than the newest this "
+            f"tracerace reads ({FORMAT_VERSION})",
+            "version",
+        )
     if version < OLDEST_VERSION:
-        raise fail(f"trace format version {version} is older than the oldest this "
-                   f"tracerace reads ({OLDEST_VERSION})", "version")
+        raise fail(
+            f"trace format version {version} is older than the oldest this "
+            f"tracerace reads ({OLDEST_VERSION})",
+            "version",
+        )
     return version
 
 
@@ -137,8 +179,10 @@ def _int_list(value) -> bool:
 def parse_buffer(entry, where: str, fail=None) -> Buffer:
     """A :class:`Buffer` from its JSON object; ``fail(message)`` makes the error."""
     if fail is None:
+
         def fail(message: str, rule: str = "metadata") -> TraceError:
             return TraceError(message, rule=rule)
+
     if not isinstance(entry, dict):
         raise fail(f"{where} must be a JSON object")
     for key in ("name", "space", "base", "shape", "itemsize"):
@@ -158,12 +202,21 @@ def parse_buffer(entry, where: str, fail=None) -> Buffer:
     if not _is_int(itemsize) or itemsize < 1:
         raise fail(f"{where}: 'itemsize' must be a positive integer")
     if strides is not None and (not _int_list(strides) or len(strides) != len(shape)):
-        raise fail(f"{where}: 'strides' must be a list of non-negative integers, "
-                   f"one per dimension of 'shape'")
+        raise fail(
+            f"{where}: 'strides' must be a list of non-negative integers, "
+            f"one per dimension of 'shape'"
+        )
     if launch is not None and (not _is_int(launch) or launch < 0):
         raise fail(f"{where}: 'launch' must be a non-negative integer or null")
-    buffer = Buffer(name=name, space=space, base=base, shape=tuple(shape), itemsize=itemsize,
-                    strides=None if strides is None else tuple(strides), launch=launch)
+    buffer = Buffer(
+        name=name,
+        space=space,
+        base=base,
+        shape=tuple(shape),
+        itemsize=itemsize,
+        strides=None if strides is None else tuple(strides),
+        launch=launch,
+    )
     _check_buffer_limits(buffer, where, fail)
     return buffer
 
@@ -173,12 +226,14 @@ def _check_buffer_limits(buffer: Buffer, where: str, fail) -> None:
     :data:`MAX_BUFFER_DIMS` dimensions, elements of at most ``size``'s
     2^32-1 bytes, and strides and dimensions a signed 64-bit element count
     holds (the reports index elements with those). Rule ``buffer-limit``."""
+
     def limit(message: str) -> TraceError:
         return fail(f"{where}: {message}", "buffer-limit")
 
     if len(buffer.shape) > MAX_BUFFER_DIMS:
-        raise limit(f"{len(buffer.shape):,} dimensions: more than the {MAX_BUFFER_DIMS} "
-                    f"tracerace reads")
+        raise limit(
+            f"{len(buffer.shape):,} dimensions: more than the {MAX_BUFFER_DIMS} tracerace reads"
+        )
     if buffer.base >= ADDRESS_LIMIT:
         raise limit(f"'base' {buffer.base:#x} is past the 64-bit address space")
     if buffer.itemsize > MAX_ITEMSIZE:
@@ -187,8 +242,10 @@ def _check_buffer_limits(buffer: Buffer, where: str, fail) -> None:
         if any(v > _I64_MAX for v in values):
             raise limit(f"'{key}' holds a value past 2^63-1 elements")
     if buffer.base + buffer.nbytes_span > ADDRESS_LIMIT:
-        raise limit(f"its {buffer.nbytes_span:,} bytes from 'base' {buffer.base:#x} pass the "
-                    f"end of the 64-bit address space")
+        raise limit(
+            f"its {buffer.nbytes_span:,} bytes from 'base' {buffer.base:#x} pass the "
+            f"end of the 64-bit address space"
+        )
 
 
 _I64_MAX = (1 << 63) - 1

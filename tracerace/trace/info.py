@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..shown import shown
 from .meta import Buffer
 from .ops import BULK_COPY_PEER, CP_ASYNC, TMA_LOAD, TMA_STORE, Op, Space
 from .reader import DEFAULT_BATCH_SIZE, Batch, open_trace
-from ..shown import shown
 
 # Ops whose (space, addr, size) is the memory they access.
 _PLAIN_ACCESS = np.zeros(256, dtype=bool)
@@ -31,9 +31,14 @@ _COPIES = (
     (BULK_COPY_PEER, int(Space.SHARED), int(Space.SHARED)),
 )
 
-_CONTAINERS = {"file": "Arrow IPC file", "stream": "Arrow IPC stream", "parquet": "Parquet",
-               "table": "Arrow table", "batch": "Arrow record batch",
-               "reader": "Arrow record batch reader"}
+_CONTAINERS = {
+    "file": "Arrow IPC file",
+    "stream": "Arrow IPC stream",
+    "parquet": "Parquet",
+    "table": "Arrow table",
+    "batch": "Arrow record batch",
+    "reader": "Arrow record batch reader",
+}
 
 
 @dataclass
@@ -91,8 +96,10 @@ class TraceInfo:
             "blocks": self.blocks,
             "agents": self.agents,
             "ops": dict(self.ops),
-            "spaces": {name: {"accesses": s.accesses, "lo": s.lo, "hi": s.hi}
-                       for name, s in self.spaces.items()},
+            "spaces": {
+                name: {"accesses": s.accesses, "lo": s.lo, "hi": s.hi}
+                for name, s in self.spaces.items()
+            },
             "ts": {"first": self.ts_first, "last": self.ts_last},
             "sites": self.sites,
             "buffers": [b.to_json() for b in self.buffers],
@@ -107,8 +114,14 @@ def trace_info(source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> TraceInfo:
     """
     with open_trace(source, batch_size=batch_size) as reader:
         meta = reader.meta
-        info = TraceInfo(path=meta.path, container=reader.container, version=meta.version,
-                         producer=meta.producer, sites=len(meta.sites), buffers=meta.buffers)
+        info = TraceInfo(
+            path=meta.path,
+            container=reader.container,
+            version=meta.version,
+            producer=meta.producer,
+            sites=len(meta.sites),
+            buffers=meta.buffers,
+        )
         launches, blocks, agents = _DistinctPairs(), _DistinctPairs(), _DistinctPairs()
         op_counts = np.zeros(256, dtype=np.int64)
         spaces = {int(s): SpaceUse() for s in Space}
@@ -217,16 +230,21 @@ def format_text(info: TraceInfo) -> str:
     if not info.spaces:
         lines.append(("memory", "-"))
     for i, (name, use) in enumerate(info.spaces.items()):
-        span = ("no bytes" if use.lo is None or use.hi is None
-                else f"bytes [{use.lo:#x}, {use.hi:#x}) ({use.hi - use.lo:,} B span)")
+        span = (
+            "no bytes"
+            if use.lo is None or use.hi is None
+            else f"bytes [{use.lo:#x}, {use.hi:#x}) ({use.hi - use.lo:,} B span)"
+        )
         lines.append(("memory" if i == 0 else "", f"{name}: {use.accesses:,} accesses, {span}"))
     lines.append(("sites", f"{info.sites:,}"))
     if not info.buffers:
         lines.append(("buffers", "-"))
     for i, buf in enumerate(info.buffers):
         shape = "x".join(str(d) for d in buf.shape) or "scalar"
-        text = (f"{buf.name}: {Space(buf.space).name.lower()} at {buf.base:#x}, "
-                f"shape {shape}, itemsize {buf.itemsize}")
+        text = (
+            f"{buf.name}: {Space(buf.space).name.lower()} at {buf.base:#x}, "
+            f"shape {shape}, itemsize {buf.itemsize}"
+        )
         if buf.strides is not None:
             text += f", strides {list(buf.strides)}"
         if buf.launch is not None:

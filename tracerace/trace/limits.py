@@ -67,8 +67,9 @@ def json_depth(text: str) -> int:
     return int(np.cumsum(step, dtype=np.int64).max(initial=0))
 
 
-def load_json(text: str | bytes, *, max_bytes: int = MAX_JSON_BYTES,
-              max_depth: int = MAX_JSON_DEPTH):
+def load_json(
+    text: str | bytes, *, max_bytes: int = MAX_JSON_BYTES, max_depth: int = MAX_JSON_DEPTH
+):
     """``json.loads(text)`` for text from a trace, within the limits.
 
     Raises :class:`JSONLimitError` (a ``ValueError``) when ``text`` is longer
@@ -84,10 +85,13 @@ def load_json(text: str | bytes, *, max_bytes: int = MAX_JSON_BYTES,
         if size <= max_bytes < 4 * size:
             size = len(text.encode("utf-8", "surrogatepass"))
     if size > max_bytes:
-        raise JSONLimitError(f"{size:,} bytes of JSON: more than the {max_bytes:,} "
-                             f"tracerace reads", "json-too-large")
+        raise JSONLimitError(
+            f"{size:,} bytes of JSON: more than the {max_bytes:,} tracerace reads", "json-too-large"
+        )
     depth = json_depth(text)
     if depth > max_depth:
-        raise JSONLimitError(f"JSON nested {depth} deep: deeper than the {max_depth} "
-                             f"tracerace reads", "json-too-deep")
+        raise JSONLimitError(
+            f"JSON nested {depth} deep: deeper than the {max_depth} tracerace reads",
+            "json-too-deep",
+        )
     return json.loads(text)

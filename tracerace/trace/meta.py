@@ -84,8 +84,13 @@ class Buffer:
         return f"{self.name}[{', '.join(str(i) for i in index)}]"
 
     def to_json(self) -> dict:
-        out: dict = {"name": self.name, "space": self.space, "base": self.base,
-                     "shape": list(self.shape), "itemsize": self.itemsize}
+        out: dict = {
+            "name": self.name,
+            "space": self.space,
+            "base": self.base,
+            "shape": list(self.shape),
+            "itemsize": self.itemsize,
+        }
         if self.strides is not None:
             out["strides"] = list(self.strides)
         if self.launch is not None:

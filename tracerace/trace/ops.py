@@ -107,8 +107,16 @@ class Severity(IntEnum):
         return self.name.lower()
 
 
-UNCHECKED_OPS = frozenset({Op.BULK_REDUCE, Op.BULK_REDUCE_PEER, Op.ST_ASYNC,
-                           Op.RED_ASYNC, Op.CP_ASYNC_MBAR_ARRIVE, Op.CP_ASYNC_MBAR_ARRIVE_NOINC})
+UNCHECKED_OPS = frozenset(
+    {
+        Op.BULK_REDUCE,
+        Op.BULK_REDUCE_PEER,
+        Op.ST_ASYNC,
+        Op.RED_ASYNC,
+        Op.CP_ASYNC_MBAR_ARRIVE,
+        Op.CP_ASYNC_MBAR_ARRIVE_NOINC,
+    }
+)
 """Ops the format defines that the checkers do not replay yet: the reader rejects
 them (rule ``unknown-op``) rather than let a checker skip an event, which could
 hide a race or invent one."""

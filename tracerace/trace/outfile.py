@@ -48,8 +48,11 @@ def refuse_inputs(path: str, inputs: Iterable[str]) -> None:
         return
     for source in inputs:
         if source != STDOUT and same_file(path, source):
-            raise TraceError(f"the output is the same file as the input {source}: "
-                             f"choose another output path", path=path, rule="usage")
+            raise TraceError(
+                f"the output is the same file as the input {source}: choose another output path",
+                path=path,
+                rule="usage",
+            )
 
 
 _DESCRIPTOR_FOLDERS = re.compile(r"^/(?:dev/fd|proc/(?:self|thread-self|\d+)/fd)$")
@@ -98,8 +101,15 @@ def destination(path: str) -> Destination:
         return Destination(path, "file", os.path.realpath(path))
     if stat.S_ISCHR(mode) or stat.S_ISFIFO(mode):
         return Destination(path, "stream", path)
-    what = ("a folder" if stat.S_ISDIR(mode) else "a block device" if stat.S_ISBLK(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    what = (
+        "a folder"
+        if stat.S_ISDIR(mode)
+        else "a block device"
+        if stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "not a regular file"
+    )
     raise _refuse(path, f"is {what}: not written")
 
 
@@ -111,7 +121,10 @@ def _descriptor(path: str) -> int | None:
         folder, name = os.path.split(here)
         if _DESCRIPTOR_FOLDERS.match(folder) and name.isdigit():
             if not folder.startswith("/proc/") or folder.split("/")[2] in (
-                    "self", "thread-self", str(os.getpid())):
+                "self",
+                "thread-self",
+                str(os.getpid()),
+            ):
                 return int(name)
             return None
         if not os.path.islink(here):
@@ -148,8 +161,7 @@ def refuse_non_trace(dest: Destination) -> None:
     first = next(line for line in head.splitlines() if line.strip())  # STD skips blank lines
     if _STD_FIRST_LINE.match(first):
         return
-    raise _refuse(dest.path, "exists and is not a trace (Arrow, Parquet or STD): "
-                             "not replaced")
+    raise _refuse(dest.path, "exists and is not a trace (Arrow, Parquet or STD): not replaced")
 
 
 class OutputFile:

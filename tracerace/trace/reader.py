@@ -27,24 +27,45 @@ import mmap
 import os
 import re
 import stat
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
-from .columns import (ADDRESS_END, ENUM_LIMITS, EXTENSION_OP_MIN, RowChecks, convert_record,
-                      out_of_range)
 from ..errors import TraceError
+from .columns import (
+    ADDRESS_END,
+    ENUM_LIMITS,
+    EXTENSION_OP_MIN,
+    RowChecks,
+    convert_record,
+    out_of_range,
+)
 from .header import OLDEST_VERSION, check_schema, one_line, parse_buffer, parse_metadata
 from .meta import TraceMeta
 from .schema import COLUMN_BY_NAME
 
-__all__ = ["ADDRESS_END", "DEFAULT_BATCH_SIZE", "ENUM_LIMITS", "EXTENSION_OP_MIN",
-           "OLDEST_VERSION", "STDIN", "Batch", "TraceReader", "check_schema", "decode_pool",
-           "glue_limit", "open_trace", "out_of_range", "parse_buffer", "parse_metadata",
-           "reads_once", "validate_trace"]
+__all__ = [
+    "ADDRESS_END",
+    "DEFAULT_BATCH_SIZE",
+    "ENUM_LIMITS",
+    "EXTENSION_OP_MIN",
+    "OLDEST_VERSION",
+    "STDIN",
+    "Batch",
+    "TraceReader",
+    "check_schema",
+    "decode_pool",
+    "glue_limit",
+    "open_trace",
+    "out_of_range",
+    "parse_buffer",
+    "parse_metadata",
+    "reads_once",
+    "validate_trace",
+]
 
 DEFAULT_BATCH_SIZE = 1 << 20
 
@@ -75,7 +96,7 @@ class Batch:
         return self.n
 
 
-def open_trace(source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> "TraceReader":
+def open_trace(source, *, batch_size: int = DEFAULT_BATCH_SIZE) -> TraceReader:
     """Open a trace for streaming.
 
     ``source`` is a path (Arrow IPC file or stream, or Parquet; the container
@@ -104,12 +125,20 @@ class TraceReader:
     once; a ``RecordBatchReader`` only once.
     """
 
-    def __init__(self, *, meta: TraceMeta, container: str, schema: pa.Schema,
-                 batches: Callable[[], Iterator[pa.RecordBatch]], batch_size: int,
-                 check_values: bool = True, on_close: Callable[[], None] | None = None,
-                 before_batch: Callable[[], None] | None = None,
-                 diagnose: Callable[[int], tuple[str, BaseException] | None] | None = None,
-                 source_bytes: int | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        meta: TraceMeta,
+        container: str,
+        schema: pa.Schema,
+        batches: Callable[[], Iterator[pa.RecordBatch]],
+        batch_size: int,
+        check_values: bool = True,
+        on_close: Callable[[], None] | None = None,
+        before_batch: Callable[[], None] | None = None,
+        diagnose: Callable[[int], tuple[str, BaseException] | None] | None = None,
+        source_bytes: int | None = None,
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         self.meta = meta
@@ -132,7 +161,7 @@ class TraceReader:
             raise ValueError("the TraceReader is closed")
         return self._iterate()
 
-    def __enter__(self) -> "TraceReader":
+    def __enter__(self) -> TraceReader:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -216,23 +245,33 @@ class TraceReader:
                     yield record
         except MemoryError as exc:
             claim = _claimed_bytes(exc)
-            if claim is None or self._source_bytes is None or \
-                    claim <= MAX_EXPANSION * self._source_bytes:
+            if (
+                claim is None
+                or self._source_bytes is None
+                or claim <= MAX_EXPANSION * self._source_bytes
+            ):
                 raise  # the machine's, not the trace's: not a damaged file
             found = self._diagnose(index) if self._diagnose is not None else None
             where = f"record batch {index}" + (f", column '{found[0]}'" if found else "")
-            raise self._error(f"{where}: a compressed buffer claims {claim:,} bytes, more than "
-                              f"any LZ4 or ZSTD data in this {self._source_bytes:,}-byte file "
-                              f"expands to (damaged?)", "damaged-buffer", rows) from None
-        except _ARROW_FAILURES as exc:
+            raise self._error(
+                f"{where}: a compressed buffer claims {claim:,} bytes, more than "
+                f"any LZ4 or ZSTD data in this {self._source_bytes:,}-byte file "
+                f"expands to (damaged?)",
+                "damaged-buffer",
+                rows,
+            ) from None
+        except _ARROW_FAILURES:
             found = self._diagnose(index) if self._diagnose is not None else None
             if found is not None:
                 exc = found[1]
-                message = (f"cannot read column '{found[0]}' of record batch {index} "
-                           f"(truncated or damaged?): {one_line(exc)}")
+                message = (
+                    f"cannot read column '{found[0]}' of record batch {index} "
+                    f"(truncated or damaged?): {one_line(exc)}"
+                )
             else:
-                message = (f"cannot read the trace past this row (truncated or damaged?): "
-                           f"{one_line(exc)}")
+                message = (
+                    f"cannot read the trace past this row (truncated or damaged?): {one_line(exc)}"
+                )
             raise self._error(message, "not-arrow", rows) from exc
 
 
@@ -294,8 +333,8 @@ def _glue(pieces: list[pa.RecordBatch]) -> pa.RecordBatch:
     return pa.Table.from_batches(pieces).combine_chunks().to_batches()[0]
 
 
-
 # --- containers ----------------------------------------------------------------
+
 
 @contextlib.contextmanager
 def decode_pool() -> Iterator[None]:
@@ -326,11 +365,23 @@ def _open(source, *, batch_size: int, check_values: bool) -> TraceReader:
     if isinstance(source, (str, os.PathLike)):
         return _open_path(os.fspath(source), batch_size, check_values)
     if isinstance(source, pa.Table):
-        return _open_arrow(source.schema, "table", source.num_rows,
-                           lambda: iter(source.to_batches()), batch_size, check_values)
+        return _open_arrow(
+            source.schema,
+            "table",
+            source.num_rows,
+            lambda: iter(source.to_batches()),
+            batch_size,
+            check_values,
+        )
     if isinstance(source, pa.RecordBatch):
-        return _open_arrow(source.schema, "batch", source.num_rows,
-                           lambda: iter([source]), batch_size, check_values)
+        return _open_arrow(
+            source.schema,
+            "batch",
+            source.num_rows,
+            lambda: iter([source]),
+            batch_size,
+            check_values,
+        )
     if isinstance(source, pa.RecordBatchReader):
         used: list[bool] = []
 
@@ -339,20 +390,41 @@ def _open(source, *, batch_size: int, check_values: bool) -> TraceReader:
                 raise RuntimeError("a TraceReader over a RecordBatchReader can be read once")
             used.append(True)
             return iter(source)
+
         return _open_arrow(source.schema, "reader", None, once, batch_size, check_values)
-    raise TypeError(f"cannot read a trace from {type(source).__name__}: give a path, "
-                    f"a pyarrow Table, RecordBatch or RecordBatchReader")
+    raise TypeError(
+        f"cannot read a trace from {type(source).__name__}: give a path, "
+        f"a pyarrow Table, RecordBatch or RecordBatchReader"
+    )
 
 
-def _open_arrow(schema, container, num_rows, batches, batch_size, check_values,
-                path=None, on_close=None, before_batch=None, diagnose=None,
-                source_bytes=None) -> TraceReader:
+def _open_arrow(
+    schema,
+    container,
+    num_rows,
+    batches,
+    batch_size,
+    check_values,
+    path=None,
+    on_close=None,
+    before_batch=None,
+    diagnose=None,
+    source_bytes=None,
+) -> TraceReader:
     meta = replace(parse_metadata(schema, path), num_rows=num_rows)
     check_schema(schema, path)
-    return TraceReader(meta=meta, container=container, schema=schema, batches=batches,
-                       batch_size=batch_size, check_values=check_values,
-                       on_close=on_close, before_batch=before_batch, diagnose=diagnose,
-                       source_bytes=source_bytes)
+    return TraceReader(
+        meta=meta,
+        container=container,
+        schema=schema,
+        batches=batches,
+        batch_size=batch_size,
+        check_values=check_values,
+        on_close=on_close,
+        before_batch=before_batch,
+        diagnose=diagnose,
+        source_bytes=source_bytes,
+    )
 
 
 STDIN = "-"
@@ -380,11 +452,14 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
 
     if path == STDIN:
         if os.isatty(0):  # an Arrow trace is never typed: do not wait for one
-            raise TraceError("standard input is a terminal: pipe a trace in "
-                             "(tracerace check - < trace.arrows)", path=STDIN_NAME,
-                             rule="usage")
-        return _open_once(os.fdopen(os.dup(0), "rb", buffering=0), STDIN_NAME, batch_size,
-                          check_values)
+            raise TraceError(
+                "standard input is a terminal: pipe a trace in (tracerace check - < trace.arrows)",
+                path=STDIN_NAME,
+                rule="usage",
+            )
+        return _open_once(
+            os.fdopen(os.dup(0), "rb", buffering=0), STDIN_NAME, batch_size, check_values
+        )
     if reads_once(path):
         try:  # a FIFO, device or socket
             raw = open(path, "rb", buffering=0)
@@ -449,9 +524,19 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
         return None
 
     try:
-        return _open_arrow(schema, container, num_rows, batches, batch_size, check_values,
-                           path=path, on_close=mapped.close, before_batch=mapped.release,
-                           diagnose=diagnose, source_bytes=mapped.size)
+        return _open_arrow(
+            schema,
+            container,
+            num_rows,
+            batches,
+            batch_size,
+            check_values,
+            path=path,
+            on_close=mapped.close,
+            before_batch=mapped.release,
+            diagnose=diagnose,
+            source_bytes=mapped.size,
+        )
     except TraceError:
         mapped.close()
         raise
@@ -472,9 +557,18 @@ def _open_parquet(path: str, batch_size: int, check_values: bool, fail) -> Trace
 
     def batches() -> Iterator[pa.RecordBatch]:
         return parquet.iter_batches(batch_size=batch_size, columns=wanted)
+
     try:
-        return _open_arrow(schema, "parquet", num_rows, batches, batch_size, check_values,
-                           path=path, on_close=parquet.close)
+        return _open_arrow(
+            schema,
+            "parquet",
+            num_rows,
+            batches,
+            batch_size,
+            check_values,
+            path=path,
+            on_close=parquet.close,
+        )
     except TraceError:
         parquet.close()
         raise
@@ -485,6 +579,7 @@ def _open_once(raw, name: str, batch_size: int, check_values: bool) -> TraceRead
     this reader owns: an Arrow IPC stream, or the bytes of an IPC file (its
     stream part: an IPC file is its magic, a stream and a footer). Parquet needs
     to seek to its footer, so it is refused."""
+
     def fail(message: str, rule: str = "not-arrow") -> TraceError:
         raw.close()
         return TraceError(message, path=name, rule=rule)
@@ -496,8 +591,10 @@ def _open_once(raw, name: str, batch_size: int, check_values: bool) -> TraceRead
     if not head:
         raise fail("empty input: not an Arrow IPC stream")
     if head.startswith(PARQUET_MAGIC):
-        raise fail("a Parquet trace cannot be read from a pipe or device (Parquet is read "
-                   "from its end): give the file, or an Arrow IPC stream")
+        raise fail(
+            "a Parquet trace cannot be read from a pipe or device (Parquet is read "
+            "from its end): give the file, or an Arrow IPC stream"
+        )
     if head.startswith(IPC_FILE_MAGIC):
         head = b""  # the stream starts after the magic and its padding
     source = pa.PythonFile(io.BufferedReader(_Prefixed(head, raw), STREAM_READ_SIZE), mode="r")
@@ -516,9 +613,18 @@ def _open_once(raw, name: str, batch_size: int, check_values: bool) -> TraceRead
             raise RuntimeError(f"{name} can be read once")
         used.append(True)
         return iter(reader)
+
     try:
-        return _open_arrow(reader.schema, "stream", None, once, batch_size, check_values,
-                           path=name, on_close=source.close)
+        return _open_arrow(
+            reader.schema,
+            "stream",
+            None,
+            once,
+            batch_size,
+            check_values,
+            path=name,
+            on_close=source.close,
+        )
     except TraceError:
         source.close()
         raise

@@ -46,7 +46,9 @@ COLUMNS: tuple[Column, ...] = (
     Column("op", pa.uint8(), True, None, "event code"),
     Column("launch", pa.uint32(), True, None, "kernel launch index"),
     Column("block", pa.uint32(), True, None, "block (CTA, core, PE) within the launch"),
-    Column("thread", pa.uint32(), True, None, "thread (lane, sub-core, DMA engine) within the block"),
+    Column(
+        "thread", pa.uint32(), True, None, "thread (lane, sub-core, DMA engine) within the block"
+    ),
     Column("space", pa.uint8(), False, 0, "0 global, 1 shared, 2 local"),
     Column("addr", pa.uint64(), False, 0, "byte address (copies: destination)"),
     Column("size", pa.uint32(), False, 0, "bytes accessed from addr"),
@@ -56,12 +58,19 @@ COLUMNS: tuple[Column, ...] = (
     Column("cluster", pa.uint32(), False, DEFAULT_BLOCK, "thread-block cluster of block"),
     Column("obj", pa.uint64(), False, 0, "sync object: barrier id, mbarrier address, flag, lock"),
     Column("arg", pa.int64(), False, 0, "op argument: count, bytes, groups, parity"),
-    Column("scope", pa.uint8(), False, 4, "0 thread, 1 warp, 2 block, 3 cluster, 4 device, 5 system"),
+    Column(
+        "scope", pa.uint8(), False, 4, "0 thread, 1 warp, 2 block, 3 cluster, 4 device, 5 system"
+    ),
     Column("sem", pa.uint8(), False, 0, "0 relaxed, 1 acquire, 2 release, 3 acq_rel"),
     Column("proxy", pa.uint8(), False, 0, "0 generic, 1 async"),
     Column("site", pa.uint32(), False, SITE_NONE, "index into tracerace.sites"),
-    Column("fence_spaces", pa.uint8(), False, 7,
-           "barriers: the memory spaces the barrier orders, bits 1 global, 2 shared, 4 local"),
+    Column(
+        "fence_spaces",
+        pa.uint8(),
+        False,
+        7,
+        "barriers: the memory spaces the barrier orders, bits 1 global, 2 shared, 4 local",
+    ),
 )
 
 FENCE_GLOBAL, FENCE_SHARED, FENCE_LOCAL = 1, 2, 4

@@ -21,37 +21,52 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.ipc as ipc
 
+from ..errors import TraceError
 from .columns import out_of_range
 from .coords import META_LAUNCHES, LaunchDims, launches_json, parse_launches
-from ..errors import TraceError
 from .header import parse_buffer
 from .meta import Buffer
 from .ops import Op, Space
 from .outfile import OutputFile, scratch_for
 from .reader import DEFAULT_BATCH_SIZE, _open
-from .schema import (COLUMN_BY_NAME, COLUMNS, DEFAULT_BLOCK, FORMAT_VERSION, META_BUFFERS,
-                     META_PRODUCER, META_SITES, META_VERSION, META_WARNINGS, REQUIRED,
-                     SITE_NONE,
-                     arrow_schema)
+from .schema import (
+    COLUMN_BY_NAME,
+    COLUMNS,
+    DEFAULT_BLOCK,
+    FORMAT_VERSION,
+    META_BUFFERS,
+    META_PRODUCER,
+    META_SITES,
+    META_VERSION,
+    META_WARNINGS,
+    REQUIRED,
+    SITE_NONE,
+    arrow_schema,
+)
 
 FORMATS = ("file", "stream", "parquet")
 COMPRESSIONS = (None, "lz4", "zstd")
 
 
-def trace_metadata(sites: Sequence[str] = (), buffers: Iterable[Buffer | Mapping] = (),
-                   producer: str | None = None,
-                   extra: Mapping[str, str] | None = None,
-                   warnings: Sequence[str] = ()) -> dict[str, str]:
+def trace_metadata(
+    sites: Sequence[str] = (),
+    buffers: Iterable[Buffer | Mapping] = (),
+    producer: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    warnings: Sequence[str] = (),
+) -> dict[str, str]:
     """The v1 schema metadata for these sites, buffers, producer and warnings
     (``tracerace.warnings`` is written only when there are warnings), plus
     ``extra`` keys (extensions the format lets readers ignore)."""
-    meta = {**(extra or {}),
+    meta = {
+        **(extra or {}),
         META_VERSION: str(FORMAT_VERSION),
         META_SITES: json.dumps(list(sites)),
         META_BUFFERS: json.dumps([b.to_json() for b in _buffers(buffers)]),
@@ -63,9 +78,14 @@ def trace_metadata(sites: Sequence[str] = (), buffers: Iterable[Buffer | Mapping
     return meta
 
 
-def make_table(columns: Mapping[str, object], *, sites: Sequence[str] = (),
-               buffers: Iterable[Buffer | Mapping] = (), producer: str | None = None,
-               warnings: Sequence[str] = ()) -> pa.Table:
+def make_table(
+    columns: Mapping[str, object],
+    *,
+    sites: Sequence[str] = (),
+    buffers: Iterable[Buffer | Mapping] = (),
+    producer: str | None = None,
+    warnings: Sequence[str] = (),
+) -> pa.Table:
     """A v1 trace as a ``pyarrow.Table`` (every column, schema types, metadata).
 
     ``columns`` maps column names to sequences or scalars (scalars repeat);
@@ -74,15 +94,24 @@ def make_table(columns: Mapping[str, object], *, sites: Sequence[str] = (),
     against the format's rules, so a test can build a bad trace.
     """
     cols = _columns(columns, path=None)
-    return pa.Table.from_batches([_record_batch(cols, arrow_schema())],
-                                 schema=arrow_schema(trace_metadata(sites, buffers, producer,
-                                                                    warnings=warnings)))
+    return pa.Table.from_batches(
+        [_record_batch(cols, arrow_schema())],
+        schema=arrow_schema(trace_metadata(sites, buffers, producer, warnings=warnings)),
+    )
 
 
-def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
-                buffers: Iterable[Buffer | Mapping] = (), producer: str | None = None,
-                warnings: Sequence[str] = (), compression: str | None = None,
-                format: str | None = None, launches: Sequence[LaunchDims] = ()) -> None:
+def write_table(
+    path,
+    table_or_columns,
+    *,
+    sites: Sequence[str] = (),
+    buffers: Iterable[Buffer | Mapping] = (),
+    producer: str | None = None,
+    warnings: Sequence[str] = (),
+    compression: str | None = None,
+    format: str | None = None,
+    launches: Sequence[LaunchDims] = (),
+) -> None:
     """Write a trace given as a dict of columns (see :func:`make_table`) or a
     ``pyarrow.Table``; ``launches`` gives launches' grid and block dimensions
     (``tracerace.launches``).
@@ -95,7 +124,7 @@ def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
     if not isinstance(table_or_columns, pa.Table):
         table_or_columns = make_table(table_or_columns)
     table = table_or_columns
-    meta = dict((table.schema.metadata or {}))
+    meta = dict(table.schema.metadata or {})
     if META_VERSION.encode() not in meta:
         meta[META_VERSION.encode()] = str(FORMAT_VERSION).encode()
         table = table.replace_schema_metadata(meta)
@@ -105,25 +134,43 @@ def write_table(path, table_or_columns, *, sites: Sequence[str] = (),
     producer = producer if producer is not None else reader.meta.producer
     warnings = tuple(warnings) or reader.meta.warnings
     extra = {META_LAUNCHES: launches_json(launches)} if launches else None
-    write_batches(path, (batch.cols for batch in reader), sites=sites, buffers=buffers,
-                  producer=producer, extra=extra, warnings=warnings, compression=compression,
-                  format=format)
+    write_batches(
+        path,
+        (batch.cols for batch in reader),
+        sites=sites,
+        buffers=buffers,
+        producer=producer,
+        extra=extra,
+        warnings=warnings,
+        compression=compression,
+        format=format,
+    )
 
 
-def write_batches(path, batches: Iterable[Mapping[str, np.ndarray]], *,
-                  sites: Sequence[str] = (), buffers: Iterable[Buffer | Mapping] = (),
-                  producer: str | None = None, extra: Mapping[str, str] | None = None,
-                  warnings: Sequence[str] = (), compression: str | None = None,
-                  format: str | None = None) -> int:
+def write_batches(
+    path,
+    batches: Iterable[Mapping[str, np.ndarray]],
+    *,
+    sites: Sequence[str] = (),
+    buffers: Iterable[Buffer | Mapping] = (),
+    producer: str | None = None,
+    extra: Mapping[str, str] | None = None,
+    warnings: Sequence[str] = (),
+    compression: str | None = None,
+    format: str | None = None,
+) -> int:
     """Write ``batches`` (dicts of every v1 column as NumPy arrays, as a reader's
     batches hold them) to ``path`` under the metadata :func:`trace_metadata`
     makes of the rest; the rows written. ``format`` (``file``, ``stream``,
     ``parquet``) defaults to the one ``path``'s extension names. The output
     appears only once every batch is written."""
     path = os.fspath(path)
-    sink = _Sink(path, _format(path, format), _compression(compression),
-                 arrow_schema(trace_metadata(sites, buffers, producer, extra=extra,
-                                             warnings=warnings)))
+    sink = _Sink(
+        path,
+        _format(path, format),
+        _compression(compression),
+        arrow_schema(trace_metadata(sites, buffers, producer, extra=extra, warnings=warnings)),
+    )
     rows = 0
     try:
         for cols in batches:
@@ -147,8 +194,15 @@ class TraceWriter:
     exception inside a ``with`` block discards everything.
     """
 
-    def __init__(self, path, *, format: str | None = None, compression: str | None = None,
-                 producer: str | None = None, batch_size: int = 1 << 16) -> None:
+    def __init__(
+        self,
+        path,
+        *,
+        format: str | None = None,
+        compression: str | None = None,
+        producer: str | None = None,
+        batch_size: int = 1 << 16,
+    ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
         self.path = os.fspath(path)
@@ -186,22 +240,36 @@ class TraceWriter:
             self.sites.append(text)
         return index
 
-    def buffer(self, name: str, space: int, base: int, shape: Sequence[int], itemsize: int,
-               strides: Sequence[int] | None = None, launch: int | None = None) -> Buffer:
+    def buffer(
+        self,
+        name: str,
+        space: int,
+        base: int,
+        shape: Sequence[int],
+        itemsize: int,
+        strides: Sequence[int] | None = None,
+        launch: int | None = None,
+    ) -> Buffer:
         """Declare a named tensor so reports can name its elements."""
-        entry = {"name": name, "space": int(space), "base": base, "shape": list(shape),
-                 "itemsize": itemsize, "strides": None if strides is None else list(strides),
-                 "launch": launch}
+        entry = {
+            "name": name,
+            "space": int(space),
+            "base": base,
+            "shape": list(shape),
+            "itemsize": itemsize,
+            "strides": None if strides is None else list(strides),
+            "launch": launch,
+        }
         buf = _buffer(entry, f"buffer {name!r}")
         self.buffers.append(buf)
         return buf
 
-    def launch_dims(self, launch: int, grid: Sequence[int], block: Sequence[int],
-                    kernel: str | None = None) -> LaunchDims:
+    def launch_dims(
+        self, launch: int, grid: Sequence[int], block: Sequence[int], kernel: str | None = None
+    ) -> LaunchDims:
         """Declare the grid and block dimensions (``[x, y, z]``, missing dims 1) of
         a launch, so reports name agents by CUDA coordinates (``tracerace.launches``)."""
-        entry = {"launch": launch, "grid": [int(v) for v in grid],
-                 "block": [int(v) for v in block]}
+        entry = {"launch": launch, "grid": [int(v) for v in grid], "block": [int(v) for v in block]}
         if kernel is not None:
             entry["kernel"] = kernel
 
@@ -219,16 +287,23 @@ class TraceWriter:
 
     # -- rows --
 
-    def event(self, op: Op | int | str, *, ts: int, launch: int, block: int, thread: int,
-              **columns: int) -> None:
+    def event(
+        self, op: Op | int | str, *, ts: int, launch: int, block: int, thread: int, **columns: int
+    ) -> None:
         """Append one row; optional columns not given take their defaults."""
         self._check_open()
         unknown = set(columns) - _OPTIONAL
         if unknown:
             raise TypeError(f"event() got unknown column(s): {', '.join(sorted(unknown))}")
         row = self.rows + self._fill
-        values = {"op": _op_code(op), "ts": ts, "launch": launch, "block": block,
-                  "thread": thread, **columns}
+        values = {
+            "op": _op_code(op),
+            "ts": ts,
+            "launch": launch,
+            "block": block,
+            "thread": thread,
+            **columns,
+        }
         i = self._fill
         for col in COLUMNS:
             if col.name in values:
@@ -249,7 +324,7 @@ class TraceWriter:
         self._flush()
         n = len(cols["ts"])
         for start in range(0, n, self.batch_size):
-            part = {name: values[start:start + self.batch_size] for name, values in cols.items()}
+            part = {name: values[start : start + self.batch_size] for name, values in cols.items()}
             self._spill_batch(part)
 
     def set_value(self, row: int, column: str, value: int) -> None:
@@ -275,10 +350,10 @@ class TraceWriter:
         self._closed = True
         metadata = dict(self.metadata)
         if self.launches:
-            metadata[META_LAUNCHES] = launches_json(sorted(self.launches,
-                                                           key=lambda d: d.launch))
-        schema = arrow_schema(trace_metadata(self.sites, self.buffers, self.producer,
-                                             metadata, self.warnings))
+            metadata[META_LAUNCHES] = launches_json(sorted(self.launches, key=lambda d: d.launch))
+        schema = arrow_schema(
+            trace_metadata(self.sites, self.buffers, self.producer, metadata, self.warnings)
+        )
         sink = self._final = _Sink(self.path, self.format, self.compression, schema)
         try:
             if self._spill is not None:
@@ -302,7 +377,7 @@ class TraceWriter:
         """``record`` (rows ``row0`` on) with the values :meth:`set_value` set."""
         end = row0 + record.num_rows
         for column, values in self._patches.items():
-            if not isinstance(values, tuple):   # sorted once: (rows, values) arrays
+            if not isinstance(values, tuple):  # sorted once: (rows, values) arrays
                 rows = np.fromiter(sorted(values), dtype=np.int64, count=len(values))
                 values = self._patches[column] = (rows, [values[r] for r in rows.tolist()])
             rows, new = values
@@ -312,8 +387,9 @@ class TraceWriter:
             i = record.schema.get_field_index(column)
             array = record.column(i).to_numpy(zero_copy_only=False).copy()
             array[rows[lo:hi] - row0] = new[lo:hi]
-            record = record.set_column(i, record.schema.field(i),
-                                       pa.array(array, type=record.schema.field(i).type))
+            record = record.set_column(
+                i, record.schema.field(i), pa.array(array, type=record.schema.field(i).type)
+            )
         return record
 
     def abort(self) -> None:
@@ -326,7 +402,7 @@ class TraceWriter:
                 sink.abort()
         self._spill = self._final = None
 
-    def __enter__(self) -> "TraceWriter":
+    def __enter__(self) -> TraceWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
@@ -341,19 +417,21 @@ class TraceWriter:
 
     def _flush(self) -> None:
         if self._fill:
-            part = {name: values[:self._fill] for name, values in self._pending.items()}
+            part = {name: values[: self._fill] for name, values in self._pending.items()}
             self._fill = 0
             self._spill_batch(part)
 
     def _spill_batch(self, cols: dict[str, np.ndarray]) -> None:
         if self._spill is None:
-            self._spill = _Sink(self.path, "stream", self.compression, arrow_schema(),
-                                suffix=".spill", scratch=True)
+            self._spill = _Sink(
+                self.path, "stream", self.compression, arrow_schema(), suffix=".spill", scratch=True
+            )
         self._spill.write(_record_batch(cols, arrow_schema()))
         self.rows += len(cols["ts"])
 
 
 # --- sinks -----------------------------------------------------------------------
+
 
 class _Sink:
     """An Arrow IPC file/stream or Parquet writer to output ``path``, by the
@@ -363,8 +441,15 @@ class _Sink:
     or in the temporary folder when ``path`` is a stream), for
     :meth:`close_temporary`."""
 
-    def __init__(self, path: str, format: str, compression: str | None, schema: pa.Schema,
-                 suffix: str = ".tmp", scratch: bool = False) -> None:
+    def __init__(
+        self,
+        path: str,
+        format: str,
+        compression: str | None,
+        schema: pa.Schema,
+        suffix: str = ".tmp",
+        scratch: bool = False,
+    ) -> None:
         self.path = path
         self.schema = schema
         self._out: OutputFile | None = None
@@ -384,8 +469,8 @@ class _Sink:
         try:
             if format == "parquet":
                 import pyarrow.parquet as pq
-                self._writer = pq.ParquetWriter(where, schema,
-                                                compression=compression or "none")
+
+                self._writer = pq.ParquetWriter(where, schema, compression=compression or "none")
             else:
                 options = ipc.IpcWriteOptions(compression=compression)
                 new = ipc.new_file if format == "file" else ipc.new_stream
@@ -460,8 +545,9 @@ def _record_batch(cols: Mapping[str, np.ndarray], schema: pa.Schema) -> pa.Recor
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
-def _columns(columns: Mapping[str, object], *, path: str | None, row0: int = 0
-             ) -> dict[str, np.ndarray]:
+def _columns(
+    columns: Mapping[str, object], *, path: str | None, row0: int = 0
+) -> dict[str, np.ndarray]:
     """Full set of schema-typed column arrays from user input."""
     unknown = set(columns) - set(COLUMN_BY_NAME)
     if unknown:
@@ -481,8 +567,11 @@ def _columns(columns: Mapping[str, object], *, path: str | None, row0: int = 0
             cols[col.name] = _array(col.name, columns[col.name], n, path, row0)
     for col in COLUMNS:
         if col.name not in cols:
-            cols[col.name] = (cols["block"].copy() if col.default == DEFAULT_BLOCK
-                              else np.full(n, col.default, dtype=col.dtype))
+            cols[col.name] = (
+                cols["block"].copy()
+                if col.default == DEFAULT_BLOCK
+                else np.full(n, col.default, dtype=col.dtype)
+            )
     return cols
 
 
@@ -494,21 +583,30 @@ def _array(name: str, values, n: int, path: str | None, row0: int) -> np.ndarray
         return np.full(n, _scalar(name, value, path, row0), dtype=col.dtype)
     if name == "op" and (not isinstance(values, np.ndarray) or values.dtype.kind in "UO"):
         # Names and Op members, as event() takes them, also in a NumPy array.
-        values = [_op_code(v) for v in (values.tolist() if isinstance(values, np.ndarray)
-                                        else values)]
+        values = [
+            _op_code(v) for v in (values.tolist() if isinstance(values, np.ndarray) else values)
+        ]
     if isinstance(values, np.ndarray) and values.dtype.kind in "iu":
         bad = out_of_range(values, col.dtype)
         if bad is not None and bad.any():
             row = int(np.argmax(bad))
-            raise TraceError(f"{name} value {values[row]} does not fit {col.arrow_type}",
-                             path=path, row=row0 + row, rule="bad-value")
+            raise TraceError(
+                f"{name} value {values[row]} does not fit {col.arrow_type}",
+                path=path,
+                row=row0 + row,
+                rule="bad-value",
+            )
         return np.ascontiguousarray(values, dtype=col.dtype)
     if isinstance(values, np.ndarray) and values.dtype.kind != "O":
-        raise TraceError(f"column {name} has dtype {values.dtype}; it needs integers "
-                         f"that fit {col.arrow_type}", path=path, rule="wrong-type")
+        raise TraceError(
+            f"column {name} has dtype {values.dtype}; it needs integers that fit {col.arrow_type}",
+            path=path,
+            rule="wrong-type",
+        )
     # A Python sequence: NumPy would guess float64 for big mixed ints, so check each.
-    return np.array([_scalar(name, v, path, row0 + i) for i, v in enumerate(values)],
-                    dtype=col.dtype)
+    return np.array(
+        [_scalar(name, v, path, row0 + i) for i, v in enumerate(values)], dtype=col.dtype
+    )
 
 
 def _scalar(name: str, value, path: str | None, row: int) -> int:
@@ -516,12 +614,17 @@ def _scalar(name: str, value, path: str | None, row: int) -> int:
     if isinstance(value, np.integer):
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TraceError(f"{name} value {value!r} is not an integer", path=path, row=row,
-                         rule="wrong-type")
+        raise TraceError(
+            f"{name} value {value!r} is not an integer", path=path, row=row, rule="wrong-type"
+        )
     info = np.iinfo(col.dtype)
     if not info.min <= value <= info.max:
-        raise TraceError(f"{name} value {value} does not fit {col.arrow_type}", path=path,
-                         row=row, rule="bad-value")
+        raise TraceError(
+            f"{name} value {value} does not fit {col.arrow_type}",
+            path=path,
+            row=row,
+            rule="bad-value",
+        )
     return value
 
 
@@ -537,6 +640,7 @@ def _op_code(op) -> int:
 
 def _buffer(entry: Mapping, where: str) -> Buffer:
     """A checked :class:`Buffer`; NumPy and enum integers are taken as ints."""
+
     def fail(message: str, rule: str = "metadata") -> ValueError:
         return ValueError(message)
 
@@ -546,8 +650,10 @@ def _buffer(entry: Mapping, where: str) -> Buffer:
         if isinstance(value, (np.integer, Space)):
             return int(value)
         return value
-    clean = {k: plain(v) for k, v in entry.items()
-             if v is not None or k not in ("strides", "launch")}
+
+    clean = {
+        k: plain(v) for k, v in entry.items() if v is not None or k not in ("strides", "launch")
+    }
     return parse_buffer(clean, where, fail)
 
 

@@ -26,10 +26,14 @@ FORGED = {
     # records the plugin never writes (32 bytes: kind space detail variant size group
     # item address site count)
     "record-kind": ("events", struct.pack("<BBBBIIIQII", 99, 0, 0, 0, 4, 0, 0, 0, 0, 0)),
-    "record-copy": ("events", struct.pack("<BBBBIIIQII", 32, 0, 0, 0, 0, 0, 0, 0,
-                                          0xFFFFFFFF, 12345)),
-    "record-address": ("events", struct.pack("<BBBBIIIQII", 1, 1, 0, 0, 8, 0, 0,
-                                             0xFFFFFFFFFFFFFFFC, 0xFFFFFFFF, 0)),
+    "record-copy": (
+        "events",
+        struct.pack("<BBBBIIIQII", 32, 0, 0, 0, 0, 0, 0, 0, 0xFFFFFFFF, 12345),
+    ),
+    "record-address": (
+        "events",
+        struct.pack("<BBBBIIIQII", 1, 1, 0, 0, 8, 0, 0, 0xFFFFFFFFFFFFFFFC, 0xFFFFFFFF, 0),
+    ),
     "record-partial": ("events", b"\x01\x02\x03"),
 }
 

@@ -11,10 +11,31 @@ from ..jit import jit_inline, jit_leaf
 from .clocks import decref, incref, lookup, merge
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BARFENCE, AG_BARGEN, AG_BAROBJ, AG_BASE, AG_BLOCK, AG_BLOCKED, AG_BULK_AGENT,
-    AG_BULK_OPEN, AG_CL_DONE, AG_CLUSTER, AG_CP_AGENT, AG_CP_OPEN, AG_EPOCH, AG_FENCES, AG_FIELDS,
-    AG_FREL_BASE, AG_ISSUER, AG_KIND, AG_THREAD, AG_WEAK_AGENT, KIND_THREAD, N_LEVELS,
-    SV_N_AGENTS)
+    AG_BARFENCE,
+    AG_BARGEN,
+    AG_BAROBJ,
+    AG_BASE,
+    AG_BLOCK,
+    AG_BLOCKED,
+    AG_BULK_AGENT,
+    AG_BULK_OPEN,
+    AG_CL_DONE,
+    AG_CLUSTER,
+    AG_CP_AGENT,
+    AG_CP_OPEN,
+    AG_EPOCH,
+    AG_FENCES,
+    AG_FIELDS,
+    AG_FREL_BASE,
+    AG_ISSUER,
+    AG_KIND,
+    AG_THREAD,
+    AG_WEAK_AGENT,
+    KIND_THREAD,
+    N_LEVELS,
+    SV_N_AGENTS,
+)
+
 
 # ---------------------------------------------------------------------------
 # Agents and clocks.
@@ -98,8 +119,12 @@ AGENT_PREFETCH_MIN = 8192
 
 @jit_inline
 def _agent_is(ag, sv, a, block, thread):
-    return 0 <= a < sv[SV_N_AGENTS] and ag[a, AG_THREAD] == thread and \
-        ag[a, AG_BLOCK] == block and ag[a, AG_KIND] == KIND_THREAD
+    return (
+        0 <= a < sv[SV_N_AGENTS]
+        and ag[a, AG_THREAD] == thread
+        and ag[a, AG_BLOCK] == block
+        and ag[a, AG_KIND] == KIND_THREAD
+    )
 
 
 @jit_inline

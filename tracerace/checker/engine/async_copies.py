@@ -8,7 +8,17 @@ import numpy as np
 
 from ..jit import jit_inline, jit_leaf
 from .layout import (
-    AG_FENCES, AG_KIND, AG_RETIRED, FN_AUX, FN_EPOCH, FN_NEXT, FN_VAL, KIND_TMA, SV_FEN_TOP)
+    AG_FENCES,
+    AG_KIND,
+    AG_RETIRED,
+    FN_AUX,
+    FN_EPOCH,
+    FN_NEXT,
+    FN_VAL,
+    KIND_TMA,
+    SV_FEN_TOP,
+)
+
 
 @jit_leaf
 def proxy_fenced(ag, fen, w, w_epoch, known_epoch):

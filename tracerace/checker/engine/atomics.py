@@ -1,5 +1,4 @@
-"""Atomics: the releases an atomic reads (acquire side) and leaves (release side).
-"""
+"""Atomics: the releases an atomic reads (acquire side) and leaves (release side)."""
 
 from __future__ import annotations
 
@@ -12,15 +11,46 @@ from .agents import join_into, reach, set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, merge, merge_many
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BASE, AG_FREL_BASE, AG_FREL_EPOCH, AG_PACQ, AG_WEAK_AGENT, AG_WEAK_AUX, AG_WEAK_EPOCH,
-    AG_WEAK_OBJ, RL_AGENT, RL_BASE, RL_EPOCH, RL_NEXT, RL_SCOPE, SV_AR_FREE, SV_AR_TOP,
-    SV_AR_USED, SV_ATOM_N)
+    AG_BASE,
+    AG_FREL_BASE,
+    AG_FREL_EPOCH,
+    AG_PACQ,
+    AG_WEAK_AGENT,
+    AG_WEAK_AUX,
+    AG_WEAK_EPOCH,
+    AG_WEAK_OBJ,
+    RL_AGENT,
+    RL_BASE,
+    RL_EPOCH,
+    RL_NEXT,
+    RL_SCOPE,
+    SV_AR_FREE,
+    SV_AR_TOP,
+    SV_AR_USED,
+    SV_ATOM_N,
+)
 from .pools import pool_alloc
+
 
 # ---------------------------------------------------------------------------
 @jit_leaf
-def acquire_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, scratch, touched, cvs, a,
-                   region, addr, sem, scope):
+def acquire_atomic(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    atom_map,
+    rels,
+    scratch,
+    touched,
+    cvs,
+    a,
+    region,
+    addr,
+    sem,
+    scope,
+):
     """The acquire side of an atomic by ``a`` (the reference's
     ``atomic_acquire``): every release on the address whose scope and this
     atomic's both reach the pair is joined, into the clock (acquire) or the
@@ -50,15 +80,24 @@ def acquire_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, scratch, tou
                     m += 1
                 else:
                     lvl = AG_PACQ + need - 1
-                    snap = merge(snaps, arena_a, arena_e, sv, ag[a, lvl], rels[r, RL_BASE], u,
-                                 rels[r, RL_EPOCH])
+                    snap = merge(
+                        snaps,
+                        arena_a,
+                        arena_e,
+                        sv,
+                        ag[a, lvl],
+                        rels[r, RL_BASE],
+                        u,
+                        rels[r, RL_EPOCH],
+                    )
                     incref(snaps, snap)
                     decref(snaps, sv, ag[a, lvl])
                     ag[a, lvl] = snap
             # The newest release read in vain (ties: the record made last,
             # met first here; the reference meets it last).
             if (not acq or how == R.WEAK_SCOPE) and (
-                    not weak or rels[r, RL_EPOCH] > ag[a, AG_WEAK_EPOCH]):
+                not weak or rels[r, RL_EPOCH] > ag[a, AG_WEAK_EPOCH]
+            ):
                 weak = True
                 ag[a, AG_WEAK_AGENT] = u
                 ag[a, AG_WEAK_EPOCH] = rels[r, RL_EPOCH]
@@ -71,8 +110,9 @@ def acquire_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, scratch, tou
 
 
 @jit_leaf
-def release_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, a, region, addr, scope,
-                   base, epoch):
+def release_atomic(
+    ag, snaps, arena_a, arena_e, sv, atom_map, rels, a, region, addr, scope, base, epoch
+):
     """Record a release of clock (``base``, ``a`` at ``epoch``) at ``scope`` on
     the address: merged into ``a``'s record of that scope, else a new record
     at the head of the address's list (the reference's creation order)."""

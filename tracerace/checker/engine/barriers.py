@@ -7,22 +7,70 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace import ops as O
-
 from .. import reasons as R
 from ..jit import jit, jit_leaf
 from .agents import set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, merge_many
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BARFENCE, AG_BARGEN, AG_BAROBJ, AG_BASE, AG_BLOCKED, AG_BLOCKNUM, ARF_FENCE_SHIFT,
-    ARF_NOJOIN, ARF_WAITER, AR_AGENT, AR_BASE, AR_EPOCH, AR_FLAG, AR_NEXT, E_BAR_COUNT,
-    E_WARP_MASK, F_AUX, F_BAR_GEN, F_BAR_OBJ, F_CODE, F_OBJ, GN_ARG, GN_ARRIVALS, GN_BAROBJ,
-    GN_COUNT, GN_F_BLOCK, GN_F_LAUNCH, GN_F_OP, GN_F_ROW, GN_F_SITE, GN_F_THREAD, GN_F_TS,
-    GN_KEYOBJ, GN_L_BLOCK, GN_L_LAUNCH, GN_L_OBJ, GN_L_OP, GN_L_ROW, GN_L_SITE, GN_L_THREAD,
-    GN_L_TS, GN_MASK, GN_NUMBER, GN_OPEN, OK, SV_ARR_FREE, SV_ARR_TOP, SV_ARR_USED, SV_ERR_A,
-    SV_ERR_B, SV_GEN_N, SV_NFIND, SV_VIEW, WARP_BARRIER)
+    AG_BARFENCE,
+    AG_BARGEN,
+    AG_BAROBJ,
+    AG_BASE,
+    AG_BLOCKED,
+    AG_BLOCKNUM,
+    AR_AGENT,
+    AR_BASE,
+    AR_EPOCH,
+    AR_FLAG,
+    AR_NEXT,
+    ARF_FENCE_SHIFT,
+    ARF_NOJOIN,
+    ARF_WAITER,
+    E_BAR_COUNT,
+    E_WARP_MASK,
+    F_AUX,
+    F_BAR_GEN,
+    F_BAR_OBJ,
+    F_CODE,
+    F_OBJ,
+    GN_ARG,
+    GN_ARRIVALS,
+    GN_BAROBJ,
+    GN_COUNT,
+    GN_F_BLOCK,
+    GN_F_LAUNCH,
+    GN_F_OP,
+    GN_F_ROW,
+    GN_F_SITE,
+    GN_F_THREAD,
+    GN_F_TS,
+    GN_KEYOBJ,
+    GN_L_BLOCK,
+    GN_L_LAUNCH,
+    GN_L_OBJ,
+    GN_L_OP,
+    GN_L_ROW,
+    GN_L_SITE,
+    GN_L_THREAD,
+    GN_L_TS,
+    GN_MASK,
+    GN_NUMBER,
+    GN_OPEN,
+    OK,
+    SV_ARR_FREE,
+    SV_ARR_TOP,
+    SV_ARR_USED,
+    SV_ERR_A,
+    SV_ERR_B,
+    SV_GEN_N,
+    SV_NFIND,
+    SV_VIEW,
+    WARP_BARRIER,
+)
 from .pools import pool_alloc, pool_free
 from .races import emit, set_prev
+
 
 # ---------------------------------------------------------------------------
 # Arrival lists: barrier generations and mbarrier phases.
@@ -68,8 +116,18 @@ def finish_launch(gens, sv, find):
     """End of a launch: every generation still open is a barrier_mismatch."""
     for g in range(sv[SV_GEN_N]):
         if gens[g, GN_OPEN] == 1:
-            emit(find, sv, O.K_BARRIER_MISMATCH, gens[g, GN_L_ROW], gens[g, GN_L_LAUNCH], gens[g, GN_L_BLOCK],
-                 gens[g, GN_L_THREAD], gens[g, GN_L_OP], gens[g, GN_L_TS], gens[g, GN_L_SITE])
+            emit(
+                find,
+                sv,
+                O.K_BARRIER_MISMATCH,
+                gens[g, GN_L_ROW],
+                gens[g, GN_L_LAUNCH],
+                gens[g, GN_L_BLOCK],
+                gens[g, GN_L_THREAD],
+                gens[g, GN_L_OP],
+                gens[g, GN_L_TS],
+                gens[g, GN_L_SITE],
+            )
             k = sv[SV_NFIND] - 1
             find[k, F_OBJ] = gens[g, GN_L_OBJ]
             find[k, F_CODE] = R.BAR_INCOMPLETE
@@ -81,10 +139,28 @@ def finish_launch(gens, sv, find):
 def on_barrier(t, c, i, ev, a, epoch):
     """bar_sync, bar_arrive, warp_sync: the reference's ``on_barrier``."""
     (sv, ag, snaps, arena_a, arena_e, scratch, touched, gens, bar_map, arr, find, cvs) = (
-        t.sv, t.ag, t.snaps, t.arena_a, t.arena_e, t.scratch, t.touched, t.gens, t.bar_map,
-        t.arr, t.find, t.cvs)
+        t.sv,
+        t.ag,
+        t.snaps,
+        t.arena_a,
+        t.arena_e,
+        t.scratch,
+        t.touched,
+        t.gens,
+        t.bar_map,
+        t.arr,
+        t.find,
+        t.cvs,
+    )
     (row, launch, block, thread, op, ts, site) = (
-        ev.row, ev.launch, ev.block, ev.thread, ev.op, ev.ts, ev.site)
+        ev.row,
+        ev.launch,
+        ev.block,
+        ev.thread,
+        ev.op,
+        ev.ts,
+        ev.site,
+    )
     arg = np.int64(c.arg[i])
     obj = np.int64(c.obj[i])
     if op == O.WARP_SYNC:
@@ -133,8 +209,17 @@ def on_barrier(t, c, i, ev, a, epoch):
         gens[gslot, GN_F_SITE] = site
     elif count != gens[gslot, GN_ARG] or mask != gens[gslot, GN_MASK]:
         k = emit(find, sv, O.K_BARRIER_MISMATCH, row, launch, block, thread, op, ts, site)
-        set_prev(find, k, gens[gslot, GN_F_ROW], gens[gslot, GN_F_LAUNCH], gens[gslot, GN_F_BLOCK],
-                 gens[gslot, GN_F_THREAD], gens[gslot, GN_F_OP], gens[gslot, GN_F_TS], gens[gslot, GN_F_SITE])
+        set_prev(
+            find,
+            k,
+            gens[gslot, GN_F_ROW],
+            gens[gslot, GN_F_LAUNCH],
+            gens[gslot, GN_F_BLOCK],
+            gens[gslot, GN_F_THREAD],
+            gens[gslot, GN_F_OP],
+            gens[gslot, GN_F_TS],
+            gens[gslot, GN_F_SITE],
+        )
         find[k, F_OBJ] = mis_obj
         find[k, F_CODE] = R.BAR_ARG_DISAGREES
         find[k, F_AUX] = gens[gslot, GN_ARG]
@@ -152,13 +237,17 @@ def on_barrier(t, c, i, ev, a, epoch):
     # An arrival whose barrier does not fence this view's memory
     # gives no clock, and (a bar_sync) takes none.
     fences = (np.int64(c.fence_spaces[i]) & sv[SV_VIEW] & 3) != 0
-    flag = (ARF_WAITER | (np.int64(c.fence_spaces[i]) << ARF_FENCE_SHIFT)) if op != O.BAR_ARRIVE else 0
+    flag = (
+        (ARF_WAITER | (np.int64(c.fence_spaces[i]) << ARF_FENCE_SHIFT)) if op != O.BAR_ARRIVE else 0
+    )
     if fences:
-        gens[gslot, GN_ARRIVALS] = add_arrival(arr, sv, snaps, gens[gslot, GN_ARRIVALS],
-                                               ag[a, AG_BASE], a, epoch, flag)
+        gens[gslot, GN_ARRIVALS] = add_arrival(
+            arr, sv, snaps, gens[gslot, GN_ARRIVALS], ag[a, AG_BASE], a, epoch, flag
+        )
     else:
-        gens[gslot, GN_ARRIVALS] = add_arrival(arr, sv, snaps, gens[gslot, GN_ARRIVALS],
-                                               0, a, epoch, flag | ARF_NOJOIN)
+        gens[gslot, GN_ARRIVALS] = add_arrival(
+            arr, sv, snaps, gens[gslot, GN_ARRIVALS], 0, a, epoch, flag | ARF_NOJOIN
+        )
     if flag:
         ag[a, AG_BLOCKED] = gslot
         ag[a, AG_BLOCKNUM] = gens[gslot, GN_NUMBER]

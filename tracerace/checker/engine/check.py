@@ -1,29 +1,47 @@
-"""The driver: batches in, findings out, bad input turned into one-line errors.
-"""
+"""The driver: batches in, findings out, bad input turned into one-line errors."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
 from ...trace import badinput
 from ...trace import ops as O
-from ..findings import CheckResult, empty_findings
 from ...trace.schema import COLUMN_NAMES
+from ..findings import CheckResult, empty_findings
 from .barriers import finish_launch
+from .faulter import Faulter
 from .granularity import global_shift_for, shared_shift_for
 from .granules import global_accesses
 from .layout import (
-    F_KIND, F_PREV_ROW, F_RANK, F_ROW, GR_FIND, NEED_GROW, NEW_LAUNCH, OK, SV_ERR_A, SV_ERR_B,
-    SV_ERR_C, SV_ERR_D, SV_GEN_N, SV_GROW, SV_LAUNCH, SV_NFIND, SV_VIEW, VIEW_GLOBAL,
-    VIEW_SHARED)
-from .faulter import Faulter
+    F_KIND,
+    F_PREV_ROW,
+    F_RANK,
+    F_ROW,
+    GR_FIND,
+    NEED_GROW,
+    NEW_LAUNCH,
+    OK,
+    SV_ERR_A,
+    SV_ERR_B,
+    SV_ERR_C,
+    SV_ERR_D,
+    SV_GEN_N,
+    SV_GROW,
+    SV_LAUNCH,
+    SV_NFIND,
+    SV_VIEW,
+    VIEW_GLOBAL,
+    VIEW_SHARED,
+)
 from .pools import Sizes
 from .prefetch import prefetch
 from .races import records
 from .replay import Columns, replay
 from .shadow import PAGE_SHIFT
-from .state import EngineState, FIND_HANDOVER_ROWS
-from typing import Callable
+from .state import FIND_HANDOVER_ROWS, EngineState
+
 
 # The kernel's error statuses -> (rule, message) (tracerace.trace.badinput), from
 # the four values it leaves in SV_ERR_A..D.
@@ -33,12 +51,19 @@ def _raise(status: int, sv: np.ndarray, row: int, path: str | None) -> None:
     raise badinput.error(status, *values, path=path, row=row)
 
 
-def check_trace(reader, *, progress: Callable[[int], None] | None = None,
-                on_findings: Callable[[np.ndarray], None] | None = None,
-                page_shift: int = PAGE_SHIFT, sizes: Sizes | None = None,
-                shared_shift: int | None = None, shard: tuple[int, int] = (0, 1),
-                stretch_shift: int | None = None, raw: bool = False,
-                handover_rows: int = FIND_HANDOVER_ROWS) -> CheckResult:
+def check_trace(
+    reader,
+    *,
+    progress: Callable[[int], None] | None = None,
+    on_findings: Callable[[np.ndarray], None] | None = None,
+    page_shift: int = PAGE_SHIFT,
+    sizes: Sizes | None = None,
+    shared_shift: int | None = None,
+    shard: tuple[int, int] = (0, 1),
+    stretch_shift: int | None = None,
+    raw: bool = False,
+    handover_rows: int = FIND_HANDOVER_ROWS,
+) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the Numba engine.
 
     ``on_findings``: called once after each batch with the batch's findings
@@ -89,8 +114,7 @@ def check_trace(reader, *, progress: Callable[[int], None] | None = None,
                     views.append(st.fork(VIEW_SHARED))
                     st.sv[SV_VIEW] = VIEW_GLOBAL
                 if len(views) == 1:
-                    replay_batch(st, batch, reader.meta.path, gpos, drain, raw,
-                                 handover_rows)
+                    replay_batch(st, batch, reader.meta.path, gpos, drain, raw, handover_rows)
                     if on_findings is not None:
                         on_findings(_joined(drained, take()))
                 else:
@@ -138,7 +162,9 @@ def _same(rows: np.ndarray) -> np.ndarray:
     return rows
 
 
-_MEMORY_KINDS = np.array([O.K_RAW, O.K_WAR, O.K_WAW, O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE])
+_MEMORY_KINDS = np.array(
+    [O.K_RAW, O.K_WAR, O.K_WAW, O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE]
+)
 
 
 def _fences_some_memory(cols: dict) -> bool:
@@ -164,10 +190,15 @@ def _merge_views(found: list[np.ndarray]) -> np.ndarray:
     return np.concatenate([g[~memory], both[last]])
 
 
-def replay_batch(st: EngineState, batch, path: str | None,
-                  gpos: np.ndarray | None = None,
-                  on_findings: Callable[[np.ndarray], None] | None = None,
-                  raw: bool = False, handover_rows: int = FIND_HANDOVER_ROWS) -> None:
+def replay_batch(
+    st: EngineState,
+    batch,
+    path: str | None,
+    gpos: np.ndarray | None = None,
+    on_findings: Callable[[np.ndarray], None] | None = None,
+    raw: bool = False,
+    handover_rows: int = FIND_HANDOVER_ROWS,
+) -> None:
     """Run the kernel over one batch, growing pools and closing launches
     whenever it stops to ask. ``gpos``: :func:`global_accesses` of the batch,
     when the read-ahead thread has computed it. ``on_findings``: takes a full
@@ -185,8 +216,12 @@ def replay_batch(st: EngineState, batch, path: str | None,
             return
         if status == NEED_GROW:
             mask = int(st.sv[SV_GROW])
-            if (mask & GR_FIND and on_findings is not None and st.sv[SV_NFIND] > 0
-                    and st.arrays["find"].shape[0] >= handover_rows):
+            if (
+                mask & GR_FIND
+                and on_findings is not None
+                and st.sv[SV_NFIND] > 0
+                and st.arrays["find"].shape[0] >= handover_rows
+            ):
                 on_findings(st.take_rows() if raw else st.take_findings())
                 mask &= ~GR_FIND
             st.grow(mask)

@@ -21,8 +21,22 @@ import numpy as np
 
 from ..jit import jit, jit_inline, jit_leaf
 from .layout import (
-    CV_AGENT, CV_BASE, CV_EPOCH, SN_LEN, SN_PARENT, SN_REF, SN_SERIAL, SN_STAMP, SN_START,
-    SV_ARENA_LIVE, SV_ARENA_TOP, SV_SNAP_FREE, SV_SNAP_N, SV_SNAP_SERIAL, SV_STAMP)
+    CV_AGENT,
+    CV_BASE,
+    CV_EPOCH,
+    SN_LEN,
+    SN_PARENT,
+    SN_REF,
+    SN_SERIAL,
+    SN_STAMP,
+    SN_START,
+    SV_ARENA_LIVE,
+    SV_ARENA_TOP,
+    SV_SNAP_FREE,
+    SV_SNAP_N,
+    SV_SNAP_SERIAL,
+    SV_STAMP,
+)
 
 # Snapshot rows (``layout.SN_*``) are padded to one cache line.
 # ``SN_SERIAL`` numbers snapshots in the order they are made (from 1; never
@@ -42,7 +56,6 @@ from .layout import (
 # made and never held (compaction reclaims it) holds nothing.
 DELTA_MIN = 16  # a root at least this long gets deltas; shorter ones are copied
 DELTA_MAX = 8
-
 
 
 @jit_inline

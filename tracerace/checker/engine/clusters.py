@@ -21,13 +21,56 @@ from .barriers import add_arrival, free_arrivals, join_arrivals
 from .clocks import decref, incref
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_BASE, AG_BLOCKED, AG_BLOCKNUM, AG_CL_DONE, AG_CL_PEND, AG_CLUSTER,
-    ARF_CLUSTER, ARF_NOJOIN, AR_AGENT, AR_NEXT, CLUSTER_BARRIER, E_CLUSTER_AGAIN,
-    E_CLUSTER_COUNT, E_CLUSTER_WAIT, F_AUX, F_BAR_GEN, F_BAR_OBJ, F_CODE, F_OBJ, GN_ARG,
-    GN_ARRIVALS, GN_BAROBJ, GN_COUNT, GN_F_BLOCK, GN_F_LAUNCH, GN_F_OP, GN_F_ROW, GN_F_SITE,
-    GN_F_THREAD, GN_F_TS, GN_KEYOBJ, GN_L_BLOCK, GN_L_LAUNCH, GN_L_OBJ, GN_L_OP, GN_L_ROW,
-    GN_L_SITE, GN_L_THREAD, GN_L_TS, GN_MASK, GN_NUMBER, GN_OPEN, OK, SV_ERR_A, SV_ERR_B,
-    SV_ERR_C, SV_GEN_N)
+    AG_BARGEN,
+    AG_BAROBJ,
+    AG_BASE,
+    AG_BLOCKED,
+    AG_BLOCKNUM,
+    AG_CL_DONE,
+    AG_CL_PEND,
+    AG_CLUSTER,
+    AR_AGENT,
+    AR_NEXT,
+    ARF_CLUSTER,
+    ARF_NOJOIN,
+    CLUSTER_BARRIER,
+    E_CLUSTER_AGAIN,
+    E_CLUSTER_COUNT,
+    E_CLUSTER_WAIT,
+    F_AUX,
+    F_BAR_GEN,
+    F_BAR_OBJ,
+    F_CODE,
+    F_OBJ,
+    GN_ARG,
+    GN_ARRIVALS,
+    GN_BAROBJ,
+    GN_COUNT,
+    GN_F_BLOCK,
+    GN_F_LAUNCH,
+    GN_F_OP,
+    GN_F_ROW,
+    GN_F_SITE,
+    GN_F_THREAD,
+    GN_F_TS,
+    GN_KEYOBJ,
+    GN_L_BLOCK,
+    GN_L_LAUNCH,
+    GN_L_OBJ,
+    GN_L_OP,
+    GN_L_ROW,
+    GN_L_SITE,
+    GN_L_THREAD,
+    GN_L_TS,
+    GN_MASK,
+    GN_NUMBER,
+    GN_OPEN,
+    OK,
+    SV_ERR_A,
+    SV_ERR_B,
+    SV_ERR_C,
+    SV_GEN_N,
+)
 from .races import emit, set_prev
 
 CLUSTER_KEY = 2  # bar_map's first key word: 0 block barriers, 1 warp_sync, 2 clusters
@@ -71,11 +114,29 @@ def on_cluster_arrive(t, c, i, ev, a, epoch):
         gens[gslot, GN_F_TS] = ev.ts
         gens[gslot, GN_F_SITE] = ev.site
     elif count != gens[gslot, GN_ARG]:
-        k = emit(find, sv, O.K_BARRIER_MISMATCH, ev.row, ev.launch, ev.block, ev.thread, ev.op,
-                 ev.ts, ev.site)
-        set_prev(find, k, gens[gslot, GN_F_ROW], gens[gslot, GN_F_LAUNCH], gens[gslot, GN_F_BLOCK],
-                 gens[gslot, GN_F_THREAD], gens[gslot, GN_F_OP], gens[gslot, GN_F_TS],
-                 gens[gslot, GN_F_SITE])
+        k = emit(
+            find,
+            sv,
+            O.K_BARRIER_MISMATCH,
+            ev.row,
+            ev.launch,
+            ev.block,
+            ev.thread,
+            ev.op,
+            ev.ts,
+            ev.site,
+        )
+        set_prev(
+            find,
+            k,
+            gens[gslot, GN_F_ROW],
+            gens[gslot, GN_F_LAUNCH],
+            gens[gslot, GN_F_BLOCK],
+            gens[gslot, GN_F_THREAD],
+            gens[gslot, GN_F_OP],
+            gens[gslot, GN_F_TS],
+            gens[gslot, GN_F_SITE],
+        )
         find[k, F_OBJ] = cluster
         find[k, F_CODE] = R.BAR_ARG_DISAGREES
         find[k, F_AUX] = gens[gslot, GN_ARG]
@@ -91,11 +152,13 @@ def on_cluster_arrive(t, c, i, ev, a, epoch):
     gens[gslot, GN_L_SITE] = ev.site
     gens[gslot, GN_L_OBJ] = cluster
     if ev.op == O.CLUSTER_ARRIVE:  # a release: what came before goes to the waiters
-        gens[gslot, GN_ARRIVALS] = add_arrival(arr, sv, snaps, gens[gslot, GN_ARRIVALS],
-                                               ag[a, AG_BASE], a, epoch, ARF_CLUSTER)
+        gens[gslot, GN_ARRIVALS] = add_arrival(
+            arr, sv, snaps, gens[gslot, GN_ARRIVALS], ag[a, AG_BASE], a, epoch, ARF_CLUSTER
+        )
     else:
-        gens[gslot, GN_ARRIVALS] = add_arrival(arr, sv, snaps, gens[gslot, GN_ARRIVALS],
-                                               0, a, epoch, ARF_CLUSTER | ARF_NOJOIN)
+        gens[gslot, GN_ARRIVALS] = add_arrival(
+            arr, sv, snaps, gens[gslot, GN_ARRIVALS], 0, a, epoch, ARF_CLUSTER | ARF_NOJOIN
+        )
     ag[a, AG_CL_PEND] = gslot + 1
     if gens[gslot, GN_COUNT] < gens[gslot, GN_ARG]:
         return OK

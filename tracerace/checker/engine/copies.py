@@ -11,9 +11,28 @@ from .. import reasons as R
 from ..jit import jit_inline, jit_leaf
 from .agents import async_agent, join_into
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_BULK_AGENT, AG_BULK_OPEN, AG_BULK_RET, AG_CP_AGENT, AG_CP_OPEN,
-    AG_CP_RET, AG_FENCES, AG_RETIRED, E_WAIT_GROUP, FN_AUX, FN_EPOCH, FN_NEXT, FN_VAL,
-    I_PROXY, KIND_BULK, KIND_CP, OK, SV_ERR_A, SV_FEN_TOP)
+    AG_BARGEN,
+    AG_BAROBJ,
+    AG_BULK_AGENT,
+    AG_BULK_OPEN,
+    AG_BULK_RET,
+    AG_CP_AGENT,
+    AG_CP_OPEN,
+    AG_CP_RET,
+    AG_FENCES,
+    AG_RETIRED,
+    E_WAIT_GROUP,
+    FN_AUX,
+    FN_EPOCH,
+    FN_NEXT,
+    FN_VAL,
+    I_PROXY,
+    KIND_BULK,
+    KIND_CP,
+    OK,
+    SV_ERR_A,
+    SV_FEN_TOP,
+)
 from .memory import copy
 from .races import flush_candidates
 
@@ -37,12 +56,50 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, kind):
     """A copy issued by thread ``a`` into commit group ``group`` of its async
     agent ``ca``: the agent reads the source and writes the destination."""
     sv, ag, find, cand = t.sv, t.ag, t.find, t.cand
-    if copy(ag, t.snaps, t.arena_a, t.arena_e, sv, t.nodes, t.cold, t.gran, t.fen, cand, t.ivs,
-            t.pst, a, ca, group, bits, kind, ev.row, ev.ts, ev.site, ev.op,
-            np.int64(c.space[i]), np.int64(c.addr[i]), ev.size, np.int64(c.space2[i]),
-            np.int64(c.addr2[i]), ev.block, np.int64(c.peer[i])):
-        flush_candidates(cand, find, sv, ev.row, ev.launch, ev.block, ev.thread, ev.op, ev.ts,
-                         ev.site, ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+    if copy(
+        ag,
+        t.snaps,
+        t.arena_a,
+        t.arena_e,
+        sv,
+        t.nodes,
+        t.cold,
+        t.gran,
+        t.fen,
+        cand,
+        t.ivs,
+        t.pst,
+        a,
+        ca,
+        group,
+        bits,
+        kind,
+        ev.row,
+        ev.ts,
+        ev.site,
+        ev.op,
+        np.int64(c.space[i]),
+        np.int64(c.addr[i]),
+        ev.size,
+        np.int64(c.space2[i]),
+        np.int64(c.addr2[i]),
+        ev.block,
+        np.int64(c.peer[i]),
+    ):
+        flush_candidates(
+            cand,
+            find,
+            sv,
+            ev.row,
+            ev.launch,
+            ev.block,
+            ev.thread,
+            ev.op,
+            ev.ts,
+            ev.site,
+            ag[a, AG_BAROBJ],
+            ag[a, AG_BARGEN],
+        )
 
 
 @jit_leaf

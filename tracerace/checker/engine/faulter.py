@@ -25,7 +25,7 @@ class Faulter:
     enough to profit; leaving the ``with`` block stops it.
     """
 
-    def __init__(self, st: "EngineState") -> None:
+    def __init__(self, st: EngineState) -> None:
         self._st = st
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tracerace-fault", daemon=True)
@@ -38,7 +38,7 @@ class Faulter:
             self._started = True
             self._thread.start()
 
-    def __enter__(self) -> "Faulter":
+    def __enter__(self) -> Faulter:
         return self
 
     def __exit__(self, *exc) -> None:

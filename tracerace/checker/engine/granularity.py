@@ -22,7 +22,7 @@ def _launch_sample(cols: dict, start: int) -> slice:
     """Rows of the launch that starts at ``start``, at most SHIFT_SAMPLE of
     them (launches come in order, so a binary search finds its end: a trace
     of many short launches does not scan 2^16 rows for each)."""
-    launch = cols["launch"][start:start + SHIFT_SAMPLE]
+    launch = cols["launch"][start : start + SHIFT_SAMPLE]
     return slice(start, start + int(np.searchsorted(launch, launch[0], side="right")))
 
 
@@ -71,6 +71,8 @@ def global_shift_for(cols: dict, start: int) -> int:
     direct = (cols["space"][rows] == O.SPACE_GLOBAL) & (op <= O.ATOMIC)
     source = (cols["space2"][rows] == O.SPACE_GLOBAL) & (op == O.CP_ASYNC)
     size = cols["size"][rows]
-    wide = _mostly_vectors(np.concatenate([size[direct], size[source]]),
-                           np.concatenate([cols["addr"][rows][direct], cols["addr2"][rows][source]]))
+    wide = _mostly_vectors(
+        np.concatenate([size[direct], size[source]]),
+        np.concatenate([cols["addr"][rows][direct], cols["addr2"][rows][source]]),
+    )
     return WIDE_GRANULE_SHIFT if wide else GLOBAL_GRANULE_SHIFT

@@ -11,17 +11,61 @@ from ..jit import jit_inline, jit_inline_ir, jit_leaf, store_row_nt
 from .agents import known
 from .async_copies import copy_retired, proxy_fenced, retiring_wait
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_ISSUER, AG_KIND, FN_EPOCH, G_INIT, G_NREADS, G_READS, G_RLIMIT,
-    G_WRITES, I_AFTER_ALL, I_ASYNC, I_ATOMIC, I_PROXY, I_RACED, I_WRITE, K_SHADOW_EPOCH, KIND_TMA,
-    N_AGENT, N_EPOCH, N_INFO, N_NEXT, SV_GLOBAL_REGION, SV_GRAN_COUNT, SV_IV_N, SV_LAUNCH,
-    SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_SHARED_REGION, add_mask, info_mask, info_scope,
-    info_shadow, with_mask, with_shadow)
+    AG_BARGEN,
+    AG_BAROBJ,
+    AG_ISSUER,
+    AG_KIND,
+    FN_EPOCH,
+    G_INIT,
+    G_NREADS,
+    G_READS,
+    G_RLIMIT,
+    G_WRITES,
+    I_AFTER_ALL,
+    I_ASYNC,
+    I_ATOMIC,
+    I_PROXY,
+    I_RACED,
+    I_WRITE,
+    K_SHADOW_EPOCH,
+    KIND_TMA,
+    N_AGENT,
+    N_EPOCH,
+    N_INFO,
+    N_NEXT,
+    SV_GLOBAL_REGION,
+    SV_GRAN_COUNT,
+    SV_IV_N,
+    SV_LAUNCH,
+    SV_NODE_FREE,
+    SV_NODE_TOP,
+    SV_NODE_USED,
+    SV_SHARED_REGION,
+    add_mask,
+    info_mask,
+    info_scope,
+    info_shadow,
+    with_mask,
+    with_shadow,
+)
 from .pools import pool_alloc, pool_free
 from .races import ORDERED, offer, race_kind
 from .shadow import (
-    PF_FAR, PF_NEAR, READ_PRUNE_MIN, REGION_LOCAL, find_granule, granule_shift, hidden_bytes,
-    hide_bytes, iv_init_mask, iv_region, prefetch_lists, prefetch_slots, set_shadow_agent,
-    shadow_agent)
+    PF_FAR,
+    PF_NEAR,
+    READ_PRUNE_MIN,
+    REGION_LOCAL,
+    find_granule,
+    granule_shift,
+    hidden_bytes,
+    hide_bytes,
+    iv_init_mask,
+    iv_region,
+    prefetch_lists,
+    prefetch_slots,
+    set_shadow_agent,
+    shadow_agent,
+)
 
 
 @jit_inline
@@ -37,8 +81,18 @@ def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     # cp.async pipeline writes one per shared read, ~0.5 GB per 10^7 events,
     # which used to evict the lists and slots the next accesses need.
     # K_SHADOW_*: meaningless until a copy sets the node's shadow bits.
-    store_row_nt(cold, n, row, addr, (site << 32) | size, ts, ag[t, AG_BAROBJ],
-                 ag[t, AG_BARGEN], np.int64(0), np.int64(0))
+    store_row_nt(
+        cold,
+        n,
+        row,
+        addr,
+        (site << 32) | size,
+        ts,
+        ag[t, AG_BAROBJ],
+        ag[t, AG_BARGEN],
+        np.int64(0),
+        np.int64(0),
+    )
 
 
 @jit_inline
@@ -69,8 +123,7 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
         nxt = nodes[x, N_NEXT]
         xinfo = nodes[x, N_INFO]
         xm = info_mask(xinfo)
-        if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= \
-                nodes[x, N_EPOCH]:
+        if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= nodes[x, N_EPOCH]:
             xm &= ~m
             if xm == 0:
                 unlink(gran, slot, G_READS, nodes, sv, prev, x, nxt)
@@ -96,9 +149,36 @@ def extend_bytes(un, base, gsize, first, last):
 
 
 @jit_inline_ir
-def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
-                  region, space, owner, lo_addr, hi_addr, addr, end, a, epoch, t, info, row, ts,
-                  site, size, page):
+def granule_range(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    nodes,
+    cold,
+    gran,
+    fen,
+    cand,
+    ivs,
+    pst,
+    region,
+    space,
+    owner,
+    lo_addr,
+    hi_addr,
+    addr,
+    end,
+    a,
+    epoch,
+    t,
+    info,
+    row,
+    ts,
+    site,
+    size,
+    page,
+):
     """Check an access [addr, end) against the lists of the granules of its
     bytes [lo_addr, hi_addr), record it there, and find the uninitialized
     ones; or, when ``page`` is a slot, against a run of pages' lists (one unit,
@@ -136,15 +216,70 @@ def granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
                 un = uninitialized(gran, sv, ivs, region, slot, base, m)
                 if un:
                     uninit_lo, uninit_hi = extend_bytes(un, base, gsize, uninit_lo, uninit_hi)
-        found_w, after_all = check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran,
-                                          fen, cand, slot, m, space, owner, addr, end, a, epoch,
-                                          t, info)
+        found_w, after_all = check_writes(
+            ag,
+            snaps,
+            arena_a,
+            arena_e,
+            sv,
+            nodes,
+            cold,
+            gran,
+            fen,
+            cand,
+            slot,
+            m,
+            space,
+            owner,
+            addr,
+            end,
+            a,
+            epoch,
+            t,
+            info,
+        )
         found |= found_w
         if is_write:
-            found |= check_reads(ag, snaps, arena_a, arena_e, nodes, cold, gran, fen, cand, slot,
-                                 m, space, owner, addr, end, t)
-        record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch, t,
-               info | I_AFTER_ALL if after_all else info, addr, size, row, ts, site, page)
+            found |= check_reads(
+                ag,
+                snaps,
+                arena_a,
+                arena_e,
+                nodes,
+                cold,
+                gran,
+                fen,
+                cand,
+                slot,
+                m,
+                space,
+                owner,
+                addr,
+                end,
+                t,
+            )
+        record(
+            ag,
+            snaps,
+            arena_a,
+            arena_e,
+            sv,
+            nodes,
+            cold,
+            gran,
+            slot,
+            m,
+            a,
+            epoch,
+            t,
+            info | I_AFTER_ALL if after_all else info,
+            addr,
+            size,
+            row,
+            ts,
+            site,
+            page,
+        )
     return found, uninit_lo, uninit_hi
 
 
@@ -161,8 +296,28 @@ def uninitialized(gran, sv, ivs, region, slot, base, m):
 
 
 @jit_inline
-def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, slot, m, space,
-                 owner, addr, end, a, epoch, t, info):
+def check_writes(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    nodes,
+    cold,
+    gran,
+    fen,
+    cand,
+    slot,
+    m,
+    space,
+    owner,
+    addr,
+    end,
+    a,
+    epoch,
+    t,
+    info,
+):
     """The granule's writes against the access: each one that overlaps and races
     is a candidate; for an async-proxy access, each one it may see is checked
     for its proxy fence (``check_proxy_fence``). One pass also prunes them: a
@@ -205,8 +360,9 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
         nxt = nodes[x, N_NEXT]
         xinfo = nodes[x, N_INFO]
         xm = info_mask(xinfo)
-        if info_shadow(xinfo) and \
-                copy_retired(ag, fen, shadow_agent(cold, x), cold[x, K_SHADOW_EPOCH]):
+        if info_shadow(xinfo) and copy_retired(
+            ag, fen, shadow_agent(cold, x), cold[x, K_SHADOW_EPOCH]
+        ):
             # A retired copy that x happens before covers these bytes.
             xm &= ~info_shadow(xinfo)
             if xm == 0:
@@ -217,28 +373,59 @@ def check_writes(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
             nodes[x, N_INFO] = xinfo
         if xm & m:
             xa = nodes[x, N_AGENT]
-            kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, True, is_write,
-                             is_atomic, scope)
+            kind = race_kind(
+                ag, snaps, arena_a, arena_e, fen, nodes, x, t, True, is_write, is_atomic, scope
+            )
             if kind >= 0:
                 offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
                 found = 1
-            elif kind == ORDERED and is_proxy and (xinfo & I_PROXY) == 0 and \
-                    xm & m & ~hidden_bytes(cold, x) & \
-                    ~(cover_after_all if xinfo & I_RACED else cover):
-                found |= check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand,
-                                           x, aw, space, owner, addr, end, t)
+            elif (
+                kind == ORDERED
+                and is_proxy
+                and (xinfo & I_PROXY) == 0
+                and xm
+                & m
+                & ~hidden_bytes(cold, x)
+                & ~(cover_after_all if xinfo & I_RACED else cover)
+            ):
+                found |= check_proxy_fence(
+                    ag,
+                    snaps,
+                    arena_a,
+                    arena_e,
+                    nodes,
+                    cold,
+                    fen,
+                    cand,
+                    x,
+                    aw,
+                    space,
+                    owner,
+                    addr,
+                    end,
+                    t,
+                )
             if kind != ORDERED and is_copy_write:
                 after_all = False
                 xinfo |= I_RACED
                 nodes[x, N_INFO] = xinfo
-            if is_proxy and (xinfo & I_ASYNC) != 0 and copy_retired(ag, fen, xa,
-                                                                    nodes[x, N_EPOCH]):
+            if is_proxy and (xinfo & I_ASYNC) != 0 and copy_retired(ag, fen, xa, nodes[x, N_EPOCH]):
                 cover |= xm & m
                 if xinfo & I_AFTER_ALL:
                     cover_after_all |= xm & m
-            if kind == ORDERED and prunes_writes and (not is_atomic or (
-                    (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and xa == a and
-                    info_scope(xinfo) >= scope)):
+            if (
+                kind == ORDERED
+                and prunes_writes
+                and (
+                    not is_atomic
+                    or (
+                        (xinfo & I_ATOMIC) != 0
+                        and (xinfo & I_ASYNC) == 0
+                        and xa == a
+                        and info_scope(xinfo) >= scope
+                    )
+                )
+            ):
                 xm &= ~m
                 if xm == 0:
                     unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
@@ -276,8 +463,9 @@ def shade(ag, nodes, cold, x, xinfo, m, a, epoch):
 
 
 @jit_inline
-def check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand, x, aw, space, owner,
-                      addr, end, t):
+def check_proxy_fence(
+    ag, snaps, arena_a, arena_e, nodes, cold, fen, cand, x, aw, space, owner, addr, end, t
+):
     """An async-proxy access after a generic-proxy write ``x`` it may see: the
     writer must have fenced the proxies (``fence.proxy.async``) after the
     write (a cp.async destination: after the wait that retired it) and before
@@ -299,8 +487,9 @@ def check_proxy_fence(ag, snaps, arena_a, arena_e, nodes, cold, fen, cand, x, aw
 
 
 @jit_inline
-def check_reads(ag, snaps, arena_a, arena_e, nodes, cold, gran, fen, cand, slot, m, space, owner,
-                addr, end, t):
+def check_reads(
+    ag, snaps, arena_a, arena_e, nodes, cold, gran, fen, cand, slot, m, space, owner, addr, end, t
+):
     """A write against the granule's reads: each one that overlaps and races
     (``war``, or ``async_inflight`` for a copy's read still in flight) is a
     candidate."""
@@ -317,8 +506,28 @@ def check_reads(ag, snaps, arena_a, arena_e, nodes, cold, gran, fen, cand, slot,
 
 
 @jit_inline
-def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch, t, info, addr,
-           size, row, ts, site, page):
+def record(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    nodes,
+    cold,
+    gran,
+    slot,
+    m,
+    a,
+    epoch,
+    t,
+    info,
+    addr,
+    size,
+    row,
+    ts,
+    site,
+    page,
+):
     """The access joins the granule's writes or reads (a new node at the head).
     A read first prunes the reads it makes redundant: at once the newest read,
     when this one covers it and happens after it (its node is reused), else
@@ -334,8 +543,9 @@ def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch
             hm = info_mask(nodes[h, N_INFO])
             ha = nodes[h, N_AGENT]
             if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, ha) >= nodes[h, N_EPOCH]:
-                set_node(nodes, cold, ag, h, row, a, epoch, addr, size,
-                         add_mask(info, m), ts, site, t)
+                set_node(
+                    nodes, cold, ag, h, row, a, epoch, addr, size, add_mask(info, m), ts, site, t
+                )
                 # Another agent's read ordered before this one: most likely
                 # a new generation of readers after a barrier, so the rest
                 # of the old one is redundant now. Dropping it at once keeps
@@ -357,24 +567,75 @@ def record(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, slot, m, a, epoch
     n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
     nodes[n, N_NEXT] = gran[slot, head_col]
     gran[slot, head_col] = n
-    set_node(nodes, cold, ag, n, row, a, epoch, addr, size, add_mask(info, m),
-             ts, site, t)
+    set_node(nodes, cold, ag, n, row, a, epoch, addr, size, add_mask(info, m), ts, site, t)
     if is_write and page < 0:  # a page's written bytes go to an init interval
         gran[slot, G_INIT] |= m
 
 
 @jit_leaf
-def granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst, region,
-             space, owner, lo_addr, hi_addr, addr, end, a, epoch, t, info, row, ts, site, size,
-             page):
+def granules(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    nodes,
+    cold,
+    gran,
+    fen,
+    cand,
+    ivs,
+    pst,
+    region,
+    space,
+    owner,
+    lo_addr,
+    hi_addr,
+    addr,
+    end,
+    a,
+    epoch,
+    t,
+    info,
+    row,
+    ts,
+    site,
+    size,
+    page,
+):
     """``granule_range`` as a function of its own, for the rare large accesses
     (``access_pages``) and copies: inlined there too, it made the first run's
     compile of the kernels several times longer."""
-    return granule_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-                         pst, region, space, owner, lo_addr, hi_addr, addr, end, a, epoch, t,
-                         info, row, ts, site, size, page)
-
-
+    return granule_range(
+        ag,
+        snaps,
+        arena_a,
+        arena_e,
+        sv,
+        nodes,
+        cold,
+        gran,
+        fen,
+        cand,
+        ivs,
+        pst,
+        region,
+        space,
+        owner,
+        lo_addr,
+        hi_addr,
+        addr,
+        end,
+        a,
+        epoch,
+        t,
+        info,
+        row,
+        ts,
+        site,
+        size,
+        page,
+    )
 
 
 @jit_inline
@@ -405,8 +666,15 @@ def prefetch_ahead(op_c, addr_c, size_c, gpos, k, gran, nodes, cold, gregion):
     j = k + PF_NEAR
     if j < gpos.shape[0]:
         e = gpos[j]
-        prefetch_lists(gran, nodes, cold, gregion, np.int64(addr_c[e]), np.int64(size_c[e]),
-                       np.int64(op_c[e]) == O.READ)
+        prefetch_lists(
+            gran,
+            nodes,
+            cold,
+            gregion,
+            np.int64(addr_c[e]),
+            np.int64(size_c[e]),
+            np.int64(op_c[e]) == O.READ,
+        )
 
 
 def global_accesses(batch) -> np.ndarray:

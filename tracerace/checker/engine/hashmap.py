@@ -24,8 +24,11 @@ def new_table(cap: int) -> np.ndarray:
 
 @jit_inline
 def _slot(k0, k1, k2, cap):
-    h = k0 * np.int64(-7046029254386353131) + k1 * np.int64(-4658895280553007687) \
+    h = (
+        k0 * np.int64(-7046029254386353131)
+        + k1 * np.int64(-4658895280553007687)
         + k2 * np.int64(2654435761)
+    )
     h ^= h >> 31
     return h & (cap - 1)
 

@@ -25,21 +25,72 @@ from .clocks import SN_REF
 from .granularity import SHIFT_MIN_ACCESSES
 from .hashmap import HM_EMPTY
 from .layout import (
-    GR_FIND, IV_REGION, NEED_GROW, NEW_LAUNCH, OK,
-    SV_ARR_FREE, SV_AR_FREE, SV_ED_TOP, SV_FIELDS, SV_FIXED_SHARED, SV_FQ_N,
-    SV_GEN_N, SV_GLOBAL_REGION, SV_GLOBAL_SIZES, SV_GRAN_COUNT, SV_GROW, SV_IV_N, SV_LAUNCH,
-    SV_MAPS_CAP, SV_NFIND, SV_NODE_FREE, SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARED_REGION,
-    SV_SHARD, SV_SHARDS, SV_SIG_FREE, SV_SIG_TOP, SV_SIG_USED, SV_SNAP_FREE, SV_SNAP_N,
-    SV_STRETCH_SHIFT, SV_VIEW)
+    GR_FIND,
+    IV_REGION,
+    NEED_GROW,
+    NEW_LAUNCH,
+    OK,
+    SV_AR_FREE,
+    SV_ARR_FREE,
+    SV_ED_TOP,
+    SV_FIELDS,
+    SV_FIXED_SHARED,
+    SV_FQ_N,
+    SV_GEN_N,
+    SV_GLOBAL_REGION,
+    SV_GLOBAL_SIZES,
+    SV_GRAN_COUNT,
+    SV_GROW,
+    SV_IV_N,
+    SV_LAUNCH,
+    SV_MAPS_CAP,
+    SV_NFIND,
+    SV_NODE_FREE,
+    SV_PAGE_LAUNCH,
+    SV_PAGE_SHIFT,
+    SV_SHARD,
+    SV_SHARDS,
+    SV_SHARED_REGION,
+    SV_SIG_FREE,
+    SV_SIG_TOP,
+    SV_SIG_USED,
+    SV_SNAP_FREE,
+    SV_SNAP_N,
+    SV_STRETCH_SHIFT,
+    SV_VIEW,
+)
 from .shadow import (
-    GLOBAL_GRANULE_SHIFT, GRANULE_SHIFT, GS_NARROW, GS_WIDE, REGION_SHARED,
-    REGION_WIDE, WIDE_GRANULE_SHIFT)
+    GLOBAL_GRANULE_SHIFT,
+    GRANULE_SHIFT,
+    GS_NARROW,
+    GS_WIDE,
+    REGION_SHARED,
+    REGION_WIDE,
+    WIDE_GRANULE_SHIFT,
+)
 
 # The sv slots a launch keeps (every other one starts at 0).
 KEEP = np.zeros(SV_FIELDS, np.bool_)
-KEEP[[SV_NFIND, SV_FQ_N, SV_SIG_TOP, SV_SIG_FREE, SV_SIG_USED, SV_ED_TOP, SV_GRAN_COUNT,
-      SV_GLOBAL_SIZES, SV_VIEW, SV_PAGE_SHIFT, SV_PAGE_LAUNCH, SV_MAPS_CAP,
-      SV_FIXED_SHARED, SV_SHARDS, SV_SHARD, SV_STRETCH_SHIFT]] = True
+KEEP[
+    [
+        SV_NFIND,
+        SV_FQ_N,
+        SV_SIG_TOP,
+        SV_SIG_FREE,
+        SV_SIG_USED,
+        SV_ED_TOP,
+        SV_GRAN_COUNT,
+        SV_GLOBAL_SIZES,
+        SV_VIEW,
+        SV_PAGE_SHIFT,
+        SV_PAGE_LAUNCH,
+        SV_MAPS_CAP,
+        SV_FIXED_SHARED,
+        SV_SHARDS,
+        SV_SHARD,
+        SV_STRETCH_SHIFT,
+    ]
+] = True
 
 # Room ``finish_launch`` needs in the findings pool beyond one row per
 # barrier generation.
@@ -70,7 +121,8 @@ def begin_launch(sv, ivs, snaps, launch, shared_shift, global_shift):
     sv[SV_LAUNCH] = launch
     sv[SV_IV_N] = n_iv
     sv[SV_SHARED_REGION] = REGION_SHARED | (
-        REGION_WIDE if shared_shift == WIDE_GRANULE_SHIFT else 0)
+        REGION_WIDE if shared_shift == WIDE_GRANULE_SHIFT else 0
+    )
     wide = global_shift == WIDE_GRANULE_SHIFT
     sv[SV_GLOBAL_REGION] = REGION_WIDE if wide else 0
     if launch >= 0:
@@ -104,9 +156,14 @@ def next_launch(t, c, i, launch):
     if last < c.launch.shape[0] and c.launch[last] == launch:
         return NEW_LAUNCH  # long enough to sample its granule sizes
     cap = sv[SV_MAPS_CAP]
-    if (t.agent_map.shape[0] != cap or t.async_map.shape[0] != cap
-            or t.bar_map.shape[0] != cap or t.mb_map.shape[0] != cap
-            or t.lock_map.shape[0] != cap or t.atom_map.shape[0] != cap):
+    if (
+        t.agent_map.shape[0] != cap
+        or t.async_map.shape[0] != cap
+        or t.bar_map.shape[0] != cap
+        or t.mb_map.shape[0] != cap
+        or t.lock_map.shape[0] != cap
+        or t.atom_map.shape[0] != cap
+    ):
         return NEW_LAUNCH  # the driver makes them small again
     if sv[SV_LAUNCH] >= 0:
         if sv[SV_NFIND] + sv[SV_GEN_N] + FINISH_SLACK > t.find.shape[0]:
@@ -114,8 +171,7 @@ def next_launch(t, c, i, launch):
             return NEED_GROW
         finish_launch(t.gens, sv, t.find)
     shared = sv[SV_FIXED_SHARED] if sv[SV_FIXED_SHARED] >= 0 else np.int64(GRANULE_SHIFT)
-    begin_launch(sv, t.ivs, t.snaps, launch, shared,
-                 np.int64(GLOBAL_GRANULE_SHIFT))
+    begin_launch(sv, t.ivs, t.snaps, launch, shared, np.int64(GLOBAL_GRANULE_SHIFT))
     _empty(t.agent_map)
     _empty(t.async_map)
     _empty(t.bar_map)

@@ -10,15 +10,15 @@ import numpy as np
 
 from ...trace import badinput
 from ...trace import ops as O
-from ..findings import FINDING_DTYPE
 from ...trace.schema import SITE_NONE
+from ..findings import FINDING_DTYPE
 from ..jit import jit_inline
 
 # ---------------------------------------------------------------------------
 # The scalar vector ``sv``: every slot, numbered once (``SV_FIELDS`` long).
 # Snapshots and their arena (clocks).
-SV_SNAP_N = 0       # snapshot ids handed out (high-water mark)
-SV_SNAP_FREE = 1    # head of the free-id list (linked through SN_START), -1 none
+SV_SNAP_N = 0  # snapshot ids handed out (high-water mark)
+SV_SNAP_FREE = 1  # head of the free-id list (linked through SN_START), -1 none
 SV_ARENA_TOP = 2
 SV_ARENA_LIVE = 3
 SV_STAMP = 4
@@ -103,20 +103,20 @@ IV_FIELDS = 3
 # A node's ``info`` word: what the access was, and which bytes of its
 # granule the node still stands for. Read and written through the accessors
 # below, never by shifting by hand.
-MASK_ALL = 0xFFFF      # a granule's bytes (at most 16)
-I_OP_MASK = 0xFF       # bits 0-7: the op
+MASK_ALL = 0xFFFF  # a granule's bytes (at most 16)
+I_OP_MASK = 0xFF  # bits 0-7: the op
 I_WRITE = 1 << 8
 I_ATOMIC = 1 << 9
-I_ASYNC = 1 << 10      # made by a copy agent
-I_PROXY = 1 << 11      # async proxy
-I_SCOPE_SHIFT = 12     # 3 bits: the atomic's scope
+I_ASYNC = 1 << 10  # made by a copy agent
+I_PROXY = 1 << 11  # async proxy
+I_SCOPE_SHIFT = 12  # 3 bits: the atomic's scope
 I_SCOPE_BITS = 7
-I_MASK_SHIFT = 16      # 16 bits: bytes of the granule this node stands for
-I_COPY_SHIFT = 32      # 2 bits: reasons.INFLIGHT_*
+I_MASK_SHIFT = 16  # 16 bits: bytes of the granule this node stands for
+I_COPY_SHIFT = 32  # 2 bits: reasons.INFLIGHT_*
 I_COPY_BITS = 3
 I_AFTER_ALL = 1 << 34  # a copy's write that every older write to its bytes here happens before
-I_RACED = 1 << 35      # a write that a newer copy's write raced (it does not happen before it)
-I_SHADOW_SHIFT = 40    # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none)
+I_RACED = 1 << 35  # a write that a newer copy's write raced (it does not happen before it)
+I_SHADOW_SHIFT = 40  # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none)
 
 
 @jit_inline
@@ -172,10 +172,34 @@ def with_shadow(info, m):
 # first ten, touched two and often three lines: the pipeline benchmark sweeps
 # ~17k agents (~3 MB) per instruction of its lockstep schedule, so each event
 # missed the caches there.
-(AG_BASE, AG_EPOCH, AG_BLOCK, AG_THREAD, AG_KIND, AG_BLOCKED, AG_BAROBJ, AG_BARGEN,
- AG_CLUSTER, AG_BLOCKNUM, AG_FENCES, AG_CP_OPEN, AG_CP_RET, AG_BULK_OPEN, AG_BULK_RET,
- AG_RETIRED, AG_CP_AGENT, AG_BULK_AGENT, AG_ACQ_SERIAL, AG_ISSUER, AG_MBAR,
- AG_WEAK_AGENT, AG_WEAK_EPOCH, AG_WEAK_AUX, AG_WEAK_OBJ, AG_BARFENCE) = range(26)
+(
+    AG_BASE,
+    AG_EPOCH,
+    AG_BLOCK,
+    AG_THREAD,
+    AG_KIND,
+    AG_BLOCKED,
+    AG_BAROBJ,
+    AG_BARGEN,
+    AG_CLUSTER,
+    AG_BLOCKNUM,
+    AG_FENCES,
+    AG_CP_OPEN,
+    AG_CP_RET,
+    AG_BULK_OPEN,
+    AG_BULK_RET,
+    AG_RETIRED,
+    AG_CP_AGENT,
+    AG_BULK_AGENT,
+    AG_ACQ_SERIAL,
+    AG_ISSUER,
+    AG_MBAR,
+    AG_WEAK_AGENT,
+    AG_WEAK_EPOCH,
+    AG_WEAK_AUX,
+    AG_WEAK_OBJ,
+    AG_BARFENCE,
+) = range(26)
 # Per scope level (WARP..DEVICE at offset scope - 1): the release fences
 # (base snapshot and epoch of the latest release fence of that scope or
 # wider; base -1: none) and the releases read by relaxed atomics waiting for
@@ -200,9 +224,31 @@ KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
 # AG_BARFENCE: the fence_spaces of its arrival at the generation AG_BARGEN.
 
 # Barrier generations, one slot per (kind, block, obj) key, reused per generation.
-(GN_OPEN, GN_ARG, GN_MASK, GN_COUNT, GN_ARRIVALS, GN_NUMBER, GN_BAROBJ, GN_KEYOBJ,
- GN_F_ROW, GN_F_LAUNCH, GN_F_BLOCK, GN_F_THREAD, GN_F_OP, GN_F_TS, GN_F_SITE,
- GN_L_ROW, GN_L_LAUNCH, GN_L_BLOCK, GN_L_THREAD, GN_L_OP, GN_L_TS, GN_L_SITE, GN_L_OBJ) = range(23)
+(
+    GN_OPEN,
+    GN_ARG,
+    GN_MASK,
+    GN_COUNT,
+    GN_ARRIVALS,
+    GN_NUMBER,
+    GN_BAROBJ,
+    GN_KEYOBJ,
+    GN_F_ROW,
+    GN_F_LAUNCH,
+    GN_F_BLOCK,
+    GN_F_THREAD,
+    GN_F_OP,
+    GN_F_TS,
+    GN_F_SITE,
+    GN_L_ROW,
+    GN_L_LAUNCH,
+    GN_L_BLOCK,
+    GN_L_THREAD,
+    GN_L_OP,
+    GN_L_TS,
+    GN_L_SITE,
+    GN_L_OBJ,
+) = range(23)
 GN_FIELDS = 23
 
 # Arrivals (barrier generations and mbarrier phases).
@@ -214,8 +260,19 @@ ARF_CLUSTER = 8  # a cluster-barrier arrival: its thread takes the clock when it
 ARF_FENCE_SHIFT = 4  # a barrier arrival's fence_spaces, in its flag
 
 # Signals queued on a flag.
-(SG_NEXT, SG_COUNT, SG_BASE, SG_AGENT, SG_EPOCH, SG_ROW, SG_SITE, SG_LAUNCH, SG_BLOCK, SG_THREAD,
- SG_TS) = range(11)
+(
+    SG_NEXT,
+    SG_COUNT,
+    SG_BASE,
+    SG_AGENT,
+    SG_EPOCH,
+    SG_ROW,
+    SG_SITE,
+    SG_LAUNCH,
+    SG_BLOCK,
+    SG_THREAD,
+    SG_TS,
+) = range(11)
 SG_FIELDS = 11
 # A signal's clock (SG_BASE, SG_AGENT) and a flag's pairings (FQ_PAIRS) are
 # of their launch only (SG_LAUNCH, FQ_PAIRS_LAUNCH): read from a later launch
@@ -224,16 +281,45 @@ FQ_HEAD, FQ_TAIL, FQ_TOTAL, FQ_PAIRS, FQ_EDGES, FQ_PAIRS_LAUNCH = range(6)
 FQ_FIELDS = 6
 
 # sync_alias: FIFO pairings of this launch, and (signal site, wait site) edges.
-(PR_NEXT, PR_S_ROW, PR_S_SITE, PR_S_AGENT, PR_S_EPOCH, PR_W_SITE, PR_W_AGENT, PR_W_EPOCH,
- PR_S_LAUNCH, PR_S_BLOCK, PR_S_THREAD, PR_S_TS) = range(12)
+(
+    PR_NEXT,
+    PR_S_ROW,
+    PR_S_SITE,
+    PR_S_AGENT,
+    PR_S_EPOCH,
+    PR_W_SITE,
+    PR_W_AGENT,
+    PR_W_EPOCH,
+    PR_S_LAUNCH,
+    PR_S_BLOCK,
+    PR_S_THREAD,
+    PR_S_TS,
+) = range(12)
 PR_FIELDS = 12
 ED_NEXT, ED_S, ED_W = range(3)
 ED_FIELDS = 3
 
 # mbarriers.
-(MB_VALID, MB_EXPECTED, MB_PENDING, MB_TX, MB_PHASE, MB_ARRIVALS, MB_DONE0, MB_DONE1,
- MB_I_ROW, MB_I_LAUNCH, MB_I_BLOCK, MB_I_THREAD, MB_I_OP, MB_I_TS, MB_I_SITE, MB_INITS,
- MB_TMA0, MB_TMA1) = range(18)
+(
+    MB_VALID,
+    MB_EXPECTED,
+    MB_PENDING,
+    MB_TX,
+    MB_PHASE,
+    MB_ARRIVALS,
+    MB_DONE0,
+    MB_DONE1,
+    MB_I_ROW,
+    MB_I_LAUNCH,
+    MB_I_BLOCK,
+    MB_I_THREAD,
+    MB_I_OP,
+    MB_I_TS,
+    MB_I_SITE,
+    MB_INITS,
+    MB_TMA0,
+    MB_TMA1,
+) = range(18)
 MB_FIELDS = 18
 # MB_INITS: mbar_inits so far (a phase is known by (init number << 32) | phase).
 # MB_TMA0/1: per parity, the tma_loads (arrival records: agent, load number)
@@ -264,15 +350,61 @@ F = {name: i for i, name in enumerate(FINDING_DTYPE.names)}
 # (prev is a write, 2; this access writes, 1), which the driver needs to merge
 # the findings of two views.
 F_RANK = NF
-(F_KIND, F_SEVERITY, F_ROW, F_LAUNCH, F_BLOCK, F_THREAD, F_OP, F_TS, F_SITE, F_PREV_ROW,
- F_PREV_LAUNCH, F_PREV_BLOCK, F_PREV_THREAD, F_PREV_OP, F_PREV_TS, F_PREV_SITE, F_PREV_ASYNC,
- F_SPACE, F_OWNER, F_ADDR, F_SIZE, F_OBJ, F_BAR_OBJ, F_BAR_GEN, F_PREV_BAR_OBJ, F_PREV_BAR_GEN,
- F_CODE, F_AUX) = range(NF)
+(
+    F_KIND,
+    F_SEVERITY,
+    F_ROW,
+    F_LAUNCH,
+    F_BLOCK,
+    F_THREAD,
+    F_OP,
+    F_TS,
+    F_SITE,
+    F_PREV_ROW,
+    F_PREV_LAUNCH,
+    F_PREV_BLOCK,
+    F_PREV_THREAD,
+    F_PREV_OP,
+    F_PREV_TS,
+    F_PREV_SITE,
+    F_PREV_ASYNC,
+    F_SPACE,
+    F_OWNER,
+    F_ADDR,
+    F_SIZE,
+    F_OBJ,
+    F_BAR_OBJ,
+    F_BAR_GEN,
+    F_PREV_BAR_OBJ,
+    F_PREV_BAR_GEN,
+    F_CODE,
+    F_AUX,
+) = range(NF)
 
 # Candidate slots per hazard kind for the current event.
-(C_VALID, C_PREV_ROW, C_PW, C_AW, C_PREV_BLOCK, C_PREV_THREAD, C_PREV_OP, C_PREV_TS,
- C_PREV_SITE, C_PREV_ASYNC, C_PREV_BAR, C_PREV_BARGEN, C_SPACE, C_OWNER, C_LO, C_HI, C_CODE,
- C_AUX, C_BAR, C_BARGEN, C_OBJ) = range(21)
+(
+    C_VALID,
+    C_PREV_ROW,
+    C_PW,
+    C_AW,
+    C_PREV_BLOCK,
+    C_PREV_THREAD,
+    C_PREV_OP,
+    C_PREV_TS,
+    C_PREV_SITE,
+    C_PREV_ASYNC,
+    C_PREV_BAR,
+    C_PREV_BARGEN,
+    C_SPACE,
+    C_OWNER,
+    C_LO,
+    C_HI,
+    C_CODE,
+    C_AUX,
+    C_BAR,
+    C_BARGEN,
+    C_OBJ,
+) = range(21)
 C_FIELDS = 21
 N_KINDS = len(O.HazardKind)  # a candidate row per kind
 
@@ -298,9 +430,27 @@ COUNT_MAX = np.int64(badinput.COUNT_MAX)
 COUNT_MIN = np.int64(badinput.COUNT_MIN)
 
 # Grow bits.
-(GR_AGENTS, GR_SNAPS, GR_ARENA, GR_NODES, GR_GRAN, GR_GENS, GR_ARR, GR_SIG, GR_FQ, GR_MB,
- GR_RL, GR_FEN, GR_FIND, GR_AMAP, GR_BMAP, GR_MMAP, GR_FMAP, GR_LMAP, GR_XMAP) = (
-    1 << i for i in range(19))
+(
+    GR_AGENTS,
+    GR_SNAPS,
+    GR_ARENA,
+    GR_NODES,
+    GR_GRAN,
+    GR_GENS,
+    GR_ARR,
+    GR_SIG,
+    GR_FQ,
+    GR_MB,
+    GR_RL,
+    GR_FEN,
+    GR_FIND,
+    GR_AMAP,
+    GR_BMAP,
+    GR_MMAP,
+    GR_FMAP,
+    GR_LMAP,
+    GR_XMAP,
+) = (1 << i for i in range(19))
 GR_IV = 1 << 19
 GR_PR = 1 << 20
 GR_ED = 1 << 21
@@ -314,8 +464,11 @@ WARNING = int(O.Severity.WARNING)
 
 def _slots_are_disjoint() -> None:
     """Every ``SV_*`` slot is numbered once and lies below ``SV_FIELDS``."""
-    slots = {name: value for name, value in globals().items()
-             if name.startswith("SV_") and name != "SV_FIELDS"}
+    slots = {
+        name: value
+        for name, value in globals().items()
+        if name.startswith("SV_") and name != "SV_FIELDS"
+    }
     taken: dict[int, str] = {}
     for name, value in slots.items():
         assert 0 <= value < SV_FIELDS, f"{name} = {value} is outside sv"
@@ -341,16 +494,33 @@ _finding_columns_match()
 def _columns_are_disjoint() -> None:
     """Every table's columns are numbered once, from 0, below its ``*_FIELDS``."""
     g = globals()
-    for prefix, width in (("SN_", SN_FIELDS), ("G_", G_FIELDS), ("N_", N_FIELDS),
-                          ("K_", K_FIELDS), ("IV_", IV_FIELDS), ("AR_", AR_FIELDS),
-                          ("SG_", SG_FIELDS), ("FQ_", FQ_FIELDS), ("PR_", PR_FIELDS),
-                          ("ED_", ED_FIELDS), ("MB_", MB_FIELDS), ("RL_", RL_FIELDS),
-                          ("FN_", FN_FIELDS), ("GN_", GN_FIELDS), ("C_", C_FIELDS),
-                          ("CV_", CV_FIELDS), ("AG_", AG_FIELDS)):
+    for prefix, width in (
+        ("SN_", SN_FIELDS),
+        ("G_", G_FIELDS),
+        ("N_", N_FIELDS),
+        ("K_", K_FIELDS),
+        ("IV_", IV_FIELDS),
+        ("AR_", AR_FIELDS),
+        ("SG_", SG_FIELDS),
+        ("FQ_", FQ_FIELDS),
+        ("PR_", PR_FIELDS),
+        ("ED_", ED_FIELDS),
+        ("MB_", MB_FIELDS),
+        ("RL_", RL_FIELDS),
+        ("FN_", FN_FIELDS),
+        ("GN_", GN_FIELDS),
+        ("C_", C_FIELDS),
+        ("CV_", CV_FIELDS),
+        ("AG_", AG_FIELDS),
+    ):
         taken: dict[int, str] = {}
         for name, value in g.items():
-            if not name.startswith(prefix) or name == f"{prefix}FIELDS" or \
-                    name in ("N_KINDS", "N_LEVELS") or not isinstance(value, int):
+            if (
+                not name.startswith(prefix)
+                or name == f"{prefix}FIELDS"
+                or name in ("N_KINDS", "N_LEVELS")
+                or not isinstance(value, int)
+            ):
                 continue
             assert 0 <= value < width, f"{name} = {value} is outside its row of {width}"
             if prefix == "AG_" and name.startswith(("AG_FREL_", "AG_PACQ")):
@@ -367,11 +537,19 @@ _columns_are_disjoint()
 
 def _info_fields_are_disjoint() -> None:
     """The bit fields of a node's ``info`` word overlap nowhere and fit 63 bits."""
-    fields = {"op": I_OP_MASK, "write": I_WRITE, "atomic": I_ATOMIC, "async": I_ASYNC,
-              "proxy": I_PROXY, "scope": I_SCOPE_BITS << I_SCOPE_SHIFT,
-              "mask": MASK_ALL << I_MASK_SHIFT, "copy": I_COPY_BITS << I_COPY_SHIFT,
-              "after_all": I_AFTER_ALL, "raced": I_RACED,
-              "shadow": MASK_ALL << I_SHADOW_SHIFT}
+    fields = {
+        "op": I_OP_MASK,
+        "write": I_WRITE,
+        "atomic": I_ATOMIC,
+        "async": I_ASYNC,
+        "proxy": I_PROXY,
+        "scope": I_SCOPE_BITS << I_SCOPE_SHIFT,
+        "mask": MASK_ALL << I_MASK_SHIFT,
+        "copy": I_COPY_BITS << I_COPY_SHIFT,
+        "after_all": I_AFTER_ALL,
+        "raced": I_RACED,
+        "shadow": MASK_ALL << I_SHADOW_SHIFT,
+    }
     seen = 0
     for name, bits in fields.items():
         assert not bits & seen, f"info field {name} overlaps another"

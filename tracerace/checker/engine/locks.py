@@ -5,12 +5,12 @@
 from __future__ import annotations
 
 import numpy as np
+
 from ..jit import jit_leaf
 from .agents import join_into
 from .clocks import SN_SERIAL, decref, incref, merge
 from .hashmap import hm_get, hm_put
 from .layout import AG_ACQ_SERIAL, AG_BASE, SV_LOCK_N
-
 
 
 # ---------------------------------------------------------------------------
@@ -20,7 +20,14 @@ def on_release(t, c, i, ev, a, epoch):
     still the snapshot this thread acquired (the usual critical section), the
     thread's clock already covers it, and the join is the thread's clock plus
     its own epoch: a delta, not a merge."""
-    sv, ag, snaps, arena_a, arena_e, lock_map = t.sv, t.ag, t.snaps, t.arena_a, t.arena_e, t.lock_map
+    sv, ag, snaps, arena_a, arena_e, lock_map = (
+        t.sv,
+        t.ag,
+        t.snaps,
+        t.arena_a,
+        t.arena_e,
+        t.lock_map,
+    )
     obj = np.int64(c.obj[i])
     lock = max(hm_get(lock_map, obj, 0, 0), 0)
     if lock == 0 or snaps[lock, SN_SERIAL] == ag[a, AG_ACQ_SERIAL]:
@@ -35,7 +42,14 @@ def on_release(t, c, i, ev, a, epoch):
 @jit_leaf
 def on_acquire(t, c, i, ev, a, epoch):
     """An acquire of a lock: the acquirer's clock joins the lock's."""
-    sv, ag, snaps, arena_a, arena_e, lock_map = t.sv, t.ag, t.snaps, t.arena_a, t.arena_e, t.lock_map
+    sv, ag, snaps, arena_a, arena_e, lock_map = (
+        t.sv,
+        t.ag,
+        t.snaps,
+        t.arena_a,
+        t.arena_e,
+        t.lock_map,
+    )
     lock = max(hm_get(lock_map, np.int64(c.obj[i]), 0, 0), 0)
     join_into(ag, snaps, arena_a, arena_e, sv, a, lock, -1, 0)
     ag[a, AG_ACQ_SERIAL] = snaps[lock, SN_SERIAL]

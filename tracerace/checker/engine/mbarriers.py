@@ -14,24 +14,105 @@ from .barriers import add_arrival, free_arrivals, join_arrivals
 from .clocks import decref, incref
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_BASE, AG_EPOCH, AG_FENCES, AG_MBAR, ARF_TMA, AR_AGENT, AR_BASE,
-    AR_EPOCH, AR_FLAG, AR_NEXT, COUNT_MAX, COUNT_MIN, E_MBAR_COUNT, E_TX_OVERFLOW, FN_AUX,
-    FN_EPOCH, FN_NEXT, FN_VAL, I_PROXY, KIND_TMA, MB_ARRIVALS, MB_DONE0, MB_DONE1, MB_EXPECTED, MB_FIELDS, MB_INITS, MB_I_BLOCK,
-    MB_I_LAUNCH, MB_I_OP, MB_I_ROW, MB_I_SITE, MB_I_THREAD, MB_I_TS, MB_PENDING, MB_PHASE,
-    MB_TMA0, MB_TMA1, MB_TX, MB_VALID, OK, SV_ARR_FREE, SV_ARR_USED, SV_ERR_A, SV_ERR_B,
-    SV_ERR_C, SV_FEN_TOP, SV_MB_N)
+    AG_BARGEN,
+    AG_BAROBJ,
+    AG_BASE,
+    AG_EPOCH,
+    AG_FENCES,
+    AG_MBAR,
+    AR_AGENT,
+    AR_BASE,
+    AR_EPOCH,
+    AR_FLAG,
+    AR_NEXT,
+    ARF_TMA,
+    COUNT_MAX,
+    COUNT_MIN,
+    E_MBAR_COUNT,
+    E_TX_OVERFLOW,
+    FN_AUX,
+    FN_EPOCH,
+    FN_NEXT,
+    FN_VAL,
+    I_PROXY,
+    KIND_TMA,
+    MB_ARRIVALS,
+    MB_DONE0,
+    MB_DONE1,
+    MB_EXPECTED,
+    MB_FIELDS,
+    MB_I_BLOCK,
+    MB_I_LAUNCH,
+    MB_I_OP,
+    MB_I_ROW,
+    MB_I_SITE,
+    MB_I_THREAD,
+    MB_I_TS,
+    MB_INITS,
+    MB_PENDING,
+    MB_PHASE,
+    MB_TMA0,
+    MB_TMA1,
+    MB_TX,
+    MB_VALID,
+    OK,
+    SV_ARR_FREE,
+    SV_ARR_USED,
+    SV_ERR_A,
+    SV_ERR_B,
+    SV_ERR_C,
+    SV_FEN_TOP,
+    SV_MB_N,
+)
 from .memory import copy
 from .pools import pool_free
 from .races import flush_candidates, misuse, set_prev
 
+
 @jit_leaf
-def complete_phase(mbs, m, arr, ag, sv, snaps, arena_a, arena_e, scratch, touched, cvs, find, a,
-                   row, launch, block, thread, op, ts, site, peer, obj):
+def complete_phase(
+    mbs,
+    m,
+    arr,
+    ag,
+    sv,
+    snaps,
+    arena_a,
+    arena_e,
+    scratch,
+    touched,
+    cvs,
+    find,
+    a,
+    row,
+    launch,
+    block,
+    thread,
+    op,
+    ts,
+    site,
+    peer,
+    obj,
+):
     if mbs[m, MB_PENDING] > 0 or mbs[m, MB_TX] > 0:
         return
     if mbs[m, MB_TX] < 0:
-        misuse(find, sv, ag, a, R.MBAR_TX_UNDERFLOW, row, launch, block, thread, op, ts, site,
-               peer, obj)
+        misuse(
+            find,
+            sv,
+            ag,
+            a,
+            R.MBAR_TX_UNDERFLOW,
+            row,
+            launch,
+            block,
+            thread,
+            op,
+            ts,
+            site,
+            peer,
+            obj,
+        )
     head = mbs[m, MB_ARRIVALS]
     snap = join_arrivals(arr, sv, snaps, arena_a, arena_e, head, scratch, touched, cvs)
     col = MB_DONE0 + (mbs[m, MB_PHASE] & 1)
@@ -86,17 +167,52 @@ def not_initialized(t, c, i, ev, a, mslot):
     """A misuse (``MBAR_BEFORE_INIT``) when the mbarrier is not initialized."""
     if t.mbs[mslot, MB_VALID] == 1:
         return False
-    misuse(t.find, t.sv, t.ag, a, R.MBAR_BEFORE_INIT, ev.row, ev.launch, ev.block, ev.thread,
-           ev.op, ev.ts, ev.site, np.int64(c.peer[i]), np.int64(c.obj[i]))
+    misuse(
+        t.find,
+        t.sv,
+        t.ag,
+        a,
+        R.MBAR_BEFORE_INIT,
+        ev.row,
+        ev.launch,
+        ev.block,
+        ev.thread,
+        ev.op,
+        ev.ts,
+        ev.site,
+        np.int64(c.peer[i]),
+        np.int64(c.obj[i]),
+    )
     return True
 
 
 @jit_inline
 def arrived(t, c, i, ev, a, mslot):
     """After an arrival or a transaction count: complete the phase if it is due."""
-    complete_phase(t.mbs, mslot, t.arr, t.ag, t.sv, t.snaps, t.arena_a, t.arena_e, t.scratch,
-                   t.touched, t.cvs, t.find, a, ev.row, ev.launch, ev.block, ev.thread, ev.op,
-                   ev.ts, ev.site, np.int64(c.peer[i]), np.int64(c.obj[i]))
+    complete_phase(
+        t.mbs,
+        mslot,
+        t.arr,
+        t.ag,
+        t.sv,
+        t.snaps,
+        t.arena_a,
+        t.arena_e,
+        t.scratch,
+        t.touched,
+        t.cvs,
+        t.find,
+        a,
+        ev.row,
+        ev.launch,
+        ev.block,
+        ev.thread,
+        ev.op,
+        ev.ts,
+        ev.site,
+        np.int64(c.peer[i]),
+        np.int64(c.obj[i]),
+    )
 
 
 @jit_leaf
@@ -124,12 +240,50 @@ def on_tma_load(t, c, i, ev, a, epoch):
         fen[f, FN_VAL] = key
         fen[f, FN_AUX] = 0
         ag[ta, AG_FENCES] = f
-    if copy(ag, snaps, t.arena_a, t.arena_e, sv, t.nodes, t.cold, t.gran, fen, t.cand, t.ivs,
-            t.pst, a, ta, cnt, I_PROXY, R.INFLIGHT_TMA_LOAD, ev.row, ev.ts, ev.site, ev.op,
-            np.int64(c.space[i]), np.int64(c.addr[i]), ev.size, np.int64(c.space2[i]),
-            np.int64(c.addr2[i]), ev.block, peer):
-        flush_candidates(t.cand, t.find, sv, ev.row, ev.launch, ev.block, ev.thread, ev.op,
-                         ev.ts, ev.site, ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+    if copy(
+        ag,
+        snaps,
+        t.arena_a,
+        t.arena_e,
+        sv,
+        t.nodes,
+        t.cold,
+        t.gran,
+        fen,
+        t.cand,
+        t.ivs,
+        t.pst,
+        a,
+        ta,
+        cnt,
+        I_PROXY,
+        R.INFLIGHT_TMA_LOAD,
+        ev.row,
+        ev.ts,
+        ev.site,
+        ev.op,
+        np.int64(c.space[i]),
+        np.int64(c.addr[i]),
+        ev.size,
+        np.int64(c.space2[i]),
+        np.int64(c.addr2[i]),
+        ev.block,
+        peer,
+    ):
+        flush_candidates(
+            t.cand,
+            t.find,
+            sv,
+            ev.row,
+            ev.launch,
+            ev.block,
+            ev.thread,
+            ev.op,
+            ev.ts,
+            ev.site,
+            ag[a, AG_BAROBJ],
+            ag[a, AG_BARGEN],
+        )
     if not not_initialized(t, c, i, ev, a, mslot):
         if tx_overflows(t, mslot, obj, -ev.size):
             return E_TX_OVERFLOW
@@ -154,11 +308,33 @@ def on_mbar_init(t, c, i, ev, a, epoch):
         sv[SV_ERR_B] = arg
         return E_MBAR_COUNT
     if mbs[mslot, MB_VALID] == 1:
-        k = misuse(t.find, sv, t.ag, a, R.MBAR_REINIT, ev.row, ev.launch, ev.block, ev.thread,
-                   ev.op, ev.ts, ev.site, peer, obj)
-        set_prev(t.find, k, mbs[mslot, MB_I_ROW], mbs[mslot, MB_I_LAUNCH], mbs[mslot, MB_I_BLOCK],
-                 mbs[mslot, MB_I_THREAD], mbs[mslot, MB_I_OP], mbs[mslot, MB_I_TS],
-                 mbs[mslot, MB_I_SITE])
+        k = misuse(
+            t.find,
+            sv,
+            t.ag,
+            a,
+            R.MBAR_REINIT,
+            ev.row,
+            ev.launch,
+            ev.block,
+            ev.thread,
+            ev.op,
+            ev.ts,
+            ev.site,
+            peer,
+            obj,
+        )
+        set_prev(
+            t.find,
+            k,
+            mbs[mslot, MB_I_ROW],
+            mbs[mslot, MB_I_LAUNCH],
+            mbs[mslot, MB_I_BLOCK],
+            mbs[mslot, MB_I_THREAD],
+            mbs[mslot, MB_I_OP],
+            mbs[mslot, MB_I_TS],
+            mbs[mslot, MB_I_SITE],
+        )
     free_arrivals(arr, sv, snaps, mbs[mslot, MB_ARRIVALS])
     for col in (MB_DONE0, MB_DONE1):
         if mbs[mslot, col] >= 0:
@@ -207,8 +383,22 @@ def on_mbar_arrive_drop(t, c, i, ev, a, epoch):
     count = arg if arg > 0 else 1
     if count > mbs[mslot, MB_EXPECTED]:
         # One misuse per row: pending never exceeds expected.
-        misuse(t.find, t.sv, t.ag, a, R.MBAR_DROP_UNDERFLOW, ev.row, ev.launch, ev.block,
-               ev.thread, ev.op, ev.ts, ev.site, np.int64(c.peer[i]), np.int64(c.obj[i]))
+        misuse(
+            t.find,
+            t.sv,
+            t.ag,
+            a,
+            R.MBAR_DROP_UNDERFLOW,
+            ev.row,
+            ev.launch,
+            ev.block,
+            ev.thread,
+            ev.op,
+            ev.ts,
+            ev.site,
+            np.int64(c.peer[i]),
+            np.int64(c.obj[i]),
+        )
         mbs[mslot, MB_EXPECTED] = 0
         count = mbs[mslot, MB_PENDING]
     else:
@@ -221,12 +411,27 @@ def arrive(t, c, i, ev, a, epoch, mslot, count):
     """``count`` arrivals with release semantics; more than are pending is a misuse."""
     mbs = t.mbs
     if count > mbs[mslot, MB_PENDING]:
-        misuse(t.find, t.sv, t.ag, a, R.MBAR_ARRIVAL_UNDERFLOW, ev.row, ev.launch, ev.block,
-               ev.thread, ev.op, ev.ts, ev.site, np.int64(c.peer[i]), np.int64(c.obj[i]))
+        misuse(
+            t.find,
+            t.sv,
+            t.ag,
+            a,
+            R.MBAR_ARRIVAL_UNDERFLOW,
+            ev.row,
+            ev.launch,
+            ev.block,
+            ev.thread,
+            ev.op,
+            ev.ts,
+            ev.site,
+            np.int64(c.peer[i]),
+            np.int64(c.obj[i]),
+        )
         count = mbs[mslot, MB_PENDING]
     mbs[mslot, MB_PENDING] -= count
-    mbs[mslot, MB_ARRIVALS] = add_arrival(t.arr, t.sv, t.snaps, mbs[mslot, MB_ARRIVALS],
-                                          t.ag[a, AG_BASE], a, epoch, 0)
+    mbs[mslot, MB_ARRIVALS] = add_arrival(
+        t.arr, t.sv, t.snaps, mbs[mslot, MB_ARRIVALS], t.ag[a, AG_BASE], a, epoch, 0
+    )
     arrived(t, c, i, ev, a, mslot)
 
 
@@ -270,8 +475,22 @@ def on_mbar_wait(t, c, i, ev, a, epoch):
     arg = np.int64(c.arg[i])
     done = mbs[mslot, MB_DONE0 + (arg & 1)]
     if done < 0:
-        misuse(t.find, t.sv, t.ag, a, R.MBAR_PHASE_NEVER_COMPLETED, ev.row, ev.launch, ev.block,
-               ev.thread, ev.op, ev.ts, ev.site, np.int64(c.peer[i]), np.int64(c.obj[i]))
+        misuse(
+            t.find,
+            t.sv,
+            t.ag,
+            a,
+            R.MBAR_PHASE_NEVER_COMPLETED,
+            ev.row,
+            ev.launch,
+            ev.block,
+            ev.thread,
+            ev.op,
+            ev.ts,
+            ev.site,
+            np.int64(c.peer[i]),
+            np.int64(c.obj[i]),
+        )
         return
     join_into(t.ag, t.snaps, t.arena_a, t.arena_e, t.sv, a, done, -1, 0)
     # The first wait on the phase retires its tma_loads.

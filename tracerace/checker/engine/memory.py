@@ -12,17 +12,60 @@ from ..jit import jit_inline_ir, jit_leaf
 from .atomics import acquire_atomic, release_atomic
 from .granules import granule_range, granules, region_of
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_BASE, AG_FREL_BASE, AG_FREL_EPOCH, AG_THREAD, N_LEVELS,
-    G_INIT, I_ASYNC, I_ATOMIC, I_COPY_SHIFT, I_PROXY, I_SCOPE_SHIFT, I_WRITE, SV_GRAN_COUNT,
-    SV_IV_N, SV_LAUNCH, SV_PAGE_LAUNCH, SV_SHARDS, SV_VIEW)
+    AG_BARGEN,
+    AG_BAROBJ,
+    AG_BASE,
+    AG_FREL_BASE,
+    AG_FREL_EPOCH,
+    AG_THREAD,
+    G_INIT,
+    I_ASYNC,
+    I_ATOMIC,
+    I_COPY_SHIFT,
+    I_PROXY,
+    I_SCOPE_SHIFT,
+    I_WRITE,
+    N_LEVELS,
+    SV_GRAN_COUNT,
+    SV_IV_N,
+    SV_LAUNCH,
+    SV_PAGE_LAUNCH,
+    SV_SHARDS,
+    SV_VIEW,
+)
 from .pages import access_pages, covers_page, split_pages_of
 from .races import flush_candidates, offer_uninit
 from .shadow import INIT_INTERVAL_MIN, find_granule, granule_shift, iv_add, iv_region
 from .shards import owns, stretch_end
 
+
 @jit_leaf
-def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
-           region, space, owner, addr, size, a, epoch, t, info, row, ts, site):
+def access(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    nodes,
+    cold,
+    gran,
+    fen,
+    cand,
+    ivs,
+    pst,
+    region,
+    space,
+    owner,
+    addr,
+    size,
+    a,
+    epoch,
+    t,
+    info,
+    row,
+    ts,
+    site,
+):
     """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
     whose clock orders it: ``a`` itself, or the issuer of a copy) and record
     it. ``info`` carries op, write/atomic/async/proxy bits and scope.
@@ -40,9 +83,34 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, p
         return 0
     end = addr + size
     if sv[SV_SHARDS] <= 1:
-        found, ulo, uhi = access_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen,
-                                       cand, ivs, pst, region, space, owner, addr, end, addr,
-                                       size, a, epoch, t, info, row, ts, site)
+        found, ulo, uhi = access_range(
+            ag,
+            snaps,
+            arena_a,
+            arena_e,
+            sv,
+            nodes,
+            cold,
+            gran,
+            fen,
+            cand,
+            ivs,
+            pst,
+            region,
+            space,
+            owner,
+            addr,
+            end,
+            addr,
+            size,
+            a,
+            epoch,
+            t,
+            info,
+            row,
+            ts,
+            site,
+        )
         return found | offer_uninit(cand, space, owner, ulo, uhi)
     found = 0
     ulo = np.int64(-1)
@@ -51,9 +119,34 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, p
     while lo < end:
         hi, mine = stretch_end(sv, space, owner, lo, end)
         if mine:
-            f, flo, fhi = access_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen,
-                                       cand, ivs, pst, region, space, owner, lo, hi, addr, size,
-                                       a, epoch, t, info, row, ts, site)
+            f, flo, fhi = access_range(
+                ag,
+                snaps,
+                arena_a,
+                arena_e,
+                sv,
+                nodes,
+                cold,
+                gran,
+                fen,
+                cand,
+                ivs,
+                pst,
+                region,
+                space,
+                owner,
+                lo,
+                hi,
+                addr,
+                size,
+                a,
+                epoch,
+                t,
+                info,
+                row,
+                ts,
+                site,
+            )
             found |= f
             if flo >= 0:
                 if ulo < 0:
@@ -64,37 +157,195 @@ def access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, p
 
 
 @jit_leaf
-def access_range(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
-                 region, space, owner, lo, hi, addr, size, a, epoch, t, info, row, ts, site):
+def access_range(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    nodes,
+    cold,
+    gran,
+    fen,
+    cand,
+    ivs,
+    pst,
+    region,
+    space,
+    owner,
+    lo,
+    hi,
+    addr,
+    size,
+    a,
+    epoch,
+    t,
+    info,
+    row,
+    ts,
+    site,
+):
     """``access`` of the bytes [lo, hi) of the access [addr, addr + size):
     (1 when it left a candidate, the first and last uninitialized byte or -1)."""
     if covers_page(sv, lo, hi - lo):
-        return access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs,
-                            pst, region, space, owner, lo, hi, addr, size, a, epoch, t, info,
-                            row, ts, site)
+        return access_pages(
+            ag,
+            snaps,
+            arena_a,
+            arena_e,
+            sv,
+            nodes,
+            cold,
+            gran,
+            fen,
+            cand,
+            ivs,
+            pst,
+            region,
+            space,
+            owner,
+            lo,
+            hi,
+            addr,
+            size,
+            a,
+            epoch,
+            t,
+            info,
+            row,
+            ts,
+            site,
+        )
     split_pages_of(sv, nodes, cold, gran, ivs, pst, region, lo, hi - lo)
-    return granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
-                    region, space, owner, lo, hi, addr, addr + size, a, epoch, t, info, row,
-                    ts, site, size, np.int64(-1))
+    return granules(
+        ag,
+        snaps,
+        arena_a,
+        arena_e,
+        sv,
+        nodes,
+        cold,
+        gran,
+        fen,
+        cand,
+        ivs,
+        pst,
+        region,
+        space,
+        owner,
+        lo,
+        hi,
+        addr,
+        addr + size,
+        a,
+        epoch,
+        t,
+        info,
+        row,
+        ts,
+        site,
+        size,
+        np.int64(-1),
+    )
 
 
 @jit_leaf
-def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst, t, ca, epoch,
-         proxy_bits, copy_kind, row, ts, site, op, space, addr, size, space2, addr2, block, peer):
+def copy(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    nodes,
+    cold,
+    gran,
+    fen,
+    cand,
+    ivs,
+    pst,
+    t,
+    ca,
+    epoch,
+    proxy_bits,
+    copy_kind,
+    row,
+    ts,
+    site,
+    op,
+    space,
+    addr,
+    size,
+    space2,
+    addr2,
+    block,
+    peer,
+):
     """A copy's source read then destination write, by copy agent ``ca``.
     Returns 1 when either left a candidate in ``cand`` (see ``access``)."""
     info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
     found = 0
     if sv[SV_VIEW] & (1 << space2):
-        sowner = block if space2 == O.SPACE_SHARED else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
-        found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
-                       region_of(space2, block, t, sv), space2, sowner, addr2, size, ca, epoch, t,
-                       info, row, ts, site)
+        sowner = (
+            block
+            if space2 == O.SPACE_SHARED
+            else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
+        )
+        found = access(
+            ag,
+            snaps,
+            arena_a,
+            arena_e,
+            sv,
+            nodes,
+            cold,
+            gran,
+            fen,
+            cand,
+            ivs,
+            pst,
+            region_of(space2, block, t, sv),
+            space2,
+            sowner,
+            addr2,
+            size,
+            ca,
+            epoch,
+            t,
+            info,
+            row,
+            ts,
+            site,
+        )
     if sv[SV_VIEW] & (1 << space):
-        downer = peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
-        found |= access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
-                        region_of(space, peer, t, sv), space, downer, addr, size, ca, epoch, t,
-                        info | I_WRITE, row, ts, site)
+        downer = (
+            peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
+        )
+        found |= access(
+            ag,
+            snaps,
+            arena_a,
+            arena_e,
+            sv,
+            nodes,
+            cold,
+            gran,
+            fen,
+            cand,
+            ivs,
+            pst,
+            region_of(space, peer, t, sv),
+            space,
+            downer,
+            addr,
+            size,
+            ca,
+            epoch,
+            t,
+            info | I_WRITE,
+            row,
+            ts,
+            site,
+        )
     return found
 
 
@@ -102,12 +353,55 @@ def copy(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst
 @jit_inline_ir
 def on_access(t, c, i, ev, a, epoch):
     """A read, write or atomic: the reference's ``on_access``."""
-    (sv, ag, snaps, arena_a, arena_e, scratch, touched, nodes, cold, gran, rels,
-     atom_map, fen, find, cand, ivs, pst, cvs) = (
-        t.sv, t.ag, t.snaps, t.arena_a, t.arena_e, t.scratch, t.touched, t.nodes, t.cold,
-        t.gran, t.rels, t.atom_map, t.fen, t.find, t.cand, t.ivs, t.pst, t.cvs)
+    (
+        sv,
+        ag,
+        snaps,
+        arena_a,
+        arena_e,
+        scratch,
+        touched,
+        nodes,
+        cold,
+        gran,
+        rels,
+        atom_map,
+        fen,
+        find,
+        cand,
+        ivs,
+        pst,
+        cvs,
+    ) = (
+        t.sv,
+        t.ag,
+        t.snaps,
+        t.arena_a,
+        t.arena_e,
+        t.scratch,
+        t.touched,
+        t.nodes,
+        t.cold,
+        t.gran,
+        t.rels,
+        t.atom_map,
+        t.fen,
+        t.find,
+        t.cand,
+        t.ivs,
+        t.pst,
+        t.cvs,
+    )
     (row, launch, block, thread, op, ts, site, size) = (
-        ev.row, ev.launch, ev.block, ev.thread, ev.op, ev.ts, ev.site, ev.size)
+        ev.row,
+        ev.launch,
+        ev.block,
+        ev.thread,
+        ev.op,
+        ev.ts,
+        ev.site,
+        ev.size,
+    )
     space = np.int64(c.space[i])
     addr = np.int64(c.addr[i])
     peer = np.int64(c.peer[i])
@@ -120,8 +414,23 @@ def on_access(t, c, i, ev, a, epoch):
         info |= I_WRITE
     if op == O.ATOMIC:
         info |= I_ATOMIC
-        acquire_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, scratch, touched,
-                       cvs, a, region, addr, sem, scope)
+        acquire_atomic(
+            ag,
+            snaps,
+            arena_a,
+            arena_e,
+            sv,
+            atom_map,
+            rels,
+            scratch,
+            touched,
+            cvs,
+            a,
+            region,
+            addr,
+            sem,
+            scope,
+        )
     if c.proxy[i] == 1:
         info |= I_PROXY
     # ``access``, with the granule path inlined: replay allocates
@@ -137,34 +446,121 @@ def on_access(t, c, i, ev, a, epoch):
         # a shard (``shards``): an access of bytes another shard owns is
         # skipped, and ``access`` takes one that crosses a stretch boundary.
         own = owns(sv, space, owner, addr, size)
-        if own == 2 or (own == 1 and (covers_page(sv, addr, size) or
-                                      sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH])):
-            found = access(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
-                           ivs, pst, region, space, owner, addr, size, a, epoch, a, info,
-                           row, ts, site)
+        if own == 2 or (
+            own == 1 and (covers_page(sv, addr, size) or sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH])
+        ):
+            found = access(
+                ag,
+                snaps,
+                arena_a,
+                arena_e,
+                sv,
+                nodes,
+                cold,
+                gran,
+                fen,
+                cand,
+                ivs,
+                pst,
+                region,
+                space,
+                owner,
+                addr,
+                size,
+                a,
+                epoch,
+                a,
+                info,
+                row,
+                ts,
+                site,
+            )
         elif own == 1:
             found, ulo, uhi = granule_range(
-                ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
-                region, space, owner, addr, addr + size, addr, addr + size, a, epoch, a,
-                info, row, ts, site, size, np.int64(-1))
+                ag,
+                snaps,
+                arena_a,
+                arena_e,
+                sv,
+                nodes,
+                cold,
+                gran,
+                fen,
+                cand,
+                ivs,
+                pst,
+                region,
+                space,
+                owner,
+                addr,
+                addr + size,
+                addr,
+                addr + size,
+                a,
+                epoch,
+                a,
+                info,
+                row,
+                ts,
+                site,
+                size,
+                np.int64(-1),
+            )
             found |= offer_uninit(cand, space, owner, ulo, uhi)
     if found:
-        flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site,
-                         ag[a, AG_BAROBJ], ag[a, AG_BARGEN])
+        flush_candidates(
+            cand,
+            find,
+            sv,
+            row,
+            launch,
+            block,
+            thread,
+            op,
+            ts,
+            site,
+            ag[a, AG_BAROBJ],
+            ag[a, AG_BARGEN],
+        )
     if op == O.ATOMIC:
         # The release side (the reference's ``atomic_release``): a
         # release atomic releases the clock at its scope; a relaxed
         # one, the clock at each level's latest release fence, at the
         # narrower of the two scopes.
         if sem == O.SEM_RELEASE or sem == O.SEM_ACQ_REL:
-            release_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, a, region,
-                           addr, scope, ag[a, AG_BASE], epoch)
+            release_atomic(
+                ag,
+                snaps,
+                arena_a,
+                arena_e,
+                sv,
+                atom_map,
+                rels,
+                a,
+                region,
+                addr,
+                scope,
+                ag[a, AG_BASE],
+                epoch,
+            )
         else:
             for lvl in range(N_LEVELS):
                 if ag[a, AG_FREL_BASE + lvl] >= 0:
-                    release_atomic(ag, snaps, arena_a, arena_e, sv, atom_map, rels, a,
-                                   region, addr, min(lvl + 1, scope),
-                                   ag[a, AG_FREL_BASE + lvl], ag[a, AG_FREL_EPOCH + lvl])
+                    release_atomic(
+                        ag,
+                        snaps,
+                        arena_a,
+                        arena_e,
+                        sv,
+                        atom_map,
+                        rels,
+                        a,
+                        region,
+                        addr,
+                        min(lvl + 1, scope),
+                        ag[a, AG_FREL_BASE + lvl],
+                        ag[a, AG_FREL_EPOCH + lvl],
+                    )
 
 
 # ---------------------------------------------------------------------------
@@ -188,6 +584,5 @@ def on_init(t, c, i, ev, a, epoch):
                 continue  # another shard's bytes (``shards``)
             lo = max(addr, base) - base
             hi = min(end, base + (np.int64(1) << gs)) - base
-            slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH],
-                                pst)
+            slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH], pst)
             gran[slot, G_INIT] |= ((1 << hi) - 1) ^ ((1 << lo) - 1)

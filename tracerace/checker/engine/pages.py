@@ -11,16 +11,62 @@ from ...trace import ops as O
 from ..jit import jit_inline, jit_leaf
 from .granules import extend_bytes, granules, region_of
 from .layout import (
-    G_INIT, G_LAUNCH, G_NREADS, G_READS, G_RLIMIT, G_WRITES, GR_GRAN, GR_IV, GR_NODES, I_ATOMIC,
-    I_WRITE, IV_FIELDS, IV_HI, IV_LO, IV_REGION, K_FIELDS, K_SHADOW_AGENT, KS_HIDDEN_SHIFT,
-    N_AGENT, N_EPOCH, N_INFO, N_NEXT, SV_GLOBAL_SIZES, SV_GRAN_COUNT, SV_GROW, SV_IV_N, SV_LAUNCH,
-    SV_NODE_FREE, SV_NODE_TOP, SV_NODE_USED, SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARDS, info_shadow, with_mask,
-    with_shadow)
+    G_INIT,
+    G_LAUNCH,
+    G_NREADS,
+    G_READS,
+    G_RLIMIT,
+    G_WRITES,
+    GR_GRAN,
+    GR_IV,
+    GR_NODES,
+    I_ATOMIC,
+    I_WRITE,
+    IV_FIELDS,
+    IV_HI,
+    IV_LO,
+    IV_REGION,
+    K_FIELDS,
+    K_SHADOW_AGENT,
+    KS_HIDDEN_SHIFT,
+    N_AGENT,
+    N_EPOCH,
+    N_INFO,
+    N_NEXT,
+    SV_GLOBAL_SIZES,
+    SV_GRAN_COUNT,
+    SV_GROW,
+    SV_IV_N,
+    SV_LAUNCH,
+    SV_NODE_FREE,
+    SV_NODE_TOP,
+    SV_NODE_USED,
+    SV_PAGE_LAUNCH,
+    SV_PAGE_SHIFT,
+    SV_SHARDS,
+    info_shadow,
+    with_mask,
+    with_shadow,
+)
 from .pools import pool_alloc, pool_free
-from .shards import stretch_end
 from .shadow import (
-    GS_NARROW, GS_WIDE, PAGE_REGION, find_granule, granule_shift, hidden_bytes, is_global, iv_add,
-    iv_before, iv_init_mask, iv_region, other_size_init, page_stamp_index, probe, shadow_agent)
+    GS_NARROW,
+    GS_WIDE,
+    PAGE_REGION,
+    find_granule,
+    granule_shift,
+    hidden_bytes,
+    is_global,
+    iv_add,
+    iv_before,
+    iv_init_mask,
+    iv_region,
+    other_size_init,
+    page_stamp_index,
+    probe,
+    shadow_agent,
+)
+from .shards import stretch_end
 
 # ---------------------------------------------------------------------------
 # RUNS. An access that covers whole pages (``1 << sv[SV_PAGE_SHIFT]`` aligned
@@ -75,8 +121,11 @@ def touched(gran, pst, sv, region, page):
     per = np.int64(1) << (sv[SV_PAGE_SHIFT] - gs)
     for g in range(page * per, (page + 1) * per):
         s = probe(gran, region, g)
-        if s >= 0 and gran[s, G_LAUNCH] == launch and (gran[s, G_WRITES] >= 0 or
-                                                       gran[s, G_READS] >= 0):
+        if (
+            s >= 0
+            and gran[s, G_LAUNCH] == launch
+            and (gran[s, G_WRITES] >= 0 or gran[s, G_READS] >= 0)
+        ):
             return True
     return False
 
@@ -305,9 +354,34 @@ def range_uninit(gran, sv, ivs, region, lo_addr, hi_addr):
 
 
 @jit_leaf
-def access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst,
-                 region, space, owner, from_addr, to_addr, addr, size, a, epoch, t, info, row,
-                 ts, site):
+def access_pages(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    nodes,
+    cold,
+    gran,
+    fen,
+    cand,
+    ivs,
+    pst,
+    region,
+    space,
+    owner,
+    from_addr,
+    to_addr,
+    addr,
+    size,
+    a,
+    epoch,
+    t,
+    info,
+    row,
+    ts,
+    site,
+):
     """``access`` of the bytes [from_addr, to_addr) of an access [addr, addr +
     size), a range that covers at least one whole page: the whole pages run by
     run (``RUNS``; a page some granule of the launch has touched granule by
@@ -347,18 +421,71 @@ def access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
                 plo = p << ps
                 phi = q << ps
                 if s < 0:  # a page some granule of the launch holds lists for
-                    f, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran,
-                                         fen, cand, ivs, pst, region, space, owner, plo, phi,
-                                         addr, end, a, epoch, t, info, row, ts, site, size,
-                                         np.int64(-1))
+                    f, lo, hi = granules(
+                        ag,
+                        snaps,
+                        arena_a,
+                        arena_e,
+                        sv,
+                        nodes,
+                        cold,
+                        gran,
+                        fen,
+                        cand,
+                        ivs,
+                        pst,
+                        region,
+                        space,
+                        owner,
+                        plo,
+                        phi,
+                        addr,
+                        end,
+                        a,
+                        epoch,
+                        t,
+                        info,
+                        row,
+                        ts,
+                        site,
+                        size,
+                        np.int64(-1),
+                    )
                 else:
                     lo = np.int64(-1)
                     hi = np.int64(-1)
                     if reads:
                         lo, hi = range_uninit(gran, sv, ivs, region, plo, phi)
-                    f, _, _ = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen,
-                                       cand, ivs, pst, region, space, owner, plo, phi, addr, end,
-                                       a, epoch, t, info, row, ts, site, size, s)
+                    f, _, _ = granules(
+                        ag,
+                        snaps,
+                        arena_a,
+                        arena_e,
+                        sv,
+                        nodes,
+                        cold,
+                        gran,
+                        fen,
+                        cand,
+                        ivs,
+                        pst,
+                        region,
+                        space,
+                        owner,
+                        plo,
+                        phi,
+                        addr,
+                        end,
+                        a,
+                        epoch,
+                        t,
+                        info,
+                        row,
+                        ts,
+                        site,
+                        size,
+                        s,
+                    )
                 found |= f
                 if lo >= 0:
                     if ulo < 0:
@@ -373,9 +500,36 @@ def access_pages(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, 
         if lo_addr >= hi_addr:
             continue
         split_pages_of(sv, nodes, cold, gran, ivs, pst, region, lo_addr, hi_addr - lo_addr)
-        f, lo, hi = granules(ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand,
-                             ivs, pst, region, space, owner, lo_addr, hi_addr, addr, end, a,
-                             epoch, t, info, row, ts, site, size, np.int64(-1))
+        f, lo, hi = granules(
+            ag,
+            snaps,
+            arena_a,
+            arena_e,
+            sv,
+            nodes,
+            cold,
+            gran,
+            fen,
+            cand,
+            ivs,
+            pst,
+            region,
+            space,
+            owner,
+            lo_addr,
+            hi_addr,
+            addr,
+            end,
+            a,
+            epoch,
+            t,
+            info,
+            row,
+            ts,
+            site,
+            size,
+            np.int64(-1),
+        )
         found |= f
         if lo >= 0:
             if ulo < 0:
@@ -493,11 +647,13 @@ def page_room(op, space, addr, size, space2, addr2, peer, block, a, sv, nodes, g
     """``replay_room`` for an access or copy that covers a whole page or
     meets a launch with pages: sets ``SV_GROW`` and returns False when the
     pools lack the room it may need."""
-    g, n, r = owned_need(gran, nodes, sv, ivs, pst, region_of(space, peer, a, sv), space,
-                         peer, addr, size)
+    g, n, r = owned_need(
+        gran, nodes, sv, ivs, pst, region_of(space, peer, a, sv), space, peer, addr, size
+    )
     if op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or op == O.BULK_COPY_PEER:
-        g2, n2, r2 = owned_need(gran, nodes, sv, ivs, pst, region_of(space2, block, a, sv),
-                                space2, block, addr2, size)
+        g2, n2, r2 = owned_need(
+            gran, nodes, sv, ivs, pst, region_of(space2, block, a, sv), space2, block, addr2, size
+        )
         g += g2
         n += n2
         r += r2

@@ -9,15 +9,57 @@ from dataclasses import dataclass, field
 
 from ..jit import jit_inline
 from .layout import (
-    AG_FIELDS, AR_FIELDS, ED_FIELDS, FN_FIELDS, FQ_FIELDS, GN_FIELDS, GR_AGENTS, GR_AMAP,
-    GR_ARR, GR_BMAP, GR_ED, GR_FEN, GR_FIND, GR_FMAP, GR_FQ, GR_GENS, GR_GRAN, GR_IV, GR_LMAP,
-    GR_MB, GR_MMAP, GR_NODES, GR_PR, GR_RL, GR_SIG, GR_SNAPS, GR_XMAP, MB_FIELDS, NF,
-    PR_FIELDS, RL_FIELDS, SG_FIELDS, SN_FIELDS, SV_NODE_TOP, SV_N_AGENTS, G_FIELDS, IV_FIELDS,
-    K_FIELDS, N_FIELDS)
+    AG_FIELDS,
+    AR_FIELDS,
+    ED_FIELDS,
+    FN_FIELDS,
+    FQ_FIELDS,
+    G_FIELDS,
+    GN_FIELDS,
+    GR_AGENTS,
+    GR_AMAP,
+    GR_ARR,
+    GR_BMAP,
+    GR_ED,
+    GR_FEN,
+    GR_FIND,
+    GR_FMAP,
+    GR_FQ,
+    GR_GENS,
+    GR_GRAN,
+    GR_IV,
+    GR_LMAP,
+    GR_MB,
+    GR_MMAP,
+    GR_NODES,
+    GR_PR,
+    GR_RL,
+    GR_SIG,
+    GR_SNAPS,
+    GR_XMAP,
+    IV_FIELDS,
+    K_FIELDS,
+    MB_FIELDS,
+    N_FIELDS,
+    NF,
+    PR_FIELDS,
+    RL_FIELDS,
+    SG_FIELDS,
+    SN_FIELDS,
+    SV_N_AGENTS,
+    SV_NODE_TOP,
+)
 
 # hash map name -> grow bit
-MAPS = {"agent_map": GR_AMAP, "async_map": GR_AMAP, "bar_map": GR_BMAP, "mb_map": GR_MMAP,
-         "flag_map": GR_FMAP, "lock_map": GR_LMAP, "atom_map": GR_XMAP}
+MAPS = {
+    "agent_map": GR_AMAP,
+    "async_map": GR_AMAP,
+    "bar_map": GR_BMAP,
+    "mb_map": GR_MMAP,
+    "flag_map": GR_FMAP,
+    "lock_map": GR_LMAP,
+    "atom_map": GR_XMAP,
+}
 
 
 # ---------------------------------------------------------------------------
@@ -67,10 +109,24 @@ POOLS = {
     "edges": (GR_ED, ED_FIELDS, 0),
 }
 
-_ROWS = {"ag": 1 << 10, "snaps": 1 << 12, "nodes": 1 << 14, "cold": 1 << 14, "gran": 1 << 15,
-         "gens": 1 << 8, "arr": 1 << 10, "sigs": 1 << 8, "fq": 1 << 6, "mbs": 1 << 6,
-         "rels": 1 << 8, "fen": 1 << 8, "find": 1 << 8, "ivs": 1 << 6, "pairs": 1 << 6,
-         "edges": 1 << 6}
+_ROWS = {
+    "ag": 1 << 10,
+    "snaps": 1 << 12,
+    "nodes": 1 << 14,
+    "cold": 1 << 14,
+    "gran": 1 << 15,
+    "gens": 1 << 8,
+    "arr": 1 << 10,
+    "sigs": 1 << 8,
+    "fq": 1 << 6,
+    "mbs": 1 << 6,
+    "rels": 1 << 8,
+    "fen": 1 << 8,
+    "find": 1 << 8,
+    "ivs": 1 << 6,
+    "pairs": 1 << 6,
+    "edges": 1 << 6,
+}
 
 
 @dataclass(frozen=True)
@@ -86,10 +142,14 @@ class Sizes:
     maps: int = 1 << 8
 
     @classmethod
-    def tiny(cls) -> "Sizes":
+    def tiny(cls) -> Sizes:
         """Four rows a pool (sixteen granules), eight arena entries and map slots."""
-        return cls(rows={name: 16 if name == "gran" else 4 for name in POOLS}, arena=8,
-                   arena_slack=0, maps=8)
+        return cls(
+            rows={name: 16 if name == "gran" else 4 for name in POOLS},
+            arena=8,
+            arena_slack=0,
+            maps=8,
+        )
 
 
 # Pools kept in tracerace.mapped arrays (grown in place, never filled: every

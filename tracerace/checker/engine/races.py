@@ -15,16 +15,88 @@ from ..jit import jit, jit_inline, jit_leaf
 from .agents import known, reach
 from .async_copies import copy_retired, phase_entry, retiring_wait
 from .layout import (
-    AG_BARFENCE, AG_BARGEN, AG_BAROBJ, AG_BLOCK, AG_MBAR, AG_THREAD, AG_WEAK_AGENT, AG_WEAK_AUX,
-    AG_WEAK_EPOCH, AG_WEAK_OBJ, C_AUX, C_AW, C_CODE, C_HI, C_LO, C_OBJ, C_OWNER, C_PREV_ASYNC,
-    C_PREV_BAR, C_PREV_BARGEN, C_PREV_BLOCK, C_PREV_OP, C_PREV_ROW, C_PREV_SITE, C_PREV_THREAD,
-    C_PREV_TS, C_PW, C_SPACE, C_VALID, F_ADDR, F_AUX, F_BAR_GEN, F_BAR_OBJ, F_BLOCK, F_CODE,
-    F_KIND, F_LAUNCH, F_OBJ, F_OP, F_OWNER, F_PREV_ASYNC, F_PREV_BAR_GEN, F_PREV_BAR_OBJ,
-    F_PREV_BLOCK, F_PREV_LAUNCH, F_PREV_OP, F_PREV_ROW, F_PREV_SITE, F_PREV_THREAD, F_PREV_TS,
-    F_RANK, F_ROW, F_SEVERITY, F_SITE, F_SIZE, F_SPACE, F_THREAD, F_TS, FN_AUX, FN_VAL, I_ASYNC,
-    I_ATOMIC, K_ADDR, K_BAR, K_BARGEN, K_FIELDS, K_ROW, K_SHADOW_AGENT, K_SHADOW_EPOCH,
-    K_SIZE_SITE, K_TS, N_AGENT, N_EPOCH, N_INFO, N_KINDS, NF, SITE_NONE_I, SV_NFIND,
-    info_copy_kind, info_op, info_scope)
+    AG_BARFENCE,
+    AG_BARGEN,
+    AG_BAROBJ,
+    AG_BLOCK,
+    AG_MBAR,
+    AG_THREAD,
+    AG_WEAK_AGENT,
+    AG_WEAK_AUX,
+    AG_WEAK_EPOCH,
+    AG_WEAK_OBJ,
+    C_AUX,
+    C_AW,
+    C_CODE,
+    C_HI,
+    C_LO,
+    C_OBJ,
+    C_OWNER,
+    C_PREV_ASYNC,
+    C_PREV_BAR,
+    C_PREV_BARGEN,
+    C_PREV_BLOCK,
+    C_PREV_OP,
+    C_PREV_ROW,
+    C_PREV_SITE,
+    C_PREV_THREAD,
+    C_PREV_TS,
+    C_PW,
+    C_SPACE,
+    C_VALID,
+    F_ADDR,
+    F_AUX,
+    F_BAR_GEN,
+    F_BAR_OBJ,
+    F_BLOCK,
+    F_CODE,
+    F_KIND,
+    F_LAUNCH,
+    F_OBJ,
+    F_OP,
+    F_OWNER,
+    F_PREV_ASYNC,
+    F_PREV_BAR_GEN,
+    F_PREV_BAR_OBJ,
+    F_PREV_BLOCK,
+    F_PREV_LAUNCH,
+    F_PREV_OP,
+    F_PREV_ROW,
+    F_PREV_SITE,
+    F_PREV_THREAD,
+    F_PREV_TS,
+    F_RANK,
+    F_ROW,
+    F_SEVERITY,
+    F_SITE,
+    F_SIZE,
+    F_SPACE,
+    F_THREAD,
+    F_TS,
+    FN_AUX,
+    FN_VAL,
+    I_ASYNC,
+    I_ATOMIC,
+    K_ADDR,
+    K_BAR,
+    K_BARGEN,
+    K_FIELDS,
+    K_ROW,
+    K_SHADOW_AGENT,
+    K_SHADOW_EPOCH,
+    K_SIZE_SITE,
+    K_TS,
+    N_AGENT,
+    N_EPOCH,
+    N_INFO,
+    N_KINDS,
+    NF,
+    SITE_NONE_I,
+    SV_NFIND,
+    info_copy_kind,
+    info_op,
+    info_scope,
+)
 
 
 # ---------------------------------------------------------------------------
@@ -65,13 +137,12 @@ def emit(find, sv, kind, row, launch, block, thread, op, ts, site):
 
 
 # What ``race_kind`` says when an earlier access does not race with this one.
-ORDERED = -1       # it happens before this access
-ATOMIC_PAIR = -2   # both are atomics of a scope that reaches both agents
+ORDERED = -1  # it happens before this access
+ATOMIC_PAIR = -2  # both are atomics of a scope that reaches both agents
 
 
 @jit_inline
-def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, is_atomic,
-              scope):
+def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, is_atomic, scope):
     """Whether the earlier access ``x`` (a write when ``x_wrote``) races with
     this access of thread ``t``, the rule of the reference's ``on_access``:
     an access ``t`` knows of happens before it (``ORDERED``); two atomics
@@ -82,8 +153,12 @@ def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, 
     xa = nodes[x, N_AGENT]
     if known(ag, snaps, arena_a, arena_e, t, xa) >= nodes[x, N_EPOCH]:
         return ORDERED
-    if is_atomic and (xinfo & I_ATOMIC) != 0 and (xinfo & I_ASYNC) == 0 and \
-            min(info_scope(xinfo), scope) >= reach(ag, xa, t):
+    if (
+        is_atomic
+        and (xinfo & I_ATOMIC) != 0
+        and (xinfo & I_ASYNC) == 0
+        and min(info_scope(xinfo), scope) >= reach(ag, xa, t)
+    ):
         return ATOMIC_PAIR
     if (xinfo & I_ASYNC) and not copy_retired(ag, fen, xa, nodes[x, N_EPOCH]):
         return O.K_ASYNC_INFLIGHT
@@ -144,9 +219,14 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
             cand[kind, C_CODE] = R.RACE_WEAK_SYNC
             cand[kind, C_AUX] = ag[t, AG_WEAK_AUX]
             cand[kind, C_OBJ] = ag[t, AG_WEAK_OBJ]
-        elif ag[t, AG_BARGEN] >= 0 and (cold[x, K_BARGEN] < 0 or (
-                cold[x, K_BAR] == ag[t, AG_BAROBJ] and cold[x, K_BARGEN] < ag[t, AG_BARGEN])) \
-                and not ag[t, AG_BARFENCE] & (1 << space):
+        elif (
+            ag[t, AG_BARGEN] >= 0
+            and (
+                cold[x, K_BARGEN] < 0
+                or (cold[x, K_BAR] == ag[t, AG_BAROBJ] and cold[x, K_BARGEN] < ag[t, AG_BARGEN])
+            )
+            and not ag[t, AG_BARFENCE] & (1 << space)
+        ):
             cand[kind, C_CODE] = R.RACE_UNFENCED_BARRIER
             cand[kind, C_AUX] = ag[t, AG_BARFENCE]
 
@@ -186,8 +266,17 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
 # One access against shadow memory.
 
 # set_node writes a cold row in this order, whole (store_row_nt).
-assert (K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN, K_SHADOW_AGENT, K_SHADOW_EPOCH,
-        K_FIELDS) == (0, 1, 2, 3, 4, 5, 6, 7, 8)
+assert (
+    K_ROW,
+    K_ADDR,
+    K_SIZE_SITE,
+    K_TS,
+    K_BAR,
+    K_BARGEN,
+    K_SHADOW_AGENT,
+    K_SHADOW_EPOCH,
+    K_FIELDS,
+) == (0, 1, 2, 3, 4, 5, 6, 7, 8)
 
 
 @jit_inline

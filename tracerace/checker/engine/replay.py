@@ -23,19 +23,49 @@ from .atomics import on_fence
 from .barriers import on_barrier
 from .clusters import on_cluster_arrive, on_cluster_wait
 from .copies import (
-    on_bulk_commit, on_bulk_wait, on_cp_async, on_cp_commit, on_cp_wait, on_tma_store)
+    on_bulk_commit,
+    on_bulk_wait,
+    on_cp_async,
+    on_cp_commit,
+    on_cp_wait,
+    on_tma_store,
+)
 from .granules import prefetch_ahead
 from .hashmap import hm_prefetch, hm_put
 from .launches import next_launch
 from .layout import (
-    AG_BLOCKED, AG_BLOCKNUM, AG_EPOCH, CLUSTER_BARRIER, E_BARRIER_ORDER, E_CLUSTER_ORDER,
-    E_LAUNCH_ORDER, GN_BAROBJ, GN_KEYOBJ, KIND_THREAD, NEED_GROW, OK, SV_ERR_A, SV_ERR_B,
-    SV_ERR_C, SV_ERR_D,
-    SV_GLOBAL_REGION, SV_LAUNCH, SV_N_AGENTS, SV_PAGE_LAUNCH, SV_PAGE_SHIFT)
+    AG_BLOCKED,
+    AG_BLOCKNUM,
+    AG_EPOCH,
+    CLUSTER_BARRIER,
+    E_BARRIER_ORDER,
+    E_CLUSTER_ORDER,
+    E_LAUNCH_ORDER,
+    GN_BAROBJ,
+    GN_KEYOBJ,
+    KIND_THREAD,
+    NEED_GROW,
+    OK,
+    SV_ERR_A,
+    SV_ERR_B,
+    SV_ERR_C,
+    SV_ERR_D,
+    SV_GLOBAL_REGION,
+    SV_LAUNCH,
+    SV_N_AGENTS,
+    SV_PAGE_LAUNCH,
+    SV_PAGE_SHIFT,
+)
 from .locks import on_acquire, on_release
 from .mbarriers import (
-    on_mbar_arrive, on_mbar_arrive_drop, on_mbar_expect_tx, on_mbar_init, on_mbar_inval,
-    on_mbar_wait, on_tma_load)
+    on_mbar_arrive,
+    on_mbar_arrive_drop,
+    on_mbar_expect_tx,
+    on_mbar_init,
+    on_mbar_inval,
+    on_mbar_wait,
+    on_tma_load,
+)
 from .memory import on_access, on_init
 from .pages import page_room
 from .room import PLAIN_MAX, replay_room
@@ -47,6 +77,7 @@ Columns = namedtuple("Columns", COLUMN_NAMES)
 
 Event = namedtuple("Event", "row launch block thread op ts site size")
 """What every handler is told of the event at hand (int64 values)."""
+
 
 # ``replay`` allocates nothing (the joins use the ``cvs`` workspace; clock
 # compaction, which sorts, runs in the driver), so it is compiled without NRT.
@@ -96,10 +127,35 @@ def replay(c, row0, start, t, gpos):
         if budget > 0 and op <= O.WRITE and size <= PLAIN_MAX:
             budget -= 1
         else:
-            budget = replay_room(op, size, sv, ag, agent_map, t.async_map, t.snaps, t.arena_a,
-                                 t.nodes, t.gran, t.gens, t.arr, t.sigs, t.fq, t.mbs, t.rels,
-                                 t.fen, t.ivs, t.find, t.pairs, t.edges, t.bar_map, t.mb_map,
-                                 t.flag_map, t.lock_map, t.atom_map, np.int64(c.arg[i]))
+            budget = replay_room(
+                op,
+                size,
+                sv,
+                ag,
+                agent_map,
+                t.async_map,
+                t.snaps,
+                t.arena_a,
+                t.nodes,
+                t.gran,
+                t.gens,
+                t.arr,
+                t.sigs,
+                t.fq,
+                t.mbs,
+                t.rels,
+                t.fen,
+                t.ivs,
+                t.find,
+                t.pairs,
+                t.edges,
+                t.bar_map,
+                t.mb_map,
+                t.flag_map,
+                t.lock_map,
+                t.atom_map,
+                np.int64(c.arg[i]),
+            )
             if budget < 0:
                 return NEED_GROW, i
 
@@ -122,13 +178,33 @@ def replay(c, row0, start, t, gpos):
             if t.gens[ag[a, AG_BLOCKED], GN_BAROBJ] == CLUSTER_BARRIER:
                 return E_CLUSTER_ORDER, i
             return E_BARRIER_ORDER, i
-        if size > 0 and (size >= (np.int64(1) << sv[SV_PAGE_SHIFT]) or
-                         sv[SV_PAGE_LAUNCH] == launch) and (
-                op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or
-                op == O.BULK_COPY_PEER):
-            if not page_room(op, np.int64(c.space[i]), np.int64(c.addr[i]), size,
-                             np.int64(c.space2[i]), np.int64(c.addr2[i]), np.int64(c.peer[i]),
-                             block, a, sv, t.nodes, t.gran, t.ivs, t.pst):
+        if (
+            size > 0
+            and (size >= (np.int64(1) << sv[SV_PAGE_SHIFT]) or sv[SV_PAGE_LAUNCH] == launch)
+            and (
+                op <= O.ATOMIC
+                or op == O.CP_ASYNC
+                or op == O.TMA_LOAD
+                or op == O.TMA_STORE
+                or op == O.BULK_COPY_PEER
+            )
+        ):
+            if not page_room(
+                op,
+                np.int64(c.space[i]),
+                np.int64(c.addr[i]),
+                size,
+                np.int64(c.space2[i]),
+                np.int64(c.addr2[i]),
+                np.int64(c.peer[i]),
+                block,
+                a,
+                sv,
+                t.nodes,
+                t.gran,
+                t.ivs,
+                t.pst,
+            ):
                 return NEED_GROW, i
         ag[a, AG_EPOCH] += 1
         epoch = ag[a, AG_EPOCH]
@@ -140,13 +216,18 @@ def replay(c, row0, start, t, gpos):
             # Read ahead: the agent map where the block changes (elsewhere the
             # agent is the last event's neighbour), the granules of the next
             # global accesses.
-            if sv[SV_N_AGENTS] > AGENT_PREFETCH_MIN and i + PF_FAR < n and \
-                    c.block[i + PF_FAR] != c.block[i + PF_FAR - 1]:
-                hm_prefetch(agent_map, np.int64(c.block[i + PF_FAR]),
-                            np.int64(c.thread[i + PF_FAR]), 0)
+            if (
+                sv[SV_N_AGENTS] > AGENT_PREFETCH_MIN
+                and i + PF_FAR < n
+                and c.block[i + PF_FAR] != c.block[i + PF_FAR - 1]
+            ):
+                hm_prefetch(
+                    agent_map, np.int64(c.block[i + PF_FAR]), np.int64(c.thread[i + PF_FAR]), 0
+                )
             if c.space[i] == O.SPACE_GLOBAL:
-                prefetch_ahead(c.op, c.addr, c.size, gpos, gk, t.gran, t.nodes, t.cold,
-                               sv[SV_GLOBAL_REGION])
+                prefetch_ahead(
+                    c.op, c.addr, c.size, gpos, gk, t.gran, t.nodes, t.cold, sv[SV_GLOBAL_REGION]
+                )
                 gk += 1
             on_access(t, c, i, ev, a, epoch)
         elif op == O.INIT:

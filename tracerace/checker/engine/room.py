@@ -9,12 +9,53 @@ import numpy as np
 from ...trace import ops as O
 from ..jit import jit_inline
 from .layout import (
-    GR_AGENTS, GR_AMAP, GR_ARENA, GR_ARR, GR_BMAP, GR_ED, GR_FEN, GR_FIND, GR_FMAP, GR_FQ,
-    GR_GENS, GR_GRAN, GR_IV, GR_LMAP, GR_MB, GR_MMAP, GR_NODES, GR_PR, GR_RL, GR_SIG,
-    GR_SNAPS, GR_XMAP, N_KINDS, N_LEVELS, SV_ARENA_TOP, SV_ARR_USED, SV_AR_USED, SV_ATOM_N,
-    SV_ED_TOP, SV_FEN_TOP, SV_FQ_N, SV_GEN_N, SV_GRAN_COUNT, SV_GROW, SV_IV_N, SV_LAUNCH,
-    SV_LOCK_N, SV_MB_N, SV_NFIND, SV_NODE_USED, SV_N_AGENTS, SV_PAGE_LAUNCH, SV_PAGE_SHIFT,
-    SV_PR_TOP, SV_SIG_USED, SV_SNAP_N)
+    GR_AGENTS,
+    GR_AMAP,
+    GR_ARENA,
+    GR_ARR,
+    GR_BMAP,
+    GR_ED,
+    GR_FEN,
+    GR_FIND,
+    GR_FMAP,
+    GR_FQ,
+    GR_GENS,
+    GR_GRAN,
+    GR_IV,
+    GR_LMAP,
+    GR_MB,
+    GR_MMAP,
+    GR_NODES,
+    GR_PR,
+    GR_RL,
+    GR_SIG,
+    GR_SNAPS,
+    GR_XMAP,
+    N_KINDS,
+    N_LEVELS,
+    SV_AR_USED,
+    SV_ARENA_TOP,
+    SV_ARR_USED,
+    SV_ATOM_N,
+    SV_ED_TOP,
+    SV_FEN_TOP,
+    SV_FQ_N,
+    SV_GEN_N,
+    SV_GRAN_COUNT,
+    SV_GROW,
+    SV_IV_N,
+    SV_LAUNCH,
+    SV_LOCK_N,
+    SV_MB_N,
+    SV_N_AGENTS,
+    SV_NFIND,
+    SV_NODE_USED,
+    SV_PAGE_LAUNCH,
+    SV_PAGE_SHIFT,
+    SV_PR_TOP,
+    SV_SIG_USED,
+    SV_SNAP_N,
+)
 from .shadow import GRANULE_SHIFT, INIT_INTERVAL_MIN
 
 # Arena entries replay keeps free per event, per agent: a merge writes at most
@@ -37,9 +78,35 @@ PLAIN_NG = 2 * ((PLAIN_MAX >> GRANULE_SHIFT) + 2)
 
 
 @jit_inline
-def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, gran, gens, arr,
-                sigs, fq, mbs, rels, fen, ivs, find, pairs, edges, bar_map, mb_map, flag_map,
-                lock_map, atom_map, arg):
+def replay_room(
+    op,
+    size,
+    sv,
+    ag,
+    agent_map,
+    async_map,
+    snaps,
+    arena_a,
+    nodes,
+    gran,
+    gens,
+    arr,
+    sigs,
+    fq,
+    mbs,
+    rels,
+    fen,
+    ivs,
+    find,
+    pairs,
+    edges,
+    bar_map,
+    mb_map,
+    flag_map,
+    lock_map,
+    atom_map,
+    arg,
+):
     """Room for the worst one event can need, checked before it touches
     anything. Returns -1 after setting ``SV_GROW`` to the pools to grow, else
     how many small plain accesses after this one (by known agents, with no
@@ -58,9 +125,18 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
     ng = 0
     # An access that covers a whole page, or any in a launch with pages,
     # has its own check (page_room), once its agent is known.
-    if op == O.INIT and size < INIT_INTERVAL_MIN or size < (np.int64(1) << sv[SV_PAGE_SHIFT]) and (
-            op <= O.ATOMIC or op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or
-            op == O.BULK_COPY_PEER):
+    if (
+        op == O.INIT
+        and size < INIT_INTERVAL_MIN
+        or size < (np.int64(1) << sv[SV_PAGE_SHIFT])
+        and (
+            op <= O.ATOMIC
+            or op == O.CP_ASYNC
+            or op == O.TMA_LOAD
+            or op == O.TMA_STORE
+            or op == O.BULK_COPY_PEER
+        )
+    ):
         ng = 2 * ((size >> GRANULE_SHIFT) + 2)  # 4-byte granules: an upper bound
     if sv[SV_NODE_USED] + ng > nodes.shape[0]:
         grow |= GR_NODES
@@ -109,6 +185,12 @@ def replay_room(op, size, sv, ag, agent_map, async_map, snaps, arena_a, nodes, g
         return -1
     if op > O.WRITE or size > PLAIN_MAX or sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH]:
         return 0
-    return max(min((nodes.shape[0] - sv[SV_NODE_USED]) // PLAIN_NG,
-                   (gran.shape[0] // 2 - sv[SV_GRAN_COUNT]) // PLAIN_NG,
-                   (find.shape[0] - sv[SV_NFIND]) // EVENT_FINDINGS) - 1, 0)
+    return max(
+        min(
+            (nodes.shape[0] - sv[SV_NODE_USED]) // PLAIN_NG,
+            (gran.shape[0] // 2 - sv[SV_GRAN_COUNT]) // PLAIN_NG,
+            (find.shape[0] - sv[SV_NFIND]) // EVENT_FINDINGS,
+        )
+        - 1,
+        0,
+    )

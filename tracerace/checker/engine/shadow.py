@@ -44,9 +44,26 @@ import numpy as np
 
 from ..jit import jit, jit_inline, jit_leaf, prefetch_row
 from .layout import (
-    G_FIELDS, G_INDEX, G_INIT, G_LAUNCH, G_NREADS, G_READS, G_REGION, G_RLIMIT, G_WRITES,
-    IV_FIELDS, IV_HI, IV_LO, IV_REGION, K_SHADOW_AGENT, KS_AGENT_MASK, KS_HIDDEN_SHIFT, MASK_ALL,
-    SV_GLOBAL_SIZES, SV_PAGE_SHIFT)
+    G_FIELDS,
+    G_INDEX,
+    G_INIT,
+    G_LAUNCH,
+    G_NREADS,
+    G_READS,
+    G_REGION,
+    G_RLIMIT,
+    G_WRITES,
+    IV_FIELDS,
+    IV_HI,
+    IV_LO,
+    IV_REGION,
+    K_SHADOW_AGENT,
+    KS_AGENT_MASK,
+    KS_HIDDEN_SHIFT,
+    MASK_ALL,
+    SV_GLOBAL_SIZES,
+    SV_PAGE_SHIFT,
+)
 
 # 4-byte granules in shared and local memory: two 4-byte elements in one
 # granule would share read lists, and pruning (which only drops bytes the new

@@ -1,5 +1,4 @@
-"""Flags (signal/wait) and the sync_alias check of which signal a wait consumed.
-"""
+"""Flags (signal/wait) and the sync_alias check of which signal a wait consumed."""
 
 from __future__ import annotations
 
@@ -12,15 +11,66 @@ from .agents import set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, lookup, merge_many
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BARGEN, AG_BAROBJ, AG_BASE, COUNT_MAX, CV_CONS, CV_USED, E_SIGNAL_OVERFLOW, ED_NEXT,
-    ED_S, ED_W, E_WAIT, FQ_EDGES, FQ_HEAD, FQ_PAIRS, FQ_PAIRS_LAUNCH, FQ_TAIL, FQ_TOTAL, F_BAR_GEN, F_BAR_OBJ, F_CODE, F_OBJ, F_SEVERITY, OK,
-    PR_NEXT, PR_S_AGENT, PR_S_BLOCK, PR_S_EPOCH, PR_S_LAUNCH, PR_S_ROW, PR_S_SITE,
-    PR_S_THREAD, PR_S_TS, PR_W_AGENT, PR_W_EPOCH, PR_W_SITE, SG_AGENT, SG_BASE, SG_BLOCK,
-    SG_COUNT, SG_EPOCH, SG_LAUNCH, SG_NEXT, SG_ROW, SG_SITE, SG_THREAD, SG_TS, SV_ED_TOP,
-    SV_ERR_A, SV_ERR_B, SV_ERR_C, SV_FQ_N, SV_PR_TOP, SV_SIG_FREE, SV_SIG_TOP, SV_SIG_USED,
-    WARNING)
+    AG_BARGEN,
+    AG_BAROBJ,
+    AG_BASE,
+    COUNT_MAX,
+    CV_CONS,
+    CV_USED,
+    E_SIGNAL_OVERFLOW,
+    E_WAIT,
+    ED_NEXT,
+    ED_S,
+    ED_W,
+    F_BAR_GEN,
+    F_BAR_OBJ,
+    F_CODE,
+    F_OBJ,
+    F_SEVERITY,
+    FQ_EDGES,
+    FQ_HEAD,
+    FQ_PAIRS,
+    FQ_PAIRS_LAUNCH,
+    FQ_TAIL,
+    FQ_TOTAL,
+    OK,
+    PR_NEXT,
+    PR_S_AGENT,
+    PR_S_BLOCK,
+    PR_S_EPOCH,
+    PR_S_LAUNCH,
+    PR_S_ROW,
+    PR_S_SITE,
+    PR_S_THREAD,
+    PR_S_TS,
+    PR_W_AGENT,
+    PR_W_EPOCH,
+    PR_W_SITE,
+    SG_AGENT,
+    SG_BASE,
+    SG_BLOCK,
+    SG_COUNT,
+    SG_EPOCH,
+    SG_LAUNCH,
+    SG_NEXT,
+    SG_ROW,
+    SG_SITE,
+    SG_THREAD,
+    SG_TS,
+    SV_ED_TOP,
+    SV_ERR_A,
+    SV_ERR_B,
+    SV_ERR_C,
+    SV_FQ_N,
+    SV_PR_TOP,
+    SV_SIG_FREE,
+    SV_SIG_TOP,
+    SV_SIG_USED,
+    WARNING,
+)
 from .pools import pool_alloc, pool_free
 from .races import emit, set_prev
+
 
 @jit_inline
 def pairs_of(fq, q, launch):
@@ -38,8 +88,27 @@ def sig_knows(snaps, arena_a, arena_e, sigs, s, u):
 
 
 @jit_inline
-def _alias(find, sv, ag, a, row, launch, block, thread, op, ts, site, obj, code, s_row, s_launch,
-           s_block, s_thread, s_ts, s_site):
+def _alias(
+    find,
+    sv,
+    ag,
+    a,
+    row,
+    launch,
+    block,
+    thread,
+    op,
+    ts,
+    site,
+    obj,
+    code,
+    s_row,
+    s_launch,
+    s_block,
+    s_thread,
+    s_ts,
+    s_site,
+):
     """A ``sync_alias`` finding at the wait, the signal it pairs with as its
     earlier side; returns its row in ``find``."""
     k = emit(find, sv, O.K_SYNC_ALIAS, row, launch, block, thread, op, ts, site)
@@ -52,8 +121,31 @@ def _alias(find, sv, ag, a, row, launch, block, thread, op, ts, site, obj, code,
 
 
 @jit_leaf
-def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find, cons, ncons,
-               a, epoch, row, launch, block, thread, op, ts, site, obj):
+def sync_alias(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    sigs,
+    fq,
+    q,
+    pairs,
+    edges,
+    find,
+    cons,
+    ncons,
+    a,
+    epoch,
+    row,
+    launch,
+    block,
+    thread,
+    op,
+    ts,
+    site,
+    obj,
+):
     """The reference's ``sync_alias`` rule over consumed signals ``cons``."""
     warn = np.int64(-1)
     for c in range(ncons):
@@ -62,12 +154,19 @@ def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
             continue
         p = pairs_of(fq, q, launch)
         while p >= 0:
-            if pairs[p, PR_S_SITE] != sigs[s, SG_SITE] and pairs[p, PR_W_SITE] != site and \
-                    pairs[p, PR_S_LAUNCH] == launch:
-                w1 = sig_knows(snaps, arena_a, arena_e, sigs, s, pairs[p, PR_W_AGENT]) >= \
-                    pairs[p, PR_W_EPOCH]
-                s1 = sig_knows(snaps, arena_a, arena_e, sigs, s, pairs[p, PR_S_AGENT]) >= \
-                    pairs[p, PR_S_EPOCH]
+            if (
+                pairs[p, PR_S_SITE] != sigs[s, SG_SITE]
+                and pairs[p, PR_W_SITE] != site
+                and pairs[p, PR_S_LAUNCH] == launch
+            ):
+                w1 = (
+                    sig_knows(snaps, arena_a, arena_e, sigs, s, pairs[p, PR_W_AGENT])
+                    >= pairs[p, PR_W_EPOCH]
+                )
+                s1 = (
+                    sig_knows(snaps, arena_a, arena_e, sigs, s, pairs[p, PR_S_AGENT])
+                    >= pairs[p, PR_S_EPOCH]
+                )
                 if not w1 and not s1 and (warn < 0 or pairs[p, PR_S_ROW] > pairs[warn, PR_S_ROW]):
                     warn = p
             p = pairs[p, PR_NEXT]
@@ -114,23 +213,58 @@ def sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
         pick = np.int64(-1)
         for c in range(ncons):
             s = cons[c]
-            if is_foreign(edges, fq[q, FQ_EDGES], sigs[s, SG_SITE], site) and \
-                    (pick < 0 or sigs[s, SG_ROW] > sigs[pick, SG_ROW]):
+            if is_foreign(edges, fq[q, FQ_EDGES], sigs[s, SG_SITE], site) and (
+                pick < 0 or sigs[s, SG_ROW] > sigs[pick, SG_ROW]
+            ):
                 pick = s
         if pick < 0:
             for c in range(ncons):
                 s = cons[c]
                 if pick < 0 or sigs[s, SG_ROW] > sigs[pick, SG_ROW]:
                     pick = s
-        _alias(find, sv, ag, a, row, launch, block, thread, op, ts, site, obj,
-               R.ALIAS_CROSSED, sigs[pick, SG_ROW], sigs[pick, SG_LAUNCH],
-               sigs[pick, SG_BLOCK], sigs[pick, SG_THREAD], sigs[pick, SG_TS],
-               sigs[pick, SG_SITE])
+        _alias(
+            find,
+            sv,
+            ag,
+            a,
+            row,
+            launch,
+            block,
+            thread,
+            op,
+            ts,
+            site,
+            obj,
+            R.ALIAS_CROSSED,
+            sigs[pick, SG_ROW],
+            sigs[pick, SG_LAUNCH],
+            sigs[pick, SG_BLOCK],
+            sigs[pick, SG_THREAD],
+            sigs[pick, SG_TS],
+            sigs[pick, SG_SITE],
+        )
     elif warn >= 0:
-        k = _alias(find, sv, ag, a, row, launch, block, thread, op, ts, site, obj,
-                   R.ALIAS_MAY_CROSS, pairs[warn, PR_S_ROW], pairs[warn, PR_S_LAUNCH],
-                   pairs[warn, PR_S_BLOCK], pairs[warn, PR_S_THREAD], pairs[warn, PR_S_TS],
-                   pairs[warn, PR_S_SITE])
+        k = _alias(
+            find,
+            sv,
+            ag,
+            a,
+            row,
+            launch,
+            block,
+            thread,
+            op,
+            ts,
+            site,
+            obj,
+            R.ALIAS_MAY_CROSS,
+            pairs[warn, PR_S_ROW],
+            pairs[warn, PR_S_LAUNCH],
+            pairs[warn, PR_S_BLOCK],
+            pairs[warn, PR_S_THREAD],
+            pairs[warn, PR_S_TS],
+            pairs[warn, PR_S_SITE],
+        )
         find[k, F_SEVERITY] = WARNING
 
 
@@ -146,8 +280,33 @@ def is_foreign(edges, head, ssite, wsite):
 
 
 @jit_leaf
-def consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find, scratch,
-                    touched, cvs, a, epoch, need, row, launch, block, thread, op, ts, site, obj):
+def consume_signals(
+    ag,
+    snaps,
+    arena_a,
+    arena_e,
+    sv,
+    sigs,
+    fq,
+    q,
+    pairs,
+    edges,
+    find,
+    scratch,
+    touched,
+    cvs,
+    a,
+    epoch,
+    need,
+    row,
+    launch,
+    block,
+    thread,
+    op,
+    ts,
+    site,
+    obj,
+):
     """A wait of ``a`` takes ``need`` signals from flag queue ``q`` in FIFO
     order and joins their clocks (``cvs``: a row per signal record taken,
     at most the live records)."""
@@ -181,8 +340,31 @@ def consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, 
             nused += 1
     snap = merge_many(snaps, arena_a, arena_e, sv, cvs, m, scratch, touched)
     set_base(ag, snaps, sv, a, snap)
-    sync_alias(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find, cvs[:, CV_CONS],
-               ncons, a, epoch, row, launch, block, thread, op, ts, site, obj)
+    sync_alias(
+        ag,
+        snaps,
+        arena_a,
+        arena_e,
+        sv,
+        sigs,
+        fq,
+        q,
+        pairs,
+        edges,
+        find,
+        cvs[:, CV_CONS],
+        ncons,
+        a,
+        epoch,
+        row,
+        launch,
+        block,
+        thread,
+        op,
+        ts,
+        site,
+        obj,
+    )
     # Consumed signals go only after the merge has read their clocks.
     for p in range(nused):
         if sigs[cvs[p, CV_USED], SG_LAUNCH] == launch:  # (an older one's snapshot is gone)
@@ -241,12 +423,46 @@ def on_signal(t, c, i, ev, a, epoch):
 @jit_leaf
 def on_wait(t, c, i, ev, a, epoch):
     """A wait: the reference's ``on_wait``."""
-    (sv, ag, snaps, arena_a, arena_e, scratch, touched, sigs, flag_map, fq, find, pairs, edges,
-     cvs) = (
-        t.sv, t.ag, t.snaps, t.arena_a, t.arena_e, t.scratch, t.touched, t.sigs, t.flag_map,
-        t.fq, t.find, t.pairs, t.edges, t.cvs)
+    (
+        sv,
+        ag,
+        snaps,
+        arena_a,
+        arena_e,
+        scratch,
+        touched,
+        sigs,
+        flag_map,
+        fq,
+        find,
+        pairs,
+        edges,
+        cvs,
+    ) = (
+        t.sv,
+        t.ag,
+        t.snaps,
+        t.arena_a,
+        t.arena_e,
+        t.scratch,
+        t.touched,
+        t.sigs,
+        t.flag_map,
+        t.fq,
+        t.find,
+        t.pairs,
+        t.edges,
+        t.cvs,
+    )
     (row, launch, block, thread, op, ts, site) = (
-        ev.row, ev.launch, ev.block, ev.thread, ev.op, ev.ts, ev.site)
+        ev.row,
+        ev.launch,
+        ev.block,
+        ev.thread,
+        ev.op,
+        ev.ts,
+        ev.site,
+    )
     obj = np.int64(c.obj[i])
     arg = np.int64(c.arg[i])
     need = arg if arg > 0 else 1
@@ -257,7 +473,31 @@ def on_wait(t, c, i, ev, a, epoch):
         sv[SV_ERR_B] = need
         sv[SV_ERR_C] = avail
         return E_WAIT
-    consume_signals(ag, snaps, arena_a, arena_e, sv, sigs, fq, q, pairs, edges, find,
-                    scratch, touched, cvs, a, epoch, need, row, launch, block, thread, op,
-                    ts, site, obj)
+    consume_signals(
+        ag,
+        snaps,
+        arena_a,
+        arena_e,
+        sv,
+        sigs,
+        fq,
+        q,
+        pairs,
+        edges,
+        find,
+        scratch,
+        touched,
+        cvs,
+        a,
+        epoch,
+        need,
+        row,
+        launch,
+        block,
+        thread,
+        op,
+        ts,
+        site,
+        obj,
+    )
     return OK

@@ -1,5 +1,4 @@
-"""The engine's state between batches: every table, its growth, and the views.
-"""
+"""The engine's state between batches: every table, its growth, and the views."""
 
 from __future__ import annotations
 
@@ -8,25 +7,59 @@ from collections import namedtuple
 
 import numpy as np
 
-
 from .clocks import compact
-from .launches import begin_launch
 from .hashmap import new_table
+from .hashmap import rehash as hm_rehash
+from .launches import begin_launch
 from .layout import (
-    CV_FIELDS, C_FIELDS, G_FIELDS, GR_AGENTS, GR_ARENA, GR_ARR, GR_RL, GR_SIG, N_KINDS, SV_ARENA_TOP,
-    SV_FIELDS, SV_FIXED_SHARED, SV_GRAN_COUNT, SV_LAUNCH, SV_MAPS_CAP, SV_NFIND, SV_N_AGENTS,
-    SV_PAGE_LAUNCH, SV_PAGE_SHIFT, SV_SHARD, SV_SHARDS, SV_SIG_FREE, SV_STRETCH_SHIFT, SV_VIEW,
-    VIEW_ALL)
+    C_FIELDS,
+    CV_FIELDS,
+    G_FIELDS,
+    GR_AGENTS,
+    GR_ARENA,
+    GR_ARR,
+    GR_RL,
+    GR_SIG,
+    N_KINDS,
+    SV_ARENA_TOP,
+    SV_FIELDS,
+    SV_FIXED_SHARED,
+    SV_GRAN_COUNT,
+    SV_LAUNCH,
+    SV_MAPS_CAP,
+    SV_N_AGENTS,
+    SV_NFIND,
+    SV_PAGE_LAUNCH,
+    SV_PAGE_SHIFT,
+    SV_SHARD,
+    SV_SHARDS,
+    SV_SIG_FREE,
+    SV_STRETCH_SHIFT,
+    SV_VIEW,
+    VIEW_ALL,
+)
 from .mapped import MappedArray
 from .pools import (
-    AG_FAULT_AHEAD, FAULT_AHEAD, FAULT_CHUNK, MAPPED, MAPS, POOLS, SPARE_BLIND_MAX, Sizes)
+    AG_FAULT_AHEAD,
+    FAULT_AHEAD,
+    FAULT_CHUNK,
+    MAPPED,
+    MAPS,
+    POOLS,
+    SPARE_BLIND_MAX,
+    Sizes,
+)
 from .races import records
 from .room import ARENA_NEED, PLAIN_NG
 from .shadow import (
-    GLOBAL_GRANULE_SHIFT, GRANULE_SHIFT, PAGE_SHIFT, PST_SIZE, WIDE_GRANULE_SHIFT,
-    rehash)
+    GLOBAL_GRANULE_SHIFT,
+    GRANULE_SHIFT,
+    PAGE_SHIFT,
+    PST_SIZE,
+    WIDE_GRANULE_SHIFT,
+    rehash,
+)
 from .shards import STRETCH_PAGES_SHIFT
-from .hashmap import rehash as hm_rehash
 
 # With a findings consumer, the findings pool is emptied into records (held
 # until the batch ends) rather than grown past this many rows (14 MiB of int64
@@ -36,9 +69,12 @@ FIND_HANDOVER_ROWS = 1 << 16
 TREND_BATCHES = 4
 
 
-Tables = namedtuple("Tables", "sv ag agent_map async_map snaps arena_a arena_e scratch touched "
-                    "nodes cold gran gens bar_map arr sigs flag_map fq mbs mb_map lock_map rels "
-                    "atom_map fen find cand ivs pst pairs edges cvs")
+Tables = namedtuple(
+    "Tables",
+    "sv ag agent_map async_map snaps arena_a arena_e scratch touched "
+    "nodes cold gran gens bar_map arr sigs flag_map fq mbs mb_map lock_map rels "
+    "atom_map fen find cand ivs pst pairs edges cvs",
+)
 """Every array the replay kernel reads or writes: what :meth:`EngineState.tables`
 hands it (``sv``, the scalar vector of ``layout``; the pools of ``pools``;
 the hash maps; the scratch arrays of the joins and the candidates)."""
@@ -47,9 +83,14 @@ the hash maps; the scratch arrays of the joins and the candidates)."""
 class EngineState:
     """Every array the kernels keep across batches, and their growth."""
 
-    def __init__(self, page_shift: int = PAGE_SHIFT, sizes: Sizes | None = None,
-                 shared_shift: int | None = None, shard: tuple[int, int] = (0, 1),
-                 stretch_shift: int | None = None) -> None:
+    def __init__(
+        self,
+        page_shift: int = PAGE_SHIFT,
+        sizes: Sizes | None = None,
+        shared_shift: int | None = None,
+        shard: tuple[int, int] = (0, 1),
+        stretch_shift: int | None = None,
+    ) -> None:
         """``page_shift``: log2 of the pages large accesses are recorded by;
         ``sizes``: the tables' starting sizes; ``shared_shift``: the shared
         granule shift of every launch (None: chosen per launch, see
@@ -108,22 +149,49 @@ class EngineState:
         self.rows_done = 0
         self.rows_total: int | None = None
         # (rows replayed, granules) after each of the last batches.
-        self.trend: collections.deque[tuple[int, int]] = collections.deque(
-            maxlen=TREND_BATCHES)
+        self.trend: collections.deque[tuple[int, int]] = collections.deque(maxlen=TREND_BATCHES)
         self.reset_launch(-1)
 
     def tables(self) -> Tables:
         """The arrays as they are now (a growth replaces some: ask again after one)."""
         ar = self.arrays
-        return Tables(self.sv, ar["ag"], self.agent_map, self.async_map, ar["snaps"],
-                      self.arena_a, self.arena_e, self.scratch, self.touched, ar["nodes"],
-                      ar["cold"], ar["gran"], ar["gens"], self.bar_map, ar["arr"], ar["sigs"],
-                      self.flag_map, ar["fq"], ar["mbs"], self.mb_map, self.lock_map, ar["rels"],
-                      self.atom_map, ar["fen"], ar["find"], self.cand, ar["ivs"], self.pst,
-                      ar["pairs"], ar["edges"], self.cvs)
+        return Tables(
+            self.sv,
+            ar["ag"],
+            self.agent_map,
+            self.async_map,
+            ar["snaps"],
+            self.arena_a,
+            self.arena_e,
+            self.scratch,
+            self.touched,
+            ar["nodes"],
+            ar["cold"],
+            ar["gran"],
+            ar["gens"],
+            self.bar_map,
+            ar["arr"],
+            ar["sigs"],
+            self.flag_map,
+            ar["fq"],
+            ar["mbs"],
+            self.mb_map,
+            self.lock_map,
+            ar["rels"],
+            self.atom_map,
+            ar["fen"],
+            ar["find"],
+            self.cand,
+            ar["ivs"],
+            self.pst,
+            ar["pairs"],
+            ar["edges"],
+            self.cvs,
+        )
 
-    def reset_launch(self, launch: int, shared_shift: int | None = None,
-                     global_shift: int | None = None) -> None:
+    def reset_launch(
+        self, launch: int, shared_shift: int | None = None, global_shift: int | None = None
+    ) -> None:
         """Forget everything of the finished launch (:mod:`.launches`), and
         make the per-launch hash maps afresh at their starting size; the
         replay does the same itself at most boundaries (``next_launch``).
@@ -280,7 +348,7 @@ class EngineState:
         self.sv[SV_NFIND] = 0
         return out
 
-    def fork(self, view: int) -> "EngineState":
+    def fork(self, view: int) -> EngineState:
         """A copy of this state that checks ``view``'s memory from now on,
         with no findings yet (those so far stay with this state)."""
         twin = EngineState.__new__(EngineState)
@@ -289,8 +357,10 @@ class EngineState:
         for name, m in self.mapped.items():
             twin.mapped[name] = MappedArray(m.array.shape[0], m.cols, reserve=m.capacity)
             twin.mapped[name].array[...] = m.array
-        twin.arrays = {name: twin.mapped[name].array if name in twin.mapped else a.copy()
-                       for name, a in self.arrays.items()}
+        twin.arrays = {
+            name: twin.mapped[name].array if name in twin.mapped else a.copy()
+            for name, a in self.arrays.items()
+        }
         twin.arena_a = twin.mapped["arena_a"].array
         twin.arena_e = twin.mapped["arena_e"].array
         for name in ("sv", "cand", "cvs", "scratch", "touched", "pst", *MAPS):

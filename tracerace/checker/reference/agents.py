@@ -32,7 +32,7 @@ class AgentState:
     # (releaser key, releaser epoch, release scope, acquire scope, reach, how, address).
     weak: tuple | None = None
     fences: list = field(default_factory=list)  # epochs of fence_proxy_async
-    cp_open: int = 1        # group number of the uncommitted cp.async group
+    cp_open: int = 1  # group number of the uncommitted cp.async group
     cp_retired: int = 0
     # cp_async_waits that retired groups: (groups retired up to, epoch, site).
     cp_retire_log: list = field(default_factory=list)

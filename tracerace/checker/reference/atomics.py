@@ -30,7 +30,9 @@ class Atomics:
         me = (ev["launch"], ev["block"], ev["thread"], st.cluster)
         acquires = ev["sem"] in (O.SEM_ACQUIRE, O.SEM_ACQ_REL)
         weak = None
-        for (releaser, scope), (fields, clock) in self.atomic_releases.get(self.atomic_key(ev), {}).items():
+        for (releaser, scope), (fields, clock) in self.atomic_releases.get(
+            self.atomic_key(ev), {}
+        ).items():
             if releaser == st.key:
                 continue  # its own release: program order already has it
             need = reach(fields, me)
@@ -55,7 +57,9 @@ class Atomics:
         if ev["sem"] in (O.SEM_RELEASE, O.SEM_ACQ_REL):
             releases = [(ev["scope"], copy_clock(st.clock))]
         else:
-            releases = [(min(scope, ev["scope"]), clock) for scope, clock in st.fence_release.items()]
+            releases = [
+                (min(scope, ev["scope"]), clock) for scope, clock in st.fence_release.items()
+            ]
         fields = (ev["launch"], ev["block"], ev["thread"], st.cluster)
         records = self.atomic_releases[self.atomic_key(ev)]
         for scope, clock in releases:

@@ -58,9 +58,17 @@ class Barriers:
             gen = Generation(arg=count, first_row=row, mask=mask)
             self.generations[bkey] = gen
         elif count != gen.arg or mask != gen.mask:
-            self.emit(O.K_BARRIER_MISMATCH, row, ev, prev_row=gen.first_row, prev_ev=gen.first_ev,
-                      obj=ev["obj"] if op != O.WARP_SYNC else ev["arg"] & badinput.OBJ_MASK,
-                      code=R.BAR_ARG_DISAGREES, aux=gen.arg, bar=st.bar)
+            self.emit(
+                O.K_BARRIER_MISMATCH,
+                row,
+                ev,
+                prev_row=gen.first_row,
+                prev_ev=gen.first_ev,
+                obj=ev["obj"] if op != O.WARP_SYNC else ev["arg"] & badinput.OBJ_MASK,
+                code=R.BAR_ARG_DISAGREES,
+                aux=gen.arg,
+                bar=st.bar,
+            )
         if not gen.rows:
             gen.first_ev = ev
         gen.rows.append(row)
@@ -86,9 +94,11 @@ class Barriers:
                     if fences & which:
                         if fences != GLOBAL_FENCE | SHARED_FENCE:
                             join_relation(waiter.clock, relation(gen.clock, which), which)
-                        join_relation(waiter.clock,
-                                      gen.global_only if which == GLOBAL_FENCE else gen.shared_only,
-                                      which)
+                        join_relation(
+                            waiter.clock,
+                            gen.global_only if which == GLOBAL_FENCE else gen.shared_only,
+                            which,
+                        )
                 waiter.blocked_on = None
                 waiter.bar = (bar_obj, number)
                 waiter.bar_fences = ev_fences[id(waiter)]
@@ -105,8 +115,14 @@ class Barriers:
                 obj = ev["arg"] & badinput.OBJ_MASK
             else:  # a cluster barrier: its cluster
                 obj = bkey[3]
-            self.emit(O.K_BARRIER_MISMATCH, gen.rows[-1], ev, obj=obj, code=R.BAR_INCOMPLETE,
-                      aux=len(gen.rows))
+            self.emit(
+                O.K_BARRIER_MISMATCH,
+                gen.rows[-1],
+                ev,
+                obj=obj,
+                code=R.BAR_INCOMPLETE,
+                aux=len(gen.rows),
+            )
         self.generations.clear()
         for st in self.agents.values():
             st.blocked_on = None

@@ -5,13 +5,13 @@
 from __future__ import annotations
 
 from collections import defaultdict, deque
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from ...errors import TraceError
 from ...trace import badinput
 from ...trace import ops as O
-from ...errors import TraceError
 from ..findings import CheckResult, empty_findings
 from .agents import Agents, AgentState
 from .async_copies import AsyncCopies
@@ -27,8 +27,19 @@ from .races import Races
 from .signals import Signals
 
 
-class ReferenceChecker(Agents, Memory, Races, AsyncCopies, Atomics, Copies, MBarriers,
-                       Locks, Signals, Barriers, Clusters):
+class ReferenceChecker(
+    Agents,
+    Memory,
+    Races,
+    AsyncCopies,
+    Atomics,
+    Copies,
+    MBarriers,
+    Locks,
+    Signals,
+    Barriers,
+    Clusters,
+):
     """One replay: the state of every concern, and ``step``, which hands each event
     to its op's handler (``HANDLERS``); the rules are the mixins' methods."""
 
@@ -59,8 +70,12 @@ class ReferenceChecker(Agents, Memory, Races, AsyncCopies, Atomics, Copies, MBar
         return badinput.error(rule, *values, path=self.path, row=row)
 
     # -- the replay ------------------------------------------------------
-    def run(self, batches: Iterable, progress: Callable[[int], None] | None = None,
-            on_findings: Callable[[np.ndarray], None] | None = None) -> CheckResult:
+    def run(
+        self,
+        batches: Iterable,
+        progress: Callable[[int], None] | None = None,
+        on_findings: Callable[[np.ndarray], None] | None = None,
+    ) -> CheckResult:
         """Replay ``batches``; ``on_findings`` (when given) takes the findings
         after each batch, and the result then holds none."""
         for batch in batches:
@@ -142,8 +157,12 @@ HANDLERS: dict[int, Callable] = {
 }
 
 
-def check_trace(reader, *, progress: Callable[[int], None] | None = None,
-                on_findings: Callable[[np.ndarray], None] | None = None) -> CheckResult:
+def check_trace(
+    reader,
+    *,
+    progress: Callable[[int], None] | None = None,
+    on_findings: Callable[[np.ndarray], None] | None = None,
+) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the reference checker
     (``on_findings``: see :meth:`ReferenceChecker.run`)."""
     checker = ReferenceChecker(path=reader.meta.path)

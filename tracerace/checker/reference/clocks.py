@@ -4,8 +4,6 @@ relation once a barrier fences one memory only (the twin of ``engine/clocks.py``
 
 from __future__ import annotations
 
-
-
 Clock = dict  # agent key -> epoch; SHARED -> {agent key: epoch} (below)
 
 # A barrier whose ``fence_spaces`` leaves out global or shared memory splits

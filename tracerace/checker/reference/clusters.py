@@ -30,8 +30,7 @@ class Clusters:
     def on_cluster_arrive(self, row: int, ev: dict, st: AgentState) -> None:
         cluster = st.cluster
         if st.cluster_pending is not None or st.cluster_done is not None:
-            raise self.error(row, badinput.CLUSTER_ARRIVE_AGAIN, ev["block"], ev["thread"],
-                             cluster)
+            raise self.error(row, badinput.CLUSTER_ARRIVE_AGAIN, ev["block"], ev["thread"], cluster)
         count = ev["arg"]
         if count <= 0:
             raise self.error(row, badinput.CLUSTER_COUNT, cluster, count)
@@ -42,8 +41,17 @@ class Clusters:
             gen.first_ev = ev
             self.generations[bkey] = gen
         elif count != gen.arg:
-            self.emit(O.K_BARRIER_MISMATCH, row, ev, prev_row=gen.first_row, prev_ev=gen.first_ev,
-                      obj=cluster, code=R.BAR_ARG_DISAGREES, aux=gen.arg, bar=st.bar)
+            self.emit(
+                O.K_BARRIER_MISMATCH,
+                row,
+                ev,
+                prev_row=gen.first_row,
+                prev_ev=gen.first_ev,
+                obj=cluster,
+                code=R.BAR_ARG_DISAGREES,
+                aux=gen.arg,
+                bar=st.bar,
+            )
         gen.rows.append(row)
         gen.last_ev = ev
         if ev["op"] == O.CLUSTER_ARRIVE:
@@ -69,5 +77,6 @@ class Clusters:
         elif st.cluster_pending is not None:
             st.blocked_on = st.cluster_pending
         else:
-            raise self.error(row, badinput.CLUSTER_WAIT_ALONE, ev["block"], ev["thread"],
-                             st.cluster)
+            raise self.error(
+                row, badinput.CLUSTER_WAIT_ALONE, ev["block"], ev["thread"], st.cluster
+            )

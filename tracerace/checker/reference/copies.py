@@ -18,12 +18,26 @@ class Copies:
     """
 
     def on_cp_async(self, row: int, ev: dict, st: AgentState) -> None:
-        self.copy(row, ev, st, st.key + (CP,), st.cp_open, proxy_async=False,
-                  copy_kind=R.INFLIGHT_CP_ASYNC)
+        self.copy(
+            row,
+            ev,
+            st,
+            st.key + (CP,),
+            st.cp_open,
+            proxy_async=False,
+            copy_kind=R.INFLIGHT_CP_ASYNC,
+        )
 
     def on_tma_store(self, row: int, ev: dict, st: AgentState) -> None:
-        self.copy(row, ev, st, st.key + (BULK,), st.bulk_open, proxy_async=True,
-                  copy_kind=R.INFLIGHT_BULK_STORE)
+        self.copy(
+            row,
+            ev,
+            st,
+            st.key + (BULK,),
+            st.bulk_open,
+            proxy_async=True,
+            copy_kind=R.INFLIGHT_BULK_STORE,
+        )
 
     def on_cp_commit(self, row: int, ev: dict, st: AgentState) -> None:
         st.cp_open += 1
@@ -31,8 +45,9 @@ class Copies:
     def on_bulk_commit(self, row: int, ev: dict, st: AgentState) -> None:
         st.bulk_open += 1
 
-    def retire(self, row: int, ev: dict, st: AgentState, lane: int, open_group: int,
-               retired: int) -> int:
+    def retire(
+        self, row: int, ev: dict, st: AgentState, lane: int, open_group: int, retired: int
+    ) -> int:
         pending = ev["arg"]
         if pending < 0:
             raise self.error(row, badinput.WAIT_GROUP, pending)

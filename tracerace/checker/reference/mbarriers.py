@@ -46,8 +46,16 @@ class MBarriers:
         count = st.tma_count.get(key, 0) + 1
         st.tma_count[key] = count
         agent = st.key + (TMA, key)
-        clock = self.copy(row, ev, st, agent, count, proxy_async=True, copy_kind=R.INFLIGHT_TMA_LOAD,
-                          phase=(key, mb.inits, mb.phase))
+        clock = self.copy(
+            row,
+            ev,
+            st,
+            agent,
+            count,
+            proxy_async=True,
+            copy_kind=R.INFLIGHT_TMA_LOAD,
+            phase=(key, mb.inits, mb.phase),
+        )
         if not mb.valid:
             self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
             return
@@ -75,8 +83,9 @@ class MBarriers:
             raise self.error(row, badinput.MBARRIER_COUNT, ev["obj"], ev["arg"])
         if mb.valid:
             self.misuse(row, ev, st, R.MBAR_REINIT, prev_row=mb.init_row, prev_ev=mb.init_ev)
-        self.mbarriers[key] = mb = MBarrier(expected=ev["arg"], pending=ev["arg"], valid=True,
-                                            inits=mb.inits + 1)
+        self.mbarriers[key] = mb = MBarrier(
+            expected=ev["arg"], pending=ev["arg"], valid=True, inits=mb.inits + 1
+        )
         mb.init_row, mb.init_ev = row, ev
 
     def on_mbar_arrive(self, row: int, ev: dict, st: AgentState) -> None:

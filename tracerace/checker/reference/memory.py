@@ -67,16 +67,57 @@ class Memory:
             return ev["block"] if source else ev["peer"]
         return ev["thread"] if space == O.SPACE_LOCAL else 0
 
-    def make_access(self, row, ev, st, agent, epoch, addr, size, *, is_write, is_atomic=False,
-                    proxy_async=False, copy_kind=0, copy_group=0) -> Access:
-        return Access(row=row, agent=agent, epoch=epoch, launch=ev["launch"], block=ev["block"],
-                      thread=ev["thread"], cluster=st.cluster, op=ev["op"], ts=ev["ts"],
-                      site=ev["site"], addr=addr, size=size, is_write=is_write,
-                      is_atomic=is_atomic, scope=ev["scope"], is_async_agent=agent is not st.key,
-                      proxy_async=proxy_async, bar=st.bar, copy_kind=copy_kind, copy_group=copy_group)
+    def make_access(
+        self,
+        row,
+        ev,
+        st,
+        agent,
+        epoch,
+        addr,
+        size,
+        *,
+        is_write,
+        is_atomic=False,
+        proxy_async=False,
+        copy_kind=0,
+        copy_group=0,
+    ) -> Access:
+        return Access(
+            row=row,
+            agent=agent,
+            epoch=epoch,
+            launch=ev["launch"],
+            block=ev["block"],
+            thread=ev["thread"],
+            cluster=st.cluster,
+            op=ev["op"],
+            ts=ev["ts"],
+            site=ev["site"],
+            addr=addr,
+            size=size,
+            is_write=is_write,
+            is_atomic=is_atomic,
+            scope=ev["scope"],
+            is_async_agent=agent is not st.key,
+            proxy_async=proxy_async,
+            bar=st.bar,
+            copy_kind=copy_kind,
+            copy_group=copy_group,
+        )
 
-    def access(self, row: int, ev: dict, st: AgentState, acc: Access, clock: Clock,
-               space: int, found: dict, *, source: bool = False) -> None:
+    def access(
+        self,
+        row: int,
+        ev: dict,
+        st: AgentState,
+        acc: Access,
+        clock: Clock,
+        space: int,
+        found: dict,
+        *,
+        source: bool = False,
+    ) -> None:
         """Check one access against the history, then record it.
 
         ``found`` maps hazard kind to the best candidate so far for this row:
@@ -107,9 +148,17 @@ class Memory:
         if uninit_lo is not None:
             cur = found.get(O.K_UNINIT_READ)
             if cur is None:
-                found[O.K_UNINIT_READ] = (-1, False, False, None, acc, space,
-                                          self.owner_field(ev, space, source=source), uninit_lo,
-                                          uninit_hi - uninit_lo + 1)
+                found[O.K_UNINIT_READ] = (
+                    -1,
+                    False,
+                    False,
+                    None,
+                    acc,
+                    space,
+                    self.owner_field(ev, space, source=source),
+                    uninit_lo,
+                    uninit_hi - uninit_lo + 1,
+                )
         for b in range(acc.addr, acc.addr + acc.size):
             key = okey + (b,)
             self.history[key].append(acc)
@@ -123,38 +172,92 @@ class Memory:
         copy's write is performed once its group (a tma_load: its phase) is
         retired; before that it hides nothing. (A write of an earlier launch
         is never checked, and never follows one of this launch.)"""
-        done = [x for x in hist if x.is_write and x.launch == launch and
-                not (x.is_async_agent and self.in_flight(x))]
-        return [w for i, w in enumerate(done) if self.hb(w, launch, clock, space) and
-                not any(self.hb(w, launch, v.clock, space) for v in done[i + 1:])]
+        done = [
+            x
+            for x in hist
+            if x.is_write and x.launch == launch and not (x.is_async_agent and self.in_flight(x))
+        ]
+        return [
+            w
+            for i, w in enumerate(done)
+            if self.hb(w, launch, clock, space)
+            and not any(self.hb(w, launch, v.clock, space) for v in done[i + 1 :])
+        ]
 
-    def copy(self, row: int, ev: dict, st: AgentState, agent: tuple, epoch: int, *,
-             proxy_async: bool, copy_kind: int, phase: tuple | None = None) -> Clock:
+    def copy(
+        self,
+        row: int,
+        ev: dict,
+        st: AgentState,
+        agent: tuple,
+        epoch: int,
+        *,
+        proxy_async: bool,
+        copy_kind: int,
+        phase: tuple | None = None,
+    ) -> Clock:
         """Check and record a copy's source read and destination write, made by
         ``agent`` with its issuer's clock (no entry for the copy agent itself)."""
         clock = copy_clock(st.clock)
         size = ev["size"]
-        src = self.make_access(row, ev, st, agent, epoch, ev["addr2"], size, is_write=False,
-                               proxy_async=proxy_async, copy_kind=copy_kind, copy_group=epoch)
-        dst = self.make_access(row, ev, st, agent, epoch, ev["addr"], size, is_write=True,
-                               proxy_async=proxy_async, copy_kind=copy_kind, copy_group=epoch)
+        src = self.make_access(
+            row,
+            ev,
+            st,
+            agent,
+            epoch,
+            ev["addr2"],
+            size,
+            is_write=False,
+            proxy_async=proxy_async,
+            copy_kind=copy_kind,
+            copy_group=epoch,
+        )
+        dst = self.make_access(
+            row,
+            ev,
+            st,
+            agent,
+            epoch,
+            ev["addr"],
+            size,
+            is_write=True,
+            proxy_async=proxy_async,
+            copy_kind=copy_kind,
+            copy_group=epoch,
+        )
         src.phase = dst.phase = phase
         src.mbar_obj = dst.mbar_obj = ev["obj"]
         found: dict = {}
         self.access(row, ev, st, src, clock, ev["space2"], found, source=True)
         self.access(row, ev, st, dst, clock, ev["space"], found)
-        self.emit_found(row, ev, found, {
-            id(src): (ev["space2"], self.owner_field(ev, ev["space2"], source=True)),
-            id(dst): (ev["space"], self.owner_field(ev, ev["space"])),
-        }, st)
+        self.emit_found(
+            row,
+            ev,
+            found,
+            {
+                id(src): (ev["space2"], self.owner_field(ev, ev["space2"], source=True)),
+                id(dst): (ev["space"], self.owner_field(ev, ev["space"])),
+            },
+            st,
+        )
         return clock
 
     def on_access(self, row: int, ev: dict, st: AgentState) -> None:
         op = ev["op"]
         space = ev["space"]
-        acc = self.make_access(row, ev, st, st.key, st.epoch, ev["addr"], ev["size"],
-                               is_write=op != O.READ, is_atomic=op == O.ATOMIC,
-                               proxy_async=ev["proxy"] == 1)
+        acc = self.make_access(
+            row,
+            ev,
+            st,
+            st.key,
+            st.epoch,
+            ev["addr"],
+            ev["size"],
+            is_write=op != O.READ,
+            is_atomic=op == O.ATOMIC,
+            proxy_async=ev["proxy"] == 1,
+        )
         if op == O.ATOMIC:
             self.atomic_acquire(ev, st)
         found: dict = {}

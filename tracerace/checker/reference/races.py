@@ -6,17 +6,16 @@ and how), ``hb`` (happens-before), ``offer`` (which earlier access a finding nam
 from __future__ import annotations
 
 from ...trace import ops as O
-from .. import reasons as R
 from ...trace.schema import SITE_NONE
+from .. import reasons as R
 from .agents import AgentState, reach
 from .clocks import Clock, shared_epoch
 from .memory import Access, fields_of
 
-
 # What ``race_kind`` says when an earlier access does not race with this one
 # (the engine's values: ``tests/test_twins.py``).
-ORDERED = -1       # it happens before this access
-ATOMIC_PAIR = -2   # both are atomics of a scope that reaches both agents
+ORDERED = -1  # it happens before this access
+ATOMIC_PAIR = -2  # both are atomics of a scope that reaches both agents
 
 
 class Races:
@@ -36,8 +35,12 @@ class Races:
         asks only where one of the two writes."""
         if self.hb(x, launch, clock, space):
             return ORDERED
-        if x.is_atomic and acc.is_atomic and not x.is_async_agent and \
-                min(x.scope, acc.scope) >= reach(fields_of(x), fields_of(acc)):
+        if (
+            x.is_atomic
+            and acc.is_atomic
+            and not x.is_async_agent
+            and min(x.scope, acc.scope) >= reach(fields_of(x), fields_of(acc))
+        ):
             return ATOMIC_PAIR
         if x.is_async_agent and self.in_flight(x):
             return O.K_ASYNC_INFLIGHT
@@ -53,24 +56,72 @@ class Races:
             return shared_epoch(clock, x.agent) >= x.epoch
         return clock.get(x.agent, 0) >= x.epoch
 
-    def emit(self, kind: int, row: int, ev: dict, *, prev: Access | None = None,
-             prev_row: int = -1, prev_ev: dict | None = None, severity: int = O.Severity.ERROR,
-             space: int = 0, owner: int = 0, addr: int = 0, size: int = 0, obj: int = 0,
-             code: int = 0, aux: int = 0, bar=(-1, -1)) -> None:
-        f = {"kind": kind, "severity": int(severity), "row": row, "launch": ev["launch"],
-             "block": ev["block"], "thread": ev["thread"], "op": ev["op"], "ts": ev["ts"],
-             "site": ev["site"], "space": space, "owner": owner, "addr": addr, "size": size,
-             "obj": obj, "code": code, "aux": aux, "bar_obj": bar[0], "bar_gen": bar[1],
-             "prev_row": -1, "prev_bar_obj": -1, "prev_bar_gen": -1, "prev_site": SITE_NONE}
+    def emit(
+        self,
+        kind: int,
+        row: int,
+        ev: dict,
+        *,
+        prev: Access | None = None,
+        prev_row: int = -1,
+        prev_ev: dict | None = None,
+        severity: int = O.Severity.ERROR,
+        space: int = 0,
+        owner: int = 0,
+        addr: int = 0,
+        size: int = 0,
+        obj: int = 0,
+        code: int = 0,
+        aux: int = 0,
+        bar=(-1, -1),
+    ) -> None:
+        f = {
+            "kind": kind,
+            "severity": int(severity),
+            "row": row,
+            "launch": ev["launch"],
+            "block": ev["block"],
+            "thread": ev["thread"],
+            "op": ev["op"],
+            "ts": ev["ts"],
+            "site": ev["site"],
+            "space": space,
+            "owner": owner,
+            "addr": addr,
+            "size": size,
+            "obj": obj,
+            "code": code,
+            "aux": aux,
+            "bar_obj": bar[0],
+            "bar_gen": bar[1],
+            "prev_row": -1,
+            "prev_bar_obj": -1,
+            "prev_bar_gen": -1,
+            "prev_site": SITE_NONE,
+        }
         if prev is not None:
-            f.update(prev_row=prev.row, prev_launch=prev.launch, prev_block=prev.block,
-                     prev_thread=prev.thread, prev_op=prev.op, prev_ts=prev.ts,
-                     prev_site=prev.site, prev_async=int(prev.is_async_agent),
-                     prev_bar_obj=prev.bar[0], prev_bar_gen=prev.bar[1])
+            f.update(
+                prev_row=prev.row,
+                prev_launch=prev.launch,
+                prev_block=prev.block,
+                prev_thread=prev.thread,
+                prev_op=prev.op,
+                prev_ts=prev.ts,
+                prev_site=prev.site,
+                prev_async=int(prev.is_async_agent),
+                prev_bar_obj=prev.bar[0],
+                prev_bar_gen=prev.bar[1],
+            )
         elif prev_ev is not None:
-            f.update(prev_row=prev_row, prev_launch=prev_ev["launch"], prev_block=prev_ev["block"],
-                     prev_thread=prev_ev["thread"], prev_op=prev_ev["op"], prev_ts=prev_ev["ts"],
-                     prev_site=prev_ev["site"])
+            f.update(
+                prev_row=prev_row,
+                prev_launch=prev_ev["launch"],
+                prev_block=prev_ev["block"],
+                prev_thread=prev_ev["thread"],
+                prev_op=prev_ev["op"],
+                prev_ts=prev_ev["ts"],
+                prev_site=prev_ev["site"],
+            )
         self.findings.append(f)
 
     @staticmethod
@@ -80,8 +131,7 @@ class Races:
         if cur is None or rank > cur[:3]:
             found[kind] = rank + (prev, acc)
 
-    def emit_found(self, row: int, ev: dict, found: dict, space_of: dict,
-                   st: AgentState) -> None:
+    def emit_found(self, row: int, ev: dict, found: dict, space_of: dict, st: AgentState) -> None:
         for kind, cand in found.items():
             if kind == O.K_UNINIT_READ:
                 _, _, _, _, acc, space, owner, lo, size = cand
@@ -92,8 +142,20 @@ class Races:
             hi = min(prev.addr + prev.size, acc.addr + acc.size)
             space, owner = space_of[id(acc)]
             code, aux, obj = self.reason(kind, prev, st, space)
-            self.emit(kind, row, ev, prev=prev, space=space, owner=owner, addr=lo, size=hi - lo,
-                      obj=obj, code=code, aux=aux, bar=acc.bar)
+            self.emit(
+                kind,
+                row,
+                ev,
+                prev=prev,
+                space=space,
+                owner=owner,
+                addr=lo,
+                size=hi - lo,
+                obj=obj,
+                code=code,
+                aux=aux,
+                bar=acc.bar,
+            )
 
     def reason(self, kind: int, prev: Access, st: AgentState, space: int) -> tuple[int, int, int]:
         """(code, aux, obj) of a two-access finding: what was missing."""
@@ -118,8 +180,27 @@ class Races:
             return R.RACE_UNFENCED_BARRIER, st.bar_fences, 0
         return 0, 0, 0
 
-    def misuse(self, row: int, ev: dict, st: AgentState, code: int, *, prev_row: int = -1,
-               prev_ev: dict | None = None) -> None:
-        self.emit(O.K_MBARRIER_MISUSE, row, ev, prev_row=prev_row, prev_ev=prev_ev,
-                  space=O.SPACE_SHARED, owner=ev["peer"], addr=ev["obj"], size=8, obj=ev["obj"],
-                  code=code, bar=st.bar)
+    def misuse(
+        self,
+        row: int,
+        ev: dict,
+        st: AgentState,
+        code: int,
+        *,
+        prev_row: int = -1,
+        prev_ev: dict | None = None,
+    ) -> None:
+        self.emit(
+            O.K_MBARRIER_MISUSE,
+            row,
+            ev,
+            prev_row=prev_row,
+            prev_ev=prev_ev,
+            space=O.SPACE_SHARED,
+            owner=ev["peer"],
+            addr=ev["obj"],
+            size=8,
+            obj=ev["obj"],
+            code=code,
+            bar=st.bar,
+        )

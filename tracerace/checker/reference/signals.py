@@ -66,26 +66,61 @@ class Signals:
             if s_ev["launch"] != ev["launch"]:
                 continue  # launch order: a signal of an earlier launch cannot be swapped
             for p in pairs:
-                if p["launch"] != ev["launch"] or p["s_ev"]["launch"] != ev["launch"] or \
-                        p["s_site"] == s_ev["site"] or p["w_site"] == wsite:
+                if (
+                    p["launch"] != ev["launch"]
+                    or p["s_ev"]["launch"] != ev["launch"]
+                    or p["s_site"] == s_ev["site"]
+                    or p["w_site"] == wsite
+                ):
                     continue
                 w1_before_s2 = s_clock.get(p["w_agent"], 0) >= p["w_epoch"]
                 s1_before_s2 = s_clock.get(p["s_agent"], 0) >= p["s_epoch"]
-                if not w1_before_s2 and not s1_before_s2 and (warn is None or p["s_row"] > warn["s_row"]):
+                if (
+                    not w1_before_s2
+                    and not s1_before_s2
+                    and (warn is None or p["s_row"] > warn["s_row"])
+                ):
                     warn = p
         for entry in consumed:
             _, s_clock, s_row, s_ev, s_agent, s_epoch = entry
-            pairs.append({"launch": ev["launch"], "s_row": s_row, "s_ev": s_ev, "s_site": s_ev["site"],
-                          "s_agent": s_agent, "s_epoch": s_epoch, "w_site": wsite,
-                          "w_agent": st.key, "w_epoch": st.epoch})
+            pairs.append(
+                {
+                    "launch": ev["launch"],
+                    "s_row": s_row,
+                    "s_ev": s_ev,
+                    "s_site": s_ev["site"],
+                    "s_agent": s_agent,
+                    "s_epoch": s_epoch,
+                    "w_site": wsite,
+                    "w_agent": st.key,
+                    "w_epoch": st.epoch,
+                }
+            )
             edges.add((s_ev["site"], wsite))
         fed = {sa for (sa, w) in edges if w == wsite}
         foreign = {sa for sa in fed if any(w != wsite for (s2, w) in edges if s2 == sa)}
         if len(fed) >= 2 and foreign:
             pick = [e for e in consumed if e[3]["site"] in foreign] or consumed
             entry = max(pick, key=lambda e: e[2])
-            self.emit(O.K_SYNC_ALIAS, row, ev, prev_row=entry[2], prev_ev=entry[3], obj=obj,
-                      code=R.ALIAS_CROSSED, bar=st.bar)
+            self.emit(
+                O.K_SYNC_ALIAS,
+                row,
+                ev,
+                prev_row=entry[2],
+                prev_ev=entry[3],
+                obj=obj,
+                code=R.ALIAS_CROSSED,
+                bar=st.bar,
+            )
         elif warn is not None:
-            self.emit(O.K_SYNC_ALIAS, row, ev, prev_row=warn["s_row"], prev_ev=warn["s_ev"], obj=obj,
-                      code=R.ALIAS_MAY_CROSS, severity=O.Severity.WARNING, bar=st.bar)
+            self.emit(
+                O.K_SYNC_ALIAS,
+                row,
+                ev,
+                prev_row=warn["s_row"],
+                prev_ev=warn["s_ev"],
+                obj=obj,
+                code=R.ALIAS_MAY_CROSS,
+                severity=O.Severity.WARNING,
+                bar=st.bar,
+            )

@@ -49,8 +49,7 @@ from .emit import Emitter
 from .kernel import KernelInfo, Notes
 from .source import lines
 
-REGISTRY = Registry((tracez.IMPORTER, accelsim.IMPORTER, cutracer.IMPORTER,
-                     nvbit.IMPORTER))
+REGISTRY = Registry((tracez.IMPORTER, accelsim.IMPORTER, cutracer.IMPORTER, nvbit.IMPORTER))
 """The GPU formats, in the order detection asks them (:mod:`..interface`)."""
 FORMATS = REGISTRY.names
 META_KERNELS = "tracerace.kernels"
@@ -83,9 +82,11 @@ class ImportResult:
     notes: tuple[str, ...]
 
     def summary_line(self) -> str:
-        return (f"{self.src} -> {self.dst}: {self.format}, {self.launches} launch"
-                f"{'es' if self.launches != 1 else ''}, {self.records:,} records, "
-                f"{self.rows:,} events ({self.order} order)")
+        return (
+            f"{self.src} -> {self.dst}: {self.format}, {self.launches} launch"
+            f"{'es' if self.launches != 1 else ''}, {self.records:,} records, "
+            f"{self.rows:,} events ({self.order} order)"
+        )
 
 
 def parse_window(text: str, what: str) -> tuple[int, int]:
@@ -94,16 +95,23 @@ def parse_window(text: str, what: str) -> tuple[int, int]:
 
     m = re.fullmatch(r"\s*(0x[0-9a-fA-F]+|\d+)\s*(?::\s*(0x[0-9a-fA-F]+|\d+))?\s*", text)
     if not m:
-        raise TraceError(f"{what} {text!r}: expected BASE[:SIZE], e.g. 0x7f59dd000000:0x1000000",
-                         path="options", rule="usage")
+        raise TraceError(
+            f"{what} {text!r}: expected BASE[:SIZE], e.g. 0x7f59dd000000:0x1000000",
+            path="options",
+            rule="usage",
+        )
     base = int(m.group(1), 0)
     size = int(m.group(2), 0) if m.group(2) else DEFAULT_WINDOW_SIZE
     if size <= 0:
-        raise TraceError(f"{what} {text!r}: the size must be positive", path="options",
-                         rule="usage")
+        raise TraceError(
+            f"{what} {text!r}: the size must be positive", path="options", rule="usage"
+        )
     if base + size > 1 << 64:
-        raise TraceError(f"{what} {text!r}: the window passes the end of the 64-bit address "
-                         f"space", path="options", rule="usage")
+        raise TraceError(
+            f"{what} {text!r}: the window passes the end of the 64-bit address space",
+            path="options",
+            rule="usage",
+        )
     return base, size
 
 
@@ -115,8 +123,9 @@ def detect(path: str, fmt: str | None = None) -> str | None:
     return None if found is None else found.name
 
 
-def import_trace(src, dst, *, fmt: str | None = None,
-                 options: ImportOptions = ImportOptions()) -> ImportResult:
+def import_trace(
+    src, dst, *, fmt: str | None = None, options: ImportOptions = ImportOptions()
+) -> ImportResult:
     """Import the GPU trace ``src`` (format ``fmt``, else detected) into v1 ``dst``.
 
     Reads line by line and writes in batches (memory does not grow with the
@@ -127,27 +136,48 @@ def import_trace(src, dst, *, fmt: str | None = None,
     src, dst = os.fspath(src), os.fspath(dst)
     kind = detect(src, fmt)
     if kind is None:
-        raise TraceError("cannot tell the GPU trace format; name it with --from "
-                         f"({', '.join(FORMATS)})", path=src, rule="usage")
+        raise TraceError(
+            f"cannot tell the GPU trace format; name it with --from ({', '.join(FORMATS)})",
+            path=src,
+            rule="usage",
+        )
     if not dst.lower().endswith(V1_EXTENSIONS):
-        raise TraceError(f"the output of a GPU trace import is a v1 trace "
-                         f"({', '.join(V1_EXTENSIONS)})", path=dst, rule="usage")
+        raise TraceError(
+            f"the output of a GPU trace import is a v1 trace ({', '.join(V1_EXTENSIONS)})",
+            path=dst,
+            rule="usage",
+        )
     if os.path.exists(src) and os.path.abspath(src) == os.path.abspath(dst):
         raise TraceError("input and output are the same file", path=dst, rule="usage")
     importer = REGISTRY.get(kind)
     notes = Notes()
-    with TraceWriter(dst, compression=options.compression,
-                     producer=f"tracerace convert ({kind})", batch_size=1 << 20) as writer:
+    with TraceWriter(
+        dst,
+        compression=options.compression,
+        producer=f"tracerace convert ({kind})",
+        batch_size=1 << 20,
+    ) as writer:
         emitter = Emitter(writer, [], generic="global" if options.generic_global else "fail")
         kernels, records, order = importer.read(src, writer, emitter, options, notes)
         emitter.finish()
-        writer.metadata[META_KERNELS] = json.dumps(
-            [k.to_json(i) for i, k in enumerate(kernels)])
+        writer.metadata[META_KERNELS] = json.dumps([k.to_json(i) for i, k in enumerate(kernels)])
         writer.metadata[META_IMPORT] = json.dumps(
-            {"format": kind, "order": order, "notes": notes.all()})
-    return ImportResult(src, dst, kind, order, len(kernels), records, emitter.rows,
-                        tuple(notes.all()))
+            {"format": kind, "order": order, "notes": notes.all()}
+        )
+    return ImportResult(
+        src, dst, kind, order, len(kernels), records, emitter.rows, tuple(notes.all())
+    )
 
 
-__all__ = ["FORMATS", "REGISTRY", "SNIFF_LINES", "ImportOptions", "ImportResult", "Importer",
-           "KernelInfo", "detect", "import_trace", "parse_window"]
+__all__ = [
+    "FORMATS",
+    "REGISTRY",
+    "SNIFF_LINES",
+    "ImportOptions",
+    "ImportResult",
+    "Importer",
+    "KernelInfo",
+    "detect",
+    "import_trace",
+    "parse_window",
+]

@@ -70,8 +70,9 @@ class V6LineParser:
     """The instruction part of a line (after the CTA, warp and cluster fields of a
     raw trace, if any) of tracer versions 3 to 6."""
 
-    def __init__(self, path: str, info: KernelInfo, version: int, lineinfo: bool,
-                 writer, rule: str) -> None:
+    def __init__(
+        self, path: str, info: KernelInfo, version: int, lineinfo: bool, writer, rule: str
+    ) -> None:
         self.path = path
         self.rule = rule
         self.info = info
@@ -88,7 +89,8 @@ class V6LineParser:
                 return SITE_NONE
             where = f" line {line}" if line is not None else ""
             site = self.sites[key] = self.writer.site(
-                f"{self.info.name}{where} pc {pc:#06x} {opcode}")
+                f"{self.info.name}{where} pc {pc:#06x} {opcode}"
+            )
         return site
 
     def parse(self, lineno: int, text: str, block: int, warp: int) -> Record | None:
@@ -104,13 +106,13 @@ class V6LineParser:
             if not 0 <= mask <= 0xFFFFFFFF:
                 raise ValueError
             ndst = int(t[i + 2])
-            dst = t[i + 3:i + 3 + ndst]
+            dst = t[i + 3 : i + 3 + ndst]
             i += 3 + ndst
             opcode = t[i]
             nsrc = int(t[i + 1])
             if not (0 <= ndst <= 4 and 0 <= nsrc <= 8):
                 raise ValueError
-            src = t[i + 2:i + 2 + nsrc]
+            src = t[i + 2 : i + 2 + nsrc]
             if len(dst) != ndst or len(src) != nsrc:
                 raise IndexError
             i += 2 + nsrc
@@ -141,17 +143,26 @@ class V6LineParser:
             if i != len(t):
                 raise IndexError
         except (IndexError, ValueError):
-            raise error(self.path, lineno, self.rule, f"{short(text)!r}: expected "
-                        f"{'LINE ' if self.lineinfo else ''}PC MASK NDST [Rd] OPCODE NSRC "
-                        f"[Rs...] WIDTH [ADDRESSES] IMM"
-                        f"{' [IMM2] Val VALUES|NoVal' if self.version >= 6 else ''} "
-                        f"(tracer version {self.version})") from None
+            raise error(
+                self.path,
+                lineno,
+                self.rule,
+                f"{short(text)!r}: expected "
+                f"{'LINE ' if self.lineinfo else ''}PC MASK NDST [Rd] OPCODE NSRC "
+                f"[Rs...] WIDTH [ADDRESSES] IMM"
+                f"{' [IMM2] Val VALUES|NoVal' if self.version >= 6 else ''} "
+                f"(tracer version {self.version})",
+            ) from None
         if copy is not None and mask:
             mbar, nbytes, first = copy
-            raise error(self.path, lineno, "tma-shared-unseen",
-                        f"{opcode}: a copy of {nbytes} bytes (global {first}) completing on "
-                        f"mbarrier {mbar:#x}: the trace does not record its shared-memory "
-                        f"side, and tracerace gives no verdict about bytes nobody saw")
+            raise error(
+                self.path,
+                lineno,
+                "tma-shared-unseen",
+                f"{opcode}: a copy of {nbytes} bytes (global {first}) completing on "
+                f"mbarrier {mbar:#x}: the trace does not record its shared-memory "
+                f"side, and tracerace gives no verdict about bytes nobody saw",
+            )
         eff = decode(opcode).effect
         if eff is Effect.NONE:
             return None
@@ -160,15 +171,16 @@ class V6LineParser:
         ops = operands(opcode, nsrc, imm)
         if value is not None:
             ops = replace(ops or SyncOperands(), value=value)
-        return Record(lineno, block, warp, opcode, self.site(pc, opcode, line), mask, addrs,
-                      ops, pc)
+        return Record(
+            lineno, block, warp, opcode, self.site(pc, opcode, line), mask, addrs, ops, pc
+        )
 
     @staticmethod
     def _addresses(t: list[str], i: int, mask: int, lineno: int) -> tuple:
         fmt = int(t[i])
         n = mask.bit_count()
         if fmt == 0:
-            out = [int(a, 16) for a in t[i + 1:i + 1 + n]]
+            out = [int(a, 16) for a in t[i + 1 : i + 1 + n]]
             if len(out) != n:
                 raise IndexError
             return (A_ACTIVE, out), i + 1 + n
@@ -176,7 +188,7 @@ class V6LineParser:
             return (A_STRIDE, int(t[i + 1], 16), int(t[i + 2])), i + 3
         if fmt == 2:
             base = int(t[i + 1], 16)
-            deltas = t[i + 2:i + 1 + n] if n else []
+            deltas = t[i + 2 : i + 1 + n] if n else []
             if len(deltas) != max(n - 1, 0):
                 raise IndexError
             out, acc = [base], base
@@ -203,7 +215,7 @@ class V6LineParser:
             n = int(t[i])
             if not 0 <= n <= len(t):
                 raise ValueError
-            addrs = [int(a, 16) for a in t[i + 1:i + 1 + n]]
+            addrs = [int(a, 16) for a in t[i + 1 : i + 1 + n]]
             if len(addrs) != n:
                 raise IndexError
             i += 1 + n
@@ -212,7 +224,7 @@ class V6LineParser:
             n = int(t[i + 1])
             if not 0 <= n <= len(t):
                 raise ValueError
-            deltas = [int(d) for d in t[i + 2:i + 1 + n]] if n else []
+            deltas = [int(d) for d in t[i + 2 : i + 1 + n]] if n else []
             if len(deltas) != max(n - 1, 0):
                 raise IndexError
             addrs = [base] if n else []
@@ -229,7 +241,7 @@ class V6LineParser:
             n = int(t[i])
             if n not in (REG_VALUES_ONE, REG_VALUES_ALL):
                 raise ValueError
-            vals = [int(v, 16) for v in t[i + 1:i + 1 + n]]
+            vals = [int(v, 16) for v in t[i + 1 : i + 1 + n]]
             if len(vals) != n or any(not 0 <= v <= 0xFFFFFFFF for v in vals):
                 raise ValueError
             out.append(vals)
@@ -294,16 +306,26 @@ class RawV6LineParser(V6LineParser):
             if len(t) <= RAW_FIELDS or min(fields) < 0:
                 raise ValueError
         except ValueError:
-            raise error(self.path, lineno, self.rule, f"{short(text)!r}: expected CTA_X CTA_Y "
-                        f"CTA_Z WARP CLUSTER_X CLUSTER_Y CLUSTER_Z CLUSTER_CTA_X CLUSTER_CTA_Y "
-                        f"CLUSTER_CTA_Z CLUSTER_RANK, then the instruction (tracer version "
-                        f"{self.version})") from None
+            raise error(
+                self.path,
+                lineno,
+                self.rule,
+                f"{short(text)!r}: expected CTA_X CTA_Y "
+                f"CTA_Z WARP CLUSTER_X CLUSTER_Y CLUSTER_Z CLUSTER_CTA_X CLUSTER_CTA_Y "
+                f"CLUSTER_CTA_Z CLUSTER_RANK, then the instruction (tracer version "
+                f"{self.version})",
+            ) from None
         cta, warp, cluster = tuple(fields[0:3]), fields[3], tuple(fields[4:7])
         block = self.info.block_index(cta)
         if block is None:
-            raise error(self.path, lineno, self.rule, f"CTA {cta} is outside the grid "
-                        f"{self.info.grid}")
+            raise error(
+                self.path, lineno, self.rule, f"CTA {cta} is outside the grid {self.info.grid}"
+            )
         if warp >= self.info.warps:
-            raise error(self.path, lineno, self.rule, f"warp {warp} is outside a "
-                        f"{self.info.threads}-thread block")
+            raise error(
+                self.path,
+                lineno,
+                self.rule,
+                f"warp {warp} is outside a {self.info.threads}-thread block",
+            )
         return self.parse(lineno, t[RAW_FIELDS], block, warp), cta, cluster

@@ -66,15 +66,19 @@ _TB = re.compile(r"^thread block\s*=\s*(\d{1,20})\s*,\s*(\d{1,20})\s*,\s*(\d{1,2
 _WARP = re.compile(r"^warp\s*=\s*(\d{1,20})\s*$")
 _INSTS = re.compile(r"^insts\s*=\s*(\d{1,20})\s*$")
 _MEMCPY = re.compile(r"^Memcpy(HtoD|DtoH|DtoD),0x[0-9a-fA-F]+,\d+$")
-_CLUSTER = re.compile(r"^cluster (id|cta|rank)\s*=\s*(\d{1,10})(?:\s*,\s*(\d{1,10})\s*,\s*"
-                      r"(\d{1,10}))?\s*$")
+_CLUSTER = re.compile(
+    r"^cluster (id|cta|rank)\s*=\s*(\d{1,10})(?:\s*,\s*(\d{1,10})\s*,\s*"
+    r"(\d{1,10}))?\s*$"
+)
 V6 = 6
 """Tracer version 6: register values, cluster fields (raw lines, ``.traceg``
 block headers), TMA copy fields (:mod:`.accel_v6`)."""
 MAX_VERSION = 6
-GROUPED_LDGSTS = ("the post-processed .traceg keeps only the global source of each LDGSTS, "
-                  "not its shared destination: import the raw kernel-N.trace (kernelslist) "
-                  "instead")
+GROUPED_LDGSTS = (
+    "the post-processed .traceg keeps only the global source of each LDGSTS, "
+    "not its shared destination: import the raw kernel-N.trace (kernelslist) "
+    "instead"
+)
 
 TRACE_SUFFIXES = (".trace", ".trace.xz", ".traceg", ".traceg.xz")
 LIST_NAMES = ("kernelslist", "kernelslist.g")
@@ -87,7 +91,7 @@ def claims(path: str) -> bool:
 
 def kernel_files(path: str) -> list[str]:
     """The per-kernel trace files of ``path`` (a kernelslist, or one trace file)."""
-    if not os.path.basename(path) in LIST_NAMES:
+    if os.path.basename(path) not in LIST_NAMES:
         return [path]
     folder = os.path.dirname(path)
     files = []
@@ -96,8 +100,13 @@ def kernel_files(path: str) -> list[str]:
         if not entry or _MEMCPY.match(entry):
             continue
         if not entry.startswith("kernel") or not entry.endswith(TRACE_SUFFIXES):
-            raise error(path, lineno, RULE, f"{entry!r}: expected a kernel trace file name "
-                        f"(kernel-N.trace[g][.xz]) or a MemcpyHtoD,0xADDR,BYTES line")
+            raise error(
+                path,
+                lineno,
+                RULE,
+                f"{entry!r}: expected a kernel trace file name "
+                f"(kernel-N.trace[g][.xz]) or a MemcpyHtoD,0xADDR,BYTES line",
+            )
         files.append(os.path.join(folder, entry))
     if not files:
         raise error(path, None, RULE, "names no kernel trace file")
@@ -130,15 +139,20 @@ class _Header:
         try:
             return int(value, base)
         except ValueError:
-            raise error(self.path, lineno, RULE, f"-{key} = {short(value)!r} is not a "
-                        f"number") from None
+            raise error(
+                self.path, lineno, RULE, f"-{key} = {short(value)!r} is not a number"
+            ) from None
 
     def dims(self, key: str) -> tuple[int, int, int]:
         lineno, value = self.get(key)
         m = _DIMS.match(value)
         if not m or 0 in (d := tuple(int(g) for g in m.groups())):
-            raise error(self.path, lineno, RULE, f"-{key} = {short(value)!r}: expected (x,y,z), "
-                        f"each at least 1")
+            raise error(
+                self.path,
+                lineno,
+                RULE,
+                f"-{key} = {short(value)!r}: expected (x,y,z), each at least 1",
+            )
         return d
 
 
@@ -163,8 +177,9 @@ def _window_size(base: int) -> int:
 class _LineParser:
     """Parses the instruction lines of one kernel file."""
 
-    def __init__(self, path: str, info: KernelInfo, version: int, lineinfo: bool,
-                 writer, raw: bool) -> None:
+    def __init__(
+        self, path: str, info: KernelInfo, version: int, lineinfo: bool, writer, raw: bool
+    ) -> None:
         self.path = path
         self.info = info
         self.version = version
@@ -186,7 +201,8 @@ class _LineParser:
                 return SITE_NONE  # no event will name it
             where = f" line {line}" if line is not None else ""
             site = self.sites[key] = self.writer.site(
-                f"{self.info.name}{where} pc {pc:#06x} {opcode}")
+                f"{self.info.name}{where} pc {pc:#06x} {opcode}"
+            )
         return site
 
     def parse(self, lineno: int, text: str, block: int, warp: int) -> Record | None:
@@ -202,8 +218,7 @@ class _LineParser:
                 if block is None:
                     self.fail(lineno, f"CTA {cta} is outside the grid {self.info.grid}")
                 if not 0 <= warp < self.info.warps:
-                    self.fail(lineno, f"warp {warp} is outside a {self.info.threads}-thread "
-                              f"block")
+                    self.fail(lineno, f"warp {warp} is outside a {self.info.threads}-thread block")
             line = int(t[i - 1]) if self.lineinfo else None
             pc = int(t[i], 16)
             mask = int(t[i + 1], 16)
@@ -219,7 +234,7 @@ class _LineParser:
                 fmt = int(t[i])
                 n = bin(mask).count("1")
                 if fmt == 0:
-                    addrs = (A_ACTIVE, [int(a, 16) for a in t[i + 1:i + 1 + n]])
+                    addrs = (A_ACTIVE, [int(a, 16) for a in t[i + 1 : i + 1 + n]])
                     if len(addrs[1]) != n:
                         raise IndexError
                     i += 1 + n
@@ -228,7 +243,7 @@ class _LineParser:
                     i += 3
                 elif fmt == 2:
                     base = int(t[i + 1], 16)
-                    deltas = t[i + 2:i + 1 + n] if n else []
+                    deltas = t[i + 2 : i + 1 + n] if n else []
                     if len(deltas) != max(n - 1, 0):
                         raise IndexError
                     out, acc = [base], base
@@ -238,8 +253,10 @@ class _LineParser:
                     addrs = (A_ACTIVE, out[:n])
                     i += 1 + max(n - 1, 0) + 1
                 else:
-                    self.fail(lineno, f"address format {fmt} (known: 0 list, 1 base+stride, "
-                              f"2 base+deltas)")
+                    self.fail(
+                        lineno,
+                        f"address format {fmt} (known: 0 list, 1 base+stride, 2 base+deltas)",
+                    )
             imm = None
             if self.has_imm:
                 imm = int(t[i])
@@ -249,19 +266,32 @@ class _LineParser:
             if i != len(t):
                 raise IndexError
         except (IndexError, ValueError):
-            self.fail(lineno, f"{short(text)!r}: expected "
-                      f"{'CTA_X CTA_Y CTA_Z WARP ' if self.raw else ''}"
-                      f"{'LINE ' if self.lineinfo else ''}PC MASK NDST [Rd] OPCODE NSRC "
-                      f"[Rs...] WIDTH [FORMAT ADDRESSES]{' IMM' if self.has_imm else ''} "
-                      f"(tracer version {self.version})")
+            self.fail(
+                lineno,
+                f"{short(text)!r}: expected "
+                f"{'CTA_X CTA_Y CTA_Z WARP ' if self.raw else ''}"
+                f"{'LINE ' if self.lineinfo else ''}PC MASK NDST [Rd] OPCODE NSRC "
+                f"[Rs...] WIDTH [FORMAT ADDRESSES]{' IMM' if self.has_imm else ''} "
+                f"(tracer version {self.version})",
+            )
         if decode(opcode).effect is Effect.NONE:
             return None
-        return Record(lineno, block, warp, opcode, self.site(pc, opcode, line), mask, addrs,
-                      operands(opcode, nsrc, imm), pc)
+        return Record(
+            lineno,
+            block,
+            warp,
+            opcode,
+            self.site(pc, opcode, line),
+            mask,
+            addrs,
+            operands(opcode, nsrc, imm),
+            pc,
+        )
 
 
-def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer, options,
-                  notes: Notes) -> tuple[KernelInfo, int, str]:
+def import_kernel(
+    path: str, launch_id: int, emitter: Emitter, src: int, writer, options, notes: Notes
+) -> tuple[KernelInfo, int, str]:
     """Import one kernel trace file as launch ``launch_id``; returns
     ``(kernel, instruction lines, order)``."""
     grouped = path.endswith((".traceg", ".traceg.xz"))
@@ -275,44 +305,70 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
             fmt_line = lineno
             break
         elif text.strip():
-            raise error(path, lineno, RULE, f"{short(text)!r} before the '#traces format' "
-                        f"line: expected a '-key = value' header line")
+            raise error(
+                path,
+                lineno,
+                RULE,
+                f"{short(text)!r} before the '#traces format' "
+                f"line: expected a '-key = value' header line",
+            )
     if fmt_line is None:
-        raise error(path, None, "truncated" if header.values else RULE,
-                    "no '#traces format' line: not an Accel-Sim trace, or cut short")
+        raise error(
+            path,
+            None,
+            "truncated" if header.values else RULE,
+            "no '#traces format' line: not an Accel-Sim trace, or cut short",
+        )
     version = header.number("accelsim tracer version")
     if not 3 <= version <= MAX_VERSION:
-        raise error(path, header.get("accelsim tracer version")[0], RULE,
-                    f"tracer version {version}: tracerace reads versions 3 to {MAX_VERSION}")
+        raise error(
+            path,
+            header.get("accelsim tracer version")[0],
+            RULE,
+            f"tracer version {version}: tracerace reads versions 3 to {MAX_VERSION}",
+        )
     name = header.get("kernel name")[1]
     shared = header.number("shmem base_addr", default=0, base=16)
     local = header.number("local mem base_addr", default=0, base=16)
     for key, base in (("shmem base_addr", shared), ("local mem base_addr", local)):
         if base > ADDRESS_END:
-            raise error(path, header.get(key)[0], "address-overflow",
-                        f"-{key} = {base:#x} is not a 64-bit address")
+            raise error(
+                path,
+                header.get(key)[0],
+                "address-overflow",
+                f"-{key} = {base:#x} is not a 64-bit address",
+            )
     sw, lw = _windows(shared, local, options)
     extra = {"tool": f"accel-sim tracer {version}"}
     kid = header.get("kernel id", required=False)
     if kid is not None:
         extra["kernel_id"] = header.number("kernel id")
-    info = KernelInfo(name, header.dims("grid dim"), header.dims("block dim"), path, sw, lw,
-                      extra)
+    info = KernelInfo(name, header.dims("grid dim"), header.dims("block dim"), path, sw, lw, extra)
     problem = info.dims_problem()
     if problem is not None:
         raise error(path, header.get("grid dim")[0], RULE, problem)
     lineinfo = header.number("enable lineinfo", default=0) != 0
     v6 = version >= V6
     if v6:
-        parser = (V6LineParser(path, info, version, lineinfo, writer, RULE) if grouped
-                  else RawV6LineParser(path, info, version, lineinfo, writer, RULE))
+        parser = (
+            V6LineParser(path, info, version, lineinfo, writer, RULE)
+            if grouped
+            else RawV6LineParser(path, info, version, lineinfo, writer, RULE)
+        )
     else:
         parser = _LineParser(path, info, version, lineinfo, writer, raw=not grouped)
     # mbarriers need the phase-keeping replay of a grouped trace: in a raw trace a
     # try-wait's record may come before the arrival that let it return.
-    launch = Launch(launch_id, info, emitter, src, explicit_barriers=False,
-                    notes=notes, single_ldgsts=GROUPED_LDGSTS if grouped else None,
-                    mbarriers=v6 and grouped)
+    launch = Launch(
+        launch_id,
+        info,
+        emitter,
+        src,
+        explicit_barriers=False,
+        notes=notes,
+        single_ldgsts=GROUPED_LDGSTS if grouped else None,
+        mbarriers=v6 and grouped,
+    )
     if grouped:
         count = _grouped(path, it, parser, launch, v6)
         return info, count, "reconstructed"
@@ -350,7 +406,7 @@ def _grouped(path: str, it, parser, launch: Launch, v6: bool) -> int:
         replay = into = CtaReplay(launch)
     clusters: dict[tuple, tuple] = {}
     cta = None
-    state = "between"          # between blocks, in a block, in a warp's lines
+    state = "between"  # between blocks, in a block, in a warp's lines
     block = warp = None
     remaining = 0
     warp_line = 0
@@ -365,8 +421,12 @@ def _grouped(path: str, it, parser, launch: Launch, v6: bool) -> int:
                 continue
             if state == "warp" and remaining > 0:
                 if s.startswith("#") or s.startswith(("warp", "insts", "thread block")):
-                    raise error(path, lineno, "truncated", f"warp {warp} of block {block}: "
-                                f"'insts' announced {remaining} more lines")
+                    raise error(
+                        path,
+                        lineno,
+                        "truncated",
+                        f"warp {warp} of block {block}: 'insts' announced {remaining} more lines",
+                    )
                 rec = parser.parse(lineno, s, block, warp)
                 if rec is not None:
                     into.record(rec)
@@ -385,54 +445,69 @@ def _grouped(path: str, it, parser, launch: Launch, v6: bool) -> int:
                     into.flush()
                 replay.end_block()
                 state = "between"
-            elif (m := _TB.match(s)):
+            elif m := _TB.match(s):
                 if state != "block" or block is not None:
                     raise error(path, lineno, RULE, "'thread block =' outside #BEGIN_TB")
                 cta = tuple(int(g) for g in m.groups())
                 block = info.block_index(cta)
                 if block is None:
-                    raise error(path, lineno, RULE, f"thread block {cta} is outside the grid "
-                                f"{info.grid}")
+                    raise error(
+                        path, lineno, RULE, f"thread block {cta} is outside the grid {info.grid}"
+                    )
                 if block in seen:
                     raise error(path, lineno, RULE, f"thread block {cta} appears twice")
                 seen.add(block)
                 replay.begin_block(block, lineno)
-            elif (m := _WARP.match(s)):
+            elif m := _WARP.match(s):
                 if block is None:
                     raise error(path, lineno, RULE, "'warp =' outside a thread block")
                 warp = int(m.group(1))
                 if warp >= info.warps:
-                    raise error(path, lineno, RULE, f"warp {warp} is outside a "
-                                f"{info.threads}-thread block")
+                    raise error(
+                        path, lineno, RULE, f"warp {warp} is outside a {info.threads}-thread block"
+                    )
                 state, warp_line, remaining = "warp", lineno, -1
                 if v6:
                     into.flush()
                 replay.begin_warp(warp)
             elif v6 and (m := _CLUSTER.match(s)):
                 if block is None or state != "block":
-                    raise error(path, lineno, RULE, f"{short(s)!r} outside a thread block's "
-                                f"header")
+                    raise error(path, lineno, RULE, f"{short(s)!r} outside a thread block's header")
                 if (m.group(1) == "rank") != (m.group(3) is None):
-                    raise error(path, lineno, RULE, f"{short(s)!r}: expected 'cluster id = "
-                                f"x,y,z', 'cluster cta = x,y,z' or 'cluster rank = n'")
+                    raise error(
+                        path,
+                        lineno,
+                        RULE,
+                        f"{short(s)!r}: expected 'cluster id = "
+                        f"x,y,z', 'cluster cta = x,y,z' or 'cluster rank = n'",
+                    )
                 if m.group(1) == "id":
                     cluster = tuple(int(g) for g in m.group(2, 3, 4))
                     other = clusters.setdefault(cluster, cta)
                     if other != cta:
                         raise cluster_error(path, lineno, other, cta, cluster)
-            elif (m := _INSTS.match(s)):
+            elif m := _INSTS.match(s):
                 if state != "warp" or remaining != -1:
                     raise error(path, lineno, RULE, "'insts =' without a 'warp =' line")
                 remaining = int(m.group(1))
             elif state == "warp" and remaining == 0:
-                raise error(path, lineno, RULE, f"warp {warp} (line {warp_line}): more "
-                            f"instruction lines than its 'insts =' line announced")
+                raise error(
+                    path,
+                    lineno,
+                    RULE,
+                    f"warp {warp} (line {warp_line}): more "
+                    f"instruction lines than its 'insts =' line announced",
+                )
             else:
-                raise error(path, lineno, RULE, f"{short(s)!r}: expected #BEGIN_TB, "
-                            f"'thread block =', 'warp =', 'insts =', an instruction or #END_TB")
+                raise error(
+                    path,
+                    lineno,
+                    RULE,
+                    f"{short(s)!r}: expected #BEGIN_TB, "
+                    f"'thread block =', 'warp =', 'insts =', an instruction or #END_TB",
+                )
         if state != "between":
-            raise error(path, last, "truncated", "the file ends inside a thread block "
-                        "(no #END_TB)")
+            raise error(path, last, "truncated", "the file ends inside a thread block (no #END_TB)")
         replay.finish()
     finally:
         replay.close()
@@ -444,8 +519,9 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
     kernels, records, orders = [], 0, set()
     for launch_id, file in enumerate(kernel_files(path)):
         emitter.sources.append(file)
-        info, count, order = import_kernel(file, launch_id, emitter, len(emitter.sources) - 1,
-                                           writer, options, notes)
+        info, count, order = import_kernel(
+            file, launch_id, emitter, len(emitter.sources) - 1, writer, options, notes
+        )
         kernels.append(info)
         records += count
         orders.add(order)

@@ -52,9 +52,11 @@ SUFFIXES = (".ndjson", ".ndjson.zst", ".ndjson.zstd")
 MEM_TYPES = ("mem_addr_trace", "mem_value_trace", "mem_trace")
 INSTR_TYPES = ("opcode_only", "reg_trace")
 OTHER_TYPES = ("tma_trace",)
-MEM_ONLY_NOTE = ("the trace has memory records only (no opcode_only or reg_trace records): "
-                 "barriers, fences and cp.async commits and waits are not in it, so every "
-                 "conflict between threads is reported, and barrier misuse is not checked")
+MEM_ONLY_NOTE = (
+    "the trace has memory records only (no opcode_only or reg_trace records): "
+    "barriers, fences and cp.async commits and waits are not in it, so every "
+    "conflict between threads is reported, and barrier misuse is not checked"
+)
 
 
 def claims(path: str) -> bool:
@@ -71,8 +73,9 @@ def claims_line(text: str) -> bool:
         obj = bounded_json("", 0, s, RULE)
     except (ValueError, TraceError):
         return False
-    return isinstance(obj, dict) and obj.get("type") in (("kernel_metadata",) + MEM_TYPES
-                                                         + INSTR_TYPES + OTHER_TYPES)
+    return isinstance(obj, dict) and obj.get("type") in (
+        ("kernel_metadata",) + MEM_TYPES + INSTR_TYPES + OTHER_TYPES
+    )
 
 
 def kernel_files(path: str) -> list[str]:
@@ -104,8 +107,7 @@ def _parse(path: str, lineno: int, text: str) -> dict | None:
         obj = bounded_json(path, lineno, text, RULE)
     except ValueError as exc:  # json's own errors say where; a number too long does not
         where = f" at column {exc.colno}" if hasattr(exc, "colno") else ""
-        raise error(path, lineno, RULE, f"not JSON ({getattr(exc, 'msg', exc)}{where})"
-                    ) from None
+        raise error(path, lineno, RULE, f"not JSON ({getattr(exc, 'msg', exc)}{where})") from None
     if not isinstance(obj, dict):
         raise error(path, lineno, RULE, "a record must be a JSON object")
     return obj
@@ -120,16 +122,25 @@ def _int(path: str, lineno: int, obj: dict, key: str) -> int:
             pass
     elif isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise error(path, lineno, RULE, f"{_kind(obj)}: {key!r} must be an integer "
-                f"(got {_shown(value)})")
+    raise error(
+        path, lineno, RULE, f"{_kind(obj)}: {key!r} must be an integer (got {_shown(value)})"
+    )
 
 
 def _dims(path: str, lineno: int, obj: dict, key: str) -> tuple[int, int, int]:
     value = obj.get(key)
-    if (not isinstance(value, list) or len(value) != 3
-            or not all(isinstance(v, int) and v >= 0 for v in value)):
-        raise error(path, lineno, RULE, f"{_kind(obj)}: {key!r} must be a list "
-                    f"of three non-negative integers (got {_shown(value)})")
+    if (
+        not isinstance(value, list)
+        or len(value) != 3
+        or not all(isinstance(v, int) and v >= 0 for v in value)
+    ):
+        raise error(
+            path,
+            lineno,
+            RULE,
+            f"{_kind(obj)}: {key!r} must be a list "
+            f"of three non-negative integers (got {_shown(value)})",
+        )
     return tuple(value)
 
 
@@ -146,8 +157,18 @@ def _kind(obj: dict) -> str:
 class _Kernel:
     """State of one kernel file."""
 
-    def __init__(self, path: str, launch_id: int, meta: dict, lineno: int, writer,
-                 emitter: Emitter, src: int, options, notes: Notes) -> None:
+    def __init__(
+        self,
+        path: str,
+        launch_id: int,
+        meta: dict,
+        lineno: int,
+        writer,
+        emitter: Emitter,
+        src: int,
+        options,
+        notes: Notes,
+    ) -> None:
         self.path = path
         self.writer = writer
         name = meta.get("unmangled_name") or meta.get("mangled_name")
@@ -163,18 +184,27 @@ class _Kernel:
         self.sass: dict[int, str] = {}
         for key, entry in table.items():
             if not (isinstance(entry, dict) and isinstance(entry.get("sass"), str)):
-                raise error(path, lineno, RULE, f"kernel_metadata: instruction {_shown(key)} "
-                            f"has no 'sass' text")
+                raise error(
+                    path,
+                    lineno,
+                    RULE,
+                    f"kernel_metadata: instruction {_shown(key)} has no 'sass' text",
+                )
             try:
                 self.sass[int(key)] = entry["sass"]
             except ValueError:
-                raise error(path, lineno, RULE, f"kernel_metadata: instruction id {_shown(key)} is "
-                            f"not a number") from None
+                raise error(
+                    path,
+                    lineno,
+                    RULE,
+                    f"kernel_metadata: instruction id {_shown(key)} is not a number",
+                ) from None
         extra = {"tool": "CUTracer"}
         if isinstance(meta.get("mangled_name"), str):
             extra["mangled_name"] = meta["mangled_name"]
-        self.info = KernelInfo(name, grid, block, path, options.shared_window,
-                               options.local_window, extra)
+        self.info = KernelInfo(
+            name, grid, block, path, options.shared_window, options.local_window, extra
+        )
         self.launch = Launch(launch_id, self.info, emitter, src, notes=notes)
         self.order = RecordedOrder(self.launch)
         self.sites: dict[tuple[int, str], int] = {}
@@ -198,39 +228,59 @@ class _Kernel:
         path = self.path
         kind = obj.get("type")
         if kind == "kernel_metadata":
-            raise error(path, lineno, RULE, "a second kernel_metadata line: one file holds "
-                        "one kernel launch")
+            raise error(
+                path,
+                lineno,
+                RULE,
+                "a second kernel_metadata line: one file holds one kernel launch",
+            )
         if kind not in MEM_TYPES + INSTR_TYPES + OTHER_TYPES:
             raise error(path, lineno, RULE, f"unknown record type {_shown(kind)}")
         index = _int(path, lineno, obj, "trace_index")
         if index != self.next_index:
-            raise error(path, lineno, "cutracer-missing", f"trace_index {index} where "
-                        f"{self.next_index} was due: records are missing or out of order "
-                        f"(CUTracer numbers a launch's records from 0)")
+            raise error(
+                path,
+                lineno,
+                "cutracer-missing",
+                f"trace_index {index} where "
+                f"{self.next_index} was due: records are missing or out of order "
+                f"(CUTracer numbers a launch's records from 0)",
+            )
         self.next_index += 1
         gl = _int(path, lineno, obj, "grid_launch_id")
         if self.grid_launch is None:
             self.grid_launch = gl
         elif gl != self.grid_launch:
-            raise error(path, lineno, RULE, f"grid_launch_id {gl} in the file of launch "
-                        f"{self.grid_launch}")
+            raise error(
+                path, lineno, RULE, f"grid_launch_id {gl} in the file of launch {self.grid_launch}"
+            )
         cta = _dims(path, lineno, obj, "cta")
         block = self.info.block_index(cta)
         if block is None:
-            raise error(path, lineno, RULE, f"cta {list(cta)} is outside the grid "
-                        f"{list(self.info.grid)}")
+            raise error(
+                path, lineno, RULE, f"cta {list(cta)} is outside the grid {list(self.info.grid)}"
+            )
         gwarp = _int(path, lineno, obj, "warp")
         warp = gwarp - block * self.info.warps
         if not 0 <= warp < self.info.warps:
-            raise error(path, lineno, RULE, f"warp {gwarp} is not a warp of cta {list(cta)} "
-                        f"(CUTracer numbers warps across the grid: block * "
-                        f"{self.info.warps} + warp)")
+            raise error(
+                path,
+                lineno,
+                RULE,
+                f"warp {gwarp} is not a warp of cta {list(cta)} "
+                f"(CUTracer numbers warps across the grid: block * "
+                f"{self.info.warps} + warp)",
+            )
         opcode_id = _int(path, lineno, obj, "opcode_id")
         pc = _int(path, lineno, obj, "pc")
         text = obj.get("sass") if isinstance(obj.get("sass"), str) else self.sass.get(opcode_id)
         if text is None:
-            raise error(path, lineno, RULE, f"opcode_id {opcode_id} is not in the "
-                        f"kernel_metadata instruction table")
+            raise error(
+                path,
+                lineno,
+                RULE,
+                f"opcode_id {opcode_id} is not in the kernel_metadata instruction table",
+            )
         opcode, operands = split_text(text)
         sass = decode(opcode)
         key = (block, warp)
@@ -238,16 +288,19 @@ class _Kernel:
         if kind in MEM_TYPES:
             self.mem_records += 1
             addrs = obj.get("addrs")
-            if (not isinstance(addrs, list) or len(addrs) != 32
-                    or not all(isinstance(a, int) and a >= 0 for a in addrs)):
-                raise error(path, lineno, RULE, f"{kind}: 'addrs' must be 32 non-negative "
-                            f"integers")
+            if (
+                not isinstance(addrs, list)
+                or len(addrs) != 32
+                or not all(isinstance(a, int) and a >= 0 for a in addrs)
+            ):
+                raise error(path, lineno, RULE, f"{kind}: 'addrs' must be 32 non-negative integers")
             if waiting is not None and waiting[0] != pc:
                 self._unaddressed(waiting)
             if waiting is None:
                 self.mem_seen[key] = pc
-            rec = Record(lineno, block, warp, opcode, self.site(pc, text), None,
-                         (A_LANES, addrs), None, pc)
+            rec = Record(
+                lineno, block, warp, opcode, self.site(pc, text), None, (A_LANES, addrs), None, pc
+            )
             self.order.record(rec)
             return
         if waiting is not None:
@@ -262,15 +315,29 @@ class _Kernel:
                 self.awaiting[key] = (pc, lineno, opcode)  # mem_value_trace comes after
             return
         self.mem_seen.pop(key, None)
-        rec = Record(lineno, block, warp, opcode, self.site(pc, text), None, None,
-                     sync_operands(sass, operands), pc)
+        rec = Record(
+            lineno,
+            block,
+            warp,
+            opcode,
+            self.site(pc, text),
+            None,
+            None,
+            sync_operands(sass, operands),
+            pc,
+        )
         self.order.record(rec)
 
     def _unaddressed(self, waiting: tuple[int, int, str]):
         pc, lineno, opcode = waiting
-        raise error(self.path, lineno, "cutracer-missing", f"{opcode} at pc {pc:#x}: a memory "
-                    f"instruction without its address record (record with "
-                    f"CUTRACER_INSTRUMENT=mem_addr_trace or mem_value_trace)")
+        raise error(
+            self.path,
+            lineno,
+            "cutracer-missing",
+            f"{opcode} at pc {pc:#x}: a memory "
+            f"instruction without its address record (record with "
+            f"CUTRACER_INSTRUMENT=mem_addr_trace or mem_value_trace)",
+        )
 
     def finish(self, notes: Notes) -> None:
         if self.awaiting:
@@ -292,10 +359,14 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
                 continue
             if kernel is None:
                 if obj.get("type") != "kernel_metadata":
-                    raise error(file, lineno, RULE, "the first record must be kernel_metadata "
-                                "(the kernel's name, grid, block and instruction table)")
-                kernel = _Kernel(file, launch_id, obj, lineno, writer, emitter, src, options,
-                                 notes)
+                    raise error(
+                        file,
+                        lineno,
+                        RULE,
+                        "the first record must be kernel_metadata "
+                        "(the kernel's name, grid, block and instruction table)",
+                    )
+                kernel = _Kernel(file, launch_id, obj, lineno, writer, emitter, src, options, notes)
                 continue
             kernel.record(lineno, obj)
             records += 1

@@ -53,8 +53,8 @@ class Emitter:
 
     def __init__(self, writer, sources: list[str], *, generic: str = "fail") -> None:
         self.writer = writer
-        self.sources = sources           # src index -> file, for messages
-        self.generic = generic           # "fail" or "global" when a launch has no windows
+        self.sources = sources  # src index -> file, for messages
+        self.generic = generic  # "fail" or "global" when a launch has no windows
         self.windows: dict[int, Windows] = {}
         self.buffer = ItemBuffer()
         self.pending: list[Items] = []
@@ -62,7 +62,7 @@ class Emitter:
         self.next_ts = 0
         self.rows = 0
         self.items = 0
-        self._inited: set[int] = set()   # global windows declared initialized
+        self._inited: set[int] = set()  # global windows declared initialized
 
     # -- input --
 
@@ -111,10 +111,8 @@ class Emitter:
         rank = (np.cumsum(lane_bits, axis=1, dtype=np.int64) - 1)[ii, lane]
         lane = lane.astype(np.int64)
         first = _lowest_lane(c["lanes"])[ii]
-        addr = _addresses(c["amode"][ii], c["a0"][ii], c["a1"][ii], lane, rank, first,
-                          items.flat)
-        addr2 = _addresses(c["bmode"][ii], c["b0"][ii], c["b1"][ii], lane, rank, first,
-                           items.flat)
+        addr = _addresses(c["amode"][ii], c["a0"][ii], c["a1"][ii], lane, rank, first, items.flat)
+        addr2 = _addresses(c["bmode"][ii], c["b0"][ii], c["b1"][ii], lane, rank, first, items.flat)
         launch = c["launch"][ii]
         space = c["space"][ii].copy()
         space2 = c["space2"][ii].copy()
@@ -122,18 +120,36 @@ class Emitter:
         self._resolve(space, addr, launch, ii, items, op != O.INIT)
         self._resolve(space2, addr2, launch, ii, items, op == O.CP_ASYNC)
         cols = {
-            "ts": ts_item[ii], "op": op, "launch": launch, "block": c["block"][ii],
+            "ts": ts_item[ii],
+            "op": op,
+            "launch": launch,
+            "block": c["block"][ii],
             "thread": (c["warp"][ii].astype(np.int64) * WARP + lane).astype(np.uint32),
-            "space": space, "addr": addr, "size": c["size"][ii], "space2": space2,
-            "addr2": addr2, "obj": c["obj"][ii], "arg": c["arg"][ii], "scope": c["scope"][ii],
-            "sem": c["sem"][ii], "proxy": c["proxy"][ii], "site": c["site"][ii],
+            "space": space,
+            "addr": addr,
+            "size": c["size"][ii],
+            "space2": space2,
+            "addr2": addr2,
+            "obj": c["obj"][ii],
+            "arg": c["arg"][ii],
+            "scope": c["scope"][ii],
+            "sem": c["sem"][ii],
+            "proxy": c["proxy"][ii],
+            "site": c["site"][ii],
         }
         for piece in self._with_global_init(cols):
             self.writer.extend(**piece)
             self.rows += len(piece["ts"])
 
-    def _resolve(self, space: np.ndarray, addr: np.ndarray, launch: np.ndarray,
-                 ii: np.ndarray, items: Items, used: np.ndarray) -> None:
+    def _resolve(
+        self,
+        space: np.ndarray,
+        addr: np.ndarray,
+        launch: np.ndarray,
+        ii: np.ndarray,
+        items: Items,
+        used: np.ndarray,
+    ) -> None:
         """Generic addresses to (space, offset); window-relative shared/local offsets."""
         generic = used & (space == GENERIC)
         shared = used & (space == O.SPACE_SHARED)
@@ -146,11 +162,15 @@ class Emitter:
             g = generic & in_launch
             if g.any():
                 if w.shared[1] == 0 and w.local[1] == 0 and self.generic == "fail":
-                    self._fail(items, ii[np.argmax(g)], "gpu-generic",
-                               "a generic-address access, and the trace gives no shared or "
-                               "local window to resolve it: pass --shared-window and "
-                               "--local-window, or --generic-global if the kernel passes no "
-                               "shared or local pointer through generic instructions")
+                    self._fail(
+                        items,
+                        ii[np.argmax(g)],
+                        "gpu-generic",
+                        "a generic-address access, and the trace gives no shared or "
+                        "local window to resolve it: pass --shared-window and "
+                        "--local-window, or --generic-global if the kernel passes no "
+                        "shared or local pointer through generic instructions",
+                    )
                 for sp, (base, size) in ((O.SPACE_SHARED, w.shared), (O.SPACE_LOCAL, w.local)):
                     if size:
                         hit = g & _inside(addr, base, size)
@@ -163,15 +183,21 @@ class Emitter:
                 if size and m.any():
                     hit = m & _inside(addr, base, size)
                     addr[hit] -= np.uint64(base)
-        for sp, limit, what in ((O.SPACE_SHARED, SHARED_LIMIT, "shared"),
-                                (O.SPACE_LOCAL, LOCAL_LIMIT, "local")):
+        for sp, limit, what in (
+            (O.SPACE_SHARED, SHARED_LIMIT, "shared"),
+            (O.SPACE_LOCAL, LOCAL_LIMIT, "local"),
+        ):
             bad = used & (space == sp) & (addr >= np.uint64(limit))
             if bad.any():
                 k = int(np.argmax(bad))
-                self._fail(items, ii[k], "gpu-address",
-                           f"{what} address {int(addr[k]):#x} is outside the block's {what} "
-                           f"memory (distributed shared memory, or a generic address with "
-                           f"the wrong window, is not followed)")
+                self._fail(
+                    items,
+                    ii[k],
+                    "gpu-address",
+                    f"{what} address {int(addr[k]):#x} is outside the block's {what} "
+                    f"memory (distributed shared memory, or a generic address with "
+                    f"the wrong window, is not followed)",
+                )
 
     def _fail(self, items: Items, item: int, rule: str, message: str):
         src = self.sources[int(items.cols["src"][item])]

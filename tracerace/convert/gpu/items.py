@@ -21,13 +21,30 @@ FULL_MASK = 0xFFFFFFFF
 # Address modes of an item.
 A_NONE, A_STRIDE, A_ACTIVE, A_LANES = 0, 1, 2, 3
 
-ITEM_FIELDS = (("op", np.uint8), ("launch", np.uint32), ("block", np.uint32),
-                ("warp", np.uint32), ("lanes", np.uint32), ("space", np.uint8),
-                ("size", np.uint32), ("amode", np.uint8), ("a0", np.uint64), ("a1", np.int64),
-                ("space2", np.uint8), ("bmode", np.uint8), ("b0", np.uint64), ("b1", np.int64),
-                ("obj", np.uint64), ("arg", np.int64), ("scope", np.uint8), ("sem", np.uint8),
-                ("proxy", np.uint8), ("site", np.uint32), ("lineno", np.int64),
-                ("src", np.uint32))
+ITEM_FIELDS = (
+    ("op", np.uint8),
+    ("launch", np.uint32),
+    ("block", np.uint32),
+    ("warp", np.uint32),
+    ("lanes", np.uint32),
+    ("space", np.uint8),
+    ("size", np.uint32),
+    ("amode", np.uint8),
+    ("a0", np.uint64),
+    ("a1", np.int64),
+    ("space2", np.uint8),
+    ("bmode", np.uint8),
+    ("b0", np.uint64),
+    ("b1", np.int64),
+    ("obj", np.uint64),
+    ("arg", np.int64),
+    ("scope", np.uint8),
+    ("sem", np.uint8),
+    ("proxy", np.uint8),
+    ("site", np.uint32),
+    ("lineno", np.int64),
+    ("src", np.uint32),
+)
 FIELD_NAMES = tuple(name for name, _ in ITEM_FIELDS)
 
 
@@ -43,10 +60,28 @@ class ItemBuffer:
     def __len__(self) -> int:
         return len(self.cols["op"])
 
-    def add(self, op: int, launch: int, block: int, warp: int, lanes: int, site: int,
-            lineno: int, src: int, *, space: int = 0, size: int = 0, addrs: tuple | None = None,
-            space2: int = 0, addrs2: tuple | None = None, obj: int = 0, arg: int = 0,
-            scope: int = int(O.Scope.DEVICE), sem: int = 0, proxy: int = 0) -> None:
+    def add(
+        self,
+        op: int,
+        launch: int,
+        block: int,
+        warp: int,
+        lanes: int,
+        site: int,
+        lineno: int,
+        src: int,
+        *,
+        space: int = 0,
+        size: int = 0,
+        addrs: tuple | None = None,
+        space2: int = 0,
+        addrs2: tuple | None = None,
+        obj: int = 0,
+        arg: int = 0,
+        scope: int = int(O.Scope.DEVICE),
+        sem: int = 0,
+        proxy: int = 0,
+    ) -> None:
         c = self.cols
         c["op"].append(op)
         c["launch"].append(launch)
@@ -83,7 +118,7 @@ class ItemBuffer:
             c[k1].append(0)
             self.flat.extend(spec[1])
 
-    def freeze(self) -> "Items":
+    def freeze(self) -> Items:
         cols = {name: np.array(self.cols[name], dtype=dtype) for name, dtype in ITEM_FIELDS}
         flat = np.array(self.flat, dtype=np.uint64)
         self.cols = {name: [] for name in FIELD_NAMES}
@@ -105,12 +140,12 @@ class Items:
     def nbytes(self) -> int:
         return sum(a.nbytes for a in self.cols.values()) + self.flat.nbytes
 
-    def take(self, index: np.ndarray) -> "Items":
+    def take(self, index: np.ndarray) -> Items:
         """The items at ``index``, in that order (their addresses stay in ``flat``)."""
         return Items({name: a[index] for name, a in self.cols.items()}, self.flat)
 
     @staticmethod
-    def concat(parts: list["Items"]) -> "Items":
+    def concat(parts: list[Items]) -> Items:
         if len(parts) == 1:
             return parts[0]
         offsets = np.cumsum([0] + [len(p.flat) for p in parts[:-1]])
@@ -119,7 +154,9 @@ class Items:
             arrays = [p.cols[name] for p in parts]
             if name in ("a0", "b0"):
                 mode = "amode" if name == "a0" else "bmode"
-                arrays = [np.where(p.cols[mode] >= A_ACTIVE, a + np.uint64(off), a)
-                          for p, a, off in zip(parts, arrays, offsets)]
+                arrays = [
+                    np.where(p.cols[mode] >= A_ACTIVE, a + np.uint64(off), a)
+                    for p, a, off in zip(parts, arrays, offsets)
+                ]
             cols[name] = np.concatenate(arrays)
         return Items(cols, np.concatenate([p.flat for p in parts]))

@@ -47,7 +47,7 @@ class KernelInfo:
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
     source: str
-    shared_window: tuple[int, int] | None = None   # (generic base, size)
+    shared_window: tuple[int, int] | None = None  # (generic base, size)
     local_window: tuple[int, int] | None = None
     extra: dict = field(default_factory=dict)
 
@@ -67,14 +67,20 @@ class KernelInfo:
         """Why the trace format cannot hold this launch's grid and block, or None:
         a block id and a thread id are uint32 columns."""
         if 0 in self.grid or 0 in self.block:
-            return (f"grid {list(self.grid)} and block {list(self.block)} must be at least 1 "
-                    f"in every dimension")
+            return (
+                f"grid {list(self.grid)} and block {list(self.block)} must be at least 1 "
+                f"in every dimension"
+            )
         if self.blocks > MAX_IDS:
-            return (f"grid {list(self.grid)} has {self.blocks:,} blocks: a trace numbers at "
-                    f"most {MAX_IDS:,} (2^32)")
+            return (
+                f"grid {list(self.grid)} has {self.blocks:,} blocks: a trace numbers at "
+                f"most {MAX_IDS:,} (2^32)"
+            )
         if self.threads > MAX_IDS:
-            return (f"block {list(self.block)} has {self.threads:,} threads: a trace numbers "
-                    f"at most {MAX_IDS:,} (2^32)")
+            return (
+                f"block {list(self.block)} has {self.threads:,} threads: a trace numbers "
+                f"at most {MAX_IDS:,} (2^32)"
+            )
         return None
 
     def block_index(self, cta: tuple[int, int, int]) -> int | None:
@@ -86,8 +92,13 @@ class KernelInfo:
         return x + gx * (y + gy * z)
 
     def to_json(self, launch: int) -> dict:
-        out = {"launch": launch, "name": self.name, "grid": list(self.grid),
-               "block": list(self.block), "source": self.source}
+        out = {
+            "launch": launch,
+            "name": self.name,
+            "grid": list(self.grid),
+            "block": list(self.block),
+            "source": self.source,
+        }
         if self.shared_window is not None:
             out["shared_window"] = list(self.shared_window)
         if self.local_window is not None:
@@ -132,8 +143,9 @@ class Arrival:
     lineno: int
 
 
-MBAR_EFFECTS = frozenset({Effect.MBAR_INIT, Effect.MBAR_ARRIVE, Effect.MBAR_WAIT,
-                          Effect.MBAR_INVAL})
+MBAR_EFFECTS = frozenset(
+    {Effect.MBAR_INIT, Effect.MBAR_ARRIVE, Effect.MBAR_WAIT, Effect.MBAR_INVAL}
+)
 
 MAX_IDS = 1 << 32
 """Block and thread ids are uint32 columns: a grid or a block has at most this many."""
@@ -143,6 +155,7 @@ MAX_STRIDE = (1 << 63) - 1
 
 def popcount(x: int) -> int:
     return bin(x).count("1")
+
 
 class Launch:
     """One kernel launch being imported: translates records into items.
@@ -154,17 +167,26 @@ class Launch:
     applies to every lane of the warp that has not exited.
     """
 
-    def __init__(self, launch: int, info: KernelInfo, emitter: Emitter, src: int, *,
-                 lanes_per_warp: Callable[[int], int] | None = None,
-                 explicit_barriers: bool = True, notes: "Notes",
-                 single_ldgsts: str | None = None, mbarriers: bool = False) -> None:
+    def __init__(
+        self,
+        launch: int,
+        info: KernelInfo,
+        emitter: Emitter,
+        src: int,
+        *,
+        lanes_per_warp: Callable[[int], int] | None = None,
+        explicit_barriers: bool = True,
+        notes: Notes,
+        single_ldgsts: str | None = None,
+        mbarriers: bool = False,
+    ) -> None:
         self.id = launch
         self.info = info
         self.emitter = emitter
         self.src = src
         self.path = emitter.sources[src]
         self.explicit_barriers = explicit_barriers
-        self.single_ldgsts = single_ldgsts   # why an LDGSTS cannot be followed, if it cannot
+        self.single_ldgsts = single_ldgsts  # why an LDGSTS cannot be followed, if it cannot
         # Whether the format records what SYNCS need (register values, which try-wait
         # returned) and its replay order keeps mbarrier phases (tracez.py, phases.py).
         self.mbarriers = mbarriers
@@ -200,9 +222,13 @@ class Launch:
         """Active lanes of a masked record, checked against the block's size."""
         exist = self.existing(rec.warp)
         if rec.mask & ~exist:
-            self.fail(rec, "gpu-lanes", f"{rec.opcode}: active mask {rec.mask:#010x} names "
-                      f"lanes of warp {rec.warp} that are not threads of a "
-                      f"{self.info.threads}-thread block")
+            self.fail(
+                rec,
+                "gpu-lanes",
+                f"{rec.opcode}: active mask {rec.mask:#010x} names "
+                f"lanes of warp {rec.warp} that are not threads of a "
+                f"{self.info.threads}-thread block",
+            )
         return rec.mask
 
     def lanes_from_addresses(self, rec: Record, sass: Sass, space: int) -> int:
@@ -266,9 +292,13 @@ class Launch:
         key = (rec.block, rec.warp)
         if key in self.cp_pending and eff is not Effect.CP_ASYNC:
             first = self.cp_pending.pop(key)
-            self.fail(first, "gpu-ldgsts", f"{first.opcode}: the tracer writes two address "
-                      f"records per LDGSTS (shared destination, then global source); the "
-                      f"next record of this warp (line {rec.lineno}) is {rec.opcode}")
+            self.fail(
+                first,
+                "gpu-ldgsts",
+                f"{first.opcode}: the tracer writes two address "
+                f"records per LDGSTS (shared destination, then global source); the "
+                f"next record of this warp (line {rec.lineno}) is {rec.opcode}",
+            )
         if eff is Effect.NONE:
             return None
         if not sass.followable:
@@ -277,17 +307,27 @@ class Launch:
         common = (self.id, rec.block, rec.warp)
         if eff in (Effect.LOAD, Effect.STORE, Effect.ATOMIC):
             if rec.addrs is None:
-                self.fail(rec, "gpu-address", f"{rec.opcode}: a memory instruction without "
-                          f"addresses")
+                self.fail(
+                    rec, "gpu-address", f"{rec.opcode}: a memory instruction without addresses"
+                )
             lanes = self.access_lanes(rec, sass)
             if sass.lanes < WARP:
                 lanes &= (1 << sass.lanes) - 1
             if lanes:
                 op = {Effect.LOAD: O.READ, Effect.STORE: O.WRITE, Effect.ATOMIC: O.ATOMIC}[eff]
-                add(op, *common, lanes, rec.site, rec.lineno, self.src, space=sass.space,
-                    size=sass.size, addrs=self._checked(rec, self._addr_spec(rec, lanes),
-                                                        lanes, sass.size),
-                    scope=sass.scope, sem=sass.sem)
+                add(
+                    op,
+                    *common,
+                    lanes,
+                    rec.site,
+                    rec.lineno,
+                    self.src,
+                    space=sass.space,
+                    size=sass.size,
+                    addrs=self._checked(rec, self._addr_spec(rec, lanes), lanes, sass.size),
+                    scope=sass.scope,
+                    sem=sass.sem,
+                )
             return None
         if eff is Effect.CP_ASYNC:
             return self._cp_async(rec, sass, out, key)
@@ -309,22 +349,37 @@ class Launch:
             if ops.scoreboard not in (None, 0):
                 return None  # a register-scoreboard wait
             if ops.pending is None:
-                self.fail(rec, "sass-unfollowable", f"{rec.opcode}: the trace does not record "
-                          f"how many cp.async groups may stay pending (tracer version 5 or "
-                          f"later records it)")
-            add(O.CP_ASYNC_WAIT, *common, lanes, rec.site, rec.lineno, self.src,
-                arg=ops.pending)
+                self.fail(
+                    rec,
+                    "sass-unfollowable",
+                    f"{rec.opcode}: the trace does not record "
+                    f"how many cp.async groups may stay pending (tracer version 5 or "
+                    f"later records it)",
+                )
+            add(O.CP_ASYNC_WAIT, *common, lanes, rec.site, rec.lineno, self.src, arg=ops.pending)
         elif eff is Effect.FENCE:
-            add(O.FENCE, *common, lanes, rec.site, rec.lineno, self.src, scope=sass.scope,
-                sem=sass.sem)
+            add(
+                O.FENCE,
+                *common,
+                lanes,
+                rec.site,
+                rec.lineno,
+                self.src,
+                scope=sass.scope,
+                sem=sass.sem,
+            )
         elif eff is Effect.FENCE_PROXY_ASYNC:
             add(O.FENCE_PROXY_ASYNC, *common, lanes, rec.site, rec.lineno, self.src)
         elif eff is Effect.WARP_SYNC:
             mask = (rec.ops or SyncOperands()).mask
             if mask is None:
-                self.fail(rec, "sass-unfollowable", f"{rec.opcode}: the trace does not record "
-                          f"the lane mask (a register operand, or a tracer that records no "
-                          f"operands)")
+                self.fail(
+                    rec,
+                    "sass-unfollowable",
+                    f"{rec.opcode}: the trace does not record "
+                    f"the lane mask (a register operand, or a tracer that records no "
+                    f"operands)",
+                )
             mask &= self.live(rec.block, rec.warp)
             lanes &= mask
             if lanes:
@@ -351,22 +406,30 @@ class Launch:
             if span == 0:
                 spec = (A_STRIDE, base, 0)  # one lane: its stride is never used
             elif abs(stride) > MAX_STRIDE:
-                spec = (A_ACTIVE, [base + stride * (lane - _bits_min(lanes))
-                                   for lane in _bits(lanes)])
+                spec = (
+                    A_ACTIVE,
+                    [base + stride * (lane - _bits_min(lanes)) for lane in _bits(lanes)],
+                )
         else:
             values = spec[1]
             if values and min(values) >= 0 and max(values) <= ADDRESS_END - size:
                 return spec  # the common case, checked at C speed
             for a in values:
                 if not 0 <= a <= ADDRESS_END:
-                    self.fail(rec, "address-overflow", f"{rec.opcode}: address {a:#x} is not "
-                              f"a 64-bit address")
-            used = (values if spec[0] == A_ACTIVE
-                    else [values[lane] for lane in _bits(lanes)])
+                    self.fail(
+                        rec,
+                        "address-overflow",
+                        f"{rec.opcode}: address {a:#x} is not a 64-bit address",
+                    )
+            used = values if spec[0] == A_ACTIVE else [values[lane] for lane in _bits(lanes)]
         for a in used:
             if not 0 <= a <= ADDRESS_END - size:
-                self.fail(rec, "address-overflow", f"{rec.opcode}: address {a:#x} + size "
-                          f"{size} passes the end of the 64-bit address space")
+                self.fail(
+                    rec,
+                    "address-overflow",
+                    f"{rec.opcode}: address {a:#x} + size "
+                    f"{size} passes the end of the 64-bit address space",
+                )
         return spec
 
     def _cp_async(self, rec: Record, sass: Sass, out: ItemBuffer, key) -> None:
@@ -377,21 +440,38 @@ class Launch:
             self.cp_pending[key] = rec
             return None
         if first.opcode != rec.opcode or first.pc != rec.pc:
-            self.fail(first, "gpu-ldgsts", f"{first.opcode}: one address record, then "
-                      f"{rec.opcode} at line {rec.lineno}; the tracer writes two per LDGSTS")
+            self.fail(
+                first,
+                "gpu-ldgsts",
+                f"{first.opcode}: one address record, then "
+                f"{rec.opcode} at line {rec.lineno}; the tracer writes two per LDGSTS",
+            )
         if rec.mask is not None:
             if first.mask != rec.mask:
-                self.fail(rec, "gpu-ldgsts", f"{rec.opcode}: the two address records of one "
-                          f"LDGSTS have different masks")
+                self.fail(
+                    rec,
+                    "gpu-ldgsts",
+                    f"{rec.opcode}: the two address records of one LDGSTS have different masks",
+                )
             lanes = self.record_lanes(rec, sass)
         else:
             lanes = self.lanes_from_addresses(rec, sass, O.SPACE_GLOBAL)
         if lanes:
-            out.add(O.CP_ASYNC, self.id, rec.block, rec.warp, lanes, first.site, first.lineno,
-                    self.src, space=O.SPACE_SHARED, size=sass.size,
-                    addrs=self._checked(first, self._addr_spec(first, lanes), lanes, sass.size),
-                    space2=O.SPACE_GLOBAL,
-                    addrs2=self._checked(rec, self._addr_spec(rec, lanes), lanes, sass.size))
+            out.add(
+                O.CP_ASYNC,
+                self.id,
+                rec.block,
+                rec.warp,
+                lanes,
+                first.site,
+                first.lineno,
+                self.src,
+                space=O.SPACE_SHARED,
+                size=sass.size,
+                addrs=self._checked(first, self._addr_spec(first, lanes), lanes, sass.size),
+                space2=O.SPACE_GLOBAL,
+                addrs2=self._checked(rec, self._addr_spec(rec, lanes), lanes, sass.size),
+            )
         return None
 
     def mbar_object(self, rec: Record) -> int:
@@ -399,8 +479,11 @@ class Launch:
         lane, as an offset in the block's shared memory when it is a generic address
         in the shared window."""
         if rec.addrs is None:
-            self.fail(rec, "gpu-address", f"{rec.opcode}: an mbarrier operation without "
-                      f"the mbarrier's address")
+            self.fail(
+                rec,
+                "gpu-address",
+                f"{rec.opcode}: an mbarrier operation without the mbarrier's address",
+            )
         spec = rec.addrs
         if spec[0] == A_STRIDE:
             one = spec[2] == 0 or popcount(rec.mask or 0) <= 1
@@ -408,8 +491,12 @@ class Launch:
         else:
             values = set(spec[1])
         if len(values) != 1:
-            self.fail(rec, "gpu-mbarrier", f"{rec.opcode}: its active lanes name different "
-                      f"mbarriers; tracerace reads one mbarrier per instruction")
+            self.fail(
+                rec,
+                "gpu-mbarrier",
+                f"{rec.opcode}: its active lanes name different "
+                f"mbarriers; tracerace reads one mbarrier per instruction",
+            )
         addr = values.pop()
         base, size = self.info.shared_window or (0, 0)
         if size and base <= addr < base + size:
@@ -419,19 +506,29 @@ class Launch:
     def _mbarrier(self, rec: Record, sass: Sass, out: ItemBuffer) -> None:
         """``SYNCS``: mbarrier init, expect-tx and arrive, wait, inval (sass.py's table)."""
         if not self.mbarriers:
-            self.fail(rec, "sass-unfollowable", f"{rec.opcode}: an mbarrier operation, and "
-                      f"this trace format records neither the register values it needs "
-                      f"(arrival count, transaction bytes, phase parity) nor which try-wait "
-                      f"returned (Accel-Sim's post-processed .tracez and .traceg of tracer version "
-                      f"6 do)")
+            self.fail(
+                rec,
+                "sass-unfollowable",
+                f"{rec.opcode}: an mbarrier operation, and "
+                f"this trace format records neither the register values it needs "
+                f"(arrival count, transaction bytes, phase parity) nor which try-wait "
+                f"returned (Accel-Sim's post-processed .tracez and .traceg of tracer version "
+                f"6 do)",
+            )
         ops = rec.ops or SyncOperands()
-        needs_value = (sass.effect in (Effect.MBAR_INIT, Effect.MBAR_WAIT)
-                       or "R" in (sass.arrivals, sass.tx))
+        needs_value = sass.effect in (Effect.MBAR_INIT, Effect.MBAR_WAIT) or "R" in (
+            sass.arrivals,
+            sass.tx,
+        )
         if needs_value and ops.value is None:
-            self.fail(rec, "sass-unfollowable", f"{rec.opcode}: the trace does not record "
-                      f"the register value this mbarrier operation needs (its arrival count, "
-                      f"transaction bytes or phase parity): Accel-Sim's tracer version 6 "
-                      f"with register values records it")
+            self.fail(
+                rec,
+                "sass-unfollowable",
+                f"{rec.opcode}: the trace does not record "
+                f"the register value this mbarrier operation needs (its arrival count, "
+                f"transaction bytes or phase parity): Accel-Sim's tracer version 6 "
+                f"with register values records it",
+            )
         lanes = self.access_lanes(rec, sass)
         if not lanes:
             return
@@ -441,32 +538,51 @@ class Launch:
         if eff is Effect.MBAR_INIT:
             count = mbar_init_count(ops.value)
             if count == 0:
-                self.fail(rec, "gpu-mbarrier", f"{rec.opcode}: mbarrier {obj:#x} initialized "
-                          f"with an expected arrival count of 0 (register value "
-                          f"{ops.value:#x})")
+                self.fail(
+                    rec,
+                    "gpu-mbarrier",
+                    f"{rec.opcode}: mbarrier {obj:#x} initialized "
+                    f"with an expected arrival count of 0 (register value "
+                    f"{ops.value:#x})",
+                )
             out.add(O.MBAR_INIT, *common, obj=obj, arg=count, scope=O.SCOPE_BLOCK)
         elif eff is Effect.MBAR_ARRIVE:
             if sass.tx == "R" and ops.value:
-                out.add(O.MBAR_EXPECT_TX, *common, obj=obj, arg=ops.value,
-                        scope=O.SCOPE_BLOCK)
+                out.add(O.MBAR_EXPECT_TX, *common, obj=obj, arg=ops.value, scope=O.SCOPE_BLOCK)
             count = ops.value if sass.arrivals == "R" else int(sass.arrivals)
             if count < 0:
                 self.fail(rec, "gpu-mbarrier", f"{rec.opcode}: arrival count {count}")
             if count:
-                out.add(O.MBAR_ARRIVE, *common, obj=obj, arg=count, scope=O.SCOPE_BLOCK,
-                        sem=O.SEM_RELEASE)
+                out.add(
+                    O.MBAR_ARRIVE,
+                    *common,
+                    obj=obj,
+                    arg=count,
+                    scope=O.SCOPE_BLOCK,
+                    sem=O.SEM_RELEASE,
+                )
         elif eff is Effect.MBAR_WAIT:
-            out.add(O.MBAR_WAIT, *common, obj=obj, arg=ops.value & 1, scope=O.SCOPE_BLOCK,
-                    sem=O.SEM_ACQUIRE)
+            out.add(
+                O.MBAR_WAIT,
+                *common,
+                obj=obj,
+                arg=ops.value & 1,
+                scope=O.SCOPE_BLOCK,
+                sem=O.SEM_ACQUIRE,
+            )
         else:
             out.add(O.MBAR_INVAL, *common, obj=obj, scope=O.SCOPE_BLOCK)
 
     def _barrier(self, rec: Record, sass: Sass, out: ItemBuffer) -> Arrival | None:
         ops = rec.ops or SyncOperands()
         if ops.barrier is None or ops.count is None:
-            self.fail(rec, "sass-unfollowable", f"{rec.opcode}: the trace does not record the "
-                      f"barrier's id and thread count (register operands, or a tracer "
-                      f"version that records no operands)")
+            self.fail(
+                rec,
+                "sass-unfollowable",
+                f"{rec.opcode}: the trace does not record the "
+                f"barrier's id and thread count (register operands, or a tracer "
+                f"version that records no operands)",
+            )
         lanes = self.live(rec.block, rec.warp)
         if rec.mask is not None:
             if self.record_lanes(rec, sass) == 0:
@@ -478,37 +594,70 @@ class Launch:
                 self.fail(rec, "sass-unfollowable", f"{rec.opcode}: BAR.ARV without a count")
             return Arrival(rec.block, rec.warp, ops.barrier, lanes, rec.site, rec.lineno)
         if not self.explicit_barriers:
-            self.fail(rec, "sass-unfollowable", f"{rec.opcode}: a barrier with an explicit "
-                      f"count in a trace without an order between warps")
+            self.fail(
+                rec,
+                "sass-unfollowable",
+                f"{rec.opcode}: a barrier with an explicit "
+                f"count in a trace without an order between warps",
+            )
         op = O.BAR_SYNC if sass.effect is Effect.BAR_SYNC else O.BAR_ARRIVE
-        out.add(op, self.id, rec.block, rec.warp, lanes, rec.site, rec.lineno, self.src,
-                obj=ops.barrier, arg=ops.count)
+        out.add(
+            op,
+            self.id,
+            rec.block,
+            rec.warp,
+            lanes,
+            rec.site,
+            rec.lineno,
+            self.src,
+            obj=ops.barrier,
+            arg=ops.count,
+        )
         return None
 
     def release(self, arrivals: list[Arrival], out: ItemBuffer) -> None:
         """Write one barrier generation: every arriving lane, counted together."""
         count = sum(popcount(a.lanes) for a in arrivals)
         for a in arrivals:
-            out.add(O.BAR_SYNC, self.id, a.block, a.warp, a.lanes, a.site, a.lineno,
-                    self.src, obj=a.barrier, arg=count)
+            out.add(
+                O.BAR_SYNC,
+                self.id,
+                a.block,
+                a.warp,
+                a.lanes,
+                a.site,
+                a.lineno,
+                self.src,
+                obj=a.barrier,
+                arg=count,
+            )
 
     def finish(self) -> None:
         for rec in self.cp_pending.values():
-            self.fail(rec, "gpu-ldgsts", f"{rec.opcode}: the trace ends after the first of "
-                      f"the two address records of this LDGSTS")
+            self.fail(
+                rec,
+                "gpu-ldgsts",
+                f"{rec.opcode}: the trace ends after the first of "
+                f"the two address records of this LDGSTS",
+            )
 
 
-def cluster_error(path: str, lineno: int | None, first: tuple, second: tuple,
-                  cluster: tuple) -> Exception:
+def cluster_error(
+    path: str, lineno: int | None, first: tuple, second: tuple, cluster: tuple
+) -> Exception:
     """Two blocks of one cluster: a launch in clusters of more than one block is not
     imported. Its blocks may use each other's shared memory through generic
     addresses and meet at cluster barriers, and neither is followed, so no
     verdict is given on it."""
     fmt = lambda c: "(" + ",".join(map(str, c)) + ")"  # noqa: E731
-    return error(path, lineno, "gpu-cluster",
-                 f"blocks {fmt(first)} and {fmt(second)} share cluster {fmt(cluster)}: "
-                 f"distributed shared memory and cluster barriers are not followed, so a "
-                 f"launch in clusters of more than one block is not imported")
+    return error(
+        path,
+        lineno,
+        "gpu-cluster",
+        f"blocks {fmt(first)} and {fmt(second)} share cluster {fmt(cluster)}: "
+        f"distributed shared memory and cluster barriers are not followed, so a "
+        f"launch in clusters of more than one block is not imported",
+    )
 
 
 def _bits(mask: int):
@@ -548,12 +697,12 @@ class Notes:
 
     TEXT = {
         "zero_lanes": "{n} shared- or local-memory instructions had lanes whose address was "
-                      "0 that did not fit the other lanes' pattern: the format records no "
-                      "active mask, so they were taken as inactive (an access to offset 0 by "
-                      "such a lane is not in the trace)",
+        "0 that did not fit the other lanes' pattern: the format records no "
+        "active mask, so they were taken as inactive (an access to offset 0 by "
+        "such a lane is not in the trace)",
         "zero_broadcast": "{n} shared- or local-memory instructions had address 0 in every "
-                          "lane: each was taken as one access at offset 0 by the warp's "
-                          "lowest live lane",
+        "lane: each was taken as one access at offset 0 by the warp's "
+        "lowest live lane",
     }
 
     def __init__(self) -> None:
@@ -569,4 +718,3 @@ class Notes:
 
     def all(self) -> list[str]:
         return self.lines + [self.TEXT[k].format(n=n) for k, n in self.counts.items()]
-

@@ -47,17 +47,21 @@ _LAUNCH = re.compile(
     r"^MEMTRACE: CTX (0x[0-9a-fA-F]+) - LAUNCH - Kernel pc 0x[0-9a-fA-F]+ - Kernel name (.+?)"
     r" - grid launch id (\d{1,20}) - grid size (\d{1,20}),(\d{1,20}),(\d{1,20})"
     r" - block size (\d{1,20}),(\d{1,20}),(\d{1,20})"
-    r" - nregs -?\d+ - shmem -?\d+ - cuda stream id -?\d+\s*$")
+    r" - nregs -?\d+ - shmem -?\d+ - cuda stream id -?\d+\s*$"
+)
 _ACCESS = re.compile(
     r"^MEMTRACE: CTX (0x[0-9a-fA-F]+) - grid_launch_id (\d{1,20})"
     r" - CTA (\d{1,20}),(\d{1,20}),(\d{1,20}) - warp (\d{1,20})"
-    r" - (\S+) - ((?:0x[0-9a-fA-F]+\s*){32})$")
+    r" - (\S+) - ((?:0x[0-9a-fA-F]+\s*){32})$"
+)
 _SKIP = re.compile(r"^MEMTRACE: (STARTING CONTEXT|TERMINATING CONTEXT|CTX \S+, Inspecting )")
 MAX_HW_WARPS = 64
-NOTE = ("NVBit mem_trace records memory instructions only: barriers, fences and cp.async "
-        "commits and waits are not in it, so every conflict between threads is reported and "
-        "barrier misuse is not checked; its warp numbers are hardware warp slots (%warpid), so "
-        "thread = slot * 32 + lane tells a block's threads apart but is not threadIdx")
+NOTE = (
+    "NVBit mem_trace records memory instructions only: barriers, fences and cp.async "
+    "commits and waits are not in it, so every conflict between threads is reported and "
+    "barrier misuse is not checked; its warp numbers are hardware warp slots (%warpid), so "
+    "thread = slot * 32 + lane tells a block's threads apart but is not threadIdx"
+)
 
 
 def claims_line(text: str) -> bool:
@@ -86,11 +90,20 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
             key = (m.group(1).lower(), int(m.group(2)))
             state = launches.get(key)
             if state is None:
-                raise error(path, lineno, RULE, f"grid_launch_id {key[1]} of context {key[0]} "
-                            f"has no LAUNCH line before it")
+                raise error(
+                    path,
+                    lineno,
+                    RULE,
+                    f"grid_launch_id {key[1]} of context {key[0]} has no LAUNCH line before it",
+                )
             if state is not current:
-                raise error(path, lineno, RULE, f"a record of grid launch {key[1]} after a "
-                            f"later launch began (launches must not overlap)")
+                raise error(
+                    path,
+                    lineno,
+                    RULE,
+                    f"a record of grid launch {key[1]} after a "
+                    f"later launch began (launches must not overlap)",
+                )
             info = state.launch.info
             cta = (int(m.group(3)), int(m.group(4)), int(m.group(5)))
             block = info.block_index(cta)
@@ -98,47 +111,65 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
                 raise error(path, lineno, RULE, f"CTA {cta} is outside the grid {info.grid}")
             warp = int(m.group(6))
             if warp >= MAX_HW_WARPS:
-                raise error(path, lineno, RULE, f"warp {warp}: a hardware warp slot is below "
-                            f"{MAX_HW_WARPS}")
+                raise error(
+                    path, lineno, RULE, f"warp {warp}: a hardware warp slot is below {MAX_HW_WARPS}"
+                )
             opcode = m.group(7)
             addrs = [int(a, 16) for a in m.group(8).split()]
             site = state.sites.get(opcode)
             if site is None:
                 site = state.sites[opcode] = writer.site(f"{info.name} {opcode}")
-            state.order.record(Record(lineno, block, warp, opcode, site, None,
-                                      (A_LANES, addrs), None, None))
+            state.order.record(
+                Record(lineno, block, warp, opcode, site, None, (A_LANES, addrs), None, None)
+            )
             records += 1
             continue
         m = _LAUNCH.match(text)
         if m:
             key = (m.group(1).lower(), int(m.group(3)))
             if key in launches:
-                raise error(path, lineno, RULE, f"a second LAUNCH line for grid launch id "
-                            f"{key[1]}")
+                raise error(path, lineno, RULE, f"a second LAUNCH line for grid launch id {key[1]}")
             grid = tuple(int(g) for g in m.group(4, 5, 6))
             block = tuple(int(g) for g in m.group(7, 8, 9))
-            info = KernelInfo(m.group(2), grid, block, path, options.shared_window,
-                              options.local_window,
-                              {"tool": "NVBit mem_trace", "grid_launch_id": key[1]})
+            info = KernelInfo(
+                m.group(2),
+                grid,
+                block,
+                path,
+                options.shared_window,
+                options.local_window,
+                {"tool": "NVBit mem_trace", "grid_launch_id": key[1]},
+            )
             problem = info.dims_problem()
             if problem is not None:
                 raise error(path, lineno, RULE, problem)
             if current is not None:
                 current.order.finish()
-            launch = Launch(len(kernels), info, emitter, src, lanes_per_warp=lambda warp: 0xFFFFFFFF, notes=notes)
+            launch = Launch(
+                len(kernels),
+                info,
+                emitter,
+                src,
+                lanes_per_warp=lambda warp: 0xFFFFFFFF,
+                notes=notes,
+            )
             current = launches[key] = _Launch(launch)
             kernels.append(info)
             continue
         if _SKIP.match(text):
             continue
         shown = text if len(text) <= 90 else text[:87] + "..."
-        raise error(path, lineno, RULE, f"{shown!r}: expected a LAUNCH line or 'CTX ... - "
-                    f"grid_launch_id N - CTA X,Y,Z - warp W - OPCODE - ' and 32 addresses")
+        raise error(
+            path,
+            lineno,
+            RULE,
+            f"{shown!r}: expected a LAUNCH line or 'CTX ... - "
+            f"grid_launch_id N - CTA X,Y,Z - warp W - OPCODE - ' and 32 addresses",
+        )
     if current is not None:
         current.order.finish()
     if not kernels:
-        raise error(path, None, RULE, "no 'MEMTRACE: ... LAUNCH' line: not NVBit mem_trace "
-                    "output")
+        raise error(path, None, RULE, "no 'MEMTRACE: ... LAUNCH' line: not NVBit mem_trace output")
     notes.add(NOTE)
     return kernels, records, "recorded"
 

@@ -69,10 +69,10 @@ class _Warp:
     __slots__ = ("parts", "starts", "live", "count", "ends", "arrivals")
 
     def __init__(self) -> None:
-        self.parts: list = []        # Items, or the path of a spilled Items
+        self.parts: list = []  # Items, or the path of a spilled Items
         self.starts: list[int] = []  # item index of each part's first item
         self.live = ItemBuffer()
-        self.count = 0               # items in frozen parts
+        self.count = 0  # items in frozen parts
         self.ends: list[int] = []
         self.arrivals: list[Arrival] = []
 
@@ -178,10 +178,14 @@ class CtaReplay:
             barriers = sorted({a.barrier for a in waiting.values()})
             if len(barriers) > 1:
                 first = min(waiting.values(), key=lambda a: a.lineno)
-                raise error(self.launch.path, first.lineno, "gpu-barrier",
-                            f"block {self.block}: its live warps wait at different barriers "
-                            f"({', '.join(map(str, barriers))}) without a count, so none can "
-                            f"release (warps {', '.join(map(str, sorted(waiting)))})")
+                raise error(
+                    self.launch.path,
+                    first.lineno,
+                    "gpu-barrier",
+                    f"block {self.block}: its live warps wait at different barriers "
+                    f"({', '.join(map(str, barriers))}) without a count, so none can "
+                    f"release (warps {', '.join(map(str, sorted(waiting)))})",
+                )
             out.append([waiting[w] for w in sorted(waiting)])
             for w in waiting:
                 seg[w] += 1
@@ -192,7 +196,7 @@ class CtaReplay:
         for st in self.warps.values():
             self._freeze(st)
         releases = ItemBuffer()
-        pieces: list[tuple] = []   # (part key, lo, hi) in emission order
+        pieces: list[tuple] = []  # (part key, lo, hi) in emission order
         n = 0
         for step in self._schedule():
             if isinstance(step, list):
@@ -206,8 +210,9 @@ class CtaReplay:
             i = bisect.bisect_right(st.starts, lo) - 1
             while lo < hi:
                 part_lo = st.starts[i]
-                part_hi = part_lo + (st.starts[i + 1] - part_lo if i + 1 < len(st.starts)
-                                     else st.count - part_lo)
+                part_hi = part_lo + (
+                    st.starts[i + 1] - part_lo if i + 1 < len(st.starts) else st.count - part_lo
+                )
                 take = min(hi, part_hi)
                 pieces.append(((w, i), lo - part_lo, take - part_lo))
                 n += take - lo
@@ -238,8 +243,12 @@ class CtaReplay:
             total += len(part)
             parts.append(part)
         # The release buffer was frozen above: later pieces index it from 0 again.
-        index = np.concatenate([np.arange(offset[key] + lo, offset[key] + hi, dtype=np.int64)
-                                for key, lo, hi in pieces])
+        index = np.concatenate(
+            [
+                np.arange(offset[key] + lo, offset[key] + hi, dtype=np.int64)
+                for key, lo, hi in pieces
+            ]
+        )
         self.emitter.add_items(Items.concat(parts).take(index))
 
     def finish(self) -> None:

@@ -100,11 +100,21 @@ class PhaseReplay(CtaReplay):
         for k in range(before_live, len(w.live)):
             op = cols["op"][k]
             if op == O.MBAR_WAIT:
-                marks.append((before + k - before_live, MARK_WAIT,
-                              (cols["obj"][k], cols["arg"][k], rec.lineno)))
+                marks.append(
+                    (
+                        before + k - before_live,
+                        MARK_WAIT,
+                        (cols["obj"][k], cols["arg"][k], rec.lineno),
+                    )
+                )
             elif op in MBAR_ACTIONS:
-                marks.append((before + k - before_live, MARK_ACTION,
-                              (cols["obj"][k], op, cols["arg"][k], popcount(cols["lanes"][k]))))
+                marks.append(
+                    (
+                        before + k - before_live,
+                        MARK_ACTION,
+                        (cols["obj"][k], op, cols["arg"][k], popcount(cols["lanes"][k])),
+                    )
+                )
         if arrival is not None:
             w.ends.append(w.total)
             w.arrivals.append(arrival)
@@ -180,17 +190,25 @@ class PhaseReplay(CtaReplay):
             if stuck:
                 w = stuck[0]
                 obj, parity, lineno = self.marks[w][nxt[w]][2]
-                raise error(self.launch.path, lineno, "gpu-mbarrier",
-                            f"block {self.block}: warp {w} waits on mbarrier {obj:#x} for "
-                            f"parity {parity}, and no order of the trace's warps completes "
-                            f"that phase before it (arrivals or transaction bytes are "
-                            f"missing from the trace)")
+                raise error(
+                    self.launch.path,
+                    lineno,
+                    "gpu-mbarrier",
+                    f"block {self.block}: warp {w} waits on mbarrier {obj:#x} for "
+                    f"parity {parity}, and no order of the trace's warps completes "
+                    f"that phase before it (arrivals or transaction bytes are "
+                    f"missing from the trace)",
+                )
             barriers = sorted({a.barrier for a in at_barrier.values()})
             if len(barriers) > 1:
                 first = min(at_barrier.values(), key=lambda a: a.lineno)
-                raise error(self.launch.path, first.lineno, "gpu-barrier",
-                            f"block {self.block}: its live warps wait at different barriers "
-                            f"({', '.join(map(str, barriers))}) without a count, so none can "
-                            f"release (warps {', '.join(map(str, sorted(at_barrier)))})")
+                raise error(
+                    self.launch.path,
+                    first.lineno,
+                    "gpu-barrier",
+                    f"block {self.block}: its live warps wait at different barriers "
+                    f"({', '.join(map(str, barriers))}) without a count, so none can "
+                    f"release (warps {', '.join(map(str, sorted(at_barrier)))})",
+                )
             out.append([at_barrier[w] for w in sorted(at_barrier)])
             at_barrier.clear()

@@ -105,25 +105,25 @@ from ...trace.ops import Scope, Sem, Space
 class Effect(Enum):
     """What an instruction does, for race detection."""
 
-    NONE = "none"                     # no memory access, no ordering
+    NONE = "none"  # no memory access, no ordering
     LOAD = "load"
     STORE = "store"
-    ATOMIC = "atomic"                 # read-modify-write, or a morally strong load/store
-    CP_ASYNC = "cp_async"             # LDGSTS: global -> shared, asynchronous
-    CP_COMMIT = "cp_async_commit"     # LDGDEPBAR
-    CP_WAIT = "cp_async_wait"         # DEPBAR.LE SB0, N
+    ATOMIC = "atomic"  # read-modify-write, or a morally strong load/store
+    CP_ASYNC = "cp_async"  # LDGSTS: global -> shared, asynchronous
+    CP_COMMIT = "cp_async_commit"  # LDGDEPBAR
+    CP_WAIT = "cp_async_wait"  # DEPBAR.LE SB0, N
     BAR_SYNC = "bar_sync"
     BAR_ARRIVE = "bar_arrive"
     WARP_SYNC = "warp_sync"
     FENCE = "fence"
     FENCE_PROXY_ASYNC = "fence_proxy_async"
-    MBAR_INIT = "mbar_init"           # SYNCS.EXCH.64
-    MBAR_ARRIVE = "mbar_arrive"       # SYNCS.ARRIVE.TRANS64.AxTy: expect-tx and/or arrive
-    MBAR_WAIT = "mbar_wait"           # SYNCS.PHASECHK.TRANS64[.TRYWAIT]
-    MBAR_INVAL = "mbar_inval"         # SYNCS.CCTL.IV
-    EXIT = "exit"                     # no event; the lanes leave (barrier counts, masks)
-    UNFOLLOWABLE = "unfollowable"     # known; needs operands no supported format records
-    UNKNOWN = "unknown"               # not in this table
+    MBAR_INIT = "mbar_init"  # SYNCS.EXCH.64
+    MBAR_ARRIVE = "mbar_arrive"  # SYNCS.ARRIVE.TRANS64.AxTy: expect-tx and/or arrive
+    MBAR_WAIT = "mbar_wait"  # SYNCS.PHASECHK.TRANS64[.TRYWAIT]
+    MBAR_INVAL = "mbar_inval"  # SYNCS.CCTL.IV
+    EXIT = "exit"  # no event; the lanes leave (barrier counts, masks)
+    UNFOLLOWABLE = "unfollowable"  # known; needs operands no supported format records
+    UNKNOWN = "unknown"  # not in this table
 
     @property
     def is_access(self) -> bool:
@@ -156,6 +156,8 @@ def mbar_init_count(value: int) -> int:
     0 (no valid count)."""
     field = (value >> 1) & ((1 << MBAR_COUNT_BITS) - 1)
     return (1 << MBAR_COUNT_BITS) - field if field else 0
+
+
 REG_ZERO = frozenset({"RZ", "R255", "URZ", "UR63"})
 """Register names that read as 0 whatever a trace records for them."""
 
@@ -167,15 +169,15 @@ class Sass:
     opcode: str
     mnemonic: str
     effect: Effect
-    space: int = int(Space.GLOBAL)   # ops.Space value, or GENERIC
-    size: int = 0                    # bytes per lane address
+    space: int = int(Space.GLOBAL)  # ops.Space value, or GENERIC
+    size: int = 0  # bytes per lane address
     scope: int = int(Scope.DEVICE)
     sem: int = int(Sem.RELAXED)
-    lanes: int = 32                  # lanes whose address is used (LDSM .1/.2: 8/16)
-    strong: bool = False             # a .STRONG load/store imported as a relaxed atomic
-    arrivals: str = ""               # SYNCS.ARRIVE: "0", "1" or "R" (the register's count)
-    tx: str = ""                     # SYNCS.ARRIVE: "0" or "R" (the register's bytes)
-    why: str | None = None           # UNFOLLOWABLE / UNKNOWN: what is missing
+    lanes: int = 32  # lanes whose address is used (LDSM .1/.2: 8/16)
+    strong: bool = False  # a .STRONG load/store imported as a relaxed atomic
+    arrivals: str = ""  # SYNCS.ARRIVE: "0", "1" or "R" (the register's count)
+    tx: str = ""  # SYNCS.ARRIVE: "0" or "R" (the register's bytes)
+    why: str | None = None  # UNFOLLOWABLE / UNKNOWN: what is missing
 
     @property
     def followable(self) -> bool:
@@ -184,7 +186,8 @@ class Sass:
 
 # --- the lists ----------------------------------------------------------------------
 
-_NO_EFFECT = frozenset("""
+_NO_EFFECT = frozenset(
+    """
     FADD FADD32I FADD2 FCHK FCMP FFMA FFMA32I FFMA2 FMNMX FMNMX3 FMUL FMUL32I FMUL2 FSEL FSET
     FSETP FSWZADD MUFU FRND HADD2 HADD2_32I HFMA2 HFMA2_32I HFMA2_MMA HMNMX2 HMUL2 HMUL2_32I
     HSET2 HSETP2 DADD DFMA DMUL DSETP DMNMX F2F F2I I2F I2I I2IP F2IP F2FP I2FP
@@ -199,31 +202,30 @@ _NO_EFFECT = frozenset("""
     VOTE VOTEU MATCH REDUX B2R R2B QSPC
     HMMA IMMA DMMA BMMA
     LDC ULDC UTMAPF UBLKPF UTMACCTL CCTLL CCTLT
-""".split())
+""".split()
+)
 """Opcodes that neither access memory nor order accesses (see the module doc)."""
 
 _UNFOLLOWABLE = {
-    "ARRIVES": "cp.async.mbarrier.arrive: the trace does not record the mbarrier's phase "
-               "or count",
+    "ARRIVES": "cp.async.mbarrier.arrive: the trace does not record the mbarrier's phase or count",
     "UTMALDG": "a TMA load: no trace records the shared-memory side of the copy, and "
-               "tracerace gives no verdict about bytes nobody saw",
+    "tracerace gives no verdict about bytes nobody saw",
     "UTMASTG": "a TMA store: no trace records the shared-memory side of the copy, and "
-               "tracerace gives no verdict about bytes nobody saw",
+    "tracerace gives no verdict about bytes nobody saw",
     "UTMAREDG": "a TMA reduction: no trace records the shared-memory side of the copy",
     "UBLKCP": "a bulk copy: no trace records the shared-memory side of the copy, and "
-              "tracerace gives no verdict about bytes nobody saw",
+    "tracerace gives no verdict about bytes nobody saw",
     "UBLKRED": "a bulk reduction: no trace records the shared-memory side of the copy",
     "UTMACMDFLUSH": "a bulk async-group commit: the bulk copies it groups cannot be followed",
-    "REDAS": "an asynchronous shared::cluster reduction: the trace does not record its "
-             "mbarrier",
+    "REDAS": "an asynchronous shared::cluster reduction: the trace does not record its mbarrier",
     "HGMMA": "a warpgroup MMA: it reads shared memory through descriptors the trace does "
-             "not record",
+    "not record",
     "IGMMA": "a warpgroup MMA: it reads shared memory through descriptors the trace does "
-             "not record",
+    "not record",
     "QGMMA": "a warpgroup MMA: it reads shared memory through descriptors the trace does "
-             "not record",
+    "not record",
     "BGMMA": "a warpgroup MMA: it reads shared memory through descriptors the trace does "
-             "not record",
+    "not record",
     "WARPGROUP": "a warpgroup MMA fence or wait: the MMAs it orders cannot be followed",
     "UCGABAR_ARV": "a cluster barrier: tracerace's barriers are per block",
     "UCGABAR_WAIT": "a cluster barrier: tracerace's barriers are per block",
@@ -231,30 +233,94 @@ _UNFOLLOWABLE = {
     "LDTM": "a tensor-memory access: the trace does not record tensor-memory addresses",
     "STTM": "a tensor-memory access: the trace does not record tensor-memory addresses",
 }
-for _name in ("UTCBAR", "UTCMMA", "UTCHMMA", "UTCQMMA", "UTCIMMA", "UTCOMMA", "UTCCP",
-              "UTCSHIFT", "UTCATOMSWS"):
-    _UNFOLLOWABLE[_name] = ("a tensor-core (tcgen05) instruction: it reads or writes shared "
-                            "and tensor memory the trace does not record")
-for _name in ("TEX", "TLD", "TLD4", "TMML", "TXD", "TXQ", "TEXS", "TLDS", "TLD4S", "SULD",
-              "SUST", "SUATOM", "SURED", "SUQUERY"):
-    _UNFOLLOWABLE[_name] = ("a texture or surface instruction: the trace does not record "
-                            "the memory it reads or writes")
+for _name in (
+    "UTCBAR",
+    "UTCMMA",
+    "UTCHMMA",
+    "UTCQMMA",
+    "UTCIMMA",
+    "UTCOMMA",
+    "UTCCP",
+    "UTCSHIFT",
+    "UTCATOMSWS",
+):
+    _UNFOLLOWABLE[_name] = (
+        "a tensor-core (tcgen05) instruction: it reads or writes shared "
+        "and tensor memory the trace does not record"
+    )
+for _name in (
+    "TEX",
+    "TLD",
+    "TLD4",
+    "TMML",
+    "TXD",
+    "TXQ",
+    "TEXS",
+    "TLDS",
+    "TLD4S",
+    "SULD",
+    "SUST",
+    "SUATOM",
+    "SURED",
+    "SUQUERY",
+):
+    _UNFOLLOWABLE[_name] = (
+        "a texture or surface instruction: the trace does not record the memory it reads or writes"
+    )
 
-_LOADS = {"LDG": Space.GLOBAL, "LDS": Space.SHARED, "LDL": Space.LOCAL, "LD": GENERIC,
-          "LDSM": Space.SHARED}
-_STORES = {"STG": Space.GLOBAL, "STS": Space.SHARED, "STL": Space.LOCAL, "ST": GENERIC,
-           "STSM": Space.SHARED}
-_ATOMICS = {"ATOMG": Space.GLOBAL, "ATOMS": Space.SHARED, "ATOM": GENERIC, "RED": GENERIC,
-            "REDG": Space.GLOBAL}
+_LOADS = {
+    "LDG": Space.GLOBAL,
+    "LDS": Space.SHARED,
+    "LDL": Space.LOCAL,
+    "LD": GENERIC,
+    "LDSM": Space.SHARED,
+}
+_STORES = {
+    "STG": Space.GLOBAL,
+    "STS": Space.SHARED,
+    "STL": Space.LOCAL,
+    "ST": GENERIC,
+    "STSM": Space.SHARED,
+}
+_ATOMICS = {
+    "ATOMG": Space.GLOBAL,
+    "ATOMS": Space.SHARED,
+    "ATOM": GENERIC,
+    "RED": GENERIC,
+    "REDG": Space.GLOBAL,
+}
 
 _SIZES = {
-    "U8": 1, "S8": 1, "U16": 2, "S16": 2, "F16": 2, "BF16": 2,
-    "32": 4, "U32": 4, "S32": 4, "F32": 4, "F16X2": 4, "BF16X2": 4, "F16x2": 4, "BF16x2": 4,
-    "BF16_V2": 4, "F16_V2": 4,
-    "64": 8, "U64": 8, "S64": 8, "F64": 8, "128": 16,
+    "U8": 1,
+    "S8": 1,
+    "U16": 2,
+    "S16": 2,
+    "F16": 2,
+    "BF16": 2,
+    "32": 4,
+    "U32": 4,
+    "S32": 4,
+    "F32": 4,
+    "F16X2": 4,
+    "BF16X2": 4,
+    "F16x2": 4,
+    "BF16x2": 4,
+    "BF16_V2": 4,
+    "F16_V2": 4,
+    "64": 8,
+    "U64": 8,
+    "S64": 8,
+    "F64": 8,
+    "128": 16,
 }
-_SCOPES = {"SM": Scope.BLOCK, "CTA": Scope.BLOCK, "GPU": Scope.DEVICE, "GL": Scope.DEVICE,
-           "VC": Scope.DEVICE, "SYS": Scope.SYSTEM}
+_SCOPES = {
+    "SM": Scope.BLOCK,
+    "CTA": Scope.BLOCK,
+    "GPU": Scope.DEVICE,
+    "GL": Scope.DEVICE,
+    "VC": Scope.DEVICE,
+    "SYS": Scope.SYSTEM,
+}
 
 
 def _size(mods: tuple[str, ...]) -> int:
@@ -293,12 +359,17 @@ def decode(opcode: str) -> Sass:
         space = int((_STORES if store else _LOADS)[name])
         if name in ("LDSM", "STSM"):
             count = next((int(m) for m in reversed(mods) if m in ("1", "2", "4")), 4)
-            return Sass(opcode, name, Effect.STORE if store else Effect.LOAD, space,
-                        MATRIX_ROW_BYTES, lanes=8 * count)
+            return Sass(
+                opcode,
+                name,
+                Effect.STORE if store else Effect.LOAD,
+                space,
+                MATRIX_ROW_BYTES,
+                lanes=8 * count,
+            )
         scope = _strong_scope(mods)
         if scope is not None:
-            return Sass(opcode, name, Effect.ATOMIC, space, _size(mods), scope=scope,
-                        strong=True)
+            return Sass(opcode, name, Effect.ATOMIC, space, _size(mods), scope=scope, strong=True)
         return Sass(opcode, name, Effect.STORE if store else Effect.LOAD, space, _size(mods))
     if name in _ATOMICS:
         space = int(_ATOMICS[name])
@@ -321,30 +392,40 @@ def decode(opcode: str) -> Sass:
             return Sass(opcode, name, Effect.BAR_SYNC)
         if mods[0] == "ARV":
             return Sass(opcode, name, Effect.BAR_ARRIVE)
-        return Sass(opcode, name, Effect.UNKNOWN, why=f"barrier form BAR.{mods[0]} is not in "
-                    "tracerace's SASS table")
+        return Sass(
+            opcode,
+            name,
+            Effect.UNKNOWN,
+            why=f"barrier form BAR.{mods[0]} is not in tracerace's SASS table",
+        )
     if name == "WARPSYNC":
         return Sass(opcode, name, Effect.WARP_SYNC)
     if name == "MEMBAR":
         scope = next((int(_SCOPES[m]) for m in mods if m in _SCOPES), None)
         if scope is None:
-            return Sass(opcode, name, Effect.UNKNOWN, why="a MEMBAR without a known level "
-                        "(CTA, GL, GPU, VC, SYS)")
+            return Sass(
+                opcode,
+                name,
+                Effect.UNKNOWN,
+                why="a MEMBAR without a known level (CTA, GL, GPU, VC, SYS)",
+            )
         return Sass(opcode, name, Effect.FENCE, scope=scope, sem=int(Sem.ACQ_REL))
     if name == "FENCE":
         if mods[:2] == ("VIEW", "ASYNC"):
             return Sass(opcode, name, Effect.FENCE_PROXY_ASYNC)
-        return Sass(opcode, name, Effect.UNKNOWN, why="a FENCE form not in tracerace's SASS "
-                    "table")
+        return Sass(opcode, name, Effect.UNKNOWN, why="a FENCE form not in tracerace's SASS table")
     if name == "SYNCS":
         return _syncs(opcode, mods)
     if name == "CCTL":
         if "IVALL" in mods:
-            return Sass(opcode, name, Effect.FENCE, scope=int(Scope.DEVICE),
-                        sem=int(Sem.ACQUIRE))
+            return Sass(opcode, name, Effect.FENCE, scope=int(Scope.DEVICE), sem=int(Sem.ACQUIRE))
         return Sass(opcode, name, Effect.NONE)
-    return Sass(opcode, name, Effect.UNKNOWN, why="an opcode not in tracerace's SASS table "
-                "(it may touch memory or synchronise)")
+    return Sass(
+        opcode,
+        name,
+        Effect.UNKNOWN,
+        why="an opcode not in tracerace's SASS table (it may touch memory or synchronise)",
+    )
 
 
 _ARRIVE_TX = re.compile(r"^A([01R])T([0R])$")
@@ -357,15 +438,32 @@ def _syncs(opcode: str, mods: tuple[str, ...]) -> Sass:
     if mods[:2] == ("ARRIVE", "TRANS64"):
         form = next((m for m in (_ARRIVE_TX.match(x) for x in mods[2:]) if m), None)
         arrivals, tx = form.groups() if form else ("1", "R")
-        return Sass(opcode, "SYNCS", Effect.MBAR_ARRIVE, int(Space.SHARED), 8,
-                    scope=int(Scope.BLOCK), sem=int(Sem.RELEASE), arrivals=arrivals, tx=tx)
+        return Sass(
+            opcode,
+            "SYNCS",
+            Effect.MBAR_ARRIVE,
+            int(Space.SHARED),
+            8,
+            scope=int(Scope.BLOCK),
+            sem=int(Sem.RELEASE),
+            arrivals=arrivals,
+            tx=tx,
+        )
     if mods[:2] == ("PHASECHK", "TRANS64"):
-        return Sass(opcode, "SYNCS", Effect.MBAR_WAIT, int(Space.SHARED), 8,
-                    scope=int(Scope.BLOCK), sem=int(Sem.ACQUIRE))
+        return Sass(
+            opcode,
+            "SYNCS",
+            Effect.MBAR_WAIT,
+            int(Space.SHARED),
+            8,
+            scope=int(Scope.BLOCK),
+            sem=int(Sem.ACQUIRE),
+        )
     if mods[:2] == ("CCTL", "IV"):
         return Sass(opcode, "SYNCS", Effect.MBAR_INVAL, int(Space.SHARED), 8)
-    return Sass(opcode, "SYNCS", Effect.UNFOLLOWABLE,
-                why="an mbarrier form not in tracerace's SASS table")
+    return Sass(
+        opcode, "SYNCS", Effect.UNFOLLOWABLE, why="an mbarrier form not in tracerace's SASS table"
+    )
 
 
 # --- operands in SASS text ----------------------------------------------------------
@@ -400,12 +498,12 @@ def immediate(operand: str) -> int | None:
 class SyncOperands:
     """Operand values of a synchronising instruction; None where not recorded."""
 
-    barrier: int | None = None   # BAR: barrier id
-    count: int | None = None     # BAR: thread count; IMPLICIT_COUNT when absent
+    barrier: int | None = None  # BAR: barrier id
+    count: int | None = None  # BAR: thread count; IMPLICIT_COUNT when absent
     scoreboard: int | None = None  # DEPBAR.LE: SBn
-    pending: int | None = None   # DEPBAR.LE: N
-    mask: int | None = None      # WARPSYNC: lane mask
-    value: int | None = None     # SYNCS: the operand register's value (count, bytes, parity)
+    pending: int | None = None  # DEPBAR.LE: N
+    mask: int | None = None  # WARPSYNC: lane mask
+    value: int | None = None  # SYNCS: the operand register's value (count, bytes, parity)
 
 
 def _is_predicate(op: str) -> bool:

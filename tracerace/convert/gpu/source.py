@@ -75,8 +75,12 @@ def open_binary(path: str) -> io.BufferedIOBase:
             import zstandard
         except ImportError:
             raw.close()
-            raise error(path, None, "usage", "reading zstd needs the zstandard package "
-                        "(pip install 'tracerace[gpu]')") from None
+            raise error(
+                path,
+                None,
+                "usage",
+                "reading zstd needs the zstandard package (pip install 'tracerace[gpu]')",
+            ) from None
         return io.BufferedReader(_ZstdFrames(raw, zstandard), READ_BYTES)
     return raw
 
@@ -129,8 +133,9 @@ class _ZstdFrames(io.RawIOBase):
         super().close()
 
 
-def lines(path: str, *, max_line: int = MAX_LINE_BYTES,
-          max_blank: int = MAX_BLANK_BYTES) -> Iterator[tuple[int, str]]:
+def lines(
+    path: str, *, max_line: int = MAX_LINE_BYTES, max_blank: int = MAX_BLANK_BYTES
+) -> Iterator[tuple[int, str]]:
     """``(line number, text without the newline)`` for every line of ``path``.
 
     Decoding is UTF-8 with replacement (kernel names are the only non-ASCII
@@ -151,25 +156,36 @@ def lines(path: str, *, max_line: int = MAX_LINE_BYTES,
                     break
                 lineno += 1
                 if len(raw) > max_line and not raw.endswith(b"\n"):
-                    raise error(path, lineno, "line-too-long",
-                                f"a line longer than {_size(max_line)}: no tracer writes one "
-                                f"(a damaged file, or not a trace)")
+                    raise error(
+                        path,
+                        lineno,
+                        "line-too-long",
+                        f"a line longer than {_size(max_line)}: no tracer writes one "
+                        f"(a damaged file, or not a trace)",
+                    )
                 if raw.isspace():
                     if not blank_bytes:
                         blank_from = lineno
                     blank_bytes += len(raw)
                     if blank_bytes > max_blank:
-                        raise error(path, blank_from, "blank-input",
-                                    f"more than {_size(max_blank)} of blank lines in a row "
-                                    f"from here: not a trace")
+                        raise error(
+                            path,
+                            blank_from,
+                            "blank-input",
+                            f"more than {_size(max_blank)} of blank lines in a row "
+                            f"from here: not a trace",
+                        )
                 else:
                     blank_bytes = 0
                 yield lineno, raw.decode("utf-8", errors="replace").rstrip("\r\n")
     except (EOFError, lzma.LZMAError) as exc:
         kind = compression_of(path) or "compressed"
-        raise error(path, lineno or None, "truncated",
-                    f"the {kind} stream is damaged or ends early ({exc}) after line {lineno}"
-                    ) from None
+        raise error(
+            path,
+            lineno or None,
+            "truncated",
+            f"the {kind} stream is damaged or ends early ({exc}) after line {lineno}",
+        ) from None
     except OSError as exc:
         raise error(path, lineno or None, "unreadable", f"cannot read: {exc}") from None
 
@@ -181,8 +197,7 @@ def _size(n: int) -> str:
     return f"{n:,} bytes"
 
 
-def bounded_json(path: str, lineno: int, text: str, rule: str,
-                 max_depth: int = MAX_JSON_DEPTH):
+def bounded_json(path: str, lineno: int, text: str, rule: str, max_depth: int = MAX_JSON_DEPTH):
     """``json.loads(text)`` through :func:`tracerace.trace.limits.load_json`, refusing
     nesting deeper than ``max_depth`` (rule ``rule``) before parsing. Raises
     ``ValueError`` for text that is not JSON, as ``json.loads`` does."""
@@ -191,8 +206,9 @@ def bounded_json(path: str, lineno: int, text: str, rule: str,
     except JSONLimitError as exc:
         if exc.rule != "json-too-deep":
             raise error(path, lineno, rule, str(exc)) from None
-        raise error(path, lineno, rule, f"JSON nested deeper than {max_depth} levels: no "
-                    f"tracer writes one") from None
+        raise error(
+            path, lineno, rule, f"JSON nested deeper than {max_depth} levels: no tracer writes one"
+        ) from None
 
 
 def is_directory(path: str) -> bool:

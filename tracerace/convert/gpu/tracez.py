@@ -116,8 +116,12 @@ def kernel_files(path: str) -> list[str]:
             if not entry or entry.startswith("Memcpy"):
                 continue
             if not (entry.startswith("kernel") and entry.endswith(SUFFIX)):
-                raise error(path, lineno, RULE, f"{short(entry)!r}: expected a kernel-N.tracez "
-                            f"file name or a Memcpy line")
+                raise error(
+                    path,
+                    lineno,
+                    RULE,
+                    f"{short(entry)!r}: expected a kernel-N.tracez file name or a Memcpy line",
+                )
             files.append(os.path.join(folder, entry))
     if not files:
         raise error(path, None, RULE, "names no kernel trace file")
@@ -125,6 +129,7 @@ def kernel_files(path: str) -> list[str]:
 
 
 # --- the container ----------------------------------------------------------------------
+
 
 class _Block:
     __slots__ = ("cluster", "cluster_cta", "cta", "rank", "warps")
@@ -161,8 +166,10 @@ class Container:
 
     def read_at(self, offset: int, n: int, what: str) -> bytes:
         if offset < 0 or offset + n > self.size:
-            self.fail("truncated", f"{what}: {n} bytes at offset {offset} pass the end of the "
-                      f"{self.size}-byte file")
+            self.fail(
+                "truncated",
+                f"{what}: {n} bytes at offset {offset} pass the end of the {self.size}-byte file",
+            )
         self.f.seek(offset)
         return self.f.read(n)
 
@@ -172,10 +179,14 @@ class Container:
         end = head.find(b"\0")
         if end < 0:
             if self.size < MAX_HEADER_BYTES:
-                self.fail("truncated", "the kernel header has no terminating NUL byte: not a "
-                          ".tracez file, or cut short")
-            self.fail(RULE, f"the kernel header has no NUL byte in its first "
-                      f"{MAX_HEADER_BYTES} bytes")
+                self.fail(
+                    "truncated",
+                    "the kernel header has no terminating NUL byte: not a "
+                    ".tracez file, or cut short",
+                )
+            self.fail(
+                RULE, f"the kernel header has no NUL byte in its first {MAX_HEADER_BYTES} bytes"
+            )
         return head[:end].decode("utf-8", "replace"), end + 1
 
     def dictionary(self, at: int) -> tuple[bytes, int]:
@@ -190,13 +201,17 @@ class Container:
         (offset,) = U64.unpack(self.read_at(self.size - 8, 8, "index offset"))
         end = self.size - 8
         if not data_start <= offset <= end - U32.size:
-            self.fail(RULE, f"index offset {offset} is outside the data ({data_start} to "
-                      f"{end - U32.size}): a damaged or cut-short file")
+            self.fail(
+                RULE,
+                f"index offset {offset} is outside the data ({data_start} to "
+                f"{end - U32.size}): a damaged or cut-short file",
+            )
         raw = self.read_at(offset, end - offset, "index")
         (num_tbs,) = U32.unpack_from(raw, 0)
         if num_tbs > info.blocks:
-            self.fail(RULE, f"the index lists {num_tbs} blocks; the grid {info.grid} has "
-                      f"{info.blocks}")
+            self.fail(
+                RULE, f"the index lists {num_tbs} blocks; the grid {info.grid} has {info.blocks}"
+            )
         pos, blocks = U32.size, []
         for t in range(num_tbs):
             if pos + TB_RECORD.size > len(raw):
@@ -205,24 +220,33 @@ class Container:
             pos += TB_RECORD.size
             warp_count = TB_RECORD.unpack_from(raw, pos - TB_RECORD.size)[10]
             if warp_count > info.warps:
-                self.fail(RULE, f"block {b.cta}: {warp_count} warps in a "
-                          f"{info.threads}-thread block")
+                self.fail(
+                    RULE, f"block {b.cta}: {warp_count} warps in a {info.threads}-thread block"
+                )
             for w in range(warp_count):
                 if pos + WARP_RECORD.size > len(raw):
                     self.fail("truncated", f"the index ends inside block {b.cta} warp {w}")
                 count, nsub, foff = WARP_RECORD.unpack_from(raw, pos)
                 pos += WARP_RECORD.size
                 if pos + 4 * nsub > len(raw):
-                    self.fail("truncated", f"the index ends inside block {b.cta} warp {w}'s "
-                              f"{nsub} sub-chunk counts")
+                    self.fail(
+                        "truncated",
+                        f"the index ends inside block {b.cta} warp {w}'s {nsub} sub-chunk counts",
+                    )
                 sizes = list(struct.unpack_from(f"<{nsub}I", raw, pos))
                 pos += 4 * nsub
                 if sum(sizes) != count or 0 in sizes:
-                    self.fail(RULE, f"block {b.cta} warp {w}: sub-chunks of {sizes} lines "
-                              f"do not add up to its {count} instructions")
+                    self.fail(
+                        RULE,
+                        f"block {b.cta} warp {w}: sub-chunks of {sizes} lines "
+                        f"do not add up to its {count} instructions",
+                    )
                 if count and not data_start <= foff < offset:
-                    self.fail(RULE, f"block {b.cta} warp {w}: data offset {foff} is outside "
-                              f"the data ({data_start} to {offset})")
+                    self.fail(
+                        RULE,
+                        f"block {b.cta} warp {w}: data offset {foff} is outside "
+                        f"the data ({data_start} to {offset})",
+                    )
                 b.warps.append((count, nsub, foff, sizes))
             blocks.append(b)
         if pos != len(raw):
@@ -237,14 +261,19 @@ class Container:
         where = f"block {block.cta} warp {warp}"
         got = struct.unpack("<II", self.read_at(foff, 8, where))
         if got != (count, nsub):
-            self.fail(RULE, f"{where}: its data says {got[0]} instructions in {got[1]} "
-                      f"sub-chunks, the index {count} in {nsub}")
+            self.fail(
+                RULE,
+                f"{where}: its data says {got[0]} instructions in {got[1]} "
+                f"sub-chunks, the index {count} in {nsub}",
+            )
         pos = foff + 8
         for k, lines in enumerate(sizes):
             (comp,) = U32.unpack(self.read_at(pos, 4, f"{where} sub-chunk {k}"))
             if pos + 4 + comp > limit:
-                self.fail("truncated", f"{where} sub-chunk {k}: {comp} compressed bytes pass "
-                          f"the start of the index")
+                self.fail(
+                    "truncated",
+                    f"{where} sub-chunk {k}: {comp} compressed bytes pass the start of the index",
+                )
             yield k, lines, self.read_at(pos + 4, comp, f"{where} sub-chunk {k}")
             pos += 4 + comp
 
@@ -265,6 +294,7 @@ def _decompressor(path: str, dictionary: bytes):
 
 # --- one kernel -------------------------------------------------------------------------
 
+
 class _Where:
     """Record numbers of a kernel file -> (block, warp, instruction) for messages."""
 
@@ -279,12 +309,14 @@ class _Where:
     def name(self, record: int) -> str:
         k = bisect.bisect_right(self.starts, record) - 1
         cta, warp = self.names[k]
-        return (f"block ({cta[0]},{cta[1]},{cta[2]}) warp {warp} instruction "
-                f"{record - self.starts[k]}")
+        return (
+            f"block ({cta[0]},{cta[1]},{cta[2]}) warp {warp} instruction {record - self.starts[k]}"
+        )
 
 
-def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer, options,
-                  notes: Notes) -> tuple[KernelInfo, int]:
+def import_kernel(
+    path: str, launch_id: int, emitter: Emitter, src: int, writer, options, notes: Notes
+) -> tuple[KernelInfo, int]:
     box = Container(path)
     where = _Where()
     try:
@@ -298,16 +330,25 @@ def import_kernel(path: str, launch_id: int, emitter: Emitter, src: int, writer,
 def _located(err: TraceError, path: str, where: _Where) -> TraceError:
     """``err`` with ``path:N`` (a record number) shown as the warp record it names."""
     prefix = f"{path}:"
-    if err.path and err.path.startswith(prefix) and err.path[len(prefix):].isdigit():
-        record = int(err.path[len(prefix):])
+    if err.path and err.path.startswith(prefix) and err.path[len(prefix) :].isdigit():
+        record = int(err.path[len(prefix) :])
         if where.starts:
-            return TraceError(err.message, path=f"{path}: {where.name(record)}",
-                              row=err.row, rule=err.rule)
+            return TraceError(
+                err.message, path=f"{path}: {where.name(record)}", row=err.row, rule=err.rule
+            )
     return err
 
 
-def _import(box: Container, where: _Where, launch_id: int, emitter: Emitter, src: int, writer,
-            options, notes: Notes) -> tuple[KernelInfo, int]:
+def _import(
+    box: Container,
+    where: _Where,
+    launch_id: int,
+    emitter: Emitter,
+    src: int,
+    writer,
+    options,
+    notes: Notes,
+) -> tuple[KernelInfo, int]:
     path = box.path
     text, at = box.header()
     header = _Header(path)
@@ -315,25 +356,34 @@ def _import(box: Container, where: _Where, launch_id: int, emitter: Emitter, src
         if line.startswith("-"):
             header.add(None, line)
         elif line.strip() and not line.startswith("#"):
-            raise error(path, None, RULE, f"header line {k + 1} {short(line)!r}: expected "
-                        f"'-key = value' or a '#' comment")
+            raise error(
+                path,
+                None,
+                RULE,
+                f"header line {k + 1} {short(line)!r}: expected '-key = value' or a '#' comment",
+            )
     version = header.number("accelsim tracer version")
     if not MIN_VERSION <= version <= MAX_VERSION:
-        raise error(path, None, RULE, f"tracer version {version}: tracerace reads .tracez "
-                    f"of versions {MIN_VERSION} to {MAX_VERSION}")
+        raise error(
+            path,
+            None,
+            RULE,
+            f"tracer version {version}: tracerace reads .tracez "
+            f"of versions {MIN_VERSION} to {MAX_VERSION}",
+        )
     name = header.get("kernel name")[1]
     shared = header.number("shmem base_addr", default=0, base=16)
     local = header.number("local mem base_addr", default=0, base=16)
     for key, base in (("shmem base_addr", shared), ("local mem base_addr", local)):
         if base > ADDRESS_END:
-            raise error(path, None, "address-overflow", f"-{key} = {base:#x} is not a 64-bit "
-                        f"address")
+            raise error(
+                path, None, "address-overflow", f"-{key} = {base:#x} is not a 64-bit address"
+            )
     sw, lw = _windows(shared, local, options)
     extra = {"tool": f"accel-sim tracer {version} (.tracez)"}
     if header.get("kernel id", required=False) is not None:
         extra["kernel_id"] = header.number("kernel id")
-    info = KernelInfo(name, header.dims("grid dim"), header.dims("block dim"), path, sw, lw,
-                      extra)
+    info = KernelInfo(name, header.dims("grid dim"), header.dims("block dim"), path, sw, lw, extra)
     problem = info.dims_problem()
     if problem is not None:
         raise error(path, None, RULE, problem)
@@ -343,8 +393,16 @@ def _import(box: Container, where: _Where, launch_id: int, emitter: Emitter, src
     _refuse_clusters(path, blocks)
     decompressor, zstandard = _decompressor(path, dictionary)
     parser = V6LineParser(path, info, version, lineinfo, writer, RULE)
-    launch = Launch(launch_id, info, emitter, src, explicit_barriers=False, notes=notes,
-                    single_ldgsts=GROUPED_LDGSTS, mbarriers=True)
+    launch = Launch(
+        launch_id,
+        info,
+        emitter,
+        src,
+        explicit_barriers=False,
+        notes=notes,
+        single_ldgsts=GROUPED_LDGSTS,
+        mbarriers=True,
+    )
     replay = PhaseReplay(launch)
     seen: set[int] = set()
     record = 1
@@ -352,8 +410,9 @@ def _import(box: Container, where: _Where, launch_id: int, emitter: Emitter, src
         for b in blocks:
             block = info.block_index(b.cta)
             if block is None:
-                raise error(path, None, RULE, f"index: block {b.cta} is outside the grid "
-                            f"{info.grid}")
+                raise error(
+                    path, None, RULE, f"index: block {b.cta} is outside the grid {info.grid}"
+                )
             if block in seen:
                 raise error(path, None, RULE, f"index: block {b.cta} appears twice")
             seen.add(block)
@@ -385,28 +444,33 @@ def _refuse_clusters(path: str, blocks: list[_Block]) -> None:
             raise cluster_error(path, None, other.cta, b.cta, b.cluster)
 
 
-def _lines(path: str, decompressor, zstandard, comp: bytes, count: int, b: _Block, warp: int,
-           k: int) -> list[str]:
+def _lines(
+    path: str, decompressor, zstandard, comp: bytes, count: int, b: _Block, warp: int, k: int
+) -> list[str]:
     where = f"block {b.cta} warp {warp} sub-chunk {k}"
     limit = min(MAX_SUBCHUNK_BYTES, count * MAX_LINE_BYTES)
     try:
         params = zstandard.get_frame_parameters(comp)
     except zstandard.ZstdError as exc:
-        raise error(path, None, "truncated" if len(comp) < 6 else RULE,
-                    f"{where}: not a zstd frame ({exc})") from None
+        raise error(
+            path, None, "truncated" if len(comp) < 6 else RULE, f"{where}: not a zstd frame ({exc})"
+        ) from None
     if params.content_size in (0, zstandard.CONTENTSIZE_UNKNOWN) and count:
         raise error(path, None, RULE, f"{where}: the zstd frame does not give its size")
     if params.content_size > limit:
-        raise error(path, None, RULE, f"{where}: {params.content_size} bytes of text for "
-                    f"{count} lines (at most {limit})")
+        raise error(
+            path,
+            None,
+            RULE,
+            f"{where}: {params.content_size} bytes of text for {count} lines (at most {limit})",
+        )
     try:
         text = decompressor.decompress(comp, max_output_size=limit)
     except zstandard.ZstdError as exc:
         raise error(path, None, "truncated", f"{where}: damaged zstd data ({exc})") from None
     out = text.decode("utf-8", "replace").split("\n")
     if len(out) != count:
-        raise error(path, None, RULE, f"{where}: {len(out)} lines where the index says "
-                    f"{count}")
+        raise error(path, None, RULE, f"{where}: {len(out)} lines where the index says {count}")
     return out
 
 
@@ -415,8 +479,9 @@ def read(path: str, writer, emitter: Emitter, options, notes: Notes):
     kernels, records = [], 0
     for launch_id, file in enumerate(kernel_files(path)):
         emitter.sources.append(file)
-        info, count = import_kernel(file, launch_id, emitter, len(emitter.sources) - 1,
-                                    writer, options, notes)
+        info, count = import_kernel(
+            file, launch_id, emitter, len(emitter.sources) - 1, writer, options, notes
+        )
         kernels.append(info)
         records += count
     return kernels, records, "reconstructed"

@@ -49,8 +49,9 @@ class Cuda(Backend):
         find_toolkit()
         check_gpu()
 
-    def record(self, command: list[str], out: str, *, schedule: str = DEFAULT_SCHEDULE,
-               seed: int = 0) -> RecordResult:
+    def record(
+        self, command: list[str], out: str, *, schedule: str = DEFAULT_SCHEDULE, seed: int = 0
+    ) -> RecordResult:
         """Run ``command`` on the GPU under the tool library and write its trace to ``out``."""
         self.check_schedule(schedule)
         return run(command, out)
@@ -69,8 +70,7 @@ def run(command: Sequence[str], out: str, *, preload: bool = False) -> RecordRes
     check_gpu()
     env = {PATCHES_ENV: tool.patches}
     if preload:
-        env["LD_PRELOAD"] = " ".join(filter(None, [tool.library,
-                                                   os.environ.get("LD_PRELOAD")]))
+        env["LD_PRELOAD"] = " ".join(filter(None, [tool.library, os.environ.get("LD_PRELOAD")]))
         env["TRACERACE_CUDA_PRELOAD"] = "1"
     else:
         env[INJECTION_ENV] = tool.library
@@ -86,9 +86,16 @@ def run(command: Sequence[str], out: str, *, preload: bool = False) -> RecordRes
         except TraceError as err:
             raise _about_program(err, command, temp) from None
 
-    return run_tool(command, out, command, env=env, output_env=OUTPUT_ENV,
-                    under="under the CUDA tool", convert=converted,
-                    temp_prefix="tracerace-cuda-")
+    return run_tool(
+        command,
+        out,
+        command,
+        env=env,
+        output_env=OUTPUT_ENV,
+        under="under the CUDA tool",
+        convert=converted,
+        temp_prefix="tracerace-cuda-",
+    )
 
 
 def _about_program(err: TraceError, command: Sequence[str], temp: str) -> TraceError:
@@ -97,6 +104,9 @@ def _about_program(err: TraceError, command: Sequence[str], temp: str) -> TraceE
     goes into the message, with how to keep the stream."""
     if not (err.path or "").startswith(temp):
         return err
-    where = (f" (record {err.row} of the CUDA tool's stream; {KEEP_ENV}=DIR keeps the "
-             "stream)") if err.row is not None else ""
+    where = (
+        (f" (record {err.row} of the CUDA tool's stream; {KEEP_ENV}=DIR keeps the stream)")
+        if err.row is not None
+        else ""
+    )
     return TraceError(err.message + where, path=command[0], rule=err.rule)

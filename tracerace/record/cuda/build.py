@@ -52,9 +52,9 @@ class Toolkit:
     """Where this machine's CUDA toolkit and Compute Sanitizer API live."""
 
     nvcc: str
-    cuda_include: str       # holds cuda.h
+    cuda_include: str  # holds cuda.h
     sanitizer_include: str  # holds sanitizer.h
-    sanitizer_lib: str      # holds libsanitizer-public.so
+    sanitizer_lib: str  # holds libsanitizer-public.so
 
 
 @dataclass(frozen=True)
@@ -75,11 +75,19 @@ def find_toolkit(env: Mapping[str, str] = os.environ) -> Toolkit:
     PATH, else ``/usr/local/cuda``) and a Compute Sanitizer API beside it."""
     nvcc = find_nvcc(env)
     root = toolkit_root(nvcc)
-    include = next((str(d) for d in [root / "include", *map(Path, glob(str(
-        root / "targets" / "*" / "include")))] if (d / "cuda.h").is_file()), None)
+    include = next(
+        (
+            str(d)
+            for d in [root / "include", *map(Path, glob(str(root / "targets" / "*" / "include")))]
+            if (d / "cuda.h").is_file()
+        ),
+        None,
+    )
     if include is None:
-        raise missing(f"the CUDA toolkit of {nvcc} has no cuda.h",
-                      "install the CUDA toolkit's headers (cuda-cudart-dev)")
+        raise missing(
+            f"the CUDA toolkit of {nvcc} has no cuda.h",
+            "install the CUDA toolkit's headers (cuda-cudart-dev)",
+        )
     san_include, san_lib = find_sanitizer(root, env)
     return Toolkit(nvcc, include, san_include, san_lib)
 
@@ -90,23 +98,29 @@ def find_nvcc(env: Mapping[str, str]) -> str:
         if home:
             nvcc = Path(home) / "bin" / "nvcc"
             if not nvcc.is_file():
-                raise missing(f"{name}={home} holds no bin/nvcc",
-                              "point it at a CUDA toolkit, or unset it")
+                raise missing(
+                    f"{name}={home} holds no bin/nvcc", "point it at a CUDA toolkit, or unset it"
+                )
             return str(nvcc)
     found = shutil.which("nvcc", path=env.get("PATH", os.defpath))
     if found:
         return found
     if Path("/usr/local/cuda/bin/nvcc").is_file():
         return "/usr/local/cuda/bin/nvcc"
-    raise missing("nvcc, the CUDA compiler, was not found (not on PATH, no CUDA_HOME, no "
-                  "/usr/local/cuda)", "install the CUDA toolkit or set CUDA_HOME")
+    raise missing(
+        "nvcc, the CUDA compiler, was not found (not on PATH, no CUDA_HOME, no /usr/local/cuda)",
+        "install the CUDA toolkit or set CUDA_HOME",
+    )
 
 
 def toolkit_root(nvcc: str) -> Path:
     """The toolkit folder, as ``nvcc`` itself reports it (``TOP``): ``nvcc`` on PATH may
     be a wrapper script elsewhere."""
-    done = subprocess.run([nvcc, "-v", "--dryrun", "-c", "-x", "cu", os.devnull,
-                           "-o", os.devnull], capture_output=True, text=True)
+    done = subprocess.run(
+        [nvcc, "-v", "--dryrun", "-c", "-x", "cu", os.devnull, "-o", os.devnull],
+        capture_output=True,
+        text=True,
+    )
     top = re.search(r"^#\$ TOP=(.*)$", done.stdout + done.stderr, re.MULTILINE)
     if top:
         return Path(os.path.realpath(top.group(1).strip()))
@@ -125,14 +139,17 @@ def find_sanitizer(root: Path, env: Mapping[str, str]) -> tuple[str, str]:
         for base in (spec.submodule_search_locations or []) if spec else []:
             candidates += sorted(Path(base).glob("cu*"), reverse=True)
     for d in candidates:
-        lib = next((p for p in (d, d / "lib", d / "lib64")
-                    if (p / "libsanitizer-public.so").is_file()), None)
+        lib = next(
+            (p for p in (d, d / "lib", d / "lib64") if (p / "libsanitizer-public.so").is_file()),
+            None,
+        )
         if (d / "include" / "sanitizer.h").is_file() and lib is not None:
             return str(d / "include"), str(lib)
     where = explicit or f"{root}/compute-sanitizer or the {SANITIZER_WHEEL} wheel"
-    raise missing(f"the Compute Sanitizer API (sanitizer.h, libsanitizer-public.so) was "
-                  f"not found in {where}",
-                  f"install it with the CUDA toolkit or pip install {SANITIZER_WHEEL}")
+    raise missing(
+        f"the Compute Sanitizer API (sanitizer.h, libsanitizer-public.so) was not found in {where}",
+        f"install it with the CUDA toolkit or pip install {SANITIZER_WHEEL}",
+    )
 
 
 def tool_library(kit: Toolkit) -> ToolLibrary:
@@ -158,19 +175,46 @@ def patch_command(kit: Toolkit) -> list[str]:
     archs = known_archs(kit.nvcc)
     gencode = [f"-gencode=arch=compute_{a},code=sm_{a}" for a in archs]
     gencode.append(f"-gencode=arch=compute_{archs[-1]},code=compute_{archs[-1]}")
-    return [kit.nvcc, "--fatbin", "--compile-as-tools-patch", "-I", kit.sanitizer_include,
-            "-I", str(TOOL_DIR), *gencode, "-o", OUT, "-c", str(PATCH_SOURCE)]
+    return [
+        kit.nvcc,
+        "--fatbin",
+        "--compile-as-tools-patch",
+        "-I",
+        kit.sanitizer_include,
+        "-I",
+        str(TOOL_DIR),
+        *gencode,
+        "-o",
+        OUT,
+        "-c",
+        str(PATCH_SOURCE),
+    ]
 
 
 def host_command(kit: Toolkit) -> list[str]:
     """The C++ compiler's command for the tool library."""
     compiler = find_compiler()
     if compiler is None:
-        raise missing("no C++ compiler found to build the CUDA tool library",
-                      f"install {COMPILER_PACKAGE}")
-    return [compiler, *CXXFLAGS, "-I", kit.cuda_include, "-I", kit.sanitizer_include,
-            "-I", str(TOOL_DIR), str(HOST_SOURCE), "-o", OUT, "-L", kit.sanitizer_lib,
-            "-lsanitizer-public", f"-Wl,-rpath,{kit.sanitizer_lib}"]
+        raise missing(
+            "no C++ compiler found to build the CUDA tool library", f"install {COMPILER_PACKAGE}"
+        )
+    return [
+        compiler,
+        *CXXFLAGS,
+        "-I",
+        kit.cuda_include,
+        "-I",
+        kit.sanitizer_include,
+        "-I",
+        str(TOOL_DIR),
+        str(HOST_SOURCE),
+        "-o",
+        OUT,
+        "-L",
+        kit.sanitizer_lib,
+        "-lsanitizer-public",
+        f"-Wl,-rpath,{kit.sanitizer_lib}",
+    ]
 
 
 def known_archs(nvcc: str) -> list[int]:
@@ -179,16 +223,23 @@ def known_archs(nvcc: str) -> list[int]:
     listed = {int(m) for m in re.findall(r"sm_(\d+)\b", done.stdout)}
     archs = [a for a in PATCH_ARCHS if a in listed]
     if not archs:
-        raise missing(f"{nvcc} compiles for none of sm_{', sm_'.join(map(str, PATCH_ARCHS))}",
-                      "install a CUDA toolkit of version 12 or newer")
+        raise missing(
+            f"{nvcc} compiles for none of sm_{', sm_'.join(map(str, PATCH_ARCHS))}",
+            "install a CUDA toolkit of version 12 or newer",
+        )
     return archs
 
 
 def _build(command: list[str], path: Path, what: str) -> None:
     """Run ``command`` into ``path`` (a failed build leaves nothing)."""
-    build(command, path, lambda tail: missing(
-        f"building {what} failed ({os.path.basename(command[0])}: {tail})",
-        "check the CUDA toolkit and the Compute Sanitizer API"))
+    build(
+        command,
+        path,
+        lambda tail: missing(
+            f"building {what} failed ({os.path.basename(command[0])}: {tail})",
+            "check the CUDA toolkit and the Compute Sanitizer API",
+        ),
+    )
 
 
 CUDA_SUCCESS = 0
@@ -199,14 +250,20 @@ def check_gpu(library: str = "libcuda.so.1") -> None:
     try:
         cuda = ctypes.CDLL(library)
     except OSError:
-        raise TraceError(f"no NVIDIA GPU driver on this machine ({library} cannot be "
-                         "loaded): the cuda backend records on a GPU", path="cuda backend",
-                         rule="no-gpu") from None
+        raise TraceError(
+            f"no NVIDIA GPU driver on this machine ({library} cannot be "
+            "loaded): the cuda backend records on a GPU",
+            path="cuda backend",
+            rule="no-gpu",
+        ) from None
     result = cuda.cuInit(0)
     count = ctypes.c_int(0)
     if result == CUDA_SUCCESS:
         result = cuda.cuDeviceGetCount(ctypes.byref(count))
     if result != CUDA_SUCCESS or count.value == 0:
-        raise TraceError(f"the NVIDIA driver finds no usable GPU (cuInit: error {result}): "
-                         "the cuda backend records on a GPU", path="cuda backend",
-                         rule="no-gpu")
+        raise TraceError(
+            f"the NVIDIA driver finds no usable GPU (cuInit: error {result}): "
+            "the cuda backend records on a GPU",
+            path="cuda backend",
+            rule="no-gpu",
+        )

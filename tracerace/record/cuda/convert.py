@@ -43,14 +43,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from math import prod
 from dataclasses import dataclass, field
 from glob import escape, glob
+from math import prod
 
 import numpy as np
 
-from ...trace.columns import ADDRESS_END
 from ...errors import TraceError
+from ...trace.columns import ADDRESS_END
 from ...trace.ops import Op, Scope, Sem
 from ...trace.ops import Space as TSpace
 from ...trace.schema import FENCE_ALL, SITE_NONE
@@ -58,34 +58,72 @@ from ...trace.writer import TraceWriter
 from ..events import Rows
 from ..sites import SiteIndex
 from .lines import find_nvdisasm, line_namer
-from .stream import (RECORD_DTYPE, UNFOLLOWED_NAMES, AccessFlag, BarrierAction, Kind,
-                          Launch, Space, StreamBatches, decode_launch, stream_error)
+from .stream import (
+    RECORD_DTYPE,
+    UNFOLLOWED_NAMES,
+    AccessFlag,
+    BarrierAction,
+    Kind,
+    Launch,
+    Space,
+    StreamBatches,
+    decode_launch,
+    stream_error,
+)
 
 PRODUCER = "tracerace cuda tool (Compute Sanitizer API)"
 ZERO_SOURCE = 0xFFFF_FFFF_0000_0000
 """Local address of the zeros a zero-filling ``cp.async`` copies (beyond any local window)."""
 
-DEVICE_KINDS = (Kind.ACCESS, Kind.BARRIER, Kind.SYNCWARP, Kind.BLOCK_EXIT, Kind.CP_ASYNC,
-                Kind.CP_COMMIT, Kind.CP_WAIT, Kind.MBARRIER, Kind.UNFOLLOWED)
+DEVICE_KINDS = (
+    Kind.ACCESS,
+    Kind.BARRIER,
+    Kind.SYNCWARP,
+    Kind.BLOCK_EXIT,
+    Kind.CP_ASYNC,
+    Kind.CP_COMMIT,
+    Kind.CP_WAIT,
+    Kind.MBARRIER,
+    Kind.UNFOLLOWED,
+)
 
-ATOMIC_WARNING = ("launch {launch} ({kernel}): atomics are recorded as relaxed (device scope; "
-                  "block in shared memory; system for .sys atomics): the Compute Sanitizer "
-                  "API reports neither their memory order nor fences, so what they order "
-                  "(flags, locks, __threadfence) is not followed, and races between "
-                  "accesses ordered that way are reported all the same")
-FENCE_WARNING = ("fences (__threadfence, fence.*, membar) and the memory order of loads and "
-                 "stores (ld.acquire, st.release, volatile) are not reported by the Compute "
-                 "Sanitizer API: a kernel that orders memory with them alone shows races "
-                 "it does not have")
-EXIT_WARNING = ("launch {launch} ({kernel}): block {block}: {n} thread(s) had exited when "
-                "the others completed the barrier at {site}; they are counted as arrived, "
-                "as the GPU does")
+ATOMIC_WARNING = (
+    "launch {launch} ({kernel}): atomics are recorded as relaxed (device scope; "
+    "block in shared memory; system for .sys atomics): the Compute Sanitizer "
+    "API reports neither their memory order nor fences, so what they order "
+    "(flags, locks, __threadfence) is not followed, and races between "
+    "accesses ordered that way are reported all the same"
+)
+FENCE_WARNING = (
+    "fences (__threadfence, fence.*, membar) and the memory order of loads and "
+    "stores (ld.acquire, st.release, volatile) are not reported by the Compute "
+    "Sanitizer API: a kernel that orders memory with them alone shows races "
+    "it does not have"
+)
+EXIT_WARNING = (
+    "launch {launch} ({kernel}): block {block}: {n} thread(s) had exited when "
+    "the others completed the barrier at {site}; they are counted as arrived, "
+    "as the GPU does"
+)
 EMPTY_WARNING = "launch {launch} ({kernel}): no memory access was recorded"
 
-ROW_DEFAULTS = {"op": 0, "launch": 0, "block": 0, "thread": 0, "space": int(TSpace.GLOBAL),
-                "addr": 0, "size": 0, "addr2": 0, "space2": int(TSpace.GLOBAL), "obj": 0,
-                "arg": 0, "scope": int(Scope.DEVICE), "sem": int(Sem.RELAXED),
-                "site": SITE_NONE, "fence_spaces": FENCE_ALL}
+ROW_DEFAULTS = {
+    "op": 0,
+    "launch": 0,
+    "block": 0,
+    "thread": 0,
+    "space": int(TSpace.GLOBAL),
+    "addr": 0,
+    "size": 0,
+    "addr2": 0,
+    "space2": int(TSpace.GLOBAL),
+    "obj": 0,
+    "arg": 0,
+    "scope": int(Scope.DEVICE),
+    "sem": int(Sem.RELAXED),
+    "site": SITE_NONE,
+    "fence_spaces": FENCE_ALL,
+}
 
 
 SiteNamer = Callable[[Launch, int], str]
@@ -108,9 +146,14 @@ BATCH_RECORDS = 1 << 18
 the stream, the conversion's memory does not grow with the kernel's length."""
 
 
-def convert(prefix: str, out: str, *, site_of: SiteNamer | None = None,
-            warnings: tuple[str, ...] = (), batch_records: int = BATCH_RECORDS
-            ) -> tuple[int, int, tuple[str, ...]]:
+def convert(
+    prefix: str,
+    out: str,
+    *,
+    site_of: SiteNamer | None = None,
+    warnings: tuple[str, ...] = (),
+    batch_records: int = BATCH_RECORDS,
+) -> tuple[int, int, tuple[str, ...]]:
     """Write the v1 trace of the one process that launched kernels under ``prefix``;
     (events, launches, warnings). ``warnings`` are added to the trace's own. Sites
     are ``site_of(launch, pc)``; by default source lines where the module's cubin
@@ -119,21 +162,28 @@ def convert(prefix: str, out: str, *, site_of: SiteNamer | None = None,
     (:func:`scan`), once to write the rows (:class:`Converter`)."""
     paths = find_streams(prefix)
     if not paths:
-        raise TraceError("the program did not initialise CUDA under the tool (or the tool "
-                         "library could not load: see the messages above); nothing was "
-                         "recorded", path="cuda backend", rule="record")
+        raise TraceError(
+            "the program did not initialise CUDA under the tool (or the tool "
+            "library could not load: see the messages above); nothing was "
+            "recorded",
+            path="cuda backend",
+            rule="record",
+        )
     launched = [p for p in paths if _launches_kernels(p, batch_records)]
     if len(launched) > 1:
-        raise TraceError(f"{len(launched)} processes launched CUDA kernels; record one at a "
-                         "time", path="cuda backend", rule="record")
+        raise TraceError(
+            f"{len(launched)} processes launched CUDA kernels; record one at a time",
+            path="cuda backend",
+            rule="record",
+        )
     if not launched:
-        raise TraceError("the program launched no CUDA kernel", path="cuda backend",
-                         rule="record")
+        raise TraceError("the program launched no CUDA kernel", path="cuda backend", rule="record")
     path = launched[0]
     plan = scan(path, batch_records)
     if site_of is None:
-        site_of = line_namer(module_cubins(plan.modules, plan.texts, path), offset_site,
-                             find_nvdisasm())
+        site_of = line_namer(
+            module_cubins(plan.modules, plan.texts, path), offset_site, find_nvdisasm()
+        )
     converter = Converter(plan, Sites(site_of), path)
     with TraceWriter(out, producer=PRODUCER) as writer:
         for rec, index in StreamBatches(path, batch_records):
@@ -144,7 +194,7 @@ def convert(prefix: str, out: str, *, site_of: SiteNamer | None = None,
         if plan.launches:
             found.append(FENCE_WARNING)
         all_warnings = tuple(dict.fromkeys((*warnings, *found)))
-        writer.sites = converter.sites.texts   # grows while converting
+        writer.sites = converter.sites.texts  # grows while converting
         for text in all_warnings:
             writer.warn(text)
         for x in plan.launches:
@@ -161,8 +211,11 @@ def module_cubins(rec: np.ndarray, texts: dict[int, str], path: str) -> dict[int
     """Module id -> the cubin the tool wrote beside the stream at ``path``."""
     modules = rec[rec["kind"] == Kind.MODULE]
     folder = os.path.dirname(path)
-    found = {int(m["thread"]): os.path.join(folder, texts.get(int(m["size"]), ""))
-             for m in modules if texts.get(int(m["size"]))}
+    found = {
+        int(m["thread"]): os.path.join(folder, texts.get(int(m["size"]), ""))
+        for m in modules
+        if texts.get(int(m["size"]))
+    }
     return {module: cubin for module, cubin in found.items() if os.path.isfile(cubin)}
 
 
@@ -183,7 +236,7 @@ class _Open:
     """The launch the first pass is in."""
 
     launch: Launch
-    start: int               # stream position of its LAUNCH record
+    start: int  # stream position of its LAUNCH record
     allocs: list[tuple[int, int]]
     device: int = 0
     accesses: bool = False
@@ -212,18 +265,26 @@ def scan(path: str, batch: int) -> Plan:
         part = rec[lo:hi]
         sized = np.isin(part["kind"], [Kind.ACCESS, Kind.CP_ASYNC, Kind.HOST_INIT, Kind.ALLOC])
         room = np.uint64(ADDRESS_END) - part["size"].astype(np.uint64)
-        past = sized & ((part["addr"] > room) | ((part["kind"] == Kind.CP_ASYNC)
-                                                 & (part["addr2"] > room)))
+        past = sized & (
+            (part["addr"] > room) | ((part["kind"] == Kind.CP_ASYNC) & (part["addr2"] > room))
+        )
         if past.any():
             i = int(np.argmax(past))
-            raise stream_error(path, f"a {Kind(int(part['kind'][i])).name} record's bytes pass "
-                                     f"the end of the 64-bit address space (the tool writes "
-                                     f"none)", row=int(index[lo + i]))
+            raise stream_error(
+                path,
+                f"a {Kind(int(part['kind'][i])).name} record's bytes pass "
+                f"the end of the 64-bit address space (the tool writes "
+                f"none)",
+                row=int(index[lo + i]),
+            )
         device = np.isin(part["kind"], DEVICE_KINDS)
         if state is None:
             if device.any():
-                raise stream_error(path, "a device record outside any launch",
-                                   row=int(index[lo + int(np.argmax(device))]))
+                raise stream_error(
+                    path,
+                    "a device record outside any launch",
+                    row=int(index[lo + int(np.argmax(device))]),
+                )
             return
         state.device += int(device.sum())
         kind, pflags = part["kind"], part["flags"]
@@ -245,8 +306,9 @@ def scan(path: str, batch: int) -> Plan:
         errors = np.flatnonzero(kind == Kind.ERROR)
         if error is None and len(errors):
             error = (int(index[errors[0]]), int(rec["size"][errors[0]]))
-        marks = np.flatnonzero(np.isin(kind, [Kind.LAUNCH, Kind.LAUNCH_END, Kind.ALLOC,
-                                              Kind.MODULE])).tolist()
+        marks = np.flatnonzero(
+            np.isin(kind, [Kind.LAUNCH, Kind.LAUNCH_END, Kind.ALLOC, Kind.MODULE])
+        ).tolist()
         lo = 0
         for i in marks:
             segment(rec, index, lo, i)
@@ -255,23 +317,34 @@ def scan(path: str, batch: int) -> Plan:
             if k == Kind.ALLOC:
                 allocs.append((int(rec["addr"][i]), int(rec["addr"][i]) + int(rec["size"][i])))
             elif k == Kind.MODULE:
-                modules.append(rec[i:i + 1])
+                modules.append(rec[i : i + 1])
             elif k == Kind.LAUNCH:
                 n = len(launches)
                 if state is not None:
                     raise _ended(path, state.launch)
                 launch = decode_launch(rec[i], texts)
                 if min(launch.grid + launch.block) < 1:
-                    raise stream_error(path, f"launch {n} ({launch.name}) has grid "
-                                             f"{launch.grid} and block {launch.block}: a "
-                                             f"dimension of 0", row=row)
+                    raise stream_error(
+                        path,
+                        f"launch {n} ({launch.name}) has grid "
+                        f"{launch.grid} and block {launch.block}: a "
+                        f"dimension of 0",
+                        row=row,
+                    )
                 if prod(launch.grid) > MAX_IDS or launch.threads_per_block > MAX_IDS:
-                    raise stream_error(path, f"launch {n} ({launch.name}) has grid "
-                                             f"{launch.grid} and block {launch.block}: more "
-                                             f"than 2^32 blocks or threads", row=row)
+                    raise stream_error(
+                        path,
+                        f"launch {n} ({launch.name}) has grid "
+                        f"{launch.grid} and block {launch.block}: more "
+                        f"than 2^32 blocks or threads",
+                        row=row,
+                    )
                 if int(rec["block"][i]) != n:
-                    raise stream_error(path, f"launch {int(rec['block'][i])} where launch "
-                                             f"{n} was expected", row=row)
+                    raise stream_error(
+                        path,
+                        f"launch {int(rec['block'][i])} where launch {n} was expected",
+                        row=row,
+                    )
                 launches.append(launch)
                 state = _Open(launch, row, list(allocs))
             else:
@@ -285,18 +358,28 @@ def scan(path: str, batch: int) -> Plan:
                         f"device buffer holds {capacity:,}; the rest were lost, so nothing "
                         f"was written: set TRACERACE_CUDA_BUFFER_MB to at least "
                         f"{-(-produced * RECORD_DTYPE.itemsize // (1 << 20)) + 1} and record "
-                        f"again", path=path, rule="record")
+                        f"again",
+                        path=path,
+                        rule="record",
+                    )
                 if state.device != produced:
-                    raise stream_error(path, f"launch {n} holds {state.device} device records, "
-                                             f"its end says {produced}", row=row)
+                    raise stream_error(
+                        path,
+                        f"launch {n} holds {state.device} device records, its end says {produced}",
+                        row=row,
+                    )
                 untracked[n] = merge(sorted(state.spans))
                 flags.append((state.accesses, state.atomics))
                 state = None
         segment(rec, index, lo, len(rec))
     if error is not None:
         message = texts.get(error[1], "an unknown error")
-        raise TraceError(f"the CUDA tool stopped recording: {message}; nothing was written",
-                         path=path, row=error[0], rule="record")
+        raise TraceError(
+            f"the CUDA tool stopped recording: {message}; nothing was written",
+            path=path,
+            row=error[0],
+            rule="record",
+        )
     if state is not None:
         raise _ended(path, state.launch)
     warnings = []
@@ -305,15 +388,17 @@ def scan(path: str, batch: int) -> Plan:
             warnings.append(EMPTY_WARNING.format(launch=launch.launch, kernel=launch.name))
         if atomics:
             warnings.append(ATOMIC_WARNING.format(launch=launch.launch, kernel=launch.name))
-    module_records = (np.concatenate(modules) if modules
-                      else np.zeros(0, dtype=RECORD_DTYPE))
+    module_records = np.concatenate(modules) if modules else np.zeros(0, dtype=RECORD_DTYPE)
     return Plan(texts, launches, module_records, untracked, warnings)
 
 
 def _ended(path: str, launch: Launch) -> TraceError:
-    return TraceError(f"the program ended while launch {launch.launch} ({launch.name}) was "
-                      "running or being recorded; nothing was written", path=path,
-                      rule="record")
+    return TraceError(
+        f"the program ended while launch {launch.launch} ({launch.name}) was "
+        "running or being recorded; nothing was written",
+        path=path,
+        rule="record",
+    )
 
 
 class Converter:
@@ -321,13 +406,13 @@ class Converter:
     spans batches (the launch in progress, barrier generations, mbarrier phases,
     the row count) is kept here."""
 
-    def __init__(self, plan: Plan, sites: "Sites", path: str) -> None:
+    def __init__(self, plan: Plan, sites: Sites, path: str) -> None:
         self.plan = plan
         self.sites = sites
         self.path = path
         self.warnings: list[str] = []
-        self.begun = 0      # LAUNCH records before this batch
-        self.open = 0       # 1 inside a launch at the batch's start
+        self.begun = 0  # LAUNCH records before this batch
+        self.open = 0  # 1 inside a launch at the batch's start
         self.rows = 0
         self.mbarriers: dict[tuple[int, int], MBarrier] = {}
         self.barriers = BarrierState()
@@ -341,7 +426,7 @@ class Converter:
         depth = self.open + np.cumsum(starts) - (np.cumsum(ends) - ends)  # an end is inside
         launch_of = np.where(depth > 0, begun - 1, -1)
         host = kind == Kind.HOST_INIT
-        launch_of[host] = begun[host]   # a host init belongs to the launch after it
+        launch_of[host] = begun[host]  # a host init belongs to the launch after it
         if len(rec):
             self.begun = int(begun[-1])
             self.open = int(depth[-1] - ends[-1])
@@ -395,14 +480,20 @@ def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
         what = UNFOLLOWED_NAMES.get(int(aux[i]), f"Sanitizer instruction {int(aux[i])}")
     else:
         what = f"an access in memory space {int(rec['space'][i])}"
-    raise TraceError(f"launch {launch.launch} ({launch.name}) executed {what} at "
-                     f"{site_of(launch, int(rec['pc'][i]))} (block {int(rec['block'][i])}, "
-                     f"thread {int(rec['thread'][i])}), which tracerace cannot follow; "
-                     "nothing was written", path=path, row=int(index[i]), rule="record")
+    raise TraceError(
+        f"launch {launch.launch} ({launch.name}) executed {what} at "
+        f"{site_of(launch, int(rec['pc'][i]))} (block {int(rec['block'][i])}, "
+        f"thread {int(rec['thread'][i])}), which tracerace cannot follow; "
+        "nothing was written",
+        path=path,
+        row=int(index[i]),
+        rule="record",
+    )
 
 
-def direct_rows(rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, sites: Sites,
-                parity: np.ndarray) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def direct_rows(
+    rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, sites: Sites, parity: np.ndarray
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Columns of the records that are one row each, and their sort keys."""
     kind, flags = rec["kind"], rec["flags"]
     access = (kind == Kind.ACCESS) & ((flags & AccessFlag.PREFETCH) == 0)
@@ -412,8 +503,13 @@ def direct_rows(rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, 
     zero_fill = cp & (rec["addr2"] == 0)
     mbar = (kind == Kind.MBARRIER) & np.isin(rec["aux"], list(MBAR_OPS))
     host = (kind == Kind.HOST_INIT) & (launch_of < len(launches))
-    keep = (access | np.isin(kind, [Kind.BARRIER, Kind.SYNCWARP, Kind.CP_COMMIT,
-                                     Kind.CP_WAIT]) | cp | mbar | host)
+    keep = (
+        access
+        | np.isin(kind, [Kind.BARRIER, Kind.SYNCWARP, Kind.CP_COMMIT, Kind.CP_WAIT])
+        | cp
+        | mbar
+        | host
+    )
     idx = np.flatnonzero(keep)
     r = rec[idx]
     k = kind[idx]
@@ -443,9 +539,10 @@ def direct_rows(rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, 
     arg[bar] = np.where(r["arg"][bar] == 0, lsize[lid[bar]], r["arg"][bar])
     arg[k == Kind.SYNCWARP] = r["arg"][k == Kind.SYNCWARP]
     arg[k == Kind.CP_WAIT] = r["arg"][k == Kind.CP_WAIT]
-    arrive = (k == Kind.MBARRIER) & np.isin(r["aux"], [BarrierAction.INIT, *DROPS,
-                                                       BarrierAction.ARRIVE,
-                                                       BarrierAction.ARRIVE_NOCOMPLETE])
+    arrive = (k == Kind.MBARRIER) & np.isin(
+        r["aux"],
+        [BarrierAction.INIT, *DROPS, BarrierAction.ARRIVE, BarrierAction.ARRIVE_NOCOMPLETE],
+    )
     arg[arrive] = r["arg"][arrive]
     wait = (k == Kind.MBARRIER) & (r["aux"] == BarrierAction.WAIT)
     arg[wait] = parity[idx][wait]
@@ -462,20 +559,35 @@ def direct_rows(rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, 
     device = k != Kind.HOST_INIT
     for j in np.flatnonzero(device & (r["pc"] != 0)).tolist():
         site[j] = sites.of(launches[int(lid[j])], int(r["pc"][j]))
-    cols = {"op": op, "launch": lid, "block": np.where(device, r["block"], 0).astype(np.int64),
-            "thread": np.where(device, r["thread"], 0).astype(np.int64), "space": tspace,
-            "addr": addr, "size": np.where(sized, r["size"], 0).astype(np.int64),
-            "addr2": addr2, "space2": space2, "obj": obj, "arg": arg, "scope": scope,
-            "sem": np.zeros(n, dtype=np.int64), "site": site,
-            "fence_spaces": np.full(n, FENCE_ALL, dtype=np.int64)}
+    cols = {
+        "op": op,
+        "launch": lid,
+        "block": np.where(device, r["block"], 0).astype(np.int64),
+        "thread": np.where(device, r["thread"], 0).astype(np.int64),
+        "space": tspace,
+        "addr": addr,
+        "size": np.where(sized, r["size"], 0).astype(np.int64),
+        "addr2": addr2,
+        "space2": space2,
+        "obj": obj,
+        "arg": arg,
+        "scope": scope,
+        "sem": np.zeros(n, dtype=np.int64),
+        "site": site,
+        "fence_spaces": np.full(n, FENCE_ALL, dtype=np.int64),
+    }
     return cols, idx.astype(np.int64) * 2
 
 
-MBAR_OPS = {BarrierAction.INIT: Op.MBAR_INIT, BarrierAction.ARRIVE: Op.MBAR_ARRIVE,
-            BarrierAction.ARRIVE_NOCOMPLETE: Op.MBAR_ARRIVE, BarrierAction.WAIT: Op.MBAR_WAIT,
-            BarrierAction.INVALIDATE: Op.MBAR_INVAL,
-            BarrierAction.ARRIVE_DROP: Op.MBAR_ARRIVE_DROP,
-            BarrierAction.ARRIVE_DROP_NOCOMPLETE: Op.MBAR_ARRIVE_DROP}
+MBAR_OPS = {
+    BarrierAction.INIT: Op.MBAR_INIT,
+    BarrierAction.ARRIVE: Op.MBAR_ARRIVE,
+    BarrierAction.ARRIVE_NOCOMPLETE: Op.MBAR_ARRIVE,
+    BarrierAction.WAIT: Op.MBAR_WAIT,
+    BarrierAction.INVALIDATE: Op.MBAR_INVAL,
+    BarrierAction.ARRIVE_DROP: Op.MBAR_ARRIVE_DROP,
+    BarrierAction.ARRIVE_DROP_NOCOMPLETE: Op.MBAR_ARRIVE_DROP,
+}
 DROPS = (BarrierAction.ARRIVE_DROP, BarrierAction.ARRIVE_DROP_NOCOMPLETE)
 
 
@@ -497,21 +609,35 @@ class BarrierState:
     zeroed: set[tuple[int, int]] = field(default_factory=set)
 
 
-def barriers(rec, launches, launch_of, sites: Sites, rows: Rows, warnings: list[str],
-             state: BarrierState | None = None) -> None:
+def barriers(
+    rec,
+    launches,
+    launch_of,
+    sites: Sites,
+    rows: Rows,
+    warnings: list[str],
+    state: BarrierState | None = None,
+) -> None:
     """Rows for threads that exited before a block-wide barrier the rest of their
     block completed (a ``bar_arrive`` each, right after the record that
     completed the generation), and the zero sources of zero-filling copies.
     ``state`` carries what is in progress from one batch of records to the next."""
     kind = rec["kind"]
-    picked = np.flatnonzero(np.isin(kind, [Kind.BARRIER, Kind.BLOCK_EXIT, Kind.LAUNCH])
-                            | ((kind == Kind.CP_ASYNC) & (rec["addr2"] == 0)))
+    picked = np.flatnonzero(
+        np.isin(kind, [Kind.BARRIER, Kind.BLOCK_EXIT, Kind.LAUNCH])
+        | ((kind == Kind.CP_ASYNC) & (rec["addr2"] == 0))
+    )
     state = state or BarrierState()
     exited, open_, zeroed = state.exited, state.open_, state.zeroed
     for i, k, block, thread, addr, count, pc in zip(
-            picked.tolist(), kind[picked].tolist(), rec["block"][picked].tolist(),
-            rec["thread"][picked].tolist(), rec["addr"][picked].tolist(),
-            rec["arg"][picked].tolist(), rec["pc"][picked].tolist()):
+        picked.tolist(),
+        kind[picked].tolist(),
+        rec["block"][picked].tolist(),
+        rec["thread"][picked].tolist(),
+        rec["addr"][picked].tolist(),
+        rec["arg"][picked].tolist(),
+        rec["pc"][picked].tolist(),
+    ):
         if k == Kind.LAUNCH:
             exited.clear()
             open_.clear()
@@ -521,8 +647,16 @@ def barriers(rec, launches, launch_of, sites: Sites, rows: Rows, warnings: list[
         if k == Kind.CP_ASYNC:
             if (block, thread) not in zeroed:
                 zeroed.add((block, thread))
-                rows.add(2 * i - 1, op=Op.INIT, launch=launch.launch, block=block,
-                         thread=thread, space=TSpace.LOCAL, addr=ZERO_SOURCE, size=256)
+                rows.add(
+                    2 * i - 1,
+                    op=Op.INIT,
+                    launch=launch.launch,
+                    block=block,
+                    thread=thread,
+                    space=TSpace.LOCAL,
+                    addr=ZERO_SOURCE,
+                    size=256,
+                )
             continue
         gone = exited.setdefault(block, set())
         if k == Kind.BLOCK_EXIT:
@@ -532,14 +666,24 @@ def barriers(rec, launches, launch_of, sites: Sites, rows: Rows, warnings: list[
                     complete(rows, i, launch, block, index, gen, gone, open_, sites, warnings)
             continue
         if count not in (0, launch.threads_per_block):
-            continue   # a barrier of some of the threads: exits do not complete it
+            continue  # a barrier of some of the threads: exits do not complete it
         gen = open_.setdefault((block, addr), Generation(pc=pc))
         gen.arrived.add(thread)
         complete(rows, i, launch, block, addr, gen, gone, open_, sites, warnings)
 
 
-def complete(rows, i, launch: Launch, block, index, gen: Generation, gone: set[int], open_,
-             sites: Sites, warnings: list[str]) -> None:
+def complete(
+    rows,
+    i,
+    launch: Launch,
+    block,
+    index,
+    gen: Generation,
+    gone: set[int],
+    open_,
+    sites: Sites,
+    warnings: list[str],
+) -> None:
     """Close ``gen`` when its arrivals and the exited threads make up the block."""
     missing = gone - gen.arrived
     if len(gen.arrived) + len(missing) < launch.threads_per_block:
@@ -549,14 +693,31 @@ def complete(rows, i, launch: Launch, block, index, gen: Generation, gone: set[i
         return
     where = sites.text(launch, gen.pc)
     site = sites.add(f"(thread exited before the barrier at {where})")
-    rows.arrive(2 * i + 1, missing, launch=launch.launch, block=block, obj=index,
-                arg=launch.threads_per_block, site=site)
-    warnings.append(EXIT_WARNING.format(launch=launch.launch, kernel=launch.name, block=block,
-                                        n=len(missing), site=where))
+    rows.arrive(
+        2 * i + 1,
+        missing,
+        launch=launch.launch,
+        block=block,
+        obj=index,
+        arg=launch.threads_per_block,
+        site=site,
+    )
+    warnings.append(
+        EXIT_WARNING.format(
+            launch=launch.launch, kernel=launch.name, block=block, n=len(missing), site=where
+        )
+    )
 
 
-def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str,
-                  state: dict[tuple[int, int], "MBarrier"] | None = None) -> np.ndarray:
+def mbar_parities(
+    rec,
+    index,
+    launches,
+    launch_of,
+    sites: Sites,
+    path: str,
+    state: dict[tuple[int, int], MBarrier] | None = None,
+) -> np.ndarray:
     """The parity of each mbarrier wait (0 elsewhere): that of the phase the
     arrivals recorded so far completed last. The API reports that a wait
     happened, not the parity it waited for. ``state`` (the mbarriers of the
@@ -579,13 +740,17 @@ def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str,
                     f"at {sites.text(launch, int(rec['pc'][i]))} reports no expected arrival "
                     "count (the Compute Sanitizer API gives none for mbarrier.init on sm_90 "
                     "and newer, as in cuda::barrier), so when its phases complete is unknown; "
-                    "nothing was written", path=path, row=int(index[i]), rule="record")
+                    "nothing was written",
+                    path=path,
+                    row=int(index[i]),
+                    rule="record",
+                )
             bar.expected = bar.pending = int(rec["arg"][i])
             bar.completed = 0
         elif action in (BarrierAction.ARRIVE, BarrierAction.ARRIVE_NOCOMPLETE, *DROPS):
             count = max(int(rec["arg"][i]), 1)
             bar.pending -= count
-            if action in DROPS:   # later phases expect that many fewer arrivals
+            if action in DROPS:  # later phases expect that many fewer arrivals
                 bar.expected = max(bar.expected - count, 0)
             if bar.pending <= 0 and bar.expected:
                 bar.completed += 1
@@ -598,7 +763,10 @@ def mbar_parities(rec, index, launches, launch_of, sites: Sites, path: str,
                     f"0x{addr:x} at {sites.text(launch, int(rec['pc'][i]))} returned before "
                     "any of its phases completed by the arrivals recorded (the API reports "
                     "no transaction counts); nothing was written",
-                    path=path, row=int(index[i]), rule="record")
+                    path=path,
+                    row=int(index[i]),
+                    rule="record",
+                )
             parity[i] = (bar.completed - 1) & 1
     return parity
 

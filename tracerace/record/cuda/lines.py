@@ -61,8 +61,9 @@ def parse_nvdisasm(text: str) -> LineTable:
 def find_nvdisasm(env: Mapping[str, str] = os.environ) -> str | None:
     """``nvdisasm`` of the toolkit (``$CUDA_HOME``/``$CUDA_PATH``, PATH,
     ``/usr/local/cuda``), else of the ``nvidia-cuda-nvdisasm`` wheel; None if none."""
-    candidates = [Path(env[name]) / "bin" / "nvdisasm" for name in ("CUDA_HOME", "CUDA_PATH")
-                  if env.get(name)]
+    candidates = [
+        Path(env[name]) / "bin" / "nvdisasm" for name in ("CUDA_HOME", "CUDA_PATH") if env.get(name)
+    ]
     found = shutil.which("nvdisasm", path=env.get("PATH", os.defpath))
     candidates += [Path(found)] if found else []
     candidates.append(Path("/usr/local/cuda/bin/nvdisasm"))
@@ -75,8 +76,9 @@ def find_nvdisasm(env: Mapping[str, str] = os.environ) -> str | None:
 def line_table(cubin: str, nvdisasm: str) -> LineTable:
     """The line table of one cubin (empty when ``nvdisasm`` cannot read it)."""
     try:
-        done = subprocess.run([nvdisasm, "-g", "-c", cubin], capture_output=True, text=True,
-                              timeout=300)
+        done = subprocess.run(
+            [nvdisasm, "-g", "-c", cubin], capture_output=True, text=True, timeout=300
+        )
     except (OSError, subprocess.TimeoutExpired):
         return {}
     return parse_nvdisasm(done.stdout) if done.returncode == 0 else {}
@@ -91,8 +93,9 @@ def short_path(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def line_namer(cubins: Mapping[int, str], fallback: Callable[[Launch, int], str],
-               nvdisasm: str | None) -> Callable[[Launch, int], str]:
+def line_namer(
+    cubins: Mapping[int, str], fallback: Callable[[Launch, int], str], nvdisasm: str | None
+) -> Callable[[Launch, int], str]:
     """A site namer: ``file:line kernel+0xOFFSET`` where the module's cubin
     (``cubins``: module id -> path) has a line for the instruction, else
     ``fallback``. Cubins are read on first use."""

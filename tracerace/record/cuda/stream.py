@@ -42,13 +42,24 @@ from ...errors import TraceError
 
 MAGIC = b"TRCUDA\0\0"
 VERSION = 1
-HEADER_DTYPE = np.dtype([("magic", "S8"), ("version", "<u2"), ("record_size", "<u2"),
-                         ("reserved", "<u4")])
-RECORD_DTYPE = np.dtype([
-    ("kind", "u1"), ("space", "u1"), ("flags", "u1"), ("aux", "u1"),
-    ("size", "<u4"), ("block", "<u4"), ("thread", "<u4"),
-    ("addr", "<u8"), ("addr2", "<u8"), ("pc", "<u8"), ("arg", "<u8"),
-])
+HEADER_DTYPE = np.dtype(
+    [("magic", "S8"), ("version", "<u2"), ("record_size", "<u2"), ("reserved", "<u4")]
+)
+RECORD_DTYPE = np.dtype(
+    [
+        ("kind", "u1"),
+        ("space", "u1"),
+        ("flags", "u1"),
+        ("aux", "u1"),
+        ("size", "<u4"),
+        ("block", "<u4"),
+        ("thread", "<u4"),
+        ("addr", "<u8"),
+        ("addr2", "<u8"),
+        ("pc", "<u8"),
+        ("arg", "<u8"),
+    ]
+)
 """``struct Record`` of ``cuda_tool/tracerace_cuda.h`` (48 bytes)."""
 assert RECORD_DTYPE.itemsize == 48 and HEADER_DTYPE.itemsize == 16
 
@@ -57,38 +68,38 @@ class Kind(IntEnum):
     """Record kinds; mirrors ``enum Kind`` in ``cuda_tool/tracerace_cuda.h``."""
 
     # host records
-    LAUNCH = 1        # block: launch id; thread: module id; size: string id of the kernel
-                      # name; pc: the function's first PC; addr: grid x | y << 32;
-                      # addr2: grid z | block x << 32; arg: block y | block z << 32
-    LAUNCH_END = 2    # block: launch id; arg: device records the launch produced;
-                      # addr: how many the device buffer holds
-    STRING = 3        # block: string id; size: bytes; the text follows in
-                      # ceil(size / 48) records of raw bytes
-    HOST_INIT = 4     # addr, size: bytes the host defined (a copy, a memset, memory the
-                      # CPU can write: managed or host-mapped allocations)
-    ALLOC = 5         # addr, size: a device allocation (global memory the host can only
-                      # fill through copies and memsets, which HOST_INIT records)
-    MODULE = 6        # thread: module id; size: string id of its cubin file (beside the
-                      # stream; empty when the tool could not write it)
-    ERROR = 7         # size: string id of what the tool could not follow or do; the
-                      # recording is refused with that message
+    LAUNCH = 1  # block: launch id; thread: module id; size: string id of the kernel
+    # name; pc: the function's first PC; addr: grid x | y << 32;
+    # addr2: grid z | block x << 32; arg: block y | block z << 32
+    LAUNCH_END = 2  # block: launch id; arg: device records the launch produced;
+    # addr: how many the device buffer holds
+    STRING = 3  # block: string id; size: bytes; the text follows in
+    # ceil(size / 48) records of raw bytes
+    HOST_INIT = 4  # addr, size: bytes the host defined (a copy, a memset, memory the
+    # CPU can write: managed or host-mapped allocations)
+    ALLOC = 5  # addr, size: a device allocation (global memory the host can only
+    # fill through copies and memsets, which HOST_INIT records)
+    MODULE = 6  # thread: module id; size: string id of its cubin file (beside the
+    # stream; empty when the tool could not write it)
+    ERROR = 7  # size: string id of what the tool could not follow or do; the
+    # recording is refused with that message
     # device records
-    ACCESS = 16       # space (0 global, 1 shared, 2 local); flags: Sanitizer's
-                      # (1 read, 2 write, both: atomic, 4 system-scope atomic,
-                      # 8 prefetch); size; addr (shared, local: offset in the window)
-    BARRIER = 17      # addr: barrier index; arg: threads expected (0: every thread
-                      # of the block); flags: Sanitizer's barrier flags
-    SYNCWARP = 18     # arg: the mask
-    BLOCK_EXIT = 19   # the thread left the kernel
-    CP_ASYNC = 20     # addr: shared destination; addr2: global source (0: zero fill);
-                      # size
-    CP_COMMIT = 21    # cp.async.commit_group / pipeline commit
-    CP_WAIT = 22      # arg: groups left pending (0: all complete)
-    MBARRIER = 23     # aux: Sanitizer_CudaBarrierInstructionKind; addr: the mbarrier;
-                      # arg: the action's data (init: expected arrivals; arrive: count)
-    UNFOLLOWED = 24   # aux: Sanitizer_InstructionId of an instruction tracerace cannot
-                      # express (bulk copies, async stores, cluster barriers, ...);
-                      # addr, addr2, arg: its first operands
+    ACCESS = 16  # space (0 global, 1 shared, 2 local); flags: Sanitizer's
+    # (1 read, 2 write, both: atomic, 4 system-scope atomic,
+    # 8 prefetch); size; addr (shared, local: offset in the window)
+    BARRIER = 17  # addr: barrier index; arg: threads expected (0: every thread
+    # of the block); flags: Sanitizer's barrier flags
+    SYNCWARP = 18  # arg: the mask
+    BLOCK_EXIT = 19  # the thread left the kernel
+    CP_ASYNC = 20  # addr: shared destination; addr2: global source (0: zero fill);
+    # size
+    CP_COMMIT = 21  # cp.async.commit_group / pipeline commit
+    CP_WAIT = 22  # arg: groups left pending (0: all complete)
+    MBARRIER = 23  # aux: Sanitizer_CudaBarrierInstructionKind; addr: the mbarrier;
+    # arg: the action's data (init: expected arrivals; arrive: count)
+    UNFOLLOWED = 24  # aux: Sanitizer_InstructionId of an instruction tracerace cannot
+    # express (bulk copies, async stores, cluster barriers, ...);
+    # addr, addr2, arg: its first operands
 
 
 class Space(IntEnum):
@@ -168,16 +179,22 @@ def _read_header(f, path: str) -> None:
         raise stream_error(path, "not a tracerace CUDA record stream (bad magic)")
     header = np.frombuffer(head, dtype=HEADER_DTYPE)[0]
     if int(header["version"]) != VERSION or int(header["record_size"]) != 48:
-        raise stream_error(path, f"record stream version {int(header['version'])} "
-                                 f"(record size {int(header['record_size'])}); this "
-                                 f"tracerace reads version {VERSION} (record size 48)")
+        raise stream_error(
+            path,
+            f"record stream version {int(header['version'])} "
+            f"(record size {int(header['record_size'])}); this "
+            f"tracerace reads version {VERSION} (record size 48)",
+        )
 
 
 def _check_body(path: str, body: int) -> None:
     if body % RECORD_DTYPE.itemsize:
-        raise stream_error(path, f"the stream ends inside a record ({body} bytes after "
-                                 "the header are not a whole number of records): the "
-                                 "recorded process stopped while writing it")
+        raise stream_error(
+            path,
+            f"the stream ends inside a record ({body} bytes after "
+            "the header are not a whole number of records): the "
+            "recorded process stopped while writing it",
+        )
 
 
 def read_stream(path: str) -> np.ndarray:
@@ -226,23 +243,29 @@ class StreamBatches:
         keep = np.ones(len(records), dtype=bool)
         for i in np.flatnonzero(records["kind"] == Kind.STRING).tolist():
             if not keep[i]:
-                continue   # payload that happens to start with the STRING byte
+                continue  # payload that happens to start with the STRING byte
             size = int(records["size"][i])
             if size > MAX_STRING_BYTES:
-                raise stream_error(self.path, f"a string of {size:,} bytes (the tool writes "
-                                              f"at most {MAX_STRING_BYTES >> 20} MiB)",
-                                   row=first + i)
+                raise stream_error(
+                    self.path,
+                    f"a string of {size:,} bytes (the tool writes "
+                    f"at most {MAX_STRING_BYTES >> 20} MiB)",
+                    row=first + i,
+                )
             n = -(-size // RECORD_DTYPE.itemsize)
             if i + 1 + n > len(records):
                 more = np.fromfile(f, dtype=RECORD_DTYPE, count=i + 1 + n - len(records))
                 records = np.concatenate([records, more])
                 keep = np.concatenate([keep, np.ones(len(more), dtype=bool)])
                 if i + 1 + n > len(records):
-                    raise stream_error(self.path, f"a string of {size} bytes runs past the "
-                                                  "end of the stream", row=first + i)
-            raw = records[i + 1:i + 1 + n].view(np.uint8).tobytes()
+                    raise stream_error(
+                        self.path,
+                        f"a string of {size} bytes runs past the end of the stream",
+                        row=first + i,
+                    )
+            raw = records[i + 1 : i + 1 + n].view(np.uint8).tobytes()
             self.texts[int(records["block"][i])] = raw[:size].decode("utf-8", errors="replace")
-            keep[i:i + 1 + n] = False
+            keep[i : i + 1 + n] = False
         return records, keep
 
 
@@ -253,15 +276,17 @@ def strings(records: np.ndarray, path: str) -> tuple[dict[int, str], np.ndarray]
     raw = records.view(np.uint8).reshape(len(records), RECORD_DTYPE.itemsize)
     for i in np.flatnonzero(records["kind"] == Kind.STRING).tolist():
         if not keep[i]:
-            continue   # payload that happens to start with the STRING byte
+            continue  # payload that happens to start with the STRING byte
         size = int(records["size"][i])
         n = -(-size // RECORD_DTYPE.itemsize)
         if i + 1 + n > len(records):
-            raise stream_error(path, f"a string of {size} bytes runs past the end of the "
-                                     "stream", row=i)
+            raise stream_error(
+                path, f"a string of {size} bytes runs past the end of the stream", row=i
+            )
         texts[int(records["block"][i])] = (
-            raw[i + 1:i + 1 + n].tobytes()[:size].decode("utf-8", errors="replace"))
-        keep[i:i + 1 + n] = False
+            raw[i + 1 : i + 1 + n].tobytes()[:size].decode("utf-8", errors="replace")
+        )
+        keep[i : i + 1 + n] = False
     return texts, keep
 
 
@@ -269,10 +294,14 @@ def decode_launch(rec, texts: dict[int, str]) -> Launch:
     """The :class:`Launch` of a LAUNCH record."""
     addr, addr2, arg = int(rec["addr"]), int(rec["addr2"]), int(rec["arg"])
     lo = 0xFFFFFFFF
-    return Launch(launch=int(rec["block"]), module=int(rec["thread"]),
-                  name=texts.get(int(rec["size"]), "?"), pc=int(rec["pc"]),
-                  grid=(addr & lo, addr >> 32, addr2 & lo),
-                  block=(addr2 >> 32, arg & lo, arg >> 32))
+    return Launch(
+        launch=int(rec["block"]),
+        module=int(rec["thread"]),
+        name=texts.get(int(rec["size"]), "?"),
+        pc=int(rec["pc"]),
+        grid=(addr & lo, addr >> 32, addr2 & lo),
+        block=(addr2 >> 32, arg & lo, arg >> 32),
+    )
 
 
 class StreamWriter:
@@ -293,7 +322,7 @@ class StreamWriter:
         self._launch = -1
         self._device = 0
 
-    def __enter__(self) -> "StreamWriter":
+    def __enter__(self) -> StreamWriter:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -329,19 +358,32 @@ class StreamWriter:
     def module(self, module: int, cubin: str = "") -> None:
         self.record(Kind.MODULE, thread=module, size=self.string(cubin))
 
-    def launch(self, name: str, grid=(1, 1, 1), block=(32, 1, 1), *, module: int = 0,
-               pc: int = 0) -> int:
+    def launch(
+        self, name: str, grid=(1, 1, 1), block=(32, 1, 1), *, module: int = 0, pc: int = 0
+    ) -> int:
         gx, gy, gz = grid
         bx, by, bz = block
         self._launch += 1
         self._device = 0
-        self.record(Kind.LAUNCH, block=self._launch, thread=module, size=self.string(name),
-                    pc=pc, addr=gx | gy << 32, addr2=gz | bx << 32, arg=by | bz << 32)
+        self.record(
+            Kind.LAUNCH,
+            block=self._launch,
+            thread=module,
+            size=self.string(name),
+            pc=pc,
+            addr=gx | gy << 32,
+            addr2=gz | bx << 32,
+            arg=by | bz << 32,
+        )
         return self._launch
 
     def launch_end(self, *, produced: int | None = None, capacity: int = 1 << 24) -> None:
-        self.record(Kind.LAUNCH_END, block=self._launch,
-                    arg=self._device if produced is None else produced, addr=capacity)
+        self.record(
+            Kind.LAUNCH_END,
+            block=self._launch,
+            arg=self._device if produced is None else produced,
+            addr=capacity,
+        )
 
     def host_init(self, addr: int, size: int) -> None:
         self.record(Kind.HOST_INIT, addr=addr, size=size)
@@ -350,10 +392,19 @@ class StreamWriter:
         self.record(Kind.ALLOC, addr=addr, size=size)
 
     # device records
-    def access(self, block: int, thread: int, space: int, addr: int, size: int,
-               flags: int, pc: int = 0) -> None:
-        self.record(Kind.ACCESS, block=block, thread=thread, space=space, addr=addr,
-                    size=size, flags=flags, pc=pc)
+    def access(
+        self, block: int, thread: int, space: int, addr: int, size: int, flags: int, pc: int = 0
+    ) -> None:
+        self.record(
+            Kind.ACCESS,
+            block=block,
+            thread=thread,
+            space=space,
+            addr=addr,
+            size=size,
+            flags=flags,
+            pc=pc,
+        )
 
     def read(self, block, thread, addr, size=4, space=Space.GLOBAL, pc=0) -> None:
         self.access(block, thread, space, addr, size, AccessFlag.READ, pc)
@@ -361,8 +412,7 @@ class StreamWriter:
     def write(self, block, thread, addr, size=4, space=Space.GLOBAL, pc=0) -> None:
         self.access(block, thread, space, addr, size, AccessFlag.WRITE, pc)
 
-    def atomic(self, block, thread, addr, size=4, space=Space.GLOBAL, pc=0,
-               system=False) -> None:
+    def atomic(self, block, thread, addr, size=4, space=Space.GLOBAL, pc=0, system=False) -> None:
         flags = AccessFlag.READ | AccessFlag.WRITE | (AccessFlag.ATOMSYS if system else 0)
         self.access(block, thread, space, addr, size, flags, pc)
 
@@ -376,8 +426,9 @@ class StreamWriter:
         self.record(Kind.BLOCK_EXIT, block=block, thread=thread, pc=pc)
 
     def cp_async(self, block, thread, dst, src, size=16, pc=0) -> None:
-        self.record(Kind.CP_ASYNC, block=block, thread=thread, addr=dst, addr2=src, size=size,
-                    pc=pc)
+        self.record(
+            Kind.CP_ASYNC, block=block, thread=thread, addr=dst, addr2=src, size=size, pc=pc
+        )
 
     def cp_commit(self, block, thread, pc=0) -> None:
         self.record(Kind.CP_COMMIT, block=block, thread=thread, pc=pc)
@@ -386,8 +437,9 @@ class StreamWriter:
         self.record(Kind.CP_WAIT, block=block, thread=thread, arg=groups, pc=pc)
 
     def mbarrier(self, block, thread, action: int, addr: int, data: int = 0, pc=0) -> None:
-        self.record(Kind.MBARRIER, block=block, thread=thread, aux=action, addr=addr, arg=data,
-                    pc=pc)
+        self.record(
+            Kind.MBARRIER, block=block, thread=thread, aux=action, addr=addr, arg=data, pc=pc
+        )
 
     def unfollowed(self, block, thread, instruction: int, pc=0) -> None:
         self.record(Kind.UNFOLLOWED, block=block, thread=thread, aux=instruction, pc=pc)

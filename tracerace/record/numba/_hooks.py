@@ -21,23 +21,51 @@ from ..program import missing_names
 SIM = "numba.cuda.simulator"
 
 HOOKS = {
-    f"{SIM}.kernel": ("FakeCUDAKernel.__call__", "FakeCUDAKernel.forall",
-                      "FakeCUDAKernel.__getitem__", "_push_kernel_context", "_kernel_context",
-                      "normalize_kernel_dimensions"),
+    f"{SIM}.kernel": (
+        "FakeCUDAKernel.__call__",
+        "FakeCUDAKernel.forall",
+        "FakeCUDAKernel.__getitem__",
+        "_push_kernel_context",
+        "_kernel_context",
+        "normalize_kernel_dimensions",
+    ),
     f"{SIM}.kernelapi": (
-        "FakeCUDAModule.threadIdx", "FakeCUDAModule.blockIdx", "FakeCUDAModule.laneid",
-        "FakeCUDAModule.shared", "FakeCUDAModule.local", "FakeCUDAModule.atomic",
-        "FakeCUDAModule.cg", "FakeCUDAModule.syncthreads", "FakeCUDAModule.syncthreads_count",
-        "FakeCUDAModule.syncthreads_and", "FakeCUDAModule.syncthreads_or",
-        "FakeCUDAModule.threadfence", "FakeCUDAModule.threadfence_block",
-        "FakeCUDAModule.threadfence_system", "FakeCUDAModule.grid",
-        "FakeCUDAAtomic.add", "FakeCUDAAtomic.sub", "FakeCUDAAtomic.and_",
-        "FakeCUDAAtomic.or_", "FakeCUDAAtomic.xor", "FakeCUDAAtomic.inc", "FakeCUDAAtomic.dec",
-        "FakeCUDAAtomic.exch", "FakeCUDAAtomic.max", "FakeCUDAAtomic.min",
-        "FakeCUDAAtomic.nanmax", "FakeCUDAAtomic.nanmin", "FakeCUDAAtomic.cas",
-        "FakeCUDAAtomic.compare_and_swap", "swapped_cuda_module"),
-    f"{SIM}.cudadrv.devicearray": ("FakeCUDAArray.__getitem__", "FakeCUDAArray.__setitem__",
-                                   "FakeWithinKernelCUDAArray"),
+        "FakeCUDAModule.threadIdx",
+        "FakeCUDAModule.blockIdx",
+        "FakeCUDAModule.laneid",
+        "FakeCUDAModule.shared",
+        "FakeCUDAModule.local",
+        "FakeCUDAModule.atomic",
+        "FakeCUDAModule.cg",
+        "FakeCUDAModule.syncthreads",
+        "FakeCUDAModule.syncthreads_count",
+        "FakeCUDAModule.syncthreads_and",
+        "FakeCUDAModule.syncthreads_or",
+        "FakeCUDAModule.threadfence",
+        "FakeCUDAModule.threadfence_block",
+        "FakeCUDAModule.threadfence_system",
+        "FakeCUDAModule.grid",
+        "FakeCUDAAtomic.add",
+        "FakeCUDAAtomic.sub",
+        "FakeCUDAAtomic.and_",
+        "FakeCUDAAtomic.or_",
+        "FakeCUDAAtomic.xor",
+        "FakeCUDAAtomic.inc",
+        "FakeCUDAAtomic.dec",
+        "FakeCUDAAtomic.exch",
+        "FakeCUDAAtomic.max",
+        "FakeCUDAAtomic.min",
+        "FakeCUDAAtomic.nanmax",
+        "FakeCUDAAtomic.nanmin",
+        "FakeCUDAAtomic.cas",
+        "FakeCUDAAtomic.compare_and_swap",
+        "swapped_cuda_module",
+    ),
+    f"{SIM}.cudadrv.devicearray": (
+        "FakeCUDAArray.__getitem__",
+        "FakeCUDAArray.__setitem__",
+        "FakeWithinKernelCUDAArray",
+    ),
     f"{SIM}.args": ("ArgHint", "InOut"),
 }
 """Module -> the (dotted) names in it the recorder uses."""
@@ -76,8 +104,7 @@ def install(session) -> None:
     """Route every kernel launch to ``session``; raise if the simulator moved."""
     missing = missing_hooks()
     if missing:
-        raise RuntimeError("this numba-cuda lacks what the recorder hooks: "
-                           + ", ".join(missing))
+        raise RuntimeError("this numba-cuda lacks what the recorder hooks: " + ", ".join(missing))
     from numba.cuda.simulator import kernel
     from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
 
@@ -97,11 +124,14 @@ def install(session) -> None:
         def access(array, *args):
             if session.running:
                 where = session.sites.text(sys._getframe(1))
-                raise Unrecordable(f"kernel code {verb} a device array the recorder does not "
-                                   f"follow{f' at {where}' if where else ''} (reached through "
-                                   f"a container such as a list or a dict); pass it as an "
-                                   f"argument, or name it as a global or closure variable")
+                raise Unrecordable(
+                    f"kernel code {verb} a device array the recorder does not "
+                    f"follow{f' at {where}' if where else ''} (reached through "
+                    f"a container such as a list or a dict); pass it as an "
+                    f"argument, or name it as a global or closure variable"
+                )
             return stock(array, *args)
+
         return access
 
     kernel.FakeCUDAKernel.__call__ = call

@@ -25,13 +25,36 @@ from ...trace.ops import BAR_SYNC, FENCE, Scope, Sem, Space
 from ..events import pack
 from ._limits import Unrecordable, missing_feature
 from ._memory import RecordedArray, StaticLayout, assigned_name, recorded
-from ._warp import (FULL_MASK, SHFL_BFLY, SHFL_DOWN, SHFL_IDX, SHFL_UP, WARP_SIZE,
-                          ballot, match_all, match_any, shuffle)
+from ._warp import (
+    FULL_MASK,
+    SHFL_BFLY,
+    SHFL_DOWN,
+    SHFL_IDX,
+    SHFL_UP,
+    WARP_SIZE,
+    ballot,
+    match_all,
+    match_any,
+    shuffle,
+)
 
 _getframe = sys._getframe
 
-ATOMIC_OPS = ("add", "sub", "and_", "or_", "xor", "inc", "dec", "exch", "max", "min",
-              "nanmax", "nanmin", "cas")
+ATOMIC_OPS = (
+    "add",
+    "sub",
+    "and_",
+    "or_",
+    "xor",
+    "inc",
+    "dec",
+    "exch",
+    "max",
+    "min",
+    "nanmax",
+    "nanmin",
+    "cas",
+)
 """Atomics of the form ``op(array, index, *values)`` (``compare_and_swap`` has no index)."""
 
 BARRIER_WORD = pack(BAR_SYNC)
@@ -92,19 +115,19 @@ class RecordingModule(kernelapi.FakeCUDAModule):
     # -- memory --
 
     @property
-    def shared(self) -> "RecordingShared":
+    def shared(self) -> RecordingShared:
         return self._rec_shared
 
     @property
-    def local(self) -> "RecordingLocal":
+    def local(self) -> RecordingLocal:
         return self._rec_local
 
     @property
-    def atomic(self) -> "RecordingAtomic":
+    def atomic(self) -> RecordingAtomic:
         return self._rec_atomic
 
     @property
-    def cg(self) -> "RecordingCg":
+    def cg(self) -> RecordingCg:
         return self._rec_cg
 
     # -- barriers and fences --
@@ -144,7 +167,6 @@ class RecordingModule(kernelapi.FakeCUDAModule):
     def grid_sync(self, frame) -> None:
         """Arrive at the grid barrier from ``frame``'s line and wait for every thread."""
         self._sched.grid_sync(self._launch.site_word(frame))
-
 
     # -- warp operations --
 
@@ -189,12 +211,12 @@ class RecordingModule(kernelapi.FakeCUDAModule):
         return _i4(ballot(self._meet("ballot_sync", mask, bool(predicate), _getframe(1))))
 
     def match_any_sync(self, mask, value) -> int:
-        return _i4(match_any(self._meet("match_any_sync", mask, value, _getframe(1)),
-                             self._lane()))
+        return _i4(match_any(self._meet("match_any_sync", mask, value, _getframe(1)), self._lane()))
 
     def match_all_sync(self, mask, value) -> tuple[int, bool]:
-        lanes, same = match_all(self._meet("match_all_sync", mask, value, _getframe(1)),
-                                int(mask) & FULL_MASK)
+        lanes, same = match_all(
+            self._meet("match_all_sync", mask, value, _getframe(1)), int(mask) & FULL_MASK
+        )
         return _i4(lanes), same
 
     def activemask(self) -> int:
@@ -221,7 +243,7 @@ class RecordingCg:
     def __init__(self, module: RecordingModule) -> None:
         self._module = module
 
-    def this_grid(self) -> "RecordingCg":
+    def this_grid(self) -> RecordingCg:
         return self
 
     def sync(self) -> None:
@@ -254,8 +276,9 @@ class RecordingShared:
         array = arrays.get(key)
         if array is None:
             offset = self._launch.shared.offset(key, frame, shape, dtype)
-            array = arrays[key] = recorded(np.zeros(shape, dtype), offset, int(Space.SHARED),
-                                           self._launch.session)
+            array = arrays[key] = recorded(
+                np.zeros(shape, dtype), offset, int(Space.SHARED), self._launch.session
+            )
         return array
 
     def _dynamic(self, dtype: np.dtype, frame) -> RecordedArray:
@@ -269,8 +292,9 @@ class RecordingShared:
         count = len(memory) // dtype.itemsize
         if not launch.dynamic_declared and count:
             launch.dynamic_declared = True
-            launch.declare(assigned_name(frame) or "dynamic_shared", Space.SHARED, 0, (count,),
-                           dtype.itemsize)
+            launch.declare(
+                assigned_name(frame) or "dynamic_shared", Space.SHARED, 0, (count,), dtype.itemsize
+            )
         view = np.frombuffer(memory.data, dtype=dtype, count=count)
         return recorded(view, 0, int(Space.SHARED), launch.session)
 
@@ -301,10 +325,12 @@ class RecordingAtomic(kernelapi.FakeCUDAAtomic):
         stock = getattr(kernelapi.FakeCUDAAtomic, name)
         if not isinstance(array, RecordedArray):
             where = self._session.sites.text(frame)
-            raise Unrecordable(f"cuda.atomic.{name}{f' at {where}' if where else ''} updates "
-                               f"an array the recorder does not follow "
-                               f"({type(array).__name__}); the kernel must reach it through "
-                               f"an argument, a global or a closure variable")
+            raise Unrecordable(
+                f"cuda.atomic.{name}{f' at {where}' if where else ''} updates "
+                f"an array the recorder does not follow "
+                f"({type(array).__name__}); the kernel must reach it through "
+                f"an argument, a global or a closure variable"
+            )
         sched = self._session.sched
         sched.sync_point()
         ary = array.ndarray
@@ -324,6 +350,7 @@ class RecordingAtomic(kernelapi.FakeCUDAAtomic):
 def _atomic_method(name: str):
     def method(self, array, index, *values):
         return self._apply(name, array, index, (index, *values), _getframe(1))
+
     method.__name__ = method.__qualname__ = name
     method.__doc__ = f"``cuda.atomic.{name}``, logged."
     return method

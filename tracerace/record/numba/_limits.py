@@ -19,5 +19,7 @@ class Unrecordable(Exception):
 def missing_feature(name: str, where: str | None, owner: str = "cuda") -> Unrecordable:
     """The error for ``cuda.NAME`` (or ``cuda.cg.NAME``), which the simulator lacks."""
     at = f" at {where}" if where else ""
-    return Unrecordable(f"numba-cuda's CUDA simulator has no {owner}.{name} (used{at}); "
-                        f"the recorder cannot run this kernel")
+    return Unrecordable(
+        f"numba-cuda's CUDA simulator has no {owner}.{name} (used{at}); "
+        f"the recorder cannot run this kernel"
+    )

@@ -53,9 +53,24 @@ class RecordedArray:
     view and logs nothing: only element accesses are events.
     """
 
-    __slots__ = ("_ary", "_origin", "_space", "_session", "_shape", "_strides", "_ndim",
-                 "_len0", "_stride0", "_rtag", "_wtag", "_add_addr", "_add_word", "_sites",
-                 "_resolve", "_preempt")
+    __slots__ = (
+        "_ary",
+        "_origin",
+        "_space",
+        "_session",
+        "_shape",
+        "_strides",
+        "_ndim",
+        "_len0",
+        "_stride0",
+        "_rtag",
+        "_wtag",
+        "_add_addr",
+        "_add_word",
+        "_sites",
+        "_resolve",
+        "_preempt",
+    )
 
     def __init__(self, ary: np.ndarray, origin: int, space: int, session: Any) -> None:
         self._ary = ary
@@ -142,8 +157,9 @@ class RecordedArray:
 
     def log_access(self, tag: int, index, frame) -> None:
         """Log an access with word ``tag`` (an atomic, say) to the element at ``index``."""
-        self._session.log.log(self._origin + self._offset(index),
-                              tag | self._session.sites.word(frame))
+        self._session.log.log(
+            self._origin + self._offset(index), tag | self._session.sites.word(frame)
+        )
 
     def preempt(self) -> None:
         """Let the scheduler switch threads before an access made outside indexing."""
@@ -170,7 +186,7 @@ class RecordedArray:
 
     # -- views --
 
-    def _subarray(self, view: np.ndarray) -> "RecordedArray":
+    def _subarray(self, view: np.ndarray) -> RecordedArray:
         self._check_view(view)
         return recorded(view, self._view_origin(view), self._space, self._session)
 
@@ -179,23 +195,28 @@ class RecordedArray:
 
     def _check_view(self, view: np.ndarray) -> None:
         if view.size and not np.may_share_memory(view, self._ary):
-            raise IndexError("advanced (array) indexing is not supported in CUDA kernels; "
-                             "the recorder logs plain element and slice indexing only")
+            raise IndexError(
+                "advanced (array) indexing is not supported in CUDA kernels; "
+                "the recorder logs plain element and slice indexing only"
+            )
 
-    def _view(self, result, what: str, frame) -> "RecordedArray":
+    def _view(self, result, what: str, frame) -> RecordedArray:
         """``result`` of ``what`` (``.reshape(...)``, ``.T``) as a recorded view; a
         copy is refused, since accesses to it would not be the array's."""
-        if isinstance(result, np.ndarray) and (result.size == 0 or
-                                               np.may_share_memory(result, self._ary)):
+        if isinstance(result, np.ndarray) and (
+            result.size == 0 or np.may_share_memory(result, self._ary)
+        ):
             return recorded(result, self._view_origin(result), self._space, self._session)
         raise self.unfollowed(f"{what} (it copies the array)", frame)
 
     def unfollowed(self, what: str, frame) -> Unrecordable:
         """The error for ``what``, done to this array at ``frame``'s line."""
         where = self._session.sites.text(frame)
-        return Unrecordable(f"{what} on a kernel array{f' at {where}' if where else ''} "
-                            "reads or writes its elements where the recorder cannot log "
-                            "them; index the array element by element")
+        return Unrecordable(
+            f"{what} on a kernel array{f' at {where}' if where else ''} "
+            "reads or writes its elements where the recorder cannot log "
+            "them; index the array element by element"
+        )
 
     # -- the rest of the array interface --
 
@@ -204,7 +225,7 @@ class RecordedArray:
         return self._shape
 
     @property
-    def T(self) -> "RecordedArray":
+    def T(self) -> RecordedArray:
         return self._subarray(self._ary.T)
 
     def __len__(self) -> int:
@@ -224,6 +245,7 @@ class RecordedArray:
 
             def view_method(*args, **kwargs):
                 return self._view(method(*args, **kwargs), f".{name}()", _getframe(1))
+
             return view_method
         if name.startswith("_"):
             # Probes of protocols (__array_interface__, numba's _numba_type_, ...)
@@ -306,16 +328,20 @@ class RecordedStructArray(RecordedArray):
         self.preempt()
         dtype, offset = self._ary.dtype.fields[name][:2]
         if dtype.names:
-            raise Unrecordable(f"field {name!r} (at {self._session.sites.text(frame)}) is a "
-                               f"nested record; the recorder follows fields of plain and array "
-                               f"types only")
+            raise Unrecordable(
+                f"field {name!r} (at {self._session.sites.text(frame)}) is a "
+                f"nested record; the recorder follows fields of plain and array "
+                f"types only"
+            )
         if value is _READ and dtype.subdtype is not None:
             # An array field: the kernel indexes it (rec.garden[0] = x), so it is an array
             # over the field's bytes, whose element accesses are the events.
             view = record[name]
             if not np.may_share_memory(view, self._ary):
-                raise Unrecordable(f"field {name!r} at {self._session.sites.text(frame)}: "
-                                   f"its array is a copy, not the record's memory")
+                raise Unrecordable(
+                    f"field {name!r} at {self._session.sites.text(frame)}: "
+                    f"its array is a copy, not the record's memory"
+                )
             return recorded(view, addr + offset, self._space, self._session)
         if value is _READ:
             result = record[name]
@@ -373,8 +399,10 @@ def field_spans(dtype: np.dtype) -> list[tuple[int, int]]:
     """(offset, bytes) of each field of a structured element, or the whole element."""
     if not dtype.names:
         return [(0, dtype.itemsize)]
-    return [(offset, field.itemsize) for field, offset, *_ in
-            (dtype.fields[name] for name in dtype.names)]
+    return [
+        (offset, field.itemsize)
+        for field, offset, *_ in (dtype.fields[name] for name in dtype.names)
+    ]
 
 
 def element_offsets(ary: np.ndarray) -> np.ndarray:

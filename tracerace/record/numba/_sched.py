@@ -113,6 +113,7 @@ def unlinear(i: int, dims: tuple[int, int, int]) -> Dim3:
 
 # --- policies ----------------------------------------------------------------------
 
+
 class Serial:
     """Run each thread until it blocks or synchronises; then the next ready thread."""
 
@@ -121,16 +122,16 @@ class Serial:
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
 
-    def first(self, run: "BlockRun") -> int:
+    def first(self, run: BlockRun) -> int:
         return 0
 
-    def after_block(self, run: "BlockRun", t: int) -> int | None:
+    def after_block(self, run: BlockRun, t: int) -> int | None:
         return run.next_ready(t)
 
-    def at_access(self, run: "BlockRun", t: int) -> int | None:
+    def at_access(self, run: BlockRun, t: int) -> int | None:
         return t
 
-    def at_sync(self, run: "BlockRun", t: int) -> int | None:
+    def at_sync(self, run: BlockRun, t: int) -> int | None:
         """At an atomic or a fence: let the next thread run (a spin-wait must yield)."""
         return run.next_ready(t)
 
@@ -140,7 +141,7 @@ class RoundRobin(Serial):
 
     preempts = True
 
-    def at_access(self, run: "BlockRun", t: int) -> int | None:
+    def at_access(self, run: BlockRun, t: int) -> int | None:
         return run.next_ready(t)
 
     at_sync = at_access
@@ -151,13 +152,13 @@ class Random(Serial):
 
     preempts = True
 
-    def first(self, run: "BlockRun") -> int:
+    def first(self, run: BlockRun) -> int:
         return self.rng.randrange(len(run.states))
 
-    def after_block(self, run: "BlockRun", t: int) -> int | None:
+    def after_block(self, run: BlockRun, t: int) -> int | None:
         return run.random_ready(self.rng)
 
-    def at_access(self, run: "BlockRun", t: int) -> int | None:
+    def at_access(self, run: BlockRun, t: int) -> int | None:
         if self.rng.random() < RANDOM_SWITCH_P:
             return run.random_ready(self.rng)
         return t
@@ -170,6 +171,7 @@ DEFAULT_SCHEDULE = "round-robin"
 
 
 # --- the scheduler ---------------------------------------------------------------------
+
 
 class Scheduler:
     """Runs every launch under one policy and one seeded generator."""
@@ -267,14 +269,16 @@ class LaunchRun:
                     block.resume()  # returns when a thread ended or the block cannot go on
                 except BaseException as exc:
                     run = self.sched.block
-                    exc.add_note(f"in simulated CUDA thread threadIdx="
-                                 f"{run.thread_idx[run.current]} blockIdx={run.block_idx}")
+                    exc.add_note(
+                        f"in simulated CUDA thread threadIdx="
+                        f"{run.thread_idx[run.current]} blockIdx={run.block_idx}"
+                    )
                     raise
         except BaseException:
             self._abandon()
             raise
 
-    def pick(self, index: int) -> "BlockRun | None":
+    def pick(self, index: int) -> BlockRun | None:
         """The block to run: from ``index`` on in cyclic order, the first that
         can run and has not stalled (a block not started yet can); if every
         block that can run has stalled, the first of those."""
@@ -287,7 +291,7 @@ class LaunchRun:
                 return run
         return next((self.blocks[b] for b in order if self.blocks[b].ready()), None)
 
-    def start(self, b: int) -> "BlockRun":
+    def start(self, b: int) -> BlockRun:
         run = self.blocks[b] = BlockRun(self, b)
         # Start every thread from here: a greenlet begins at the stack depth of
         # whoever first switches to it, and threads starting each other would
@@ -320,12 +324,18 @@ class LaunchRun:
                     warp += 1
                     warp_sites.add(run.wait_site[t])
             absent += run.absent_lanes() if run is not None else []
-        parts = [f"{waiting} at a block barrier ({self._sites(block_sites)})" if waiting else "",
-                 f"{grid} at the grid barrier ({self._sites(grid_sites)})" if grid else "",
-                 f"{warp} at a warp operation ({self._sites(warp_sites)}) that lacks "
-                 f"{'; '.join(absent[:3])}{'; ...' if len(absent) > 3 else ''}" if warp else ""]
-        return (f"deadlock: simulated threads wait where no thread can go on: "
-                f"{', '.join(p for p in parts if p)}")
+        parts = [
+            f"{waiting} at a block barrier ({self._sites(block_sites)})" if waiting else "",
+            f"{grid} at the grid barrier ({self._sites(grid_sites)})" if grid else "",
+            f"{warp} at a warp operation ({self._sites(warp_sites)}) that lacks "
+            f"{'; '.join(absent[:3])}{'; ...' if len(absent) > 3 else ''}"
+            if warp
+            else "",
+        ]
+        return (
+            f"deadlock: simulated threads wait where no thread can go on: "
+            f"{', '.join(p for p in parts if p)}"
+        )
 
     def _sites(self, words) -> str:
         texts = sorted({self.sched.sites.text_of(w) or "an unknown line" for w in words})
@@ -406,14 +416,18 @@ class LaunchRun:
 
     def _no_progress(self, words: np.ndarray) -> None:
         run = self.sched.block
-        others = [b for b, other in enumerate(self.blocks) if b != run.block and
-                  (other is None or (other.ready() and b not in self.stalled))]
+        others = [
+            b
+            for b, other in enumerate(self.blocks)
+            if b != run.block and (other is None or (other.ready() and b not in self.stalled))
+        ]
         if self.idle >= ABORT_WINDOWS and not others:
             sites = {int(w) for w in np.unique(words & ~np.uint64((1 << SITE_SHIFT) - 1))}
             raise Unrecordable(
                 f"no progress: the last {self.idle * WINDOW:,} accesses wrote nothing, read "
                 f"nothing new and passed no barrier (a spin-wait that nothing will end?), "
-                f"polling at {self._sites(sites)}; the recording stops")
+                f"polling at {self._sites(sites)}; the recording stops"
+            )
         if self.idle % STALL_WINDOWS == 0 and others:
             self.stalled.add(run.block)
             self.launcher.switch()  # another block runs; this one resumes later
@@ -451,6 +465,7 @@ class BlockRun:
             self.launch.launcher.switch()  # parked until the policy first picks this thread
             fn(*args)
             self._end(self.current)
+
         return body
 
     def ready(self) -> bool:
@@ -458,8 +473,7 @@ class BlockRun:
 
     def resume(self) -> None:
         """Run a ready thread of this block (the launcher's side)."""
-        t = self.policy.after_block(self, self.current) if self.started else \
-            self.policy.first(self)
+        t = self.policy.after_block(self, self.current) if self.started else self.policy.first(self)
         self.started = True
         self.switch(t)
 
@@ -530,7 +544,7 @@ class BlockRun:
 
     # -- warp operations --
 
-    def warp_meet(self, name: str, mask: int, value, word: int) -> "Meeting":
+    def warp_meet(self, name: str, mask: int, value, word: int) -> Meeting:
         """The running lane makes warp operation ``cuda.NAME`` over ``mask``
         (from site word ``word``), bringing ``value``; returns the meeting once
         every lane of the mask the block has has come, each with its value."""
@@ -538,22 +552,26 @@ class BlockRun:
         warp, lane = divmod(t, WARP_SIZE)
         mask &= FULL_MASK
         if not mask >> lane & 1:
-            raise Unrecordable(f"cuda.{name} at {self._site(word)} is made by lane {lane} "
-                               f"({self._who(t)}), which its mask 0x{mask:08x} leaves out; "
-                               f"CUDA requires every calling lane in its mask")
+            raise Unrecordable(
+                f"cuda.{name} at {self._site(word)} is made by lane {lane} "
+                f"({self._who(t)}), which its mask 0x{mask:08x} leaves out; "
+                f"CUDA requires every calling lane in its mask"
+            )
         open_meetings = self.meetings.setdefault(warp, [])
         meeting = next((m for m in open_meetings if m.mask == mask), None)
         fresh = meeting is None
         if fresh:
-            meeting = Meeting(name, mask, mask & self.warp_lanes(warp) & ~self.ended_lanes(warp),
-                              word)
+            meeting = Meeting(
+                name, mask, mask & self.warp_lanes(warp) & ~self.ended_lanes(warp), word
+            )
             open_meetings.append(meeting)
         elif meeting.name != name:
             raise Unrecordable(
                 f"lane {lane} ({self._who(t)}) makes cuda.{name} at {self._site(word)} while "
                 f"lanes {lanes(meeting.arrived)} of its warp wait at cuda.{meeting.name} "
                 f"({self._site(meeting.word)}) with the same mask 0x{mask:08x}; CUDA requires "
-                f"the lanes of a mask to make the same warp operation")
+                f"the lanes of a mask to make the same warp operation"
+            )
         meeting.values[lane] = value
         meeting.words[lane] = word
         meeting.arrived |= 1 << lane
@@ -565,7 +583,7 @@ class BlockRun:
             self.wait(t)
         return meeting
 
-    def _meet(self, warp: int, meeting: "Meeting") -> None:
+    def _meet(self, warp: int, meeting: Meeting) -> None:
         """The last lane has come: one ``warp_sync`` per lane, in arrival order
         (the running lane's last), and the waiting lanes go on."""
         self.meetings[warp].remove(meeting)
@@ -581,8 +599,11 @@ class BlockRun:
     def ended_lanes(self, warp: int) -> int:
         """The lanes of ``warp`` whose threads have ended (returned)."""
         first = warp * WARP_SIZE
-        return sum(1 << lane for lane, state in enumerate(self.states[first:first + WARP_SIZE])
-                   if state == DONE)
+        return sum(
+            1 << lane
+            for lane, state in enumerate(self.states[first : first + WARP_SIZE])
+            if state == DONE
+        )
 
     def warp_lanes(self, warp: int) -> int:
         """The lanes of ``warp`` this block has (a last warp may be partial)."""
@@ -591,9 +612,12 @@ class BlockRun:
 
     def absent_lanes(self) -> list[str]:
         """For a deadlock message: each open warp operation and the lanes it lacks."""
-        return [f"lane(s) {lanes(m.required & ~m.arrived)} of warp {warp} in block "
-                f"{self.block_idx} at cuda.{m.name} ({self._site(m.word)})"
-                for warp, meetings in self.meetings.items() for m in meetings]
+        return [
+            f"lane(s) {lanes(m.required & ~m.arrived)} of warp {warp} in block "
+            f"{self.block_idx} at cuda.{m.name} ({self._site(m.word)})"
+            for warp, meetings in self.meetings.items()
+            for m in meetings
+        ]
 
     def _who(self, t: int) -> str:
         return f"threadIdx={self.thread_idx[t]} blockIdx={self.block_idx}"

@@ -40,8 +40,20 @@ ATTRIBUTE_DEPTH = 2
 """How many attribute levels below a global name the recorder looks for arrays
 (``CONFIG.table``, ``module.holder.table``)."""
 
-OPAQUE = (simkernel.FakeCUDAKernel, RecordingModule, types.FunctionType, np.ndarray,
-          FakeCUDAArray, int, float, complex, str, bytes, bool, type(None))
+OPAQUE = (
+    simkernel.FakeCUDAKernel,
+    RecordingModule,
+    types.FunctionType,
+    np.ndarray,
+    FakeCUDAArray,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    bool,
+    type(None),
+)
 """Globals whose attributes are never searched for arrays."""
 
 FORALL_BLOCK = 1024
@@ -89,16 +101,20 @@ class Session(Recording):
             block = tpb or FORALL_BLOCK
             grid = -(-ntasks // block)
             if not tpb:
-                self.warn(f"launch {self.launches}: {kernel.fn.__name__}.forall({ntasks}) left "
-                          f"the block size to CUDA, which picks it by occupancy on the device; "
-                          f"recorded as {grid} block(s) of {block} threads (give tpb= to "
-                          f"record another size)")
+                self.warn(
+                    f"launch {self.launches}: {kernel.fn.__name__}.forall({ntasks}) left "
+                    f"the block size to CUDA, which picks it by occupancy on the device; "
+                    f"recorded as {grid} block(s) of {block} threads (give tpb= to "
+                    f"record another size)"
+                )
             return kernel[grid, block, stream, sharedmem](*args)
+
         return launch
 
     def _run_launch(self, kernel, args: tuple, index: int) -> None:
-        grid_dim, block_dim = simkernel.normalize_kernel_dimensions(kernel.grid_dim,
-                                                                    kernel.block_dim)
+        grid_dim, block_dim = simkernel.normalize_kernel_dimensions(
+            kernel.grid_dim, kernel.block_dim
+        )
         launch = Launch(self, index, kernel.dynshared_size)
         self.writer.launch_dims(index, grid_dim, block_dim, kernel=kernel.fn.__name__)
         module = RecordingModule(grid_dim, block_dim, kernel.dynshared_size, launch)
@@ -107,8 +123,10 @@ class Session(Recording):
             writebacks: list = []
             self.log.set_agent(index, 0, 0)
             names = self._param_names(kernel.fn, len(args))
-            kernel_args = [self._argument(kernel, launch, name, arg, writebacks)
-                           for name, arg in zip(names, args)]
+            kernel_args = [
+                self._argument(kernel, launch, name, arg, writebacks)
+                for name, arg in zip(names, args)
+            ]
             with kernelapi.swapped_cuda_module(kernel.fn, module):
                 undo = self._capture(kernel.fn, index)
                 try:
@@ -122,15 +140,18 @@ class Session(Recording):
                 writeback()
         self.memory.end_launch()
         if self.log.accesses() == accesses:
-            self.warn(f"launch {index} ({kernel.fn.__name__}, {prod(grid_dim)} block(s) of "
-                      f"{prod(block_dim)} threads): no memory access was recorded")
+            self.warn(
+                f"launch {index} ({kernel.fn.__name__}, {prod(grid_dim)} block(s) of "
+                f"{prod(block_dim)} threads): no memory access was recorded"
+            )
 
     def _param_names(self, fn, count: int) -> list[str]:
         names = self._params.get(fn)
         if names is None:
             params = inspect.signature(fn).parameters.values()
-            names = self._params[fn] = [p.name for p in params
-                                        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            names = self._params[fn] = [
+                p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            ]
         return names + [f"arg{i}" for i in range(len(names), count)]
 
     # -- what the kernel gets --
@@ -142,8 +163,9 @@ class Session(Recording):
         for extension in kernel.extensions:
             kind, value = extension.prepare_args(kind, value, stream=0, retr=writebacks)
         if isinstance(value, tuple):
-            items = [self._tuple_item(item, f"{name}[{i}]", launch.index)
-                     for i, item in enumerate(value)]
+            items = [
+                self._tuple_item(item, f"{name}[{i}]", launch.index) for i, item in enumerate(value)
+            ]
             return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
         if isinstance(value, np.ndarray) and value.ndim > 0:
             device, temporary = InOut(value).to_device(writebacks), True
@@ -173,8 +195,9 @@ class Session(Recording):
             return item
         return self._global_array(array, name, launch, not isinstance(item, FakeCUDAArray))
 
-    def _record_argument(self, value: np.void, name: str, launch: int,
-                         writebacks: list) -> RecordedRecord:
+    def _record_argument(
+        self, value: np.void, name: str, launch: int, writebacks: list
+    ) -> RecordedRecord:
         """A record passed by value: CUDA copies it to device memory and back."""
         device = np.empty(1, dtype=value.dtype)
         device[0] = value
@@ -182,11 +205,13 @@ class Session(Recording):
         def writeback() -> None:
             for field in value.dtype.names or ():
                 value[field] = device[0][field]
+
         writebacks.append(writeback)
         return self._global_array(device, name, launch, True)[0]
 
-    def _global_array(self, ary: np.ndarray, name: str, launch: int,
-                      temporary: bool) -> RecordedArray:
+    def _global_array(
+        self, ary: np.ndarray, name: str, launch: int, temporary: bool
+    ) -> RecordedArray:
         origin, new = self.memory.origin(ary, temporary=temporary)
         if new is not None:
             self._initialized(*new)
@@ -271,13 +296,13 @@ class Session(Recording):
         if any(s < 0 or s % ary.itemsize for s in ary.strides):
             return
         strides = None if ary.flags.c_contiguous else [s // ary.itemsize for s in ary.strides]
-        self.writer.buffer(name, int(Space.GLOBAL), origin, ary.shape, ary.itemsize,
-                           strides=strides, launch=launch)
+        self.writer.buffer(
+            name, int(Space.GLOBAL), origin, ary.shape, ary.itemsize, strides=strides, launch=launch
+        )
 
     def _initialized(self, start: int, nbytes: int) -> None:
         """Log ``init`` over global bytes the host filled before the launch."""
         self.log_init(start, start + nbytes)
-
 
 
 def code_names(code) -> set[str]:

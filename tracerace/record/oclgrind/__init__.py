@@ -45,8 +45,9 @@ class Oclgrind(Backend):
     def check_installed(self) -> None:
         find_oclgrind()
 
-    def record(self, command: list[str], out: str, *, schedule: str = DEFAULT_SCHEDULE,
-               seed: int = 0) -> RecordResult:
+    def record(
+        self, command: list[str], out: str, *, schedule: str = DEFAULT_SCHEDULE, seed: int = 0
+    ) -> RecordResult:
         """Run ``command`` under Oclgrind and write its trace to ``out`` (``seed`` is unused)."""
         self.check_schedule(schedule)
         return run(command, out)
@@ -56,25 +57,33 @@ BACKEND = Oclgrind()
 record = BACKEND.record
 
 
-def run(command: Sequence[str], out: str, *, oclgrind_args: Sequence[str] = ()
-        ) -> RecordResult:
+def run(command: Sequence[str], out: str, *, oclgrind_args: Sequence[str] = ()) -> RecordResult:
     """:func:`record` with extra Oclgrind options (``--data-races``, ``--log FILE``, ...)."""
     require_command(command)
     ocl = find_oclgrind()
     plugin = plugin_library(ocl)
-    argv, cwd, names = invocation(list(command), ocl.oclgrind, ocl.kernel_runner,
-                                  ["--plugins", plugin, *oclgrind_args])
+    argv, cwd, names = invocation(
+        list(command), ocl.oclgrind, ocl.kernel_runner, ["--plugins", plugin, *oclgrind_args]
+    )
 
     def converted(temp: str, prefix: str) -> tuple[int, int, tuple[str, ...]]:
         return (*write_trace(prefix, out, source_names=names), ())
 
-    return run_tool(command, out, argv, cwd=cwd, output_env=OUTPUT_ENV,
-                    under="under Oclgrind", convert=converted,
-                    temp_prefix="tracerace-oclgrind-")
+    return run_tool(
+        command,
+        out,
+        argv,
+        cwd=cwd,
+        output_env=OUTPUT_ENV,
+        under="under Oclgrind",
+        convert=converted,
+        temp_prefix="tracerace-oclgrind-",
+    )
 
 
-def invocation(command: list[str], launcher: str, runner: str, options: list[str]
-               ) -> tuple[list[str], str | None, dict[str, str]]:
+def invocation(
+    command: list[str], launcher: str, runner: str, options: list[str]
+) -> tuple[list[str], str | None, dict[str, str]]:
     """(argv, working directory, source renames) to run ``command`` under Oclgrind."""
     if not command[0].endswith(".sim"):
         return [launcher, *options, *command], None, {}

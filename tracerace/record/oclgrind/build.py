@@ -43,16 +43,15 @@ _LLVM_NEEDED = re.compile(rb"libLLVM(?:-|\.so\.)(\d+)")
 class Oclgrind:
     """Where this machine's Oclgrind lives."""
 
-    oclgrind: str          # the `oclgrind` launcher (runs host programs)
-    kernel_runner: str     # `oclgrind-kernel` (runs .sim files)
-    include_dir: str       # holds oclgrind/Plugin.h
-    library: str           # liboclgrind.so, the development link
+    oclgrind: str  # the `oclgrind` launcher (runs host programs)
+    kernel_runner: str  # `oclgrind-kernel` (runs .sim files)
+    include_dir: str  # holds oclgrind/Plugin.h
+    library: str  # liboclgrind.so, the development link
 
 
 def missing(what: str, install: str) -> TraceError:
     """The error for a missing tool, naming what to install."""
-    return TraceError(f"{what}; install {install}", path="oclgrind backend",
-                      rule="missing-tool")
+    return TraceError(f"{what}; install {install}", path="oclgrind backend", rule="missing-tool")
 
 
 def find_oclgrind() -> Oclgrind:
@@ -60,17 +59,25 @@ def find_oclgrind() -> Oclgrind:
     launcher = shutil.which("oclgrind")
     runner = shutil.which("oclgrind-kernel")
     if launcher is None or runner is None:
-        raise missing("Oclgrind is not installed (no `oclgrind` command)",
-                      f"Oclgrind (Debian/Ubuntu: apt-get install {PACKAGES})")
+        raise missing(
+            "Oclgrind is not installed (no `oclgrind` command)",
+            f"Oclgrind (Debian/Ubuntu: apt-get install {PACKAGES})",
+        )
     prefix = Path(os.path.realpath(launcher)).parent.parent
-    include = first(str(d) for d in (prefix / "include", Path("/usr/local/include"),
-                                     Path("/usr/include"))
-                    if (d / "oclgrind" / "Plugin.h").is_file())
-    library = first(glob(str(prefix / "lib*" / "liboclgrind.so"))
-                    + glob(str(prefix / "lib*" / "*" / "liboclgrind.so")))
+    include = first(
+        str(d)
+        for d in (prefix / "include", Path("/usr/local/include"), Path("/usr/include"))
+        if (d / "oclgrind" / "Plugin.h").is_file()
+    )
+    library = first(
+        glob(str(prefix / "lib*" / "liboclgrind.so"))
+        + glob(str(prefix / "lib*" / "*" / "liboclgrind.so"))
+    )
     if include is None or library is None:
-        raise missing("Oclgrind's plugin headers or library are missing",
-                      "liboclgrind-dev (Debian/Ubuntu: apt-get install liboclgrind-dev)")
+        raise missing(
+            "Oclgrind's plugin headers or library are missing",
+            "liboclgrind-dev (Debian/Ubuntu: apt-get install liboclgrind-dev)",
+        )
     return Oclgrind(launcher, runner, include, library)
 
 
@@ -95,13 +102,29 @@ def build(ocl: Oclgrind, path: Path) -> None:
     """Compile the plugin to ``path`` (atomically: a failed build leaves nothing)."""
     compiler = find_compiler()
     llvm_include = find_llvm_include(ocl.library)
-    command = [compiler, *CXXFLAGS, "-I", ocl.include_dir, "-I", llvm_include,
-               str(PLUGIN_SOURCE), "-o", OUT, "-L", str(Path(ocl.library).parent),
-               "-loclgrind"]
-    build_into(command, path, lambda tail: missing(
-        f"building the plugin failed ({compiler}: {tail})",
-        f"the OpenCL headers and LLVM headers (Debian/Ubuntu: apt-get install {PACKAGES} "
-        f"llvm-dev)"))
+    command = [
+        compiler,
+        *CXXFLAGS,
+        "-I",
+        ocl.include_dir,
+        "-I",
+        llvm_include,
+        str(PLUGIN_SOURCE),
+        "-o",
+        OUT,
+        "-L",
+        str(Path(ocl.library).parent),
+        "-loclgrind",
+    ]
+    build_into(
+        command,
+        path,
+        lambda tail: missing(
+            f"building the plugin failed ({compiler}: {tail})",
+            f"the OpenCL headers and LLVM headers (Debian/Ubuntu: apt-get install {PACKAGES} "
+            f"llvm-dev)",
+        ),
+    )
 
 
 def find_compiler() -> str:
@@ -122,12 +145,17 @@ def find_llvm_include(library: str) -> str:
             candidates.append(_llvm_config(tool, "--includedir"))
     if major:
         candidates += [f"/usr/lib/llvm-{major}/include", f"/usr/lib/llvm/{major}/include"]
-    found = first(d for d in candidates
-                  if d and os.path.isfile(os.path.join(d, "llvm", "IR", "Instructions.h")))
+    found = first(
+        d
+        for d in candidates
+        if d and os.path.isfile(os.path.join(d, "llvm", "IR", "Instructions.h"))
+    )
     if found is None:
         name = f"llvm-{major}-dev" if major else "llvm-dev"
-        raise missing(f"the headers of LLVM {major or ''}, which Oclgrind uses, are missing",
-                      f"{name} (Debian/Ubuntu: apt-get install {name})")
+        raise missing(
+            f"the headers of LLVM {major or ''}, which Oclgrind uses, are missing",
+            f"{name} (Debian/Ubuntu: apt-get install {name})",
+        )
     return found
 
 

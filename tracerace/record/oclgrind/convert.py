@@ -53,19 +53,28 @@ from glob import escape, glob
 
 import numpy as np
 
-from ...trace.columns import ADDRESS_END
 from ...errors import TraceError
+from ...trace.columns import ADDRESS_END
 from ...trace.ops import Op, Scope, Sem, Space
 from ...trace.schema import FENCE_ALL, FENCE_GLOBAL, FENCE_SHARED
 from ...trace.writer import TraceWriter
 from ..events import Rows
 from ..sites import SiteIndex
 
-RECORD_DTYPE = np.dtype([
-    ("kind", "u1"), ("space", "u1"), ("detail", "u1"), ("variant", "u1"),
-    ("size", "<u4"), ("group", "<u4"), ("item", "<u4"), ("address", "<u8"),
-    ("site", "<u4"), ("count", "<u4"),
-])
+RECORD_DTYPE = np.dtype(
+    [
+        ("kind", "u1"),
+        ("space", "u1"),
+        ("detail", "u1"),
+        ("variant", "u1"),
+        ("size", "<u4"),
+        ("group", "<u4"),
+        ("item", "<u4"),
+        ("address", "<u8"),
+        ("site", "<u4"),
+        ("count", "<u4"),
+    ]
+)
 """``struct Record`` of the plugin (packed, little-endian, 32 bytes)."""
 
 NO_SITE = 0xFFFFFFFF
@@ -95,9 +104,9 @@ class Kind(IntEnum):
 class BarrierKind(IntEnum):
     """The ``variant`` of an ARRIVE; mirrors ``enum BarrierKind`` in the plugin."""
 
-    FLAGS = 0     # barrier / work_group_barrier: ``detail`` holds its flags
-    WAIT = 1      # wait_group_events
-    UNKNOWN = 2   # another call that waits at the barrier
+    FLAGS = 0  # barrier / work_group_barrier: ``detail`` holds its flags
+    WAIT = 1  # wait_group_events
+    UNKNOWN = 2  # another call that waits at the barrier
 
 
 class OclSpace(IntEnum):
@@ -118,8 +127,13 @@ FENCE_SEM = np.array([Sem.ACQ_REL, Sem.ACQUIRE, Sem.RELEASE], dtype=np.uint8)
 SPACE_OF = np.array([Space.LOCAL, Space.GLOBAL, Space.GLOBAL, Space.SHARED], dtype=np.uint8)
 """Trace space by Oclgrind address space."""
 
-OP_OF_ACCESS = {Kind.LOAD: Op.READ, Kind.STORE: Op.WRITE, Kind.ATOMIC: Op.ATOMIC,
-                Kind.HOST_WRITE: Op.INIT, Kind.ARG_INIT: Op.INIT}
+OP_OF_ACCESS = {
+    Kind.LOAD: Op.READ,
+    Kind.STORE: Op.WRITE,
+    Kind.ATOMIC: Op.ATOMIC,
+    Kind.HOST_WRITE: Op.INIT,
+    Kind.ARG_INIT: Op.INIT,
+}
 ACCESS_KINDS = list(OP_OF_ACCESS)
 DIRECT_KINDS = [*ACCESS_KINDS, Kind.ARRIVE, Kind.FENCE]
 """Records that become one row each (host writes only when a launch follows)."""
@@ -141,19 +155,26 @@ class CopyCall:
 
     dest: int
     src: int
-    dest_space: int   # Oclgrind address spaces
+    dest_space: int  # Oclgrind address spaces
     src_space: int
-    element: int      # bytes per element
+    element: int  # bytes per element
     count: int
-    src_stride: int   # in elements
+    src_stride: int  # in elements
     dest_stride: int
     event: int
 
     @property
     def key(self) -> tuple:
         """What Oclgrind compares to match the calls of one copy (the site aside)."""
-        return (self.dest, self.src, self.dest_space, self.element, self.count,
-                self.src_stride, self.dest_stride)
+        return (
+            self.dest,
+            self.src,
+            self.dest_space,
+            self.element,
+            self.count,
+            self.src_stride,
+            self.dest_stride,
+        )
 
 
 @dataclass
@@ -161,17 +182,30 @@ class Meta:
     """The plugin's text side table."""
 
     sites: list[str] = field(default_factory=list)
-    kernels: dict[int, str] = field(default_factory=dict)   # launch -> kernel name
+    kernels: dict[int, str] = field(default_factory=dict)  # launch -> kernel name
     buffers: list[dict] = field(default_factory=list)
     copies: dict[int, CopyCall] = field(default_factory=dict)
     waits: dict[int, tuple[int, ...]] = field(default_factory=dict)  # wait -> events
-    fatal: list[tuple[int, str]] = field(default_factory=list)       # (launch, message)
+    fatal: list[tuple[int, str]] = field(default_factory=list)  # (launch, message)
 
 
-ROW_DEFAULTS = {"op": 0, "launch": 0, "block": 0, "thread": 0, "space": int(Space.GLOBAL),
-                "addr": 0, "size": 0, "addr2": 0, "space2": int(Space.GLOBAL),
-                "obj": BARRIER_ID, "arg": 0, "scope": int(Scope.DEVICE),
-                "sem": int(Sem.RELAXED), "site": NO_SITE, "fence_spaces": FENCE_ALL}
+ROW_DEFAULTS = {
+    "op": 0,
+    "launch": 0,
+    "block": 0,
+    "thread": 0,
+    "space": int(Space.GLOBAL),
+    "addr": 0,
+    "size": 0,
+    "addr2": 0,
+    "space2": int(Space.GLOBAL),
+    "obj": BARRIER_ID,
+    "arg": 0,
+    "scope": int(Scope.DEVICE),
+    "sem": int(Sem.RELAXED),
+    "site": NO_SITE,
+    "fence_spaces": FENCE_ALL,
+}
 """The columns this converter writes, with the values of a row that does not set them."""
 
 
@@ -186,8 +220,13 @@ SOURCE = "oclgrind backend"
 """What errors about the plugin's files name: the files are temporary."""
 
 
-def convert(prefix: str, out: str, *, source_names: dict[str, str] | None = None,
-            batch_records: int = BATCH_RECORDS) -> tuple[int, int]:
+def convert(
+    prefix: str,
+    out: str,
+    *,
+    source_names: dict[str, str] | None = None,
+    batch_records: int = BATCH_RECORDS,
+) -> tuple[int, int]:
     """Write the v1 trace of the plugin output under ``prefix``; (events, launches).
 
     ``source_names`` renames source files in sites (Oclgrind calls a program
@@ -204,11 +243,17 @@ def convert(prefix: str, out: str, *, source_names: dict[str, str] | None = None
         raise fatal_error(meta, names)
     sites = SiteIndex([rename_site(s, names) for s in meta.sites])
     with TraceWriter(out, producer=PRODUCER) as writer:
-        writer.sites = sites.texts   # the converter appends to it (sites of added rows)
+        writer.sites = sites.texts  # the converter appends to it (sites of added rows)
         for buf in buffers(meta):
             try:
-                writer.buffer(buf["name"], buf["space"], buf["base"], buf["shape"],
-                              buf["itemsize"], launch=buf["launch"])
+                writer.buffer(
+                    buf["name"],
+                    buf["space"],
+                    buf["base"],
+                    buf["shape"],
+                    buf["itemsize"],
+                    launch=buf["launch"],
+                )
             except ValueError as exc:
                 raise bad_output("the side table", str(exc)[:200]) from None
         launches = 0
@@ -239,15 +284,23 @@ def fatal_error(meta: Meta, names: dict[str, str]) -> TraceError:
             details.append(f"at {names.get(at.group(2), at.group(2))}:{at.group(1)}")
     where = f" ({', '.join(details)})" if details else ""
     kernel = meta.kernels.get(launch, "?")
-    return TraceError(f"Oclgrind stopped kernel {kernel} (launch {launch}) with a fatal "
-                      f"error: {what}{where}; the rest of the launch never ran, so no trace "
-                      f"was written", path=SOURCE, rule="record")
+    return TraceError(
+        f"Oclgrind stopped kernel {kernel} (launch {launch}) with a fatal "
+        f"error: {what}{where}; the rest of the launch never ran, so no trace "
+        f"was written",
+        path=SOURCE,
+        rule="record",
+    )
 
 
 def bad_output(what: str, message: str) -> TraceError:
     """The error of a plugin file holding what the plugin does not write."""
-    return TraceError(f"{what}: {message} (the plugin does not write this: the recorded "
-                      f"program wrote its files?)", path=SOURCE, rule="record")
+    return TraceError(
+        f"{what}: {message} (the plugin does not write this: the recorded "
+        f"program wrote its files?)",
+        path=SOURCE,
+        rule="record",
+    )
 
 
 def read_output(prefix: str) -> tuple[str | None, Meta]:
@@ -259,16 +312,23 @@ def read_output(prefix: str) -> tuple[str | None, Meta]:
     """
     files = sorted(glob(f"{escape(prefix)}.*.events"))
     if not files:
-        raise TraceError("the program created no OpenCL context under Oclgrind (or "
-                         "Oclgrind could not load tracerace's plugin: see its messages "
-                         "above); nothing was recorded", path=SOURCE, rule="record")
+        raise TraceError(
+            "the program created no OpenCL context under Oclgrind (or "
+            "Oclgrind could not load tracerace's plugin: see its messages "
+            "above); nothing was recorded",
+            path=SOURCE,
+            rule="record",
+        )
     ran = [f for f in files if _ran_kernels(f)]
     if len(ran) > 1:
-        raise TraceError(f"{len(ran)} processes ran OpenCL kernels; record one at a time",
-                         path=SOURCE, rule="record")
+        raise TraceError(
+            f"{len(ran)} processes ran OpenCL kernels; record one at a time",
+            path=SOURCE,
+            rule="record",
+        )
     if not ran:
         return None, Meta()
-    return ran[0], read_meta(ran[0][:-len(".events")] + ".meta")
+    return ran[0], read_meta(ran[0][: -len(".events")] + ".meta")
 
 
 def read_records(path: str, batch: int) -> Iterator[np.ndarray]:
@@ -277,8 +337,9 @@ def read_records(path: str, batch: int) -> Iterator[np.ndarray]:
     try:
         total = os.path.getsize(path)
         if total % size:
-            raise bad_output("the records file", f"{total} bytes is not a whole number of "
-                             f"{size}-byte records")
+            raise bad_output(
+                "the records file", f"{total} bytes is not a whole number of {size}-byte records"
+            )
         with open(path, "rb") as f:
             while True:
                 records = np.fromfile(f, dtype=RECORD_DTYPE, count=batch)
@@ -286,8 +347,9 @@ def read_records(path: str, batch: int) -> Iterator[np.ndarray]:
                     return
                 yield records
     except OSError as exc:
-        raise TraceError(f"cannot read the plugin's records: {exc.strerror or exc}",
-                         path=SOURCE, rule="record") from None
+        raise TraceError(
+            f"cannot read the plugin's records: {exc.strerror or exc}", path=SOURCE, rule="record"
+        ) from None
 
 
 def _ran_kernels(path: str) -> bool:
@@ -314,8 +376,9 @@ _KNOWN_KIND = np.zeros(256, dtype=bool)
 _KNOWN_KIND[[int(k) for k in Kind]] = True
 
 
-def record_problem(rec: np.ndarray, launches_before: int, nsites: int,
-                   meta: Meta) -> tuple[int, str] | None:
+def record_problem(
+    rec: np.ndarray, launches_before: int, nsites: int, meta: Meta
+) -> tuple[int, str] | None:
     """(index, why) of the first record the plugin would not write, or None."""
     kind = rec["kind"]
     found = []
@@ -327,30 +390,46 @@ def record_problem(rec: np.ndarray, launches_before: int, nsites: int,
 
     first(~_KNOWN_KIND[kind], lambda i: f"unknown record kind {int(kind[i])}")
     begun = launches_before + np.cumsum(kind == Kind.KERNEL_BEGIN)
-    first((begun == 0) & (kind != Kind.HOST_WRITE),
-          lambda i: f"a {Kind(int(kind[i])).name} record before any kernel began")
+    first(
+        (begun == 0) & (kind != Kind.HOST_WRITE),
+        lambda i: f"a {Kind(int(kind[i])).name} record before any kernel began",
+    )
     access = np.isin(kind, ACCESS_KINDS)
-    first(access & (rec["space"] > OclSpace.LOCAL),
-          lambda i: f"address space {int(rec['space'][i])} (Oclgrind has 0 to 3)")
+    first(
+        access & (rec["space"] > OclSpace.LOCAL),
+        lambda i: f"address space {int(rec['space'][i])} (Oclgrind has 0 to 3)",
+    )
     room = np.uint64(ADDRESS_END) - rec["size"].astype(np.uint64)
-    first(access & (rec["address"] > room),
-          lambda i: f"address {int(rec['address'][i]):#x} + size {int(rec['size'][i])} "
-                    f"passes the end of the 64-bit address space")
+    first(
+        access & (rec["address"] > room),
+        lambda i: (
+            f"address {int(rec['address'][i]):#x} + size {int(rec['size'][i])} "
+            f"passes the end of the 64-bit address space"
+        ),
+    )
     rowed = np.isin(kind, DIRECT_KINDS + [Kind.COPY_ISSUE, Kind.WAIT_EVENTS])
-    first(rowed & (rec["site"] != NO_SITE) & (rec["site"] >= nsites),
-          lambda i: f"site {int(rec['site'][i])}, and the side table has {nsites}")
-    first((kind == Kind.RELEASE) & (rec["count"] > MAX_GROUP_SIZE),
-          lambda i: f"a work-group of {int(rec['count'][i]):,} work-items")
+    first(
+        rowed & (rec["site"] != NO_SITE) & (rec["site"] >= nsites),
+        lambda i: f"site {int(rec['site'][i])}, and the side table has {nsites}",
+    )
+    first(
+        (kind == Kind.RELEASE) & (rec["count"] > MAX_GROUP_SIZE),
+        lambda i: f"a work-group of {int(rec['count'][i]):,} work-items",
+    )
     copies = kind == Kind.COPY_ISSUE
     if copies.any():
         known = np.fromiter(meta.copies, dtype=np.int64, count=len(meta.copies))
-        first(copies & ~np.isin(rec["count"], known),
-              lambda i: f"async copy {int(rec['count'][i])}, which the side table lacks")
+        first(
+            copies & ~np.isin(rec["count"], known),
+            lambda i: f"async copy {int(rec['count'][i])}, which the side table lacks",
+        )
     waits = kind == Kind.WAIT_EVENTS
     if waits.any():
         known = np.fromiter(meta.waits, dtype=np.int64, count=len(meta.waits))
-        first(waits & ~np.isin(rec["count"], known),
-              lambda i: f"wait {int(rec['count'][i])}, which the side table lacks")
+        first(
+            waits & ~np.isin(rec["count"], known),
+            lambda i: f"wait {int(rec['count'][i])}, which the side table lacks",
+        )
     return min(found) if found else None
 
 
@@ -367,8 +446,11 @@ def read_meta(path: str) -> Meta:
     try:
         f = open(path, encoding="utf-8", errors="replace")
     except OSError as exc:
-        raise TraceError(f"cannot read the plugin's side table: {exc.strerror or exc}",
-                         path=SOURCE, rule="record") from None
+        raise TraceError(
+            f"cannot read the plugin's side table: {exc.strerror or exc}",
+            path=SOURCE,
+            rule="record",
+        ) from None
     with f:
         for lineno, line in enumerate(_bounded_lines(f), 1):
             parts = line.rstrip("\n").split("\t")
@@ -429,9 +511,16 @@ def _meta_line(meta: Meta, sites: dict[int, str], parts: list[str]) -> None:
         base_, bytes_ = _number(base), _number(size)
         if base_ + bytes_ > ADDRESS_END:
             raise ValueError("the buffer passes the end of the 64-bit address space")
-        meta.buffers.append({"launch": _number(launch, high=NO_SITE), "name": name,
-                             "space": space, "base": base_, "bytes": bytes_,
-                             "itemsize": _number(itemsize, low=1, high=1 << 16)})
+        meta.buffers.append(
+            {
+                "launch": _number(launch, high=NO_SITE),
+                "name": name,
+                "space": space,
+                "base": base_,
+                "bytes": bytes_,
+                "itemsize": _number(itemsize, low=1, high=1 << 16),
+            }
+        )
     elif kind == "copy":
         ints = [_number(v) for v in parts[2:11]]
         call = CopyCall(*ints)
@@ -465,23 +554,31 @@ def buffers(meta: Meta) -> list[dict]:
             continue
         name = buf["name"]
         kernel = meta.kernels.get(buf["launch"], "")
-        if name.startswith(kernel + "."):   # clang names a kernel's __local array kernel.var
-            name = name[len(kernel) + 1:]
+        if name.startswith(kernel + "."):  # clang names a kernel's __local array kernel.var
+            name = name[len(kernel) + 1 :]
         space = Space.SHARED if buf["space"] == "local" else Space.GLOBAL
-        out.append({"name": name, "space": int(space), "base": buf["base"],
-                    "shape": [buf["bytes"] // itemsize], "itemsize": itemsize,
-                    "launch": buf["launch"]})
+        out.append(
+            {
+                "name": name,
+                "space": int(space),
+                "base": buf["base"],
+                "shape": [buf["bytes"] // itemsize],
+                "itemsize": itemsize,
+                "launch": buf["launch"],
+            }
+        )
     return out
 
 
 # --- rows --------------------------------------------------------------------------
 
-def to_columns(records: np.ndarray, sites: list[str], meta: Meta | None = None
-               ) -> tuple[dict[str, np.ndarray], list[str]]:
+
+def to_columns(
+    records: np.ndarray, sites: list[str], meta: Meta | None = None
+) -> tuple[dict[str, np.ndarray], list[str]]:
     """Trace columns (in replay order) for all the records at once; sites may grow."""
     meta = meta or Meta()
-    converter = Converter(SiteIndex(sites), meta,
-                          int(np.sum(records["kind"] == Kind.KERNEL_BEGIN)))
+    converter = Converter(SiteIndex(sites), meta, int(np.sum(records["kind"] == Kind.KERNEL_BEGIN)))
     return converter.columns(records), sites
 
 
@@ -492,8 +589,8 @@ class Converter:
     def __init__(self, sites: SiteIndex, meta: Meta, launches: int) -> None:
         self.sites = sites
         self.meta = meta
-        self.launches = launches      # KERNEL_BEGIN records in the whole run
-        self.begun = 0                # ... in the batches before this one
+        self.launches = launches  # KERNEL_BEGIN records in the whole run
+        self.begun = 0  # ... in the batches before this one
         self.groups: dict[int, GroupState] = {}
         self.rows = 0
 
@@ -501,8 +598,7 @@ class Converter:
         """Columns of the next batch of records (``ts`` continues the last batch's)."""
         launch = launch_of(records, self.begun)
         kind = records["kind"]
-        keep = np.isin(kind, DIRECT_KINDS) & (
-            (kind != Kind.HOST_WRITE) | (launch < self.launches))
+        keep = np.isin(kind, DIRECT_KINDS) & ((kind != Kind.HOST_WRITE) | (launch < self.launches))
         base = direct_columns(records[keep], launch[keep])
         key = np.flatnonzero(keep) * 2
         extra = added_rows(records, launch, self.sites, self.meta, self.groups)
@@ -544,7 +640,8 @@ def direct_columns(rec: np.ndarray, launch: np.ndarray) -> dict[str, np.ndarray]
     known = arrive & (rec["variant"] != BarrierKind.UNKNOWN)
     spaces[known] = fence_spaces(rec["detail"][known])
     return {
-        "op": op, "launch": launch,
+        "op": op,
+        "launch": launch,
         "block": np.where(host, 0, rec["group"]).astype(np.int64),
         "thread": np.where(host, 0, rec["item"]).astype(np.int64),
         "space": space.astype(np.int64),
@@ -554,7 +651,8 @@ def direct_columns(rec: np.ndarray, launch: np.ndarray) -> dict[str, np.ndarray]
         "space2": np.full(n, Space.GLOBAL, dtype=np.int64),
         "obj": np.zeros(n, dtype=np.int64) + BARRIER_ID,
         "arg": np.where(arrive, rec["count"], 0).astype(np.int64),
-        "scope": scope, "sem": sem,
+        "scope": scope,
+        "sem": sem,
         "site": rec["site"].astype(np.int64),
         "fence_spaces": spaces,
     }
@@ -576,13 +674,18 @@ class GroupState:
 
     arrived: list[int] = field(default_factory=list)
     site: int = NO_SITE
-    waited: tuple[int, ...] = ()   # the events the barrier in progress completes
+    waited: tuple[int, ...] = ()  # the events the barrier in progress completes
     copies: list[PendingCopy] = field(default_factory=list)
     in_flight: dict[int, list[int]] = field(default_factory=dict)  # item -> events
 
 
-def added_rows(records: np.ndarray, launch: np.ndarray, sites: SiteIndex, meta: Meta,
-               groups: dict[int, GroupState]) -> Rows:
+def added_rows(
+    records: np.ndarray,
+    launch: np.ndarray,
+    sites: SiteIndex,
+    meta: Meta,
+    groups: dict[int, GroupState],
+) -> Rows:
     """Rows that are not one record each: missing barrier arrivals and async copies.
     ``groups`` is the work-groups' state, carried from batch to batch."""
     rows = Rows(ROW_DEFAULTS)
@@ -590,8 +693,13 @@ def added_rows(records: np.ndarray, launch: np.ndarray, sites: SiteIndex, meta: 
     index = np.flatnonzero(np.isin(records["kind"], wanted))
     picked = records[index]
     for i, kind, group, item, site, count in zip(
-            index.tolist(), picked["kind"].tolist(), picked["group"].tolist(),
-            picked["item"].tolist(), picked["site"].tolist(), picked["count"].tolist()):
+        index.tolist(),
+        picked["kind"].tolist(),
+        picked["group"].tolist(),
+        picked["item"].tolist(),
+        picked["site"].tolist(),
+        picked["count"].tolist(),
+    ):
         if kind == Kind.KERNEL_BEGIN:
             groups.clear()
             continue
@@ -615,19 +723,26 @@ def added_rows(records: np.ndarray, launch: np.ndarray, sites: SiteIndex, meta: 
     return rows
 
 
-def release(rows: Rows, index: int, records: np.ndarray, launch: int, state: GroupState,
-            sites: SiteIndex) -> None:
+def release(
+    rows: Rows, index: int, records: np.ndarray, launch: int, state: GroupState, sites: SiteIndex
+) -> None:
     """The rows of release record ``index``, sorted right after its position:
     a ``bar_arrive`` for each work-item that never reached the barrier."""
     group, size = int(records["group"][index]), int(records["count"][index])
     missing = sorted(set(range(size)) - set(state.arrived))
     if not missing:
         return
-    site = sites.add("(work-item finished before the barrier at "
-                     f"{site_text(sites, state.site)})")
+    site = sites.add(f"(work-item finished before the barrier at {site_text(sites, state.site)})")
     spaces = int(fence_spaces(int(records["detail"][index])))
-    rows.arrive(2 * index + 1, missing, launch=launch, block=group, arg=len(state.arrived),
-                site=site, fence_spaces=spaces)
+    rows.arrive(
+        2 * index + 1,
+        missing,
+        launch=launch,
+        block=group,
+        arg=len(state.arrived),
+        site=site,
+        fence_spaces=spaces,
+    )
 
 
 def issue_copy(rows: Rows, where: tuple, call: CopyCall, state: GroupState) -> None:
@@ -644,15 +759,25 @@ def issue_copy(rows: Rows, where: tuple, call: CopyCall, state: GroupState) -> N
     dest_space = SPACE_OF[min(call.dest_space, OclSpace.LOCAL)]
     src_space = SPACE_OF[min(call.src_space, OclSpace.LOCAL)]
     for n in range(call.count):
-        rows.add(key, op=Op.CP_ASYNC, launch=launch, block=group, thread=item,
-                 space=dest_space, addr=call.dest + n * call.dest_stride * call.element,
-                 space2=src_space, addr2=call.src + n * call.src_stride * call.element,
-                 size=call.element, site=site)
+        rows.add(
+            key,
+            op=Op.CP_ASYNC,
+            launch=launch,
+            block=group,
+            thread=item,
+            space=dest_space,
+            addr=call.dest + n * call.dest_stride * call.element,
+            space2=src_space,
+            addr2=call.src + n * call.src_stride * call.element,
+            size=call.element,
+            site=site,
+        )
     rows.add(key, op=Op.CP_ASYNC_COMMIT, launch=launch, block=group, thread=item, site=site)
 
 
-def wait_copies(rows: Rows, where: tuple, events: tuple[int, ...], state: GroupState,
-                sites: SiteIndex) -> None:
+def wait_copies(
+    rows: Rows, where: tuple, events: tuple[int, ...], state: GroupState, sites: SiteIndex
+) -> None:
     """A work-item's ``wait_group_events``: the copies it issued with those
     events retire (a ``cp_async_wait`` before its ``bar_sync``). A wait retires
     a work-item's copies oldest first; leaving an older one of its copies in
@@ -664,13 +789,23 @@ def wait_copies(rows: Rows, where: tuple, events: tuple[int, ...], state: GroupS
         return
     newest = waited[-1]
     if len(waited) != newest + 1:
-        raise TraceError(f"at {site_text(sites, site)}, work-item {item} of work-group {group} "
-                         "waits for an async copy it issued while an older copy it issued "
-                         "stays in flight; the trace format retires copies oldest first",
-                         path=SOURCE, rule="record")
-    state.in_flight[item] = flight[newest + 1:]
-    rows.add(key, op=Op.CP_ASYNC_WAIT, launch=launch, block=group, thread=item,
-             arg=len(flight) - newest - 1, site=site)
+        raise TraceError(
+            f"at {site_text(sites, site)}, work-item {item} of work-group {group} "
+            "waits for an async copy it issued while an older copy it issued "
+            "stays in flight; the trace format retires copies oldest first",
+            path=SOURCE,
+            rule="record",
+        )
+    state.in_flight[item] = flight[newest + 1 :]
+    rows.add(
+        key,
+        op=Op.CP_ASYNC_WAIT,
+        launch=launch,
+        block=group,
+        thread=item,
+        arg=len(flight) - newest - 1,
+        site=site,
+    )
 
 
 def site_text(sites: SiteIndex, index: int) -> str:

@@ -41,10 +41,17 @@ from ._libdevice import Libdevice
 INTERPRETER = "triton.runtime.interpreter"
 
 HOOKS = {
-    INTERPRETER: ("InterpretedFunction.run", "InterpretedFunction.rewritten_fn",
-                  "interpreter_builder", "interpreter_semantic", "GridExecutor.__init__",
-                  "GridExecutor.__call__",
-                  "_implicit_cvt", "_get_np_dtype", "TensorHandle"),
+    INTERPRETER: (
+        "InterpretedFunction.run",
+        "InterpretedFunction.rewritten_fn",
+        "interpreter_builder",
+        "interpreter_semantic",
+        "GridExecutor.__init__",
+        "GridExecutor.__call__",
+        "_implicit_cvt",
+        "_get_np_dtype",
+        "TensorHandle",
+    ),
     "triton.language.extra.libdevice": ("rsqrt",),
     "triton.language.extra.cuda.libdevice": ("rsqrt",),
     "triton.runtime.driver": ("driver.set_active",),
@@ -58,20 +65,28 @@ HOOKS = {
 BUILDER_METHODS = {
     "set_grid_dim": ("nx", "ny", "nz"),
     "set_grid_idx": ("x", "y", "z"),
-    "create_masked_load": ("ptrs", "mask", "other", "cache_modifier", "eviction_policy",
-                           "is_volatile"),
+    "create_masked_load": (
+        "ptrs",
+        "mask",
+        "other",
+        "cache_modifier",
+        "eviction_policy",
+        "is_volatile",
+    ),
     "create_masked_store": ("ptrs", "value", "mask", "cache_modifier", "eviction_policy"),
     "create_atomic_rmw": ("rmwOp", "ptr", "val", "mask", "sem", "scope"),
     "create_atomic_cas": ("ptr", "cmp", "val", "sem", "scope"),
     "create_barrier": (),
-    "create_extern_elementwise": ("libName", "libPath", "symbol", "argList", "retType",
-                                  "isPure"),
+    "create_extern_elementwise": ("libName", "libPath", "symbol", "argList", "retType", "isPure"),
 }
 """The builder methods the recorder wraps -> the parameters it relies on, in order."""
 
-ROUTED = {"create_load": "create_masked_load", "create_store": "create_masked_store",
-          "create_descriptor_load": "create_masked_load",
-          "create_descriptor_store": "create_masked_store"}
+ROUTED = {
+    "create_load": "create_masked_load",
+    "create_store": "create_masked_store",
+    "create_descriptor_load": "create_masked_load",
+    "create_descriptor_store": "create_masked_store",
+}
 """Builder methods whose accesses the recorder sees through another method."""
 
 MEMORY_PRIMITIVES = ("load", "store", "atomic_cas", "atomic_rmw")
@@ -90,8 +105,10 @@ class InterpreterDriver:
         return run_once
 
     def __getattr__(self, name: str):
-        raise AttributeError(f"triton.runtime.driver.active.{name} needs a GPU driver; "
-                             f"the recorded program runs under the interpreter, which has none")
+        raise AttributeError(
+            f"triton.runtime.driver.active.{name} needs a GPU driver; "
+            f"the recorded program runs under the interpreter, which has none"
+        )
 
 
 def run_once(kernel_call, quantiles=None, **_options):
@@ -117,11 +134,16 @@ def missing_hooks() -> list[str]:
         if fn is None or f"self.{target}(" not in inspect.getsource(fn):
             missing.append(f"InterpreterBuilder.{method} calling {target}")
     for primitive in MEMORY_PRIMITIVES:
-        callers = [name for name, fn in vars(builder).items() if callable(fn)
-                   and f"_interpreter.{primitive}(" in inspect.getsource(fn)]
+        callers = [
+            name
+            for name, fn in vars(builder).items()
+            if callable(fn) and f"_interpreter.{primitive}(" in inspect.getsource(fn)
+        ]
         if not set(callers) <= set(BUILDER_METHODS):
-            missing.append(f"only the wrapped methods call _interpreter.{primitive} "
-                           f"(also: {', '.join(sorted(set(callers) - set(BUILDER_METHODS)))})")
+            missing.append(
+                f"only the wrapped methods call _interpreter.{primitive} "
+                f"(also: {', '.join(sorted(set(callers) - set(BUILDER_METHODS)))})"
+            )
     return missing
 
 
@@ -139,8 +161,12 @@ def install(session) -> None:
     def run(kernel, *args, grid, warmup, **kwargs):
         if warmup:
             return stock_run(kernel, *args, grid=grid, warmup=warmup, **kwargs)
-        return session.launch(lambda: stock_run(kernel, *args, grid=grid, warmup=warmup,
-                                                **kwargs), kernel, args, kwargs)
+        return session.launch(
+            lambda: stock_run(kernel, *args, grid=grid, warmup=warmup, **kwargs),
+            kernel,
+            args,
+            kwargs,
+        )
 
     interpreter.InterpretedFunction.run = run
     _wrap_builder(interpreter.interpreter_builder, session)
@@ -152,8 +178,9 @@ def install(session) -> None:
 
     interpreter.GridExecutor.__init__ = init
     interpreter._implicit_cvt = _scalar_arguments(interpreter._implicit_cvt)
-    Libdevice(session.refuse).install(interpreter.interpreter_builder,
-                                      interpreter.interpreter_semantic, interpreter._get_np_dtype)
+    Libdevice(session.refuse).install(
+        interpreter.interpreter_builder, interpreter.interpreter_semantic, interpreter._get_np_dtype
+    )
 
 
 def _scalar_arguments(stock):
@@ -166,8 +193,9 @@ def _scalar_arguments(stock):
 
     def implicit_cvt(arg):
         if isinstance(arg, float):
-            return tl.tensor(TensorHandle(np.array([arg], dtype=np.float32), tl.float32),
-                             tl.float32)
+            return tl.tensor(
+                TensorHandle(np.array([arg], dtype=np.float32), tl.float32), tl.float32
+            )
         return stock(arg)
 
     return implicit_cvt
@@ -193,8 +221,9 @@ def _wrap_builder(builder, session) -> None:
 
     def create_masked_load(ptrs, mask, other, cache_modifier, eviction_policy, is_volatile):
         session.access(READ, ptrs, mask)
-        value = stock["create_masked_load"](ptrs, mask, other, cache_modifier, eviction_policy,
-                                            is_volatile)
+        value = stock["create_masked_load"](
+            ptrs, mask, other, cache_modifier, eviction_policy, is_volatile
+        )
         if is_volatile:
             session.volatile_load_done(ptrs, mask, value)
         return value
@@ -220,6 +249,13 @@ def _wrap_builder(builder, session) -> None:
         return stock["create_barrier"]()
 
     session.programs.set_enter(enter)
-    for fn in (set_grid_dim, set_grid_idx, create_masked_load, create_masked_store,
-               create_atomic_rmw, create_atomic_cas, create_barrier):
+    for fn in (
+        set_grid_dim,
+        set_grid_idx,
+        create_masked_load,
+        create_masked_store,
+        create_atomic_rmw,
+        create_atomic_cas,
+        create_barrier,
+    ):
         setattr(builder, fn.__name__, fn)

@@ -31,9 +31,16 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from ._memory import EMPTY, Intervals, tensor_bytes
 
-EMPTY_OPS = frozenset({"aten::empty", "aten::empty_like", "aten::new_empty",
-                       "aten::empty_strided", "aten::new_empty_strided",
-                       "aten::empty_permuted"})
+EMPTY_OPS = frozenset(
+    {
+        "aten::empty",
+        "aten::empty_like",
+        "aten::new_empty",
+        "aten::empty_strided",
+        "aten::new_empty_strided",
+        "aten::empty_permuted",
+    }
+)
 """Operations whose result holds no data."""
 
 METADATA_OPS = frozenset({"aten::set_", "aten::as_strided_"})
@@ -105,8 +112,10 @@ class HostMemory(TorchDispatchMode):
 
     def _allocated(self, storage) -> None:
         key = id(storage)
-        self._uninit[key] = (weakref.ref(storage, lambda _, key=key: self._forget(key)),
-                             Intervals.span(0, storage.nbytes()))
+        self._uninit[key] = (
+            weakref.ref(storage, lambda _, key=key: self._forget(key)),
+            Intervals.span(0, storage.nbytes()),
+        )
         self._declared.discard(key)
 
     def wrote(self, tensor) -> None:

@@ -21,7 +21,6 @@ import math
 import numpy as np
 
 
-
 def _elementwise(fn):
     """A scalar ``math`` function applied to every element."""
     return np.vectorize(fn, otypes=[np.float64])
@@ -44,38 +43,85 @@ def _fma(x, y, z):
 
 NUMPY = {
     # roots and reciprocals
-    "sqrt": np.sqrt, "sqrt_rn": np.sqrt, "rsqrt": lambda x: 1 / np.sqrt(x),
-    "rsqrt_rn": lambda x: 1 / np.sqrt(x), "rcp_rn": lambda x: 1 / x, "cbrt": np.cbrt,
-    "rcbrt": lambda x: 1 / np.cbrt(x), "hypot": np.hypot,
+    "sqrt": np.sqrt,
+    "sqrt_rn": np.sqrt,
+    "rsqrt": lambda x: 1 / np.sqrt(x),
+    "rsqrt_rn": lambda x: 1 / np.sqrt(x),
+    "rcp_rn": lambda x: 1 / x,
+    "cbrt": np.cbrt,
+    "rcbrt": lambda x: 1 / np.cbrt(x),
+    "hypot": np.hypot,
     "rhypot": lambda x, y: 1 / np.hypot(x, y),
     # exponentials and logarithms
-    "exp": np.exp, "exp2": np.exp2, "exp10": lambda x: np.power(10.0, x), "expm1": np.expm1,
-    "log": np.log, "log2": np.log2, "log10": np.log10, "log1p": np.log1p,
-    "pow": np.power, "fast_expf": np.exp, "fast_exp10f": lambda x: np.power(10.0, x),
-    "fast_logf": np.log, "fast_log2f": np.log2, "fast_log10f": np.log10,
-    "fast_powf": np.power, "ldexp": lambda x, e: np.ldexp(x, np.asarray(e, dtype=np.int32)),
+    "exp": np.exp,
+    "exp2": np.exp2,
+    "exp10": lambda x: np.power(10.0, x),
+    "expm1": np.expm1,
+    "log": np.log,
+    "log2": np.log2,
+    "log10": np.log10,
+    "log1p": np.log1p,
+    "pow": np.power,
+    "fast_expf": np.exp,
+    "fast_exp10f": lambda x: np.power(10.0, x),
+    "fast_logf": np.log,
+    "fast_log2f": np.log2,
+    "fast_log10f": np.log10,
+    "fast_powf": np.power,
+    "ldexp": lambda x, e: np.ldexp(x, np.asarray(e, dtype=np.int32)),
     "scalbn": lambda x, e: np.ldexp(x, np.asarray(e, dtype=np.int32)),
     # trigonometric and hyperbolic
-    "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin, "acos": np.arccos,
-    "atan": np.arctan, "atan2": np.arctan2, "sinh": np.sinh, "cosh": np.cosh,
-    "tanh": np.tanh, "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "atan2": np.arctan2,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
     "sinpi": lambda x: np.sin(np.pi * np.asarray(x, dtype=np.float64)),
     "cospi": lambda x: np.cos(np.pi * np.asarray(x, dtype=np.float64)),
-    "fast_sinf": np.sin, "fast_cosf": np.cos, "fast_tanf": np.tan,
+    "fast_sinf": np.sin,
+    "fast_cosf": np.cos,
+    "fast_tanf": np.tan,
     # special functions
-    "erf": _elementwise(math.erf), "erfc": _elementwise(math.erfc),
-    "lgamma": _elementwise(math.lgamma), "tgamma": _elementwise(math.gamma),
+    "erf": _elementwise(math.erf),
+    "erfc": _elementwise(math.erfc),
+    "lgamma": _elementwise(math.lgamma),
+    "tgamma": _elementwise(math.gamma),
     # rounding and parts
-    "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "rint": np.rint,
-    "nearbyint": np.rint, "round": _round_half_away, "abs": np.abs,
-    "copysign": np.copysign, "fmod": np.fmod, "remainder": _elementwise(math.remainder),
-    "fdim": _fdim, "nextafter": np.nextafter, "saturatef": lambda x: np.clip(x, 0, 1),
+    "floor": np.floor,
+    "ceil": np.ceil,
+    "trunc": np.trunc,
+    "rint": np.rint,
+    "nearbyint": np.rint,
+    "round": _round_half_away,
+    "abs": np.abs,
+    "copysign": np.copysign,
+    "fmod": np.fmod,
+    "remainder": _elementwise(math.remainder),
+    "fdim": _fdim,
+    "nextafter": np.nextafter,
+    "saturatef": lambda x: np.clip(x, 0, 1),
     # arithmetic with a named rounding (round to nearest is NumPy's)
-    "add_rn": np.add, "sub_rn": np.subtract, "mul_rn": np.multiply, "div_rn": np.divide,
-    "fast_dividef": np.divide, "fma": _fma, "fma_rn": _fma,
+    "add_rn": np.add,
+    "sub_rn": np.subtract,
+    "mul_rn": np.multiply,
+    "div_rn": np.divide,
+    "fast_dividef": np.divide,
+    "fma": _fma,
+    "fma_rn": _fma,
     # classification
-    "isnan": np.isnan, "isinf": np.isinf, "signbit": np.signbit,
-    "finitef": np.isfinite, "isfinited": np.isfinite,
+    "isnan": np.isnan,
+    "isinf": np.isinf,
+    "signbit": np.signbit,
+    "finitef": np.isfinite,
+    "isfinited": np.isfinite,
 }
 """libdevice name -> the NumPy function computing its elements."""
 
@@ -97,13 +143,17 @@ class Libdevice:
         from triton.language.extra import libdevice as stubs
         from triton.language.extra.cuda import libdevice as cuda
 
-        backend = {name: fn for name, fn in vars(cuda).items()
-                   if callable(fn) and not name.startswith("_")}
+        backend = {
+            name: fn for name, fn in vars(cuda).items() if callable(fn) and not name.startswith("_")
+        }
         for module in (stubs, cuda):
             module_name = module.__name__
             for name, fn in list(vars(module).items()):
-                if inspect.isfunction(fn) and not name.startswith("_") \
-                        and fn.__module__ == module_name:
+                if (
+                    inspect.isfunction(fn)
+                    and not name.startswith("_")
+                    and fn.__module__ == module_name
+                ):
                     setattr(module, name, self._function(name, backend.get(name), semantic))
 
         def create_extern_elementwise(libName, libPath, symbol, argList, retType, isPure):
@@ -131,8 +181,7 @@ class Libdevice:
         name = self._calling[-1] if self._calling else symbol
         fn = NUMPY.get(name)
         if fn is None:
-            raise self._refuse(f"libdevice.{name} ({symbol}) has no CPU version in the "
-                               f"recorder")
+            raise self._refuse(f"libdevice.{name} ({symbol}) has no CPU version in the recorder")
         scalar = getattr(ret_type, "scalar", ret_type)
         with np.errstate(all="ignore"):  # a GPU gives inf and nan without a word
             data = fn(*(h.data for h in handles))

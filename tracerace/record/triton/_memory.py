@@ -35,21 +35,22 @@ class RecordError(Exception):
 
 # --- byte sets -----------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Intervals:
     """A set of byte offsets as sorted, disjoint, non-adjacent ``[start, end)`` runs."""
 
     starts: np.ndarray  # int64
-    ends: np.ndarray    # int64
+    ends: np.ndarray  # int64
 
     @classmethod
-    def span(cls, start: int, end: int) -> "Intervals":
+    def span(cls, start: int, end: int) -> Intervals:
         if end <= start:
             return EMPTY
         return cls(np.array([start], dtype=np.int64), np.array([end], dtype=np.int64))
 
     @classmethod
-    def of_elements(cls, offsets: np.ndarray, itemsize: int) -> "Intervals":
+    def of_elements(cls, offsets: np.ndarray, itemsize: int) -> Intervals:
         """The bytes of elements of ``itemsize`` bytes at ``offsets`` (any order)."""
         starts = np.unique(np.asarray(offsets, dtype=np.int64))
         if starts.size == 0:
@@ -62,13 +63,13 @@ class Intervals:
     def __bool__(self) -> bool:
         return bool(self.starts.size)
 
-    def minus(self, other: "Intervals") -> "Intervals":
+    def minus(self, other: Intervals) -> Intervals:
         return _combine(self, other, lambda a, b: a & ~b)
 
-    def intersect(self, other: "Intervals") -> "Intervals":
+    def intersect(self, other: Intervals) -> Intervals:
         return _combine(self, other, lambda a, b: a & b)
 
-    def complement_in(self, start: int, end: int) -> "Intervals":
+    def complement_in(self, start: int, end: int) -> Intervals:
         """The bytes of ``[start, end)`` not in this set."""
         return Intervals.span(start, end).minus(self)
 
@@ -96,8 +97,9 @@ def _combine(a: Intervals, b: Intervals, keep) -> Intervals:
 
 def _member(s: Intervals, points: np.ndarray) -> np.ndarray:
     """Whether each point lies in ``s`` (runs are disjoint: started minus ended)."""
-    return (np.searchsorted(s.starts, points, "right")
-            - np.searchsorted(s.ends, points, "right")) > 0
+    return (
+        np.searchsorted(s.starts, points, "right") - np.searchsorted(s.ends, points, "right")
+    ) > 0
 
 
 def tensor_bytes(tensor) -> Intervals:
@@ -116,11 +118,12 @@ def tensor_bytes(tensor) -> Intervals:
 
 # --- virtual addresses -------------------------------------------------------------------------
 
+
 @dataclass
 class _Range:
-    real: int      # data_ptr of the storage
+    real: int  # data_ptr of the storage
     nbytes: int
-    virt: int      # its virtual address
+    virt: int  # its virtual address
     ref: weakref.ref
 
 
@@ -146,8 +149,9 @@ class StorageMap:
         else:
             virt, new = self._next, True
             self._next += -(-max(nbytes, 1) // GLOBAL_ALIGN) * GLOBAL_ALIGN
-        self._ranges[key] = _Range(real, nbytes, virt,
-                                   weakref.ref(storage, lambda _, key=key: self._drop(key)))
+        self._ranges[key] = _Range(
+            real, nbytes, virt, weakref.ref(storage, lambda _, key=key: self._drop(key))
+        )
         return virt, new
 
     def _holder(self, real: int, nbytes: int) -> _Range | None:
@@ -162,7 +166,8 @@ class StorageMap:
                 raise RecordError(
                     f"two tensors' storages overlap in part ({nbytes} bytes at 0x{real:x} and "
                     f"{r.nbytes} bytes at 0x{r.real:x}); the recorder follows one storage "
-                    f"inside another, not partial overlaps")
+                    f"inside another, not partial overlaps"
+                )
         return None
 
     def _drop(self, key: int) -> None:
@@ -194,6 +199,8 @@ class LaunchMemory:
             inside &= addrs + np.uint64(size) <= self.end[safe]
         if not inside.all():
             bad = int(addrs[np.argmin(inside)])
-            raise RecordError(f"an access of {size} bytes at 0x{bad:x} is outside every tensor "
-                              f"argument of the launch")
+            raise RecordError(
+                f"an access of {size} bytes at 0x{bad:x} is outside every tensor "
+                f"argument of the launch"
+            )
         return addrs - self.real[safe] + self.virt[safe]

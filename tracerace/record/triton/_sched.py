@@ -87,12 +87,14 @@ class Programs:
 
     def function(self, fn):
         """The kernel function the interpreter calls once per program."""
+
         def program(**args):
             self._spawn(fn, args)
 
         # The interpreter finds triton.language in the function's globals.
-        program = types.FunctionType(program.__code__, fn.__globals__, fn.__name__,
-                                     None, program.__closure__)
+        program = types.FunctionType(
+            program.__code__, fn.__globals__, fn.__name__, None, program.__closure__
+        )
         program.__signature__ = inspect.signature(fn)
         return program
 
@@ -179,7 +181,11 @@ class Programs:
             self._main.switch()
 
     def _deadlock(self) -> str:
-        waits = ", ".join(f"program {self._tasks[p][0]} at {self._polls.get(p, 'an atomic')}"
-                          for p in sorted(self._tasks))
-        return (f"no program can go on: {waits} poll memory that no program changes "
-                f"(a deadlock, or a wait for a program that has ended)")
+        waits = ", ".join(
+            f"program {self._tasks[p][0]} at {self._polls.get(p, 'an atomic')}"
+            for p in sorted(self._tasks)
+        )
+        return (
+            f"no program can go on: {waits} poll memory that no program changes "
+            f"(a deadlock, or a wait for a program that has ended)"
+        )

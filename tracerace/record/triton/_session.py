@@ -21,6 +21,7 @@ import inspect
 import os
 import sys
 import traceback
+
 import numpy as np
 import torch
 
@@ -33,8 +34,12 @@ from ._sched import Deadlock, Programs, Schedule
 
 GLOBAL = int(Space.GLOBAL)
 
-SEMANTICS = {"RELAXED": Sem.RELAXED, "ACQUIRE": Sem.ACQUIRE, "RELEASE": Sem.RELEASE,
-             "ACQUIRE_RELEASE": Sem.ACQ_REL}
+SEMANTICS = {
+    "RELAXED": Sem.RELAXED,
+    "ACQUIRE": Sem.ACQUIRE,
+    "RELEASE": Sem.RELEASE,
+    "ACQUIRE_RELEASE": Sem.ACQ_REL,
+}
 """Triton's ``sem`` (``ir.MEM_SEMANTIC`` member names) -> the trace's."""
 SCOPES = {"CTA": Scope.BLOCK, "GPU": Scope.DEVICE, "SYSTEM": Scope.SYSTEM}
 """Triton's ``scope`` (``ir.MEM_SYNC_SCOPE``: "cta", "gpu", "sys") -> the trace's."""
@@ -69,8 +74,9 @@ class Session(Recording):
         """Log the launch of ``kernel`` on ``args`` and ``kwargs``, which ``run()`` (the
         interpreter's) runs."""
         if self._memory is not None:
-            raise self.fail(f"kernel {kernel.__name__} was launched from inside kernel "
-                            f"{self._kernel}")
+            raise self.fail(
+                f"kernel {kernel.__name__} was launched from inside kernel {self._kernel}"
+            )
         with self.launch_timer():
             try:
                 with self.host.paused():
@@ -112,8 +118,9 @@ class Session(Recording):
                 views.setdefault(key, []).append(name)
         for (base, shape, itemsize, strides), names in views.items():
             # Arguments that are one view of one memory get one buffer: "x=out".
-            self.writer.buffer("=".join(names), GLOBAL, base, shape, itemsize,
-                               strides=strides, launch=index)
+            self.writer.buffer(
+                "=".join(names), GLOBAL, base, shape, itemsize, strides=strides, launch=index
+            )
         self._memory = LaunchMemory(ranges)
 
     def _initialized(self, virt: int, span: Intervals) -> None:
@@ -130,8 +137,9 @@ class Session(Recording):
         text = "".join(traceback.format_exception_only(type(cause), cause)).strip()
         first = text.splitlines()[0] if text else type(cause).__name__
         where = self.sites.innermost(cause.__traceback__)
-        return (f"kernel {self._kernel}, program {self._pid} raised {first}"
-                + (f" at {where}" if where else ""))
+        return f"kernel {self._kernel}, program {self._pid} raised {first}" + (
+            f" at {where}" if where else ""
+        )
 
     def grid(self, dims: tuple[int, int, int]) -> None:
         self._grid = dims
@@ -173,8 +181,16 @@ class Session(Recording):
         if not addrs.size:
             return
         virt = self._translate(addrs, itemsize, "atomic")
-        word = pack(ATOMIC, space=GLOBAL, size=itemsize, sem=int(self._code(SEMANTICS, sem)),
-                    scope=int(self._code(SCOPES, scope))) | self.sites.word()
+        word = (
+            pack(
+                ATOMIC,
+                space=GLOBAL,
+                size=itemsize,
+                sem=int(self._code(SEMANTICS, sem)),
+                scope=int(self._code(SCOPES, scope)),
+            )
+            | self.sites.word()
+        )
         self._append(virt, np.full(virt.size, word, dtype=np.uint64))
 
     def atomic_done(self, ptrs, mask, old) -> None:
@@ -193,8 +209,9 @@ class Session(Recording):
         the program's last one at this line read."""
         addrs = self._active(ptrs, mask)
         if addrs.size:
-            self.programs.read(self.sites.text(),
-                               addrs.tobytes() + _active_values(value, ptrs, mask).tobytes())
+            self.programs.read(
+                self.sites.text(), addrs.tobytes() + _active_values(value, ptrs, mask).tobytes()
+            )
 
     def barrier(self) -> None:
         """``tl.debug_barrier``: a barrier of the program (its ``arg`` rides in the address)."""
@@ -212,15 +229,19 @@ class Session(Recording):
         try:
             return self._memory.translate(addrs, itemsize)
         except RecordError as exc:
-            raise self.fail(f"kernel {self._kernel}, program {self._pid}: a {what} at "
-                            f"{self.sites.text()}: {exc}") from None
+            raise self.fail(
+                f"kernel {self._kernel}, program {self._pid}: a {what} at "
+                f"{self.sites.text()}: {exc}"
+            ) from None
 
     def _code(self, table: dict, value) -> int:
         """The trace's code for Triton's ``sem`` or ``scope`` ``value``."""
         code = table.get(getattr(value, "name", None))
         if code is None:
-            raise self.fail(f"kernel {self._kernel}: an atomic at {self.sites.text()} has "
-                            f"{value!r}, which the recorder does not know")
+            raise self.fail(
+                f"kernel {self._kernel}: an atomic at {self.sites.text()} has "
+                f"{value!r}, which the recorder does not know"
+            )
         return code
 
     def _append(self, addr: np.ndarray, word: np.ndarray) -> None:
@@ -233,15 +254,15 @@ class Session(Recording):
 
     def refuse(self, message: str) -> RecordError:
         """:meth:`fail` for what the kernel line running now asks of the recorder."""
-        return self.fail(f"kernel {self._kernel}, program {self._pid}: {message} at "
-                         f"{self.sites.text()}")
+        return self.fail(
+            f"kernel {self._kernel}, program {self._pid}: {message} at {self.sites.text()}"
+        )
 
     def fail(self, message: str) -> RecordError:
         """The error to raise when the recorder cannot follow; the first reason is kept."""
         if self.failure is None:
             self.failure = message
         return RecordError(message)
-
 
 
 def _active_values(handle, ptrs, mask) -> np.ndarray:
@@ -277,6 +298,7 @@ def element_size(ptrs) -> int:
 
 # --- the launch's tensors ------------------------------------------------------------------
 
+
 def kernel_tensors(fn, args: tuple, kwargs: dict):
     """(name, tensor) of every tensor a launch passes, as the interpreter binds them:
     keywords it does not take are dropped; tuples give ``name.i``; a tensor
@@ -292,8 +314,10 @@ def kernel_tensors(fn, args: tuple, kwargs: dict):
             yield from walk(name, value.base)
         elif isinstance(value, torch.Tensor):
             if value.device.type != "cpu":
-                raise RecordError(f"argument {name} of kernel {fn.__name__} is a tensor on "
-                                  f"{value.device}; the triton backend records CPU tensors")
+                raise RecordError(
+                    f"argument {name} of kernel {fn.__name__} is a tensor on "
+                    f"{value.device}; the triton backend records CPU tensors"
+                )
             yield name, value
         elif isinstance(value, TensorDescriptor):
             yield from walk(name, value.base)
@@ -301,15 +325,18 @@ def kernel_tensors(fn, args: tuple, kwargs: dict):
             for i, item in enumerate(value):
                 yield from walk(f"{name}.{i}", item)
         elif hasattr(value, "data_ptr"):
-            raise RecordError(f"argument {name} of kernel {fn.__name__} is a "
-                              f"{type(value).__name__}, not a torch tensor: the recorder "
-                              f"cannot see its memory")
+            raise RecordError(
+                f"argument {name} of kernel {fn.__name__} is a "
+                f"{type(value).__name__}, not a torch tensor: the recorder "
+                f"cannot see its memory"
+            )
 
     for name, value in bound.items():
         yield from walk(name, value)
 
 
 # --- sites ---------------------------------------------------------------------------------
+
 
 class KernelSites:
     """Source sites: the ``file:line`` of the innermost kernel frame.

@@ -30,8 +30,9 @@ def get(name: str) -> ModuleType:
     try:
         return FORMATS[name]
     except KeyError:
-        raise TraceError(f"unknown format {name!r} (known: {', '.join(FORMATS)})",
-                         path="options", rule="usage") from None
+        raise TraceError(
+            f"unknown format {name!r} (known: {', '.join(FORMATS)})", path="options", rule="usage"
+        ) from None
 
 
 def resolve(fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None) -> ModuleType:
@@ -40,6 +41,9 @@ def resolve(fmt: str, out: str | os.PathLike[str] | IO[Any] | None = None) -> Mo
     module = get(fmt)
     stream = sys.stdout if out is None else out
     if module.BINARY and not isinstance(stream, (str, os.PathLike)) and text.is_terminal(stream):
-        raise TraceError(f"the {fmt} format is binary: give an output file or redirect stdout",
-                         path="options", rule="usage")
+        raise TraceError(
+            f"the {fmt} format is binary: give an output file or redirect stdout",
+            path="options",
+            rule="usage",
+        )
     return module

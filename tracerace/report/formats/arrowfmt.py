@@ -29,10 +29,10 @@ from typing import IO, Any
 import numpy as np
 import pyarrow as pa
 
+from ...trace.meta import TraceMeta
 from ..arrow_report import WRITE_OPTIONS, Columns, link_columns, report_table, schema_for
 from ..hazards import Link
 from ..hints import Hint
-from ...trace.meta import TraceMeta
 from ..model import ReportModel
 
 NAME = "arrow"
@@ -51,8 +51,14 @@ def write(report: ReportModel, stream: IO[bytes]) -> None:
 def to_arrow(report: ReportModel) -> pa.Table:
     """One row per finding the report keeps (not grouped), flat columns
     (:mod:`tracerace.report.arrow_report`)."""
-    return report_table(report.meta, report.findings, report.group_of(), report.events,
-                        report.links, report.update_hints)
+    return report_table(
+        report.meta,
+        report.findings,
+        report.group_of(),
+        report.events,
+        report.links,
+        report.update_hints,
+    )
 
 
 class FindingsWriter:
@@ -118,8 +124,9 @@ class FindingsWriter:
                 self._target.seek(0)
                 shutil.copyfileobj(self._target, self._out, COPY_CHUNK)
 
-    def _relink(self, src: Any, dst: Any, links: Mapping[int, Link],
-                updates: Mapping[int, Hint]) -> None:
+    def _relink(
+        self, src: Any, dst: Any, links: Mapping[int, Link], updates: Mapping[int, Hint]
+    ) -> None:
         """The IPC file or stream written to ``src``, with the ``linked_*`` columns
         of ``links`` and the hints of the ``updates`` groups, to ``dst``, a batch
         at a time."""
@@ -141,7 +148,7 @@ class FindingsWriter:
                 groups = batch.column(names.index("group")).to_numpy(zero_copy_only=False)
                 columns = batch.columns[:start] + link_columns(groups, links)
                 if updates:
-                    columns[hint_at:hint_at + 2] = columns_of.rehint(batch, updates)
+                    columns[hint_at : hint_at + 2] = columns_of.rehint(batch, updates)
                 writer.write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
 
 

@@ -35,17 +35,17 @@ import os
 import struct
 import zlib
 from base64 import b64encode
-from dataclasses import replace
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import IO, Any
 
 import numpy as np
 
 from ...trace.meta import Buffer, TraceMeta
 from ...trace.ops import Space
+from ...version import tool_version
 from ..model import HazardGroup, ReportModel
 from ..sources import SourceRoots
-from ...version import tool_version
 from .sarif import SITE_RE
 
 NAME = "html"
@@ -77,14 +77,24 @@ TAKES_SOURCE_ROOTS = True
 """``write`` and ``FindingsWriter`` take ``source_roots`` (the files source lines come from)."""
 
 
-def write(report: ReportModel, stream: IO[str], *,
-          source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
+def write(
+    report: ReportModel,
+    stream: IO[str],
+    *,
+    source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = (),
+) -> None:
     """The page of ``report``, heatmaps from the findings it kept; source lines
     only from files inside ``source_roots`` (none: no file is read)."""
     heat = Heat(report.meta)
     heat.add(report.findings)
-    stream.write(render_page(report, heat, exact=report.keeps_every_finding,
-                             source_roots=SourceRoots.of(source_roots)))
+    stream.write(
+        render_page(
+            report,
+            heat,
+            exact=report.keeps_every_finding,
+            source_roots=SourceRoots.of(source_roots),
+        )
+    )
 
 
 class FindingsWriter:
@@ -93,8 +103,13 @@ class FindingsWriter:
 
     takes_report = True
 
-    def __init__(self, out: Any, *, file: bool,
-                 source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
+    def __init__(
+        self,
+        out: Any,
+        *,
+        file: bool,
+        source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = (),
+    ) -> None:
         self._out = out
         self._heat: Heat | None = None
         self._roots = SourceRoots.of(source_roots)
@@ -114,13 +129,15 @@ class FindingsWriter:
             return
         page = render_page(report, self._heat, exact=exact, source_roots=self._roots)
         if isinstance(self._out, (io.RawIOBase, io.BufferedIOBase)) or "b" in getattr(
-                self._out, "mode", ""):
+            self._out, "mode", ""
+        ):
             self._out.write(page.encode("utf-8"))
         else:
             self._out.write(page)
 
 
 # -- heatmaps -----------------------------------------------------------------------
+
 
 class Heat:
     """Findings per element of each named buffer, exact, in bounded memory."""
@@ -204,8 +221,11 @@ def _heatmap(b: Buffer, counts: np.ndarray, per: int, findings: int) -> dict[str
     else:
         grid = counts.reshape(-1, cols)
         lead = " x ".join(str(d) for d in b.shape[:-1])
-        rows_label = f"rows: [{lead}] (index {', '.join(f'i{k}' for k in range(len(b.shape) - 1))})" \
-            if len(b.shape) > 1 else ""
+        rows_label = (
+            f"rows: [{lead}] (index {', '.join(f'i{k}' for k in range(len(b.shape) - 1))})"
+            if len(b.shape) > 1
+            else ""
+        )
         cols_label = f"columns: last index 0..{cols - 1}"
     grid = _bin2d(grid, HEAT_ROWS, HEAT_COLS)
     hot = np.argsort(-counts, kind="stable")[:3]
@@ -214,15 +234,27 @@ def _heatmap(b: Buffer, counts: np.ndarray, per: int, findings: int) -> dict[str
         if counts[e] == 0:
             break
         index = np.unravel_index(e * per, b.shape) if per == 1 else None
-        name = f"{b.name}[{', '.join(map(str, index))}]" if index is not None else \
-            f"{b.name} elements {e * per}..{min(n, (e + 1) * per) - 1}"
+        name = (
+            f"{b.name}[{', '.join(map(str, index))}]"
+            if index is not None
+            else f"{b.name} elements {e * per}..{min(n, (e + 1) * per) - 1}"
+        )
         hottest.append(f"{name}: {int(counts[e]):,}")
     space = Space(b.space).name.lower() if b.space in Space._value2member_map_ else str(b.space)
-    return {"name": b.name, "shape": " x ".join(map(str, b.shape)), "space": space,
-            "findings": findings, "involved": int(np.count_nonzero(counts)) * per if per == 1
-            else None, "elements": n, "png": _png_uri(grid), "rows": grid.shape[0],
-            "cols": grid.shape[1], "rows_label": rows_label, "cols_label": cols_label,
-            "hottest": hottest}
+    return {
+        "name": b.name,
+        "shape": " x ".join(map(str, b.shape)),
+        "space": space,
+        "findings": findings,
+        "involved": int(np.count_nonzero(counts)) * per if per == 1 else None,
+        "elements": n,
+        "png": _png_uri(grid),
+        "rows": grid.shape[0],
+        "cols": grid.shape[1],
+        "rows_label": rows_label,
+        "cols_label": cols_label,
+        "hottest": hottest,
+    }
 
 
 def _bin2d(grid: np.ndarray, max_rows: int, max_cols: int) -> np.ndarray:
@@ -236,8 +268,8 @@ def _bin2d(grid: np.ndarray, max_rows: int, max_cols: int) -> np.ndarray:
     return padded.reshape(padded.shape[0] // fr, fr, padded.shape[1] // fc, fc).sum(axis=(1, 3))
 
 
-_LOW = np.array([255, 247, 214], dtype=np.float64)   # pale yellow
-_HIGH = np.array([189, 0, 38], dtype=np.float64)     # dark red
+_LOW = np.array([255, 247, 214], dtype=np.float64)  # pale yellow
+_HIGH = np.array([189, 0, 38], dtype=np.float64)  # dark red
 
 
 def _png_uri(grid: np.ndarray) -> str:
@@ -252,15 +284,24 @@ def _png_uri(grid: np.ndarray) -> str:
     raw = b"".join(b"\x00" + pixels[y].tobytes() for y in range(h))
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+        return (
+            struct.pack(">I", len(data))
+            + kind
+            + data
+            + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+        )
 
-    png = (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
-           + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+    png = (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw, 9))
+        + chunk(b"IEND", b"")
+    )
     return "data:image/png;base64," + b64encode(png).decode("ascii")
 
 
 # -- source context -----------------------------------------------------------------
+
 
 class Sources:
     """Lines around the sites, from files inside the source roots only
@@ -294,9 +335,13 @@ class Sources:
         if not 1 <= line <= len(lines):
             return None
         lo, hi = max(1, line - SOURCE_CONTEXT), min(len(lines), line + SOURCE_CONTEXT)
-        return {"file": name, "line": line,
-                "lines": [(n, shorten(lines[n - 1], SOURCE_LINE_CHARS), n == line)
-                          for n in range(lo, hi + 1)]}
+        return {
+            "file": name,
+            "line": line,
+            "lines": [
+                (n, shorten(lines[n - 1], SOURCE_LINE_CHARS), n == line) for n in range(lo, hi + 1)
+            ],
+        }
 
 
 def shorten(text: str, limit: int) -> str:
@@ -313,14 +358,17 @@ def bounded(report: ReportModel) -> ReportModel:
     each place the page names it, never its whole length."""
     meta = report.meta
     texts = [*meta.sites, meta.producer or "", *(b.name for b in meta.buffers)]
-    if all(len(t) <= SITE_CHARS for t in texts) and \
-            all(len(w) <= WARNING_CHARS for w in meta.warnings):
+    if all(len(t) <= SITE_CHARS for t in texts) and all(
+        len(w) <= WARNING_CHARS for w in meta.warnings
+    ):
         return report
-    meta = replace(meta, sites=tuple(shorten(s, SITE_CHARS) for s in meta.sites),
-                   producer=None if meta.producer is None else shorten(meta.producer, SITE_CHARS),
-                   buffers=tuple(replace(b, name=shorten(b.name, SITE_CHARS))
-                                 for b in meta.buffers),
-                   warnings=tuple(shorten(w, WARNING_CHARS) for w in meta.warnings))
+    meta = replace(
+        meta,
+        sites=tuple(shorten(s, SITE_CHARS) for s in meta.sites),
+        producer=None if meta.producer is None else shorten(meta.producer, SITE_CHARS),
+        buffers=tuple(replace(b, name=shorten(b.name, SITE_CHARS)) for b in meta.buffers),
+        warnings=tuple(shorten(w, WARNING_CHARS) for w in meta.warnings),
+    )
     return replace(report, meta=meta)
 
 
@@ -354,14 +402,28 @@ MIN_SLOT, SLOT_PAD, GAP = 56, 14, 30
 """Narrowest column, space between two columns' texts, and the width of a
 column standing for events left out between two shown ones."""
 
-_SYNC_SHAPES = {"bar_sync": "bar", "bar_arrive": "bar", "warp_sync": "bar",
-                "wait": "wait", "mbar_wait": "wait", "cp_async_wait": "wait", "bulk_wait": "wait",
-                "acquire": "wait", "signal": "signal", "release": "signal",
-                "mbar_arrive": "signal", "fence": "fence", "fence_proxy_async": "fence"}
+_SYNC_SHAPES = {
+    "bar_sync": "bar",
+    "bar_arrive": "bar",
+    "warp_sync": "bar",
+    "wait": "wait",
+    "mbar_wait": "wait",
+    "cp_async_wait": "wait",
+    "bulk_wait": "wait",
+    "acquire": "wait",
+    "signal": "signal",
+    "release": "signal",
+    "mbar_arrive": "signal",
+    "fence": "fence",
+    "fence_proxy_async": "fence",
+}
 
 
-_EDGE_LABELS = {"async_inflight": "copy still in flight", "proxy_fence": "no fence.proxy.async",
-                "sync_alias": "crossed hand-off"}
+_EDGE_LABELS = {
+    "async_inflight": "copy still in flight",
+    "proxy_fence": "no fence.proxy.async",
+    "sync_alias": "crossed hand-off",
+}
 
 
 def text_width(text: str, size: int) -> float:
@@ -374,7 +436,7 @@ def _count(n: int, one: str, many: str) -> str:
 
 
 def _cut(text: str, chars: int) -> str:
-    return text if len(text) <= chars else text[:chars - 1] + "\u2026"
+    return text if len(text) <= chars else text[: chars - 1] + "\u2026"
 
 
 def _event_label(e: Any) -> str:
@@ -423,8 +485,11 @@ def timeline_layout(group: HazardGroup, lanes: list) -> dict[str, Any]:
     rows = sorted({e.row for e in events})
     slot = MIN_SLOT
     for e in events:
-        slot = max(slot, math.ceil(text_width(_event_label(e), EVENT_PX)) + SLOT_PAD,
-                   math.ceil(text_width(f"{e.row:,}", ROW_PX)) + SLOT_PAD)
+        slot = max(
+            slot,
+            math.ceil(text_width(_event_label(e), EVENT_PX)) + SLOT_PAD,
+            math.ceil(text_width(f"{e.row:,}", ROW_PX)) + SLOT_PAD,
+        )
     room = MAX_WIDTH - MARGIN_LEFT - MARGIN_RIGHT
     columns = _columns(rows, {e.row for e in events if e.role}, slot, room)
     x_of: dict[int, int] = {}
@@ -447,9 +512,11 @@ def timeline_layout(group: HazardGroup, lanes: list) -> dict[str, Any]:
             extra.append(_count(lane.dropped + hidden, "event", "events") + " not shown")
         names.append(lane.label + (f"  ({'; '.join(extra)})" if extra else ""))
     kind_label = _EDGE_LABELS.get(group.kind, "unordered")
-    width = max(x + MARGIN_RIGHT,
-                max((math.ceil(text_width(n, NAME_PX)) + 2 * 8 for n in names), default=0),
-                math.ceil(text_width(kind_label, EDGE_PX)) + 2 * 8)
+    width = max(
+        x + MARGIN_RIGHT,
+        max((math.ceil(text_width(n, NAME_PX)) + 2 * 8 for n in names), default=0),
+        math.ceil(text_width(kind_label, EDGE_PX)) + 2 * 8,
+    )
     width = min(width, MAX_WIDTH)
     name_chars = math.floor((width - 2 * 8) / (NAME_PX * CHAR_EM) + 1e-9)
     height = MARGIN_TOP + LANE_HEIGHT * len(lanes) + MARGIN_BOTTOM
@@ -459,28 +526,50 @@ def timeline_layout(group: HazardGroup, lanes: list) -> dict[str, Any]:
         top = MARGIN_TOP + LANE_HEIGHT * li
         y = top + MARK_Y
         lines.append({"x1": MARGIN_LEFT - 10, "y1": y, "x2": width - 6, "y2": y, "cls": "lane"})
-        texts.append({"x": 8, "y": top + NAME_Y, "text": _cut(names[li], name_chars),
-                      "cls": "lanelabel"})
+        texts.append(
+            {"x": 8, "y": top + NAME_Y, "text": _cut(names[li], name_chars), "cls": "lanelabel"}
+        )
         for e in lane.events:
             if e.row not in x_of:
                 continue
             ex = x_of[e.row]
-            kind = "access" if e.op in ("read", "write", "atomic", "init") else \
-                _SYNC_SHAPES.get(e.op, "copy")
-            title = f"row {e.row:,}: {e.op}" + (f" on {e.obj}" if e.obj else "") + \
-                (f" at {e.site}" if e.site else "")
+            kind = (
+                "access"
+                if e.op in ("read", "write", "atomic", "init")
+                else _SYNC_SHAPES.get(e.op, "copy")
+            )
+            title = (
+                f"row {e.row:,}: {e.op}"
+                + (f" on {e.obj}" if e.obj else "")
+                + (f" at {e.site}" if e.site else "")
+            )
             marks.append({"x": ex, "y": y, "kind": kind, "role": e.role or "", "title": title})
-            texts.append({"x": ex, "y": top + EVENT_Y, "text": _event_label(e),
-                          "cls": "evlabel", "anchor": "middle"})
-            texts.append({"x": ex, "y": top + ROW_Y, "text": f"{e.row:,}", "cls": "rowlabel",
-                          "anchor": "middle"})
+            texts.append(
+                {
+                    "x": ex,
+                    "y": top + EVENT_Y,
+                    "text": _event_label(e),
+                    "cls": "evlabel",
+                    "anchor": "middle",
+                }
+            )
+            texts.append(
+                {
+                    "x": ex,
+                    "y": top + ROW_Y,
+                    "text": f"{e.row:,}",
+                    "cls": "rowlabel",
+                    "anchor": "middle",
+                }
+            )
             if e.role:
                 points[e.role] = (ex, y, top)
         lane_rows = {e.row for e in lane.events}
         for gx, hidden_rows in gaps:
             if lane_rows & hidden_rows:
-                texts.append({"x": gx, "y": y + 4, "text": "\u22ef", "cls": "gap",
-                              "anchor": "middle"})
+                texts.append(
+                    {"x": gx, "y": y + 4, "text": "\u22ef", "cls": "gap", "anchor": "middle"}
+                )
     missing = None
     if "earlier" in points and "later" in points:
         (x1, y1, _), (x2, y2, top2) = points["earlier"], points["later"]
@@ -494,8 +583,15 @@ def timeline_layout(group: HazardGroup, lanes: list) -> dict[str, Any]:
             path = f"M {x1} {y1} L {x2} {y2}"
         tx = int(min(max(tx, half + 4), width - half - 4))
         missing = {"path": path, "label": kind_label, "tx": tx, "ty": top2 + EDGE_Y}
-    return {"width": width, "height": height, "marks": marks, "texts": texts, "lines": lines,
-            "missing": missing, "empty": not rows}
+    return {
+        "width": width,
+        "height": height,
+        "marks": marks,
+        "texts": texts,
+        "lines": lines,
+        "missing": missing,
+        "empty": not rows,
+    }
 
 
 def _windows(groups: list[HazardGroup]) -> list:
@@ -505,9 +601,15 @@ def _windows(groups: list[HazardGroup]) -> list:
     for g in groups:
         ex = g.example
         first = ex.first
-        out.append(Window(ex.second.launch, (ex.second.row, ex.second.block, ex.second.thread),
-                          None if first is None or first.launch != ex.second.launch
-                          else (first.row, first.block, first.thread)))
+        out.append(
+            Window(
+                ex.second.launch,
+                (ex.second.row, ex.second.block, ex.second.thread),
+                None
+                if first is None or first.launch != ex.second.launch
+                else (first.row, first.block, first.thread),
+            )
+        )
     return out
 
 
@@ -521,13 +623,18 @@ def _lanes(report: ReportModel, groups: list[HazardGroup]) -> list[list] | None:
         return None
     coords = report.meta.coords
     try:
-        return timelines(path, _windows(groups), report.meta,
-                         lambda launch, block, thread: coords.agent(launch, block, thread))
+        return timelines(
+            path,
+            _windows(groups),
+            report.meta,
+            lambda launch, block, thread: coords.agent(launch, block, thread),
+        )
     except (TraceError, OSError):
         return None
 
 
 # -- the page -------------------------------------------------------------------------
+
 
 def _snippets(sources: Sources, example: Any) -> list[tuple[str, dict[str, Any]]]:
     """(label, source context) of the example's sites that have one, labelled
@@ -545,13 +652,18 @@ def _snippets(sources: Sources, example: Any) -> list[tuple[str, dict[str, Any]]
     return out
 
 
-def render_page(report: ReportModel, heat: Heat, *, exact: bool,
-                source_roots: SourceRoots | None = None) -> str:
+def render_page(
+    report: ReportModel, heat: Heat, *, exact: bool, source_roots: SourceRoots | None = None
+) -> str:
     import jinja2
 
     report = bounded(report)
-    env = jinja2.Environment(loader=jinja2.PackageLoader("tracerace.report.formats", "templates"),
-                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("tracerace.report.formats", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
     shown = list(report.shown_groups)
     detailed = shown[:DETAIL_GROUPS]
     lanes = _lanes(report, detailed)
@@ -561,25 +673,50 @@ def render_page(report: ReportModel, heat: Heat, *, exact: bool,
         ex = g.example
         hint = g.hint
         timeline = timeline_layout(g, lanes[i]) if lanes is not None else None
-        groups.append({
-            "id": g.id, "kind": g.kind, "severity": g.severity, "count": g.count,
-            "first_site": g.first_site, "second_site": g.second_site,
-            "earlier": ex.first.text if ex.first is not None else None,
-            "later": ex.second.text,
-            "bytes": g.bytes_text() if ex.location is not None else None,
-            "why": ex.explanation, "fix": hint.text if hint is not None else None,
-            "linked": g.linked,
-            "sources": _snippets(sources, ex),
-            "timeline": timeline,
-        })
-    table = [{"id": g.id, "kind": g.kind, "severity": g.severity, "count": g.count,
-              "first_site": g.first_site, "second_site": g.second_site,
-              "fix": g.hint.text if g.hint is not None else ""}
-             for g in shown[DETAIL_GROUPS:DETAIL_GROUPS + TABLE_GROUPS]]
+        groups.append(
+            {
+                "id": g.id,
+                "kind": g.kind,
+                "severity": g.severity,
+                "count": g.count,
+                "first_site": g.first_site,
+                "second_site": g.second_site,
+                "earlier": ex.first.text if ex.first is not None else None,
+                "later": ex.second.text,
+                "bytes": g.bytes_text() if ex.location is not None else None,
+                "why": ex.explanation,
+                "fix": hint.text if hint is not None else None,
+                "linked": g.linked,
+                "sources": _snippets(sources, ex),
+                "timeline": timeline,
+            }
+        )
+    table = [
+        {
+            "id": g.id,
+            "kind": g.kind,
+            "severity": g.severity,
+            "count": g.count,
+            "first_site": g.first_site,
+            "second_site": g.second_site,
+            "fix": g.hint.text if g.hint is not None else "",
+        }
+        for g in shown[DETAIL_GROUPS : DETAIL_GROUPS + TABLE_GROUPS]
+    ]
     by_kind = [(k, n) for k, n in report.summary["by_kind"].items() if n]
     return env.get_template("report.html.j2").render(
-        report=report, meta=report.meta, version=tool_version(), summary=report.summary_line(),
-        by_kind=by_kind, omitted=report.omitted_line(), legend=report.legend,
-        groups=groups, table=table, unlisted=max(0, len(shown) - DETAIL_GROUPS - TABLE_GROUPS),
-        heatmaps=heat.maps(), exact=exact, timelines_read=lanes is not None,
-        status="errors" if report.errors else ("warnings" if report.warnings else "clean"))
+        report=report,
+        meta=report.meta,
+        version=tool_version(),
+        summary=report.summary_line(),
+        by_kind=by_kind,
+        omitted=report.omitted_line(),
+        legend=report.legend,
+        groups=groups,
+        table=table,
+        unlisted=max(0, len(shown) - DETAIL_GROUPS - TABLE_GROUPS),
+        heatmaps=heat.maps(),
+        exact=exact,
+        timelines_read=lanes is not None,
+        status="errors" if report.errors else ("warnings" if report.warnings else "clean"),
+    )

@@ -22,32 +22,41 @@ only ever added within a version; a change to an existing one is a new version."
 
 
 def write(report: ReportModel, stream: IO[str]) -> None:
-    doc = {**head(report), "hazards": Items(group_json(g) for g in report.shown_groups),
-           **tail(report)}
+    doc = {
+        **head(report),
+        "hazards": Items(group_json(g) for g in report.shown_groups),
+        **tail(report),
+    }
     dump(doc, stream)
     stream.write("\n")
 
 
 def to_json(report: ReportModel) -> dict[str, Any]:
     """The whole JSON report as a dict."""
-    return {**head(report), "hazards": [group_json(g) for g in report.shown_groups],
-            **tail(report)}
+    return {**head(report), "hazards": [group_json(g) for g in report.shown_groups], **tail(report)}
 
 
 def head(report: ReportModel) -> dict[str, Any]:
     """The JSON report's fields before ``hazards``, in order."""
     meta = report.meta
-    return {"version": JSON_VERSION, "events": report.events,
-            "trace": meta.path, "producer": meta.producer,
-            "warnings": list(meta.warnings),
-            "launches": [d.to_json() for d in meta.launches],
-            "legend": report.legend}
+    return {
+        "version": JSON_VERSION,
+        "events": report.events,
+        "trace": meta.path,
+        "producer": meta.producer,
+        "warnings": list(meta.warnings),
+        "launches": [d.to_json() for d in meta.launches],
+        "legend": report.legend,
+    }
 
 
 def tail(report: ReportModel) -> dict[str, Any]:
     """The JSON report's fields after ``hazards``, in order."""
-    out: dict[str, Any] = {"summary": report.summary, "summary_line": report.summary_line(),
-                           "groups": report.group_count}
+    out: dict[str, Any] = {
+        "summary": report.summary,
+        "summary_line": report.summary_line(),
+        "groups": report.group_count,
+    }
     if report.omitted_groups:
         out["hazards_omitted"] = report.omitted_groups
     if report.filtered:
@@ -61,17 +70,30 @@ def group_json(group: HazardGroup) -> dict[str, Any]:
     ex = group.example
     hint = group.hint
     return {
-        "kind": group.kind, "severity": group.severity, "count": group.count,
-        "space": ex.space, "addr": ex.addr, "size": ex.size,
+        "kind": group.kind,
+        "severity": group.severity,
+        "count": group.count,
+        "space": ex.space,
+        "addr": ex.addr,
+        "size": ex.size,
         "first": ex.first.to_json() if ex.first is not None else None,
         "second": ex.second.to_json(),
-        "element": ex.element, "explanation": ex.explanation,
-        "obj": ex.obj, "reason": ex.reason,
-        "group": group.id, "first_site": group.first_site, "second_site": group.second_site,
+        "element": ex.element,
+        "explanation": ex.explanation,
+        "obj": ex.obj,
+        "reason": ex.reason,
+        "group": group.id,
+        "first_site": group.first_site,
+        "second_site": group.second_site,
         "roles": {"earlier": group.earlier_role, "later": group.later_role},
-        "owner": ex.owner, "owner_text": group.owner_text, "location": ex.location,
-        "locations": list(group.locations), "byte_ranges": group.byte_ranges,
-        "span": group.span, "code": ex.code, "aux": ex.aux,
+        "owner": ex.owner,
+        "owner_text": group.owner_text,
+        "location": ex.location,
+        "locations": list(group.locations),
+        "byte_ranges": group.byte_ranges,
+        "span": group.span,
+        "code": ex.code,
+        "aux": ex.aux,
         "hint": hint.to_json() if hint is not None else None,
         "linked": group.linked.to_json() if group.linked is not None else None,
     }

@@ -105,7 +105,7 @@ def dump(value: Any, stream: IO[str], level: int = 0) -> None:
         n = 0
         stream.write("[")
         plain = isinstance(value, Items)
-        for item in (value.items if plain else value):
+        for item in value.items if plain else value:
             stream.write(",\n" if n else "\n")
             stream.write(pad + INDENT)
             if plain:

@@ -29,13 +29,13 @@ from collections.abc import Iterable
 from typing import IO, Any
 from urllib.parse import quote
 
+from ...shown import shown
+from ...trace.ops import HazardKind
+from ...version import tool_version
 from ..explain import KIND_TITLES
 from ..hazards import Access
-from ...trace.ops import HazardKind
 from ..model import HazardGroup, ReportModel
-from ...shown import shown
 from ..sources import SourceRoots
-from ...version import tool_version
 from .jsonstream import Items, dump
 
 NAME = "sarif"
@@ -52,16 +52,21 @@ TAKES_SOURCE_ROOTS = True
 """``write`` takes ``source_roots``: site paths are made relative to them."""
 
 
-def write(report: ReportModel, stream: IO[str], *,
-          source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> None:
+def write(
+    report: ReportModel,
+    stream: IO[str],
+    *,
+    source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = (),
+) -> None:
     """Result by result, as each group is worded."""
     roots = SourceRoots.of(source_roots)
     dump(_document(report, Items(_result(g, roots) for g in report.shown_groups)), stream)
     stream.write("\n")
 
 
-def to_sarif(report: ReportModel, *,
-             source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()) -> dict[str, Any]:
+def to_sarif(
+    report: ReportModel, *, source_roots: SourceRoots | Iterable[str | os.PathLike[str]] = ()
+) -> dict[str, Any]:
     """The whole SARIF document as a dict."""
     roots = SourceRoots.of(source_roots)
     return _document(report, [_result(g, roots) for g in report.shown_groups])
@@ -69,11 +74,13 @@ def to_sarif(report: ReportModel, *,
 
 def _document(report: ReportModel, results: list | Items) -> dict[str, Any]:
     run: dict[str, Any] = {
-        "tool": {"driver": {
-            "name": "tracerace",
-            "version": tool_version(),
-            "rules": [_rule(kind) for kind in HazardKind],
-        }},
+        "tool": {
+            "driver": {
+                "name": "tracerace",
+                "version": tool_version(),
+                "rules": [_rule(kind) for kind in HazardKind],
+            }
+        },
         "results": results,
         "properties": {"events": report.events, "summary": report.summary},
     }
@@ -82,13 +89,17 @@ def _document(report: ReportModel, results: list | Items) -> dict[str, Any]:
     if report.filtered:
         run["properties"]["filtered"] = report.filtered
     if report.meta.path:
-        run["artifacts"] = [{"location": {"uri": _uri(report.meta.path)},
-                             "roles": ["analysisTarget"]}]
+        run["artifacts"] = [
+            {"location": {"uri": _uri(report.meta.path)}, "roles": ["analysisTarget"]}
+        ]
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
-_RULE_NAMES = {HazardKind.RAW: "ReadAfterWrite", HazardKind.WAR: "WriteAfterRead",
-               HazardKind.WAW: "WriteAfterWrite"}
+_RULE_NAMES = {
+    HazardKind.RAW: "ReadAfterWrite",
+    HazardKind.WAR: "WriteAfterRead",
+    HazardKind.WAW: "WriteAfterWrite",
+}
 
 
 def _rule(kind: HazardKind) -> dict[str, Any]:
@@ -111,23 +122,31 @@ def _result(group: HazardGroup, roots: SourceRoots) -> dict[str, Any]:
         "ruleIndex": int(HazardKind[group.kind.upper()]),
         "level": group.severity,
         "message": _message(f"{group.kind}: {ex.explanation} ({count}{where}).{fix}"),
-        "locations": [location(ex.second, f"later {ex.second.op} by {_agent(ex.second)}",
-                               roots)],
-        "properties": {"count": group.count, "space": ex.space, "addr": ex.addr,
-                       "size": ex.size, "element": ex.element, "row": ex.second.row,
-                       "group": group.id},
+        "locations": [location(ex.second, f"later {ex.second.op} by {_agent(ex.second)}", roots)],
+        "properties": {
+            "count": group.count,
+            "space": ex.space,
+            "addr": ex.addr,
+            "size": ex.size,
+            "element": ex.element,
+            "row": ex.second.row,
+            "group": group.id,
+        },
     }
     related = []
     if ex.first is not None:
-        related.append({"id": 1, **location(ex.first,
-                                            f"earlier {ex.first.op} by {_agent(ex.first)}",
-                                            roots)})
+        related.append(
+            {"id": 1, **location(ex.first, f"earlier {ex.first.op} by {_agent(ex.first)}", roots)}
+        )
         result["properties"]["firstRow"] = ex.first.row
     linked = group.linked
     if linked is not None:
         related.append({"id": 2, **_site_location(linked.site, linked.text, roots)})
-        result["properties"]["linked"] = {"row": linked.row, "obj": linked.obj,
-                                          "hint": linked.hint.text}
+        result["properties"]["linked"] = {
+            "row": linked.row,
+            "obj": linked.obj,
+            "hint": linked.hint.text,
+        }
     if related:
         result["relatedLocations"] = related
     if hint is not None:
@@ -152,11 +171,24 @@ def _fix(text: str, site: str | None, roots: SourceRoots) -> dict[str, Any] | No
     if uri is None or int(m["line"]) < 1:
         return None
     line = int(m["line"])
-    return {"description": _message(text), "artifactChanges": [{
-        "artifactLocation": {"uri": uri},
-        "replacements": [{"deletedRegion": {"startLine": line, "startColumn": 1,
-                                            "endLine": line, "endColumn": 1}}],
-    }]}
+    return {
+        "description": _message(text),
+        "artifactChanges": [
+            {
+                "artifactLocation": {"uri": uri},
+                "replacements": [
+                    {
+                        "deletedRegion": {
+                            "startLine": line,
+                            "startColumn": 1,
+                            "endLine": line,
+                            "endColumn": 1,
+                        }
+                    }
+                ],
+            }
+        ],
+    }
 
 
 def _site_location(site: str | None, text: str, roots: SourceRoots) -> dict[str, Any]:
@@ -167,9 +199,13 @@ def _site_location(site: str | None, text: str, roots: SourceRoots) -> dict[str,
     uri = _site_uri(m["file"], roots) if m is not None else None
     if uri is None or int(m["line"]) < 1:
         return {"logicalLocations": [_logical(site)], "message": _message(text)}
-    return {"physicalLocation": {"artifactLocation": {"uri": uri},
-                                 "region": {"startLine": int(m["line"])}},
-            "message": _message(text)}
+    return {
+        "physicalLocation": {
+            "artifactLocation": {"uri": uri},
+            "region": {"startLine": int(m["line"])},
+        },
+        "message": _message(text),
+    }
 
 
 def location(access: Access, what: str, roots: SourceRoots | None = None) -> dict[str, Any]:

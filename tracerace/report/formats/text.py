@@ -45,8 +45,9 @@ def write(report: ReportModel, stream: IO[str]) -> None:
 
 def to_text(report: ReportModel) -> str:
     """The text report, as ``tracerace check`` writes it to a file."""
-    return "".join("".join(text for text, _ in line) + "\n"
-                   for lines in blocks(report) for line in lines)
+    return "".join(
+        "".join(text for text, _ in line) + "\n" for lines in blocks(report) for line in lines
+    )
 
 
 def blocks(report: ReportModel) -> Iterator[list[Line]]:
@@ -57,7 +58,7 @@ def blocks(report: ReportModel) -> Iterator[list[Line]]:
         yield _shown_lines(group_lines(group)) + [[]]
     end = []
     if report.legend is not None:
-        end += field_lines("agents", report.legend[len("agents are "):], "note")
+        end += field_lines("agents", report.legend[len("agents are ") :], "note")
     omitted = report.omitted_line()
     if omitted:
         end.append([(omitted, "note")])
@@ -70,11 +71,19 @@ def group_lines(group: HazardGroup) -> list[Line]:
     """A group in the text report: the headline, the accesses, the bytes, why,
     the fix, and the link to a crossed wait with its fix."""
     ex = group.example
-    head: Line = [(group.severity, group.severity), (" ", None), (group.kind, "kind"),
-                  (f": {group.count:,} hazard{'' if group.count == 1 else 's'}", None)]
+    head: Line = [
+        (group.severity, group.severity),
+        (" ", None),
+        (group.kind, "kind"),
+        (f": {group.count:,} hazard{'' if group.count == 1 else 's'}", None),
+    ]
     if ex.first is not None and (group.first_site or group.second_site):
-        head += [(" between ", None), (group.first_site or NO_SITE, "site"),
-                 (" and ", None), (group.second_site or NO_SITE, "site")]
+        head += [
+            (" between ", None),
+            (group.first_site or NO_SITE, "site"),
+            (" and ", None),
+            (group.second_site or NO_SITE, "site"),
+        ]
     elif group.second_site:
         head += [(" at ", None), (group.second_site, "site")]
     lines = [head]

@@ -97,7 +97,8 @@ class Merger:
             slot = self._parts.setdefault(index, [None] * self.shards)
             slot[shard] = rows
             while self._next in self._parts and all(p is not None for p in self._parts[self._next]):
-                self.consume(records(merge_rows(self._parts.pop(self._next))))
+                parts = [p for p in self._parts.pop(self._next) if p is not None]
+                self.consume(records(merge_rows(parts)))
                 self._next += 1
 
 
@@ -158,7 +159,7 @@ def check_shards(
     *,
     batch_size: int,
     pool: Executor | None = None,
-    progress: Callable[[int], None] | None = None,
+    progress: Callable[[float], None] | None = None,
     **engine_options: Any,
 ) -> int:
     """Check the trace at ``source`` (a path) in ``shards`` shards on ``pool``
@@ -245,8 +246,9 @@ def _first_error(futures: list[Future]) -> list[Future]:
     for f in futures:
         f.exception()
     for f in futures:
-        if f.exception() is not None:
-            raise f.exception()
+        err = f.exception()
+        if err is not None:
+            raise err
     return futures
 
 
@@ -260,13 +262,14 @@ class _Progress:
         self.lock = threading.Lock()
 
     def part(self, trace: int, shard: int, weight: float = 1.0) -> Callable[[int], None] | None:
-        if self.progress is None:
+        report = self.progress
+        if report is None:
             return None
 
         def update(rows: int) -> None:
             with self.lock:  # one call at a time: the counts only grow
                 self.done[trace, shard] = rows * weight
-                self.progress(sum(self.done.values()))
+                report(sum(self.done.values()))
 
         return update
 

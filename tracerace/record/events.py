@@ -135,7 +135,7 @@ class EventLog:
         obj = np.where(flag, addr, 0).astype(np.uint64)
         addr[barrier | flag] = 0
         size[flag] = 0
-        cols = dict(
+        cols: dict[str, np.ndarray] = dict(
             ts=np.arange(self.flushed, self.flushed + n, dtype=np.uint64),
             op=op,
             addr=addr,

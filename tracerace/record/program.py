@@ -179,7 +179,7 @@ def _usage(message: str) -> TraceError:
     return TraceError(message, path="options", rule="usage")
 
 
-STATUS_FIELDS = {
+STATUS_FIELDS: dict[str, type | tuple[type, ...]] = {
     "events": int,
     "launches": int,
     "seconds": (int, float),
@@ -237,7 +237,8 @@ def _status_problem(data: bytes) -> str | None:
         value = status[key]
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
             return f"{key} is {type(value).__name__}"
-        if kind is int and not (0 if key != "exit_code" else -(1 << 31)) <= value < 1 << 63:
+        low = 0 if key != "exit_code" else -(1 << 31)
+        if kind is int and isinstance(value, int) and not low <= value < 1 << 63:
             return f"{key} {value} is out of range"
     if not all(isinstance(w, str) for w in status["warnings"]):
         return "a warning is not text"

@@ -260,19 +260,20 @@ class TraceReader:
                 "damaged-buffer",
                 rows,
             ) from None
-        except _ARROW_FAILURES:
+        except _ARROW_FAILURES as failure:
             found = self._diagnose(index) if self._diagnose is not None else None
+            cause = failure if found is None else found[1]
             if found is not None:
-                exc = found[1]
                 message = (
                     f"cannot read column '{found[0]}' of record batch {index} "
-                    f"(truncated or damaged?): {one_line(exc)}"
+                    f"(truncated or damaged?): {one_line(cause)}"
                 )
             else:
                 message = (
-                    f"cannot read the trace past this row (truncated or damaged?): {one_line(exc)}"
+                    f"cannot read the trace past this row (truncated or damaged?): "
+                    f"{one_line(cause)}"
                 )
-            raise self._error(message, "not-arrow", rows) from exc
+            raise self._error(message, "not-arrow", rows) from cause
 
 
 MAX_EXPANSION = 1 << 16

@@ -315,7 +315,8 @@ class RawV6LineParser(V6LineParser):
                 f"CLUSTER_CTA_Z CLUSTER_RANK, then the instruction (tracer version "
                 f"{self.version})",
             ) from None
-        cta, warp, cluster = tuple(fields[0:3]), fields[3], tuple(fields[4:7])
+        cta = (fields[0], fields[1], fields[2])
+        warp, cluster = fields[3], tuple(fields[4:7])
         block = self.info.block_index(cta)
         if block is None:
             raise error(

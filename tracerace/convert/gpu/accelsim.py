@@ -116,15 +116,22 @@ def kernel_files(path: str) -> list[str]:
 class _Header:
     def __init__(self, path: str) -> None:
         self.path = path
-        self.values: dict[str, tuple[int, str]] = {}
+        self.values: dict[str, tuple[int | None, str]] = {}
 
-    def add(self, lineno: int, text: str) -> None:
+    def add(self, lineno: int | None, text: str) -> None:
         key, sep, value = text[1:].partition("=")
         if not sep:
             raise error(self.path, lineno, RULE, f"header line {text!r}: expected -key = value")
         self.values[" ".join(key.split())] = (lineno, value.strip())
 
-    def get(self, key: str, required: bool = True) -> tuple[int, str] | None:
+    def text(self, key: str) -> str:
+        """The value of a line the header must have."""
+        return self.values[key][1] if key in self.values else self._missing(key)
+
+    def _missing(self, key: str) -> str:
+        raise error(self.path, None, RULE, f"the header has no '-{key} =' line")
+
+    def get(self, key: str, required: bool = True) -> tuple[int | None, str] | None:
         if key not in self.values:
             if required:
                 raise error(self.path, None, RULE, f"the header has no '-{key} =' line")

@@ -371,7 +371,7 @@ def _import(
             f"tracer version {version}: tracerace reads .tracez "
             f"of versions {MIN_VERSION} to {MAX_VERSION}",
         )
-    name = header.get("kernel name")[1]
+    name = header.text("kernel name")
     shared = header.number("shmem base_addr", default=0, base=16)
     local = header.number("local mem base_addr", default=0, base=16)
     for key, base in (("shmem base_addr", shared), ("local mem base_addr", local)):
@@ -380,7 +380,7 @@ def _import(
                 path, None, "address-overflow", f"-{key} = {base:#x} is not a 64-bit address"
             )
     sw, lw = _windows(shared, local, options)
-    extra = {"tool": f"accel-sim tracer {version} (.tracez)"}
+    extra: dict[str, object] = {"tool": f"accel-sim tracer {version} (.tracez)"}
     if header.get("kernel id", required=False) is not None:
         extra["kernel_id"] = header.number("kernel id")
     info = KernelInfo(name, header.dims("grid dim"), header.dims("block dim"), path, sw, lw, extra)

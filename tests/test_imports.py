@@ -196,7 +196,7 @@ def test_each_stage_imports_only_the_stages_before_it():
 def test_the_engine_modules_are_nodes_of_their_own():
     graph = import_graph(PACKAGE)
     assert "tracerace.checker.engine.state" in graph
-    assert "tracerace.checker.engine.shadow" in graph["tracerace.checker.engine.pools"]
+    assert "tracerace.checker.engine.layout" in graph["tracerace.checker.engine.pools"]
 
 
 def test_a_stage_importing_a_later_one_is_a_breach(tmp_path):

@@ -263,7 +263,7 @@ def report_of_one_state(path, options, **engine_options):
     """The report of ``path`` checked by one state, as ``api.check`` makes it,
     with the engine's test options."""
     from tracerace.group.groups import GroupBuilder
-    from tracerace.report.model import Report
+    from tracerace.report import Report
     from tracerace.trace.reader import open_trace
 
     with open_trace(path, batch_size=options.batch_size) as reader:
@@ -297,7 +297,7 @@ def test_a_full_findings_pool_hands_over_at_the_batch_end(shards, tmp_path):
     options = make_options(max_reports="all")
     small = dict(sizes=Sizes.tiny(), handover_rows=4)
     one = report_of_one_state(path, options, **small)
-    [many] = parallel.check_reports([path], options, jobs=shards, shards=[shards], **small)
+    [many] = sharded.check_reports([path], options, jobs=shards, shards=[shards], **small)
     definition = api.check(path, engine="reference", max_reports="all")
     assert one.summary["racy_rows"] == many.summary["racy_rows"] > 4
     for fmt in FORMATS:

@@ -5,6 +5,7 @@ trace, and the report's bytes in every format."""
 from __future__ import annotations
 
 import io
+import os
 
 import numpy as np
 import pyarrow as pa
@@ -28,6 +29,10 @@ SETTINGS = dict(
     deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
 )
 FORMATS = ["text", "json", "sarif", "html", "arrow"]
+
+
+SCALE = float(os.environ.get("TRACERACE_SCALE", "1"))
+"""The scale-marked search looks at 200 x SCALE generated traces (2,000 at 10)."""
 
 
 def single_chunks(cols, splits, **options):
@@ -93,7 +98,7 @@ def test_shards_find_what_one_state_finds(events, data):
 
 
 @pytest.mark.scale
-@settings(max_examples=2000, **SETTINGS)
+@settings(max_examples=max(50, int(200 * SCALE)), **SETTINGS)
 @given(events=traces(max_events=200, large=True, max_launches=3), data=st.data())
 def test_shards_find_what_one_state_finds_at_length(events, data):
     page_shift = data.draw(st.sampled_from([5, 6]))

@@ -334,15 +334,24 @@ def _async_inflight(v: FindingView, w: _Words, buffer: str | None) -> Hint:
             w.site2,
         )
     if v.code == reasons.INFLIGHT_TMA_LOAD:
+        what = "st.async store" if v.prev_op == int(Op.ST_ASYNC) else "TMA load"
         return Hint(
             f"`mbarrier` wait on {w.obj_name()} phase {v.aux} (parity {v.aux & 1}) before "
-            f"{w.l2}: the TMA load issued at {w.l1} completes that phase",
+            f"{w.l2}: the {what} issued at {w.l1} completes that phase",
             w.site2,
         )
     return Hint(f"wait for the async copy issued at {w.l1} before {w.l2}", w.site2)
 
 
 def _proxy_fence(v: FindingView, w: _Words, buffer: str | None) -> Hint:
+    if v.code == reasons.PROXY_CP_ASYNC_DEST and v.prev_op == int(Op.ST_ASYNC):
+        wait_site = v.meta.site_text(v.aux)
+        wait = line_of(wait_site, "the first mbarrier wait on the store's phase")
+        return Hint(
+            f"`fence.proxy.async` after {wait} (the wait that retires the st.async store) "
+            f"before the async-proxy access at {w.l2}, by the thread of that wait",
+            wait_site,
+        )
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         wait_site = v.meta.site_text(v.aux)
         wait = line_of(wait_site, "the cp.async wait that retires the copy")

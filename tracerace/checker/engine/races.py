@@ -13,12 +13,13 @@ from .. import reasons as R
 from ..findings import FINDING_DTYPE
 from ..jit import jit, jit_inline, jit_leaf
 from .agents import known, reach
-from .async_copies import copy_retired, phase_entry, retiring_wait
+from .async_copies import copy_retired, first_wait, phase_entry, retiring_wait
 from .layout import (
     AG_BARFENCE,
     AG_BARGEN,
     AG_BAROBJ,
     AG_BLOCK,
+    AG_KIND,
     AG_MBAR,
     AG_THREAD,
     AG_WEAK_AGENT,
@@ -86,6 +87,7 @@ from .layout import (
     K_SHADOW_EPOCH,
     K_SIZE_SITE,
     K_TS,
+    KIND_TMA,
     N_AGENT,
     N_EPOCH,
     N_INFO,
@@ -213,7 +215,10 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
     elif kind == O.K_PROXY_FENCE:
         if info & I_ASYNC:
             cand[kind, C_CODE] = R.PROXY_CP_ASYNC_DEST
-            cand[kind, C_AUX] = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
+            if ag[xa, AG_KIND] == KIND_TMA:  # an st_async destination
+                cand[kind, C_AUX] = fen[first_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
+            else:
+                cand[kind, C_AUX] = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
     elif kind != O.K_UNINIT_READ and (info & I_ASYNC) == 0:
         if ag[t, AG_WEAK_AGENT] == xa and ag[t, AG_WEAK_EPOCH] >= nodes[x, N_EPOCH]:
             cand[kind, C_CODE] = R.RACE_WEAK_SYNC

@@ -186,6 +186,7 @@ def test_generated_traces_hold_the_hopper_ops():
             Op.MBAR_ARRIVE_DROP,
             Op.BULK_COPY_PEER,
             Op.ST_ASYNC,
+            Op.RED_ASYNC,
         )
     }
     find(traces(hopper=True), lambda evs: ops <= {e["op"] for e in evs}, settings=quick)
@@ -407,6 +408,67 @@ def test_op_space_is_checked_by_the_reader(tmp_path):
     assert "Traceback" not in result.output
 
 
+# -- red.async: a remote relaxed cluster-scope atomic completing bytes -----------
+def red_async_pair(second: str, wait: bool = False) -> Trace:
+    """Block 0 reduces into block 1's word Y by red.async, completing 4 bytes
+    on block 1's mbarrier; then thread 1 of block 1 (``wait``: after waiting
+    on the phase) accesses Y: ``second`` is "red" (another red.async, by
+    block 2, of the same cluster), "atomic" (a cluster-scope atomic),
+    "block_atomic" (a block-scope one) or "read"."""
+    t = Trace()
+    t.mbar_init(1, 0, cluster=7, obj=MBAR, arg=1)
+    t.mbar_expect_tx(1, 0, cluster=7, obj=MBAR, arg=8 if second == "red" else 4)
+    t.mbar_arrive(1, 0, cluster=7, obj=MBAR)
+    t.init(1, 0, cluster=7, space=1, addr=Y, size=4)
+    t.bar_sync(1, 0, cluster=7, obj=0, arg=2)
+    t.bar_sync(1, 1, cluster=7, obj=0, arg=2)
+    t.cluster_arrive(1, 0, cluster=7, arg=3)  # the init before every reduction
+    t.cluster_arrive(0, 0, cluster=7, arg=3)
+    t.cluster_arrive(2, 0, cluster=7, arg=3)
+    for b in (1, 0, 2):
+        t.cluster_wait(b, 0, cluster=7)
+    t.red_async(0, 0, cluster=7, space=1, peer=1, addr=Y, size=4, obj=MBAR)
+    if second == "red":
+        t.red_async(2, 0, cluster=7, space=1, peer=1, addr=Y, size=4, obj=MBAR)
+    if wait:
+        t.mbar_wait(1, 1, cluster=7, obj=MBAR, arg=0)
+    if second in ("atomic", "block_atomic"):
+        scope = 3 if second == "atomic" else 2
+        t.atomic(1, 1, cluster=7, space=1, addr=Y, size=4, scope=scope)
+    elif second == "read":
+        t.read(1, 1, cluster=7, space=1, addr=Y, size=4)
+    return t
+
+
+def test_red_async_two_reductions_do_not_race():
+    assert findings(red_async_pair("red")) == set()
+
+
+def test_red_async_and_a_cluster_scope_atomic_do_not_race():
+    assert findings(red_async_pair("atomic")) == set()
+
+
+def test_red_async_racy_with_an_atomic_of_a_narrower_scope():
+    t = red_async_pair("block_atomic")
+    assert findings(t) == {(len(t.events) - 1, int(K.ASYNC_INFLIGHT), 12)}
+
+
+def test_red_async_racy_a_read_before_the_wait():
+    t = red_async_pair("read")
+    assert findings(t) == {(len(t.events) - 1, int(K.ASYNC_INFLIGHT), 12)}
+
+
+def test_red_async_fixed_a_read_after_the_wait():
+    assert findings(red_async_pair("read", wait=True)) == set()
+
+
+def test_red_async_explained_as_a_reduction():
+    from tracerace.report.explain import explain
+
+    f = assert_agree(red_async_pair("read").events, []).findings[0]
+    assert explain(f).startswith("red.async reduction issued")
+
+
 def test_st_async_into_global_memory_is_refused_by_the_reader(tmp_path):
     from typer.testing import CliRunner
 
@@ -441,7 +503,6 @@ def test_st_async_into_global_memory_is_refused_by_the_reader(tmp_path):
     [
         "bulk_reduce",
         "bulk_reduce_peer",
-        "red_async",
         "cp_async_mbar_arrive",
         "cp_async_mbar_arrive_noinc",
     ],

@@ -111,7 +111,6 @@ UNCHECKED_OPS = frozenset(
     {
         Op.BULK_REDUCE,
         Op.BULK_REDUCE_PEER,
-        Op.RED_ASYNC,
         Op.CP_ASYNC_MBAR_ARRIVE,
         Op.CP_ASYNC_MBAR_ARRIVE_NOINC,
     }

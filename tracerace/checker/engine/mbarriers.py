@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...trace import ops as O
 from .. import reasons as R
 from ..jit import jit_inline, jit_leaf
 from .agents import async_agent, join_into
@@ -36,8 +37,10 @@ from .layout import (
     FN_NEXT,
     FN_VAL,
     I_ASYNC,
+    I_ATOMIC,
     I_COPY_SHIFT,
     I_PROXY,
+    I_SCOPE_SHIFT,
     I_WRITE,
     KIND_TMA,
     MB_ARRIVALS,
@@ -323,8 +326,9 @@ def on_tma_load(t, c, i, ev, a, epoch):
 
 @jit_leaf
 def on_st_async(t, c, i, ev, a, epoch):
-    """st.async: a generic-proxy write of ``peer``'s shared bytes by the
-    thread's TMA agent of the mbarrier; its bytes complete on the phase (no
+    """st.async (red.async: the write is a relaxed cluster-scope atomic): a
+    generic-proxy write of ``peer``'s shared bytes by the thread's TMA agent
+    of the mbarrier; its bytes complete on the phase (no
     arrival) and the first wait on the phase retires it, as a TMA load's."""
     sv = t.sv
     peer = np.int64(c.peer[i])
@@ -334,6 +338,8 @@ def on_st_async(t, c, i, ev, a, epoch):
     ta, cnt = tma_agent(t, a, mslot, obj)
     if sv[SV_VIEW] & (1 << space):
         info = ev.op | I_ASYNC | I_WRITE | (R.INFLIGHT_TMA_LOAD << I_COPY_SHIFT)
+        if ev.op == O.RED_ASYNC:
+            info |= I_ATOMIC | (O.SCOPE_CLUSTER << I_SCOPE_SHIFT)
         if access(
             t.ag,
             t.snaps,

@@ -189,6 +189,7 @@ def replay(c, row0, start, t, gpos):
                 or op == O.TMA_STORE
                 or op == O.BULK_COPY_PEER
                 or op == O.ST_ASYNC
+                or op == O.RED_ASYNC
             )
         ):
             if not page_room(
@@ -262,7 +263,7 @@ def replay(c, row0, start, t, gpos):
             status = on_bulk_wait(t, c, i, ev, a, epoch)
         elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER:
             status = on_tma_load(t, c, i, ev, a, epoch)
-        elif op == O.ST_ASYNC:
+        elif op == O.ST_ASYNC or op == O.RED_ASYNC:
             status = on_st_async(t, c, i, ev, a, epoch)
         elif op == O.MBAR_INIT:
             status = on_mbar_init(t, c, i, ev, a, epoch)

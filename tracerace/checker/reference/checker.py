@@ -140,6 +140,7 @@ HANDLERS: dict[int, Callable] = {
     O.TMA_LOAD: ReferenceChecker.on_tma_load,
     O.BULK_COPY_PEER: ReferenceChecker.on_tma_load,  # its shared source: the row's space2
     O.ST_ASYNC: ReferenceChecker.on_st_async,
+    O.RED_ASYNC: ReferenceChecker.on_st_async,
     O.TMA_STORE: ReferenceChecker.on_tma_store,
     O.BULK_COMMIT: ReferenceChecker.on_bulk_commit,
     O.BULK_WAIT: ReferenceChecker.on_bulk_wait,

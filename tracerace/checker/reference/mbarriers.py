@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...trace import badinput
+from ...trace import ops as O
 from .. import reasons as R
 from .agents import TMA, AgentState
 from .clocks import Clock, copy_clock, join, raise_entry
@@ -59,7 +60,8 @@ class MBarriers:
         self.complete_bytes(row, ev, st, mb, agent, count, clock)
 
     def on_st_async(self, row: int, ev: dict, st: AgentState) -> None:
-        """An st.async: a generic-proxy write of ``peer``'s shared bytes by the
+        """An st.async (a red.async: the write is a relaxed cluster-scope
+        atomic): a generic-proxy write of ``peer``'s shared bytes by the
         thread's TMA agent of the mbarrier, which completes its bytes on the
         phase (no arrival) and is retired, as a tma_load is, by a wait on it."""
         key, mb = self.mbar(ev)
@@ -76,9 +78,12 @@ class MBarriers:
             ev["addr"],
             ev["size"],
             is_write=True,
+            is_atomic=ev["op"] == O.RED_ASYNC,
             copy_kind=R.INFLIGHT_TMA_LOAD,
             copy_group=count,
         )
+        if dst.is_atomic:
+            dst.scope = O.SCOPE_CLUSTER
         dst.phase = (key, mb.inits, mb.phase)
         dst.mbar_obj = ev["obj"]
         found: dict = {}

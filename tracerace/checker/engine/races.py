@@ -148,9 +148,9 @@ ATOMIC_PAIR = -2  # both are atomics of a scope that reaches both agents
 def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, is_atomic, scope):
     """Whether the earlier access ``x`` (a write when ``x_wrote``) races with
     this access of thread ``t``, the rule of the reference's ``on_access``:
-    an access ``t`` knows of happens before it (``ORDERED``); two generic-proxy
-    atomics (a red_async's write included) whose scopes both reach both
-    agents do not race (``ATOMIC_PAIR``); an
+    an access ``t`` knows of happens before it (``ORDERED``); two atomics (a
+    red_async's write included, an async agent's in the async proxy not)
+    whose scopes both reach both agents do not race (``ATOMIC_PAIR``); an
     async copy not yet retired is ``async_inflight``; else ``waw`` or ``raw``
     after a write, ``war`` after a read."""
     xinfo = nodes[x, N_INFO]
@@ -160,7 +160,7 @@ def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, 
     if (
         is_atomic
         and (xinfo & I_ATOMIC) != 0
-        and (xinfo & I_PROXY) == 0
+        and (xinfo & (I_ASYNC | I_PROXY)) != (I_ASYNC | I_PROXY)
         and min(info_scope(xinfo), scope) >= reach(ag, xa, t)
     ):
         return ATOMIC_PAIR

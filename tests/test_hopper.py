@@ -550,3 +550,25 @@ def test_a_cluster_barrier_mismatch_is_worded_for_the_cluster():
         "the barrier of cluster 7 ends the trace with an incomplete generation: only 1 arrival"
     )
     assert "every thread of cluster 7 arrive at the cluster barrier" in hint(f).text
+
+
+def test_info_counts_the_bytes_st_async_and_red_async_store():
+    from tracerace.trace.info import trace_info
+    from tracerace.trace.writer import make_table
+
+    table = make_table(
+        dict(
+            ts=[0, 1],
+            op=["st_async", "red_async"],
+            launch=0,
+            block=0,
+            thread=0,
+            peer=1,
+            space=1,
+            addr=[32, 8],
+            size=[16, 4],
+            obj=64,
+        )
+    )
+    shared = trace_info(table).spaces["shared"]
+    assert (shared.accesses, shared.lo, shared.hi) == (2, 8, 48)

@@ -185,6 +185,8 @@ def test_generated_traces_hold_the_hopper_ops():
             Op.CLUSTER_WAIT,
             Op.MBAR_ARRIVE_DROP,
             Op.BULK_COPY_PEER,
+            Op.ST_ASYNC,
+            Op.RED_ASYNC,
         )
     }
     find(traces(hopper=True), lambda evs: ops <= {e["op"] for e in evs}, settings=quick)
@@ -292,6 +294,88 @@ def test_multicast_racy_a_block_that_does_not_wait():
     assert findings(multicast((0,))) == {(11, int(K.ASYNC_INFLIGHT), 8)}
 
 
+# -- st.async: a remote store completing bytes on the peer's mbarrier ----------
+def st_async_to_peer(wait: bool, expect: int = 8, late_write: bool = False) -> Trace:
+    """Thread 0 of block 0 writes X of its own block, then stores 8 bytes at
+    block 1's Y by st.async, completing them on block 1's mbarrier (which
+    expects ``expect`` bytes and one arrival); a consumer of block 1 reads Y
+    and block 0's X, after a wait on the phase or not. ``late_write``: block
+    0 writes X again after the store, which the phase does not order."""
+    t = Trace()
+    t.mbar_init(1, 0, cluster=7, obj=MBAR, arg=1)
+    t.mbar_expect_tx(1, 0, cluster=7, obj=MBAR, arg=expect)
+    t.mbar_arrive(1, 0, cluster=7, obj=MBAR)
+    t.write(0, 0, cluster=7, space=1, addr=X, size=4)
+    t.st_async(0, 0, cluster=7, space=1, peer=1, addr=Y, size=8, obj=MBAR)
+    if late_write:
+        t.write(0, 0, cluster=7, space=1, addr=X, size=4)
+    if wait:
+        t.mbar_wait(1, 1, cluster=7, obj=MBAR, arg=0)
+    t.read(1, 1, cluster=7, space=1, addr=Y, size=4)
+    t.read(1, 1, cluster=7, space=1, peer=0, addr=X, size=4)
+    return t
+
+
+def test_st_async_fixed_by_the_wait_orders_the_store_and_what_came_before():
+    assert findings(st_async_to_peer(wait=True)) == set()
+
+
+def test_st_async_racy_without_the_wait():
+    result = assert_agree(st_async_to_peer(wait=False).events, [])
+    f = result.findings
+    assert result.triples() == [(5, int(K.ASYNC_INFLIGHT), 4), (6, int(K.RAW), 3)]
+    assert (f["code"][0], f["obj"][0], f["aux"][0]) == (R.INFLIGHT_TMA_LOAD, MBAR, 0)
+
+
+def test_st_async_racy_a_write_after_the_store_is_not_released():
+    assert findings(st_async_to_peer(wait=True, late_write=True)) == {(8, int(K.RAW), 5)}
+
+
+def test_st_async_is_no_arrival_the_phase_waits_for_its_bytes():
+    """Expecting 16 bytes, the 8 stored leave the phase open: the wait on it
+    is a misuse and the store stays in flight."""
+    t = st_async_to_peer(wait=True, expect=16)
+    assert misuses(t) == [R.MBAR_PHASE_NEVER_COMPLETED]
+    assert (6, int(K.ASYNC_INFLIGHT), 4) in findings(t)
+
+
+def st_async_then_tma_store(fencer: int | None) -> Trace:
+    """After the wait, thread 1 of block 1 stores the st.async bytes to
+    global memory by a TMA store (an async-proxy read); thread ``fencer`` of
+    block 1 fences the proxies first, then a block barrier orders it."""
+    t = st_async_to_peer(wait=True)
+    if fencer is not None:
+        t.fence_proxy_async(1, fencer, cluster=7)
+    t.bar_sync(1, 0, cluster=7, obj=0, arg=2)
+    t.bar_sync(1, 1, cluster=7, obj=0, arg=2)
+    t.tma_store(1, 1, cluster=7, space=0, addr=4096, size=8, space2=1, addr2=Y)
+    return t
+
+
+def test_st_async_fixed_the_waiter_fences_after_its_wait():
+    assert findings(st_async_then_tma_store(fencer=1)) == set()
+
+
+@pytest.mark.parametrize("fencer", [None, 0])
+def test_st_async_racy_a_generic_write_the_waiter_did_not_fence(fencer):
+    """The store is a generic-proxy write, the waiter's at its wait (rule 7):
+    no fence, or a fence by another thread, leaves the TMA store's read a
+    proxy_fence hazard naming the wait."""
+    t = st_async_then_tma_store(fencer)
+    result = assert_agree(t.events, [])
+    assert result.triples() == [(len(t.events) - 1, int(K.PROXY_FENCE), 4)]
+    assert int(result.findings["code"][0]) == R.PROXY_CP_ASYNC_DEST
+
+
+def test_st_async_explained_as_a_store():
+    from tracerace.report.explain import explain
+    from tracerace.report.hints import hint
+
+    f = assert_agree(st_async_to_peer(wait=False).events, []).findings[0]
+    assert explain(f).startswith("st.async store issued")
+    assert "the st.async store issued at" in hint(f).text
+
+
 def test_op_space_is_checked_by_the_reader(tmp_path):
     from typer.testing import CliRunner
 
@@ -324,13 +408,101 @@ def test_op_space_is_checked_by_the_reader(tmp_path):
     assert "Traceback" not in result.output
 
 
+# -- red.async: a remote relaxed cluster-scope atomic completing bytes -----------
+def red_async_pair(second: str, wait: bool = False) -> Trace:
+    """Block 0 reduces into block 1's word Y by red.async, completing 4 bytes
+    on block 1's mbarrier; then thread 1 of block 1 (``wait``: after waiting
+    on the phase) accesses Y: ``second`` is "red" (another red.async, by
+    block 2, of the same cluster), "atomic" (a cluster-scope atomic),
+    "block_atomic" (a block-scope one) or "read"."""
+    t = Trace()
+    t.mbar_init(1, 0, cluster=7, obj=MBAR, arg=1)
+    t.mbar_expect_tx(1, 0, cluster=7, obj=MBAR, arg=8 if second == "red" else 4)
+    t.mbar_arrive(1, 0, cluster=7, obj=MBAR)
+    t.init(1, 0, cluster=7, space=1, addr=Y, size=4)
+    t.bar_sync(1, 0, cluster=7, obj=0, arg=2)
+    t.bar_sync(1, 1, cluster=7, obj=0, arg=2)
+    t.cluster_arrive(1, 0, cluster=7, arg=3)  # the init before every reduction
+    t.cluster_arrive(0, 0, cluster=7, arg=3)
+    t.cluster_arrive(2, 0, cluster=7, arg=3)
+    for b in (1, 0, 2):
+        t.cluster_wait(b, 0, cluster=7)
+    t.red_async(0, 0, cluster=7, space=1, peer=1, addr=Y, size=4, obj=MBAR)
+    if second == "red":
+        t.red_async(2, 0, cluster=7, space=1, peer=1, addr=Y, size=4, obj=MBAR)
+    if wait:
+        t.mbar_wait(1, 1, cluster=7, obj=MBAR, arg=0)
+    if second in ("atomic", "block_atomic"):
+        scope = 3 if second == "atomic" else 2
+        t.atomic(1, 1, cluster=7, space=1, addr=Y, size=4, scope=scope)
+    elif second == "read":
+        t.read(1, 1, cluster=7, space=1, addr=Y, size=4)
+    return t
+
+
+def test_red_async_two_reductions_do_not_race():
+    assert findings(red_async_pair("red")) == set()
+
+
+def test_red_async_and_a_cluster_scope_atomic_do_not_race():
+    assert findings(red_async_pair("atomic")) == set()
+
+
+def test_red_async_racy_with_an_atomic_of_a_narrower_scope():
+    t = red_async_pair("block_atomic")
+    assert findings(t) == {(len(t.events) - 1, int(K.ASYNC_INFLIGHT), 12)}
+
+
+def test_red_async_racy_a_read_before_the_wait():
+    t = red_async_pair("read")
+    assert findings(t) == {(len(t.events) - 1, int(K.ASYNC_INFLIGHT), 12)}
+
+
+def test_red_async_fixed_a_read_after_the_wait():
+    assert findings(red_async_pair("read", wait=True)) == set()
+
+
+def test_red_async_explained_as_a_reduction():
+    from tracerace.report.explain import explain
+
+    f = assert_agree(red_async_pair("read").events, []).findings[0]
+    assert explain(f).startswith("red.async reduction issued")
+
+
+def test_st_async_into_global_memory_is_refused_by_the_reader(tmp_path):
+    from typer.testing import CliRunner
+
+    from tracerace.cli import app
+    from tracerace.trace.writer import write_table
+
+    path = tmp_path / "t.arrow"
+    write_table(
+        path,
+        dict(
+            ts=[0, 1],
+            op=["write", "st_async"],
+            launch=0,
+            block=0,
+            thread=0,
+            space=[1, 0],
+            addr=[0, 16],
+            size=4,
+            obj=64,
+        ),
+    )
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (
+        f"{path}: row 1: op-space: st_async needs space 1 (shared); the row has space 0"
+        in result.output
+    )
+
+
 @pytest.mark.parametrize(
     "op",
     [
         "bulk_reduce",
         "bulk_reduce_peer",
-        "st_async",
-        "red_async",
         "cp_async_mbar_arrive",
         "cp_async_mbar_arrive_noinc",
     ],
@@ -378,3 +550,25 @@ def test_a_cluster_barrier_mismatch_is_worded_for_the_cluster():
         "the barrier of cluster 7 ends the trace with an incomplete generation: only 1 arrival"
     )
     assert "every thread of cluster 7 arrive at the cluster barrier" in hint(f).text
+
+
+def test_info_counts_the_bytes_st_async_and_red_async_store():
+    from tracerace.trace.info import trace_info
+    from tracerace.trace.writer import make_table
+
+    table = make_table(
+        dict(
+            ts=[0, 1],
+            op=["st_async", "red_async"],
+            launch=0,
+            block=0,
+            thread=0,
+            peer=1,
+            space=1,
+            addr=[32, 8],
+            size=[16, 4],
+            obj=64,
+        )
+    )
+    shared = trace_info(table).spaces["shared"]
+    assert (shared.accesses, shared.lo, shared.hi) == (2, 8, 48)

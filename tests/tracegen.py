@@ -60,7 +60,8 @@ PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS = "proxy_steps", "proxy_write", "proxy_gr
 # The Hopper/Blackwell ops (format section 9) that the checkers replay, drawn
 # only when ``traces(hopper=True)``: cluster barriers (scheduled so that a
 # thread held in cluster_wait runs again after the generation's last arrival)
-# and mbarrier arrive-and-drop.
+# mbarrier arrive-and-drop, bulk copies between blocks, st.async stores and
+# red.async reductions (on the atomics' words too).
 HOPPER_OPS = [
     Op.CLUSTER_ARRIVE,
     Op.CLUSTER_ARRIVE_RELAXED,
@@ -68,6 +69,8 @@ HOPPER_OPS = [
     Op.CLUSTER_WAIT,
     Op.MBAR_ARRIVE_DROP,
     Op.BULK_COPY_PEER,
+    Op.ST_ASYNC,
+    Op.RED_ASYNC,
 ]
 SYNC_MACROS = [RELEASE, ACQUIRE]
 ASYNC_MACROS = [TMA_READ, CP_TO_PROXY, PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS]
@@ -402,6 +405,16 @@ def traces(
                         ev["peer"] = draw(st.integers(0, n_blocks - 1))
                 if op in (Op.TMA_LOAD, Op.BULK_COPY_PEER):
                     ev["obj"] = draw(st.sampled_from([64, 72]))
+            elif op in (Op.ST_ASYNC, Op.RED_ASYNC):
+                red = op == Op.RED_ASYNC
+                ev.update(
+                    space=1,
+                    addr=draw(st.sampled_from([0, 4, 8]) if red else addrs),
+                    size=draw(st.sampled_from([4, 8] if red else [4, 8, 16])),
+                    obj=draw(st.sampled_from([64, 72])),
+                )
+                if n_blocks > 1 and draw(st.integers(0, 1)) == 0:
+                    ev["peer"] = draw(st.integers(0, n_blocks - 1))
             elif op in (Op.CP_ASYNC_WAIT, Op.BULK_WAIT):
                 ev["arg"] = draw(st.integers(0, 2))
             elif op in (

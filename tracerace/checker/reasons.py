@@ -32,8 +32,9 @@ BAR_ARG_DISAGREES = 1  # prev_row: first arrival of the generation; aux: its arg
 BAR_INCOMPLETE = 2  # row: last arrival of the open generation; aux: arrivals so far
 
 # async_inflight: which copy was still in flight (aux: the copy's group number;
-# for a TMA load: obj is the mbarrier and aux the phase the load completes,
-# counted from the mbarrier's init)
+# for a TMA load, and an st_async store, which a wait on a phase retires too:
+# obj is the mbarrier and aux the phase the load or store completes, counted
+# from the mbarrier's init)
 INFLIGHT_CP_ASYNC = 1
 INFLIGHT_BULK_STORE = 2
 INFLIGHT_TMA_LOAD = 3
@@ -67,7 +68,7 @@ NAMES = {
     "async_inflight": {
         INFLIGHT_CP_ASYNC: "cp.async copy in flight",
         INFLIGHT_BULK_STORE: "bulk/TMA store in flight",
-        INFLIGHT_TMA_LOAD: "TMA load not awaited",
+        INFLIGHT_TMA_LOAD: "TMA load or st.async not awaited",
     },
     "sync_alias": {ALIAS_CROSSED: "protocols crossed", ALIAS_MAY_CROSS: "protocols may cross"},
     "mbarrier_misuse": {

@@ -24,9 +24,20 @@ NO_GENERATION = -1
 """``bar_gen``/``prev_bar_gen`` of an agent that completed no barrier yet."""
 
 COPY_OPS = frozenset(
-    {int(Op.CP_ASYNC), int(Op.TMA_LOAD), int(Op.TMA_STORE), int(Op.BULK_COPY_PEER)}
+    int(op)
+    for op in (
+        Op.CP_ASYNC,
+        Op.TMA_LOAD,
+        Op.TMA_STORE,
+        Op.BULK_COPY_PEER,
+        Op.ST_ASYNC,
+        Op.RED_ASYNC,
+    )
 )
 """Ops whose memory access is made by an async agent, reported at the issue row."""
+
+ASYNC_STORES = {int(Op.ST_ASYNC): "st.async store", int(Op.RED_ASYNC): "red.async reduction"}
+"""The stores that complete bytes on an mbarrier, as findings name them."""
 
 KIND_TITLES = {
     HazardKind.RAW: "read-after-write race: a read not ordered after a conflicting write",
@@ -257,8 +268,9 @@ def _async_inflight(v: FindingView) -> str:
             f"no bulk_wait retired its group before {access}"
         )
     if v.code == reasons.INFLIGHT_TMA_LOAD:
+        what = ASYNC_STORES.get(v.prev_op, "TMA load")
         return (
-            f"TMA load issued{at} by {issuer} completes phase {v.aux} (parity {v.aux & 1}) of "
+            f"{what} issued{at} by {issuer} completes phase {v.aux} (parity {v.aux & 1}) of "
             f"mbarrier {v.obj_hex}, and no mbar_wait had returned on that phase before "
             f"{access}: wait on mbarrier {v.obj_hex} with parity {v.aux & 1} first"
         )
@@ -266,6 +278,16 @@ def _async_inflight(v: FindingView) -> str:
 
 
 def _proxy_fence(v: FindingView) -> str:
+    if v.code == reasons.PROXY_CP_ASYNC_DEST and v.prev_op in ASYNC_STORES:
+        site = v.meta.site_text(v.aux)
+        wait = f"the mbar_wait at {site}" if site else "the mbar_wait"
+        return (
+            f"the {ASYNC_STORES[v.prev_op]} issued{v.at(True)} by {v.agent(True)} wrote "
+            f"these bytes "
+            f"through the generic proxy, performed at {wait}, the first to return on its "
+            f"phase, and the async-proxy {op_name(v.op)} by {v.agent()}{v.at()} reads them "
+            f"with no fence.proxy.async by the thread of that wait after it"
+        )
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         site = v.meta.site_text(v.aux)
         wait = f"the cp_async_wait at {site}" if site else "the cp_async_wait"

@@ -41,7 +41,7 @@ import numpy as np
 from ..checker import reasons
 from ..trace.meta import TraceMeta
 from ..trace.ops import HazardKind, Op, Scope, Space
-from .explain import CLUSTER_ARRIVALS, NO_GENERATION, FindingView, scope_name
+from .explain import ASYNC_STORES, CLUSTER_ARRIVALS, NO_GENERATION, FindingView, scope_name
 
 _SITE_LINE_PATTERN = r"^(?P<line>[^ \t\n\r\f\v]+?:[0-9]+)(?::[0-9]+)?(?:[ \t\n\r\f\v]|$)"
 """``file:line`` at the start of a site, in what Python's ``re`` and Arrow's RE2
@@ -334,15 +334,25 @@ def _async_inflight(v: FindingView, w: _Words, buffer: str | None) -> Hint:
             w.site2,
         )
     if v.code == reasons.INFLIGHT_TMA_LOAD:
+        what = ASYNC_STORES.get(v.prev_op, "TMA load")
         return Hint(
             f"`mbarrier` wait on {w.obj_name()} phase {v.aux} (parity {v.aux & 1}) before "
-            f"{w.l2}: the TMA load issued at {w.l1} completes that phase",
+            f"{w.l2}: the {what} issued at {w.l1} completes that phase",
             w.site2,
         )
     return Hint(f"wait for the async copy issued at {w.l1} before {w.l2}", w.site2)
 
 
 def _proxy_fence(v: FindingView, w: _Words, buffer: str | None) -> Hint:
+    if v.code == reasons.PROXY_CP_ASYNC_DEST and v.prev_op in ASYNC_STORES:
+        wait_site = v.meta.site_text(v.aux)
+        wait = line_of(wait_site, "the first mbarrier wait on the store's phase")
+        return Hint(
+            f"`fence.proxy.async` after {wait} (the wait that retires the "
+            f"{ASYNC_STORES[v.prev_op]}) "
+            f"before the async-proxy access at {w.l2}, by the thread of that wait",
+            wait_site,
+        )
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         wait_site = v.meta.site_text(v.aux)
         wait = line_of(wait_site, "the cp.async wait that retires the copy")

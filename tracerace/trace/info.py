@@ -22,6 +22,7 @@ from .reader import DEFAULT_BATCH_SIZE, Batch, open_trace
 # Ops whose (space, addr, size) is the memory they access.
 _PLAIN_ACCESS = np.zeros(256, dtype=bool)
 _PLAIN_ACCESS[[int(Op.READ), int(Op.WRITE), int(Op.ATOMIC), int(Op.INIT)]] = True
+_PLAIN_ACCESS[[int(Op.ST_ASYNC), int(Op.RED_ASYNC)]] = True
 
 # Copies: (op, destination space, source space); None = the row's space2 column.
 _COPIES = (

@@ -111,8 +111,6 @@ UNCHECKED_OPS = frozenset(
     {
         Op.BULK_REDUCE,
         Op.BULK_REDUCE_PEER,
-        Op.ST_ASYNC,
-        Op.RED_ASYNC,
         Op.CP_ASYNC_MBAR_ARRIVE,
         Op.CP_ASYNC_MBAR_ARRIVE_NOINC,
     }

@@ -62,8 +62,18 @@ def copy_retired(ag, fen, u, k):
         return True
     if ag[u, AG_KIND] == KIND_TMA:
         f = phase_entry(ag, fen, u, k)
-        return f >= 0 and fen[f, FN_AUX] == 1
+        return f >= 0 and fen[f, FN_AUX] != 0
     return False
+
+
+@jit_inline
+def first_wait(ag, fen, ta, k):
+    """The log entry of the first wait that returned on the phase that copy
+    or store ``k`` of TMA agent ``ta`` completes, or -1 when none has."""
+    f = phase_entry(ag, fen, ta, k)
+    if f < 0:
+        return np.int64(-1)
+    return fen[f, FN_AUX] - 1
 
 
 # ---------------------------------------------------------------------------

@@ -9,13 +9,14 @@ import numpy as np
 from ...trace import ops as O
 from ..jit import jit_inline, jit_inline_ir, jit_leaf, store_row_nt
 from .agents import known
-from .async_copies import copy_retired, proxy_fenced, retiring_wait
+from .async_copies import copy_retired, first_wait, proxy_fenced, retiring_wait
 from .layout import (
     AG_BARGEN,
     AG_BAROBJ,
     AG_ISSUER,
     AG_KIND,
     FN_EPOCH,
+    FN_VAL,
     G_INIT,
     G_NREADS,
     G_READS,
@@ -471,10 +472,15 @@ def check_proxy_fence(
     write (a cp.async destination: after the wait that retired it) and before
     what orders it before the access, else a ``proxy_fence`` candidate."""
     xa = nodes[x, N_AGENT]
-    if nodes[x, N_INFO] & I_ASYNC:
-        # A cp.async destination (the one generic-proxy copy): its issuer's
-        # write, performed at the wait that retired it (x happens before the
-        # access, so that wait has been).
+    if nodes[x, N_INFO] & I_ASYNC and ag[xa, AG_KIND] == KIND_TMA:
+        # An st_async destination: the write of the first waiter on its
+        # phase, performed at that wait (x is retired: the wait has been).
+        f = first_wait(ag, fen, xa, nodes[x, N_EPOCH])
+        w = fen[f, FN_VAL]
+        after = fen[f, FN_EPOCH]
+    elif nodes[x, N_INFO] & I_ASYNC:
+        # A cp.async destination: its issuer's write, performed at the wait
+        # that retired it (x happens before the access, so that wait has been).
         w = ag[xa, AG_ISSUER]
         after = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_EPOCH]
     else:

@@ -340,7 +340,10 @@ RL_FIELDS = 5
 # - cp.async agent: waits that retired groups: FN_EPOCH the issuer's epoch at
 #   the wait, FN_VAL the groups retired up to, FN_AUX the wait's site;
 # - TMA agent: phases its loads complete: FN_EPOCH the first load number in
-#   the phase, FN_VAL the phase key, FN_AUX 1 once a wait returned on it.
+#   the phase, FN_VAL the phase key, FN_AUX 0, or once a wait returned on
+#   it 1 + the index of that first wait's entry: FN_EPOCH the waiter's epoch
+#   at the wait, FN_VAL the waiter, FN_AUX the wait's site (an st_async
+#   destination write is the waiter's, performed there, for rule 7).
 FN_NEXT, FN_EPOCH, FN_VAL, FN_AUX = range(4)
 FN_FIELDS = 4
 

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...trace import ops as O
 from .. import reasons as R
 from ..jit import jit_inline, jit_leaf
 from .agents import async_agent, join_into
 from .async_copies import phase_entry
 from .barriers import add_arrival, free_arrivals, join_arrivals
 from .clocks import decref, incref
+from .granules import region_of
 from .hashmap import hm_get, hm_put
 from .layout import (
     AG_BARGEN,
@@ -34,7 +36,12 @@ from .layout import (
     FN_EPOCH,
     FN_NEXT,
     FN_VAL,
+    I_ASYNC,
+    I_ATOMIC,
+    I_COPY_SHIFT,
     I_PROXY,
+    I_SCOPE_SHIFT,
+    I_WRITE,
     KIND_TMA,
     MB_ARRIVALS,
     MB_DONE0,
@@ -63,8 +70,9 @@ from .layout import (
     SV_ERR_C,
     SV_FEN_TOP,
     SV_MB_N,
+    SV_VIEW,
 )
-from .memory import copy
+from .memory import access, copy
 from .pools import pool_free
 from .races import flush_candidates, misuse, set_prev
 
@@ -215,21 +223,16 @@ def arrived(t, c, i, ev, a, mslot):
     )
 
 
-@jit_leaf
-def on_tma_load(t, c, i, ev, a, epoch):
-    """A TMA load: a copy by the mbarrier's TMA agent, whose bytes count
-    against the phase's transaction count; it completes the phase (with
-    the arrivals) and is retired by the first wait on it. A transaction
-    count past the int64 range is ``E_TX_OVERFLOW``."""
-    sv, ag, mbs, fen, arr, snaps = t.sv, t.ag, t.mbs, t.fen, t.arr, t.snaps
-    peer = np.int64(c.peer[i])
-    obj = np.int64(c.obj[i])
-    mslot = mbarrier_slot(t, peer, obj)
+@jit_inline
+def tma_agent(t, a, mslot, obj):
+    """Thread ``a``'s TMA agent of mbarrier slot ``mslot`` and the number of
+    its next copy or store, logged with the phase it completes when the phase
+    changes: (agent, number)."""
+    sv, ag, mbs, fen = t.sv, t.ag, t.mbs, t.fen
     ta = async_agent(ag, sv, t.async_map, a, KIND_TMA, mslot)
     ag[ta, AG_MBAR] = obj
     ag[ta, AG_EPOCH] += 1
     cnt = ag[ta, AG_EPOCH]
-    # The phase this load completes, logged when it changes.
     key = (mbs[mslot, MB_INITS] << 32) | mbs[mslot, MB_PHASE]
     f = ag[ta, AG_FENCES]
     if f < 0 or fen[f, FN_VAL] != key:
@@ -240,16 +243,63 @@ def on_tma_load(t, c, i, ev, a, epoch):
         fen[f, FN_VAL] = key
         fen[f, FN_AUX] = 0
         ag[ta, AG_FENCES] = f
+    return ta, cnt
+
+
+@jit_inline
+def complete_bytes(t, c, i, ev, a, epoch, mslot, obj, ta, cnt):
+    """The row's ``size`` bytes, copied or stored by ``ta`` (its ``cnt``-th),
+    complete on the phase, which takes the issuer's clock and the copy. A
+    transaction count past the int64 range is ``E_TX_OVERFLOW``."""
+    sv, ag, mbs, arr, snaps = t.sv, t.ag, t.mbs, t.arr, t.snaps
+    if not not_initialized(t, c, i, ev, a, mslot):
+        if tx_overflows(t, mslot, obj, -ev.size):
+            return E_TX_OVERFLOW
+        mbs[mslot, MB_TX] -= ev.size
+        h = add_arrival(arr, sv, snaps, mbs[mslot, MB_ARRIVALS], ag[a, AG_BASE], a, epoch, 0)
+        mbs[mslot, MB_ARRIVALS] = add_arrival(arr, sv, snaps, h, 0, ta, cnt, ARF_TMA)
+        arrived(t, c, i, ev, a, mslot)
+    return OK
+
+
+@jit_inline
+def flush_row(t, ev, a):
+    """Report the candidates the row's accesses left."""
+    flush_candidates(
+        t.cand,
+        t.find,
+        t.sv,
+        ev.row,
+        ev.launch,
+        ev.block,
+        ev.thread,
+        ev.op,
+        ev.ts,
+        ev.site,
+        t.ag[a, AG_BAROBJ],
+        t.ag[a, AG_BARGEN],
+    )
+
+
+@jit_leaf
+def on_tma_load(t, c, i, ev, a, epoch):
+    """A TMA load: a copy by the mbarrier's TMA agent, whose bytes count
+    against the phase's transaction count; it completes the phase (with
+    the arrivals) and is retired by the first wait on it."""
+    peer = np.int64(c.peer[i])
+    obj = np.int64(c.obj[i])
+    mslot = mbarrier_slot(t, peer, obj)
+    ta, cnt = tma_agent(t, a, mslot, obj)
     if copy(
-        ag,
-        snaps,
+        t.ag,
+        t.snaps,
         t.arena_a,
         t.arena_e,
-        sv,
+        t.sv,
         t.nodes,
         t.cold,
         t.gran,
-        fen,
+        t.fen,
         t.cand,
         t.ivs,
         t.pst,
@@ -270,28 +320,54 @@ def on_tma_load(t, c, i, ev, a, epoch):
         ev.block,
         peer,
     ):
-        flush_candidates(
-            t.cand,
-            t.find,
+        flush_row(t, ev, a)
+    return complete_bytes(t, c, i, ev, a, epoch, mslot, obj, ta, cnt)
+
+
+@jit_leaf
+def on_st_async(t, c, i, ev, a, epoch):
+    """st.async (red.async: the write is a relaxed cluster-scope atomic): a
+    generic-proxy write of ``peer``'s shared bytes by the thread's TMA agent
+    of the mbarrier; its bytes complete on the phase (no
+    arrival) and the first wait on the phase retires it, as a TMA load's."""
+    sv = t.sv
+    peer = np.int64(c.peer[i])
+    obj = np.int64(c.obj[i])
+    space = np.int64(c.space[i])
+    mslot = mbarrier_slot(t, peer, obj)
+    ta, cnt = tma_agent(t, a, mslot, obj)
+    if sv[SV_VIEW] & (1 << space):
+        info = ev.op | I_ASYNC | I_WRITE | (R.INFLIGHT_TMA_LOAD << I_COPY_SHIFT)
+        if ev.op == O.RED_ASYNC:
+            info |= I_ATOMIC | (O.SCOPE_CLUSTER << I_SCOPE_SHIFT)
+        if access(
+            t.ag,
+            t.snaps,
+            t.arena_a,
+            t.arena_e,
             sv,
+            t.nodes,
+            t.cold,
+            t.gran,
+            t.fen,
+            t.cand,
+            t.ivs,
+            t.pst,
+            region_of(space, peer, a, sv),
+            space,
+            peer,
+            np.int64(c.addr[i]),
+            ev.size,
+            ta,
+            cnt,
+            a,
+            info,
             ev.row,
-            ev.launch,
-            ev.block,
-            ev.thread,
-            ev.op,
             ev.ts,
             ev.site,
-            ag[a, AG_BAROBJ],
-            ag[a, AG_BARGEN],
-        )
-    if not not_initialized(t, c, i, ev, a, mslot):
-        if tx_overflows(t, mslot, obj, -ev.size):
-            return E_TX_OVERFLOW
-        mbs[mslot, MB_TX] -= ev.size
-        h = add_arrival(arr, sv, snaps, mbs[mslot, MB_ARRIVALS], ag[a, AG_BASE], a, epoch, 0)
-        mbs[mslot, MB_ARRIVALS] = add_arrival(arr, sv, snaps, h, 0, ta, cnt, ARF_TMA)
-        arrived(t, c, i, ev, a, mslot)
-    return OK
+        ):
+            flush_row(t, ev, a)
+    return complete_bytes(t, c, i, ev, a, epoch, mslot, obj, ta, cnt)
 
 
 @jit_leaf
@@ -493,12 +569,21 @@ def on_mbar_wait(t, c, i, ev, a, epoch):
         )
         return
     join_into(t.ag, t.snaps, t.arena_a, t.arena_e, t.sv, a, done, -1, 0)
-    # The first wait on the phase retires its tma_loads.
+    # The first wait on the phase retires its tma_loads and st_async stores,
+    # whose phase entries then name the wait's entry.
     tcol = MB_TMA0 + (arg & 1)
     k = mbs[mslot, tcol]
+    w = np.int64(-1)
+    if k >= 0:
+        w = t.sv[SV_FEN_TOP]
+        t.sv[SV_FEN_TOP] += 1
+        fen[w, FN_NEXT] = -1
+        fen[w, FN_EPOCH] = epoch
+        fen[w, FN_VAL] = a
+        fen[w, FN_AUX] = ev.site
     while k >= 0:
         f = phase_entry(t.ag, fen, arr[k, AR_AGENT], arr[k, AR_EPOCH])
-        fen[f, FN_AUX] = 1
+        fen[f, FN_AUX] = w + 1
         k = arr[k, AR_NEXT]
     free_arrivals(arr, t.sv, t.snaps, mbs[mslot, tcol])
     mbs[mslot, tcol] = -1

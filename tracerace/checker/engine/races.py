@@ -13,12 +13,13 @@ from .. import reasons as R
 from ..findings import FINDING_DTYPE
 from ..jit import jit, jit_inline, jit_leaf
 from .agents import known, reach
-from .async_copies import copy_retired, phase_entry, retiring_wait
+from .async_copies import copy_retired, first_wait, phase_entry, retiring_wait
 from .layout import (
     AG_BARFENCE,
     AG_BARGEN,
     AG_BAROBJ,
     AG_BLOCK,
+    AG_KIND,
     AG_MBAR,
     AG_THREAD,
     AG_WEAK_AGENT,
@@ -77,6 +78,7 @@ from .layout import (
     FN_VAL,
     I_ASYNC,
     I_ATOMIC,
+    I_PROXY,
     K_ADDR,
     K_BAR,
     K_BARGEN,
@@ -86,6 +88,7 @@ from .layout import (
     K_SHADOW_EPOCH,
     K_SIZE_SITE,
     K_TS,
+    KIND_TMA,
     N_AGENT,
     N_EPOCH,
     N_INFO,
@@ -145,7 +148,8 @@ ATOMIC_PAIR = -2  # both are atomics of a scope that reaches both agents
 def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, is_atomic, scope):
     """Whether the earlier access ``x`` (a write when ``x_wrote``) races with
     this access of thread ``t``, the rule of the reference's ``on_access``:
-    an access ``t`` knows of happens before it (``ORDERED``); two atomics
+    an access ``t`` knows of happens before it (``ORDERED``); two atomics (a
+    red_async's write included, an async agent's in the async proxy not)
     whose scopes both reach both agents do not race (``ATOMIC_PAIR``); an
     async copy not yet retired is ``async_inflight``; else ``waw`` or ``raw``
     after a write, ``war`` after a read."""
@@ -156,7 +160,7 @@ def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, 
     if (
         is_atomic
         and (xinfo & I_ATOMIC) != 0
-        and (xinfo & I_ASYNC) == 0
+        and (xinfo & (I_ASYNC | I_PROXY)) != (I_ASYNC | I_PROXY)
         and min(info_scope(xinfo), scope) >= reach(ag, xa, t)
     ):
         return ATOMIC_PAIR
@@ -213,7 +217,10 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
     elif kind == O.K_PROXY_FENCE:
         if info & I_ASYNC:
             cand[kind, C_CODE] = R.PROXY_CP_ASYNC_DEST
-            cand[kind, C_AUX] = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
+            if ag[xa, AG_KIND] == KIND_TMA:  # an st_async destination
+                cand[kind, C_AUX] = fen[first_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
+            else:
+                cand[kind, C_AUX] = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
     elif kind != O.K_UNINIT_READ and (info & I_ASYNC) == 0:
         if ag[t, AG_WEAK_AGENT] == xa and ag[t, AG_WEAK_EPOCH] >= nodes[x, N_EPOCH]:
             cand[kind, C_CODE] = R.RACE_WEAK_SYNC

@@ -64,6 +64,7 @@ from .mbarriers import (
     on_mbar_init,
     on_mbar_inval,
     on_mbar_wait,
+    on_st_async,
     on_tma_load,
 )
 from .memory import on_access, on_init
@@ -187,6 +188,8 @@ def replay(c, row0, start, t, gpos):
                 or op == O.TMA_LOAD
                 or op == O.TMA_STORE
                 or op == O.BULK_COPY_PEER
+                or op == O.ST_ASYNC
+                or op == O.RED_ASYNC
             )
         ):
             if not page_room(
@@ -260,6 +263,8 @@ def replay(c, row0, start, t, gpos):
             status = on_bulk_wait(t, c, i, ev, a, epoch)
         elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER:
             status = on_tma_load(t, c, i, ev, a, epoch)
+        elif op == O.ST_ASYNC or op == O.RED_ASYNC:
+            status = on_st_async(t, c, i, ev, a, epoch)
         elif op == O.MBAR_INIT:
             status = on_mbar_init(t, c, i, ev, a, epoch)
         elif op == O.MBAR_ARRIVE:

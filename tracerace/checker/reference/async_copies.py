@@ -28,15 +28,25 @@ class AsyncCopies:
         return self.async_retired[x.agent] < x.epoch
 
     def retiring_wait(self, w: Access) -> tuple:
-        """(epoch, site) of the cp_async_wait that retired cp.async copy ``w``."""
-        st = self.agents[w.agent[:4]]
-        return next((epoch, site) for upto, epoch, site in st.cp_retire_log if upto >= w.epoch)
+        """(thread, its epoch, site) of the wait that retired copy ``w``: its
+        issuer's cp_async_wait, or (an st_async store) the first mbar_wait
+        that returned on its phase."""
+        if w.copy_kind == R.INFLIGHT_TMA_LOAD:
+            return self.waited_phases[w.phase]
+        thread = w.agent[:4]
+        st = self.agents[thread]
+        return next(
+            (thread, epoch, site) for upto, epoch, site in st.cp_retire_log if upto >= w.epoch
+        )
 
     def proxy_fenced(self, w: Access, clock: Clock, space: int) -> bool:
-        """A fence_proxy_async by w's thread after w (after the wait that
-        retired it, for a cp.async destination) that happens before the clock."""
-        thread = w.agent[:4]
-        after = self.retiring_wait(w)[0] if w.is_async_agent else w.epoch
+        """A fence_proxy_async by w's thread after w that happens before the
+        clock; a copy's write (cp.async or st_async) is the thread's of the
+        wait that retired it, and the fence comes after that wait."""
+        if w.is_async_agent:
+            thread, after, _ = self.retiring_wait(w)
+        else:
+            thread, after = w.agent[:4], w.epoch
         known = shared_epoch(clock, thread) if space == O.SPACE_SHARED else clock.get(thread, 0)
         return any(after < f <= known for f in self.agents[thread].fences)
 

@@ -58,7 +58,8 @@ class ReferenceChecker(
         self.atomic_releases: dict[tuple, dict] = defaultdict(dict)
         self.mbarriers: dict[tuple, MBarrier] = defaultdict(MBarrier)
         self.async_retired: dict[tuple, int] = defaultdict(int)
-        self.waited_phases: set[tuple] = set()  # phases some mbar_wait returned on
+        # phases some mbar_wait returned on -> (waiter, its epoch, site) of the first
+        self.waited_phases: dict[tuple, tuple] = {}
         self.pairs: dict[int, list] = {}
         self.alias_edges: dict[int, set] = {}
         self.findings: list[dict] = []
@@ -138,6 +139,8 @@ HANDLERS: dict[int, Callable] = {
     O.CP_ASYNC_WAIT: ReferenceChecker.on_cp_wait,
     O.TMA_LOAD: ReferenceChecker.on_tma_load,
     O.BULK_COPY_PEER: ReferenceChecker.on_tma_load,  # its shared source: the row's space2
+    O.ST_ASYNC: ReferenceChecker.on_st_async,
+    O.RED_ASYNC: ReferenceChecker.on_st_async,
     O.TMA_STORE: ReferenceChecker.on_tma_store,
     O.BULK_COMMIT: ReferenceChecker.on_bulk_commit,
     O.BULK_WAIT: ReferenceChecker.on_bulk_wait,

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...trace import badinput
+from ...trace import ops as O
 from .. import reasons as R
 from .agents import TMA, AgentState
-from .clocks import Clock, join, raise_entry
+from .clocks import Clock, copy_clock, join, raise_entry
 
 
 @dataclass
@@ -56,6 +57,47 @@ class MBarriers:
             copy_kind=R.INFLIGHT_TMA_LOAD,
             phase=(key, mb.inits, mb.phase),
         )
+        self.complete_bytes(row, ev, st, mb, agent, count, clock)
+
+    def on_st_async(self, row: int, ev: dict, st: AgentState) -> None:
+        """An st.async (a red.async: the write is a relaxed cluster-scope
+        atomic): a generic-proxy write of ``peer``'s shared bytes by the
+        thread's TMA agent of the mbarrier, which completes its bytes on the
+        phase (no arrival) and is retired, as a tma_load is, by a wait on it."""
+        key, mb = self.mbar(ev)
+        count = st.tma_count.get(key, 0) + 1
+        st.tma_count[key] = count
+        agent = st.key + (TMA, key)
+        clock = copy_clock(st.clock)
+        dst = self.make_access(
+            row,
+            ev,
+            st,
+            agent,
+            count,
+            ev["addr"],
+            ev["size"],
+            is_write=True,
+            is_atomic=ev["op"] == O.RED_ASYNC,
+            copy_kind=R.INFLIGHT_TMA_LOAD,
+            copy_group=count,
+        )
+        if dst.is_atomic:
+            dst.scope = O.SCOPE_CLUSTER
+        dst.phase = (key, mb.inits, mb.phase)
+        dst.mbar_obj = ev["obj"]
+        found: dict = {}
+        self.access(row, ev, st, dst, clock, ev["space"], found)
+        self.emit_found(
+            row, ev, found, {id(dst): (ev["space"], self.owner_field(ev, ev["space"]))}, st
+        )
+        self.complete_bytes(row, ev, st, mb, agent, count, clock)
+
+    def complete_bytes(
+        self, row: int, ev: dict, st: AgentState, mb: MBarrier, agent: tuple, count: int, clock
+    ) -> None:
+        """The ``size`` bytes of a copy or store by ``agent`` (its ``count``-th)
+        complete on the phase, which takes the issuer's ``clock`` and the copy."""
         if not mb.valid:
             self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
             return
@@ -146,7 +188,10 @@ class MBarriers:
             self.misuse(row, ev, st, R.MBAR_PHASE_NEVER_COMPLETED)
             return
         join(st.clock, done)
-        self.waited_phases.add(mb.completed_phase[ev["arg"] & 1])  # retires its tma_loads
+        # The first wait retires the phase's tma_loads and st_async stores.
+        self.waited_phases.setdefault(
+            mb.completed_phase[ev["arg"] & 1], (st.key, st.epoch, ev["site"])
+        )
 
     def on_mbar_inval(self, row: int, ev: dict, st: AgentState) -> None:
         _, mb = self.mbar(ev)

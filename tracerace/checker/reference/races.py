@@ -29,7 +29,8 @@ class Races:
         """Whether the earlier access ``x`` races with ``acc`` (made with ``clock``),
         asking what the engine's ``race_kind`` asks, in its order (ThreadSanitizer's
         ``CheckRaces`` is the model): an access that happens before ``acc`` is
-        ``ORDERED``; two atomics whose scopes both reach both agents do not race
+        ``ORDERED``; two atomics (a red_async's write included, an async agent's
+        in the async proxy not) whose scopes both reach both agents do not race
         (``ATOMIC_PAIR``); a copy's access not yet retired is ``async_inflight``;
         else ``war`` after a read, ``waw`` or ``raw`` after a write. The caller
         asks only where one of the two writes."""
@@ -38,7 +39,7 @@ class Races:
         if (
             x.is_atomic
             and acc.is_atomic
-            and not x.is_async_agent
+            and not (x.is_async_agent and x.proxy_async)
             and min(x.scope, acc.scope) >= reach(fields_of(x), fields_of(acc))
         ):
             return ATOMIC_PAIR
@@ -165,7 +166,7 @@ class Races:
             return prev.copy_kind, prev.copy_group, 0
         if kind == O.K_PROXY_FENCE:
             if prev.is_async_agent:
-                return R.PROXY_CP_ASYNC_DEST, self.retiring_wait(prev)[1], 0
+                return R.PROXY_CP_ASYNC_DEST, self.retiring_wait(prev)[2], 0
             return R.PROXY_GENERIC_WRITE, 0, 0
         if kind not in (O.K_RAW, O.K_WAR, O.K_WAW) or prev.is_async_agent:
             return 0, 0, 0

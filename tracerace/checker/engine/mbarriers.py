@@ -12,6 +12,7 @@ from .agents import async_agent, join_into
 from .async_copies import phase_entry
 from .barriers import add_arrival, free_arrivals, join_arrivals
 from .clocks import decref, incref
+from .granules import shadow_of
 from .hashmap import hm_get, hm_put
 from .layout import (
     AG_BARGEN,
@@ -64,7 +65,7 @@ from .layout import (
     SV_FEN_TOP,
     SV_MB_N,
 )
-from .memory import copy
+from .memory import CopyOp, copy
 from .pools import pool_free
 from .races import flush_candidates, misuse, set_prev
 
@@ -241,34 +242,25 @@ def on_tma_load(t, c, i, ev, a, epoch):
         fen[f, FN_AUX] = 0
         ag[ta, AG_FENCES] = f
     if copy(
-        ag,
-        snaps,
-        t.arena_a,
-        t.arena_e,
-        sv,
-        t.nodes,
-        t.cold,
-        t.gran,
-        fen,
-        t.cand,
-        t.ivs,
-        t.pst,
-        a,
-        ta,
-        cnt,
-        I_PROXY,
-        R.INFLIGHT_TMA_LOAD,
-        ev.row,
-        ev.ts,
-        ev.site,
-        ev.op,
-        np.int64(c.space[i]),
-        np.int64(c.addr[i]),
-        ev.size,
-        np.int64(c.space2[i]),
-        np.int64(c.addr2[i]),
-        ev.block,
-        peer,
+        shadow_of(t),
+        CopyOp(
+            a,
+            ta,
+            cnt,
+            np.int64(I_PROXY),
+            np.int64(R.INFLIGHT_TMA_LOAD),
+            ev.row,
+            ev.ts,
+            ev.site,
+            ev.op,
+            np.int64(c.space[i]),
+            np.int64(c.addr[i]),
+            ev.size,
+            np.int64(c.space2[i]),
+            np.int64(c.addr2[i]),
+            ev.block,
+            peer,
+        ),
     ):
         flush_candidates(
             t.cand,

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from tracerace.checker.engine import granules, memory, pages, room
+from tracerace.checker.engine import granules, memory, pages, room, signals
 from tracerace.checker.engine.state import Tables
 
 ACCESS_PATH = [
@@ -43,3 +43,8 @@ def test_the_room_check_takes_the_tables_and_the_event_s_op_size_and_arg():
         "t",
         "arg",
     ]
+
+
+def test_a_wait_takes_its_signals_given_the_tables_and_the_event():
+    params = list(inspect.signature(signals.consume_signals.py_func).parameters)
+    assert params == ["t", "ev", "a", "epoch", "q", "need", "obj"]

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from tracerace.checker.engine import granules, memory, pages, room, signals
+from tracerace.checker.engine import granules, memory, pages, signals
 from tracerace.checker.engine.state import Tables
 
 ACCESS_PATH = [
@@ -34,15 +34,6 @@ def test_the_shadow_arrays_are_fields_of_the_tables():
 def test_an_access_spans_addr_to_end_and_a_copy_names_both_ends():
     assert {"addr", "end", "size"} <= set(granules.Access._fields)
     assert {"space", "addr", "space2", "addr2", "size"} <= set(memory.CopyOp._fields)
-
-
-def test_the_room_check_takes_the_tables_and_the_event_s_op_size_and_arg():
-    assert list(inspect.signature(room.replay_room.py_func).parameters) == [
-        "op",
-        "size",
-        "t",
-        "arg",
-    ]
 
 
 def test_a_wait_takes_its_signals_given_the_tables_and_the_event():

@@ -127,7 +127,35 @@ def replay(c, row0, start, t, gpos):
         if budget > 0 and op <= O.WRITE and size <= PLAIN_MAX:
             budget -= 1
         else:
-            budget = replay_room(op, size, t, np.int64(c.arg[i]))
+            budget = replay_room(
+                op,
+                size,
+                sv,
+                ag,
+                agent_map,
+                t.async_map,
+                t.snaps,
+                t.arena_a,
+                t.nodes,
+                t.gran,
+                t.gens,
+                t.arr,
+                t.sigs,
+                t.fq,
+                t.mbs,
+                t.rels,
+                t.fen,
+                t.ivs,
+                t.find,
+                t.pairs,
+                t.edges,
+                t.bar_map,
+                t.mb_map,
+                t.flag_map,
+                t.lock_map,
+                t.atom_map,
+                np.int64(c.arg[i]),
+            )
             if budget < 0:
                 return NEED_GROW, i
 

@@ -78,21 +78,47 @@ PLAIN_NG = 2 * ((PLAIN_MAX >> GRANULE_SHIFT) + 2)
 
 
 @jit_inline
-def replay_room(op, size, t, arg):
-    """Room for the worst one event (``op``, ``size`` bytes, ``arg``) can need
-    in the tables of ``Tables`` ``t``, checked before it touches anything.
-    Returns -1 after setting ``SV_GROW`` to the pools to grow, else how many
-    small plain accesses after this one (by known agents, with no other event
-    between) are sure to find room without checking."""
-    sv, ag = t.sv, t.ag
+def replay_room(
+    op,
+    size,
+    sv,
+    ag,
+    agent_map,
+    async_map,
+    snaps,
+    arena_a,
+    nodes,
+    gran,
+    gens,
+    arr,
+    sigs,
+    fq,
+    mbs,
+    rels,
+    fen,
+    ivs,
+    find,
+    pairs,
+    edges,
+    bar_map,
+    mb_map,
+    flag_map,
+    lock_map,
+    atom_map,
+    arg,
+):
+    """Room for the worst one event can need, checked before it touches
+    anything. Returns -1 after setting ``SV_GROW`` to the pools to grow, else
+    how many small plain accesses after this one (by known agents, with no
+    other event between) are sure to find room without checking."""
     grow = 0
     na = sv[SV_N_AGENTS]
     if na + 4 > ag.shape[0]:
         grow |= GR_AGENTS
-    if sv[SV_SNAP_N] + 16 > t.snaps.shape[0]:  # ids an event may take, free list or not
+    if sv[SV_SNAP_N] + 16 > snaps.shape[0]:  # ids an event may take, free list or not
         grow |= GR_SNAPS
     need = ARENA_NEED * (na + 8)
-    if t.arena_a.shape[0] - sv[SV_ARENA_TOP] < need:
+    if arena_a.shape[0] - sv[SV_ARENA_TOP] < need:
         grow |= GR_ARENA  # the driver compacts first (compact allocates)
     # Granules (and nodes) this event may add: accesses and copies only; a
     # large init goes to the interval list instead.
@@ -112,47 +138,47 @@ def replay_room(op, size, t, arg):
         )
     ):
         ng = 2 * ((size >> GRANULE_SHIFT) + 2)  # 4-byte granules: an upper bound
-    if sv[SV_NODE_USED] + ng > t.nodes.shape[0]:
+    if sv[SV_NODE_USED] + ng > nodes.shape[0]:
         grow |= GR_NODES
-    if 2 * (sv[SV_GRAN_COUNT] + ng) > t.gran.shape[0]:
+    if 2 * (sv[SV_GRAN_COUNT] + ng) > gran.shape[0]:
         grow |= GR_GRAN
-    if sv[SV_NFIND] + EVENT_FINDINGS > t.find.shape[0]:
+    if sv[SV_NFIND] + EVENT_FINDINGS > find.shape[0]:
         grow |= GR_FIND
-    if 2 * (na + 4) > t.agent_map.shape[0] or 2 * (na + 4) > t.async_map.shape[0]:
+    if 2 * (na + 4) > agent_map.shape[0] or 2 * (na + 4) > async_map.shape[0]:
         grow |= GR_AMAP
     if op > O.WRITE:  # a plain access needs none of the synchronization tables
-        if sv[SV_GEN_N] + 1 > t.gens.shape[0]:
+        if sv[SV_GEN_N] + 1 > gens.shape[0]:
             grow |= GR_GENS
-        if sv[SV_ARR_USED] + 4 > t.arr.shape[0]:
+        if sv[SV_ARR_USED] + 4 > arr.shape[0]:
             grow |= GR_ARR
-        if sv[SV_SIG_USED] + 2 > t.sigs.shape[0]:
+        if sv[SV_SIG_USED] + 2 > sigs.shape[0]:
             grow |= GR_SIG
-        if sv[SV_FQ_N] + 1 > t.fq.shape[0]:
+        if sv[SV_FQ_N] + 1 > fq.shape[0]:
             grow |= GR_FQ
-        if sv[SV_MB_N] + 1 > t.mbs.shape[0]:
+        if sv[SV_MB_N] + 1 > mbs.shape[0]:
             grow |= GR_MB
-        if sv[SV_AR_USED] + N_LEVELS + 1 > t.rels.shape[0]:  # a relaxed atomic: a record per level
+        if sv[SV_AR_USED] + N_LEVELS + 1 > rels.shape[0]:  # a relaxed atomic: a record per level
             grow |= GR_RL
-        if sv[SV_FEN_TOP] + 1 > t.fen.shape[0]:
+        if sv[SV_FEN_TOP] + 1 > fen.shape[0]:
             grow |= GR_FEN
-        if sv[SV_IV_N] + 2 > t.ivs.shape[0]:
+        if sv[SV_IV_N] + 2 > ivs.shape[0]:
             grow |= GR_IV
         if op == O.WAIT:
             # A pairing per signal record taken: at most the live records.
             wneed = min(max(arg, 1), sv[SV_SIG_USED]) + 2
-            if sv[SV_PR_TOP] + wneed > t.pairs.shape[0]:
+            if sv[SV_PR_TOP] + wneed > pairs.shape[0]:
                 grow |= GR_PR
-            if sv[SV_ED_TOP] + wneed > t.edges.shape[0]:
+            if sv[SV_ED_TOP] + wneed > edges.shape[0]:
                 grow |= GR_ED
-        if 2 * (sv[SV_GEN_N] + 2) > t.bar_map.shape[0]:
+        if 2 * (sv[SV_GEN_N] + 2) > bar_map.shape[0]:
             grow |= GR_BMAP
-        if 2 * (sv[SV_MB_N] + 2) > t.mb_map.shape[0]:
+        if 2 * (sv[SV_MB_N] + 2) > mb_map.shape[0]:
             grow |= GR_MMAP
-        if 2 * (sv[SV_FQ_N] + 2) > t.flag_map.shape[0]:
+        if 2 * (sv[SV_FQ_N] + 2) > flag_map.shape[0]:
             grow |= GR_FMAP
-        if 2 * (sv[SV_LOCK_N] + 2) > t.lock_map.shape[0]:
+        if 2 * (sv[SV_LOCK_N] + 2) > lock_map.shape[0]:
             grow |= GR_LMAP
-        if 2 * (sv[SV_ATOM_N] + 2) > t.atom_map.shape[0]:
+        if 2 * (sv[SV_ATOM_N] + 2) > atom_map.shape[0]:
             grow |= GR_XMAP
     if grow:
         sv[SV_GROW] = grow
@@ -161,9 +187,9 @@ def replay_room(op, size, t, arg):
         return 0
     return max(
         min(
-            (t.nodes.shape[0] - sv[SV_NODE_USED]) // PLAIN_NG,
-            (t.gran.shape[0] // 2 - sv[SV_GRAN_COUNT]) // PLAIN_NG,
-            (t.find.shape[0] - sv[SV_NFIND]) // EVENT_FINDINGS,
+            (nodes.shape[0] - sv[SV_NODE_USED]) // PLAIN_NG,
+            (gran.shape[0] // 2 - sv[SV_GRAN_COUNT]) // PLAIN_NG,
+            (find.shape[0] - sv[SV_NFIND]) // EVENT_FINDINGS,
         )
         - 1,
         0,

@@ -10,6 +10,7 @@ import numpy as np
 from .. import reasons as R
 from ..jit import jit_inline, jit_leaf
 from .agents import async_agent, join_into
+from .granules import shadow_of
 from .layout import (
     AG_BARGEN,
     AG_BAROBJ,
@@ -33,7 +34,7 @@ from .layout import (
     SV_ERR_A,
     SV_FEN_TOP,
 )
-from .memory import copy
+from .memory import CopyOp, copy
 from .races import flush_candidates
 
 
@@ -57,34 +58,25 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, kind):
     agent ``ca``: the agent reads the source and writes the destination."""
     sv, ag, find, cand = t.sv, t.ag, t.find, t.cand
     if copy(
-        ag,
-        t.snaps,
-        t.arena_a,
-        t.arena_e,
-        sv,
-        t.nodes,
-        t.cold,
-        t.gran,
-        t.fen,
-        cand,
-        t.ivs,
-        t.pst,
-        a,
-        ca,
-        group,
-        bits,
-        kind,
-        ev.row,
-        ev.ts,
-        ev.site,
-        ev.op,
-        np.int64(c.space[i]),
-        np.int64(c.addr[i]),
-        ev.size,
-        np.int64(c.space2[i]),
-        np.int64(c.addr2[i]),
-        ev.block,
-        np.int64(c.peer[i]),
+        shadow_of(t),
+        CopyOp(
+            a,
+            ca,
+            group,
+            np.int64(bits),
+            np.int64(kind),
+            ev.row,
+            ev.ts,
+            ev.site,
+            ev.op,
+            np.int64(c.space[i]),
+            np.int64(c.addr[i]),
+            ev.size,
+            np.int64(c.space2[i]),
+            np.int64(c.addr2[i]),
+            ev.block,
+            np.int64(c.peer[i]),
+        ),
     ):
         flush_candidates(
             cand,

@@ -4,6 +4,8 @@ reads is checked (``races.offer``), updated and pruned; ``init`` bytes and unini
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from ...trace import ops as O
@@ -67,6 +69,37 @@ from .shadow import (
     set_shadow_agent,
     shadow_agent,
 )
+
+Shadow = namedtuple("Shadow", "ag snaps arena_a arena_e sv nodes cold gran fen cand ivs pst")
+"""The arrays an access reads and writes: the agents and their clocks, the
+granule table and its nodes, the fences of the async agents, the candidates,
+the init intervals and the page stamps (``shadow_of`` takes them from
+``Tables``)."""
+
+Access = namedtuple("Access", "region space owner addr end a epoch t info row ts site size")
+"""One access [addr, end) of ``size`` bytes, every field an int64: its region,
+space and owner, the agent ``a`` that makes it at ``epoch``, the thread ``t``
+whose clock orders it (``a`` itself, or the issuer of a copy), its ``info``
+word (without a mask) and the event's row, ts and site."""
+
+
+@jit_inline
+def shadow_of(t):
+    """The ``Shadow`` arrays of ``Tables`` ``t``."""
+    return Shadow(
+        t.ag,
+        t.snaps,
+        t.arena_a,
+        t.arena_e,
+        t.sv,
+        t.nodes,
+        t.cold,
+        t.gran,
+        t.fen,
+        t.cand,
+        t.ivs,
+        t.pst,
+    )
 
 
 @jit_inline
@@ -150,37 +183,9 @@ def extend_bytes(un, base, gsize, first, last):
 
 
 @jit_inline_ir
-def granule_range(
-    ag,
-    snaps,
-    arena_a,
-    arena_e,
-    sv,
-    nodes,
-    cold,
-    gran,
-    fen,
-    cand,
-    ivs,
-    pst,
-    region,
-    space,
-    owner,
-    lo_addr,
-    hi_addr,
-    addr,
-    end,
-    a,
-    epoch,
-    t,
-    info,
-    row,
-    ts,
-    site,
-    size,
-    page,
-):
-    """Check an access [addr, end) against the lists of the granules of its
+def granule_range(sh, x, lo_addr, hi_addr, page):
+    """Check access ``x`` [addr, end) to the ``Shadow`` arrays ``sh`` against
+    the lists of the granules of its
     bytes [lo_addr, hi_addr), record it there, and find the uninitialized
     ones; or, when ``page`` is a slot, against a run of pages' lists (one unit,
     bit 0: the whole run; its uninitialized bytes are ``range_uninit``'s).
@@ -191,6 +196,8 @@ def granule_range(
     with any access, the earlier reads with a write (``races.race_kind``);
     an async-proxy access after a generic-proxy write it may see needs a
     proxy fence; then the access joins the granule's writes or reads."""
+    ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst = sh
+    region, space, owner, addr, end, a, epoch, t, info, row, ts, site, size = x
     found = 0
     is_write = (info & I_WRITE) != 0
     reads = not is_write or (info & I_ATOMIC) != 0
@@ -579,69 +586,11 @@ def record(
 
 
 @jit_leaf
-def granules(
-    ag,
-    snaps,
-    arena_a,
-    arena_e,
-    sv,
-    nodes,
-    cold,
-    gran,
-    fen,
-    cand,
-    ivs,
-    pst,
-    region,
-    space,
-    owner,
-    lo_addr,
-    hi_addr,
-    addr,
-    end,
-    a,
-    epoch,
-    t,
-    info,
-    row,
-    ts,
-    site,
-    size,
-    page,
-):
+def granules(sh, x, lo_addr, hi_addr, page):
     """``granule_range`` as a function of its own, for the rare large accesses
     (``access_pages``) and copies: inlined there too, it made the first run's
     compile of the kernels several times longer."""
-    return granule_range(
-        ag,
-        snaps,
-        arena_a,
-        arena_e,
-        sv,
-        nodes,
-        cold,
-        gran,
-        fen,
-        cand,
-        ivs,
-        pst,
-        region,
-        space,
-        owner,
-        lo_addr,
-        hi_addr,
-        addr,
-        end,
-        a,
-        epoch,
-        t,
-        info,
-        row,
-        ts,
-        site,
-        size,
-        page,
-    )
+    return granule_range(sh, x, lo_addr, hi_addr, page)
 
 
 @jit_inline

@@ -13,7 +13,7 @@ from .agents import async_agent, join_into
 from .async_copies import phase_entry
 from .barriers import add_arrival, free_arrivals, join_arrivals
 from .clocks import decref, incref
-from .granules import region_of
+from .granules import Access, region_of, shadow_of
 from .hashmap import hm_get, hm_put
 from .layout import (
     AG_BARGEN,
@@ -72,7 +72,7 @@ from .layout import (
     SV_MB_N,
     SV_VIEW,
 )
-from .memory import access, copy
+from .memory import CopyOp, access, copy
 from .pools import pool_free
 from .races import flush_candidates, misuse, set_prev
 
@@ -291,34 +291,25 @@ def on_tma_load(t, c, i, ev, a, epoch):
     mslot = mbarrier_slot(t, peer, obj)
     ta, cnt = tma_agent(t, a, mslot, obj)
     if copy(
-        t.ag,
-        t.snaps,
-        t.arena_a,
-        t.arena_e,
-        t.sv,
-        t.nodes,
-        t.cold,
-        t.gran,
-        t.fen,
-        t.cand,
-        t.ivs,
-        t.pst,
-        a,
-        ta,
-        cnt,
-        I_PROXY,
-        R.INFLIGHT_TMA_LOAD,
-        ev.row,
-        ev.ts,
-        ev.site,
-        ev.op,
-        np.int64(c.space[i]),
-        np.int64(c.addr[i]),
-        ev.size,
-        np.int64(c.space2[i]),
-        np.int64(c.addr2[i]),
-        ev.block,
-        peer,
+        shadow_of(t),
+        CopyOp(
+            a,
+            ta,
+            cnt,
+            np.int64(I_PROXY),
+            np.int64(R.INFLIGHT_TMA_LOAD),
+            ev.row,
+            ev.ts,
+            ev.site,
+            ev.op,
+            np.int64(c.space[i]),
+            np.int64(c.addr[i]),
+            ev.size,
+            np.int64(c.space2[i]),
+            np.int64(c.addr2[i]),
+            ev.block,
+            peer,
+        ),
     ):
         flush_row(t, ev, a)
     return complete_bytes(t, c, i, ev, a, epoch, mslot, obj, ta, cnt)
@@ -340,31 +331,24 @@ def on_st_async(t, c, i, ev, a, epoch):
         info = ev.op | I_ASYNC | I_WRITE | (R.INFLIGHT_TMA_LOAD << I_COPY_SHIFT)
         if ev.op == O.RED_ASYNC:
             info |= I_ATOMIC | (O.SCOPE_CLUSTER << I_SCOPE_SHIFT)
+        addr = np.int64(c.addr[i])
         if access(
-            t.ag,
-            t.snaps,
-            t.arena_a,
-            t.arena_e,
-            sv,
-            t.nodes,
-            t.cold,
-            t.gran,
-            t.fen,
-            t.cand,
-            t.ivs,
-            t.pst,
-            region_of(space, peer, a, sv),
-            space,
-            peer,
-            np.int64(c.addr[i]),
-            ev.size,
-            ta,
-            cnt,
-            a,
-            info,
-            ev.row,
-            ev.ts,
-            ev.site,
+            shadow_of(t),
+            Access(
+                region_of(space, peer, a, sv),
+                space,
+                peer,
+                addr,
+                addr + ev.size,
+                np.int64(ta),
+                np.int64(cnt),
+                np.int64(a),
+                np.int64(info),
+                ev.row,
+                ev.ts,
+                ev.site,
+                ev.size,
+            ),
         ):
             flush_row(t, ev, a)
     return complete_bytes(t, c, i, ev, a, epoch, mslot, obj, ta, cnt)

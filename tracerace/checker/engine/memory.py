@@ -5,12 +5,14 @@ destination by the async agent that performs it.
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 
 from ...trace import ops as O
 from ..jit import jit_inline_ir, jit_leaf
 from .atomics import acquire_atomic, release_atomic
-from .granules import granule_range, granules, region_of
+from .granules import Access, granule_range, granules, region_of, shadow_of
 from .layout import (
     AG_BARGEN,
     AG_BAROBJ,
@@ -40,35 +42,11 @@ from .shards import owns, stretch_end
 
 
 @jit_leaf
-def access(
-    ag,
-    snaps,
-    arena_a,
-    arena_e,
-    sv,
-    nodes,
-    cold,
-    gran,
-    fen,
-    cand,
-    ivs,
-    pst,
-    region,
-    space,
-    owner,
-    addr,
-    size,
-    a,
-    epoch,
-    t,
-    info,
-    row,
-    ts,
-    site,
-):
-    """Check an access by agent ``a`` (epoch ``epoch``; ``t`` is the thread
-    whose clock orders it: ``a`` itself, or the issuer of a copy) and record
-    it. ``info`` carries op, write/atomic/async/proxy bits and scope.
+def access(sh, x):
+    """Check access ``x`` (by agent ``x.a`` at ``x.epoch``; ``x.t`` is the
+    thread whose clock orders it: ``x.a`` itself, or the issuer of a copy) to
+    the ``Shadow`` arrays ``sh``, and record it. ``x.info`` carries op,
+    write/atomic/async/proxy bits and scope.
     Returns 1 when it left a candidate in ``cand`` (the caller then flushes
     them), else 0: most accesses find nothing and skip the flush.
 
@@ -79,210 +57,58 @@ def access(
     ``replay`` does the same with ``granule_range`` inlined (see there):
     here it is called, as inlining it into this function too made the first
     run's compile of the kernels several times longer."""
-    if size <= 0:
+    if x.size <= 0:
         return 0
-    end = addr + size
+    sv = sh.sv
     if sv[SV_SHARDS] <= 1:
-        found, ulo, uhi = access_range(
-            ag,
-            snaps,
-            arena_a,
-            arena_e,
-            sv,
-            nodes,
-            cold,
-            gran,
-            fen,
-            cand,
-            ivs,
-            pst,
-            region,
-            space,
-            owner,
-            addr,
-            end,
-            addr,
-            size,
-            a,
-            epoch,
-            t,
-            info,
-            row,
-            ts,
-            site,
-        )
-        return found | offer_uninit(cand, space, owner, ulo, uhi)
+        found, ulo, uhi = access_range(sh, x, x.addr, x.end)
+        return found | offer_uninit(sh.cand, x.space, x.owner, ulo, uhi)
     found = 0
     ulo = np.int64(-1)
     uhi = np.int64(-1)
-    lo = addr
-    while lo < end:
-        hi, mine = stretch_end(sv, space, owner, lo, end)
+    lo = x.addr
+    while lo < x.end:
+        hi, mine = stretch_end(sv, x.space, x.owner, lo, x.end)
         if mine:
-            f, flo, fhi = access_range(
-                ag,
-                snaps,
-                arena_a,
-                arena_e,
-                sv,
-                nodes,
-                cold,
-                gran,
-                fen,
-                cand,
-                ivs,
-                pst,
-                region,
-                space,
-                owner,
-                lo,
-                hi,
-                addr,
-                size,
-                a,
-                epoch,
-                t,
-                info,
-                row,
-                ts,
-                site,
-            )
+            f, flo, fhi = access_range(sh, x, lo, hi)
             found |= f
             if flo >= 0:
                 if ulo < 0:
                     ulo = flo
                 uhi = fhi
         lo = hi
-    return found | offer_uninit(cand, space, owner, ulo, uhi)
+    return found | offer_uninit(sh.cand, x.space, x.owner, ulo, uhi)
 
 
 @jit_leaf
-def access_range(
-    ag,
-    snaps,
-    arena_a,
-    arena_e,
-    sv,
-    nodes,
-    cold,
-    gran,
-    fen,
-    cand,
-    ivs,
-    pst,
-    region,
-    space,
-    owner,
-    lo,
-    hi,
-    addr,
-    size,
-    a,
-    epoch,
-    t,
-    info,
-    row,
-    ts,
-    site,
-):
-    """``access`` of the bytes [lo, hi) of the access [addr, addr + size):
-    (1 when it left a candidate, the first and last uninitialized byte or -1)."""
-    if covers_page(sv, lo, hi - lo):
-        return access_pages(
-            ag,
-            snaps,
-            arena_a,
-            arena_e,
-            sv,
-            nodes,
-            cold,
-            gran,
-            fen,
-            cand,
-            ivs,
-            pst,
-            region,
-            space,
-            owner,
-            lo,
-            hi,
-            addr,
-            size,
-            a,
-            epoch,
-            t,
-            info,
-            row,
-            ts,
-            site,
-        )
-    split_pages_of(sv, nodes, cold, gran, ivs, pst, region, lo, hi - lo)
-    return granules(
-        ag,
-        snaps,
-        arena_a,
-        arena_e,
-        sv,
-        nodes,
-        cold,
-        gran,
-        fen,
-        cand,
-        ivs,
-        pst,
-        region,
-        space,
-        owner,
-        lo,
-        hi,
-        addr,
-        addr + size,
-        a,
-        epoch,
-        t,
-        info,
-        row,
-        ts,
-        site,
-        size,
-        np.int64(-1),
-    )
+def access_range(sh, x, lo, hi):
+    """``access`` of the bytes [lo, hi) of access ``x``: (1 when it left a
+    candidate, the first and last uninitialized byte or -1)."""
+    if covers_page(sh.sv, lo, hi - lo):
+        return access_pages(sh, x, lo, hi)
+    split_pages_of(sh.sv, sh.nodes, sh.cold, sh.gran, sh.ivs, sh.pst, x.region, lo, hi - lo)
+    return granules(sh, x, lo, hi, np.int64(-1))
+
+
+CopyOp = namedtuple(
+    "CopyOp",
+    "t ca epoch proxy_bits copy_kind row ts site op space addr size space2 addr2 block peer",
+)
+"""A copy of ``size`` bytes from (``space2``, ``addr2``; shared memory: of
+``block``) to (``space``, ``addr``; shared memory: of ``peer``), issued by
+thread ``t`` and made by its copy agent ``ca`` at ``epoch``: ``proxy_bits``
+(``I_PROXY`` or 0), its ``reasons.INFLIGHT_*`` kind, and the event's row, ts,
+site and op. Every field is an int64."""
 
 
 @jit_leaf
-def copy(
-    ag,
-    snaps,
-    arena_a,
-    arena_e,
-    sv,
-    nodes,
-    cold,
-    gran,
-    fen,
-    cand,
-    ivs,
-    pst,
-    t,
-    ca,
-    epoch,
-    proxy_bits,
-    copy_kind,
-    row,
-    ts,
-    site,
-    op,
-    space,
-    addr,
-    size,
-    space2,
-    addr2,
-    block,
-    peer,
-):
-    """A copy's source read then destination write, by copy agent ``ca``.
-    Returns 1 when either left a candidate in ``cand`` (see ``access``)."""
-    info = op | I_ASYNC | proxy_bits | (copy_kind << I_COPY_SHIFT)
+def copy(sh, cp):
+    """A copy's source read then destination write, by copy agent ``cp.ca``,
+    to the ``Shadow`` arrays ``sh``. Returns 1 when either left a candidate
+    in ``cand`` (see ``access``)."""
+    ag, sv, t, size = sh.ag, sh.sv, cp.t, cp.size
+    space, space2, block, peer = cp.space, cp.space2, cp.block, cp.peer
+    info = cp.op | I_ASYNC | cp.proxy_bits | (cp.copy_kind << I_COPY_SHIFT)
     found = 0
     if sv[SV_VIEW] & (1 << space2):
         sowner = (
@@ -291,60 +117,44 @@ def copy(
             else (ag[t, AG_THREAD] if space2 == O.SPACE_LOCAL else 0)
         )
         found = access(
-            ag,
-            snaps,
-            arena_a,
-            arena_e,
-            sv,
-            nodes,
-            cold,
-            gran,
-            fen,
-            cand,
-            ivs,
-            pst,
-            region_of(space2, block, t, sv),
-            space2,
-            sowner,
-            addr2,
-            size,
-            ca,
-            epoch,
-            t,
-            info,
-            row,
-            ts,
-            site,
+            sh,
+            Access(
+                region_of(space2, block, t, sv),
+                space2,
+                sowner,
+                cp.addr2,
+                cp.addr2 + size,
+                cp.ca,
+                cp.epoch,
+                t,
+                info,
+                cp.row,
+                cp.ts,
+                cp.site,
+                size,
+            ),
         )
     if sv[SV_VIEW] & (1 << space):
         downer = (
             peer if space == O.SPACE_SHARED else (ag[t, AG_THREAD] if space == O.SPACE_LOCAL else 0)
         )
         found |= access(
-            ag,
-            snaps,
-            arena_a,
-            arena_e,
-            sv,
-            nodes,
-            cold,
-            gran,
-            fen,
-            cand,
-            ivs,
-            pst,
-            region_of(space, peer, t, sv),
-            space,
-            downer,
-            addr,
-            size,
-            ca,
-            epoch,
-            t,
-            info | I_WRITE,
-            row,
-            ts,
-            site,
+            sh,
+            Access(
+                region_of(space, peer, t, sv),
+                space,
+                downer,
+                cp.addr,
+                cp.addr + size,
+                cp.ca,
+                cp.epoch,
+                t,
+                info | I_WRITE,
+                cp.row,
+                cp.ts,
+                cp.site,
+                size,
+            ),
         )
     return found
 
@@ -353,45 +163,7 @@ def copy(
 @jit_inline_ir
 def on_access(t, c, i, ev, a, epoch):
     """A read, write or atomic: the reference's ``on_access``."""
-    (
-        sv,
-        ag,
-        snaps,
-        arena_a,
-        arena_e,
-        scratch,
-        touched,
-        nodes,
-        cold,
-        gran,
-        rels,
-        atom_map,
-        fen,
-        find,
-        cand,
-        ivs,
-        pst,
-        cvs,
-    ) = (
-        t.sv,
-        t.ag,
-        t.snaps,
-        t.arena_a,
-        t.arena_e,
-        t.scratch,
-        t.touched,
-        t.nodes,
-        t.cold,
-        t.gran,
-        t.rels,
-        t.atom_map,
-        t.fen,
-        t.find,
-        t.cand,
-        t.ivs,
-        t.pst,
-        t.cvs,
-    )
+    sv, ag = t.sv, t.ag
     (row, launch, block, thread, op, ts, site, size) = (
         ev.row,
         ev.launch,
@@ -416,15 +188,15 @@ def on_access(t, c, i, ev, a, epoch):
         info |= I_ATOMIC
         acquire_atomic(
             ag,
-            snaps,
-            arena_a,
-            arena_e,
+            t.snaps,
+            t.arena_a,
+            t.arena_e,
             sv,
-            atom_map,
-            rels,
-            scratch,
-            touched,
-            cvs,
+            t.atom_map,
+            t.rels,
+            t.scratch,
+            t.touched,
+            t.cvs,
             a,
             region,
             addr,
@@ -445,72 +217,20 @@ def on_access(t, c, i, ev, a, epoch):
         # one large accesses take, so ``replay`` inlines no more for them. In
         # a shard (``shards``): an access of bytes another shard owns is
         # skipped, and ``access`` takes one that crosses a stretch boundary.
+        sh = shadow_of(t)
+        x = Access(region, space, owner, addr, addr + size, a, epoch, a, info, row, ts, site, size)
         own = owns(sv, space, owner, addr, size)
         if own == 2 or (
             own == 1 and (covers_page(sv, addr, size) or sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH])
         ):
-            found = access(
-                ag,
-                snaps,
-                arena_a,
-                arena_e,
-                sv,
-                nodes,
-                cold,
-                gran,
-                fen,
-                cand,
-                ivs,
-                pst,
-                region,
-                space,
-                owner,
-                addr,
-                size,
-                a,
-                epoch,
-                a,
-                info,
-                row,
-                ts,
-                site,
-            )
+            found = access(sh, x)
         elif own == 1:
-            found, ulo, uhi = granule_range(
-                ag,
-                snaps,
-                arena_a,
-                arena_e,
-                sv,
-                nodes,
-                cold,
-                gran,
-                fen,
-                cand,
-                ivs,
-                pst,
-                region,
-                space,
-                owner,
-                addr,
-                addr + size,
-                addr,
-                addr + size,
-                a,
-                epoch,
-                a,
-                info,
-                row,
-                ts,
-                site,
-                size,
-                np.int64(-1),
-            )
-            found |= offer_uninit(cand, space, owner, ulo, uhi)
+            found, ulo, uhi = granule_range(sh, x, addr, addr + size, np.int64(-1))
+            found |= offer_uninit(t.cand, space, owner, ulo, uhi)
     if found:
         flush_candidates(
-            cand,
-            find,
+            t.cand,
+            t.find,
             sv,
             row,
             launch,
@@ -530,12 +250,12 @@ def on_access(t, c, i, ev, a, epoch):
         if sem == O.SEM_RELEASE or sem == O.SEM_ACQ_REL:
             release_atomic(
                 ag,
-                snaps,
-                arena_a,
-                arena_e,
+                t.snaps,
+                t.arena_a,
+                t.arena_e,
                 sv,
-                atom_map,
-                rels,
+                t.atom_map,
+                t.rels,
                 a,
                 region,
                 addr,
@@ -548,12 +268,12 @@ def on_access(t, c, i, ev, a, epoch):
                 if ag[a, AG_FREL_BASE + lvl] >= 0:
                     release_atomic(
                         ag,
-                        snaps,
-                        arena_a,
-                        arena_e,
+                        t.snaps,
+                        t.arena_a,
+                        t.arena_e,
                         sv,
-                        atom_map,
-                        rels,
+                        t.atom_map,
+                        t.rels,
                         a,
                         region,
                         addr,

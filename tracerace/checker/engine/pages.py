@@ -354,42 +354,16 @@ def range_uninit(gran, sv, ivs, region, lo_addr, hi_addr):
 
 
 @jit_leaf
-def access_pages(
-    ag,
-    snaps,
-    arena_a,
-    arena_e,
-    sv,
-    nodes,
-    cold,
-    gran,
-    fen,
-    cand,
-    ivs,
-    pst,
-    region,
-    space,
-    owner,
-    from_addr,
-    to_addr,
-    addr,
-    size,
-    a,
-    epoch,
-    t,
-    info,
-    row,
-    ts,
-    site,
-):
-    """``access`` of the bytes [from_addr, to_addr) of an access [addr, addr +
-    size), a range that covers at least one whole page: the whole pages run by
+def access_pages(sh, x, from_addr, to_addr):
+    """``access`` of the bytes [from_addr, to_addr) of access ``x`` (to the
+    ``Shadow`` arrays ``sh``), a range that covers at least one whole page: the whole pages run by
     run (``RUNS``; a page some granule of the launch has touched granule by
     granule), the partial pages at its ends granule by granule. Returns (1
     when it left a candidate in ``cand``, else 0; the first and last
     uninitialized byte of the range or -1)."""
+    sv, nodes, cold, gran, ivs, pst = sh.sv, sh.nodes, sh.cold, sh.gran, sh.ivs, sh.pst
+    region, info = x.region, x.info
     ps = sv[SV_PAGE_SHIFT]
-    end = addr + size
     p0 = (from_addr + (np.int64(1) << ps) - 1) >> ps
     p1 = to_addr >> ps
     rr = region | PAGE_REGION
@@ -421,71 +395,13 @@ def access_pages(
                 plo = p << ps
                 phi = q << ps
                 if s < 0:  # a page some granule of the launch holds lists for
-                    f, lo, hi = granules(
-                        ag,
-                        snaps,
-                        arena_a,
-                        arena_e,
-                        sv,
-                        nodes,
-                        cold,
-                        gran,
-                        fen,
-                        cand,
-                        ivs,
-                        pst,
-                        region,
-                        space,
-                        owner,
-                        plo,
-                        phi,
-                        addr,
-                        end,
-                        a,
-                        epoch,
-                        t,
-                        info,
-                        row,
-                        ts,
-                        site,
-                        size,
-                        np.int64(-1),
-                    )
+                    f, lo, hi = granules(sh, x, plo, phi, np.int64(-1))
                 else:
                     lo = np.int64(-1)
                     hi = np.int64(-1)
                     if reads:
                         lo, hi = range_uninit(gran, sv, ivs, region, plo, phi)
-                    f, _, _ = granules(
-                        ag,
-                        snaps,
-                        arena_a,
-                        arena_e,
-                        sv,
-                        nodes,
-                        cold,
-                        gran,
-                        fen,
-                        cand,
-                        ivs,
-                        pst,
-                        region,
-                        space,
-                        owner,
-                        plo,
-                        phi,
-                        addr,
-                        end,
-                        a,
-                        epoch,
-                        t,
-                        info,
-                        row,
-                        ts,
-                        site,
-                        size,
-                        s,
-                    )
+                    f, _, _ = granules(sh, x, plo, phi, s)
                 found |= f
                 if lo >= 0:
                     if ulo < 0:
@@ -500,36 +416,7 @@ def access_pages(
         if lo_addr >= hi_addr:
             continue
         split_pages_of(sv, nodes, cold, gran, ivs, pst, region, lo_addr, hi_addr - lo_addr)
-        f, lo, hi = granules(
-            ag,
-            snaps,
-            arena_a,
-            arena_e,
-            sv,
-            nodes,
-            cold,
-            gran,
-            fen,
-            cand,
-            ivs,
-            pst,
-            region,
-            space,
-            owner,
-            lo_addr,
-            hi_addr,
-            addr,
-            end,
-            a,
-            epoch,
-            t,
-            info,
-            row,
-            ts,
-            site,
-            size,
-            np.int64(-1),
-        )
+        f, lo, hi = granules(sh, x, lo_addr, hi_addr, np.int64(-1))
         found |= f
         if lo >= 0:
             if ulo < 0:

@@ -280,36 +280,29 @@ def is_foreign(edges, head, ssite, wsite):
 
 
 @jit_leaf
-def consume_signals(
-    ag,
-    snaps,
-    arena_a,
-    arena_e,
-    sv,
-    sigs,
-    fq,
-    q,
-    pairs,
-    edges,
-    find,
-    scratch,
-    touched,
-    cvs,
-    a,
-    epoch,
-    need,
-    row,
-    launch,
-    block,
-    thread,
-    op,
-    ts,
-    site,
-    obj,
-):
-    """A wait of ``a`` takes ``need`` signals from flag queue ``q`` in FIFO
-    order and joins their clocks (``cvs``: a row per signal record taken,
-    at most the live records)."""
+def consume_signals(t, ev, a, epoch, q, need, obj):
+    """A wait of ``a`` (event ``ev``, at ``epoch``) takes ``need`` signals from
+    flag queue ``q`` of flag ``obj`` in FIFO order and joins their clocks
+    (``t.cvs``: a row per signal record taken, at most the live records)."""
+    sv, ag, snaps, arena_a, arena_e, sigs, fq, cvs = (
+        t.sv,
+        t.ag,
+        t.snaps,
+        t.arena_a,
+        t.arena_e,
+        t.sigs,
+        t.fq,
+        t.cvs,
+    )
+    row, launch, block, thread, op, ts, site = (
+        ev.row,
+        ev.launch,
+        ev.block,
+        ev.thread,
+        ev.op,
+        ev.ts,
+        ev.site,
+    )
     cvs[0, CV_BASE] = ag[a, AG_BASE]
     cvs[0, CV_AGENT] = -1
     cvs[0, CV_EPOCH] = 0
@@ -338,7 +331,7 @@ def consume_signals(
                 fq[q, FQ_TAIL] = -1
             cvs[nused, CV_USED] = s
             nused += 1
-    snap = merge_many(snaps, arena_a, arena_e, sv, cvs, m, scratch, touched)
+    snap = merge_many(snaps, arena_a, arena_e, sv, cvs, m, t.scratch, t.touched)
     set_base(ag, snaps, sv, a, snap)
     sync_alias(
         ag,
@@ -349,9 +342,9 @@ def consume_signals(
         sigs,
         fq,
         q,
-        pairs,
-        edges,
-        find,
+        t.pairs,
+        t.edges,
+        t.find,
         cvs[:, CV_CONS],
         ncons,
         a,
@@ -423,81 +416,16 @@ def on_signal(t, c, i, ev, a, epoch):
 @jit_leaf
 def on_wait(t, c, i, ev, a, epoch):
     """A wait: the reference's ``on_wait``."""
-    (
-        sv,
-        ag,
-        snaps,
-        arena_a,
-        arena_e,
-        scratch,
-        touched,
-        sigs,
-        flag_map,
-        fq,
-        find,
-        pairs,
-        edges,
-        cvs,
-    ) = (
-        t.sv,
-        t.ag,
-        t.snaps,
-        t.arena_a,
-        t.arena_e,
-        t.scratch,
-        t.touched,
-        t.sigs,
-        t.flag_map,
-        t.fq,
-        t.find,
-        t.pairs,
-        t.edges,
-        t.cvs,
-    )
-    (row, launch, block, thread, op, ts, site) = (
-        ev.row,
-        ev.launch,
-        ev.block,
-        ev.thread,
-        ev.op,
-        ev.ts,
-        ev.site,
-    )
+    sv, fq = t.sv, t.fq
     obj = np.int64(c.obj[i])
     arg = np.int64(c.arg[i])
     need = arg if arg > 0 else 1
-    q = hm_get(flag_map, obj, 0, 0)
+    q = hm_get(t.flag_map, obj, 0, 0)
     avail = fq[q, FQ_TOTAL] if q >= 0 else 0
     if avail < need:
         sv[SV_ERR_A] = obj
         sv[SV_ERR_B] = need
         sv[SV_ERR_C] = avail
         return E_WAIT
-    consume_signals(
-        ag,
-        snaps,
-        arena_a,
-        arena_e,
-        sv,
-        sigs,
-        fq,
-        q,
-        pairs,
-        edges,
-        find,
-        scratch,
-        touched,
-        cvs,
-        a,
-        epoch,
-        need,
-        row,
-        launch,
-        block,
-        thread,
-        op,
-        ts,
-        site,
-        obj,
-    )
+    consume_signals(t, ev, a, epoch, q, need, obj)
     return OK

@@ -138,7 +138,7 @@ def naive_info(cols: dict) -> dict:
             use["hi"] = addr + size if use["hi"] is None else max(use["hi"], addr + size)
 
     for op, _launch, _block, _thread, space, addr, size, addr2, space2 in rows:
-        if op in (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT):
+        if op in (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, Op.ST_ASYNC, Op.RED_ASYNC):
             touch(space, addr, size)
         elif op == Op.CP_ASYNC:
             touch(1, addr, size), touch(space2, addr2, size)

@@ -336,6 +336,10 @@ def _opened(source: Any, options: CheckOptions) -> Iterator[Any]:
         raise err.with_path(path) from None
     except MemoryError:
         raise out_of_memory(path) from None
+    except RuntimeError as err:
+        if not _no_thread(err):
+            raise
+        raise out_of_memory(path) from None
     except OSError as err:
         if err.errno == errno.ENOMEM:
             raise out_of_memory(path) from None
@@ -513,6 +517,12 @@ def _compile_the_rest(meta: TraceMeta) -> None:
 
     records(np.zeros((1, len(FIELDS)), dtype=np.int64))
     GroupBuilder(meta).compile_kernels()
+
+
+def _no_thread(err: RuntimeError) -> bool:
+    """Whether ``err`` is Python's refusal to start a thread (no memory for its
+    stack: the shards' and the read-ahead's threads under a memory limit)."""
+    return "can't start new thread" in str(err)
 
 
 def out_of_memory(path: str | None) -> TraceError:

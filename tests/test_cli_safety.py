@@ -396,3 +396,37 @@ def test_a_check_that_runs_out_of_memory_fails_on_one_line(tmp_path):
         out.stderr == f"tracerace: error: {path}: out-of-memory: not enough memory to "
         f"check this trace\n"
     )
+
+
+def _crashing_app():
+    """A command line whose one command fails as a bug in tracerace would."""
+    import typer
+
+    crashing = typer.Typer()
+
+    @crashing.command()
+    def check() -> None:
+        raise ImportError("no module named 'tracerace.missing'")
+
+    return crashing
+
+
+def test_an_internal_error_is_never_a_verdict(capsys, monkeypatch):
+    """A crash exits 2 with one line naming it (never 1, which means hazards
+    found, nor 0), and the traceback only when asked for."""
+    from tracerace import cli
+
+    monkeypatch.delenv(cli.INTERNAL_TRACEBACK_ENV, raising=False)
+    with pytest.raises(SystemExit) as stop:
+        cli._run_app(_crashing_app(), [])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "internal error: ImportError: no module named 'tracerace.missing'" in err
+    assert "Traceback" not in err
+
+    monkeypatch.setenv(cli.INTERNAL_TRACEBACK_ENV, "1")
+    with pytest.raises(SystemExit) as stop:
+        cli._run_app(_crashing_app(), [])
+    assert stop.value.code == 2
+    assert "Traceback (most recent call last)" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+import traceback
 from typing import IO, Any
 
 import typer
@@ -573,9 +574,18 @@ def main() -> None:
         end_by(stop.signum)
 
 
-def _run_app() -> None:
+INTERNAL_TRACEBACK_ENV = "TRACERACE_TRACEBACK"
+"""Set (to anything) to see the traceback of an internal error."""
+
+
+def _run_app(command: Any = None, args: list[str] | None = None) -> None:
+    """Run ``command`` (the ``tracerace`` app unless given) on ``args`` (the
+    process's unless given) and turn what it
+    raises into an exit status: 2 for bad input, a closed pipe or memory, and
+    for an internal error too, so that a crash is never read as a verdict
+    (0: clean, 1: errors found)."""
     try:
-        app(standalone_mode=True)
+        (app if command is None else command)(args=args, standalone_mode=True)
     except SystemExit:
         _flush_stdout()
         raise
@@ -591,3 +601,11 @@ def _run_app() -> None:
         # final flush does not raise again.
         _quiet_stdout()
         sys.exit(1)
+    except Exception as err:  # a bug in tracerace, not in the trace
+        if os.environ.get(INTERNAL_TRACEBACK_ENV):
+            traceback.print_exc()
+        _say(
+            f"tracerace: internal error: {type(err).__name__}: {err} (a bug in tracerace, "
+            f"not a verdict about the trace; {INTERNAL_TRACEBACK_ENV}=1 shows the traceback)"
+        )
+        sys.exit(2)

@@ -362,3 +362,12 @@ def test_batches_of_any_size_give_the_same_cluster_trace(tmp_path):
         outs.append(table(out))
     assert all(o == outs[0] for o in outs[1:])
     assert np.count_nonzero(np.array(outs[0]["op"]) == Op.TMA_STORE) == 1
+
+
+def test_a_bulk_store_past_64_bits_is_refused_naming_the_record(tmp_path):
+    def write(w):
+        w.launch("k", block=(32, 1, 1), cluster=(1, 1, 1))
+        w.bulk(0, 0, Bulk.SHARED_TO_GLOBAL, 0xFFFF_FFFF_FFFF_FFF0, 0, 64)
+        w.launch_end()
+
+    refused(tmp_path, write, "a BULK record's bytes pass the end of the 64-bit", "cuda-stream")

@@ -330,8 +330,14 @@ def scan(path: str, batch: int) -> Plan:
             [Kind.ACCESS, Kind.CP_ASYNC, Kind.HOST_INIT, Kind.ALLOC, Kind.PEER_ACCESS],
         )
         room = np.uint64(ADDRESS_END) - part["size"].astype(np.uint64)
-        past = sized & (
-            (part["addr"] > room) | ((part["kind"] == Kind.CP_ASYNC) & (part["addr2"] > room))
+        to_global = (part["kind"] == Kind.BULK) & np.isin(
+            part["aux"], [Bulk.SHARED_TO_GLOBAL, Bulk.REDUCE_TO_GLOBAL]
+        )
+        from_global = (part["kind"] == Kind.CP_ASYNC) | (
+            (part["kind"] == Kind.BULK) & (part["aux"] == Bulk.GLOBAL_TO_SHARED)
+        )
+        past = ((sized | to_global) & (part["addr"] > room)) | (
+            from_global & (part["addr2"] > room)
         )
         if past.any():
             i = int(np.argmax(past))

@@ -131,10 +131,137 @@ def test_tma_copy_without_its_shared_side_is_refused(tmp_path, consumer_wait):
     assert f"mbarrier {z.SHMEM + z.FULL_BAR:#x}" in line
 
 
-@pytest.mark.parametrize("cluster_barrier", [True, False])
-def test_cluster_launch_is_refused(tmp_path, cluster_barrier):
-    line = convert_fails(tmp_path, z.cluster_exchange(cluster_barrier))
-    assert ": gpu-cluster: blocks (0,0,0) and (1,0,0) share cluster (0,0,0)" in line
+def table(path) -> dict[str, list[int]]:
+    import pyarrow.ipc as ipc
+
+    return ipc.open_file(str(path)).read_all().to_pydict()
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+@pytest.mark.parametrize(
+    "cluster_barrier, expected",
+    [
+        (True, {}),
+        # Each block reads its peer's buffer with nothing ordering the peer's write: the
+        # replay runs block 0 first, so its read comes before block 1's write (war, and
+        # bytes nobody wrote yet), block 1's after block 0's (raw).
+        (False, {"raw": 32, "war": 32, "uninit_read": 32}),
+    ],
+)
+def test_cluster_exchange(tmp_path, engine, cluster_barrier, expected):
+    out = imported(tmp_path, z.cluster_exchange(cluster_barrier))
+    assert kinds(out, engine) == Counter(expected)
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+def test_a_relaxed_cluster_arrival_orders_nothing(tmp_path, engine):
+    """``barrier.cluster.arrive.relaxed`` (a bare ``UCGABAR_ARV``, no ``MEMBAR`` before
+    it) then ``wait``: the peer's write is not ordered before the read."""
+    out = imported(tmp_path, z.cluster_exchange(True, release=False))
+    assert kinds(out, engine) == Counter({"raw": 64})
+    names = [r[0] for r in g.ops_of(out) if r[0].startswith("cluster_arrive")]
+    assert names.count("cluster_arrive_relaxed") == 64 and names.count("cluster_arrive") == 64
+
+
+def test_cluster_rows_name_the_cluster_and_the_owner_of_shared_bytes(tmp_path):
+    out = imported(tmp_path, z.cluster_exchange(True))
+    t = table(out)
+    assert set(t["cluster"]) == {0}
+    shared = [
+        (op, block, peer, addr)
+        for op, block, peer, addr, space in zip(
+            t["op"], t["block"], t["peer"], t["addr"], t["space"]
+        )
+        if space == 1 and op in (0, 1)
+    ]
+    lanes = range(32)
+    assert sorted(shared) == sorted(
+        [(1, b, b, z.BUF + 4 * lane) for b in range(2) for lane in lanes]
+        + [(0, b, 1 - b, z.BUF + 4 * lane) for b in range(2) for lane in lanes]
+    )
+    rows = g.ops_of(out)
+    arrivals = [r for r in rows if r[0] == "cluster_arrive"]
+    assert len(arrivals) == 4 * 32 and {r[4] for r in arrivals} == {64}
+    # Every thread's k-th wait comes after the 64 (k + 1)-th arrival of the cluster.
+    seen, waits = 0, Counter()
+    for name, block, thread, _, _ in rows:
+        if name == "cluster_arrive":
+            seen += 1
+        elif name == "cluster_wait":
+            waits[block, thread] += 1
+            assert seen >= 64 * waits[block, thread]
+    assert set(waits.values()) == {2} and len(waits) == 64
+
+
+@pytest.mark.parametrize("engine", ["reference", "numba"])
+@pytest.mark.parametrize("full_wait, expected", [(True, {}), (False, {"raw": 4 * 64})])
+def test_cluster_of_warp_specialized_blocks(tmp_path, engine, full_wait, expected):
+    """Two clusters of two blocks, each block a producer/consumer pair on mbarriers in
+    its own rank's window: the mbarriers and buffers of each block are its own."""
+    out = imported(tmp_path, z.tracez(*z.cluster_pipeline_kernel(full_wait)))
+    assert kinds(out, engine) == Counter(expected)
+    t = table(out)
+    assert {(b, c) for b, c in zip(t["block"], t["cluster"])} == {(0, 0), (1, 0), (2, 1), (3, 1)}
+    assert all(p == b for p, b in zip(t["peer"], t["block"]))
+    inits = [r for r in g.ops_of(out) if r[0] == "mbar_init"]
+    assert {(r[1], r[3]) for r in inits} == {
+        (b, bar) for b in range(4) for bar in (z.FULL_BAR, z.EMPTY_BAR)
+    }
+
+
+def test_a_cluster_barrier_no_order_completes_is_refused(tmp_path):
+    head, blocks = z.cluster_exchange_kernel(True, closing=(True, False))
+    line = convert_fails(tmp_path, z.tracez(head, blocks))
+    assert "block (0,0,0) warp 0 instruction 11: gpu-cluster: block 0: warp 0 waits at a " in line
+    assert "(96 of the 128 arrivals it needs;" in line
+
+
+def test_index_fields_that_disagree_on_the_cluster_are_refused(tmp_path):
+    head, blocks = z.cluster_exchange_kernel(True)
+    blocks[1].rank = 0
+    line = convert_fails(tmp_path, z.tracez(head, blocks))
+    assert ": gpu-cluster: index: block (1, 0, 0) says cluster (0, 0, 0), CTA (1, 0, 0)" in line
+    assert "that is block (1, 0, 0), rank 1" in line
+
+
+def test_a_cluster_missing_a_rank_is_refused(tmp_path):
+    head, blocks = z.cluster_exchange_kernel(True)
+    head = z.header("_Z16cluster_exchangePf", (4, 1, 1), (32, 1, 1))
+    line = convert_fails(
+        tmp_path,
+        z.tracez(
+            head,
+            blocks[:1]
+            + [z.Block((3, 0, 0), [[]], cluster=(1, 0, 0), cluster_cta=(1, 0, 0), rank=1)],
+        ),
+    )
+    assert (
+        ": gpu-cluster: index: cluster (0, 0, 0) of 2 blocks (2, 1, 1) lists no block of rank 1"
+        in line
+    )
+
+
+def test_another_blocks_mbarrier_is_refused(tmp_path):
+    head, blocks = z.cluster_exchange_kernel(True)
+    blocks[0].warps[0].insert(0, z.mbar_init(0x8, z.FULL_BAR, 1, base=z.slot(1)))
+    line = convert_fails(tmp_path, z.tracez(head, blocks))
+    assert "block (0,0,0) warp 0 instruction 0: gpu-cluster: SYNCS.EXCH.64: an mbarrier" in line
+    assert "of block rank 1 of the cluster (this block is rank 0)" in line
+
+
+def test_a_cut_short_cluster_trace_is_refused_naming_the_warp(tmp_path):
+    """Block (1,0,0)'s warp says its sub-chunk runs past the data (a file cut and
+    mended, or damaged): the import names that warp and the rule."""
+    data = bytearray(z.cluster_exchange(True))
+    (index,) = struct.unpack_from("<Q", data, len(data) - 8)
+    second = index + 4 + 44 + 16 + 4  # block 0's record: 11 u32, one warp, one sub-chunk
+    (offset,) = struct.unpack_from("<Q", data, second + 44 + 8)
+    struct.pack_into("<I", data, offset + 8, 1 << 20)
+    line = convert_fails(tmp_path, bytes(data))
+    assert line.endswith(
+        ": truncated: block (1, 0, 0) warp 0 sub-chunk 0: 1048576 compressed bytes pass "
+        "the start of the index"
+    )
 
 
 def test_kernelslist_dictionary_and_subchunks(tmp_path):
@@ -349,7 +476,9 @@ def test_text_cluster_launch_is_refused(tmp_path, form):
     name = "kernel-1.traceg" if form is z.traceg else "kernel-1.trace"
     # Without the cluster barrier (which fails on its own, as an unfollowed opcode), the
     # second block's cluster fields refuse the launch.
-    line = convert_fails(tmp_path, form(*z.cluster_exchange_kernel(False)).encode(), name)
+    line = convert_fails(
+        tmp_path, form(*z.cluster_exchange_kernel(False, closing=None)).encode(), name
+    )
     assert ": gpu-cluster: blocks (0,0,0) and (1,0,0) share cluster (0,0,0)" in line
 
 

@@ -273,7 +273,8 @@ def test_an_overflowing_launch_is_refused_naming_the_buffer_to_set(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "instruction, what", [(30, "cp.async.bulk"), (23, "wgmma"), (21, "cluster barrier")]
+    "instruction, what",
+    [(19, "ldmatrix"), (23, "wgmma"), (34, "cp.async.mbarrier.arrive"), (31, "tcgen05")],
 )
 def test_instructions_the_format_cannot_express_are_refused(tmp_path, instruction, what):
     def write(w):
@@ -333,8 +334,8 @@ def test_what_the_tool_could_not_do_refuses_the_recording(tmp_path):
 
 def test_a_stream_of_another_version_is_refused_naming_both(tmp_path):
     path = tmp_path / "run.1.trc"
-    path.write_bytes(MAGIC + (2).to_bytes(2, "little") + (48).to_bytes(2, "little") + bytes(4))
-    with pytest.raises(TraceError, match="record stream version 2 .* reads version 1"):
+    path.write_bytes(MAGIC + (3).to_bytes(2, "little") + (48).to_bytes(2, "little") + bytes(4))
+    with pytest.raises(TraceError, match="record stream version 3 .* reads versions 1 to 2"):
         read_stream(str(path))
     path.write_bytes(b"garbage!" + bytes(8))
     with pytest.raises(TraceError, match="bad magic"):

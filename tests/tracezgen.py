@@ -27,6 +27,14 @@ LANE0 = 0x1
 SHMEM = 0x00007FE000000000
 """The generic shared window's base in these kernels."""
 LOCAL = 0x00007FD000000000
+WINDOW = 1 << 24
+"""The shared window of one block of a cluster: rank r owns [SHMEM + r * WINDOW,
+SHMEM + (r + 1) * WINDOW) (tracerace's reading, docs/gpu-traces.md)."""
+
+
+def slot(rank: int) -> int:
+    """The generic address of the shared memory of the block of ``rank``."""
+    return SHMEM + rank * WINDOW
 
 
 @dataclass
@@ -202,19 +210,19 @@ def lanes(mask: int) -> list[int]:
     return [lane for lane in range(32) if (mask >> lane) & 1]
 
 
-def sts(pc: int, offset: int, mask: int = FULL) -> str:
+def sts(pc: int, offset: int, mask: int = FULL, base: int = SHMEM) -> str:
     return Line(
         pc,
         "STS",
         mask,
         src=["R2", "R3"],
         width=4,
-        addrs=[SHMEM + offset + 4 * lane for lane in lanes(mask)],
+        addrs=[base + offset + 4 * lane for lane in lanes(mask)],
         values=[offset, 7],
     ).text()
 
 
-def lds(pc: int, offset: int, mask: int = FULL) -> str:
+def lds(pc: int, offset: int, mask: int = FULL, base: int = SHMEM) -> str:
     return Line(
         pc,
         "LDS",
@@ -222,7 +230,7 @@ def lds(pc: int, offset: int, mask: int = FULL) -> str:
         dst=["R4"],
         src=["R2"],
         width=4,
-        addrs=[SHMEM + offset + 4 * lane for lane in lanes(mask)],
+        addrs=[base + offset + 4 * lane for lane in lanes(mask)],
         values=[0, offset],
     ).text()
 
@@ -245,7 +253,7 @@ def init_word(count: int) -> int:
     return ((0x100000 - count) << 1) & 0xFFFFFFFF
 
 
-def mbar_init(pc: int, mbar: int, count: int) -> str:
+def mbar_init(pc: int, mbar: int, count: int, base: int = SHMEM) -> str:
     return Line(
         pc,
         "SYNCS.EXCH.64",
@@ -253,12 +261,14 @@ def mbar_init(pc: int, mbar: int, count: int) -> str:
         dst=["URZ"],
         src=["UR8", "UR4"],
         width=8,
-        addrs=[SHMEM + mbar],
+        addrs=[base + mbar],
         values=[0, mbar, init_word(count)],
     ).text()
 
 
-def mbar_arrive(pc: int, mbar: int, tx: int | None = None, mask: int = LANE0) -> str:
+def mbar_arrive(
+    pc: int, mbar: int, tx: int | None = None, mask: int = LANE0, base: int = SHMEM
+) -> str:
     """``mbarrier.arrive`` (``.A1T0 ..., RZ``) or, with ``tx``, ``arrive.expect_tx``
     (no modifier, the bytes in a register), as nvcc 13 writes them for sm_90a."""
     opcode = "SYNCS.ARRIVE.TRANS64.A1T0" if tx is None else "SYNCS.ARRIVE.TRANS64"
@@ -269,12 +279,12 @@ def mbar_arrive(pc: int, mbar: int, tx: int | None = None, mask: int = LANE0) ->
         dst=["RZ"],
         src=["R6", "R3" if tx else "RZ"],
         width=8,
-        addrs=[SHMEM + mbar] * len(lanes(mask)),
+        addrs=[base + mbar] * len(lanes(mask)),
         values=[0, mbar, tx or 0],
     ).text()
 
 
-def mbar_wait(pc: int, mbar: int, parity: int, mask: int = FULL) -> str:
+def mbar_wait(pc: int, mbar: int, parity: int, mask: int = FULL, base: int = SHMEM) -> str:
     return Line(
         pc,
         "SYNCS.PHASECHK.TRANS64.TRYWAIT",
@@ -282,7 +292,7 @@ def mbar_wait(pc: int, mbar: int, parity: int, mask: int = FULL) -> str:
         dst=["P0"],
         src=["R5", "R0"],
         width=8,
-        addrs=[SHMEM + mbar] * len(lanes(mask)),
+        addrs=[base + mbar] * len(lanes(mask)),
         values=[0, mbar, parity],
     ).text()
 
@@ -299,12 +309,19 @@ def tma_load(pc: int, mbar: int, nbytes: int, rows: list[int]) -> str:
     ).text()
 
 
-def cluster_arrive(pc: int) -> str:
-    return Line(pc, "UCGABAR_ARV", values=[]).text()
+def cluster_arrive(pc: int, mask: int = FULL, release: bool = True) -> list[str]:
+    """``barrier.cluster.arrive`` as nvcc 13 writes it for sm_90a: the release form
+    after ``MEMBAR.ALL.GPU; ERRBAR; CGAERRBAR``, ``.relaxed`` bare."""
+    fence = [
+        Line(pc - 6, "MEMBAR.ALL.GPU", mask, values=[]).text(),
+        Line(pc - 4, "ERRBAR", mask, values=[]).text(),
+        Line(pc - 2, "CGAERRBAR", mask, values=[]).text(),
+    ]
+    return [*(fence if release else []), Line(pc, "UCGABAR_ARV", mask, values=[]).text()]
 
 
-def cluster_wait(pc: int) -> str:
-    return Line(pc, "UCGABAR_WAIT", values=[]).text()
+def cluster_wait(pc: int, mask: int = FULL) -> str:
+    return Line(pc, "UCGABAR_WAIT", mask, values=[]).text()
 
 
 def generic_store(pc: int, address: int, mask: int = FULL) -> str:
@@ -346,28 +363,41 @@ def producer_consumer(full_wait: bool = True, empty_wait: bool = True, retries: 
 def producer_consumer_kernel(
     full_wait: bool = True, empty_wait: bool = True, retries: int = 2
 ) -> tuple[list[str], list[Block]]:
+    head = header("_Z17producer_consumerPf", (1, 1, 1), (64, 1, 1))
+    return head, [Block((0, 0, 0), producer_consumer_warps(full_wait, empty_wait, retries))]
+
+
+def producer_consumer_warps(
+    full_wait: bool = True, empty_wait: bool = True, retries: int = 2, base: int = SHMEM
+) -> list[list[str]]:
     """A warp-specialized kernel: warp 0 produces two stages into one shared buffer,
     warp 1 consumes them; "full" hands each stage over, "empty" hands the buffer back.
     ``full_wait=False``: the consumer reads without waiting for the stage;
     ``empty_wait=False``: the producer overwrites the buffer for stage 2 without
     waiting for the consumer to release it."""
     # Every lane of a warp arrives: its own accesses are ordered before its arrival.
-    producer = [mbar_init(0x10, FULL_BAR, 32), mbar_init(0x20, EMPTY_BAR, 32), bar(0x30)]
+    producer = [
+        mbar_init(0x10, FULL_BAR, 32, base=base),
+        mbar_init(0x20, EMPTY_BAR, 32, base=base),
+        bar(0x30),
+    ]
     consumer = [bar(0x30)]
     for stage in range(2):
         if empty_wait or stage == 0:
             # Stage 0 waits for parity 1 of a fresh mbarrier: it returns at once.
-            producer.append(mbar_wait(0x40, EMPTY_BAR, (stage + 1) % 2))
-        producer += [sts(0x50, BUF), mbar_arrive(0x60, FULL_BAR, mask=FULL)]
+            producer.append(mbar_wait(0x40, EMPTY_BAR, (stage + 1) % 2, base=base))
+        producer += [sts(0x50, BUF, base=base), mbar_arrive(0x60, FULL_BAR, mask=FULL, base=base)]
         if full_wait:
             for _ in range(retries - 1):
-                consumer += [mbar_wait(0x100, FULL_BAR, stage % 2), bra(0x110)]
-            consumer.append(mbar_wait(0x100, FULL_BAR, stage % 2))
-        consumer += [lds(0x120, BUF), mbar_arrive(0x130, EMPTY_BAR, mask=FULL)]
+                consumer += [mbar_wait(0x100, FULL_BAR, stage % 2, base=base), bra(0x110)]
+            consumer.append(mbar_wait(0x100, FULL_BAR, stage % 2, base=base))
+        consumer += [
+            lds(0x120, BUF, base=base),
+            mbar_arrive(0x130, EMPTY_BAR, mask=FULL, base=base),
+        ]
     producer.append(exit_(0x70))
     consumer.append(exit_(0x140))
-    head = header("_Z17producer_consumerPf", (1, 1, 1), (64, 1, 1))
-    return head, [Block((0, 0, 0), [producer, consumer])]
+    return [producer, consumer]
 
 
 def tma_pipeline(consumer_wait: bool = True) -> bytes:
@@ -388,26 +418,53 @@ def tma_pipeline(consumer_wait: bool = True) -> bytes:
     return tracez(head, [Block((0, 0, 0), [producer, consumer])])
 
 
-def cluster_exchange(cluster_barrier: bool = True) -> bytes:
+def cluster_exchange(cluster_barrier: bool = True, release: bool = True) -> bytes:
     """:func:`cluster_exchange_kernel` as a ``.tracez``."""
-    return tracez(*cluster_exchange_kernel(cluster_barrier))
+    return tracez(*cluster_exchange_kernel(cluster_barrier, release=release))
 
 
-def cluster_exchange_kernel(cluster_barrier: bool = True) -> tuple[list[str], list[Block]]:
-    """Two blocks of one cluster: each writes its shared buffer, then reads its peer's
-    through a generic address (distributed shared memory)."""
+def cluster_exchange_kernel(
+    cluster_barrier: bool = True,
+    closing: tuple[bool, bool] | None = (True, True),
+    release: bool = True,
+) -> tuple[list[str], list[Block]]:
+    """Two blocks of one cluster: each writes its shared buffer through a generic
+    address, then (after ``cluster.sync()``, or not) reads its peer's through the
+    cluster's window (distributed shared memory); a last ``cluster.sync()`` keeps
+    each block's shared memory alive for its peer (block ``r`` arrives at it when
+    ``closing[r]``; None: no last sync at all)."""
     blocks = []
     for rank in range(2):
-        peer_window = SHMEM + (1 - rank) * 0x1000000
-        lines = [generic_store(0x10, SHMEM + BUF)]
+        lines = [generic_store(0x10, slot(rank) + BUF)]
         if cluster_barrier:
-            lines += [cluster_arrive(0x20), cluster_wait(0x30)]
-        lines += [generic_load(0x40, peer_window + BUF), exit_(0x50)]
+            lines += [*cluster_arrive(0x20, release=release), cluster_wait(0x30)]
+        lines.append(generic_load(0x40, slot(1 - rank) + BUF))
+        if closing is not None:
+            if closing[rank]:
+                lines += cluster_arrive(0x50)
+            lines.append(cluster_wait(0x60))
+        lines.append(exit_(0x70))
         blocks.append(
             Block((rank, 0, 0), [lines], cluster=(0, 0, 0), cluster_cta=(rank, 0, 0), rank=rank)
         )
     head = header("_Z16cluster_exchangePf", (2, 1, 1), (32, 1, 1))
     return head, blocks
+
+
+def cluster_pipeline_kernel(full_wait: bool = True) -> tuple[list[str], list[Block]]:
+    """A grid of two clusters of two blocks: every block runs the warp-specialized
+    producer / consumer of :func:`producer_consumer_kernel` in its own shared memory
+    (its cluster rank's window) and ends with ``cluster.sync()``."""
+    blocks = []
+    for b in range(4):
+        rank = b % 2
+        warps = producer_consumer_warps(full_wait, True, 2, base=slot(rank))
+        for lines in warps:
+            lines[-1:-1] = [*cluster_arrive(0x200), cluster_wait(0x210)]
+        blocks.append(
+            Block((b, 0, 0), warps, cluster=(b // 2, 0, 0), cluster_cta=(rank, 0, 0), rank=rank)
+        )
+    return header("_Z16cluster_pipelinePf", (4, 1, 1), (64, 1, 1)), blocks
 
 
 def write_list(folder, files: dict[str, bytes]) -> str:

@@ -32,11 +32,41 @@ CHUNK_ITEMS = 1 << 16
 
 
 @dataclass
+class Clusters:
+    """The thread-block clusters of one launch, from a trace that gives each block's
+    cluster and rank (Accel-Sim's ``.tracez`` index).
+
+    ``cluster[b]`` is block ``b``'s cluster id (clusters numbered in the order the
+    trace first names them), ``members[c, r]`` the block of rank ``r`` in cluster
+    ``c`` (-1 where the trace has none). The shared window holds the cluster's
+    shared memories side by side: block rank ``r`` owns ``[base + r * size, base
+    + (r + 1) * size)`` of the generic shared window (``base``, ``size``), so a
+    generic address there is ``(owner, offset)``; a shared-space instruction
+    (``STS``, ``LDS``, ...) reaches its own block's memory whichever window its
+    address is in."""
+
+    cluster: np.ndarray
+    members: np.ndarray
+    threads: int
+    """Threads of one cluster: the arrivals a cluster barrier generation counts."""
+
+    @property
+    def size(self) -> int:
+        return int(self.members.shape[1])
+
+    def rank_of(self, block: int) -> int:
+        row = self.members[self.cluster[block]]
+        return int(np.flatnonzero(row == block)[0])
+
+
+@dataclass
 class Windows:
-    """Generic windows of one launch (base, size), size 0 when unknown."""
+    """Generic windows of one launch (base, size), size 0 when unknown, and its
+    clusters (None: every block alone)."""
 
     shared: tuple[int, int] = (0, 0)
     local: tuple[int, int] = (0, 0)
+    clusters: Clusters | None = None
 
 
 class Emitter:
@@ -117,13 +147,17 @@ class Emitter:
         space = c["space"][ii].copy()
         space2 = c["space2"][ii].copy()
         op = c["op"][ii]
-        self._resolve(space, addr, launch, ii, items, op != O.INIT)
+        block = c["block"][ii]
+        peer = block.copy()
+        self._resolve(space, addr, launch, ii, items, op != O.INIT, block, peer)
         self._resolve(space2, addr2, launch, ii, items, op == O.CP_ASYNC)
         cols = {
             "ts": ts_item[ii],
             "op": op,
             "launch": launch,
-            "block": c["block"][ii],
+            "block": block,
+            "peer": peer,
+            "cluster": self._cluster_ids(launch, block),
             "thread": (c["warp"][ii].astype(np.int64) * WARP + lane).astype(np.uint32),
             "space": space,
             "addr": addr,
@@ -141,6 +175,15 @@ class Emitter:
             self.writer.extend(**piece)
             self.rows += len(piece["ts"])
 
+    def _cluster_ids(self, launch: np.ndarray, block: np.ndarray) -> np.ndarray:
+        out = block.copy()
+        for lid in np.unique(launch).tolist():
+            clusters = self.windows.get(lid, Windows()).clusters
+            if clusters is not None:
+                m = launch == lid
+                out[m] = clusters.cluster[block[m]]
+        return out
+
     def _resolve(
         self,
         space: np.ndarray,
@@ -149,8 +192,11 @@ class Emitter:
         ii: np.ndarray,
         items: Items,
         used: np.ndarray,
+        block: np.ndarray | None = None,
+        peer: np.ndarray | None = None,
     ) -> None:
-        """Generic addresses to (space, offset); window-relative shared/local offsets."""
+        """Generic addresses to (space, offset); window-relative shared/local offsets;
+        in a launch of clusters, the block that owns each shared address (``peer``)."""
         generic = used & (space == GENERIC)
         shared = used & (space == O.SPACE_SHARED)
         local = used & (space == O.SPACE_LOCAL)
@@ -159,6 +205,11 @@ class Emitter:
         for lid in np.unique(launch[generic | shared | local]).tolist():
             w = self.windows.get(lid, Windows())
             in_launch = launch == lid
+            shared_window = w.shared
+            if w.clusters is not None and w.shared[1]:
+                # The cluster's windows side by side (Clusters): resolved as one, split
+                # into owner and offset below.
+                shared_window = (w.shared[0], w.shared[1] * w.clusters.size)
             g = generic & in_launch
             if g.any():
                 if w.shared[1] == 0 and w.local[1] == 0 and self.generic == "fail":
@@ -171,18 +222,27 @@ class Emitter:
                         "--local-window, or --generic-global if the kernel passes no "
                         "shared or local pointer through generic instructions",
                     )
-                for sp, (base, size) in ((O.SPACE_SHARED, w.shared), (O.SPACE_LOCAL, w.local)):
+                for sp, (base, size) in (
+                    (O.SPACE_SHARED, shared_window),
+                    (O.SPACE_LOCAL, w.local),
+                ):
                     if size:
                         hit = g & _inside(addr, base, size)
                         space[hit] = sp
                         addr[hit] -= np.uint64(base)
+                        if sp == O.SPACE_SHARED:
+                            self._owners(w, addr, hit, block, peer)
                         g &= ~hit
                 space[g] = O.SPACE_GLOBAL
-            for (base, size), mask in ((w.shared, shared), (w.local, local)):
+            for (base, size), mask in ((shared_window, shared), (w.local, local)):
                 m = mask & in_launch
                 if size and m.any():
                     hit = m & _inside(addr, base, size)
                     addr[hit] -= np.uint64(base)
+                    if mask is shared and w.clusters is not None:
+                        # A shared-space instruction (STS, LDS, ATOMS, LDSM) reaches
+                        # its own block's memory only: the offset in its window.
+                        addr[hit] %= np.uint64(w.shared[1])
         for sp, limit, what in (
             (O.SPACE_SHARED, SHARED_LIMIT, "shared"),
             (O.SPACE_LOCAL, LOCAL_LIMIT, "local"),
@@ -198,6 +258,17 @@ class Emitter:
                     f"memory (distributed shared memory, or a generic address with "
                     f"the wrong window, is not followed)",
                 )
+
+    @staticmethod
+    def _owners(w: Windows, addr, hit, block, peer) -> None:
+        """Generic addresses resolved to shared offsets ``addr[hit]`` in the cluster's
+        windows: to the owning block (``peer``) and the offset in its window."""
+        if w.clusters is None or peer is None or not hit.any():
+            return
+        size = np.uint64(w.shared[1])
+        rank = (addr[hit] // size).astype(np.int64)
+        addr[hit] %= size
+        peer[hit] = w.clusters.members[w.clusters.cluster[block[hit]], rank]
 
     def _fail(self, items: Items, item: int, rule: str, message: str):
         src = self.sources[int(items.cols["src"][item])]

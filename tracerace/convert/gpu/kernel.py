@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from ...trace import ops as O
 from ...trace.columns import ADDRESS_END
-from .emit import Emitter, Windows
+from .emit import Clusters, Emitter, Windows
 from .items import A_ACTIVE, A_LANES, A_STRIDE, FULL_MASK, WARP, ItemBuffer
 from .sass import IMPLICIT_COUNT, Effect, Sass, SyncOperands, decode, mbar_init_count
 from .source import error
@@ -143,6 +143,11 @@ class Arrival:
     lineno: int
 
 
+CLUSTER_BARRIERS = frozenset({"UCGABAR_ARV", "UCGABAR_WAIT"})
+"""Cluster barrier arrive and wait (``barrier.cluster.arrive``/``.wait``): followed
+in a launch whose trace gives each block's cluster (:class:`.emit.Clusters`), and
+whose replay order runs a cluster's blocks together (:mod:`.phases`)."""
+
 MBAR_EFFECTS = frozenset(
     {Effect.MBAR_INIT, Effect.MBAR_ARRIVE, Effect.MBAR_WAIT, Effect.MBAR_INVAL}
 )
@@ -192,6 +197,8 @@ class Launch:
         self.mbarriers = mbarriers
         self.notes = notes
         self.exited: dict[tuple[int, int], int] = {}
+        self.fenced: set[tuple[int, int]] = set()
+        """Warps whose last instruction touching or ordering memory was a MEMBAR."""
         self.cp_pending: dict[tuple[int, int], Record] = {}
         self._lanes_per_warp = lanes_per_warp
         threads = info.threads
@@ -301,6 +308,14 @@ class Launch:
             )
         if eff is Effect.NONE:
             return None
+        if sass.mnemonic in CLUSTER_BARRIERS and self.clusters is not None:
+            self._cluster_barrier(rec, sass, out)
+            self.fenced.discard(key)
+            return None
+        if eff is Effect.FENCE and sass.mnemonic == "MEMBAR":
+            self.fenced.add(key)
+        elif eff is not Effect.EXIT:
+            self.fenced.discard(key)
         if not sass.followable:
             self.fail(rec, "sass-" + eff.value, f"{rec.opcode}: {sass.why}")
         add = out.add
@@ -385,6 +400,36 @@ class Launch:
             if lanes:
                 add(O.WARP_SYNC, *common, lanes, rec.site, rec.lineno, self.src, arg=mask)
         return None
+
+    @property
+    def clusters(self) -> Clusters | None:
+        return self.emitter.windows[self.id].clusters
+
+    def _cluster_barrier(self, rec: Record, sass: Sass, out: ItemBuffer) -> None:
+        """``UCGABAR_WAIT``, and ``UCGABAR_ARV`` of every active lane, counted against
+        every thread of the cluster: a release arrival when the warp's last
+        instruction that touched or ordered memory was a ``MEMBAR`` (nvcc 13 writes
+        ``barrier.cluster.arrive`` as ``MEMBAR.ALL.GPU; ERRBAR; CGAERRBAR;
+        UCGABAR_ARV``), else a relaxed one (``.relaxed`` is a bare
+        ``UCGABAR_ARV``)."""
+        lanes = self.plain_lanes(rec, sass)
+        if not lanes:
+            return
+        common = (self.id, rec.block, rec.warp, lanes, rec.site, rec.lineno, self.src)
+        clusters = self.clusters
+        assert clusters is not None
+        if sass.mnemonic == "UCGABAR_WAIT":
+            out.add(O.CLUSTER_WAIT, *common, scope=O.SCOPE_CLUSTER, sem=O.SEM_ACQUIRE)
+        elif (rec.block, rec.warp) not in self.fenced:
+            out.add(O.CLUSTER_ARRIVE_RELAXED, *common, arg=clusters.threads, scope=O.SCOPE_CLUSTER)
+        else:
+            out.add(
+                O.CLUSTER_ARRIVE,
+                *common,
+                arg=clusters.threads,
+                scope=O.SCOPE_CLUSTER,
+                sem=O.SEM_RELEASE,
+            )
 
     def _addr_spec(self, rec: Record, lanes: int) -> tuple:
         spec = rec.addrs
@@ -499,6 +544,19 @@ class Launch:
             )
         addr = values.pop()
         base, size = self.info.shared_window or (0, 0)
+        clusters = self.clusters
+        if clusters is not None and size and base <= addr < base + size * clusters.size:
+            rank, addr = divmod(addr - base, size)
+            own = clusters.rank_of(rec.block)
+            if rank not in (0, own):
+                self.fail(
+                    rec,
+                    "gpu-cluster",
+                    f"{rec.opcode}: an mbarrier in the shared memory of block rank {rank} "
+                    f"of the cluster (this block is rank {own}): an operation on another "
+                    f"block's mbarrier is not followed",
+                )
+            return addr
         if size and base <= addr < base + size:
             addr -= base
         return addr

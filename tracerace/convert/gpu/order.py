@@ -117,11 +117,15 @@ class CtaReplay:
         self.warps = {}
         self.held = 0
 
-    def begin_warp(self, warp: int) -> None:
-        self.warps.setdefault(warp, _Warp())
+    def begin_warp(self, warp: int, block: int | None = None) -> None:
+        self.warps.setdefault(self.key(block, warp), _Warp())
+
+    def key(self, block: int | None, warp: int):
+        """A warp's key in :attr:`warps`: its number, in the one block replayed."""
+        return warp
 
     def record(self, rec: Record) -> None:
-        w = self.warps[rec.warp]
+        w = self.warps[self.key(rec.block, rec.warp)]
         arrival = self.launch.translate(rec, w.live)
         if arrival is not None:
             w.ends.append(w.total)

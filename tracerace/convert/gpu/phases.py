@@ -28,9 +28,11 @@ from .kernel import Launch, Record, popcount
 from .order import CtaReplay
 from .source import error
 
-MARK_BARRIER, MARK_ACTION, MARK_WAIT = 0, 1, 2
+MARK_BARRIER, MARK_ACTION, MARK_WAIT, MARK_CLUSTER_ARRIVE, MARK_CLUSTER_WAIT = 0, 1, 2, 3, 4
 """Kinds of a warp's marks: a barrier arrival (after ``index`` items), an
-mbarrier action (item ``index``), an mbarrier wait (item ``index``)."""
+mbarrier action (item ``index``), an mbarrier wait (item ``index``), a cluster
+barrier arrival and wait (item ``index``)."""
+CLUSTER_ARRIVALS = frozenset({O.CLUSTER_ARRIVE, O.CLUSTER_ARRIVE_RELAXED})
 MBAR_ACTIONS = frozenset({O.MBAR_INIT, O.MBAR_ARRIVE, O.MBAR_EXPECT_TX, O.MBAR_INVAL})
 FIRST_PHASE_PARITY = 1
 """The parity a wait gives to return at once while phase 0 is in progress."""
@@ -77,23 +79,44 @@ class _MBar:
 
 
 class PhaseReplay(CtaReplay):
-    """:class:`CtaReplay` that also keeps the order mbarrier waits impose."""
+    """:class:`CtaReplay` that also keeps the order mbarrier waits impose.
 
-    def __init__(self, launch: Launch, spill_dir: str | None = None) -> None:
+    With ``clusters`` (a launch whose trace gives each block's cluster), the unit
+    replayed is a cluster: its blocks' warps run together (keys ``(block,
+    warp)``), each block's barriers release that block's warps, and a warp at a
+    cluster barrier wait runs on once every thread of the cluster has arrived
+    for that generation (arrive and wait alternate in each thread, so the
+    ``k``-th wait of a warp waits for ``(k + 1) * threads`` arrivals)."""
+
+    def __init__(
+        self, launch: Launch, spill_dir: str | None = None, *, clusters: bool = False
+    ) -> None:
         super().__init__(launch, spill_dir)
-        self.marks: dict[int, list[tuple]] = {}
+        self.marks: dict = {}
+        self.clusters = clusters
+        self.cluster_threads = launch.info.threads
+
+    def key(self, block: int | None, warp: int):
+        return (block, warp) if self.clusters else warp
+
+    def block_of(self, w) -> int:
+        if self.clusters:
+            return int(w[0])
+        assert self.block is not None
+        return self.block
 
     def begin_block(self, block: int, lineno: int) -> None:
         super().begin_block(block, lineno)
         self.marks = {}
 
-    def begin_warp(self, warp: int) -> None:
-        super().begin_warp(warp)
-        self.marks.setdefault(warp, [])
+    def begin_warp(self, warp: int, block: int | None = None) -> None:
+        super().begin_warp(warp, block)
+        self.marks.setdefault(self.key(block, warp), [])
 
     def record(self, rec: Record) -> None:
-        w = self.warps[rec.warp]
-        marks = self.marks[rec.warp]
+        k = self.key(rec.block, rec.warp)
+        w = self.warps[k]
+        marks = self.marks[k]
         before_live, before = len(w.live), w.total
         arrival = self.launch.translate(rec, w.live)
         cols = w.live.cols
@@ -107,6 +130,12 @@ class PhaseReplay(CtaReplay):
                         (cols["obj"][k], cols["arg"][k], rec.lineno),
                     )
                 )
+            elif op in CLUSTER_ARRIVALS:
+                marks.append(
+                    (before + k - before_live, MARK_CLUSTER_ARRIVE, popcount(cols["lanes"][k]))
+                )
+            elif op == O.CLUSTER_WAIT:
+                marks.append((before + k - before_live, MARK_CLUSTER_WAIT, rec.lineno))
             elif op in MBAR_ACTIONS:
                 marks.append(
                     (
@@ -125,7 +154,9 @@ class PhaseReplay(CtaReplay):
     def _schedule(self) -> list:
         """Item ranges ``(warp, lo, hi)`` and barrier releases, in replay order."""
         out: list = []
-        mbars: dict[int, _MBar] = {}
+        mbars: dict[tuple, _MBar] = {}
+        arrived = [0]  # cluster barrier arrivals so far
+        waited = {w: 0 for w in self.warps}  # cluster barrier waits each warp passed
         nxt = {w: 0 for w in self.warps}
         start = {w: 0 for w in self.warps}
         at_barrier: dict = {}
@@ -146,9 +177,18 @@ class PhaseReplay(CtaReplay):
                     at_barrier[w] = payload
                     nxt[w] += 1
                     return True
-                if kind == MARK_WAIT:
+                if kind == MARK_CLUSTER_ARRIVE:
+                    arrived[0] += payload
+                elif kind == MARK_CLUSTER_WAIT:
+                    if arrived[0] < (waited[w] + 1) * self.cluster_threads:
+                        moved |= index > start[w]
+                        emit(w, index)
+                        return moved
+                    waited[w] += 1
+                elif kind == MARK_WAIT:
                     obj, parity, _ = payload
-                    ready, vacuous = mbars.setdefault(obj, _MBar()).returns(parity)
+                    key = (self.block_of(w), obj)
+                    ready, vacuous = mbars.setdefault(key, _MBar()).returns(parity)
                     if not ready:
                         moved |= index > start[w]
                         emit(w, index)
@@ -158,7 +198,7 @@ class PhaseReplay(CtaReplay):
                         start[w] = index + 1
                 else:
                     obj, op, arg, lanes = payload
-                    if mbars.setdefault(obj, _MBar()).apply(op, arg, lanes):
+                    if mbars.setdefault((self.block_of(w), obj), _MBar()).apply(op, arg, lanes):
                         # A phase completed: its waiters run before this warp goes on
                         # (and perhaps completes the next phase of the same mbarrier).
                         nxt[w] += 1
@@ -170,9 +210,9 @@ class PhaseReplay(CtaReplay):
             done.add(w)
             return True
 
-        def waiting(w: int) -> bool:
+        def waiting(w) -> bool:
             marks = self.marks.get(w, [])
-            return nxt[w] < len(marks) and marks[nxt[w]][1] == MARK_WAIT
+            return nxt[w] < len(marks) and marks[nxt[w]][1] in (MARK_WAIT, MARK_CLUSTER_WAIT)
 
         order = sorted(self.warps)
         while True:
@@ -186,29 +226,60 @@ class PhaseReplay(CtaReplay):
             live = [w for w in order if w not in done]
             if not live:
                 return out
-            stuck = [w for w in live if w not in at_barrier]
-            if stuck:
-                w = stuck[0]
-                obj, parity, lineno = self.marks[w][nxt[w]][2]
-                raise error(
-                    self.launch.path,
-                    lineno,
-                    "gpu-mbarrier",
-                    f"block {self.block}: warp {w} waits on mbarrier {obj:#x} for "
-                    f"parity {parity}, and no order of the trace's warps completes "
-                    f"that phase before it (arrivals or transaction bytes are "
-                    f"missing from the trace)",
-                )
-            barriers = sorted({a.barrier for a in at_barrier.values()})
+            if not self._release(live, at_barrier, out):
+                self._stuck([w for w in live if w not in at_barrier], nxt, arrived[0], waited)
+
+    def _release(self, live: list, at_barrier: dict, out: list) -> bool:
+        """Release the barrier of each block whose every live warp waits at it; whether
+        one was released."""
+        blocks: dict[int, list] = {}
+        for w in live:
+            blocks.setdefault(self.block_of(w), []).append(w)
+        released = False
+        for block, warps in blocks.items():
+            if not all(w in at_barrier for w in warps):
+                continue
+            barriers = sorted({at_barrier[w].barrier for w in warps})
             if len(barriers) > 1:
-                first = min(at_barrier.values(), key=lambda a: a.lineno)
+                first = min((at_barrier[w] for w in warps), key=lambda a: a.lineno)
                 raise error(
                     self.launch.path,
                     first.lineno,
                     "gpu-barrier",
-                    f"block {self.block}: its live warps wait at different barriers "
+                    f"block {block}: its live warps wait at different barriers "
                     f"({', '.join(map(str, barriers))}) without a count, so none can "
-                    f"release (warps {', '.join(map(str, sorted(at_barrier)))})",
+                    f"release (warps {', '.join(str(self._warp(w)) for w in warps)})",
                 )
-            out.append([at_barrier[w] for w in sorted(at_barrier)])
-            at_barrier.clear()
+            out.append([at_barrier.pop(w) for w in warps])
+            released = True
+        return released
+
+    def _warp(self, w) -> int:
+        return w[1] if self.clusters else w
+
+    def _stuck(self, stuck: list, nxt: dict, arrived: int, waited: dict):
+        """Fail naming the first warp that no order lets go on."""
+        w = stuck[0]
+        _, kind, payload = self.marks[w][nxt[w]]
+        block = self.block_of(w)
+        if kind == MARK_CLUSTER_WAIT:
+            need = (waited[w] + 1) * self.cluster_threads
+            raise error(
+                self.launch.path,
+                payload,
+                "gpu-cluster",
+                f"block {block}: warp {self._warp(w)} waits at a cluster barrier, and no "
+                f"order of the trace's warps completes that generation before it "
+                f"({arrived} of the {need} arrivals it needs; arrivals are missing from "
+                f"the trace, or threads exited before the barrier)",
+            )
+        obj, parity, lineno = payload
+        raise error(
+            self.launch.path,
+            lineno,
+            "gpu-mbarrier",
+            f"block {block}: warp {self._warp(w)} waits on mbarrier {obj:#x} for "
+            f"parity {parity}, and no order of the trace's warps completes "
+            f"that phase before it (arrivals or transaction bytes are "
+            f"missing from the trace)",
+        )

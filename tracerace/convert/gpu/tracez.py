@@ -48,10 +48,16 @@ What is imported, and what is not:
   copy: the line gives the mbarrier, the bytes and the global addresses, not
   the shared-memory side, and tracerace gives no verdict about bytes nobody
   saw;
-* a launch in clusters of more than one block (the index gives each block's
-  cluster) fails (rule ``gpu-cluster``): its blocks may use each other's
-  shared memory through generic addresses and meet at cluster barriers
-  (``UCGABAR_*``), which are not followed;
+* a launch in clusters of more than one block: each block's cluster id and
+  rank come from the index (which must agree with itself, every cluster
+  listing every rank once, rule ``gpu-cluster``) and become the rows'
+  ``cluster``; the replay runs a cluster's blocks together
+  (:class:`~tracerace.convert.gpu.phases.PhaseReplay`); ``UCGABAR_ARV`` is a
+  ``cluster_arrive`` (release) after a ``MEMBAR``, else a
+  ``cluster_arrive_relaxed``, ``UCGABAR_WAIT`` a ``cluster_wait``; a generic
+  ``LD``/``ST``/``ATOM`` in block rank ``r``'s window (:class:`.emit.Clusters`:
+  ``r`` windows past the shared base) is a shared access with ``peer`` that
+  block; an mbarrier operation on another block's mbarrier fails;
 * as in ``.traceg``, ``LDGSTS`` keeps only its global line and cannot be
   imported.
 
@@ -65,13 +71,15 @@ import bisect
 import os
 import struct
 
+import numpy as np
+
 from ...errors import TraceError
 from ...trace.columns import ADDRESS_END
 from ..interface import Imported, Importer
 from .accel_v6 import TryWaits, V6LineParser, short
 from .accelsim import GROUPED_LDGSTS, LIST_NAMES, _Header, _windows
-from .emit import Emitter
-from .kernel import KernelInfo, Launch, Notes, cluster_error
+from .emit import Clusters, Emitter
+from .kernel import KernelInfo, Launch, Notes
 from .phases import PhaseReplay
 from .source import MAX_LINE_BYTES, error
 
@@ -390,7 +398,7 @@ def _import(
     lineinfo = header.number("enable lineinfo", default=0) != 0
     dictionary, data_start = box.dictionary(at)
     blocks, index_at = box.index(data_start, info)
-    _refuse_clusters(path, blocks)
+    units, clusters = _clusters(path, blocks, info)
     decompressor, zstandard = _decompressor(path, dictionary)
     parser = V6LineParser(path, info, version, lineinfo, writer, RULE)
     launch = Launch(
@@ -403,31 +411,27 @@ def _import(
         single_ldgsts=GROUPED_LDGSTS,
         mbarriers=True,
     )
-    replay = PhaseReplay(launch)
-    seen: set[int] = set()
+    if clusters is not None:
+        emitter.windows[launch_id].clusters = clusters
+    replay = PhaseReplay(launch, clusters=clusters is not None)
+    if clusters is not None:
+        replay.cluster_threads = clusters.threads
     record = 1
     try:
-        for b in blocks:
-            block = info.block_index(b.cta)
-            if block is None:
-                raise error(
-                    path, None, RULE, f"index: block {b.cta} is outside the grid {info.grid}"
-                )
-            if block in seen:
-                raise error(path, None, RULE, f"index: block {b.cta} appears twice")
-            seen.add(block)
-            replay.begin_block(block, record)
-            for warp in range(len(b.warps)):
-                where.add(record, b.cta, warp)
-                replay.begin_warp(warp)
-                waits = TryWaits(replay)
-                for k, lines, comp in box.warp_chunks(b, warp, index_at):
-                    for text in _lines(path, decompressor, zstandard, comp, lines, b, warp, k):
-                        rec = parser.parse(record, text, block, warp)
-                        if rec is not None:
-                            waits.record(rec)
-                        record += 1
-                waits.flush()
+        for unit in units:
+            replay.begin_block(unit[0][0], record)
+            for block, b in unit:
+                for warp in range(len(b.warps)):
+                    where.add(record, b.cta, warp)
+                    replay.begin_warp(warp, block)
+                    waits = TryWaits(replay)
+                    for k, lines, comp in box.warp_chunks(b, warp, index_at):
+                        for text in _lines(path, decompressor, zstandard, comp, lines, b, warp, k):
+                            rec = parser.parse(record, text, block, warp)
+                            if rec is not None:
+                                waits.record(rec)
+                            record += 1
+                    waits.flush()
             replay.end_block()
         replay.finish()
     finally:
@@ -436,12 +440,67 @@ def _import(
     return info, record - 1
 
 
-def _refuse_clusters(path: str, blocks: list[_Block]) -> None:
-    first: dict[tuple, _Block] = {}
+def _clusters(
+    path: str, blocks: list[_Block], info: KernelInfo
+) -> tuple[list[list[tuple[int, _Block]]], Clusters | None]:
+    """The replay units (a block alone, or the blocks of one cluster by rank) and the
+    launch's :class:`Clusters` (None when every block is alone in its cluster).
+
+    The index gives each block's cluster id, its CTA id in the cluster and its
+    rank. The clusters' shape is the largest CTA id plus one on each axis; each
+    block's fields must agree with it (its rank ``x + dx * (y + dy * z)`` of its
+    CTA id, its block id ``cluster id * shape + CTA id``), and every cluster must
+    list every rank once: the blocks of a cluster are replayed together, and an
+    address in the shared window names a block by its rank."""
+    seen: set[int] = set()
+    located = []
     for b in blocks:
-        other = first.setdefault(b.cluster, b)
-        if other is not b:
-            raise cluster_error(path, None, other.cta, b.cta, b.cluster)
+        block = info.block_index(b.cta)
+        if block is None:
+            raise error(path, None, RULE, f"index: block {b.cta} is outside the grid {info.grid}")
+        if block in seen:
+            raise error(path, None, RULE, f"index: block {b.cta} appears twice")
+        seen.add(block)
+        located.append((block, b))
+    shape = tuple(max((b.cluster_cta[i] for b in blocks), default=0) + 1 for i in range(3))
+    size = shape[0] * shape[1] * shape[2]
+    if size == 1:
+        return [[x] for x in located], None
+    units: dict[tuple, list[tuple[int, _Block]]] = {}
+    for block, b in located:
+        cx, cy, cz = b.cluster_cta
+        rank = cx + shape[0] * (cy + shape[1] * cz)
+        cta = tuple(b.cluster[i] * shape[i] + b.cluster_cta[i] for i in range(3))
+        if b.rank != rank or cta != b.cta:
+            raise error(
+                path,
+                None,
+                "gpu-cluster",
+                f"index: block {b.cta} says cluster {b.cluster}, CTA {b.cluster_cta} in "
+                f"it, rank {b.rank}; in clusters of {shape} that is block {cta}, rank {rank}",
+            )
+        units.setdefault(b.cluster, []).append((block, b))
+    members = np.full((len(units), size), -1, dtype=np.int64)
+    cluster = np.zeros(info.blocks, dtype=np.int64)
+    for c, (cid, unit) in enumerate(units.items()):
+        for block, b in unit:
+            if members[c, b.rank] >= 0:
+                raise error(
+                    path, None, "gpu-cluster", f"index: cluster {cid} lists rank {b.rank} twice"
+                )
+            members[c, b.rank] = block
+            cluster[block] = c
+        missing = np.flatnonzero(members[c] < 0)
+        if len(missing):
+            raise error(
+                path,
+                None,
+                "gpu-cluster",
+                f"index: cluster {cid} of {size} blocks {shape} lists no block of rank "
+                f"{int(missing[0])}: a cluster's blocks are replayed together",
+            )
+        unit.sort(key=lambda x: x[1].rank)
+    return list(units.values()), Clusters(cluster, members, size * info.threads)
 
 
 def _lines(

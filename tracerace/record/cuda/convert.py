@@ -25,18 +25,36 @@ The mapping:
   ``mbar_arrive`` (count), ``mbar_arrive_drop`` (count; the later phases
   expect that many fewer arrivals), ``mbar_wait`` (the parity of the phase the
   arrivals so far completed), ``mbar_inval``;
+- a cluster launch (the launch record's cluster dimensions) -> ``cluster``
+  of every row, clusters numbered x first as blocks are; ``barrier.cluster``
+  arrive and wait -> ``cluster_arrive`` (every thread of the cluster taking
+  part; the API does not tell ``.relaxed`` apart, so each is a release, with a
+  warning) and ``cluster_wait``; a distributed shared memory access ->
+  ``read`` / ``write`` / ``atomic`` (cluster scope) in shared memory with
+  ``peer`` the owning block;
+- bulk stores and reductions from the block's shared memory into global
+  memory -> ``tma_store`` / ``bulk_reduce``, one row per warp issue (the API
+  reports them once per active lane); the API reports neither their
+  commit_group nor their wait_group, so they stay in flight to the end of
+  the launch (a warning says so);
 - host copies and memsets into device memory, and whole managed or
   host-mapped allocations (the CPU writes them unseen) -> ``init`` before the
   next launch; global memory outside every device allocation the tool saw
   (module globals, memory imported from elsewhere) -> ``init`` of the bytes a
   launch touches, at its start, since nothing shows who wrote them.
 
+Every trace warns that tensor TMA and warpgroup MMA operands have no callback.
+
 Refused (a :class:`TraceError`, nothing written): a stream that ends inside a
-launch, a launch whose records overflowed the device buffer, instructions the
-format or the API cannot express (:data:`.stream.UNFOLLOWED_NAMES`:
-bulk copies and TMA, asynchronous stores, cluster barriers, distributed
-shared memory, warpgroup MMA), and an mbarrier wait that returned before any
-phase of its barrier completed.
+launch or a record, a record of a kind this reader does not know, a launch
+whose records overflowed the device buffer, instructions the format or the
+API cannot express (:data:`.stream.UNFOLLOWED_NAMES`: ``ldmatrix``, warpgroup
+MMA, ``tcgen05.commit``, ``st.bulk``, ``cp.async.mbarrier.arrive``), bytes
+completing on an mbarrier (bulk copies into shared memory, multicast or not,
+bulk reductions into shared memory, ``st.async``, ``red.async``: the API
+does not report the ``expect_tx`` bytes a phase waits for), a cluster record
+in a launch without cluster dimensions, a rank outside the cluster, and an
+mbarrier wait that returned before any phase of its barrier completed.
 """
 
 from __future__ import annotations
@@ -59,10 +77,15 @@ from ..events import Rows
 from ..sites import SiteIndex
 from .lines import find_nvdisasm, line_namer
 from .stream import (
+    BULK_MBARRIER,
+    BULK_NAMES,
+    BULK_WARP_UNIFORM,
+    RANK_SHIFT,
     RECORD_DTYPE,
     UNFOLLOWED_NAMES,
     AccessFlag,
     BarrierAction,
+    Bulk,
     Kind,
     Launch,
     Space,
@@ -85,7 +108,14 @@ DEVICE_KINDS = (
     Kind.CP_WAIT,
     Kind.MBARRIER,
     Kind.UNFOLLOWED,
+    Kind.CLUSTER_ARRIVE,
+    Kind.CLUSTER_WAIT,
+    Kind.PEER_ACCESS,
+    Kind.BULK,
 )
+CLUSTER_KINDS = (Kind.CLUSTER_ARRIVE, Kind.CLUSTER_WAIT, Kind.PEER_ACCESS, Kind.BULK)
+"""Device records that name the cluster: they need the launch's cluster dimensions."""
+KNOWN_KINDS = np.array(sorted(int(k) for k in Kind), dtype=np.uint8)
 
 ATOMIC_WARNING = (
     "launch {launch} ({kernel}): atomics are recorded as relaxed (device scope; "
@@ -106,8 +136,28 @@ EXIT_WARNING = (
     "as the GPU does"
 )
 EMPTY_WARNING = "launch {launch} ({kernel}): no memory access was recorded"
+TENSOR_WARNING = (
+    "tensor TMA (cp.async.bulk.tensor loads and stores, multicast included) and "
+    "warpgroup MMA operands have no Compute Sanitizer callback: a kernel's copies "
+    "of that kind are missing from the trace, and so are the races on their bytes"
+)
+CLUSTER_ARRIVE_WARNING = (
+    "launch {launch} ({kernel}): cluster barrier arrivals are recorded as "
+    "barrier.cluster.arrive (a release): the Compute Sanitizer API does not tell "
+    "the .relaxed form apart, so a race that only a relaxed arrival leaves open "
+    "is not reported"
+)
+BULK_GROUP_WARNING = (
+    "launch {launch} ({kernel}): the Compute Sanitizer API reports bulk stores and "
+    "reductions into global memory (cp.async.bulk, cp.reduce.async.bulk) but not "
+    "their commit_group and wait_group, nor fence.proxy.async: each stays in "
+    "flight to the end of the launch, and every generic write of its source "
+    "lacks a proxy fence, so an async_inflight or proxy_fence finding on one may "
+    "be one the kernel's wait_group or fence prevents"
+)
 
 ROW_DEFAULTS = {
+    "peer": -1,  # the row's block
     "op": 0,
     "launch": 0,
     "block": 0,
@@ -193,6 +243,7 @@ def convert(
         found = plan.warnings + converter.warnings
         if plan.launches:
             found.append(FENCE_WARNING)
+            found.append(TENSOR_WARNING)
         all_warnings = tuple(dict.fromkeys((*warnings, *found)))
         writer.sites = converter.sites.texts  # grows while converting
         for text in all_warnings:
@@ -241,6 +292,8 @@ class _Open:
     device: int = 0
     accesses: bool = False
     atomics: bool = False
+    cluster_arrivals: bool = False
+    bulk_stores: bool = False
     spans: set = field(default_factory=set)
 
 
@@ -255,7 +308,7 @@ def scan(path: str, batch: int) -> Plan:
     modules: list[np.ndarray] = []
     allocs: list[tuple[int, int]] = []
     untracked: dict[int, list[tuple[int, int]]] = {}
-    flags: list[tuple[bool, bool]] = []
+    flags: list[tuple[bool, bool, bool, bool]] = []
     error: tuple[int, int] | None = None
     state: _Open | None = None
     texts = batches.texts
@@ -263,10 +316,28 @@ def scan(path: str, batch: int) -> Plan:
     def segment(rec: np.ndarray, index: np.ndarray, lo: int, hi: int) -> None:
         """Records ``lo:hi`` of a batch, none of them a launch's start or end."""
         part = rec[lo:hi]
-        sized = np.isin(part["kind"], [Kind.ACCESS, Kind.CP_ASYNC, Kind.HOST_INIT, Kind.ALLOC])
+        unknown = ~np.isin(part["kind"], KNOWN_KINDS)
+        if unknown.any():
+            i = int(np.argmax(unknown))
+            raise stream_error(
+                path,
+                f"a record of kind {int(part['kind'][i])}, which this tracerace does not "
+                f"know (it reads stream versions 1 and 2)",
+                row=int(index[lo + i]),
+            )
+        sized = np.isin(
+            part["kind"],
+            [Kind.ACCESS, Kind.CP_ASYNC, Kind.HOST_INIT, Kind.ALLOC, Kind.PEER_ACCESS],
+        )
         room = np.uint64(ADDRESS_END) - part["size"].astype(np.uint64)
-        past = sized & (
-            (part["addr"] > room) | ((part["kind"] == Kind.CP_ASYNC) & (part["addr2"] > room))
+        to_global = (part["kind"] == Kind.BULK) & np.isin(
+            part["aux"], [Bulk.SHARED_TO_GLOBAL, Bulk.REDUCE_TO_GLOBAL]
+        )
+        from_global = (part["kind"] == Kind.CP_ASYNC) | (
+            (part["kind"] == Kind.BULK) & (part["aux"] == Bulk.GLOBAL_TO_SHARED)
+        )
+        past = ((sized | to_global) & (part["addr"] > room)) | (
+            from_global & (part["addr2"] > room)
         )
         if past.any():
             i = int(np.argmax(past))
@@ -289,9 +360,17 @@ def scan(path: str, batch: int) -> Plan:
         state.device += int(device.sum())
         kind, pflags = part["kind"], part["flags"]
         access = (kind == Kind.ACCESS) & ((pflags & AccessFlag.PREFETCH) == 0)
+        peer = kind == Kind.PEER_ACCESS
         both = AccessFlag.READ | AccessFlag.WRITE
-        state.accesses |= bool(access.any())
-        state.atomics |= bool((access & ((pflags & both) == both)).any())
+        state.accesses |= bool((access | peer | (kind == Kind.BULK)).any())
+        state.atomics |= bool(((access | peer) & ((pflags & both) == both)).any())
+        state.cluster_arrivals |= bool((kind == Kind.CLUSTER_ARRIVE).any())
+        state.bulk_stores |= bool(
+            (
+                (kind == Kind.BULK)
+                & np.isin(part["aux"], [Bulk.SHARED_TO_GLOBAL, Bulk.REDUCE_TO_GLOBAL])
+            ).any()
+        )
         glob_ = access & (part["space"] == Space.GLOBAL)
         if glob_.any():
             a = part["addr"][glob_].astype(np.uint64)
@@ -329,6 +408,15 @@ def scan(path: str, batch: int) -> Plan:
                         f"launch {n} ({launch.name}) has grid "
                         f"{launch.grid} and block {launch.block}: a "
                         f"dimension of 0",
+                        row=row,
+                    )
+                if any(launch.cluster) and any(
+                    c == 0 or g % c for g, c in zip(launch.grid, launch.cluster)
+                ):
+                    raise stream_error(
+                        path,
+                        f"launch {n} ({launch.name}) has grid {launch.grid} in clusters "
+                        f"of {launch.cluster}: the clusters do not tile the grid",
                         row=row,
                     )
                 if prod(launch.grid) > MAX_IDS or launch.threads_per_block > MAX_IDS:
@@ -369,7 +457,9 @@ def scan(path: str, batch: int) -> Plan:
                         row=row,
                     )
                 untracked[n] = merge(sorted(state.spans))
-                flags.append((state.accesses, state.atomics))
+                flags.append(
+                    (state.accesses, state.atomics, state.cluster_arrivals, state.bulk_stores)
+                )
                 state = None
         segment(rec, index, lo, len(rec))
     if error is not None:
@@ -383,11 +473,16 @@ def scan(path: str, batch: int) -> Plan:
     if state is not None:
         raise _ended(path, state.launch)
     warnings = []
-    for launch, (accesses, atomics) in zip(launches, flags):
+    for launch, (accesses, atomics, arrivals, stores) in zip(launches, flags):
+        named = {"launch": launch.launch, "kernel": launch.name}
         if not accesses:
-            warnings.append(EMPTY_WARNING.format(launch=launch.launch, kernel=launch.name))
+            warnings.append(EMPTY_WARNING.format(**named))
         if atomics:
-            warnings.append(ATOMIC_WARNING.format(launch=launch.launch, kernel=launch.name))
+            warnings.append(ATOMIC_WARNING.format(**named))
+        if arrivals:
+            warnings.append(CLUSTER_ARRIVE_WARNING.format(**named))
+        if stores:
+            warnings.append(BULK_GROUP_WARNING.format(**named))
     module_records = np.concatenate(modules) if modules else np.zeros(0, dtype=RECORD_DTYPE)
     return Plan(texts, launches, module_records, untracked, warnings)
 
@@ -416,6 +511,7 @@ class Converter:
         self.rows = 0
         self.mbarriers: dict[tuple[int, int], MBarrier] = {}
         self.barriers = BarrierState()
+        self.lanes: dict[tuple[int, int], tuple[tuple, set[int]]] = {}
 
     def columns(self, rec: np.ndarray, index: np.ndarray) -> dict[str, np.ndarray]:
         plan, sites, path = self.plan, self.sites, self.path
@@ -432,8 +528,11 @@ class Converter:
             self.open = int(depth[-1] - ends[-1])
         launches = plan.launches
         refuse_unfollowed(rec, index, launches, launch_of, path, sites.site_of)
+        clusters = Clusters(launches)
+        refuse_cluster(rec, index, launches, launch_of, clusters, path, sites.site_of)
         parity = mbar_parities(rec, index, launches, launch_of, sites, path, self.mbarriers)
-        direct, key = direct_rows(rec, launches, launch_of, sites, parity)
+        repeated = warp_repeats(rec, self.lanes)
+        direct, key = direct_rows(rec, launches, launch_of, sites, parity, clusters, repeated)
         extra = Rows(ROW_DEFAULTS)
         barriers(rec, launches, launch_of, sites, extra, self.warnings, self.barriers)
         for i in np.flatnonzero(kind == Kind.LAUNCH).tolist():
@@ -441,6 +540,8 @@ class Converter:
             for begin, end in plan.untracked.get(n, ()):
                 extra.add(2 * i + 1, op=Op.INIT, launch=n, addr=begin, size=end - begin)
         cols = extra.merged(direct, key)
+        cols["peer"] = np.where(cols["peer"] < 0, cols["block"], cols["peer"])
+        cols["cluster"] = clusters.of(cols["launch"], cols["block"])
         cols["ts"] += np.uint64(self.rows)
         self.rows += len(cols["ts"])
         return cols
@@ -492,23 +593,42 @@ def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
 
 
 def direct_rows(
-    rec: np.ndarray, launches: list[Launch], launch_of: np.ndarray, sites: Sites, parity: np.ndarray
+    rec: np.ndarray,
+    launches: list[Launch],
+    launch_of: np.ndarray,
+    sites: Sites,
+    parity: np.ndarray,
+    clusters: Clusters,
+    repeated: np.ndarray,
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Columns of the records that are one row each, and their sort keys."""
     kind, flags = rec["kind"], rec["flags"]
-    access = (kind == Kind.ACCESS) & ((flags & AccessFlag.PREFETCH) == 0)
+    peer_access = kind == Kind.PEER_ACCESS
+    access = np.isin(kind, [Kind.ACCESS, Kind.PEER_ACCESS]) & ((flags & AccessFlag.PREFETCH) == 0)
     rw = flags & (AccessFlag.READ | AccessFlag.WRITE)
     atomic = access & (rw == (AccessFlag.READ | AccessFlag.WRITE))
     cp = kind == Kind.CP_ASYNC
     zero_fill = cp & (rec["addr2"] == 0)
     mbar = (kind == Kind.MBARRIER) & np.isin(rec["aux"], list(MBAR_OPS))
     host = (kind == Kind.HOST_INIT) & (launch_of < len(launches))
+    bulk = (kind == Kind.BULK) & np.isin(rec["aux"], list(BULK_OPS)) & ~repeated
     keep = (
         access
-        | np.isin(kind, [Kind.BARRIER, Kind.SYNCWARP, Kind.CP_COMMIT, Kind.CP_WAIT])
+        | np.isin(
+            kind,
+            [
+                Kind.BARRIER,
+                Kind.SYNCWARP,
+                Kind.CP_COMMIT,
+                Kind.CP_WAIT,
+                Kind.CLUSTER_ARRIVE,
+                Kind.CLUSTER_WAIT,
+            ],
+        )
         | cp
         | mbar
         | host
+        | bulk
     )
     idx = np.flatnonzero(keep)
     r = rec[idx]
@@ -524,13 +644,21 @@ def direct_rows(
     op[k == Kind.CP_COMMIT] = Op.CP_ASYNC_COMMIT
     op[k == Kind.CP_WAIT] = Op.CP_ASYNC_WAIT
     op[k == Kind.HOST_INIT] = Op.INIT
+    op[k == Kind.CLUSTER_ARRIVE] = Op.CLUSTER_ARRIVE
+    op[k == Kind.CLUSTER_WAIT] = Op.CLUSTER_WAIT
     for action, code in MBAR_OPS.items():
         op[(k == Kind.MBARRIER) & (r["aux"] == action)] = code
+    is_bulk = bulk[idx]
+    for instruction, code in BULK_OPS.items():
+        op[is_bulk & (r["aux"] == instruction)] = code
     is_access = access[idx]
+    is_peer = peer_access[idx]
     tspace = np.where(is_access, r["space"], TSpace.GLOBAL).astype(np.int64)
     tspace[k == Kind.CP_ASYNC] = TSpace.SHARED
+    tspace[is_peer] = TSpace.SHARED
     scope = np.full(n, Scope.DEVICE, dtype=np.int64)
     scope[atomic[idx] & (r["space"] == Space.SHARED)] = Scope.BLOCK
+    scope[atomic[idx] & is_peer] = Scope.CLUSTER
     scope[atomic[idx] & ((r["flags"] & AccessFlag.ATOMSYS) != 0)] = Scope.SYSTEM
     lsize = np.array([launch.threads_per_block for launch in launches] or [0], dtype=np.int64)
     lid = launch_of[idx]
@@ -539,6 +667,8 @@ def direct_rows(
     arg[bar] = np.where(r["arg"][bar] == 0, lsize[lid[bar]], r["arg"][bar])
     arg[k == Kind.SYNCWARP] = r["arg"][k == Kind.SYNCWARP]
     arg[k == Kind.CP_WAIT] = r["arg"][k == Kind.CP_WAIT]
+    arrivals = k == Kind.CLUSTER_ARRIVE
+    arg[arrivals] = lsize[lid[arrivals]] * clusters.blocks[lid[arrivals]]
     arrive = (k == Kind.MBARRIER) & np.isin(
         r["aux"],
         [BarrierAction.INIT, *DROPS, BarrierAction.ARRIVE, BarrierAction.ARRIVE_NOCOMPLETE],
@@ -549,17 +679,23 @@ def direct_rows(
     obj = np.zeros(n, dtype=np.int64).astype(np.uint64)
     obj[bar] = r["addr"][bar]
     obj[k == Kind.MBARRIER] = r["addr"][k == Kind.MBARRIER]
-    sized = is_access | (k == Kind.CP_ASYNC) | (k == Kind.HOST_INIT)
+    sized = is_access | (k == Kind.CP_ASYNC) | (k == Kind.HOST_INIT) | is_bulk
     addr = np.where(sized, r["addr"], 0).astype(np.uint64)
     space2 = np.full(n, TSpace.GLOBAL, dtype=np.int64)
     space2[zero_fill[idx]] = TSpace.LOCAL
-    addr2 = np.where(k == Kind.CP_ASYNC, r["addr2"], 0).astype(np.uint64)
+    space2[is_bulk] = TSpace.SHARED  # the bulk ops kept read the block's own shared memory
+    addr2 = np.where((k == Kind.CP_ASYNC) | is_bulk, r["addr2"], 0).astype(np.uint64)
+    addr2[is_bulk] &= np.uint64(OFFSET_MASK)
     addr2[zero_fill[idx]] = ZERO_SOURCE
+    peer = np.full(n, -1, dtype=np.int64)
+    if is_peer.any():
+        peer[is_peer] = clusters.peer(lid[is_peer], r["block"][is_peer], r["arg"][is_peer])
     site = np.full(n, SITE_NONE, dtype=np.int64)
     device = k != Kind.HOST_INIT
     for j in np.flatnonzero(device & (r["pc"] != 0)).tolist():
         site[j] = sites.of(launches[int(lid[j])], int(r["pc"][j]))
     cols = {
+        "peer": peer,
         "op": op,
         "launch": lid,
         "block": np.where(device, r["block"], 0).astype(np.int64),
@@ -577,6 +713,191 @@ def direct_rows(
         "fence_spaces": np.full(n, FENCE_ALL, dtype=np.int64),
     }
     return cols, idx.astype(np.int64) * 2
+
+
+OFFSET_MASK = (1 << RANK_SHIFT) - 1
+"""The offset part of a cluster address."""
+BULK_OPS = {Bulk.SHARED_TO_GLOBAL: Op.TMA_STORE, Bulk.REDUCE_TO_GLOBAL: Op.BULK_REDUCE}
+"""The BULK instructions written as rows: those with no mbarrier, from the
+issuing block's shared memory into global memory."""
+
+
+class Clusters:
+    """The launches' clusters: per launch id, the grid and cluster dimensions
+    (a launch whose stream gives none has clusters of one block)."""
+
+    def __init__(self, launches: list[Launch]) -> None:
+        self.grid = np.array([x.grid for x in launches] or [(1, 1, 1)], dtype=np.int64)
+        dims = np.array([x.cluster for x in launches] or [(1, 1, 1)], dtype=np.int64)
+        self.known: np.ndarray = np.all(dims > 0, axis=1)
+        self.dims = np.where(self.known[:, None], dims, 1)
+        self.blocks = self.dims.prod(axis=1)
+
+    def _coords(self, launch: np.ndarray, block: np.ndarray) -> np.ndarray:
+        g = self.grid[launch]
+        b = np.asarray(block, dtype=np.int64)
+        return np.stack([b % g[:, 0], (b // g[:, 0]) % g[:, 1], b // (g[:, 0] * g[:, 1])], axis=1)
+
+    def of(self, launch: np.ndarray, block: np.ndarray) -> np.ndarray:
+        """The cluster id of each block: clusters numbered as blocks are, x first."""
+        launch = np.asarray(launch, dtype=np.int64)
+        c, d = self._coords(launch, block), self.dims[launch]
+        n = self.grid[launch] // d
+        q = c // d
+        return q[:, 0] + n[:, 0] * (q[:, 1] + n[:, 1] * q[:, 2])
+
+    def peer(self, launch: np.ndarray, block: np.ndarray, rank: np.ndarray) -> np.ndarray:
+        """The block of rank ``rank`` in the cluster of ``block``."""
+        launch = np.asarray(launch, dtype=np.int64)
+        rank = np.asarray(rank, dtype=np.int64)
+        c, d, g = self._coords(launch, block), self.dims[launch], self.grid[launch]
+        origin = c - c % d
+        at = origin + np.stack(
+            [rank % d[:, 0], (rank // d[:, 0]) % d[:, 1], rank // (d[:, 0] * d[:, 1])], axis=1
+        )
+        return at[:, 0] + g[:, 0] * (at[:, 1] + g[:, 1] * at[:, 2])
+
+    def rank(self, launch: int, block: int) -> int:
+        c = self._coords(np.array([launch]), np.array([block]))[0]
+        d = self.dims[launch]
+        r = c % d
+        return int(r[0] + d[0] * (r[1] + d[1] * r[2]))
+
+
+def cluster_ranks(rec: np.ndarray) -> list[tuple[np.ndarray, str]]:
+    """The ranks a record names, each with what it names: a peer access's owner,
+    a BULK record's shared destination, source and mbarrier."""
+    kind, aux = rec["kind"], rec["aux"]
+    bulk = kind == Kind.BULK
+    shared_dst = bulk & ~np.isin(aux, [Bulk.SHARED_TO_GLOBAL, Bulk.REDUCE_TO_GLOBAL])
+    shared_src = bulk & np.isin(
+        aux,
+        [
+            Bulk.SHARED_TO_GLOBAL,
+            Bulk.REDUCE_TO_GLOBAL,
+            Bulk.SHARED_TO_SHARED,
+            Bulk.REDUCE_TO_SHARED,
+        ],
+    )
+    with_mbar = bulk & np.isin(aux, list(BULK_MBARRIER))
+    none = np.int64(-1)
+    return [
+        (np.where(kind == Kind.PEER_ACCESS, rec["arg"].astype(np.int64), none), "the memory"),
+        (
+            np.where(shared_dst, (rec["addr"] >> RANK_SHIFT).astype(np.int64), none),
+            "the destination",
+        ),
+        (np.where(shared_src, (rec["addr2"] >> RANK_SHIFT).astype(np.int64), none), "the source"),
+        (np.where(with_mbar, (rec["arg"] >> RANK_SHIFT).astype(np.int64), none), "the mbarrier"),
+    ]
+
+
+def refuse_cluster(rec, index, launches, launch_of, clusters: Clusters, path, site_of) -> None:
+    """Fail on the first record that names the cluster in a launch whose cluster
+    dimensions the stream does not give, that names a block outside its cluster,
+    that reads another block's shared memory where PTX allows only the issuer's,
+    or that completes bytes on an mbarrier (whose expected transaction bytes the
+    API does not report)."""
+    kind = rec["kind"]
+    picked = np.isin(kind, CLUSTER_KINDS)
+    if not picked.any():
+        return
+    lid = np.where(picked, launch_of, 0)
+    unknown = picked & ~clusters.known[lid]
+    ranks = cluster_ranks(rec)
+    own = np.zeros(len(rec), dtype=np.int64)
+    size = clusters.blocks[lid]
+    outside = np.zeros(len(rec), dtype=bool)
+    for rank, _ in ranks:
+        outside |= ~unknown & (rank >= size)
+    foreign_source = np.zeros(len(rec), dtype=bool)
+    src_rank = ranks[2][0]
+    for i in np.flatnonzero(~unknown & (src_rank >= 0) & ~outside).tolist():
+        own[i] = clusters.rank(int(lid[i]), int(rec["block"][i]))
+        foreign_source[i] = src_rank[i] != own[i]
+    tx = (kind == Kind.BULK) & np.isin(rec["aux"], list(BULK_MBARRIER))
+    bad = unknown | outside | foreign_source | tx
+    if not bad.any():
+        return
+    i = int(np.argmax(bad))
+    launch = launches[int(launch_of[i])]
+    block, thread = int(rec["block"][i]), int(rec["thread"][i])
+    where = f"{site_of(launch, int(rec['pc'][i]))} (block {block}, thread {thread})"
+    k = int(kind[i])
+    if k == Kind.BULK:
+        what = BULK_NAMES.get(Bulk(int(rec["aux"][i])), "a bulk copy")
+    else:
+        what = {
+            Kind.CLUSTER_ARRIVE: "a cluster barrier arrive",
+            Kind.CLUSTER_WAIT: "a cluster barrier wait",
+            Kind.PEER_ACCESS: "a distributed shared memory access",
+        }[Kind(k)]
+    head = f"launch {launch.launch} ({launch.name}): {what} at {where}"
+    if unknown[i]:
+        message = (
+            f"{head}, but the launch record gives no cluster dimensions (a stream of "
+            "version 1, or a driver that did not report them): which blocks share the "
+            "cluster, and whose shared memory a cluster address names, is unknown"
+        )
+        rule = "record"
+    elif outside[i]:
+        rank, named = next((r[i], named) for r, named in ranks if r[i] >= size[i])
+        message = (
+            f"{head} names block rank {int(rank)} for {named}, outside its cluster of "
+            f"{int(size[i])} blocks {launch.cluster}"
+        )
+        rule = "cuda-stream"
+    elif foreign_source[i]:
+        message = (
+            f"{head} reads the shared memory of block rank {int(src_rank[i])} of its "
+            f"cluster, not its own (rank {int(own[i])}): PTX copies from the issuing "
+            "block's shared memory only"
+        )
+        rule = "cuda-stream"
+    else:
+        mbar = int(rec["arg"][i])
+        message = (
+            f"{head} completes {int(rec['size'][i])} bytes on the mbarrier at shared "
+            f"offset 0x{mbar & OFFSET_MASK:x} of block rank {mbar >> RANK_SHIFT} of the "
+            "cluster, but the Compute Sanitizer API does not report the transaction bytes "
+            "an mbarrier phase expects (mbarrier.expect_tx), so which phase these bytes "
+            "complete, and when a wait on it may return, is unknown"
+        )
+        rule = "record"
+    raise TraceError(f"{message}; nothing was written", path=path, row=int(index[i]), rule=rule)
+
+
+def warp_repeats(
+    rec: np.ndarray, lanes: dict[tuple[int, int], tuple[tuple, set[int]]]
+) -> np.ndarray:
+    """A mask of the BULK records that repeat another lane's report of the same
+    warp-uniform instruction: the API reports a bulk copy once per active lane of
+    the warp, every lane with the same operands. A record is a repeat when the
+    previous bulk record of its warp had the same operands and came from another
+    lane that has not reported this issue yet (a lane reporting twice is a second
+    issue). ``lanes`` carries each warp's latest issue from batch to batch."""
+    repeated = np.zeros(len(rec), dtype=bool)
+    kind = rec["kind"]
+    picked = np.flatnonzero(
+        ((kind == Kind.BULK) & np.isin(rec["aux"], list(BULK_WARP_UNIFORM))) | (kind == Kind.LAUNCH)
+    )
+    for i in picked.tolist():
+        if kind[i] == Kind.LAUNCH:
+            lanes.clear()
+            continue
+        block, thread = int(rec["block"][i]), int(rec["thread"][i])
+        operands = tuple(
+            int(rec[name][i])
+            for name in ("aux", "pc", "addr", "addr2", "size", "arg", "space", "flags")
+        )
+        warp = (block, thread // 32)
+        last = lanes.get(warp)
+        if last is not None and last[0] == operands and thread not in last[1]:
+            last[1].add(thread)
+            repeated[i] = True
+        else:
+            lanes[warp] = (operands, {thread})
+    return repeated
 
 
 MBAR_OPS = {

@@ -5,7 +5,9 @@ CUDA, ``PREFIX.PID.trc``, and :mod:`.convert` turns it into a v1 trace.
 The format is small and fixed so that the C++ side stays simple:
 
 - a 16-byte header: the magic ``b"TRCUDA\\0\\0"``, the format version
-  (``u16``, :data:`VERSION`), the record size (``u16``, 48) and a ``u32``
+  (``u16``, :data:`VERSION`; version 1, written before the tool recorded
+  clusters, is read too: its launches carry no cluster dimensions and it has
+  none of the cluster kinds), the record size (``u16``, 48) and a ``u32``
   of zero;
 - then records of 48 bytes, little-endian (:data:`RECORD_DTYPE`)::
 
@@ -24,7 +26,13 @@ records of the threads the barrier released.
 ``block`` is the block's linear index in the grid (``x + gx * (y + gy * z)``)
 and ``thread`` the thread's linear index in its block; for host records the
 two fields carry the values listed with each :class:`Kind`. A reader rejects
-a stream of another version or record size, naming both.
+a stream of another version or record size, naming both, and a record of a
+kind it does not know.
+
+Shared memory named through the cluster (distributed shared memory, the
+shared sides of bulk copies and the mbarriers they complete on) is written as
+a *cluster address*: the owning block's rank in its cluster in bits 32-39
+(:data:`RANK_SHIFT`), the offset in that block's shared window in bits 0-31.
 
 :class:`StreamWriter` writes a stream from Python: the tests build their
 (synthetic) fixtures with it, and it documents the format by example.
@@ -41,7 +49,11 @@ import numpy as np
 from ...errors import TraceError
 
 MAGIC = b"TRCUDA\0\0"
-VERSION = 1
+VERSION = 2
+READS = (1, 2)
+"""The stream versions this reader converts."""
+RANK_SHIFT = 32
+"""Where a cluster address keeps the owning block's rank."""
 HEADER_DTYPE = np.dtype(
     [("magic", "S8"), ("version", "<u2"), ("record_size", "<u2"), ("reserved", "<u4")]
 )
@@ -70,7 +82,8 @@ class Kind(IntEnum):
     # host records
     LAUNCH = 1  # block: launch id; thread: module id; size: string id of the kernel
     # name; pc: the function's first PC; addr: grid x | y << 32;
-    # addr2: grid z | block x << 32; arg: block y | block z << 32
+    # addr2: grid z | block x << 32; arg: block y | block z << 32;
+    # space, flags, aux: cluster x, y, z (0: not reported)
     LAUNCH_END = 2  # block: launch id; arg: device records the launch produced;
     # addr: how many the device buffer holds
     STRING = 3  # block: string id; size: bytes; the text follows in
@@ -98,8 +111,18 @@ class Kind(IntEnum):
     MBARRIER = 23  # aux: Sanitizer_CudaBarrierInstructionKind; addr: the mbarrier;
     # arg: the action's data (init: expected arrivals; arrive: count)
     UNFOLLOWED = 24  # aux: Sanitizer_InstructionId of an instruction tracerace cannot
-    # express (bulk copies, async stores, cluster barriers, ...);
-    # addr, addr2, arg: its first operands
+    # express (ldmatrix, wgmma, tcgen05.commit, ...); addr, addr2, arg: its
+    # first operands
+    CLUSTER_ARRIVE = 25  # barrier.cluster.arrive (the API does not tell .relaxed apart)
+    CLUSTER_WAIT = 26  # barrier.cluster.wait
+    PEER_ACCESS = 27  # a load, store or atomic through a shared::cluster address:
+    # flags, size as ACCESS; addr: offset in the owner's shared window; arg: the
+    # owner's rank in the cluster; addr2: the address as the API reported it
+    BULK = 28  # aux: the Sanitizer_InstructionId (:data:`BULK_NAMES`); addr: the
+    # destination (global address or cluster address); addr2: the source
+    # (likewise; 0 for st.async/red.async); size: bytes; arg: cluster address
+    # of the mbarrier the bytes complete on (instructions that have one);
+    # space | flags << 8: the multicast ctaMask (0: no multicast)
 
 
 class Space(IntEnum):
@@ -130,6 +153,55 @@ class BarrierAction(IntEnum):
     ARRIVE_DROP_NOCOMPLETE = 5
     WAIT = 6
     INVALIDATE = 7
+
+
+class Bulk(IntEnum):
+    """The ``Sanitizer_InstructionId`` in a BULK record's ``aux``."""
+
+    ASYNC_STORE = 26
+    ASYNC_REDUCTION = 27
+    GLOBAL_TO_SHARED = 30
+    SHARED_TO_GLOBAL = 35
+    SHARED_TO_SHARED = 36
+    REDUCE_TO_GLOBAL = 37
+    REDUCE_TO_SHARED = 38
+
+
+BULK_NAMES = {
+    Bulk.ASYNC_STORE: "an asynchronous store (st.async)",
+    Bulk.ASYNC_REDUCTION: "an asynchronous reduction (red.async)",
+    Bulk.GLOBAL_TO_SHARED: "a bulk copy from global to shared memory (cp.async.bulk)",
+    Bulk.SHARED_TO_GLOBAL: "a bulk copy from shared to global memory (cp.async.bulk)",
+    Bulk.SHARED_TO_SHARED: "a bulk copy between shared memories (cp.async.bulk)",
+    Bulk.REDUCE_TO_GLOBAL: "a bulk reduction into global memory (cp.reduce.async.bulk)",
+    Bulk.REDUCE_TO_SHARED: "a bulk reduction into shared memory (cp.reduce.async.bulk)",
+}
+BULK_MBARRIER = frozenset(
+    {
+        Bulk.ASYNC_STORE,
+        Bulk.ASYNC_REDUCTION,
+        Bulk.GLOBAL_TO_SHARED,
+        Bulk.SHARED_TO_SHARED,
+        Bulk.REDUCE_TO_SHARED,
+    }
+)
+"""The BULK instructions whose bytes complete on an mbarrier."""
+BULK_WARP_UNIFORM = frozenset(
+    {
+        Bulk.GLOBAL_TO_SHARED,
+        Bulk.SHARED_TO_GLOBAL,
+        Bulk.SHARED_TO_SHARED,
+        Bulk.REDUCE_TO_GLOBAL,
+        Bulk.REDUCE_TO_SHARED,
+    }
+)
+"""The BULK instructions the API reports once per active lane of the issuing
+warp, all lanes with the same operands (``sanitizer_patching.h``)."""
+
+
+def cluster_address(rank: int, offset: int) -> int:
+    """A cluster address: block ``rank`` of the cluster, ``offset`` in its window."""
+    return rank << RANK_SHIFT | offset
 
 
 UNFOLLOWED_NAMES = {
@@ -163,6 +235,8 @@ class Launch:
     pc: int
     grid: tuple[int, int, int]
     block: tuple[int, int, int]
+    cluster: tuple[int, int, int] = (0, 0, 0)
+    """Blocks per cluster in x, y, z; zeros when the stream does not say."""
 
     @property
     def threads_per_block(self) -> int:
@@ -178,12 +252,12 @@ def _read_header(f, path: str) -> None:
     if len(head) < HEADER_DTYPE.itemsize or head[:8] != MAGIC:
         raise stream_error(path, "not a tracerace CUDA record stream (bad magic)")
     header = np.frombuffer(head, dtype=HEADER_DTYPE)[0]
-    if int(header["version"]) != VERSION or int(header["record_size"]) != 48:
+    if int(header["version"]) not in READS or int(header["record_size"]) != 48:
         raise stream_error(
             path,
             f"record stream version {int(header['version'])} "
             f"(record size {int(header['record_size'])}); this "
-            f"tracerace reads version {VERSION} (record size 48)",
+            f"tracerace reads versions {READS[0]} to {READS[-1]} (record size 48)",
         )
 
 
@@ -301,6 +375,7 @@ def decode_launch(rec, texts: dict[int, str]) -> Launch:
         pc=int(rec["pc"]),
         grid=(addr & lo, addr >> 32, addr2 & lo),
         block=(addr2 >> 32, arg & lo, arg >> 32),
+        cluster=(int(rec["space"]), int(rec["flags"]), int(rec["aux"])),
     )
 
 
@@ -359,7 +434,14 @@ class StreamWriter:
         self.record(Kind.MODULE, thread=module, size=self.string(cubin))
 
     def launch(
-        self, name: str, grid=(1, 1, 1), block=(32, 1, 1), *, module: int = 0, pc: int = 0
+        self,
+        name: str,
+        grid=(1, 1, 1),
+        block=(32, 1, 1),
+        *,
+        module: int = 0,
+        pc: int = 0,
+        cluster=(0, 0, 0),
     ) -> int:
         gx, gy, gz = grid
         bx, by, bz = block
@@ -367,6 +449,9 @@ class StreamWriter:
         self._device = 0
         self.record(
             Kind.LAUNCH,
+            space=cluster[0],
+            flags=cluster[1],
+            aux=cluster[2],
             block=self._launch,
             thread=module,
             size=self.string(name),
@@ -439,6 +524,55 @@ class StreamWriter:
     def mbarrier(self, block, thread, action: int, addr: int, data: int = 0, pc=0) -> None:
         self.record(
             Kind.MBARRIER, block=block, thread=thread, aux=action, addr=addr, arg=data, pc=pc
+        )
+
+    def cluster_arrive(self, block, thread, pc=0) -> None:
+        self.record(Kind.CLUSTER_ARRIVE, block=block, thread=thread, pc=pc)
+
+    def cluster_wait(self, block, thread, pc=0) -> None:
+        self.record(Kind.CLUSTER_WAIT, block=block, thread=thread, pc=pc)
+
+    def peer_access(
+        self, block, thread, rank: int, offset: int, size=4, flags=AccessFlag.READ, pc=0
+    ) -> None:
+        """An access to block ``rank`` of the cluster's shared memory at ``offset``."""
+        self.record(
+            Kind.PEER_ACCESS,
+            block=block,
+            thread=thread,
+            flags=flags,
+            size=size,
+            addr=offset,
+            arg=rank,
+            addr2=cluster_address(rank, offset),
+            pc=pc,
+        )
+
+    def bulk(
+        self,
+        block,
+        thread,
+        instruction: int,
+        dst: int,
+        src: int,
+        size: int,
+        mbarrier: int = 0,
+        mask: int = 0,
+        pc=0,
+    ) -> None:
+        """A BULK record (shared sides and ``mbarrier`` as :func:`cluster_address`)."""
+        self.record(
+            Kind.BULK,
+            block=block,
+            thread=thread,
+            aux=instruction,
+            addr=dst,
+            addr2=src,
+            size=size,
+            arg=mbarrier,
+            space=mask & 0xFF,
+            flags=mask >> 8,
+            pc=pc,
         )
 
     def unfollowed(self, block, thread, instruction: int, pc=0) -> None:

@@ -8,7 +8,7 @@
 
 namespace tracerace {
 
-constexpr uint16_t kStreamVersion = 1;
+constexpr uint16_t kStreamVersion = 2;
 
 enum Kind : uint8_t {
     // host records
@@ -29,13 +29,20 @@ enum Kind : uint8_t {
     CP_WAIT = 22,
     MBARRIER = 23,
     UNFOLLOWED = 24,
+    CLUSTER_ARRIVE = 25,
+    CLUSTER_WAIT = 26,
+    PEER_ACCESS = 27,
+    BULK = 28,
 };
 
 struct Record {
     uint8_t kind;
-    uint8_t space;    // ACCESS: 0 global, 1 shared, 2 local
-    uint8_t flags;    // ACCESS: Sanitizer_DeviceMemoryFlags; BARRIER: Sanitizer_BarrierFlags
-    uint8_t aux;      // MBARRIER: the action; UNFOLLOWED: the Sanitizer_InstructionId
+    uint8_t space;    // ACCESS: 0 global, 1 shared, 2 local; LAUNCH: cluster x;
+                      // BULK: multicast ctaMask bits 0-7
+    uint8_t flags;    // ACCESS, PEER_ACCESS: Sanitizer_DeviceMemoryFlags; BARRIER:
+                      // Sanitizer_BarrierFlags; LAUNCH: cluster y; BULK: ctaMask bits 8-15
+    uint8_t aux;      // MBARRIER: the action; UNFOLLOWED, BULK: the Sanitizer_InstructionId;
+                      // LAUNCH: cluster z
     uint32_t size;
     uint32_t block;   // linear block index in the grid
     uint32_t thread;  // linear thread index in the block
@@ -45,6 +52,10 @@ struct Record {
     uint64_t arg;
 };
 static_assert(sizeof(Record) == 48, "Record is 48 bytes");
+
+// A shared::cluster address in a record: the owning block's rank in the
+// cluster in bits 32-39, the offset in that block's shared window below.
+constexpr int kRankShift = 32;
 
 // What the patches receive as userdata: the launch's device buffer.
 struct DeviceBuffer {

@@ -129,6 +129,23 @@ extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_cuda_barrier(
     return SANITIZER_PATCH_SUCCESS;
 }
 
+// A shared::cluster address (what the bulk copy, async store and remote access
+// callbacks report) as the record holds it: the owning block's rank in the
+// cluster << kRankShift | the offset in that block's shared window.
+// getctarank names the block; mapa of offset 0 gives the start of its window.
+// Before sm_90 there are no clusters: the address is the block's own offset.
+static __device__ __forceinline__ uint64_t cluster_address(uint32_t address)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t rank, base;
+    asm volatile("getctarank.shared::cluster.u32 %0, %1;" : "=r"(rank) : "r"(address));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(base) : "r"(0u), "r"(rank));
+    return static_cast<uint64_t>(rank) << tracerace::kRankShift | (address - base);
+#else
+    return address;
+#endif
+}
+
 // Instructions tracerace cannot express: recorded so that the converter
 // refuses the launch and names them. One function per callback signature;
 // the instruction id is fixed by which one the host patched in (numbers, not
@@ -144,11 +161,105 @@ static __device__ __forceinline__ SanitizerPatchResult unfollowed(
     return SANITIZER_PATCH_SUCCESS;
 }
 
+// Distributed shared memory: a load, store or atomic on another block's (or
+// the block's own) shared memory through a shared::cluster address.
 extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_remote_shared_access(
-    void* userdata, uint64_t pc, void* ptr, uint32_t, uint32_t, const void*)
+    void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void*)
 {
-    return unfollowed(userdata, pc, 17 /* REMOTE_SHARED_MEMORY_ACCESS */,
-                      reinterpret_cast<uint64_t>(ptr), 0);
+    if (Record* r = reserve(userdata, tracerace::PEER_ACCESS, pc)) {
+        const uint64_t where = cluster_address(static_cast<uint32_t>(reinterpret_cast<uint64_t>(ptr)));
+        r->flags = static_cast<uint8_t>(flags);
+        r->size = size;
+        r->addr = where & 0xFFFFFFFFu;
+        r->arg = where >> tracerace::kRankShift;
+        r->addr2 = reinterpret_cast<uint64_t>(ptr);
+    }
+    return SANITIZER_PATCH_SUCCESS;
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_cluster_arrive(
+    void* userdata, uint64_t pc)
+{
+    reserve(userdata, tracerace::CLUSTER_ARRIVE, pc);
+    return SANITIZER_PATCH_SUCCESS;
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_cluster_wait(
+    void* userdata, uint64_t pc)
+{
+    reserve(userdata, tracerace::CLUSTER_WAIT, pc);
+    return SANITIZER_PATCH_SUCCESS;
+}
+
+// Bulk copies and reductions, async stores and reductions: one BULK record,
+// aux the Sanitizer_InstructionId, addr the destination, addr2 the source
+// (shared sides as cluster addresses), size the bytes, arg the mbarrier the
+// bytes complete on (a cluster address), space and flags the multicast mask.
+static __device__ __forceinline__ SanitizerPatchResult bulk(
+    void* userdata, uint64_t pc, uint8_t instruction, uint64_t dst, uint64_t src, uint32_t size,
+    uint64_t mbarrier, uint32_t mask)
+{
+    if (Record* r = reserve(userdata, tracerace::BULK, pc)) {
+        r->aux = instruction;
+        r->addr = dst;
+        r->addr2 = src;
+        r->size = size;
+        r->arg = mbarrier;
+        r->space = static_cast<uint8_t>(mask & 0xFF);
+        r->flags = static_cast<uint8_t>(mask >> 8);
+    }
+    return SANITIZER_PATCH_SUCCESS;
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_async_store(
+    void* userdata, uint64_t pc, uint32_t address, uint32_t mbar, void*, uint32_t size)
+{
+    return bulk(userdata, pc, 26 /* ASYNC_STORE */, cluster_address(address), 0, size,
+                cluster_address(mbar), 0);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_async_reduction(
+    void* userdata, uint64_t pc, uint32_t address, uint32_t mbar, uint32_t size)
+{
+    return bulk(userdata, pc, 27 /* ASYNC_REDUCTION */, cluster_address(address), 0, size,
+                cluster_address(mbar), 0);
+}
+
+// data: bits 0-15 the 16-byte blocks copied, bits 16-31 the multicast mask.
+extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_g2s(
+    void* userdata, uint64_t pc, uint64_t src, uint32_t dst, uint32_t barrier, uint32_t data,
+    uint32_t isMulticast)
+{
+    return bulk(userdata, pc, 30 /* BULK_COPY_GLOBAL_TO_SHARED */, cluster_address(dst), src,
+                (data & 0xFFFFu) * 16u, cluster_address(barrier), isMulticast ? data >> 16 : 0);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_s2g(
+    void* userdata, uint64_t pc, uint64_t dst, uint32_t src, uint32_t numBlocks)
+{
+    return bulk(userdata, pc, 35 /* BULK_COPY_SHARED_TO_GLOBAL */, dst, cluster_address(src),
+                numBlocks * 16u, 0, 0);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_s2s(
+    void* userdata, uint64_t pc, uint32_t src, uint32_t dst, uint32_t barrier, uint32_t numBlocks)
+{
+    return bulk(userdata, pc, 36 /* BULK_COPY_SHARED_TO_SHARED */, cluster_address(dst),
+                cluster_address(src), numBlocks * 16u, cluster_address(barrier), 0);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_red_s2g(
+    void* userdata, uint64_t pc, uint64_t dst, uint32_t src, uint32_t numBlocks)
+{
+    return bulk(userdata, pc, 37 /* BULK_REDUCTION_SHARED_TO_GLOBAL */, dst,
+                cluster_address(src), numBlocks * 16u, 0, 0);
+}
+
+extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_red_s2s(
+    void* userdata, uint64_t pc, uint32_t src, uint32_t dst, uint32_t barrier, uint32_t numBlocks)
+{
+    return bulk(userdata, pc, 38 /* BULK_REDUCTION_SHARED_TO_SHARED */, cluster_address(dst),
+                cluster_address(src), numBlocks * 16u, cluster_address(barrier), 0);
 }
 
 extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_matrix_access(
@@ -157,66 +268,10 @@ extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_matrix_access(
     return unfollowed(userdata, pc, 19 /* MATRIX_MEMORY_ACCESS */, address, 0);
 }
 
-extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_cluster_arrive(
-    void* userdata, uint64_t pc)
-{
-    return unfollowed(userdata, pc, 21 /* CLUSTER_BARRIER_ARRIVE */, 0, 0);
-}
-
-extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_cluster_wait(
-    void* userdata, uint64_t pc)
-{
-    return unfollowed(userdata, pc, 22 /* CLUSTER_BARRIER_WAIT */, 0, 0);
-}
-
 extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_wgmma(
     void* userdata, uint64_t pc, uint32_t a, uint32_t, uint32_t b, uint32_t, uint32_t, uint32_t)
 {
     return unfollowed(userdata, pc, 23 /* WARPGROUP_MMA_ASYNC */, a, b);
-}
-
-extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_async_store(
-    void* userdata, uint64_t pc, uint32_t address, uint32_t mbar, void*, uint32_t)
-{
-    return unfollowed(userdata, pc, 26 /* ASYNC_STORE */, address, mbar);
-}
-
-extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_async_reduction(
-    void* userdata, uint64_t pc, uint32_t address, uint32_t mbar, uint32_t)
-{
-    return unfollowed(userdata, pc, 27 /* ASYNC_REDUCTION */, address, mbar);
-}
-
-extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_g2s(
-    void* userdata, uint64_t pc, uint64_t src, uint32_t dst, uint32_t, uint32_t, uint32_t)
-{
-    return unfollowed(userdata, pc, 30 /* BULK_COPY_GLOBAL_TO_SHARED */, dst, src);
-}
-
-extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_s2g(
-    void* userdata, uint64_t pc, uint64_t dst, uint32_t src, uint32_t)
-{
-    return unfollowed(userdata, pc, 35 /* BULK_COPY_SHARED_TO_GLOBAL */, dst, src);
-}
-
-extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_s2s(
-    void* userdata, uint64_t pc, uint32_t src, uint32_t dst, uint32_t, uint32_t)
-{
-    return unfollowed(userdata, pc, 36 /* BULK_COPY_SHARED_TO_SHARED */, dst, src);
-}
-
-extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_red_s2g(
-    void* userdata, uint64_t pc, uint64_t dst, uint32_t src, uint32_t)
-{
-    return unfollowed(userdata, pc, 37 /* BULK_REDUCTION_SHARED_TO_GLOBAL */,
-                      dst, src);
-}
-
-extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_bulk_red_s2s(
-    void* userdata, uint64_t pc, uint32_t src, uint32_t dst, uint32_t, uint32_t)
-{
-    return unfollowed(userdata, pc, 38 /* BULK_REDUCTION_SHARED_TO_SHARED */,
-                      dst, src);
 }
 
 extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_memset_shared(

@@ -52,23 +52,24 @@ const Patch kPatches[] = {
     {SANITIZER_INSTRUCTION_PIPELINE_COMMIT, "tracerace_pipeline_commit", true},
     {SANITIZER_INSTRUCTION_PIPELINE_WAIT, "tracerace_pipeline_wait", true},
     {SANITIZER_INSTRUCTION_CUDA_BARRIER, "tracerace_cuda_barrier", true},
-    // Recorded only to refuse them (the driver may not know the newer ones:
-    // then no GPU it drives can run them either).
-    {17, "tracerace_remote_shared_access", false},
+    // sm_90 and later (numbers, so older headers compile the file too; a
+    // driver that does not know one drives no GPU that runs it either).
+    {17, "tracerace_remote_shared_access", false},  // REMOTE_SHARED_MEMORY_ACCESS
+    {21, "tracerace_cluster_arrive", false},        // CLUSTER_BARRIER_ARRIVE
+    {22, "tracerace_cluster_wait", false},          // CLUSTER_BARRIER_WAIT
+    {26, "tracerace_async_store", false},           // ASYNC_STORE
+    {27, "tracerace_async_reduction", false},       // ASYNC_REDUCTION
+    {30, "tracerace_bulk_g2s", false},              // BULK_COPY_GLOBAL_TO_SHARED
+    {35, "tracerace_bulk_s2g", false},              // BULK_COPY_SHARED_TO_GLOBAL
+    {36, "tracerace_bulk_s2s", false},              // BULK_COPY_SHARED_TO_SHARED
+    {37, "tracerace_bulk_red_s2g", false},          // BULK_REDUCTION_SHARED_TO_GLOBAL
+    {38, "tracerace_bulk_red_s2s", false},          // BULK_REDUCTION_SHARED_TO_SHARED
+    // Recorded only to refuse them.
     {19, "tracerace_matrix_access", false},
-    {21, "tracerace_cluster_arrive", false},
-    {22, "tracerace_cluster_wait", false},
     {23, "tracerace_wgmma", false},
-    {26, "tracerace_async_store", false},
-    {27, "tracerace_async_reduction", false},
-    {30, "tracerace_bulk_g2s", false},
     {31, "tracerace_tensor_core_barrier", false},
     {32, "tracerace_memset_shared", false},
     {34, "tracerace_memcpy_async_barrier", false},
-    {35, "tracerace_bulk_s2g", false},
-    {36, "tracerace_bulk_s2s", false},
-    {37, "tracerace_bulk_red_s2g", false},
-    {38, "tracerace_bulk_red_s2s", false},
 };
 
 constexpr size_t kDrainRecords = 1 << 20;  // records copied to the host at a time
@@ -286,6 +287,11 @@ void launchEnd(Tool& t, const Sanitizer_LaunchData* data)
     r.addr = dims.gridDim_x | static_cast<uint64_t>(dims.gridDim_y) << 32;
     r.addr2 = dims.gridDim_z | static_cast<uint64_t>(dims.blockDim_x) << 32;
     r.arg = dims.blockDim_y | static_cast<uint64_t>(dims.blockDim_z) << 32;
+    // A cluster has at most 16 blocks, so each dimension fits a byte; 0: the
+    // driver reported none.
+    r.space = static_cast<uint8_t>(dims.clusterDim_x > 0xFF ? 0 : dims.clusterDim_x);
+    r.flags = static_cast<uint8_t>(dims.clusterDim_y > 0xFF ? 0 : dims.clusterDim_y);
+    r.aux = static_cast<uint8_t>(dims.clusterDim_z > 0xFF ? 0 : dims.clusterDim_z);
     t.begun.erase(begun);
     write(t, r);
 

@@ -61,9 +61,9 @@ bounded() {  # seconds, command...: run it within both its bound and the budget
   timeout "$((want < left ? want : left))" "$@"
 }
 
-summary() {  # racecheck/synccheck log -> its summary line
+summary() {  # racecheck/synccheck log -> its summary line, or why there is none
   grep -Eo "(RACECHECK|ERROR) SUMMARY: [0-9]+ (hazards? displayed \([0-9]+ errors?, [0-9]+ warnings?\)|errors?)" \
-    "$1" | head -n1
+    "$1" | head -n1 | grep . || { grep -qx "$skipped" "$1" && echo "$skipped"; } || echo "no summary"
 }
 
 verdict() {  # a check --format json report -> the error kinds, or clean
@@ -130,8 +130,7 @@ row() {  # name, command...
   synccheck=$(summary "$work/$name.synccheck")
   pack "$name" "$work/$name.stream"
   cp "$work/$name.record.log" "$fixtures/$name.record.log" 2>/dev/null
-  printf '| %s | %s | %s | %s |\n' "$name" "$verdict" "${racecheck:-no summary}" \
-    "${synccheck:-no summary}"
+  printf '| %s | %s | %s | %s |\n' "$name" "$verdict" "$racecheck" "$synccheck"
 }
 
 accelsim_tool() {  # prints the tracer_tool.so to use, or why there is none (status 1)

@@ -23,8 +23,12 @@ ROWS, COLS, BM = 128, 32, 32
 
 @triton.jit
 def tile_add(x_ptr, out_ptr, rows, cols, BM: tl.constexpr, BN: tl.constexpr):
-    src = tl.make_tensor_descriptor(x_ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BM, BN])
-    dst = tl.make_tensor_descriptor(out_ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BM, BN])
+    src = tl.make_tensor_descriptor(
+        x_ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BM, BN]
+    )
+    dst = tl.make_tensor_descriptor(
+        out_ptr, shape=[rows, cols], strides=[cols, 1], block_shape=[BM, BN]
+    )
     row = tl.program_id(0) * BM
     tile = src.load([row, 0])
     dst.store([row, 0], tile + 1)
@@ -37,7 +41,14 @@ def compile_sm90() -> list[str]:
 
     source = ASTSource(
         fn=tile_add,
-        signature={"x_ptr": "*fp32", "out_ptr": "*fp32", "rows": "i32", "cols": "i32", "BM": "constexpr", "BN": "constexpr"},
+        signature={
+            "x_ptr": "*fp32",
+            "out_ptr": "*fp32",
+            "rows": "i32",
+            "cols": "i32",
+            "BM": "constexpr",
+            "BN": "constexpr",
+        },
         constexprs={"BM": BM, "BN": COLS},
     )
     kernel = triton.compile(source, target=GPUTarget("cuda", 90, 32))
@@ -50,7 +61,9 @@ def run(form: str) -> None:
 
     device = triton.runtime.driver.active.get_active_torch_device()
     # make_tensor_descriptor writes the descriptors into global scratch from this allocator.
-    triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=device))
+    triton.set_allocator(
+        lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=device)
+    )
     x = torch.zeros((ROWS + 1) * COLS, device=device)
     out = x[COLS:] if form == "aliased" else torch.empty(ROWS * COLS, device=device)
     tile_add[(ROWS // BM,)](x, out, ROWS, COLS, BM=BM, BN=COLS)
@@ -64,7 +77,9 @@ def main(form: str) -> int:
         print("\n".join(found))
         return 0 if any(i.startswith("cp.async.bulk.tensor") for i in found) else 1
     if form not in ("separate", "aliased"):
-        print(f"triton_tma.py: unknown form {form!r} (separate, aliased or compile)", file=sys.stderr)
+        print(
+            f"triton_tma.py: unknown form {form!r} (separate, aliased or compile)", file=sys.stderr
+        )
         return 2
     run(form)
     return 0

@@ -8,7 +8,9 @@ import importlib.util
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
+from time import perf_counter
 
 import pytest
 from needs import require
@@ -74,3 +76,71 @@ def test_triton_tma_aliased_races_between_the_tile_store_and_the_next_tile_load(
 def test_triton_tma_separate_is_clean(tmp_path):
     report = _recorded(tmp_path, "separate")
     assert not report.groups, report.summary_line()
+
+
+STUBS = {
+    # nvcc: writes the -o file it is asked for, so the session goes on to its rows
+    "nvcc": 'while [ $# -gt 0 ]; do [ "$1" = -o ] && : >"$2"; shift; done; echo "stub nvcc"',
+    "nvidia-smi": 'echo "stub GPU, 0"',
+    # compute-sanitizer: hangs on every tool run, as a stuck program would
+    "compute-sanitizer": 'case "$*" in --version) echo "stub sanitizer" ;; *) sleep 60 ;; esac',
+}
+
+
+def test_session_ends_within_its_budget_when_every_step_hangs_or_fails(tmp_path):
+    """Every step is bounded: with a sanitizer that never returns and no GPU, the session
+    still ends within its budget, each row saying which steps timed out or were skipped."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in STUBS.items():
+        stub = bin_dir / name
+        stub.write_text(f"#!/bin/sh\n{body}\n")
+        stub.chmod(0o755)
+    root = Path(__file__).parent.parent
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHON": sys.executable,
+        "PYTHONPATH": str(root),
+        "TRACERACE_CACHE_DIR": str(tmp_path / "cache"),
+        "TRACERACE_GPU_WORK": str(tmp_path / "work"),
+        "TRACERACE_GPU_BUDGET": "10",
+        "TRACERACE_GPU_LIMIT": "1",
+    }
+    for name in ("OUT", "ACCELSIM_TRACER", "ACCELSIM_DIR", "NVBIT_DIR"):
+        env.pop(name, None)
+    fixtures = tmp_path / "fixtures"
+    started = perf_counter()
+    result = subprocess.run(
+        ["bash", str(KERNELS / "hopper_session.sh"), str(fixtures)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert perf_counter() - started < 10 + 15  # the budget, and the last step's bound
+    table = (fixtures / "VERDICTS.md").read_text()
+    rows = [
+        line.split(" | ")
+        for line in table.splitlines()
+        if line.startswith("| hopper-") or line.startswith("| triton-")
+    ]
+    assert [r[0][2:] for r in rows] == [
+        f"{kernel}-{form}"
+        for kernel, forms in (
+            ("hopper-tma", ("wait", "nowait")),
+            ("hopper-ring", ("fence", "nofence")),
+            ("hopper-cluster", ("sync", "nosync")),
+            ("hopper-multicast", ("wait", "nowait")),
+            ("triton-tma", ("separate", "aliased")),
+        )
+        for form in forms
+    ]
+    skipped = "skipped: session budget spent"
+    for cells in rows:
+        assert cells[1].startswith(("not recorded: ", "timed out", skipped)), cells
+        assert {cells[2], cells[3].rstrip(" |")} <= {"timed out", skipped}, cells
+    assert rows[0][2] == "timed out"  # the sanitizer that hangs is stopped at its bound
+    assert rows[-1][1] == skipped
+    assert "| (all) | not run: no tracer:" in table

@@ -61,9 +61,13 @@ bounded() {  # seconds, command...: run it within both its bound and the budget
   timeout "$((want < left ? want : left))" "$@"
 }
 
-summary() {  # racecheck/synccheck log -> its summary line, or why there is none
-  grep -Eo "(RACECHECK|ERROR) SUMMARY: [0-9]+ (hazards? displayed \([0-9]+ errors?, [0-9]+ warnings?\)|errors?)" \
-    "$1" | head -n1 | grep . || { grep -qx "$skipped" "$1" && echo "$skipped"; } || echo "no summary"
+summary() {  # status, racecheck/synccheck log -> its summary line, or why there is none
+  case $1 in
+    124) echo "timed out" ;;
+    125) echo "$skipped" ;;
+    *) grep -Eo "(RACECHECK|ERROR) SUMMARY: [0-9]+ (hazards? displayed \([0-9]+ errors?, [0-9]+ warnings?\)|errors?)" \
+         "$2" | head -n1 | grep . || echo "no summary" ;;
+  esac
 }
 
 verdict() {  # a check --format json report -> the error kinds, or clean
@@ -85,10 +89,10 @@ for k in hopper_tma hopper_bulk_ring hopper_cluster hopper_multicast; do
     -o "$work/$k" "tests/kernels_cuda/$k.cu" || exit 2
 done
 {
-  nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1
-  nvcc --version | tail -n1
-  "$sanitizer" --version | tail -n1
-  "$py" -c "import triton; print('triton', triton.__version__)"
+  bounded 10 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -n1
+  bounded 10 nvcc --version | tail -n1
+  bounded 10 "$sanitizer" --version | tail -n1
+  bounded 10 "$py" -c "import triton; print('triton', triton.__version__)"
 } >"$fixtures/DEVICE.txt" 2>&1
 
 # The recorder's tool library is built on first use; build it here, bounded
@@ -125,9 +129,9 @@ row() {  # name, command...
   fi
   bounded "$limit" "$sanitizer" --tool racecheck --racecheck-report hazard "$@" \
     >"$work/$name.racecheck" 2>&1
+  racecheck=$(summary $? "$work/$name.racecheck")
   bounded "$limit" "$sanitizer" --tool synccheck "$@" >"$work/$name.synccheck" 2>&1
-  racecheck=$(summary "$work/$name.racecheck")
-  synccheck=$(summary "$work/$name.synccheck")
+  synccheck=$(summary $? "$work/$name.synccheck")
   pack "$name" "$work/$name.stream"
   cp "$work/$name.record.log" "$fixtures/$name.record.log" 2>/dev/null
   printf '| %s | %s | %s | %s |\n' "$name" "$verdict" "$racecheck" "$synccheck"

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 from time import perf_counter
 
@@ -87,28 +88,38 @@ STUBS = {
 }
 
 
-def test_session_ends_within_its_budget_when_every_step_hangs_or_fails(tmp_path):
-    """Every step is bounded: with a sanitizer that never returns and no GPU, the session
-    still ends within its budget, each row saying which steps timed out or were skipped."""
+def _stubbed_env(tmp_path, stubs: dict[str, str], **settings: str) -> dict[str, str]:
+    """The environment for a session whose tools are ``stubs`` (name: sh body)."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for name, body in STUBS.items():
+    for name, body in stubs.items():
         stub = bin_dir / name
         stub.write_text(f"#!/bin/sh\n{body}\n")
         stub.chmod(0o755)
-    root = Path(__file__).parent.parent
     env = {
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
         "PYTHON": sys.executable,
-        "PYTHONPATH": str(root),
+        "PYTHONPATH": str(Path(__file__).parent.parent),
         "TRACERACE_CACHE_DIR": str(tmp_path / "cache"),
         "TRACERACE_GPU_WORK": str(tmp_path / "work"),
-        "TRACERACE_GPU_BUDGET": "10",
-        "TRACERACE_GPU_LIMIT": "1",
     }
-    for name in ("OUT", "ACCELSIM_TRACER", "ACCELSIM_DIR", "NVBIT_DIR"):
+    for name in (
+        "OUT",
+        "ACCELSIM_TRACER",
+        "ACCELSIM_POST",
+        "ACCELSIM_DIR",
+        "NVBIT_DIR",
+        "TRACERACE_GPU_ROWS",
+    ):
         env.pop(name, None)
+    return {**env, **settings}
+
+
+def test_session_ends_within_its_budget_when_every_step_hangs_or_fails(tmp_path):
+    """Every step is bounded: with a sanitizer that never returns and no GPU, the session
+    still ends within its budget, each row saying which steps timed out or were skipped."""
+    env = _stubbed_env(tmp_path, STUBS, TRACERACE_GPU_BUDGET="10", TRACERACE_GPU_LIMIT="1")
     fixtures = tmp_path / "fixtures"
     started = perf_counter()
     result = subprocess.run(
@@ -144,3 +155,65 @@ def test_session_ends_within_its_budget_when_every_step_hangs_or_fails(tmp_path)
     assert rows[0][2] == "timed out"  # the sanitizer that hangs is stopped at its bound
     assert rows[-1][1] == skipped
     assert "| (all) | not run: no tracer:" in table
+
+
+ACCELSIM_REAL = (
+    Path(__file__).parent
+    / "gpu_fixtures"
+    / "accelsim_real"
+    / "kernel-593-ctx_0x55c28dad19e0.traceg"
+)
+
+
+def test_accelsim_tracer_rows_post_process_each_context_list_and_import_it(tmp_path):
+    """The tracer step's plumbing, with a tracer and post-processor standing in for
+    Accel-Sim's: the kernel run under the tracer writes a per-context kernelslist, the
+    post-processor its ``.g`` and grouped trace (here a real Accel-Sim ``.traceg``), and
+    the row is the import's verdict, the traces packed as a fixture."""
+    kernel = tmp_path / "kernel.sh"
+    kernel.write_text(
+        '#!/bin/sh\n[ -n "$CUDA_INJECTION64_PATH" ] || exit 1\n'
+        'mkdir -p "$TRACES_FOLDER/traces"\n'
+        'echo kernel-1-ctx_0x1.trace >"$TRACES_FOLDER/traces/kernelslist_ctx_0x1"\n'
+        'echo raw >"$TRACES_FOLDER/traces/kernel-1-ctx_0x1.trace"\n'
+    )
+    kernel.chmod(0o755)
+    post = tmp_path / "post-traces-processing"
+    post.write_text(
+        "#!/bin/sh\n"
+        'echo kernel-1-ctx_0x1.traceg >"$1.g"\n'
+        f'cp {ACCELSIM_REAL} "$(dirname "$1")/kernel-1-ctx_0x1.traceg"\n'
+    )
+    post.chmod(0o755)
+    tracer = tmp_path / "tracer_tool.so"
+    tracer.write_bytes(b"")
+    stubs = {
+        **STUBS,
+        "nvcc": f'while [ $# -gt 0 ]; do [ "$1" = -o ] && cp {kernel} "$2"; shift; done',
+        "compute-sanitizer": 'echo "stub sanitizer"',
+    }
+    env = _stubbed_env(
+        tmp_path,
+        stubs,
+        TRACERACE_GPU_ROWS="^hopper-cluster-sync$",
+        ACCELSIM_TRACER=str(tracer),
+        ACCELSIM_POST=str(post),
+    )
+    fixtures = tmp_path / "fixtures"
+    result = subprocess.run(
+        ["bash", str(KERNELS / "hopper_session.sh"), str(fixtures)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    table = (fixtures / "VERDICTS.md").read_text().splitlines()
+    assert [line.split(" | ")[0] for line in table if line.startswith("| hopper-")] == [
+        "| hopper-cluster-sync"
+    ] * 2
+    assert "| hopper-cluster-sync | clean |" in table
+    with tarfile.open(fixtures / "hopper-cluster-sync.accelsim.tar.xz") as packed:
+        names = {os.path.basename(n) for n in packed.getnames()}
+    assert {"kernelslist.g", "kernel-1-ctx_0x1.traceg", "kernelslist_ctx_0x1"} <= names
+    assert "kernel-1-ctx_0x1.trace" not in names

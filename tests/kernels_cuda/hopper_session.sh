@@ -39,6 +39,8 @@
 # tests/data/cuda/hopper); work files stay in $TRACERACE_GPU_WORK. Each step
 # is bounded by $TRACERACE_GPU_LIMIT seconds (60) and by what is left of the
 # budget; a step the budget no longer allows is skipped and its row says so.
+# TRACERACE_GPU_ROWS (an extended regular expression) runs only the rows whose
+# names match it, to rerun some within the budget.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 work=${TRACERACE_GPU_WORK:-$(mktemp -d)}
@@ -50,6 +52,10 @@ limit=${TRACERACE_GPU_LIMIT:-60}
 deadline=$((SECONDS + ${TRACERACE_GPU_BUDGET:-540}))
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 skipped="skipped: session budget spent"
+
+wanted() {  # row name: whether TRACERACE_GPU_ROWS selects it
+  [[ $1 =~ ${TRACERACE_GPU_ROWS:-.} ]]
+}
 
 bounded() {  # seconds, command...: run it within both its bound and the budget
   local want=$1 left=$((deadline - SECONDS))
@@ -116,6 +122,7 @@ pack() {  # name, stream dir: its record stream and cubins, xz-compressed, as fi
 row() {  # name, command...
   local name=$1 verdict racecheck synccheck status
   shift
+  wanted "$name" || return 0
   bounded "$limit" env TRACERACE_CUDA_KEEP="$work/$name.stream" \
     "$py" -m tracerace record --backend cuda -o "$work/$name.arrow" -- "$@" \
     >"$work/$name.record.log" 2>&1
@@ -161,18 +168,32 @@ accelsim_tool() {  # prints the tracer_tool.so to use, or why there is none (sta
 }
 
 traced() {  # tool, post-processor, name, command...: the kernel under Accel-Sim's tracer
-  local tool=$1 post=$2 name=$3 dir status
+  local tool=$1 post=$2 name=$3 dir status list lists grouped
   shift 3
+  wanted "$name" || return 0
   dir="$work/$name.accelsim"
   mkdir -p "$dir"
+  # The tracer writes under $TRACES_FOLDER/traces/ one kernelslist per CUDA
+  # context (kernelslist_ctx_0x..., or kernelslist in older tracers) naming
+  # kernel-N*.trace; the post-processor groups each list's traces by block and
+  # writes LIST.g beside it, which the import reads as kernelslist.g.
   bounded "$limit" env USER_DEFINED_FOLDERS=1 TRACES_FOLDER="$dir" TRACE_LINEINFO=1 \
-    TRACE_FILE_COMPRESS=0 LD_PRELOAD="$tool" "$@" >"$dir/tracer.log" 2>&1
+    TRACE_FILE_COMPRESS=0 CUDA_INJECTION64_PATH="$tool" "$@" >"$dir/tracer.log" 2>&1
   status=$?
   if [ "$status" != 0 ]; then
     echo "| $name | $(failed "$status" "$dir/tracer.log") |"; return
   fi
-  bounded "$limit" "$post" "$dir/traces/kernelslist" >"$dir/post.log" 2>&1
-  bounded "$limit" "$py" -m tracerace convert "$dir/traces/kernelslist.g" \
+  mapfile -t lists < <(find "$dir" -type f -name 'kernelslist*' ! -name '*.g')
+  if [ "${#lists[@]}" = 0 ]; then
+    echo "| $name | not recorded: the tracer wrote no kernelslist |"; return
+  fi
+  for list in "${lists[@]}"; do
+    bounded "$limit" "$post" "$list" >>"$dir/post.log" 2>&1
+  done
+  grouped="${lists[0]}.g"
+  [ -f "$grouped" ] && [ "$grouped" != "$(dirname "$grouped")/kernelslist.g" ] \
+    && cp "$grouped" "$(dirname "$grouped")/kernelslist.g"
+  bounded "$limit" "$py" -m tracerace convert "$(dirname "$grouped")/kernelslist.g" \
     "$work/$name.accelsim.arrow" >"$dir/convert.log" 2>&1
   status=$?
   if [ "$status" = 0 ]; then
@@ -183,7 +204,7 @@ traced() {  # tool, post-processor, name, command...: the kernel under Accel-Sim
     echo "| $name | $(failed "$status" "$dir/convert.log") |"
   fi
   tar -C "$dir" -cJf "$fixtures/$name.accelsim.tar.xz" \
-    --exclude='*.trace' --exclude='*.trace.xz' traces 2>/dev/null
+    --exclude='*.trace' --exclude='*.trace.xz' . 2>/dev/null
 }
 
 {

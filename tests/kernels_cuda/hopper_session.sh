@@ -83,11 +83,11 @@ print(', '.join(sorted({g['kind'] for g in r['hazards'] if g['severity']=='error
     "$1" 2>/dev/null || echo "check failed"
 }
 
-failed() {  # status, log -> why a step gave no trace
+failed() {  # status, log[, what failed] -> why a step gave no result
   case $1 in
     124) echo "timed out" ;;
     125) echo "$skipped" ;;
-    *) echo "not recorded: $(tail -n1 "$2" | cut -c1-160)" ;;
+    *) echo "${3:-not recorded}: $(tail -n1 "$2" | cut -c1-160)" ;;
   esac
 }
 
@@ -117,11 +117,13 @@ done
 # on its own, so the first row's record step does not spend its bound on it.
 bounded 240 "$py" -c "from tracerace.record.cuda.build import find_toolkit, tool_library; \
 print(tool_library(find_toolkit()))" >"$work/tool-build.log" 2>&1 \
-  || echo "tool build: $(tail -n1 "$work/tool-build.log")"
+  || failed $? "$work/tool-build.log" "tool build failed"
 wait "$warmup"
 status=$?
+trap - EXIT
 # demo exits 1: the incident's hazards were found, as they should be
-[ "$status" = 0 ] || [ "$status" = 1 ] || echo "checker warm-up: $(failed "$status" "$work/warmup.log")"
+[ "$status" = 0 ] || [ "$status" = 1 ] \
+  || echo "checker warm-up: $(failed "$status" "$work/warmup.log" "failed")"
 
 pack() {  # name, stream dir: its record stream and cubins, xz-compressed, as fixtures
   local name=$1 f module
@@ -131,7 +133,13 @@ pack() {  # name, stream dir: its record stream and cubins, xz-compressed, as fi
   for f in "$2"/*.cubin; do
     [ -f "$f" ] || continue
     module=$(basename "$f" .cubin | grep -Eo "module-[0-9]+" || basename "$f" .cubin)
-    xz -9 -c "$f" >"$fixtures/$name.$module.cubin.xz"
+    # A library's large module (PyTorch's, in the Triton rows) stays out: its
+    # sites stay offsets. Its name and size are listed instead.
+    if [ "$(stat -c %s "$f")" -gt 1048576 ]; then
+      echo "$module $(stat -c %s "$f") bytes" >>"$fixtures/$name.left-out.txt"
+    else
+      xz -9 -c "$f" >"$fixtures/$name.$module.cubin.xz"
+    fi
   done
 }
 
@@ -145,8 +153,12 @@ row() {  # name, command...
   status=$?
   if [ "$status" = 0 ]; then
     bounded "$limit" "$py" -m tracerace check "$work/$name.arrow" --format json \
-      >"$work/$name.json" 2>/dev/null
-    verdict=$(verdict "$work/$name.json")
+      >"$work/$name.json" 2>"$work/$name.check.log"
+    status=$?
+    case $status in
+      0 | 1) verdict=$(verdict "$work/$name.json") ;;
+      *) verdict=$(failed "$status" "$work/$name.check.log" "check failed") ;;
+    esac
   else
     verdict=$(failed "$status" "$work/$name.record.log")
   fi
@@ -214,8 +226,12 @@ traced() {  # tool, post-processor, name, command...: the kernel under Accel-Sim
   status=$?
   if [ "$status" = 0 ]; then
     bounded "$limit" "$py" -m tracerace check "$work/$name.accelsim.arrow" --format json \
-      >"$work/$name.accelsim.json" 2>/dev/null
-    echo "| $name | $(verdict "$work/$name.accelsim.json") |"
+      >"$work/$name.accelsim.json" 2>"$dir/check.log"
+    status=$?
+    case $status in
+      0 | 1) echo "| $name | $(verdict "$work/$name.accelsim.json") |" ;;
+      *) echo "| $name | $(failed "$status" "$dir/check.log" "check failed") |" ;;
+    esac
   else
     echo "| $name | $(failed "$status" "$dir/convert.log") |"
   fi

@@ -8,7 +8,7 @@
 # Triton rows). Work files (traces, reports, racecheck logs, and each row's raw
 # record stream and cubins under NAME.stream/) stay in $TRACERACE_GPU_WORK.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
+cd "$(dirname "$0")/../.." || exit 2
 work=${TRACERACE_GPU_WORK:-$(mktemp -d)}
 mkdir -p "$work"
 py=${PYTHON:-python3}

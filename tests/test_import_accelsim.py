@@ -209,6 +209,20 @@ def test_kernelslist_is_one_launch_per_kernel(tmp_path):
     assert kinds(out) == {}
 
 
+def test_a_context_kernel_list_names_raw_traces_in_launch_order(tmp_path):
+    """Newer tracers write one raw list per CUDA context, named
+    ``kernelslist_ctx_0x<context>``, naming ``kernel-N-ctx_0x<context>.trace.xz``."""
+    a, b = g.tile(True), g.flag("GPU")
+    g.write(tmp_path / "kernel-1-ctx_0x55f4.trace", g.accel_trace(a, 1))
+    g.write(tmp_path / "kernel-2-ctx_0x55f4.trace.xz", g.accel_trace(b, 2), xz=True)
+    listing = tmp_path / "kernelslist_ctx_0x55f4"
+    listing.write_text("kernel-1-ctx_0x55f4.trace\nkernel-2-ctx_0x55f4.trace.xz\n")
+    out = tmp_path / "all.arrow"
+    result = convert(listing, out)
+    assert "2 launches" in result.summary_line()
+    assert g.imported_accesses(out) == g.expected_accesses(a, 0) | g.expected_accesses(b, 1)
+
+
 def test_generic_addresses_resolve_by_the_windows(tmp_path):
     k = g.Kernel("generic_kernel", (1, 1, 1), (32, 1, 1))
     lanes = g.lanes()

@@ -82,16 +82,24 @@ GROUPED_LDGSTS = (
 
 TRACE_SUFFIXES = (".trace", ".trace.xz", ".traceg", ".traceg.xz")
 LIST_NAMES = ("kernelslist", "kernelslist.g")
+_CTX_LIST = re.compile(r"kernelslist_ctx_0x[0-9a-fA-F]+")
+"""The raw kernel list of one CUDA context, as newer tracers name it."""
+
+
+def is_kernel_list(path: str) -> bool:
+    """Whether ``path`` is named as a kernel list: ``kernelslist``,
+    ``kernelslist.g`` or a context's ``kernelslist_ctx_0x<context>``."""
+    base = os.path.basename(path)
+    return base in LIST_NAMES or _CTX_LIST.fullmatch(base) is not None
 
 
 def claims(path: str) -> bool:
-    base = os.path.basename(path)
-    return base in LIST_NAMES or path.endswith(TRACE_SUFFIXES)
+    return is_kernel_list(path) or path.endswith(TRACE_SUFFIXES)
 
 
 def kernel_files(path: str) -> list[str]:
     """The per-kernel trace files of ``path`` (a kernelslist, or one trace file)."""
-    if os.path.basename(path) not in LIST_NAMES:
+    if not is_kernel_list(path):
         return [path]
     folder = os.path.dirname(path)
     files = []

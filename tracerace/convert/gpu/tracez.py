@@ -77,7 +77,7 @@ from ...errors import TraceError
 from ...trace.columns import ADDRESS_END
 from ..interface import Imported, Importer
 from .accel_v6 import TryWaits, V6LineParser, short
-from .accelsim import GROUPED_LDGSTS, LIST_NAMES, _Header, _windows
+from .accelsim import GROUPED_LDGSTS, _Header, _windows, is_kernel_list
 from .emit import Clusters, Emitter
 from .kernel import KernelInfo, Launch, Notes
 from .phases import PhaseReplay
@@ -102,7 +102,7 @@ def claims(path: str) -> bool:
     """A ``.tracez`` file, or a kernel list whose first kernel is one."""
     if path.endswith(SUFFIX):
         return True
-    if os.path.basename(path) not in LIST_NAMES or not os.path.isfile(path):
+    if not is_kernel_list(path) or not os.path.isfile(path):
         return False
     try:
         with open(path, "rb") as f:

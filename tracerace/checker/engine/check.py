@@ -106,7 +106,7 @@ def check_trace(
     events = 0
     # The read-ahead thread is stopped before returning or raising, so the
     # caller may close the reader at once.
-    batches = prefetch(((b, global_accesses(b)) for b in reader), depth=1)
+    batches = prefetch(((b, global_accesses(b, st.sv)) for b in reader), depth=1)
     try:
         with Faulter(st) as faulter:
             for batch, gpos in batches:
@@ -206,7 +206,7 @@ def replay_batch(
     rows when ``raw``, else records)."""
     c = batch.cols
     if gpos is None:
-        gpos = global_accesses(batch)
+        gpos = global_accesses(batch, st.sv)
     cols = Columns(*(c[name] for name in COLUMN_NAMES))
     start = 0
     while True:

@@ -55,6 +55,7 @@ from .layout import (
     SV_N_AGENTS,
     SV_PAGE_LAUNCH,
     SV_PAGE_SHIFT,
+    SV_SHARDS,
 )
 from .locks import on_acquire, on_release
 from .mbarriers import (
@@ -71,6 +72,7 @@ from .memory import on_access, on_init
 from .pages import page_room
 from .room import PLAIN_MAX, replay_room
 from .shadow import PF_FAR
+from .shards import shard_owns_any
 from .signals import on_signal, on_wait
 
 Columns = namedtuple("Columns", COLUMN_NAMES)
@@ -103,6 +105,7 @@ def replay(c, row0, start, t, gpos):
     last_a = np.int64(-1)  # the agent of the last event, and its block and thread
     last_block = np.int64(-1)
     last_thread = np.int64(0)
+    sharded = sv[SV_SHARDS] > 1  # a shard skips the plain accesses it does not own
     for i in range(start, n):
         row = row0 + i
         op = np.int64(c.op[i])
@@ -121,6 +124,24 @@ def replay(c, row0, start, t, gpos):
             last_a = np.int64(-1)
             last_block = np.int64(-1)
         size = np.int64(c.size[i])
+        # -- a read or write of bytes another shard owns (``shards``): only
+        # its agent is looked up, for the checks a whole check makes of every
+        # event. An agent it would make, or one still held at a barrier, takes
+        # the full path below (the room, the bad-input error). Its epoch stays
+        # where it is: happens-before needs only the order of an agent's
+        # epochs, which the events this shard does replay keep.
+        if sharded and op <= O.WRITE and size > 0:
+            block = np.int64(c.block[i])
+            if not shard_owns_any(
+                sv, np.int64(c.space[i]), np.int64(c.peer[i]), np.int64(c.addr[i]), size
+            ):
+                thread = np.int64(c.thread[i])
+                a = thread_agent(ag, sv, agent_map, block, thread, last_a, last_block, last_thread)
+                if a >= 0 and ag[a, AG_BLOCKED] < 0:
+                    last_a = a
+                    last_block = block
+                    last_thread = thread
+                    continue
         # -- room for the worst this event can need, before touching anything.
         # A run of small plain accesses by known agents draws on a budget
         # instead (see PLAIN_NG): the full check of every pool at every
@@ -228,10 +249,23 @@ def replay(c, row0, start, t, gpos):
                     agent_map, np.int64(c.block[i + PF_FAR]), np.int64(c.thread[i + PF_FAR]), 0
                 )
             if c.space[i] == O.SPACE_GLOBAL:
-                prefetch_ahead(
-                    c.op, c.addr, c.size, gpos, gk, t.gran, t.nodes, t.cold, sv[SV_GLOBAL_REGION]
-                )
-                gk += 1
+                # A shard's ``gpos`` leaves out the accesses it skips, and an
+                # access it does not own that took the full path (a new agent).
+                while gk < gpos.shape[0] and gpos[gk] < i:
+                    gk += 1
+                if gk < gpos.shape[0] and gpos[gk] == i:
+                    prefetch_ahead(
+                        c.op,
+                        c.addr,
+                        c.size,
+                        gpos,
+                        gk,
+                        t.gran,
+                        t.nodes,
+                        t.cold,
+                        sv[SV_GLOBAL_REGION],
+                    )
+                    gk += 1
             on_access(t, c, i, ev, a, epoch)
         elif op == O.INIT:
             on_init(t, c, i, ev, a, epoch)

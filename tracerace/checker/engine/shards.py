@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace import ops as O
-from ..jit import jit_inline
+from ..jit import jit_inline, jit_kernel
 from .layout import SV_SHARD, SV_SHARDS, SV_STRETCH_SHIFT
 
 STRETCH_PAGES_SHIFT = 2
@@ -76,3 +76,28 @@ def stretch_end(sv, space, owner, lo, end):
     while hi < end and (shard_of(sv, space, owner, hi >> us) == me) == mine:
         hi = min(end, hi + (np.int64(1) << us))
     return hi, mine
+
+
+@jit_inline
+def shard_owns_any(sv, space, peer, addr, size):
+    """Whether this state owns any byte of a plain access of ``size`` > 0
+    bytes at ``addr`` in ``space`` (``peer``: the block whose shared memory
+    it is)."""
+    owner = peer if space == O.SPACE_SHARED else np.int64(0)
+    return owns(sv, space, owner, addr, size) != 0
+
+
+@jit_kernel
+def keep_owned(rows, op, addr, size, sv):
+    """Keep, at the front of ``rows`` (global-memory accesses), those this
+    state replays: atomics and the plain accesses it owns a byte of. Returns
+    how many."""
+    k = 0
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        if op[i] == O.ATOMIC or shard_owns_any(
+            sv, np.int64(O.SPACE_GLOBAL), np.int64(0), np.int64(addr[i]), np.int64(size[i])
+        ):
+            rows[k] = i
+            k += 1
+    return k

@@ -335,3 +335,49 @@ def reference_chunks(cols, splits):
     except TraceError as err:
         return err
     return result.events, [sort_findings(c) for c in chunks]
+
+
+@pytest.mark.parametrize("shards", range(1, 8))
+def test_stretches_are_dealt_round_robin(shards):
+    """The stretches of a buffer, and the shared memory of a kernel's blocks,
+    go to the shards in turn: each of them owns as many."""
+    from tracerace.checker.engine import EngineState
+    from tracerace.checker.engine.shards import shard_of
+    from tracerace.checker.jit import from_python
+    from tracerace.trace import ops as O
+
+    sv = EngineState(shard=(0, shards)).sv
+    owner = from_python(shard_of)
+    for space in (O.SPACE_GLOBAL, O.SPACE_LOCAL):
+        dealt = [owner(sv, space, 0, u) for u in range(100, 100 + 6 * shards)]
+        assert np.bincount(dealt, minlength=shards).tolist() == [6] * shards
+    dealt = [owner(sv, O.SPACE_SHARED, block, 0) for block in range(6 * shards)]
+    assert np.bincount(dealt, minlength=shards).tolist() == [6] * shards
+
+
+def test_a_shard_skips_the_reads_and_writes_it_does_not_own():
+    """A thread does an atomic, then writes eight stretches, one write each:
+    a shard of two replays the atomic (whoever owns its bytes: it
+    synchronizes) and the four writes it owns, its agent's epoch counts
+    them, and its read-ahead lists only theirs."""
+    from tracerace.checker.engine import EngineState
+    from tracerace.checker.engine.check import close_launch, replay_batch
+    from tracerace.checker.engine.granules import global_accesses
+    from tracerace.checker.engine.layout import AG_EPOCH
+    from tracerace.trace.ops import Op
+
+    events = numbered(
+        [ev(Op.ATOMIC, 0, 36, 4, sem=0)] + [ev(Op.WRITE, 0, 32 * s + 4, 8) for s in range(8)]
+    )
+    (batch,) = SimpleReader(columns(events))
+    for k in range(2):
+        st = EngineState(page_shift=5, shard=(k, 2), stretch_shift=5)
+        gpos = global_accesses(batch, st.sv)
+        assert gpos.tolist() == [0] + [1 + s for s in range(k, 8, 2)]
+        replay_batch(st, batch, None, gpos)
+        assert st.arrays["ag"][0, AG_EPOCH] == 1 + 4
+        close_launch(st)
+    single = EngineState(page_shift=5)
+    assert global_accesses(batch, single.sv).tolist() == list(range(9))
+    replay_batch(single, batch, None)
+    assert single.arrays["ag"][0, AG_EPOCH] == 9

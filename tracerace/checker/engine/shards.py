@@ -53,11 +53,7 @@ def shard_of(sv, space, owner, stretch):
     numbered in a row and do about the same work each, so every shard gets
     about as many accesses (a hash left one shard 53% of them)."""
     key = owner if space == O.SPACE_SHARED else np.int64(0)
-    x = (stretch + key) & np.int64(0x7FFFFFFFFFFFFFFF)
-    n = sv[SV_SHARDS]
-    if n & (n - 1) == 0:  # a power of two: no division
-        return x & (n - 1)
-    return x % n
+    return ((stretch + key) & np.int64(0x7FFFFFFFFFFFFFFF)) % sv[SV_SHARDS]
 
 
 @jit_inline
@@ -87,12 +83,10 @@ def stretch_end(sv, space, owner, lo, end):
 
 
 @jit_inline
-def shard_owns_any(sv, space, peer, addr, size):
-    """Whether this state owns any byte of a plain access of ``size`` > 0
-    bytes at ``addr`` in ``space`` (``peer``: the block whose shared memory
-    it is)."""
-    owner = peer if space == O.SPACE_SHARED else np.int64(0)
-    return owns(sv, space, owner, addr, size) != 0
+def access_owned(sv, space, peer, addr, size):
+    """:func:`owns` of an access of ``size`` > 0 bytes at ``addr`` in ``space``
+    (``peer``: the block whose shared memory it is)."""
+    return owns(sv, space, peer if space == O.SPACE_SHARED else np.int64(0), addr, size)
 
 
 @jit_kernel
@@ -103,8 +97,12 @@ def keep_owned(rows, op, addr, size, sv):
     k = 0
     for j in range(rows.shape[0]):
         i = rows[j]
-        if op[i] == O.ATOMIC or shard_owns_any(
-            sv, np.int64(O.SPACE_GLOBAL), np.int64(0), np.int64(addr[i]), np.int64(size[i])
+        if (
+            op[i] == O.ATOMIC
+            or access_owned(
+                sv, np.int64(O.SPACE_GLOBAL), np.int64(0), np.int64(addr[i]), np.int64(size[i])
+            )
+            != 0
         ):
             rows[k] = i
             k += 1

@@ -44,12 +44,23 @@ def single_chunks(cols, splits, **options):
     return result.events, [sort_findings(c) for c in chunks]
 
 
-def sharded_chunks(cols, splits, shards, **options):
+def sharded_chunks(cols, splits, shards, threads=False, **options):
+    """The shards one after the other, or (``threads``) on a thread each,
+    replaying the batches of one shared reader."""
+    from concurrent.futures import ThreadPoolExecutor
+
     chunks = []
     try:
-        events = parallel.check_shards(
-            lambda: SimpleReader(cols, splits), shards, chunks.append, batch_size=1 << 20, **options
-        )
+        with ThreadPoolExecutor(max_workers=shards) as pool:
+            events = parallel.check_shards(
+                lambda: SimpleReader(cols, splits),
+                shards,
+                chunks.append,
+                batch_size=1 << 20,
+                pool=pool if threads else None,
+                shared_reader=threads,
+                **options,
+            )
     except TraceError as err:
         return err
     return events, [sort_findings(c) for c in chunks]
@@ -95,6 +106,82 @@ def test_shards_find_what_one_state_finds(events, data):
     cols = columns(events)
     single = single_chunks(cols, splits, page_shift=page_shift)
     assert_same(single, sharded_chunks(cols, splits, shards, **options))
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(events=traces(max_events=80, large=True), data=st.data())
+def test_shards_on_threads_with_one_reader_find_what_one_state_finds(events, data):
+    """As above, the shards on a thread each, every batch read once for all."""
+    page_shift = data.draw(st.sampled_from([5, 6]))
+    shards = data.draw(st.integers(2, 7))
+    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    cols = columns(events)
+    assert_same(
+        single_chunks(cols, splits, page_shift=page_shift),
+        sharded_chunks(
+            cols, splits, shards, threads=True, page_shift=page_shift, stretch_shift=page_shift
+        ),
+    )
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_shared_reader_reads_the_trace_once(shared):
+    """With a shared reader the trace is opened and read once for all the
+    shards; without, once by each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from builders import Trace
+
+    t = Trace()
+    for i in range(40):
+        t.write(0, i % 4, addr=4 * i, size=4)
+    cols = columns(t.events)
+    opened = []
+
+    def source():
+        opened.append(1)
+        return SimpleReader(cols, [10, 20, 30])
+
+    found = []
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        events = parallel.check_shards(
+            source, 3, found.append, batch_size=1 << 20, pool=pool, shared_reader=shared
+        )
+    assert events == 40 and len(found) == 5  # four batches and the end
+    assert len(opened) == (1 if shared else 3)
+
+
+def test_a_shared_reader_hands_its_error_to_every_shard():
+    """A reader that fails at its third batch: every shard replays the two
+    before it and stops with its error, as with a reader each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from builders import Trace
+
+    t = Trace()
+    for i in range(30):
+        t.write(0, i % 3, addr=4 * i, size=4)
+    cols = columns(t.events)
+
+    class Failing(SimpleReader):
+        def __iter__(self):
+            for k, batch in enumerate(super().__iter__()):
+                if k == 2:
+                    raise TraceError("broken batch", path="test.arrow", row=20, rule="io")
+                yield batch
+
+    found = []
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        with pytest.raises(TraceError, match="broken batch"):
+            parallel.check_shards(
+                lambda: Failing(cols, [10, 20]),
+                3,
+                found.append,
+                batch_size=1 << 20,
+                pool=pool,
+                shared_reader=True,
+            )
+    assert len(found) == 2
 
 
 @pytest.mark.scale

@@ -225,7 +225,7 @@ class SharedReader:
 
         self.reader = reader
         self.meta = reader.meta
-        self._queues = [queue.Queue(maxsize=depth) for _ in range(shards)]
+        self._queues: list[queue.Queue] = [queue.Queue(maxsize=depth) for _ in range(shards)]
         self._open = [True] * shards
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._read, name="tracerace-reader", daemon=True)

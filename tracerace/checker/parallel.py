@@ -19,6 +19,7 @@ threads share one compiled engine and the trace file's mapped pages.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -221,8 +222,6 @@ class SharedReader:
     batches before it, as each shard's own reader would."""
 
     def __init__(self, reader: Any, shards: int, depth: int = 2) -> None:
-        import queue
-
         self.reader = reader
         self.meta = reader.meta
         self._queues: list[queue.Queue] = [queue.Queue(maxsize=depth) for _ in range(shards)]
@@ -257,8 +256,6 @@ class SharedReader:
             self._put(k, last)
 
     def _put(self, k: int, item: tuple[bool, Any]) -> None:
-        import queue
-
         while self._open[k] and not self._stop.is_set():
             try:
                 self._queues[k].put(item, timeout=0.05)

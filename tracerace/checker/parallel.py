@@ -247,6 +247,8 @@ class SharedReader:
     def _read(self) -> None:
         try:
             for batch in self.reader:
+                if self._stop.is_set() or not any(self._open):
+                    return  # every shard stopped: nothing more to read
                 for k in range(len(self._queues)):
                     self._put(k, (True, batch))
             last: tuple[bool, Any] = (True, None)

@@ -58,16 +58,21 @@ except ImportError:  # the layout before the stage folders (to compare with olde
     from tracerace.reader import open_trace
 with open_trace(sys.argv[1]) as reader:
     batches = list(reader)
-plans = [(global_accesses(b),) for b in batches]
+shard = tuple(int(v) for v in sys.argv[3].split("/")) if len(sys.argv) > 3 else (0, 1)
+try:  # a shard's read-ahead lists only the global accesses it replays
+    sv = EngineState(shard=shard).sv
+    plans = [(global_accesses(b, sv),) for b in batches]
+except TypeError:  # an engine without shards
+    plans = [(global_accesses(b),) for b in batches]
 
 def replay(k):
-    st = EngineState()
+    st = EngineState(shard=shard)
     for b, p in list(zip(batches, plans))[:k]:
         replay_batch(st, b, None, *p)
     close_launch(st)
 
 replay(2)  # load the kernels; first-call work is not counted
-lib = ctypes.CDLL(sys.argv[2]) if len(sys.argv) > 2 else None
+lib = ctypes.CDLL(sys.argv[2]) if len(sys.argv) > 2 and sys.argv[2] else None
 if lib is not None:
     lib.icount_start()
 replay(len(batches))
@@ -87,13 +92,18 @@ def _toggle_library(tmp: Path) -> Path:
     return lib
 
 
-def count(trace: str, cache_sim: bool, cache_dir: Path, lib: Path, tmp: Path) -> dict[str, float]:
+def count(
+    trace: str, cache_sim: bool, cache_dir: Path, lib: Path, tmp: Path, shard: str = "0/1"
+) -> dict[str, float]:
     env = dict(
         os.environ, NUMBA_CPU_NAME="generic", NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=str(ROOT)
     )
     # Natively first: compiles into (or loads) the generic cache.
     subprocess.run(
-        [sys.executable, "-c", CHILD, trace], env=env, check=True, stdout=subprocess.DEVNULL
+        [sys.executable, "-c", CHILD, trace, "", shard],
+        env=env,
+        check=True,
+        stdout=subprocess.DEVNULL,
     )
     out_file = tmp / "callgrind.out"
     cmd = [
@@ -105,7 +115,7 @@ def count(trace: str, cache_sim: bool, cache_dir: Path, lib: Path, tmp: Path) ->
     if cache_sim:
         cmd.append("--cache-sim=yes")
     proc = subprocess.run(
-        cmd + [sys.executable, "-c", CHILD, trace, str(lib)],
+        cmd + [sys.executable, "-c", CHILD, trace, str(lib), shard],
         env=env,
         capture_output=True,
         text=True,
@@ -139,16 +149,27 @@ def main(argv: list[str] | None = None) -> None:
         default=str(Path(tempfile.gettempdir()) / "tracerace-icount-numba"),
         help="Numba cache for the generic build (kept between runs)",
     )
+    parser.add_argument(
+        "--shard",
+        default="0/1",
+        metavar="K/N",
+        help="replay as shard K of N (docs/parallel.md): the instructions one shard spends",
+    )
     args = parser.parse_args(argv)
+    k, _, n = args.shard.partition("/")
+    if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
+        raise SystemExit(f"--shard {args.shard}: expected K/N with 0 <= K < N")
     if shutil.which("valgrind") is None:
         raise SystemExit("bench.icount needs valgrind")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         lib = _toggle_library(tmp)
         for trace in args.traces:
-            r = count(trace, args.cache_sim, Path(args.cache_dir), lib, tmp)
+            r = count(trace, args.cache_sim, Path(args.cache_dir), lib, tmp, args.shard)
             figures = "  ".join(f"{k} {v:.2f}" for k, v in r.items() if k != "rows")
-            print(f"{Path(trace).name}: {r['rows']} events, per event: {figures}", flush=True)
+            name = Path(trace).name
+            shard = "" if args.shard == "0/1" else f" (shard {args.shard})"
+            print(f"{name}{shard}: {r['rows']} events, per event: {figures}", flush=True)
 
 
 if __name__ == "__main__":

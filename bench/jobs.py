@@ -5,7 +5,8 @@
 For every workload and size the trace is generated once (cached as by
 ``bench.run``; uncompressed by default, so that every shard maps the file
 rather than decoding it), then for each N a fresh process warms Numba on a
-two-row trace and times one check with ``jobs=N`` (``--reps``: the median of
+two-row trace (checked in N shards too: a shard has its own replay kernel)
+and times one check with ``jobs=N`` (``--reps``: the median of
 several), reporting events/s, its speedup over the first N given and the
 process's peak RSS. The results go to stdout as a table and, with ``--out``,
 merged into a JSON file keyed by workload, size and N. See docs/parallel.md
@@ -34,6 +35,13 @@ def child(path: str, jobs: int) -> dict:
     from .measure import _max_rss_bytes, _tiny
 
     tracerace.check(_tiny())
+    if jobs > 1:  # the shards' own kernels too: their first use loads (or compiles) them
+        from tracerace.trace.writer import write_table
+
+        with tempfile.TemporaryDirectory() as tmp:
+            tiny = Path(tmp) / "tiny.arrow"
+            write_table(tiny, _tiny())
+            tracerace.check(str(tiny), jobs=jobs)
     t0 = time.perf_counter()
     report = tracerace.check(path, jobs=jobs)
     seconds = time.perf_counter() - t0

@@ -208,3 +208,26 @@ def test_read_once_reads_each_word_once_and_reports_state_per_granule(tmp_path):
     assert state["nodes"] == info["words"]
     assert state["live_bytes_per_granule"] > 0
     assert state["table_bytes_per_granule"] >= state["live_bytes_per_granule"]
+
+
+def test_ceiling_times_each_loop_per_thread_count():
+    """``python -m bench.ceiling``: one line per loop, a ratio per count."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.ceiling", "--scale", "0.0001", "--reps", "1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["stream", "gather", "compute"]
+    assert all(line.split()[1] == "1.00x" for line in lines[1:])
+
+
+def test_icount_refuses_a_shard_outside_its_count():
+    from bench.icount import main
+
+    with pytest.raises(SystemExit, match="--shard 2/2"):
+        main(["--shard", "2/2", "trace.arrow"])

@@ -44,12 +44,23 @@ def single_chunks(cols, splits, **options):
     return result.events, [sort_findings(c) for c in chunks]
 
 
-def sharded_chunks(cols, splits, shards, **options):
+def sharded_chunks(cols, splits, shards, threads=False, **options):
+    """The shards one after the other, or (``threads``) on a thread each,
+    replaying the batches of one shared reader."""
+    from concurrent.futures import ThreadPoolExecutor
+
     chunks = []
     try:
-        events = parallel.check_shards(
-            lambda: SimpleReader(cols, splits), shards, chunks.append, batch_size=1 << 20, **options
-        )
+        with ThreadPoolExecutor(max_workers=shards) as pool:
+            events = parallel.check_shards(
+                lambda: SimpleReader(cols, splits),
+                shards,
+                chunks.append,
+                batch_size=1 << 20,
+                pool=pool if threads else None,
+                shared_reader=threads,
+                **options,
+            )
     except TraceError as err:
         return err
     return events, [sort_findings(c) for c in chunks]
@@ -95,6 +106,82 @@ def test_shards_find_what_one_state_finds(events, data):
     cols = columns(events)
     single = single_chunks(cols, splits, page_shift=page_shift)
     assert_same(single, sharded_chunks(cols, splits, shards, **options))
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(events=traces(max_events=80, large=True), data=st.data())
+def test_shards_on_threads_with_one_reader_find_what_one_state_finds(events, data):
+    """As above, the shards on a thread each, every batch read once for all."""
+    page_shift = data.draw(st.sampled_from([5, 6]))
+    shards = data.draw(st.integers(2, 7))
+    splits = data.draw(st.lists(st.integers(0, max(1, len(events))), max_size=3))
+    cols = columns(events)
+    assert_same(
+        single_chunks(cols, splits, page_shift=page_shift),
+        sharded_chunks(
+            cols, splits, shards, threads=True, page_shift=page_shift, stretch_shift=page_shift
+        ),
+    )
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_a_shared_reader_reads_the_trace_once(shared):
+    """With a shared reader the trace is opened and read once for all the
+    shards; without, once by each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from builders import Trace
+
+    t = Trace()
+    for i in range(40):
+        t.write(0, i % 4, addr=4 * i, size=4)
+    cols = columns(t.events)
+    opened = []
+
+    def source():
+        opened.append(1)
+        return SimpleReader(cols, [10, 20, 30])
+
+    found = []
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        events = parallel.check_shards(
+            source, 3, found.append, batch_size=1 << 20, pool=pool, shared_reader=shared
+        )
+    assert events == 40 and len(found) == 5  # four batches and the end
+    assert len(opened) == (1 if shared else 3)
+
+
+def test_a_shared_reader_hands_its_error_to_every_shard():
+    """A reader that fails at its third batch: every shard replays the two
+    before it and stops with its error, as with a reader each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from builders import Trace
+
+    t = Trace()
+    for i in range(30):
+        t.write(0, i % 3, addr=4 * i, size=4)
+    cols = columns(t.events)
+
+    class Failing(SimpleReader):
+        def __iter__(self):
+            for k, batch in enumerate(super().__iter__()):
+                if k == 2:
+                    raise TraceError("broken batch", path="test.arrow", row=20, rule="io")
+                yield batch
+
+    found = []
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        with pytest.raises(TraceError, match="broken batch"):
+            parallel.check_shards(
+                lambda: Failing(cols, [10, 20]),
+                3,
+                found.append,
+                batch_size=1 << 20,
+                pool=pool,
+                shared_reader=True,
+            )
+    assert len(found) == 2
 
 
 @pytest.mark.scale
@@ -335,3 +422,49 @@ def reference_chunks(cols, splits):
     except TraceError as err:
         return err
     return result.events, [sort_findings(c) for c in chunks]
+
+
+@pytest.mark.parametrize("shards", range(1, 8))
+def test_stretches_are_dealt_round_robin(shards):
+    """The stretches of a buffer, and the shared memory of a kernel's blocks,
+    go to the shards in turn: each of them owns as many."""
+    from tracerace.checker.engine import EngineState
+    from tracerace.checker.engine.shards import shard_of
+    from tracerace.checker.jit import from_python
+    from tracerace.trace import ops as O
+
+    sv = EngineState(shard=(0, shards)).sv
+    owner = from_python(shard_of)
+    for space in (O.SPACE_GLOBAL, O.SPACE_LOCAL):
+        dealt = [owner(sv, space, 0, u) for u in range(100, 100 + 6 * shards)]
+        assert np.bincount(dealt, minlength=shards).tolist() == [6] * shards
+    dealt = [owner(sv, O.SPACE_SHARED, block, 0) for block in range(6 * shards)]
+    assert np.bincount(dealt, minlength=shards).tolist() == [6] * shards
+
+
+def test_a_shard_skips_the_reads_and_writes_it_does_not_own():
+    """A thread does an atomic, then writes eight stretches, one write each:
+    a shard of two replays the atomic (whoever owns its bytes: it
+    synchronizes) and the four writes it owns, its agent's epoch counts
+    them, and its read-ahead lists only theirs."""
+    from tracerace.checker.engine import EngineState
+    from tracerace.checker.engine.check import close_launch, replay_batch
+    from tracerace.checker.engine.granules import global_accesses
+    from tracerace.checker.engine.layout import AG_EPOCH
+    from tracerace.trace.ops import Op
+
+    events = numbered(
+        [ev(Op.ATOMIC, 0, 36, 4, sem=0)] + [ev(Op.WRITE, 0, 32 * s + 4, 8) for s in range(8)]
+    )
+    (batch,) = SimpleReader(columns(events))
+    for k in range(2):
+        st = EngineState(page_shift=5, shard=(k, 2), stretch_shift=5)
+        gpos = global_accesses(batch, st.sv)
+        assert gpos.tolist() == [0] + [1 + s for s in range(k, 8, 2)]
+        replay_batch(st, batch, None, gpos)
+        assert st.arrays["ag"][0, AG_EPOCH] == 1 + 4
+        close_launch(st)
+    single = EngineState(page_shift=5)
+    assert global_accesses(batch, single.sv).tolist() == list(range(9))
+    replay_batch(single, batch, None)
+    assert single.arrays["ag"][0, AG_EPOCH] == 9

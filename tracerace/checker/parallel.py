@@ -19,6 +19,7 @@ threads share one compiled engine and the trace file's mapped pages.
 from __future__ import annotations
 
 import os
+import queue
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -159,25 +160,134 @@ def check_shards(
     *,
     batch_size: int,
     pool: Executor | None = None,
+    shared_reader: bool = False,
     progress: Callable[[float], None] | None = None,
     **engine_options: Any,
 ) -> int:
-    """Check the trace at ``source`` (a path) in ``shards`` shards on ``pool``
-    (None: one after the other, on this thread), handing ``on_findings`` the
-    findings a single check would, batch by batch. ``progress(rows)``: the
-    rows replayed by all shards together. Returns the trace's events."""
+    """Check the trace at ``source`` (a path, or a function that opens a
+    fresh reader) in ``shards`` shards on ``pool`` (None: one after the
+    other, on this thread), handing ``on_findings`` the findings a single
+    check would, batch by batch. ``shared_reader``: the shards replay the
+    batches of one :class:`SharedReader` (``pool`` must run every shard at
+    once); else each reads the trace itself. ``progress(rows)``: the rows
+    replayed by all shards together. Returns the trace's events."""
     merger = Merger(shards, on_findings)
     counter = _Progress(progress)
+    shared = None
+    if shared_reader and pool is not None and shards > 1:
+        from ..trace.reader import open_trace
+
+        shared = SharedReader(
+            source() if callable(source) else open_trace(source, batch_size=batch_size), shards
+        )
     tasks = [
-        _shard_task(source, k, shards, merger, counter.part(0, k), batch_size, engine_options)
+        _shard_task(
+            source if shared is None else shared.view(k),
+            k,
+            shards,
+            merger,
+            counter.part(0, k),
+            batch_size,
+            engine_options,
+        )
         for k in range(shards)
     ]
     if pool is None:
         events = [task() for task in tasks]
     else:
-        futures = [pool.submit(task) for task in tasks]
-        events = [f.result() for f in _first_error(futures)]
+        try:
+            futures = [pool.submit(task) for task in tasks]
+            if shared is not None:
+                shared.start()
+            events = [f.result() for f in _first_error(futures)]
+        finally:
+            if shared is not None:
+                shared.close()
     return events[0]
+
+
+class SharedReader:
+    """One reader of a trace for all of its shards: a thread reads each batch
+    (its columns converted and its rows checked, ``TraceReader``) once and
+    hands the same read-only batch to every shard, each through a queue of
+    ``depth`` batches; :meth:`view` is shard ``k``'s reader. Without it every
+    shard's own reader converts and checks every row, a per-row cost paid
+    once per shard (``docs/parallel.md``, cost model).
+
+    Every shard must run at the same time (a shard that waits for a thread
+    while the others fill its queue would stop them all), so only a pool
+    with a thread per shard uses it (:func:`check_shards`). A shard whose
+    replay stopped closes its view and gets no more batches. An error of
+    the reader is raised by every view where the reader raised it, after the
+    batches before it, as each shard's own reader would."""
+
+    def __init__(self, reader: Any, shards: int, depth: int = 2) -> None:
+        self.reader = reader
+        self.meta = reader.meta
+        self._queues: list[queue.Queue] = [queue.Queue(maxsize=depth) for _ in range(shards)]
+        self._open = [True] * shards
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="tracerace-reader", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def view(self, shard: int) -> Callable[[], _SharedView]:
+        return lambda: _SharedView(self, shard)
+
+    def close(self) -> None:
+        """Stop the thread and close the reader (after every shard ended)."""
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        close = getattr(self.reader, "close", None)
+        if close is not None:
+            close()
+
+    def _read(self) -> None:
+        try:
+            for batch in self.reader:
+                if self._stop.is_set() or not any(self._open):
+                    return  # every shard stopped: nothing more to read
+                for k in range(len(self._queues)):
+                    self._put(k, (True, batch))
+            last: tuple[bool, Any] = (True, None)
+        except BaseException as err:  # noqa: BLE001 - raised by every shard's view
+            last = (False, err)
+        for k in range(len(self._queues)):
+            self._put(k, last)
+
+    def _put(self, k: int, item: tuple[bool, Any]) -> None:
+        while self._open[k] and not self._stop.is_set():
+            try:
+                self._queues[k].put(item, timeout=0.05)
+                return
+            except queue.Full:
+                continue
+
+    def _batches(self, k: int) -> Any:
+        while True:
+            ok, item = self._queues[k].get()
+            if not ok:
+                raise item
+            if item is None:
+                return
+            yield item
+
+
+class _SharedView:
+    """Shard ``k``'s reader of a :class:`SharedReader`: its batches, once."""
+
+    def __init__(self, shared: SharedReader, k: int) -> None:
+        self.meta = shared.meta
+        self._shared = shared
+        self._k = k
+
+    def __iter__(self) -> Any:
+        return self._shared._batches(self._k)
+
+    def close(self) -> None:
+        self._shared._open[self._k] = False
 
 
 class ShardedResult:
@@ -218,6 +328,7 @@ def sharded_checker(path: str, shards: int, batch_size: int) -> Callable[..., Sh
                 found,
                 batch_size=batch_size,
                 pool=pool,
+                shared_reader=True,  # the pool has a thread per shard
                 progress=None if progress is None else moved,
             )
         return ShardedResult(events)

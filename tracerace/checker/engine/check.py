@@ -31,6 +31,7 @@ from .layout import (
     SV_GROW,
     SV_LAUNCH,
     SV_NFIND,
+    SV_SHARDS,
     SV_VIEW,
     VIEW_GLOBAL,
     VIEW_SHARED,
@@ -38,7 +39,7 @@ from .layout import (
 from .pools import Sizes
 from .prefetch import prefetch
 from .races import records
-from .replay import Columns, replay
+from .replay import Columns, replay, replay_shard
 from .shadow import PAGE_SHIFT
 from .state import FIND_HANDOVER_ROWS, EngineState
 
@@ -106,7 +107,7 @@ def check_trace(
     events = 0
     # The read-ahead thread is stopped before returning or raising, so the
     # caller may close the reader at once.
-    batches = prefetch(((b, global_accesses(b)) for b in reader), depth=1)
+    batches = prefetch(((b, global_accesses(b, st.sv)) for b in reader), depth=1)
     try:
         with Faulter(st) as faulter:
             for batch, gpos in batches:
@@ -206,12 +207,13 @@ def replay_batch(
     rows when ``raw``, else records)."""
     c = batch.cols
     if gpos is None:
-        gpos = global_accesses(batch)
+        gpos = global_accesses(batch, st.sv)
     cols = Columns(*(c[name] for name in COLUMN_NAMES))
     start = 0
+    kernel = replay_shard if st.sv[SV_SHARDS] > 1 else replay
     while True:
         st.kernel_calls += 1
-        status, start = replay(cols, batch.row0, start, st.tables(), gpos)
+        status, start = kernel(cols, batch.row0, start, st.tables(), gpos)
         if status == OK:
             return
         if status == NEED_GROW:

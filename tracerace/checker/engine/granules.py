@@ -43,6 +43,7 @@ from .layout import (
     SV_NODE_FREE,
     SV_NODE_TOP,
     SV_NODE_USED,
+    SV_SHARDS,
     SV_SHARED_REGION,
     add_mask,
     info_mask,
@@ -69,6 +70,7 @@ from .shadow import (
     set_shadow_agent,
     shadow_agent,
 )
+from .shards import keep_owned
 
 Shadow = namedtuple("Shadow", "ag snaps arena_a arena_e sv nodes cold gran fen cand ivs pst")
 """The arrays an access reads and writes: the agents and their clocks, the
@@ -632,9 +634,14 @@ def prefetch_ahead(op_c, addr_c, size_c, gpos, k, gran, nodes, cold, gregion):
         )
 
 
-def global_accesses(batch) -> np.ndarray:
+def global_accesses(batch, sv: np.ndarray | None = None) -> np.ndarray:
     """Rows of ``batch`` (0-based) that are plain or atomic accesses to global
-    memory: the events whose shadow is worth prefetching."""
+    memory: the events whose shadow is worth prefetching. With the ``sv`` of
+    a shard's state, only those it replays: its atomics and the plain
+    accesses whose bytes it owns, in part or whole (``shards``)."""
     c = batch.cols
     rows = np.flatnonzero((c["op"] <= O.ATOMIC) & (c["space"] == O.SPACE_GLOBAL))
-    return rows.astype(np.int64, copy=False)  # already int64 where intp is
+    rows = rows.astype(np.int64, copy=False)  # already int64 where intp is
+    if sv is not None and sv[SV_SHARDS] > 1:
+        rows = rows[: keep_owned(rows, c["op"], c["addr"], c["size"], sv)]
+    return rows

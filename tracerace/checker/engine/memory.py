@@ -161,8 +161,10 @@ def copy(sh, cp):
 
 # ---------------------------------------------------------------------------
 @jit_inline_ir
-def on_access(t, c, i, ev, a, epoch):
-    """A read, write or atomic: the reference's ``on_access``."""
+def on_access(t, c, i, ev, a, epoch, own):
+    """A read, write or atomic: the reference's ``on_access``. ``own``: the
+    bytes of it this state owns (``shards.access_owned``; 1, all of them,
+    but in a shard)."""
     sv, ag = t.sv, t.ag
     (row, launch, block, thread, op, ts, site, size) = (
         ev.row,
@@ -219,7 +221,6 @@ def on_access(t, c, i, ev, a, epoch):
         # skipped, and ``access`` takes one that crosses a stretch boundary.
         sh = shadow_of(t)
         x = Access(region, space, owner, addr, addr + size, a, epoch, a, info, row, ts, site, size)
-        own = owns(sv, space, owner, addr, size)
         if own == 2 or (
             own == 1 and (covers_page(sv, addr, size) or sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH])
         ):

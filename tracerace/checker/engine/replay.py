@@ -71,6 +71,7 @@ from .memory import on_access, on_init
 from .pages import page_room
 from .room import PLAIN_MAX, replay_room
 from .shadow import PF_FAR
+from .shards import access_owned
 from .signals import on_signal, on_wait
 
 Columns = namedtuple("Columns", COLUMN_NAMES)
@@ -88,199 +89,253 @@ Event = namedtuple("Event", "row launch block thread op ts site size")
 # of their own, called with ``Tables`` (LLVM inlines most of them here, each having one call site):
 # fewer instructions per event than with them inlined into ``replay`` at IR
 # level or gathered into one leaf (bench/README.md has the figures).
-@jit_kernel
-def replay(c, row0, start, t, gpos):
-    """Replay rows ``start``.. of batch ``c`` (:class:`Columns`, its first row is
-    ``row0`` of the trace) against the state ``t`` (:class:`.state.Tables`):
-    ``(OK, n)``, or the status that stopped it and the row to resume at
-    (``NEED_GROW``, ``NEW_LAUNCH`` for a launch the driver starts, an ``E_*``
-    bad-input code). ``gpos``: the
-    rows of the batch's global accesses (:func:`.granules.global_accesses`)."""
-    sv, ag, agent_map = t.sv, t.ag, t.agent_map
-    n = c.op.shape[0]
-    gk = np.searchsorted(gpos, start)  # gpos[gk]: the next global access
-    budget = np.int64(0)  # small plain accesses that need no room check (replay_room)
-    last_a = np.int64(-1)  # the agent of the last event, and its block and thread
-    last_block = np.int64(-1)
-    last_thread = np.int64(0)
-    for i in range(start, n):
-        row = row0 + i
-        op = np.int64(c.op[i])
-        launch = np.int64(c.launch[i])
-        # -- a new launch: closed and started here, or by the driver
-        # (``launches``); nothing of the old launch's agents carries over.
-        if launch != sv[SV_LAUNCH]:
-            if launch < sv[SV_LAUNCH]:
-                sv[SV_ERR_A] = launch
-                sv[SV_ERR_B] = sv[SV_LAUNCH]
-                return E_LAUNCH_ORDER, i
-            status = next_launch(t, c, i, launch)
+def _replay_kernel(sharded):
+    """The replay kernel for one state (``sharded`` False) or for a shard of
+    a check (``shards``). ``sharded`` is a constant of the compiled code: the
+    test and skip of the accesses a shard does not own are not in the one
+    state's kernel, whose instructions per event they raised by 5% (tiled,
+    ``bench.icount``: a longer loop body spills more), and a single check
+    never compiles the shard's kernel."""
+
+    @jit_kernel
+    def replay(c, row0, start, t, gpos):
+        """Replay rows ``start``.. of batch ``c`` (:class:`Columns`, its first row is
+        ``row0`` of the trace) against the state ``t`` (:class:`.state.Tables`):
+        ``(OK, n)``, or the status that stopped it and the row to resume at
+        (``NEED_GROW``, ``NEW_LAUNCH`` for a launch the driver starts, an ``E_*``
+        bad-input code). ``gpos``: the
+        rows of the batch's global accesses (:func:`.granules.global_accesses`)."""
+        sv, ag, agent_map = t.sv, t.ag, t.agent_map
+        n = c.op.shape[0]
+        gk = np.searchsorted(gpos, start)  # gpos[gk]: the next global access
+        budget = np.int64(0)  # small plain accesses that need no room check (replay_room)
+        last_a = np.int64(-1)  # the agent of the last event, and its block and thread
+        last_block = np.int64(-1)
+        last_thread = np.int64(0)
+        for i in range(start, n):
+            row = row0 + i
+            op = np.int64(c.op[i])
+            launch = np.int64(c.launch[i])
+            # -- a new launch: closed and started here, or by the driver
+            # (``launches``); nothing of the old launch's agents carries over.
+            if launch != sv[SV_LAUNCH]:
+                if launch < sv[SV_LAUNCH]:
+                    sv[SV_ERR_A] = launch
+                    sv[SV_ERR_B] = sv[SV_LAUNCH]
+                    return E_LAUNCH_ORDER, i
+                status = next_launch(t, c, i, launch)
+                if status != OK:
+                    return status, i
+                budget = np.int64(0)
+                last_a = np.int64(-1)
+                last_block = np.int64(-1)
+            size = np.int64(c.size[i])
+            # -- in a shard (``shards``): whether it owns the bytes of an
+            # access, none (0), all (1) or some (2). A read or write of none
+            # of them is skipped: only its agent is looked up, for the checks
+            # a whole check makes of every event; an agent it would make, or
+            # one still held at a barrier, takes the full path below (the
+            # room, the bad-input error). Its epoch stays where it is:
+            # happens-before needs only the order of an agent's epochs, which
+            # the events this shard does replay keep. An atomic is replayed
+            # wherever its bytes are: it synchronizes.
+            own = np.int64(1)
+            if sharded and op <= O.ATOMIC and size > 0:
+                own = access_owned(
+                    sv, np.int64(c.space[i]), np.int64(c.peer[i]), np.int64(c.addr[i]), size
+                )
+                if own == 0 and op != O.ATOMIC:
+                    block = np.int64(c.block[i])
+                    thread = np.int64(c.thread[i])
+                    a = thread_agent(
+                        ag, sv, agent_map, block, thread, last_a, last_block, last_thread
+                    )
+                    if a >= 0 and ag[a, AG_BLOCKED] < 0:
+                        last_a = a
+                        last_block = block
+                        last_thread = thread
+                        continue
+            # -- room for the worst this event can need, before touching anything.
+            # A run of small plain accesses by known agents draws on a budget
+            # instead (see PLAIN_NG): the full check of every pool at every
+            # event costs instructions on the hot path.
+            if budget > 0 and op <= O.WRITE and size <= PLAIN_MAX:
+                budget -= 1
+            else:
+                budget = replay_room(
+                    op,
+                    size,
+                    sv,
+                    ag,
+                    agent_map,
+                    t.async_map,
+                    t.snaps,
+                    t.arena_a,
+                    t.nodes,
+                    t.gran,
+                    t.gens,
+                    t.arr,
+                    t.sigs,
+                    t.fq,
+                    t.mbs,
+                    t.rels,
+                    t.fen,
+                    t.ivs,
+                    t.find,
+                    t.pairs,
+                    t.edges,
+                    t.bar_map,
+                    t.mb_map,
+                    t.flag_map,
+                    t.lock_map,
+                    t.atom_map,
+                    np.int64(c.arg[i]),
+                )
+                if budget < 0:
+                    return NEED_GROW, i
+
+            # -- the agent (the last event's, or a neighbour of it, mostly).
+            block = np.int64(c.block[i])
+            thread = np.int64(c.thread[i])
+            a = thread_agent(ag, sv, agent_map, block, thread, last_a, last_block, last_thread)
+            if a < 0:
+                a = new_agent(ag, sv, block, thread, np.int64(c.cluster[i]), KIND_THREAD)
+                hm_put(agent_map, block, thread, 0, a)
+                budget = 0  # the room for agents was checked for the old count
+            last_a = a
+            last_block = block
+            last_thread = thread
+            if ag[a, AG_BLOCKED] >= 0:  # still held at a barrier: the trace is out of order
+                sv[SV_ERR_A] = block
+                sv[SV_ERR_B] = thread
+                sv[SV_ERR_C] = t.gens[ag[a, AG_BLOCKED], GN_KEYOBJ]
+                sv[SV_ERR_D] = ag[a, AG_BLOCKNUM]
+                if t.gens[ag[a, AG_BLOCKED], GN_BAROBJ] == CLUSTER_BARRIER:
+                    return E_CLUSTER_ORDER, i
+                return E_BARRIER_ORDER, i
+            if (
+                size > 0
+                and (size >= (np.int64(1) << sv[SV_PAGE_SHIFT]) or sv[SV_PAGE_LAUNCH] == launch)
+                and (
+                    op <= O.ATOMIC
+                    or op == O.CP_ASYNC
+                    or op == O.TMA_LOAD
+                    or op == O.TMA_STORE
+                    or op == O.BULK_COPY_PEER
+                    or op == O.ST_ASYNC
+                    or op == O.RED_ASYNC
+                )
+            ):
+                if not page_room(
+                    op,
+                    np.int64(c.space[i]),
+                    np.int64(c.addr[i]),
+                    size,
+                    np.int64(c.space2[i]),
+                    np.int64(c.addr2[i]),
+                    np.int64(c.peer[i]),
+                    block,
+                    a,
+                    sv,
+                    t.nodes,
+                    t.gran,
+                    t.ivs,
+                    t.pst,
+                ):
+                    return NEED_GROW, i
+            ag[a, AG_EPOCH] += 1
+            epoch = ag[a, AG_EPOCH]
+            ev = Event(row, launch, block, thread, op, np.int64(c.ts[i]), np.int64(c.site[i]), size)
+
+            # -- the op's handler.
+            status = OK
+            if op <= O.ATOMIC:
+                # Read ahead: the agent map where the block changes (elsewhere the
+                # agent is the last event's neighbour), the granules of the next
+                # global accesses.
+                if (
+                    sv[SV_N_AGENTS] > AGENT_PREFETCH_MIN
+                    and i + PF_FAR < n
+                    and c.block[i + PF_FAR] != c.block[i + PF_FAR - 1]
+                ):
+                    hm_prefetch(
+                        agent_map, np.int64(c.block[i + PF_FAR]), np.int64(c.thread[i + PF_FAR]), 0
+                    )
+                if c.space[i] == O.SPACE_GLOBAL:
+                    # A shard's ``gpos`` leaves out the accesses it skips, and
+                    # an access it does not own that took the full path (a new
+                    # agent's first event).
+                    if sharded:
+                        while gk < gpos.shape[0] and gpos[gk] < i:
+                            gk += 1
+                    if not sharded or (gk < gpos.shape[0] and gpos[gk] == i):
+                        prefetch_ahead(
+                            c.op,
+                            c.addr,
+                            c.size,
+                            gpos,
+                            gk,
+                            t.gran,
+                            t.nodes,
+                            t.cold,
+                            sv[SV_GLOBAL_REGION],
+                        )
+                        gk += 1
+                on_access(t, c, i, ev, a, epoch, own)
+            elif op == O.INIT:
+                on_init(t, c, i, ev, a, epoch)
+            elif op == O.BAR_SYNC or op == O.BAR_ARRIVE or op == O.WARP_SYNC:
+                status = on_barrier(t, c, i, ev, a, epoch)
+            elif op == O.FENCE:
+                on_fence(t, c, i, ev, a, epoch)
+            elif op == O.FENCE_PROXY_ASYNC:
+                on_fence_proxy(t, c, i, ev, a, epoch)
+            elif op == O.RELEASE:
+                on_release(t, c, i, ev, a, epoch)
+            elif op == O.ACQUIRE:
+                on_acquire(t, c, i, ev, a, epoch)
+            elif op == O.SIGNAL:
+                status = on_signal(t, c, i, ev, a, epoch)
+            elif op == O.WAIT:
+                status = on_wait(t, c, i, ev, a, epoch)
+            elif op == O.CP_ASYNC:
+                on_cp_async(t, c, i, ev, a, epoch)
+            elif op == O.TMA_STORE:
+                on_tma_store(t, c, i, ev, a, epoch)
+            elif op == O.CP_ASYNC_COMMIT:
+                on_cp_commit(t, c, i, ev, a, epoch)
+            elif op == O.BULK_COMMIT:
+                on_bulk_commit(t, c, i, ev, a, epoch)
+            elif op == O.CP_ASYNC_WAIT:
+                status = on_cp_wait(t, c, i, ev, a, epoch)
+            elif op == O.BULK_WAIT:
+                status = on_bulk_wait(t, c, i, ev, a, epoch)
+            elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER:
+                status = on_tma_load(t, c, i, ev, a, epoch)
+            elif op == O.ST_ASYNC or op == O.RED_ASYNC:
+                status = on_st_async(t, c, i, ev, a, epoch)
+            elif op == O.MBAR_INIT:
+                status = on_mbar_init(t, c, i, ev, a, epoch)
+            elif op == O.MBAR_ARRIVE:
+                on_mbar_arrive(t, c, i, ev, a, epoch)
+            elif op == O.MBAR_EXPECT_TX:
+                status = on_mbar_expect_tx(t, c, i, ev, a, epoch)
+            elif op == O.MBAR_WAIT:
+                on_mbar_wait(t, c, i, ev, a, epoch)
+            elif op == O.MBAR_INVAL:
+                on_mbar_inval(t, c, i, ev, a, epoch)
+            elif op == O.MBAR_ARRIVE_DROP:
+                on_mbar_arrive_drop(t, c, i, ev, a, epoch)
+            elif op == O.CLUSTER_ARRIVE or op == O.CLUSTER_ARRIVE_RELAXED:
+                status = on_cluster_arrive(t, c, i, ev, a, epoch)
+            elif op == O.CLUSTER_WAIT:
+                status = on_cluster_wait(t, c, i, ev, a, epoch)
             if status != OK:
                 return status, i
-            budget = np.int64(0)
-            last_a = np.int64(-1)
-            last_block = np.int64(-1)
-        size = np.int64(c.size[i])
-        # -- room for the worst this event can need, before touching anything.
-        # A run of small plain accesses by known agents draws on a budget
-        # instead (see PLAIN_NG): the full check of every pool at every
-        # event costs instructions on the hot path.
-        if budget > 0 and op <= O.WRITE and size <= PLAIN_MAX:
-            budget -= 1
-        else:
-            budget = replay_room(
-                op,
-                size,
-                sv,
-                ag,
-                agent_map,
-                t.async_map,
-                t.snaps,
-                t.arena_a,
-                t.nodes,
-                t.gran,
-                t.gens,
-                t.arr,
-                t.sigs,
-                t.fq,
-                t.mbs,
-                t.rels,
-                t.fen,
-                t.ivs,
-                t.find,
-                t.pairs,
-                t.edges,
-                t.bar_map,
-                t.mb_map,
-                t.flag_map,
-                t.lock_map,
-                t.atom_map,
-                np.int64(c.arg[i]),
-            )
-            if budget < 0:
-                return NEED_GROW, i
+        return OK, n
 
-        # -- the agent (the last event's, or a neighbour of it, mostly).
-        block = np.int64(c.block[i])
-        thread = np.int64(c.thread[i])
-        a = thread_agent(ag, sv, agent_map, block, thread, last_a, last_block, last_thread)
-        if a < 0:
-            a = new_agent(ag, sv, block, thread, np.int64(c.cluster[i]), KIND_THREAD)
-            hm_put(agent_map, block, thread, 0, a)
-            budget = 0  # the room for agents was checked for the old count
-        last_a = a
-        last_block = block
-        last_thread = thread
-        if ag[a, AG_BLOCKED] >= 0:  # still held at a barrier: the trace is out of order
-            sv[SV_ERR_A] = block
-            sv[SV_ERR_B] = thread
-            sv[SV_ERR_C] = t.gens[ag[a, AG_BLOCKED], GN_KEYOBJ]
-            sv[SV_ERR_D] = ag[a, AG_BLOCKNUM]
-            if t.gens[ag[a, AG_BLOCKED], GN_BAROBJ] == CLUSTER_BARRIER:
-                return E_CLUSTER_ORDER, i
-            return E_BARRIER_ORDER, i
-        if (
-            size > 0
-            and (size >= (np.int64(1) << sv[SV_PAGE_SHIFT]) or sv[SV_PAGE_LAUNCH] == launch)
-            and (
-                op <= O.ATOMIC
-                or op == O.CP_ASYNC
-                or op == O.TMA_LOAD
-                or op == O.TMA_STORE
-                or op == O.BULK_COPY_PEER
-                or op == O.ST_ASYNC
-                or op == O.RED_ASYNC
-            )
-        ):
-            if not page_room(
-                op,
-                np.int64(c.space[i]),
-                np.int64(c.addr[i]),
-                size,
-                np.int64(c.space2[i]),
-                np.int64(c.addr2[i]),
-                np.int64(c.peer[i]),
-                block,
-                a,
-                sv,
-                t.nodes,
-                t.gran,
-                t.ivs,
-                t.pst,
-            ):
-                return NEED_GROW, i
-        ag[a, AG_EPOCH] += 1
-        epoch = ag[a, AG_EPOCH]
-        ev = Event(row, launch, block, thread, op, np.int64(c.ts[i]), np.int64(c.site[i]), size)
+    return replay
 
-        # -- the op's handler.
-        status = OK
-        if op <= O.ATOMIC:
-            # Read ahead: the agent map where the block changes (elsewhere the
-            # agent is the last event's neighbour), the granules of the next
-            # global accesses.
-            if (
-                sv[SV_N_AGENTS] > AGENT_PREFETCH_MIN
-                and i + PF_FAR < n
-                and c.block[i + PF_FAR] != c.block[i + PF_FAR - 1]
-            ):
-                hm_prefetch(
-                    agent_map, np.int64(c.block[i + PF_FAR]), np.int64(c.thread[i + PF_FAR]), 0
-                )
-            if c.space[i] == O.SPACE_GLOBAL:
-                prefetch_ahead(
-                    c.op, c.addr, c.size, gpos, gk, t.gran, t.nodes, t.cold, sv[SV_GLOBAL_REGION]
-                )
-                gk += 1
-            on_access(t, c, i, ev, a, epoch)
-        elif op == O.INIT:
-            on_init(t, c, i, ev, a, epoch)
-        elif op == O.BAR_SYNC or op == O.BAR_ARRIVE or op == O.WARP_SYNC:
-            status = on_barrier(t, c, i, ev, a, epoch)
-        elif op == O.FENCE:
-            on_fence(t, c, i, ev, a, epoch)
-        elif op == O.FENCE_PROXY_ASYNC:
-            on_fence_proxy(t, c, i, ev, a, epoch)
-        elif op == O.RELEASE:
-            on_release(t, c, i, ev, a, epoch)
-        elif op == O.ACQUIRE:
-            on_acquire(t, c, i, ev, a, epoch)
-        elif op == O.SIGNAL:
-            status = on_signal(t, c, i, ev, a, epoch)
-        elif op == O.WAIT:
-            status = on_wait(t, c, i, ev, a, epoch)
-        elif op == O.CP_ASYNC:
-            on_cp_async(t, c, i, ev, a, epoch)
-        elif op == O.TMA_STORE:
-            on_tma_store(t, c, i, ev, a, epoch)
-        elif op == O.CP_ASYNC_COMMIT:
-            on_cp_commit(t, c, i, ev, a, epoch)
-        elif op == O.BULK_COMMIT:
-            on_bulk_commit(t, c, i, ev, a, epoch)
-        elif op == O.CP_ASYNC_WAIT:
-            status = on_cp_wait(t, c, i, ev, a, epoch)
-        elif op == O.BULK_WAIT:
-            status = on_bulk_wait(t, c, i, ev, a, epoch)
-        elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER:
-            status = on_tma_load(t, c, i, ev, a, epoch)
-        elif op == O.ST_ASYNC or op == O.RED_ASYNC:
-            status = on_st_async(t, c, i, ev, a, epoch)
-        elif op == O.MBAR_INIT:
-            status = on_mbar_init(t, c, i, ev, a, epoch)
-        elif op == O.MBAR_ARRIVE:
-            on_mbar_arrive(t, c, i, ev, a, epoch)
-        elif op == O.MBAR_EXPECT_TX:
-            status = on_mbar_expect_tx(t, c, i, ev, a, epoch)
-        elif op == O.MBAR_WAIT:
-            on_mbar_wait(t, c, i, ev, a, epoch)
-        elif op == O.MBAR_INVAL:
-            on_mbar_inval(t, c, i, ev, a, epoch)
-        elif op == O.MBAR_ARRIVE_DROP:
-            on_mbar_arrive_drop(t, c, i, ev, a, epoch)
-        elif op == O.CLUSTER_ARRIVE or op == O.CLUSTER_ARRIVE_RELAXED:
-            status = on_cluster_arrive(t, c, i, ev, a, epoch)
-        elif op == O.CLUSTER_WAIT:
-            status = on_cluster_wait(t, c, i, ev, a, epoch)
-        if status != OK:
-            return status, i
-    return OK, n
+
+replay = _replay_kernel(False)
+replay_shard = _replay_kernel(True)

@@ -2,18 +2,26 @@
 (``docs/parallel.md``).
 
 A state made for shard ``k`` of ``n`` (``sv[SV_SHARD]``, ``sv[SV_SHARDS]``)
-replays every event, so its clocks, barriers, copies, flags and mbarriers are
-those of a whole check, but it checks and records only the bytes it owns.
-The bytes of each memory (global; the shared memory of each block; local
-memory) are cut into aligned stretches of ``1 << stretch_shift(sv)`` bytes, a
-few pages (``sv[SV_STRETCH_SHIFT]``), and :func:`shard_of` gives each stretch one owner by a hash of
-(space, block for shared memory, stretch). A stretch holds whole pages, so it
+replays every synchronization event, so its clocks, barriers, copies, flags
+and mbarriers are those of a whole check, but it checks and records only the
+bytes it owns. The bytes of each memory (global; the shared memory of each
+block; local memory) are cut into aligned stretches of ``1 <<
+stretch_shift(sv)`` bytes, a few pages (``sv[SV_STRETCH_SHIFT]``), and
+:func:`shard_of` deals the stretches to the shards round-robin (the shared
+memory of block ``b`` from shard ``b mod n`` on). A stretch holds whole pages, so it
 holds whole granules and whole runs of pages: every list of the shadow
 memory lies in one shard, and a shard's lists are those a whole check would
 keep for its bytes. An access that crosses a stretch boundary is checked, in
 each shard, over the stretches that shard owns (``memory.access``); the race
 it finds names the overlap of the two whole accesses, as a whole check does,
 so the shards' findings merge into the whole check's (``tracerace.checker.parallel``).
+
+A plain read or write none of whose bytes a shard owns is skipped at the
+top of the replay loop (``replay``), its agent's epoch left as it is: an
+agent's epochs are compared only with that agent's own epochs (in the
+clocks of others, in the shadow cells of its accesses), and skipping events
+keeps their order. No epoch leaves a state: findings carry rows, and a
+copy's ``aux`` is its group number, counted by its async agent.
 
 With ``sv[SV_SHARDS] == 1`` (every check but a sharded one) every byte is
 owned and nothing here changes what the replay does.
@@ -24,15 +32,11 @@ from __future__ import annotations
 import numpy as np
 
 from ...trace import ops as O
-from ..jit import jit_inline
+from ..jit import jit_inline, jit_kernel
 from .layout import SV_SHARD, SV_SHARDS, SV_STRETCH_SHIFT
 
 STRETCH_PAGES_SHIFT = 2
 """log2 of the pages in one stretch of bytes a shard owns, unless told."""
-
-_K1 = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15, as int64
-_K2 = np.int64(-4417276706812531889)  # 0xC2B2AE3D27D4EB4F
-_K3 = np.int64(-7723592293110705685)  # 0x94D049BB133111EB
 
 
 @jit_inline
@@ -43,13 +47,13 @@ def stretch_shift(sv):
 @jit_inline
 def shard_of(sv, space, owner, stretch):
     """The shard that owns ``stretch`` of ``space`` (``owner``: the block whose
-    shared memory it is; ignored for global and local memory)."""
+    shared memory it is; ignored for global and local memory). Stretches are
+    dealt round-robin, a block's shared memory starting at the shard of its
+    block number: a kernel's blocks, and the stretches of its buffers, are
+    numbered in a row and do about the same work each, so every shard gets
+    about as many accesses (a hash left one shard 53% of them)."""
     key = owner if space == O.SPACE_SHARED else np.int64(0)
-    h = stretch * _K1 + (space * np.int64(65599) + key) * _K2
-    h ^= (h >> 31) & np.int64(0x1FFFFFFFF)
-    h *= _K3
-    h ^= (h >> 29) & np.int64(0x7FFFFFFFF)
-    return (h & np.int64(0x7FFFFFFFFFFF)) % sv[SV_SHARDS]
+    return ((stretch + key) & np.int64(0x7FFFFFFFFFFFFFFF)) % sv[SV_SHARDS]
 
 
 @jit_inline
@@ -76,3 +80,30 @@ def stretch_end(sv, space, owner, lo, end):
     while hi < end and (shard_of(sv, space, owner, hi >> us) == me) == mine:
         hi = min(end, hi + (np.int64(1) << us))
     return hi, mine
+
+
+@jit_inline
+def access_owned(sv, space, peer, addr, size):
+    """:func:`owns` of an access of ``size`` > 0 bytes at ``addr`` in ``space``
+    (``peer``: the block whose shared memory it is)."""
+    return owns(sv, space, peer if space == O.SPACE_SHARED else np.int64(0), addr, size)
+
+
+@jit_kernel
+def keep_owned(rows, op, addr, size, sv):
+    """Keep, at the front of ``rows`` (global-memory accesses), those this
+    state replays: atomics and the plain accesses it owns a byte of. Returns
+    how many."""
+    k = 0
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        if (
+            op[i] == O.ATOMIC
+            or access_owned(
+                sv, np.int64(O.SPACE_GLOBAL), np.int64(0), np.int64(addr[i]), np.int64(size[i])
+            )
+            != 0
+        ):
+            rows[k] = i
+            k += 1
+    return k

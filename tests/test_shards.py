@@ -425,21 +425,30 @@ def reference_chunks(cols, splits):
 
 
 @pytest.mark.parametrize("shards", range(1, 8))
-def test_stretches_are_dealt_round_robin(shards):
-    """The stretches of a buffer, and the shared memory of a kernel's blocks,
-    go to the shards in turn: each of them owns as many."""
+def test_stretches_are_dealt_evenly_and_strides_spread(shards):
+    """Each deal of consecutive stretches goes to the shards in turn, so a
+    dense buffer is split evenly; stretches N apart (the pathology of a plain
+    round-robin) and the shared memory of many blocks still reach every
+    shard about evenly, the hash picking where each deal starts."""
     from tracerace.checker.engine import EngineState
-    from tracerace.checker.engine.shards import shard_of
+    from tracerace.checker.engine.shards import DEAL_SHIFT, shard_of
     from tracerace.checker.jit import from_python
     from tracerace.trace import ops as O
 
     sv = EngineState(shard=(0, shards)).sv
     owner = from_python(shard_of)
+    deal = 1 << DEAL_SHIFT
     for space in (O.SPACE_GLOBAL, O.SPACE_LOCAL):
-        dealt = [owner(sv, space, 0, u) for u in range(100, 100 + 6 * shards)]
-        assert np.bincount(dealt, minlength=shards).tolist() == [6] * shards
-    dealt = [owner(sv, O.SPACE_SHARED, block, 0) for block in range(6 * shards)]
-    assert np.bincount(dealt, minlength=shards).tolist() == [6] * shards
+        for first in range(5 * deal, 9 * deal, deal):
+            dealt = [owner(sv, space, 0, u) for u in range(first, first + deal)]
+            counts = np.bincount(dealt, minlength=shards)
+            assert counts.max() - counts.min() <= 1, counts
+        strided = [owner(sv, space, 0, u) for u in range(0, 400 * shards * deal, shards)]
+        counts = np.bincount(strided, minlength=shards)
+        assert counts.min() > 0.7 * len(strided) / shards, counts
+    dealt = [owner(sv, O.SPACE_SHARED, block, 0) for block in range(400 * shards)]
+    counts = np.bincount(dealt, minlength=shards)
+    assert counts.min() > 0.7 * 400, counts
 
 
 def test_a_shard_skips_the_reads_and_writes_it_does_not_own():
@@ -451,8 +460,12 @@ def test_a_shard_skips_the_reads_and_writes_it_does_not_own():
     from tracerace.checker.engine.check import close_launch, replay_batch
     from tracerace.checker.engine.granules import global_accesses
     from tracerace.checker.engine.layout import AG_EPOCH
+    from tracerace.checker.engine.shards import shard_of
+    from tracerace.checker.jit import from_python
+    from tracerace.trace import ops as O
     from tracerace.trace.ops import Op
 
+    owner = from_python(shard_of)
     events = numbered(
         [ev(Op.ATOMIC, 0, 36, 4, sem=0)] + [ev(Op.WRITE, 0, 32 * s + 4, 8) for s in range(8)]
     )
@@ -460,9 +473,10 @@ def test_a_shard_skips_the_reads_and_writes_it_does_not_own():
     for k in range(2):
         st = EngineState(page_shift=5, shard=(k, 2), stretch_shift=5)
         gpos = global_accesses(batch, st.sv)
-        assert gpos.tolist() == [0] + [1 + s for s in range(k, 8, 2)]
+        mine = [s for s in range(8) if owner(st.sv, O.SPACE_GLOBAL, 0, s) == k]
+        assert gpos.tolist() == [0] + [1 + s for s in mine]
         replay_batch(st, batch, None, gpos)
-        assert st.arrays["ag"][0, AG_EPOCH] == 1 + 4
+        assert st.arrays["ag"][0, AG_EPOCH] == 1 + len(mine)
         close_launch(st)
     single = EngineState(page_shift=5)
     assert global_accesses(batch, single.sv).tolist() == list(range(9))

@@ -7,8 +7,8 @@ and mbarriers are those of a whole check, but it checks and records only the
 bytes it owns. The bytes of each memory (global; the shared memory of each
 block; local memory) are cut into aligned stretches of ``1 <<
 stretch_shift(sv)`` bytes, a few pages (``sv[SV_STRETCH_SHIFT]``), and
-:func:`shard_of` deals the stretches to the shards round-robin (the shared
-memory of block ``b`` from shard ``b mod n`` on). A stretch holds whole pages, so it
+:func:`shard_of` deals each run of 8 stretches to the shards in turn, from
+a shard a hash of the run picks. A stretch holds whole pages, so it
 holds whole granules and whole runs of pages: every list of the shadow
 memory lies in one shard, and a shard's lists are those a whole check would
 keep for its bytes. An access that crosses a stretch boundary is checked, in
@@ -44,16 +44,38 @@ def stretch_shift(sv):
     return sv[SV_STRETCH_SHIFT]
 
 
+DEAL_SHIFT = 3
+"""log2 of the stretches in one deal: each aligned run of ``1 << DEAL_SHIFT``
+stretches goes to the shards in turn, from a shard its hash picks."""
+
+_K1 = np.int64(-7046029254386353131)  # 0x9E3779B97F4A7C15, as int64
+_K2 = np.int64(-4417276706812531889)  # 0xC2B2AE3D27D4EB4F
+_K3 = np.int64(-7723592293110705685)  # 0x94D049BB133111EB
+
+
+@jit_inline
+def deal_start(space, key, deal):
+    """A well-mixed hash of (space, block for shared memory, deal), >= 0."""
+    h = deal * _K1 + (space * np.int64(65599) + key) * _K2
+    h ^= (h >> 31) & np.int64(0x1FFFFFFFF)
+    h *= _K3
+    h ^= (h >> 29) & np.int64(0x7FFFFFFFF)
+    return h & np.int64(0x7FFFFFFFFFFF)
+
+
 @jit_inline
 def shard_of(sv, space, owner, stretch):
     """The shard that owns ``stretch`` of ``space`` (``owner``: the block whose
-    shared memory it is; ignored for global and local memory). Stretches are
-    dealt round-robin, a block's shared memory starting at the shard of its
-    block number: a kernel's blocks, and the stretches of its buffers, are
-    numbered in a row and do about the same work each, so every shard gets
-    about as many accesses (a hash left one shard 53% of them)."""
+    shared memory it is; ignored for global and local memory). The stretches
+    of each aligned deal of ``1 << DEAL_SHIFT`` are dealt round-robin, from a
+    shard that a hash of the deal picks: a dense buffer is split evenly (a
+    hash alone left one shard 53% of a benchmark's accesses), and a kernel
+    whose hot stretches lie N apart (a pitch of two stretches, the first of
+    each used) still spreads over every shard, where a plain round-robin
+    would give them all to one."""
     key = owner if space == O.SPACE_SHARED else np.int64(0)
-    return ((stretch + key) & np.int64(0x7FFFFFFFFFFFFFFF)) % sv[SV_SHARDS]
+    start = deal_start(space, key, stretch >> DEAL_SHIFT)
+    return (start + (stretch & ((np.int64(1) << DEAL_SHIFT) - 1))) % sv[SV_SHARDS]
 
 
 @jit_inline

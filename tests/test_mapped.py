@@ -1,10 +1,20 @@
 """MappedArray: growth in place keeps the rows in use; the engine's pools use it."""
 
+import threading
+
 import numpy as np
 
 from tracerace.checker.engine import EngineState, check_trace, faulter
 from tracerace.checker.engine.check import replay_batch
-from tracerace.checker.engine.layout import SV_GRAN_COUNT
+from tracerace.checker.engine.layout import (
+    GR_GRAN,
+    I_SHADE_ROW,
+    KS_HIDDEN_SHIFT,
+    N_INFO,
+    SH_AGENT,
+    SV_GRAN_COUNT,
+    SV_NODE_TOP,
+)
 from tracerace.checker.engine.mapped import MappedArray, can_populate
 from tracerace.checker.engine.pools import AG_FAULT_AHEAD, FAULT_AHEAD, MAPPED, Sizes
 from tracerace.trace.ops import Op, Space
@@ -100,6 +110,59 @@ def test_engine_prefault_runs_ahead_of_the_pools():
         assert m.populated == expect
 
 
+def _replay(events: dict) -> EngineState:
+    from tracerace.trace.reader import open_trace
+
+    st = EngineState()
+    with open_trace(make_table(events)) as reader:
+        for batch in reader:
+            replay_batch(st, batch, None)
+    return st
+
+
+def test_reads_leave_the_shade_table_untouched():
+    """A node's shade row is touched only when a copy or an atomic marks the
+    node (a write): a kernel that only reads makes nodes whose shade rows
+    stay untouched, so the faulter leaves the table's pages alone too."""
+    n = 4096
+    st = _replay(
+        {
+            "ts": np.arange(n),
+            "op": int(Op.READ),
+            "launch": 0,
+            "block": 0,
+            "thread": np.arange(n) % 64,
+            "addr": np.arange(n) * 4,
+            "size": 4,
+        }
+    )
+    top = int(st.sv[SV_NODE_TOP])
+    assert top == n  # a node per read
+    assert not (st.arrays["nodes"][:top, N_INFO] & I_SHADE_ROW).any()
+    while st.prefault():
+        pass
+    assert st.mapped["shades"].populated == 0 and not st.arrays["shades"].any()
+
+
+def test_an_atomic_marks_the_write_it_follows_in_its_shade_row():
+    """An atomic that a write happens before hides the write's bytes from
+    the proxy rule: the write's node takes its shade row then."""
+    st = _replay(
+        {
+            "ts": [0, 1],
+            "op": [int(Op.WRITE), int(Op.ATOMIC)],
+            "launch": 0,
+            "block": 0,
+            "thread": 0,
+            "addr": 0,
+            "size": 4,
+        }
+    )
+    info = st.arrays["nodes"][:2, N_INFO]
+    (marked,) = np.flatnonzero(info & I_SHADE_ROW)
+    assert st.arrays["shades"][marked, SH_AGENT] >> KS_HIDDEN_SHIFT == 0xF
+
+
 def _shared_reads(n_granules: int):
     """One thread writing ``n_granules`` distinct shared granules."""
     return make_table(
@@ -135,15 +198,39 @@ def _replay_with_prefault(rows_total, batch_size=64):
 
 def test_spare_granule_table_is_taken_by_the_next_growth():
     st = _replay_with_prefault(rows_total=4096)
-    # 4,096 granules from a 64-row table: eight doublings (a table grows
-    # before an access could fill it past half). The last four go into a
-    # table the faulter had filled; the first ones pass from 40% to half
-    # full within one batch of 64 rows, before the faulter could look.
-    assert st.arrays["gran"].shape[0] == 1 << 14
-    assert st.spares_taken >= 4
+    # 4,096 granules from a 64-row table: seven doublings (a table grows
+    # before an access could fill it past three quarters). The last ones go
+    # into a table the faulter had filled; the first ones pass from 60% to
+    # three quarters full within one batch of 64 rows, before the faulter
+    # could look.
+    assert st.arrays["gran"].shape[0] == 1 << 13
+    assert st.spares_taken >= 3
     assert int(st.sv[SV_GRAN_COUNT]) == 4096
-    # No spare is left: the last table is a quarter full and the trace is over.
+    # No spare is left: the last table is half full and the trace is over.
     assert st.spare_gran is None
+
+
+def test_a_growth_waits_for_the_spare_being_filled_and_takes_it():
+    """The faulter fills a spare holding the table's lock; a growth that
+    comes meanwhile waits for it and takes it, so no second table of the
+    new size is ever made (the two of them were a check's peak of memory)."""
+    st = EngineState(sizes=granules(64))
+    st.sv[SV_GRAN_COUNT] = 60  # past 80% of the limit (48 of 64): a spare is wanted
+    st.rows_total = None
+    old = st.arrays["gran"]
+    grown = threading.Event()
+
+    def grow():
+        st.grow(GR_GRAN)
+        grown.set()
+
+    with st._gran_lock:  # as the faulter holds it while it fills a spare
+        worker = threading.Thread(target=grow)
+        worker.start()
+        assert not grown.wait(0.2)  # the growth waits for the lock
+        st.spare_gran = spare = np.full((128, old.shape[1]), -1, np.int64)
+    worker.join()
+    assert st.arrays["gran"] is spare and st.spares_taken == 1 and st.spare_gran is None
 
 
 def test_no_spare_when_the_trace_ends_before_the_table_fills():
@@ -153,7 +240,8 @@ def test_no_spare_when_the_trace_ends_before_the_table_fills():
     from tracerace.trace.reader import open_trace
 
     st = EngineState(sizes=granules(1024))
-    with open_trace(_shared_reads(450), batch_size=225) as reader:  # 44%: over 40%, under half
+    # 63% full: over 80% of the limit (60%), under the limit (75%).
+    with open_trace(_shared_reads(650), batch_size=325) as reader:
         for batch in reader:
             replay_batch(st, batch, None)
             st.batch_done(st.rows_done + batch.n)
@@ -206,7 +294,7 @@ def test_no_spare_when_granules_stop_coming():
     the pace of the last batches says the table will not grow."""
     from tracerace.trace.reader import open_trace
 
-    n = 450 * 8
+    n = 650 * 8
     table = make_table(
         {
             "ts": np.arange(n),
@@ -215,17 +303,17 @@ def test_no_spare_when_granules_stop_coming():
             "block": 0,
             "thread": 0,
             "space": int(Space.SHARED),
-            "addr": np.arange(n) % 450 * 4,
+            "addr": np.arange(n) % 650 * 4,
             "size": 4,
         }
     )
     st = EngineState(sizes=granules(1024))
     st.rows_total = 100 * n
-    with open_trace(table, batch_size=450) as reader:
+    with open_trace(table, batch_size=650) as reader:
         for batch in reader:
             replay_batch(st, batch, None)
             st.batch_done(st.rows_done + batch.n)
             while st.prefault():
                 pass
-    assert int(st.sv[SV_GRAN_COUNT]) == 450
+    assert int(st.sv[SV_GRAN_COUNT]) == 650
     assert st.spare_gran is None

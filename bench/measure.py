@@ -236,18 +236,12 @@ def run_read(path: str) -> dict:
 
 
 def run_state(path: str) -> dict:
-    import numpy as np
-
     from tracerace.checker.engine.check import close_launch, replay_batch
     from tracerace.checker.engine.layout import (
         G_FIELDS,
-        I_SHADE_ROW,
         K_FIELDS,
         N_FIELDS,
-        N_INFO,
-        SH_FIELDS,
         SV_GRAN_COUNT,
-        SV_NODE_TOP,
         SV_NODE_USED,
     )
     from tracerace.checker.engine.state import EngineState
@@ -267,11 +261,7 @@ def run_state(path: str) -> dict:
     close_launch(st)
     granules = int(st.sv[SV_GRAN_COUNT])
     nodes = int(st.sv[SV_NODE_USED])
-    # Shade rows: those of the rows handed out that some node marked (a
-    # freed node's mark stays until its row is handed out again).
-    top = int(st.sv[SV_NODE_TOP])
-    marked = int(np.count_nonzero(st.arrays["nodes"][:top, N_INFO] & I_SHADE_ROW))
-    live = 8 * (granules * G_FIELDS + nodes * (N_FIELDS + K_FIELDS) + marked * SH_FIELDS)
+    live = 8 * (granules * G_FIELDS + nodes * (N_FIELDS + K_FIELDS))
     tables = int(st.nbytes)
     per = max(granules, 1)
     return {

@@ -6,15 +6,7 @@ import numpy as np
 
 from tracerace.checker.engine import EngineState, check_trace, faulter
 from tracerace.checker.engine.check import replay_batch
-from tracerace.checker.engine.layout import (
-    GR_GRAN,
-    I_SHADE_ROW,
-    KS_HIDDEN_SHIFT,
-    N_INFO,
-    SH_AGENT,
-    SV_GRAN_COUNT,
-    SV_NODE_TOP,
-)
+from tracerace.checker.engine.layout import GR_GRAN, SV_GRAN_COUNT
 from tracerace.checker.engine.mapped import MappedArray, can_populate
 from tracerace.checker.engine.pools import AG_FAULT_AHEAD, FAULT_AHEAD, MAPPED, Sizes
 from tracerace.trace.ops import Op, Space
@@ -108,59 +100,6 @@ def test_engine_prefault_runs_ahead_of_the_pools():
         ahead = AG_FAULT_AHEAD if name == "ag" else FAULT_AHEAD
         expect = min(m.capacity, ahead) if can_populate() else 0
         assert m.populated == expect
-
-
-def _replay(events: dict) -> EngineState:
-    from tracerace.trace.reader import open_trace
-
-    st = EngineState()
-    with open_trace(make_table(events)) as reader:
-        for batch in reader:
-            replay_batch(st, batch, None)
-    return st
-
-
-def test_reads_leave_the_shade_table_untouched():
-    """A node's shade row is touched only when a copy or an atomic marks the
-    node (a write): a kernel that only reads makes nodes whose shade rows
-    stay untouched, so the faulter leaves the table's pages alone too."""
-    n = 4096
-    st = _replay(
-        {
-            "ts": np.arange(n),
-            "op": int(Op.READ),
-            "launch": 0,
-            "block": 0,
-            "thread": np.arange(n) % 64,
-            "addr": np.arange(n) * 4,
-            "size": 4,
-        }
-    )
-    top = int(st.sv[SV_NODE_TOP])
-    assert top == n  # a node per read
-    assert not (st.arrays["nodes"][:top, N_INFO] & I_SHADE_ROW).any()
-    while st.prefault():
-        pass
-    assert st.mapped["shades"].populated == 0 and not st.arrays["shades"].any()
-
-
-def test_an_atomic_marks_the_write_it_follows_in_its_shade_row():
-    """An atomic that a write happens before hides the write's bytes from
-    the proxy rule: the write's node takes its shade row then."""
-    st = _replay(
-        {
-            "ts": [0, 1],
-            "op": [int(Op.WRITE), int(Op.ATOMIC)],
-            "launch": 0,
-            "block": 0,
-            "thread": 0,
-            "addr": 0,
-            "size": 4,
-        }
-    )
-    info = st.arrays["nodes"][:2, N_INFO]
-    (marked,) = np.flatnonzero(info & I_SHADE_ROW)
-    assert st.arrays["shades"][marked, SH_AGENT] >> KS_HIDDEN_SHIFT == 0xF
 
 
 def _shared_reads(n_granules: int):

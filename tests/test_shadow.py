@@ -368,7 +368,7 @@ def test_layout_owns_the_granule_node_and_snapshot_columns():
     from tracerace.checker.engine import layout
 
     engine = Path(layout.__file__).parent
-    owned = ("G_", "N_", "K_", "KS_", "SH_", "SN_", "IV_", "I_", "CV_")
+    owned = ("G_", "N_", "K_", "KS_", "SN_", "IV_", "I_", "CV_")
     for path in engine.glob("*.py"):
         if path.name == "layout.py":
             continue
@@ -385,7 +385,6 @@ def test_layout_owns_the_granule_node_and_snapshot_columns():
         ("G_", layout.G_FIELDS),
         ("N_", layout.N_FIELDS),
         ("K_", layout.K_FIELDS),
-        ("SH_", layout.SH_FIELDS),
         ("SN_", layout.SN_FIELDS),
     ):
         cols = [

@@ -30,12 +30,12 @@ from .layout import (
     I_PROXY,
     I_RACED,
     I_WRITE,
+    K_SHADOW_EPOCH,
     KIND_TMA,
     N_AGENT,
     N_EPOCH,
     N_INFO,
     N_NEXT,
-    SH_EPOCH,
     SV_GLOBAL_REGION,
     SV_GRAN_COUNT,
     SV_IV_N,
@@ -66,15 +66,15 @@ from .shadow import (
     iv_region,
     prefetch_lists,
     prefetch_slots,
-    set_shadow,
+    set_shadow_agent,
     shadow_agent,
 )
 
-Shadow = namedtuple("Shadow", "ag snaps arena_a arena_e sv nodes cold shades gran fen cand ivs pst")
+Shadow = namedtuple("Shadow", "ag snaps arena_a arena_e sv nodes cold gran fen cand ivs pst")
 """The arrays an access reads and writes: the agents and their clocks, the
-granule table and its nodes (hot, cold and shade parts), the fences of the
-async agents, the candidates, the init intervals and the page stamps
-(``shadow_of`` takes them from ``Tables``)."""
+granule table and its nodes, the fences of the async agents, the candidates,
+the init intervals and the page stamps (``shadow_of`` takes them from
+``Tables``)."""
 
 Access = namedtuple("Access", "region space owner addr end a epoch t info row ts site size")
 """One access [addr, end) of ``size`` bytes, every field an int64: its region,
@@ -94,7 +94,6 @@ def shadow_of(t):
         t.sv,
         t.nodes,
         t.cold,
-        t.shades,
         t.gran,
         t.fen,
         t.cand,
@@ -114,9 +113,20 @@ def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     # The cold row is written whole, past the caches (see store_row_nt):
     # a read node's row is rarely read again (only to report it), and a
     # cp.async pipeline writes one per shared read, ~0.5 GB per 10^7 events,
-    # which used to evict the lists and slots the next accesses need. The
-    # shade row is not touched: ``info`` has no I_SHADE_ROW.
-    store_row_nt(cold, n, row, addr, (site << 32) | size, ts, ag[t, AG_BAROBJ], ag[t, AG_BARGEN])
+    # which used to evict the lists and slots the next accesses need.
+    # K_SHADOW_*: meaningless until a copy sets the node's shadow bits.
+    store_row_nt(
+        cold,
+        n,
+        row,
+        addr,
+        (site << 32) | size,
+        ts,
+        ag[t, AG_BAROBJ],
+        ag[t, AG_BARGEN],
+        np.int64(0),
+        np.int64(0),
+    )
 
 
 @jit_inline
@@ -186,7 +196,7 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
     with any access, the earlier reads with a write (``races.race_kind``);
     an async-proxy access after a generic-proxy write it may see needs a
     proxy fence; then the access joins the granule's writes or reads."""
-    ag, snaps, arena_a, arena_e, sv, nodes, cold, shades, gran, fen, cand, ivs, pst = sh
+    ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst = sh
     region, space, owner, addr, end, a, epoch, t, info, row, ts, site, size = x
     found = 0
     is_write = (info & I_WRITE) != 0
@@ -222,7 +232,6 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
             sv,
             nodes,
             cold,
-            shades,
             gran,
             fen,
             cand,
@@ -303,7 +312,6 @@ def check_writes(
     sv,
     nodes,
     cold,
-    shades,
     gran,
     fen,
     cand,
@@ -361,7 +369,7 @@ def check_writes(
         xinfo = nodes[x, N_INFO]
         xm = info_mask(xinfo)
         if info_shadow(xinfo) and copy_retired(
-            ag, fen, shadow_agent(shades, x), shades[x, SH_EPOCH]
+            ag, fen, shadow_agent(cold, x), cold[x, K_SHADOW_EPOCH]
         ):
             # A retired copy that x happens before covers these bytes.
             xm &= ~info_shadow(xinfo)
@@ -385,7 +393,7 @@ def check_writes(
                 and (xinfo & I_PROXY) == 0
                 and xm
                 & m
-                & ~hidden_bytes(nodes, shades, x)
+                & ~hidden_bytes(cold, x)
                 & ~(cover_after_all if xinfo & I_RACED else cover)
             ):
                 found |= check_proxy_fence(
@@ -433,16 +441,16 @@ def check_writes(
                     continue
                 nodes[x, N_INFO] = with_mask(xinfo, xm)
             elif kind == ORDERED and is_atomic:
-                hide_bytes(nodes, shades, x, xm & m)
+                hide_bytes(cold, x, xm & m)
             elif kind == ORDERED and is_copy and is_write:
-                shade(ag, nodes, shades, x, xinfo, xm & m, a, epoch)
+                shade(ag, nodes, cold, x, xinfo, xm & m, a, epoch)
         prev = x
         x = nxt
     return found, after_all
 
 
 @jit_inline
-def shade(ag, nodes, shades, x, xinfo, m, a, epoch):
+def shade(ag, nodes, cold, x, xinfo, m, a, epoch):
     """Copy ``epoch`` of async agent ``a``, which write ``x`` happens before,
     shadows the bytes ``m`` of ``x`` (one shadow per node). Where ``x`` is
     already shadowed by a copy still in flight, the copy that retires first
@@ -451,14 +459,15 @@ def shade(ag, nodes, shades, x, xinfo, m, a, epoch):
     (retired no later) keeps its own when it already covers ``m``. Otherwise
     the newer copy replaces the older one."""
     old = info_shadow(xinfo)
-    if old and shadow_agent(shades, x) == a and ag[a, AG_KIND] != KIND_TMA:
-        e = shades[x, SH_EPOCH]
+    if old and shadow_agent(cold, x) == a and ag[a, AG_KIND] != KIND_TMA:
+        e = cold[x, K_SHADOW_EPOCH]
         if e == epoch:
             m |= old
         elif e < epoch and (m & ~old) == 0:
             return
-    set_shadow(nodes, shades, x, a, epoch)  # may set I_SHADE_ROW
-    nodes[x, N_INFO] = with_shadow(nodes[x, N_INFO], m)
+    set_shadow_agent(cold, x, a)
+    cold[x, K_SHADOW_EPOCH] = epoch
+    nodes[x, N_INFO] = with_shadow(xinfo, m)
 
 
 @jit_inline

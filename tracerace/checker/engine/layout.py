@@ -84,24 +84,14 @@ G_FIELDS = 8
 # part, read only to report a hazard or for a copy's shadow marks.
 N_NEXT, N_AGENT, N_EPOCH, N_INFO = range(4)
 N_FIELDS = 4
-# The cold part: what a report of the node needs (size and site, both uint32
+# The cold part, one aligned cache line per node (size and site, both uint32
 # in the trace, share ``K_SIZE_SITE``: site in the high half). ``set_node``
 # writes it whole, in this order.
-K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN = range(6)
-K_FIELDS = 6
-# The shade part, a third table with the same row: what copies and atomics
-# mark on a write (``shadow.shade_row``). Only writes are marked, so most
-# rows are never touched, and the table (memory-mapped, not faulted in
-# ahead) takes memory only for the pages of marked nodes: a read node costs
-# the hot and cold parts. A row is the node's only while the node's info has
-# ``I_SHADE_ROW`` (a node is made without it, and the first mark clears the
-# row and sets it); a row without it holds a freed node's leftovers.
-# ``SH_AGENT`` packs two fields: the agent of the copy that shadows the node
-# (low KS_AGENT_BITS), and the bytes of the node that a later atomic follows
-# in happens-before (16 bits from KS_HIDDEN_SHIFT); ``SH_EPOCH`` is the
-# copy's epoch.
-SH_AGENT, SH_EPOCH = range(2)
-SH_FIELDS = 2
+K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN, K_SHADOW_AGENT, K_SHADOW_EPOCH = range(8)
+K_FIELDS = 8
+# ``K_SHADOW_AGENT`` packs two fields: the agent of the copy that shadows the
+# node (low KS_AGENT_BITS), and the bytes of the node that a later atomic
+# follows in happens-before (16 bits from KS_HIDDEN_SHIFT).
 KS_AGENT_BITS = 40
 KS_AGENT_MASK = (1 << KS_AGENT_BITS) - 1
 KS_HIDDEN_SHIFT = KS_AGENT_BITS
@@ -126,8 +116,7 @@ I_COPY_SHIFT = 32  # 2 bits: reasons.INFLIGHT_*
 I_COPY_BITS = 3
 I_AFTER_ALL = 1 << 34  # a copy's write that every older write to its bytes here happens before
 I_RACED = 1 << 35  # a write that a newer copy's write raced (it does not happen before it)
-I_SHADOW_SHIFT = 40  # 16 bits: bytes a later copy covers (SH_*; 0: none)
-I_SHADE_ROW = 1 << 56  # the node's row of the shade table is its own (SH_*)
+I_SHADOW_SHIFT = 40  # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none)
 
 
 @jit_inline
@@ -513,7 +502,6 @@ def _columns_are_disjoint() -> None:
         ("G_", G_FIELDS),
         ("N_", N_FIELDS),
         ("K_", K_FIELDS),
-        ("SH_", SH_FIELDS),
         ("IV_", IV_FIELDS),
         ("AR_", AR_FIELDS),
         ("SG_", SG_FIELDS),
@@ -564,7 +552,6 @@ def _info_fields_are_disjoint() -> None:
         "after_all": I_AFTER_ALL,
         "raced": I_RACED,
         "shadow": MASK_ALL << I_SHADOW_SHIFT,
-        "shade_row": I_SHADE_ROW,
     }
     seen = 0
     for name, bits in fields.items():

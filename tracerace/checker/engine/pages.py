@@ -21,20 +21,18 @@ from .layout import (
     GR_IV,
     GR_NODES,
     I_ATOMIC,
-    I_SHADE_ROW,
     I_WRITE,
     IV_FIELDS,
     IV_HI,
     IV_LO,
     IV_REGION,
     K_FIELDS,
+    K_SHADOW_AGENT,
     KS_HIDDEN_SHIFT,
     N_AGENT,
     N_EPOCH,
     N_INFO,
     N_NEXT,
-    SH_AGENT,
-    SH_FIELDS,
     SV_GLOBAL_SIZES,
     SV_GRAN_COUNT,
     SV_GROW,
@@ -52,11 +50,12 @@ from .layout import (
 )
 from .pools import pool_alloc, pool_free
 from .shadow import (
+    GRAN_FULL_DEN,
+    GRAN_FULL_NUM,
     GS_NARROW,
     GS_WIDE,
     PAGE_REGION,
     find_granule,
-    gran_limit,
     granule_shift,
     hidden_bytes,
     is_global,
@@ -174,7 +173,7 @@ def row_remove(ivs, sv, k):
 
 
 @jit_leaf
-def copy_list(nodes, cold, shades, gran, sv, src, slot, col, m):
+def copy_list(nodes, cold, gran, sv, src, slot, col, m):
     """Append copies of the nodes of list ``src`` (a run's) to list ``col``
     of granule ``slot``, in order, standing for its bytes ``m``."""
     tail = np.int64(-1)
@@ -194,11 +193,8 @@ def copy_list(nodes, cold, shades, gran, sv, src, slot, col, m):
         nodes[n, N_NEXT] = -1
         for f in range(K_FIELDS):
             cold[n, f] = cold[x, f]
-        if info & I_SHADE_ROW:  # the copy's shade row is its own too
-            for f in range(SH_FIELDS):
-                shades[n, f] = shades[x, f]
-            if hidden_bytes(nodes, shades, n):  # the run's one unit stands for all of m
-                shades[n, SH_AGENT] = shadow_agent(shades, n) | (m << KS_HIDDEN_SHIFT)
+        if hidden_bytes(cold, n):  # the run's one unit stands for all of m
+            cold[n, K_SHADOW_AGENT] = shadow_agent(cold, n) | (m << KS_HIDDEN_SHIFT)
         if tail < 0:
             gran[slot, col] = n
         else:
@@ -235,7 +231,7 @@ def new_run(sv, gran, nodes, ivs, pst, k, rr, lo, hi):
 
 
 @jit_leaf
-def cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, q):
+def cut_run(sv, nodes, cold, gran, ivs, pst, k, q):
     """Cut run row ``k`` before page ``q`` (inside it): the pages from ``q``
     on become the run row ``k + 1``, with a copy of the lists."""
     rr = ivs[k, IV_REGION]
@@ -243,14 +239,14 @@ def cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, q):
     s = probe(gran, rr, ivs[k, IV_LO])
     ivs[k, IV_HI] = q
     s2 = new_run(sv, gran, nodes, ivs, pst, k + 1, rr, q, hi)
-    copy_list(nodes, cold, shades, gran, sv, gran[s, G_WRITES], s2, G_WRITES, 1)
-    copy_list(nodes, cold, shades, gran, sv, gran[s, G_READS], s2, G_READS, 1)
+    copy_list(nodes, cold, gran, sv, gran[s, G_WRITES], s2, G_WRITES, 1)
+    copy_list(nodes, cold, gran, sv, gran[s, G_READS], s2, G_READS, 1)
     gran[s2, G_NREADS] = gran[s, G_NREADS]
     gran[s2, G_RLIMIT] = gran[s, G_RLIMIT]
 
 
 @jit_leaf
-def split_page(sv, nodes, cold, shades, gran, ivs, pst, region, p):
+def split_page(sv, nodes, cold, gran, ivs, pst, region, p):
     """When a run holds page ``p`` of ``region``: cut the page out of it and
     give its nodes to each of its granules, which hold its history from now on."""
     rr = region | PAGE_REGION
@@ -258,18 +254,18 @@ def split_page(sv, nodes, cold, shades, gran, ivs, pst, region, p):
     if k < 0:
         return
     if ivs[k, IV_LO] < p:
-        cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, p)
+        cut_run(sv, nodes, cold, gran, ivs, pst, k, p)
         k += 1
     if ivs[k, IV_HI] > p + 1:
-        cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, p + 1)
+        cut_run(sv, nodes, cold, gran, ivs, pst, k, p + 1)
     s = probe(gran, rr, p)
     gs = granule_shift(region)
     per = np.int64(1) << (sv[SV_PAGE_SHIFT] - gs)
     full = (np.int64(1) << (np.int64(1) << gs)) - 1
     for g in range(p * per, (p + 1) * per):
         slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH], pst)
-        copy_list(nodes, cold, shades, gran, sv, gran[s, G_WRITES], slot, G_WRITES, full)
-        copy_list(nodes, cold, shades, gran, sv, gran[s, G_READS], slot, G_READS, full)
+        copy_list(nodes, cold, gran, sv, gran[s, G_WRITES], slot, G_WRITES, full)
+        copy_list(nodes, cold, gran, sv, gran[s, G_READS], slot, G_READS, full)
         gran[slot, G_NREADS] += gran[s, G_NREADS]
         gran[slot, G_RLIMIT] = max(gran[slot, G_RLIMIT], gran[s, G_RLIMIT])
     clear_lists(nodes, sv, gran, s)
@@ -277,22 +273,20 @@ def split_page(sv, nodes, cold, shades, gran, ivs, pst, region, p):
 
 
 @jit_leaf
-def split_pages(sv, nodes, cold, shades, gran, ivs, pst, region, p0, p1):
+def split_pages(sv, nodes, cold, gran, ivs, pst, region, p0, p1):
     """``split_page`` of pages ``p0`` to ``p1``."""
     for p in range(p0, p1 + 1):
-        split_page(sv, nodes, cold, shades, gran, ivs, pst, region, p)
+        split_page(sv, nodes, cold, gran, ivs, pst, region, p)
 
 
 @jit_inline
-def split_pages_of(sv, nodes, cold, shades, gran, ivs, pst, region, addr, size):
+def split_pages_of(sv, nodes, cold, gran, ivs, pst, region, addr, size):
     """Before a granule path over [addr, addr + size): split the pages it
     touches out of their runs, in a launch that has any. One call, not a
     loop, where small accesses inline it (into ``replay``)."""
     if sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH]:
         ps = sv[SV_PAGE_SHIFT]
-        split_pages(
-            sv, nodes, cold, shades, gran, ivs, pst, region, addr >> ps, (addr + size - 1) >> ps
-        )
+        split_pages(sv, nodes, cold, gran, ivs, pst, region, addr >> ps, (addr + size - 1) >> ps)
 
 
 @jit_leaf
@@ -369,15 +363,7 @@ def access_pages(sh, x, from_addr, to_addr):
     granule), the partial pages at its ends granule by granule. Returns (1
     when it left a candidate in ``cand``, else 0; the first and last
     uninitialized byte of the range or -1)."""
-    sv, nodes, cold, shades, gran, ivs, pst = (
-        sh.sv,
-        sh.nodes,
-        sh.cold,
-        sh.shades,
-        sh.gran,
-        sh.ivs,
-        sh.pst,
-    )
+    sv, nodes, cold, gran, ivs, pst = sh.sv, sh.nodes, sh.cold, sh.gran, sh.ivs, sh.pst
     region, info = x.region, x.info
     ps = sv[SV_PAGE_SHIFT]
     p0 = (from_addr + (np.int64(1) << ps) - 1) >> ps
@@ -397,10 +383,10 @@ def access_pages(sh, x, from_addr, to_addr):
                 q = p + 1
                 if k >= 0 and ivs[k, IV_REGION] == rr and ivs[k, IV_HI] > p:  # a run
                     if ivs[k, IV_LO] < p:
-                        cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, p)
+                        cut_run(sv, nodes, cold, gran, ivs, pst, k, p)
                         k += 1
                     if ivs[k, IV_HI] > p1:
-                        cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, p1)
+                        cut_run(sv, nodes, cold, gran, ivs, pst, k, p1)
                     q = ivs[k, IV_HI]
                     s = probe(gran, rr, p)
                 elif not touched(gran, pst, sv, region, p):  # a new run, to the next boundary
@@ -431,7 +417,7 @@ def access_pages(sh, x, from_addr, to_addr):
         hi_addr = p0 << ps if part == 0 else to_addr
         if lo_addr >= hi_addr:
             continue
-        split_pages_of(sv, nodes, cold, shades, gran, ivs, pst, region, lo_addr, hi_addr - lo_addr)
+        split_pages_of(sv, nodes, cold, gran, ivs, pst, region, lo_addr, hi_addr - lo_addr)
         f, lo, hi = granules(sh, x, lo_addr, hi_addr, np.int64(-1))
         found |= f
         if lo >= 0:
@@ -563,7 +549,7 @@ def page_room(op, space, addr, size, space2, addr2, peer, block, a, sv, nodes, g
     grow = 0
     if sv[SV_NODE_USED] + n > nodes.shape[0]:
         grow |= GR_NODES
-    if sv[SV_GRAN_COUNT] + g > gran_limit(gran.shape[0]):
+    if GRAN_FULL_DEN * (sv[SV_GRAN_COUNT] + g) > GRAN_FULL_NUM * gran.shape[0]:
         grow |= GR_GRAN
     if sv[SV_IV_N] + r + 2 > ivs.shape[0]:
         grow |= GR_IV

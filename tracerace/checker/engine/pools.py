@@ -45,7 +45,6 @@ from .layout import (
     PR_FIELDS,
     RL_FIELDS,
     SG_FIELDS,
-    SH_FIELDS,
     SN_FIELDS,
     SV_N_AGENTS,
     SV_NODE_TOP,
@@ -96,7 +95,6 @@ POOLS = {
     "snaps": (GR_SNAPS, SN_FIELDS, 0),
     "nodes": (GR_NODES, N_FIELDS, 0),
     "cold": (GR_NODES, K_FIELDS, 0),
-    "shades": (GR_NODES, SH_FIELDS, 0),
     "gran": (GR_GRAN, G_FIELDS, -1),
     "gens": (GR_GENS, GN_FIELDS, 0),
     "arr": (GR_ARR, AR_FIELDS, 0),
@@ -116,7 +114,6 @@ _ROWS = {
     "snaps": 1 << 12,
     "nodes": 1 << 14,
     "cold": 1 << 14,
-    "shades": 1 << 14,
     "gran": 1 << 15,
     "gens": 1 << 8,
     "arr": 1 << 10,
@@ -161,11 +158,7 @@ class Sizes:
 # faulter keeps faulted in. The agent table is one: a launch of 10^5 agents
 # grew it by copying (and clearing fresh pages for) ~90 MB on the replay
 # thread, a quarter of a second of a tiled 10^8 check.
-MAPPED = {"nodes": SV_NODE_TOP, "cold": SV_NODE_TOP, "shades": SV_NODE_TOP, "ag": SV_N_AGENTS}
-# Mapped pools the faulter leaves alone: a page of the shade table is
-# touched only where a node on it is marked (``shadow.shade_row``), so most
-# of the table takes no memory; faulting it in ahead would give it all.
-SPARSE = frozenset({"shades"})
+MAPPED = {"nodes": SV_NODE_TOP, "cold": SV_NODE_TOP, "ag": SV_N_AGENTS}
 
 # The faulter (:class:`.faulter.Faulter`) keeps this many rows past the top of the node
 # pools and the arena faulted in, a chunk at a time.

@@ -21,8 +21,8 @@ drop nothing.
 
 A copy cannot drop what it makes redundant while it is in flight, but once
 it has retired it races as a plain access: so a copy write ``y`` marks each
-write ``x`` that happens before it (its shade row, ``SH_AGENT``/``SH_EPOCH``,
-and the covered bytes), and a later scan drops those bytes of ``x`` as soon as
+write ``x`` that happens before it (``K_SHADOW_AGENT``/``K_SHADOW_EPOCH`` and
+the covered bytes), and a later scan drops those bytes of ``x`` as soon as
 ``y``'s agent has retired ``y``. Without this, the stage buffers of a cp.async
 pipeline collect one node per iteration.
 
@@ -53,17 +53,14 @@ from .layout import (
     G_REGION,
     G_RLIMIT,
     G_WRITES,
-    I_SHADE_ROW,
     IV_FIELDS,
     IV_HI,
     IV_LO,
     IV_REGION,
+    K_SHADOW_AGENT,
     KS_AGENT_MASK,
     KS_HIDDEN_SHIFT,
     MASK_ALL,
-    N_INFO,
-    SH_AGENT,
-    SH_EPOCH,
     SV_GLOBAL_SIZES,
     SV_PAGE_SHIFT,
 )
@@ -134,59 +131,46 @@ def granule_shift(region):
 READ_PRUNE_MIN = 8
 EMPTY = -1
 
+# The table grows (doubles) before it would pass three quarters full
+# (GRAN_FULL_NUM / GRAN_FULL_DEN). A line's granules take one group of slots
+# (LINE_GRANULES, below), so the lines of a long run of fresh addresses (a
+# kernel reading its input once) fill whole groups and collide only group
+# against group; at three quarters a slot costs 85-171 bytes per granule,
+# at half 128-256, and the growth that doubles it is the check's peak of
+# memory (the old table and the new one at once). The kernels
+# (``room.replay_room``, ``pages.page_room``) compare with the two constants
+# written out: a call of a function for it, though inlined, cost every
+# benchmark instructions per event (``bench/README.md``).
+GRAN_FULL_NUM = 3
+GRAN_FULL_DEN = 4
 
-# The table grows (doubles) before it would pass three quarters full. A line's
-# granules take one group of slots (LINE_GRANULES, below), so the lines of a
-# long run of fresh addresses (a kernel reading its input once) fill whole
-# groups and collide only group against group; at three quarters a slot
-# costs 85-171 bytes per granule, at half (the load this table grew at
-# before) 128-256, and the growth that doubles it is the check's peak of
-# memory (the old table and the new one at once).
-@jit_inline
-def gran_limit(cap):
-    """The granules a table of ``cap`` slots may hold."""
-    return cap - (cap >> 2)
 
-
-@jit_inline
-def shade_row(nodes, shades, x):
-    """Make node ``x``'s row of ``shades`` its own (cleared, once): the row is
-    touched only when the node is first marked (see ``layout.I_SHADE_ROW``)."""
-    info = nodes[x, N_INFO]
-    if (info & I_SHADE_ROW) == 0:
-        shades[x, SH_AGENT] = 0
-        shades[x, SH_EPOCH] = 0
-        nodes[x, N_INFO] = info | I_SHADE_ROW
+def gran_limit(cap: int) -> int:
+    """The granules a table of ``cap`` slots may hold (for the driver)."""
+    return GRAN_FULL_NUM * cap // GRAN_FULL_DEN
 
 
 @jit_inline
-def shadow_agent(shades, x):
+def shadow_agent(cold, x):
     """The agent of the copy that shadows node ``x`` (meaningful while its
-    shadow bits are set: its shade row is its own then)."""
-    return shades[x, SH_AGENT] & KS_AGENT_MASK
+    shadow bits are set)."""
+    return cold[x, K_SHADOW_AGENT] & KS_AGENT_MASK
 
 
 @jit_inline
-def set_shadow(nodes, shades, x, a, epoch):
-    """Copy ``epoch`` of agent ``a`` shadows node ``x`` (its bytes: the
-    caller's, in the info word)."""
-    shade_row(nodes, shades, x)
-    shades[x, SH_AGENT] = (shades[x, SH_AGENT] & ~np.int64(KS_AGENT_MASK)) | a
-    shades[x, SH_EPOCH] = epoch
+def set_shadow_agent(cold, x, a):
+    cold[x, K_SHADOW_AGENT] = (cold[x, K_SHADOW_AGENT] & ~np.int64(KS_AGENT_MASK)) | a
 
 
 @jit_inline
-def hidden_bytes(nodes, shades, x):
+def hidden_bytes(cold, x):
     """The bytes of node ``x`` that a later atomic follows in happens-before."""
-    if (nodes[x, N_INFO] & I_SHADE_ROW) == 0:
-        return np.int64(0)
-    return (shades[x, SH_AGENT] >> KS_HIDDEN_SHIFT) & MASK_ALL
+    return (cold[x, K_SHADOW_AGENT] >> KS_HIDDEN_SHIFT) & MASK_ALL
 
 
 @jit_inline
-def hide_bytes(nodes, shades, x, m):
-    shade_row(nodes, shades, x)
-    shades[x, SH_AGENT] |= m << KS_HIDDEN_SHIFT
+def hide_bytes(cold, x, m):
+    cold[x, K_SHADOW_AGENT] |= m << KS_HIDDEN_SHIFT
 
 
 # The 16 granules of an aligned 64-byte line share a hash and take the 16

@@ -48,7 +48,6 @@ from .pools import (
     MAPS,
     POOLS,
     SPARE_BLIND_MAX,
-    SPARSE,
     Sizes,
 )
 from .races import records
@@ -75,7 +74,7 @@ TREND_BATCHES = 4
 Tables = namedtuple(
     "Tables",
     "sv ag agent_map async_map snaps arena_a arena_e scratch touched "
-    "nodes cold shades gran gens bar_map arr sigs flag_map fq mbs mb_map lock_map rels "
+    "nodes cold gran gens bar_map arr sigs flag_map fq mbs mb_map lock_map rels "
     "atom_map fen find cand ivs pst pairs edges cvs",
 )
 """Every array the replay kernel reads or writes: what :meth:`EngineState.tables`
@@ -171,7 +170,6 @@ class EngineState:
             self.touched,
             ar["nodes"],
             ar["cold"],
-            ar["shades"],
             ar["gran"],
             ar["gens"],
             self.bar_map,
@@ -265,8 +263,7 @@ class EngineState:
         from the calling thread (see :class:`.faulter.Faulter`). Returns whether it
         did anything."""
         did = self._prepare_spare()
-        tops = {name: top for name, top in MAPPED.items() if name not in SPARSE}
-        tops.update(arena_a=SV_ARENA_TOP, arena_e=SV_ARENA_TOP)
+        tops = dict(MAPPED, arena_a=SV_ARENA_TOP, arena_e=SV_ARENA_TOP)
         for name, top in tops.items():
             m = self.mapped[name]
             want = int(self.sv[top]) + self._ahead(name)
@@ -292,7 +289,7 @@ class EngineState:
         each twice the old one, were the peak of a 10^7 check's memory)."""
         with self._gran_lock:
             cap = self.arrays["gran"].shape[0]
-            limit = gran_limit.py_func(cap)
+            limit = gran_limit(cap)
             count = int(self.sv[SV_GRAN_COUNT])
             total, done = self.rows_total, self.rows_done
             if 5 * count < 4 * limit:

@@ -9,6 +9,7 @@ from tracerace.checker.engine.check import replay_batch
 from tracerace.checker.engine.layout import GR_GRAN, SV_GRAN_COUNT
 from tracerace.checker.engine.mapped import MappedArray, can_populate
 from tracerace.checker.engine.pools import AG_FAULT_AHEAD, FAULT_AHEAD, MAPPED, Sizes
+from tracerace.checker.engine.shadow import GRAN_DENSE_MIN, gran_limit
 from tracerace.trace.ops import Op, Space
 from tracerace.trace.writer import make_table
 
@@ -137,16 +138,31 @@ def _replay_with_prefault(rows_total, batch_size=64):
 
 def test_spare_granule_table_is_taken_by_the_next_growth():
     st = _replay_with_prefault(rows_total=4096)
-    # 4,096 granules from a 64-row table: seven doublings (a table grows
-    # before an access could fill it past three quarters). The last ones go
-    # into a table the faulter had filled; the first ones pass from 60% to
-    # three quarters full within one batch of 64 rows, before the faulter
-    # could look.
-    assert st.arrays["gran"].shape[0] == 1 << 13
-    assert st.spares_taken >= 3
+    # 4,096 granules from a 64-row table: eight doublings (a table grows
+    # before an access could fill it past half). The last four go into a
+    # table the faulter had filled; the first ones pass from 40% to half
+    # full within one batch of 64 rows, before the faulter could look.
+    assert st.arrays["gran"].shape[0] == 1 << 14
+    assert st.spares_taken >= 4
     assert int(st.sv[SV_GRAN_COUNT]) == 4096
-    # No spare is left: the last table is half full and the trace is over.
+    # No spare is left: the last table is a quarter full and the trace is over.
     assert st.spare_gran is None
+
+
+def test_a_large_granule_table_fills_to_three_quarters():
+    """From GRAN_DENSE_MIN slots on, the table grows only past three quarters
+    full (a smaller one, at half): 60% of a table of that size stays in it."""
+    from tracerace.trace.reader import open_trace
+
+    n = GRAN_DENSE_MIN * 3 // 5
+    assert GRAN_DENSE_MIN // 2 < n < gran_limit(GRAN_DENSE_MIN)
+    assert gran_limit(GRAN_DENSE_MIN // 2) == GRAN_DENSE_MIN // 4
+    st = EngineState(sizes=granules(GRAN_DENSE_MIN))
+    with open_trace(_shared_reads(n)) as reader:
+        for batch in reader:
+            replay_batch(st, batch, None)
+    assert int(st.sv[SV_GRAN_COUNT]) == n
+    assert st.arrays["gran"].shape[0] == GRAN_DENSE_MIN
 
 
 def test_a_growth_waits_for_the_spare_being_filled_and_takes_it():
@@ -154,8 +170,6 @@ def test_a_growth_waits_for_the_spare_being_filled_and_takes_it():
     comes meanwhile waits for it and takes it, so no second table of the
     new size is ever made (the two of them were a check's peak of memory)."""
     st = EngineState(sizes=granules(64))
-    st.sv[SV_GRAN_COUNT] = 60  # past 80% of the limit (48 of 64): a spare is wanted
-    st.rows_total = None
     old = st.arrays["gran"]
     grown = threading.Event()
 
@@ -179,8 +193,7 @@ def test_no_spare_when_the_trace_ends_before_the_table_fills():
     from tracerace.trace.reader import open_trace
 
     st = EngineState(sizes=granules(1024))
-    # 63% full: over 80% of the limit (60%), under the limit (75%).
-    with open_trace(_shared_reads(650), batch_size=325) as reader:
+    with open_trace(_shared_reads(450), batch_size=225) as reader:  # 44%: over 40%, under half
         for batch in reader:
             replay_batch(st, batch, None)
             st.batch_done(st.rows_done + batch.n)
@@ -233,7 +246,7 @@ def test_no_spare_when_granules_stop_coming():
     the pace of the last batches says the table will not grow."""
     from tracerace.trace.reader import open_trace
 
-    n = 650 * 8
+    n = 450 * 8
     table = make_table(
         {
             "ts": np.arange(n),
@@ -242,17 +255,17 @@ def test_no_spare_when_granules_stop_coming():
             "block": 0,
             "thread": 0,
             "space": int(Space.SHARED),
-            "addr": np.arange(n) % 650 * 4,
+            "addr": np.arange(n) % 450 * 4,
             "size": 4,
         }
     )
     st = EngineState(sizes=granules(1024))
     st.rows_total = 100 * n
-    with open_trace(table, batch_size=650) as reader:
+    with open_trace(table, batch_size=450) as reader:
         for batch in reader:
             replay_batch(st, batch, None)
             st.batch_done(st.rows_done + batch.n)
             while st.prefault():
                 pass
-    assert int(st.sv[SV_GRAN_COUNT]) == 650
+    assert int(st.sv[SV_GRAN_COUNT]) == 450
     assert st.spare_gran is None

@@ -131,23 +131,24 @@ def granule_shift(region):
 READ_PRUNE_MIN = 8
 EMPTY = -1
 
-# The table grows (doubles) before it would pass three quarters full
-# (GRAN_FULL_NUM / GRAN_FULL_DEN). A line's granules take one group of slots
-# (LINE_GRANULES, below), so the lines of a long run of fresh addresses (a
-# kernel reading its input once) fill whole groups and collide only group
-# against group; at three quarters a slot costs 85-171 bytes per granule,
-# at half 128-256, and the growth that doubles it is the check's peak of
-# memory (the old table and the new one at once). The kernels
-# (``room.replay_room``, ``pages.page_room``) compare with the two constants
-# written out: a call of a function for it, though inlined, cost every
-# benchmark instructions per event (``bench/README.md``).
-GRAN_FULL_NUM = 3
-GRAN_FULL_DEN = 4
+# The table grows (doubles) before it would pass half full, or three
+# quarters once it has GRAN_DENSE_MIN slots (64 MiB). A line's granules take
+# one group of slots (LINE_GRANULES, below), so the lines of a long run of
+# fresh addresses (a kernel reading its input once) fill whole groups and
+# collide only group against group; at three quarters a slot costs 85-171
+# bytes per granule, at half 128-256, and the growth that doubles a large
+# table is the check's peak of memory (the old table and the new one at
+# once). A smaller table is little memory next to the process, and half
+# full it probes less: filled to three quarters from the start, the cpu
+# benchmark's table took more instructions per event (``bench/README.md``).
+# The kernels (``room.replay_room``, ``pages.page_room``) write the limit out
+# (a call of ``gran_limit``, though inlined, cost instructions per event).
+GRAN_DENSE_MIN = 1 << 20
 
 
 def gran_limit(cap: int) -> int:
     """The granules a table of ``cap`` slots may hold (for the driver)."""
-    return GRAN_FULL_NUM * cap // GRAN_FULL_DEN
+    return cap >> 1 if cap < GRAN_DENSE_MIN else cap - (cap >> 2)
 
 
 @jit_inline

@@ -142,7 +142,9 @@ EMPTY = -1
 # full it probes less: filled to three quarters from the start, the cpu
 # benchmark's table took more instructions per event (``bench/README.md``).
 # The kernels (``room.replay_room``, ``pages.page_room``) write the limit out
-# (a call of ``gran_limit``, though inlined, cost instructions per event).
+# as ``4 * granules > (2 + dense) * slots``: a call of ``gran_limit``, though
+# inlined, and other spellings of the same test cost every benchmark
+# instructions per event (``bench/README.md``).
 GRAN_DENSE_MIN = 1 << 20
 
 

@@ -1,12 +1,15 @@
 """MappedArray: growth in place keeps the rows in use; the engine's pools use it."""
 
+import threading
+
 import numpy as np
 
 from tracerace.checker.engine import EngineState, check_trace, faulter
 from tracerace.checker.engine.check import replay_batch
-from tracerace.checker.engine.layout import SV_GRAN_COUNT
+from tracerace.checker.engine.layout import GR_GRAN, SV_GRAN_COUNT
 from tracerace.checker.engine.mapped import MappedArray, can_populate
 from tracerace.checker.engine.pools import AG_FAULT_AHEAD, FAULT_AHEAD, MAPPED, Sizes
+from tracerace.checker.engine.shadow import GRAN_DENSE_MIN, gran_limit
 from tracerace.trace.ops import Op, Space
 from tracerace.trace.writer import make_table
 
@@ -144,6 +147,43 @@ def test_spare_granule_table_is_taken_by_the_next_growth():
     assert int(st.sv[SV_GRAN_COUNT]) == 4096
     # No spare is left: the last table is a quarter full and the trace is over.
     assert st.spare_gran is None
+
+
+def test_a_large_granule_table_fills_to_three_quarters():
+    """From GRAN_DENSE_MIN slots on, the table grows only past three quarters
+    full (a smaller one, at half): 60% of a table of that size stays in it."""
+    from tracerace.trace.reader import open_trace
+
+    n = GRAN_DENSE_MIN * 3 // 5
+    assert GRAN_DENSE_MIN // 2 < n < gran_limit(GRAN_DENSE_MIN)
+    assert gran_limit(GRAN_DENSE_MIN // 2) == GRAN_DENSE_MIN // 4
+    st = EngineState(sizes=granules(GRAN_DENSE_MIN))
+    with open_trace(_shared_reads(n)) as reader:
+        for batch in reader:
+            replay_batch(st, batch, None)
+    assert int(st.sv[SV_GRAN_COUNT]) == n
+    assert st.arrays["gran"].shape[0] == GRAN_DENSE_MIN
+
+
+def test_a_growth_waits_for_the_spare_being_filled_and_takes_it():
+    """The faulter fills a spare holding the table's lock; a growth that
+    comes meanwhile waits for it and takes it, so no second table of the
+    new size is ever made (the two of them were a check's peak of memory)."""
+    st = EngineState(sizes=granules(64))
+    old = st.arrays["gran"]
+    grown = threading.Event()
+
+    def grow():
+        st.grow(GR_GRAN)
+        grown.set()
+
+    with st._gran_lock:  # as the faulter holds it while it fills a spare
+        worker = threading.Thread(target=grow)
+        worker.start()
+        assert not grown.wait(0.2)  # the growth waits for the lock
+        st.spare_gran = spare = np.full((128, old.shape[1]), -1, np.int64)
+    worker.join()
+    assert st.arrays["gran"] is spare and st.spares_taken == 1 and st.spare_gran is None
 
 
 def test_no_spare_when_the_trace_ends_before_the_table_fills():

@@ -50,6 +50,7 @@ from .layout import (
 )
 from .pools import pool_alloc, pool_free
 from .shadow import (
+    GRAN_DENSE_MIN,
     GS_NARROW,
     GS_WIDE,
     PAGE_REGION,
@@ -547,7 +548,8 @@ def page_room(op, space, addr, size, space2, addr2, peer, block, a, sv, nodes, g
     grow = 0
     if sv[SV_NODE_USED] + n > nodes.shape[0]:
         grow |= GR_NODES
-    if 2 * (sv[SV_GRAN_COUNT] + g) > gran.shape[0]:
+    # shadow.gran_limit, written out (see there)
+    if 4 * (sv[SV_GRAN_COUNT] + g) > (2 + (gran.shape[0] >= GRAN_DENSE_MIN)) * gran.shape[0]:
         grow |= GR_GRAN
     if sv[SV_IV_N] + r + 2 > ivs.shape[0]:
         grow |= GR_IV

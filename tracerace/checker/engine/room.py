@@ -56,7 +56,7 @@ from .layout import (
     SV_SIG_USED,
     SV_SNAP_N,
 )
-from .shadow import GRANULE_SHIFT, INIT_INTERVAL_MIN
+from .shadow import GRAN_DENSE_MIN, GRANULE_SHIFT, INIT_INTERVAL_MIN
 
 # Arena entries replay keeps free per event, per agent: a merge writes at most
 # agents + 1 (see clocks.merge), merge_many as many, and an event makes at
@@ -142,7 +142,8 @@ def replay_room(
         ng = 2 * ((size >> GRANULE_SHIFT) + 2)  # 4-byte granules: an upper bound
     if sv[SV_NODE_USED] + ng > nodes.shape[0]:
         grow |= GR_NODES
-    if 2 * (sv[SV_GRAN_COUNT] + ng) > gran.shape[0]:
+    # shadow.gran_limit, written out (see there)
+    if 4 * (sv[SV_GRAN_COUNT] + ng) > (2 + (gran.shape[0] >= GRAN_DENSE_MIN)) * gran.shape[0]:
         grow |= GR_GRAN
     if sv[SV_NFIND] + EVENT_FINDINGS > find.shape[0]:
         grow |= GR_FIND
@@ -190,7 +191,8 @@ def replay_room(
     return max(
         min(
             (nodes.shape[0] - sv[SV_NODE_USED]) // PLAIN_NG,
-            (gran.shape[0] // 2 - sv[SV_GRAN_COUNT]) // PLAIN_NG,
+            ((2 + (gran.shape[0] >= GRAN_DENSE_MIN)) * (gran.shape[0] // 4) - sv[SV_GRAN_COUNT])
+            // PLAIN_NG,
             (find.shape[0] - sv[SV_NFIND]) // EVENT_FINDINGS,
         )
         - 1,

@@ -131,6 +131,27 @@ def granule_shift(region):
 READ_PRUNE_MIN = 8
 EMPTY = -1
 
+# The table grows (doubles) before it would pass half full, or three
+# quarters once it has GRAN_DENSE_MIN slots (64 MiB). A line's granules take
+# one group of slots (LINE_GRANULES, below), so the lines of a long run of
+# fresh addresses (a kernel reading its input once) fill whole groups and
+# collide only group against group; at three quarters a slot costs 85-171
+# bytes per granule, at half 128-256, and the growth that doubles a large
+# table is the check's peak of memory (the old table and the new one at
+# once). A smaller table is little memory next to the process, and half
+# full it probes less: filled to three quarters from the start, the cpu
+# benchmark's table took more instructions per event (``bench/README.md``).
+# The kernels (``room.replay_room``, ``pages.page_room``) write the limit out
+# as ``4 * granules > (2 + dense) * slots``: a call of ``gran_limit``, though
+# inlined, and other spellings of the same test cost every benchmark
+# instructions per event (``bench/README.md``).
+GRAN_DENSE_MIN = 1 << 20
+
+
+def gran_limit(cap: int) -> int:
+    """The granules a table of ``cap`` slots may hold (for the driver)."""
+    return cap >> 1 if cap < GRAN_DENSE_MIN else cap - (cap >> 2)
+
 
 @jit_inline
 def shadow_agent(cold, x):

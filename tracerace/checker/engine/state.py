@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import threading
 from collections import namedtuple
 
 import numpy as np
@@ -57,6 +58,7 @@ from .shadow import (
     PAGE_SHIFT,
     PST_SIZE,
     WIDE_GRANULE_SHIFT,
+    gran_limit,
     rehash,
 )
 from .shards import STRETCH_PAGES_SHIFT
@@ -142,6 +144,7 @@ class EngineState:
         # faulter before the replay asks for it (see ``_prepare_spare``),
         # and what it goes by: the rows replayed and, when known, in all.
         self.spare_gran: np.ndarray | None = None
+        self._gran_lock = threading.Lock()
         self.spares_taken = 0  # growths that found their table ready
         # Calls of the replay kernel (``check.replay_batch``): one per batch,
         # plus one per stop to grow a pool or to start a long launch.
@@ -217,12 +220,16 @@ class EngineState:
             if mask & bit:
                 old = self.arrays[name]
                 if name == "gran":
-                    new, self.spare_gran = self.spare_gran, None
-                    if new is None or new.shape[0] != old.shape[0] * 2:
-                        new = np.full((old.shape[0] * 2, old.shape[1]), -1, np.int64)
-                    else:
-                        self.spares_taken += 1
-                    self.sv[SV_GRAN_COUNT] = rehash(old, new, self.sv[SV_LAUNCH])
+                    with self._gran_lock:
+                        new, self.spare_gran = self.spare_gran, None
+                        if new is None or new.shape[0] != old.shape[0] * 2:
+                            new = None  # a spare of another size is freed first
+                            new = np.full((old.shape[0] * 2, old.shape[1]), -1, np.int64)
+                        else:
+                            self.spares_taken += 1
+                        self.sv[SV_GRAN_COUNT] = rehash(old, new, self.sv[SV_LAUNCH])
+                        self.arrays[name] = new
+                    continue
                 elif name in MAPPED:
                     # Only the rows in use are kept.
                     rows = old.shape[0] * 2
@@ -266,30 +273,38 @@ class EngineState:
 
     def _prepare_spare(self) -> bool:
         """Fill the granule table the next growth will take, if one looks
-        like it is coming: more than 40% full (it grows at half), and on
-        course to pass half by the end of the trace at the pace of the last
-        batches or, when the length of the trace is unknown, small (so an
-        unneeded spare wastes little). A spare that is no longer called for
-        is dropped. Growing took ~0.1 s of a 1.4 s tiled 10^7 check on the
-        replay thread, nearly all of it the kernel clearing the new table's
-        pages; here the other core pays. The replay only takes a spare of
-        exactly the size it needs."""
-        cap = self.arrays["gran"].shape[0]
-        count = int(self.sv[SV_GRAN_COUNT])
-        total, done = self.rows_total, self.rows_done
-        if 5 * count < 2 * cap:
-            wanted = False
-        elif total is None:
-            wanted = 2 * cap <= SPARE_BLIND_MAX
-        else:
-            wanted = 2 * (self._expected_granules(count, total, done) + PLAIN_NG) > cap
-        spare = self.spare_gran
-        if spare is not None and (spare.shape[0] != 2 * cap or not wanted):
-            self.spare_gran = spare = None  # made for a smaller table, or not needed now
-        if spare is not None or not wanted:
-            return False
-        self.spare_gran = np.full((2 * cap, G_FIELDS), -1, np.int64)
-        return True
+        like it is coming: more than 80% of the way to its limit
+        (``shadow.gran_limit``), and on course to pass the limit by the end
+        of the trace at the pace of the last batches or, when the length of
+        the trace is unknown, small (so an unneeded spare wastes little). A
+        spare that is no longer called for is dropped. Growing took ~0.1 s of
+        a 1.4 s tiled 10^7 check on the replay thread, nearly all of it the
+        kernel clearing the new table's pages; here the other core pays. The
+        replay only takes a spare of exactly the size it needs.
+
+        Called from the faulter's thread: the decision and the fill hold
+        ``_gran_lock``, which ``grow`` takes too, so a growth waits for a
+        spare being filled and takes it, and a spare is never filled for a
+        table that has already grown (the new table and such a stray spare,
+        each twice the old one, were the peak of a 10^7 check's memory)."""
+        with self._gran_lock:
+            cap = self.arrays["gran"].shape[0]
+            limit = gran_limit(cap)
+            count = int(self.sv[SV_GRAN_COUNT])
+            total, done = self.rows_total, self.rows_done
+            if 5 * count < 4 * limit:
+                wanted = False
+            elif total is None:
+                wanted = 2 * cap <= SPARE_BLIND_MAX
+            else:
+                wanted = self._expected_granules(count, total, done) + PLAIN_NG > limit
+            spare = self.spare_gran
+            if spare is not None and (spare.shape[0] != 2 * cap or not wanted):
+                self.spare_gran = spare = None  # made for a smaller table, or not needed now
+            if spare is not None or not wanted:
+                return False
+            self.spare_gran = np.full((2 * cap, G_FIELDS), -1, np.int64)
+            return True
 
     def _expected_granules(self, count: int, total: int, done: int) -> float:
         """Granules at the end of the trace, at the pace of the last batches
@@ -366,6 +381,7 @@ class EngineState:
         for name in ("sv", "cand", "cvs", "scratch", "touched", "pst", *MAPS):
             setattr(twin, name, getattr(self, name).copy())
         twin.spare_gran = None
+        twin._gran_lock = threading.Lock()
         twin.trend = collections.deque(self.trend, maxlen=TREND_BATCHES)
         twin.sv[SV_NFIND] = 0
         twin.sv[SV_VIEW] = view

@@ -30,6 +30,8 @@ COPY_OPS = frozenset(
         Op.TMA_LOAD,
         Op.TMA_STORE,
         Op.BULK_COPY_PEER,
+        Op.BULK_REDUCE,
+        Op.BULK_REDUCE_PEER,
         Op.ST_ASYNC,
         Op.RED_ASYNC,
     )

@@ -84,6 +84,10 @@ _SPACE2_OF = np.full(256, NO_SPACE, dtype=np.int16)
 for _op, (_space, _space2) in OP_SPACES.items():
     _SPACE_OF[_op] = _space
     _SPACE2_OF[_op] = _space2
+_OWN_MBARRIER = np.zeros(256, dtype=bool)
+_OWN_MBARRIER[[Op.CP_ASYNC_MBAR_ARRIVE, Op.CP_ASYNC_MBAR_ARRIVE_NOINC]] = True
+"""Rule ``op-space`` too: ops whose mbarrier is the row's own block's (PTX has
+only their ``.shared::cta`` form), so ``peer`` must be ``block``."""
 ADDRESS_END = (1 << 64) - 1
 """The largest end (``addr + size``) of a byte range: it must fit a uint64."""
 
@@ -261,6 +265,17 @@ class RowChecks:
             13,
             "op-space",
             lambda r: _op_space_message(int(op[r]), int(cols["space"][r]), int(cols["space2"][r])),
+        )
+        own = _OWN_MBARRIER[op] & (cols["peer"] != cols["block"])
+        first(
+            own,
+            14,
+            "op-space",
+            lambda r: (
+                f"{Op(int(op[r])).label} arrives on an mbarrier of its own block: "
+                f"peer must be the row's block {int(cols['block'][r])}, "
+                f"the row has peer {int(cols['peer'][r])}"
+            ),
         )
         return found
 

@@ -24,6 +24,7 @@ from .barriers import on_barrier
 from .clusters import on_cluster_arrive, on_cluster_wait
 from .copies import (
     on_bulk_commit,
+    on_bulk_reduce,
     on_bulk_wait,
     on_cp_async,
     on_cp_commit,
@@ -58,6 +59,7 @@ from .layout import (
 )
 from .locks import on_acquire, on_release
 from .mbarriers import (
+    on_cp_async_mbar_arrive,
     on_mbar_arrive,
     on_mbar_arrive_drop,
     on_mbar_expect_tx,
@@ -187,9 +189,7 @@ def replay(c, row0, start, t, gpos):
                 or op == O.CP_ASYNC
                 or op == O.TMA_LOAD
                 or op == O.TMA_STORE
-                or op == O.BULK_COPY_PEER
-                or op == O.ST_ASYNC
-                or op == O.RED_ASYNC
+                or O.BULK_COPY_PEER <= op <= O.RED_ASYNC
             )
         ):
             if not page_room(
@@ -254,7 +254,7 @@ def replay(c, row0, start, t, gpos):
         elif op == O.TMA_STORE:
             on_tma_store(t, c, i, ev, a, epoch)
         elif op == O.CP_ASYNC_COMMIT:
-            on_cp_commit(t, c, i, ev, a, epoch)
+            status = on_cp_commit(t, c, i, ev, a, epoch)
         elif op == O.BULK_COMMIT:
             on_bulk_commit(t, c, i, ev, a, epoch)
         elif op == O.CP_ASYNC_WAIT:
@@ -281,6 +281,12 @@ def replay(c, row0, start, t, gpos):
             status = on_cluster_arrive(t, c, i, ev, a, epoch)
         elif op == O.CLUSTER_WAIT:
             status = on_cluster_wait(t, c, i, ev, a, epoch)
+        elif op == O.BULK_REDUCE_PEER:
+            status = on_tma_load(t, c, i, ev, a, epoch)
+        elif op == O.BULK_REDUCE:
+            on_bulk_reduce(t, c, i, ev, a, epoch)
+        elif op == O.CP_ASYNC_MBAR_ARRIVE or op == O.CP_ASYNC_MBAR_ARRIVE_NOINC:
+            status = on_cp_async_mbar_arrive(t, c, i, ev, a, epoch)
         if status != OK:
             return status, i
     return OK, n

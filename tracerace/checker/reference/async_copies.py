@@ -28,15 +28,18 @@ class AsyncCopies:
         return self.async_retired[x.agent] < x.epoch
 
     def retiring_wait(self, w: Access) -> tuple:
-        """(thread, its epoch, site) of the wait that retired copy ``w``: its
-        issuer's cp_async_wait, or (an st_async store) the first mbar_wait
-        that returned on its phase."""
+        """(thread, its epoch, site) of the wait that retired copy ``w``: the
+        first mbar_wait that returned on its phase (an st_async store), or
+        the first wait that retired a cp.async copy: its issuer's
+        cp_async_wait, or the first mbar_wait on a phase that tracked it
+        (``cp_async_mbar_arrive``)."""
         if w.copy_kind == R.INFLIGHT_TMA_LOAD:
             return self.waited_phases[w.phase]
-        thread = w.agent[:4]
-        st = self.agents[thread]
+        st = self.agents[w.agent[:4]]
         return next(
-            (thread, epoch, site) for upto, epoch, site in st.cp_retire_log if upto >= w.epoch
+            (thread, epoch, site)
+            for upto, epoch, site, thread in st.cp_retire_log
+            if upto >= w.epoch
         )
 
     def proxy_fenced(self, w: Access, clock: Clock, space: int) -> bool:

@@ -60,6 +60,8 @@ class ReferenceChecker(
         self.async_retired: dict[tuple, int] = defaultdict(int)
         # phases some mbar_wait returned on -> (waiter, its epoch, site) of the first
         self.waited_phases: dict[tuple, tuple] = {}
+        # completed phases -> the cp.async copies they tracked, until their first wait
+        self.cp_tracked: dict[tuple, list] = {}
         self.pairs: dict[int, list] = {}
         self.alias_edges: dict[int, set] = {}
         self.findings: list[dict] = []
@@ -141,7 +143,9 @@ HANDLERS: dict[int, Callable] = {
     O.BULK_COPY_PEER: ReferenceChecker.on_tma_load,  # its shared source: the row's space2
     O.ST_ASYNC: ReferenceChecker.on_st_async,
     O.RED_ASYNC: ReferenceChecker.on_st_async,
+    O.BULK_REDUCE_PEER: ReferenceChecker.on_tma_load,  # its destination: an atomic
     O.TMA_STORE: ReferenceChecker.on_tma_store,
+    O.BULK_REDUCE: ReferenceChecker.on_bulk_reduce,
     O.BULK_COMMIT: ReferenceChecker.on_bulk_commit,
     O.BULK_WAIT: ReferenceChecker.on_bulk_wait,
     O.MBAR_INIT: ReferenceChecker.on_mbar_init,
@@ -150,6 +154,8 @@ HANDLERS: dict[int, Callable] = {
     O.MBAR_WAIT: ReferenceChecker.on_mbar_wait,
     O.MBAR_INVAL: ReferenceChecker.on_mbar_inval,
     O.MBAR_ARRIVE_DROP: ReferenceChecker.on_mbar_arrive_drop,
+    O.CP_ASYNC_MBAR_ARRIVE: ReferenceChecker.on_cp_async_mbar_arrive,
+    O.CP_ASYNC_MBAR_ARRIVE_NOINC: ReferenceChecker.on_cp_async_mbar_arrive,
     O.CLUSTER_ARRIVE: ReferenceChecker.on_cluster_arrive,
     O.CLUSTER_ARRIVE_RELAXED: ReferenceChecker.on_cluster_arrive,
     O.CLUSTER_WAIT: ReferenceChecker.on_cluster_wait,

@@ -177,9 +177,8 @@ def test_generated_traces_hold_the_hopper_ops():
     from hypothesis import Phase, find
 
     quick = settings(max_examples=2000, phases=[Phase.generate], database=None, **SETTINGS)
-    ops = {
-        int(o)
-        for o in (
+    for group in (
+        (
             Op.CLUSTER_ARRIVE,
             Op.CLUSTER_ARRIVE_RELAXED,
             Op.CLUSTER_WAIT,
@@ -187,13 +186,18 @@ def test_generated_traces_hold_the_hopper_ops():
             Op.BULK_COPY_PEER,
             Op.ST_ASYNC,
             Op.RED_ASYNC,
+        ),
+        (
             Op.BULK_REDUCE,
             Op.BULK_REDUCE_PEER,
             Op.CP_ASYNC_MBAR_ARRIVE,
             Op.CP_ASYNC_MBAR_ARRIVE_NOINC,
+        ),
+    ):
+        ops = {int(o) for o in group}
+        find(
+            traces(hopper=True), lambda evs, ops=ops: ops <= {e["op"] for e in evs}, settings=quick
         )
-    }
-    find(traces(hopper=True), lambda evs: ops <= {e["op"] for e in evs}, settings=quick)
 
     def tracked_then_proxy(evs):
         """Copies made to arrive, a wait on that mbarrier by another thread,
@@ -400,6 +404,29 @@ def test_st_async_racy_a_generic_write_the_waiter_did_not_fence(fencer):
     assert int(result.findings["code"][0]) == R.PROXY_CP_ASYNC_DEST
 
 
+def test_st_async_never_performed_is_no_write_for_the_proxy_rule():
+    """A store on an mbarrier not yet initialized never completes a phase, so
+    it is never performed; a wait on a later load's phase makes it happen
+    before what follows (its TMA agent's later copy is known), but it is no
+    write that a later async-proxy access must see fenced."""
+    t = Trace()
+    t.st_async(1, 0, space=1, addr=9, size=4, obj=MBAR)  # before the init: a misuse
+    t.mbar_init(1, 0, obj=MBAR, arg=1)
+    t.mbar_arrive(1, 0, obj=MBAR)
+    load = dict(space=1, addr=8, size=16, space2=0, addr2=16, obj=MBAR)
+    t.tma_load(1, 0, **load)
+    t.mbar_arrive(1, 0, obj=MBAR)
+    t.mbar_wait(1, 0, obj=MBAR, arg=1)
+    t.tma_load(1, 0, **load)
+    assert findings(t) == {
+        (0, int(K.MBARRIER_MISUSE), -1),
+        (3, int(K.UNINIT_READ), -1),
+        (3, int(K.ASYNC_INFLIGHT), 0),
+        (4, int(K.MBARRIER_MISUSE), -1),
+        (6, int(K.UNINIT_READ), -1),
+    }
+
+
 def test_st_async_explained_as_a_store():
     from tracerace.report.explain import explain
     from tracerace.report.hints import hint
@@ -527,6 +554,31 @@ def test_st_async_into_global_memory_is_refused_by_the_reader(tmp_path):
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert (
         f"{path}: row 1: op-space: st_async needs space 1 (shared); the row has space 0"
+        in result.output
+    )
+
+
+@pytest.mark.parametrize(
+    "op, size, allowed",
+    [
+        ("st_async", 2, "4 or 8 or 16"),
+        ("st_async", 12, "4 or 8 or 16"),
+        ("red_async", 16, "4 or 8"),
+    ],
+)
+def test_st_async_and_red_async_sizes_are_checked_by_the_reader(tmp_path, op, size, allowed):
+    from typer.testing import CliRunner
+
+    from tracerace.cli import app
+    from tracerace.trace.writer import write_table
+
+    path = tmp_path / "t.arrow"
+    columns = dict(ts=[0, 1, 2], launch=0, block=0, thread=0, space=1, addr=0, obj=64)
+    write_table(path, dict(columns, op=["st_async", "red_async", op], size=[16, 8, size]))
+    result = CliRunner().invoke(app, ["validate", str(path)])
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert (
+        f"{path}: row 2: op-size: {op} stores {allowed} bytes; the row has size {size}"
         in result.output
     )
 
@@ -812,7 +864,7 @@ def test_cp_async_mbar_arrive_racy_the_copy_is_the_waiter_s_write(fencer):
     result = assert_agree(t.events, [])
     assert result.triples() == [(len(t.events) - 1, int(K.PROXY_FENCE), 2)]
     f = result.findings
-    assert (f["code"][0], f["aux"][0]) == (R.PROXY_CP_ASYNC_DEST, 5)  # the mbar_wait's site
+    assert (f["code"][0], f["aux"][0]) == (R.PROXY_CP_ASYNC_MBAR_DEST, 5)  # the mbar_wait's site
 
 
 def test_cp_async_mbar_arrive_retired_first_by_the_issuer_s_wait():
@@ -822,7 +874,17 @@ def test_cp_async_mbar_arrive_retired_first_by_the_issuer_s_wait():
     t = cp_tracked_then_tma_store(fencer=1, issuer_waits=True)
     result = assert_agree(t.events, [])
     assert result.triples() == [(len(t.events) - 1, int(K.PROXY_FENCE), 2)]
-    assert result.findings["aux"][0] == 5  # the cp_async_wait's site
+    f = result.findings
+    assert (f["code"][0], f["aux"][0]) == (R.PROXY_CP_ASYNC_DEST, 5)  # the cp_async_wait's site
+
+
+def test_cp_async_mbar_arrive_explained_as_the_waiter_s_write():
+    from tracerace.report.explain import explain
+    from tracerace.report.hints import hint
+
+    f = assert_agree(cp_tracked_then_tma_store(None).events, []).findings[0]
+    assert "arrived on an mbarrier (cp.async.mbarrier.arrive)" in explain(f)
+    assert "by the thread of that wait" in hint(f).text
 
 
 def test_cp_async_mbar_arrive_on_another_block_s_mbarrier_is_refused(tmp_path):

@@ -290,6 +290,16 @@ def _proxy_fence(v: FindingView) -> str:
             f"phase, and the async-proxy {op_name(v.op)} by {v.agent()}{v.at()} reads them "
             f"with no fence.proxy.async by the thread of that wait after it"
         )
+    if v.code == reasons.PROXY_CP_ASYNC_MBAR_DEST:
+        site = v.meta.site_text(v.aux)
+        wait = f"the mbar_wait at {site}" if site else "the mbar_wait"
+        return (
+            f"the cp.async copy issued{v.at(True)} by {v.agent(True)} arrived on an mbarrier "
+            f"(cp.async.mbarrier.arrive) and wrote these bytes through the generic proxy, "
+            f"performed at {wait}, the first to return on that phase; the async-proxy "
+            f"{op_name(v.op)} by {v.agent()}{v.at()} reads them with no fence.proxy.async by "
+            f"the thread of that wait after it"
+        )
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         site = v.meta.site_text(v.aux)
         wait = f"the cp_async_wait at {site}" if site else "the cp_async_wait"

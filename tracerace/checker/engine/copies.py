@@ -27,7 +27,6 @@ from .layout import (
     AG_FENCES,
     AG_RETIRED,
     CP_ARRIVE_BITS,
-    CP_GROUP_MAX,
     E_CP_GROUP_OVERFLOW,
     E_WAIT_GROUP,
     FN_AUX,
@@ -40,8 +39,10 @@ from .layout import (
     KIND_BULK,
     KIND_CP,
     OK,
+    SV_CP_GROUP_MAX,
     SV_ERR_A,
     SV_ERR_B,
+    SV_ERR_C,
     SV_FEN_TOP,
 )
 from .memory import CopyOp, copy
@@ -139,9 +140,10 @@ def on_bulk_reduce(t, c, i, ev, a, epoch):
 def on_cp_commit(t, c, i, ev, a, epoch):
     """Close the open group: the next copy's stamp is the next group's first."""
     group = t.ag[a, AG_CP_OPEN] >> CP_ARRIVE_BITS
-    if group >= CP_GROUP_MAX:
+    if group >= t.sv[SV_CP_GROUP_MAX]:
         t.sv[SV_ERR_A] = ev.block
         t.sv[SV_ERR_B] = ev.thread
+        t.sv[SV_ERR_C] = t.sv[SV_CP_GROUP_MAX]
         return E_CP_GROUP_OVERFLOW
     t.ag[a, AG_CP_OPEN] = (group + 1) << CP_ARRIVE_BITS
     return OK

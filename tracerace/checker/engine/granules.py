@@ -501,18 +501,26 @@ def check_proxy_fence(
     write (a cp.async destination: after the wait that retired it) and before
     what orders it before the access, else a ``proxy_fence`` candidate."""
     xa = nodes[x, N_AGENT]
+    # An async agent's write that happens before the access need not be
+    # performed: knowing a TMA agent's later copy knows its earlier ones,
+    # and one of a phase no wait returned on (or of an mbarrier not yet
+    # initialized) stays in flight. Such a write is no W (the reference's
+    # ``writes_seen`` leaves it out).
     if nodes[x, N_INFO] & I_ASYNC and ag[xa, AG_KIND] == KIND_TMA:
         # An st_async destination: the write of the first waiter on its
-        # phase, performed at that wait (x is retired: the wait has been).
+        # phase, performed at that wait.
         f = first_wait(ag, fen, xa, nodes[x, N_EPOCH])
+        if f < 0:
+            return 0  # not performed yet: no write for rule 7 (below)
         w = fen[f, FN_VAL]
         after = fen[f, FN_EPOCH]
     elif nodes[x, N_INFO] & I_ASYNC:
         # A cp.async destination: the write of the thread of the wait that
         # retired it (its issuer's, or an mbar_wait's on a phase that tracked
-        # it), performed at that wait (x happens before the access, so that
-        # wait has been).
+        # it), performed at that wait.
         f = retiring_wait(ag, fen, xa, nodes[x, N_EPOCH])
+        if f < 0:
+            return 0
         w = cp_waiter(ag, fen, xa, f)
         after = fen[f, FN_EPOCH]
     else:

@@ -66,7 +66,11 @@ SV_FIXED_SHARED = 43
 SV_SHARDS = 44
 SV_SHARD = 45
 SV_STRETCH_SHIFT = 46
-SV_FIELDS = 47
+# The most cp.async groups a thread commits in a launch, and
+# cp_async_mbar_arrive rows with copies in one group (badinput.cp_limits).
+SV_CP_GROUP_MAX = 47
+SV_CP_ARRIVES_MAX = 48
+SV_FIELDS = 49
 VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 
 # Snapshots (clocks): a row per snapshot id, padded to one cache line.
@@ -229,7 +233,6 @@ KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
 # AG_CP_OPEN is its next copy's; AG_CP_RET and AG_RETIRED are stamps too).
 CP_ARRIVE_BITS = badinput.CP_ARRIVE_BITS
 CP_ARRIVES_MASK = np.int64(badinput.CP_ARRIVES_MAX)
-CP_GROUP_MAX = np.int64(badinput.CP_GROUP_MAX)
 # AG_FENCES heads the agent's log in ``fen``: fence_proxy_async epochs for a
 # thread, retiring waits for a cp.async agent, phases for a TMA agent (below).
 # AG_ISSUER: an async agent's thread; AG_MBAR: a TMA agent's mbarrier address.

@@ -72,6 +72,7 @@ from .layout import (
     OK,
     SV_ARR_FREE,
     SV_ARR_USED,
+    SV_CP_ARRIVES_MAX,
     SV_ERR_A,
     SV_ERR_B,
     SV_ERR_C,
@@ -618,9 +619,10 @@ def on_cp_async_mbar_arrive(t, c, i, ev, a, epoch):
     ca = ag[a, AG_CP_AGENT]
     if ca >= 0 and ag[ca, AG_EPOCH] > 0:
         stamp = ag[a, AG_CP_OPEN]
-        if stamp & CP_ARRIVES_MASK == CP_ARRIVES_MASK:
+        if stamp & CP_ARRIVES_MASK >= sv[SV_CP_ARRIVES_MAX]:
             sv[SV_ERR_A] = ev.block
             sv[SV_ERR_B] = ev.thread
+            sv[SV_ERR_C] = sv[SV_CP_ARRIVES_MAX]
             return E_CP_ARRIVE_OVERFLOW
         f = sv[SV_FEN_TOP]
         sv[SV_FEN_TOP] += 1

@@ -228,6 +228,8 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
             else:
                 f = retiring_wait(ag, fen, xa, nodes[x, N_EPOCH])
                 cand[kind, C_AUX] = cp_wait_site(fen, f)
+                if fen[f, FN_AUX] < 0:  # retired by an mbar_wait
+                    cand[kind, C_CODE] = R.PROXY_CP_ASYNC_MBAR_DEST
     elif kind != O.K_UNINIT_READ and (info & I_ASYNC) == 0:
         if ag[t, AG_WEAK_AGENT] == xa and ag[t, AG_WEAK_EPOCH] >= nodes[x, N_EPOCH]:
             cand[kind, C_CODE] = R.RACE_WEAK_SYNC

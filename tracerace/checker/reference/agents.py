@@ -40,8 +40,9 @@ class AgentState:
     cp_open: int = 1 << CP_ARRIVE_BITS
     cp_retired: int = 0  # the stamp its own cp_async_waits retired up to
     # Waits that retired its cp.async copies, in replay order: (stamp
-    # retired up to, the waiter's epoch, site, the waiter): its own
-    # cp_async_waits, and the first mbar_wait on a phase that tracked them.
+    # retired up to, the waiter's epoch, site, the waiter, an mbar_wait):
+    # its own cp_async_waits, and the first mbar_wait on a phase that
+    # tracked them.
     cp_retire_log: list = field(default_factory=list)
     cp_last_clock: Clock | None = None  # its clock at its latest cp_async
     bulk_open: int = 1

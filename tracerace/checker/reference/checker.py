@@ -43,8 +43,12 @@ class ReferenceChecker(
     """One replay: the state of every concern, and ``step``, which hands each event
     to its op's handler (``HANDLERS``); the rules are the mixins' methods."""
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, cp_limits: tuple[int, int] | None = None) -> None:
+        """``cp_limits``: the most cp.async groups a thread commits in a launch
+        and cp_async_mbar_arrive rows with copies in one group (rule
+        ``count-overflow``; tests make them small), else what a stamp holds."""
         self.path = path
+        self.cp_group_max, self.cp_arrives_max = badinput.cp_limits(cp_limits)
         self.launch = -1
         self.agents: dict[tuple, AgentState] = {}
         self.history: dict[tuple, list[Access]] = defaultdict(list)
@@ -171,8 +175,10 @@ def check_trace(
     *,
     progress: Callable[[int], None] | None = None,
     on_findings: Callable[[np.ndarray], None] | None = None,
+    cp_limits: tuple[int, int] | None = None,
 ) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the reference checker
-    (``on_findings``: see :meth:`ReferenceChecker.run`)."""
-    checker = ReferenceChecker(path=reader.meta.path)
+    (``on_findings``: see :meth:`ReferenceChecker.run`; ``cp_limits``: see
+    :class:`ReferenceChecker`)."""
+    checker = ReferenceChecker(path=reader.meta.path, cp_limits=cp_limits)
     return checker.run(reader, progress, on_findings)

@@ -57,8 +57,10 @@ class Copies:
 
     def on_cp_commit(self, row: int, ev: dict, st: AgentState) -> None:
         group = cp_group(st.cp_open)
-        if group >= badinput.CP_GROUP_MAX:
-            raise self.error(row, badinput.CP_GROUP_OVERFLOW, ev["block"], ev["thread"])
+        if group >= self.cp_group_max:
+            raise self.error(
+                row, badinput.CP_GROUP_OVERFLOW, ev["block"], ev["thread"], self.cp_group_max
+            )
         st.cp_open = (group + 1) << badinput.CP_ARRIVE_BITS
 
     def on_bulk_commit(self, row: int, ev: dict, st: AgentState) -> None:
@@ -77,7 +79,7 @@ class Copies:
             upto = max(upto, cp_stamp(group))
         raise_entry(st.clock, agent, upto)
         if upto > self.async_retired[agent]:
-            st.cp_retire_log.append((upto, st.epoch, ev["site"], st.key))
+            st.cp_retire_log.append((upto, st.epoch, ev["site"], st.key, False))
             self.async_retired[agent] = upto
         st.cp_retired = upto
 

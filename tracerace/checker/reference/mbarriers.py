@@ -208,7 +208,7 @@ class MBarriers:
             if self.async_retired[agent] < stamp:
                 self.async_retired[agent] = stamp
                 log = self.agents[agent[:4]].cp_retire_log
-                log.append((stamp, st.epoch, ev["site"], st.key))
+                log.append((stamp, st.epoch, ev["site"], st.key, True))
 
     def on_cp_async_mbar_arrive(self, row: int, ev: dict, st: AgentState) -> None:
         """cp.async.mbarrier.arrive(.noinc): the thread's cp.async copies so far
@@ -222,8 +222,14 @@ class MBarriers:
             self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
             return
         if st.cp_last_clock is not None:
-            if st.cp_open & badinput.CP_ARRIVES_MAX == badinput.CP_ARRIVES_MAX:
-                raise self.error(row, badinput.CP_ARRIVE_OVERFLOW, ev["block"], ev["thread"])
+            if st.cp_open & badinput.CP_ARRIVES_MAX >= self.cp_arrives_max:
+                raise self.error(
+                    row,
+                    badinput.CP_ARRIVE_OVERFLOW,
+                    ev["block"],
+                    ev["thread"],
+                    self.cp_arrives_max,
+                )
             agent = st.key + (CP,)
             join(mb.clock, st.cp_last_clock)
             raise_entry(mb.clock, agent, st.cp_open)

@@ -168,7 +168,7 @@ class Races:
             return prev.copy_kind, prev.copy_group, 0
         if kind == O.K_PROXY_FENCE:
             if prev.is_async_agent:
-                return R.PROXY_CP_ASYNC_DEST, self.retiring_wait(prev)[2], 0
+                return self.proxy_code(prev), self.retiring_wait(prev)[2], 0
             return R.PROXY_GENERIC_WRITE, 0, 0
         if kind not in (O.K_RAW, O.K_WAR, O.K_WAW) or prev.is_async_agent:
             return 0, 0, 0

@@ -660,6 +660,15 @@ def test_bulk_reduce_racy_a_read_before_the_bulk_wait():
     assert findings(t) == {(len(t.events) - 1, int(K.ASYNC_INFLIGHT), 5)}
 
 
+def test_bulk_reductions_explained_as_reductions():
+    from tracerace.report.explain import explain
+
+    f = assert_agree(bulk_reduce_pair("read").events, []).findings[0]
+    assert explain(f).startswith("bulk reduction issued")
+    f = assert_agree(bulk_reduce_peer_pair("read").events, []).findings[0]
+    assert explain(f).startswith("bulk reduction issued")
+
+
 def test_bulk_reduce_fixed_a_read_after_the_bulk_wait_and_a_signal():
     assert findings(bulk_reduce_pair("read", wait=True)) == set()
     assert findings(bulk_reduce_pair("atomic", wait=True)) == set()

@@ -38,7 +38,11 @@ COPY_OPS = frozenset(
 )
 """Ops whose memory access is made by an async agent, reported at the issue row."""
 
-ASYNC_STORES = {int(Op.ST_ASYNC): "st.async store", int(Op.RED_ASYNC): "red.async reduction"}
+ASYNC_STORES = {
+    int(Op.ST_ASYNC): "st.async store",
+    int(Op.RED_ASYNC): "red.async reduction",
+    int(Op.BULK_REDUCE_PEER): "bulk reduction",
+}
 """The stores that complete bytes on an mbarrier, as findings name them."""
 
 KIND_TITLES = {
@@ -265,8 +269,9 @@ def _async_inflight(v: FindingView) -> str:
             f"no cp_async_wait retired its group before {access}"
         )
     if v.code == reasons.INFLIGHT_BULK_STORE:
+        what = "bulk reduction" if v.prev_op == int(Op.BULK_REDUCE) else "bulk/TMA store"
         return (
-            f"bulk/TMA store issued{at} by {issuer} in {bulk_group} was still in flight: "
+            f"{what} issued{at} by {issuer} in {bulk_group} was still in flight: "
             f"no bulk_wait retired its group before {access}"
         )
     if v.code == reasons.INFLIGHT_TMA_LOAD:

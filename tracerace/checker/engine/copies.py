@@ -1,6 +1,6 @@
 """The async copies a thread issues and waits for: cp.async and bulk (TMA) stores and
 bulk reductions, their commit groups and waits (the reference's ``on_cp_async``,
-``on_tma_store``, ``on_bulk_reduce``, ``on_cp_commit``, ``on_bulk_commit``,
+``on_tma_store`` (also ``bulk_reduce``), ``on_cp_commit``, ``on_bulk_commit``,
 ``on_cp_wait``, ``on_bulk_wait``).
 """
 
@@ -122,17 +122,12 @@ def on_cp_async(t, c, i, ev, a, epoch):
 
 @jit_leaf
 def on_tma_store(t, c, i, ev, a, epoch):
-    """A bulk (TMA) store: a copy by the async proxy into the open bulk group."""
+    """A bulk (TMA) store: a copy by the async proxy into the open bulk group
+    (a bulk_reduce: its destination write a relaxed device-scope atomic)."""
     ca = agent_of(t, a, AG_BULK_AGENT, KIND_BULK)
-    issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_BULK_OPEN], I_PROXY, 0, R.INFLIGHT_BULK_STORE)
-
-
-@jit_leaf
-def on_bulk_reduce(t, c, i, ev, a, epoch):
-    """A bulk reduction into global memory: a bulk store whose destination
-    write is a relaxed device-scope atomic."""
-    ca = agent_of(t, a, AG_BULK_AGENT, KIND_BULK)
-    dst_bits = I_ATOMIC | (O.SCOPE_DEVICE << I_SCOPE_SHIFT)
+    dst_bits = np.int64(0)
+    if ev.op == O.BULK_REDUCE:
+        dst_bits = np.int64(I_ATOMIC | (O.SCOPE_DEVICE << I_SCOPE_SHIFT))
     issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_BULK_OPEN], I_PROXY, dst_bits, R.INFLIGHT_BULK_STORE)
 
 

@@ -24,7 +24,6 @@ from .barriers import on_barrier
 from .clusters import on_cluster_arrive, on_cluster_wait
 from .copies import (
     on_bulk_commit,
-    on_bulk_reduce,
     on_bulk_wait,
     on_cp_async,
     on_cp_commit,
@@ -251,7 +250,7 @@ def replay(c, row0, start, t, gpos):
             status = on_wait(t, c, i, ev, a, epoch)
         elif op == O.CP_ASYNC:
             on_cp_async(t, c, i, ev, a, epoch)
-        elif op == O.TMA_STORE:
+        elif op == O.TMA_STORE or op == O.BULK_REDUCE:
             on_tma_store(t, c, i, ev, a, epoch)
         elif op == O.CP_ASYNC_COMMIT:
             status = on_cp_commit(t, c, i, ev, a, epoch)
@@ -261,7 +260,7 @@ def replay(c, row0, start, t, gpos):
             status = on_cp_wait(t, c, i, ev, a, epoch)
         elif op == O.BULK_WAIT:
             status = on_bulk_wait(t, c, i, ev, a, epoch)
-        elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER:
+        elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER or op == O.BULK_REDUCE_PEER:
             status = on_tma_load(t, c, i, ev, a, epoch)
         elif op == O.ST_ASYNC or op == O.RED_ASYNC:
             status = on_st_async(t, c, i, ev, a, epoch)
@@ -281,10 +280,6 @@ def replay(c, row0, start, t, gpos):
             status = on_cluster_arrive(t, c, i, ev, a, epoch)
         elif op == O.CLUSTER_WAIT:
             status = on_cluster_wait(t, c, i, ev, a, epoch)
-        elif op == O.BULK_REDUCE_PEER:
-            status = on_tma_load(t, c, i, ev, a, epoch)
-        elif op == O.BULK_REDUCE:
-            on_bulk_reduce(t, c, i, ev, a, epoch)
         elif op == O.CP_ASYNC_MBAR_ARRIVE or op == O.CP_ASYNC_MBAR_ARRIVE_NOINC:
             status = on_cp_async_mbar_arrive(t, c, i, ev, a, epoch)
         if status != OK:

@@ -149,7 +149,7 @@ HANDLERS: dict[int, Callable] = {
     O.RED_ASYNC: ReferenceChecker.on_st_async,
     O.BULK_REDUCE_PEER: ReferenceChecker.on_tma_load,  # its destination: an atomic
     O.TMA_STORE: ReferenceChecker.on_tma_store,
-    O.BULK_REDUCE: ReferenceChecker.on_bulk_reduce,
+    O.BULK_REDUCE: ReferenceChecker.on_tma_store,  # its destination: an atomic
     O.BULK_COMMIT: ReferenceChecker.on_bulk_commit,
     O.BULK_WAIT: ReferenceChecker.on_bulk_wait,
     O.MBAR_INIT: ReferenceChecker.on_mbar_init,

@@ -31,6 +31,8 @@ class Copies:
         )
 
     def on_tma_store(self, row: int, ev: dict, st: AgentState) -> None:
+        """A bulk store (a bulk_reduce: its destination write is a relaxed
+        device-scope atomic)."""
         self.copy(
             row,
             ev,
@@ -39,20 +41,7 @@ class Copies:
             st.bulk_open,
             proxy_async=True,
             copy_kind=R.INFLIGHT_BULK_STORE,
-        )
-
-    def on_bulk_reduce(self, row: int, ev: dict, st: AgentState) -> None:
-        """A bulk reduction into global memory: a bulk store (its group, the
-        async proxy) whose destination is a relaxed device-scope atomic."""
-        self.copy(
-            row,
-            ev,
-            st,
-            st.key + (BULK,),
-            st.bulk_open,
-            proxy_async=True,
-            copy_kind=R.INFLIGHT_BULK_STORE,
-            dst_scope=O.SCOPE_DEVICE,
+            dst_scope=O.SCOPE_DEVICE if ev["op"] == O.BULK_REDUCE else None,
         )
 
     def on_cp_commit(self, row: int, ev: dict, st: AgentState) -> None:

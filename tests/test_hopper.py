@@ -958,3 +958,29 @@ def test_info_counts_the_bytes_st_async_and_red_async_store():
     )
     shared = trace_info(table).spaces["shared"]
     assert (shared.accesses, shared.lo, shared.hi) == (2, 8, 48)
+
+
+def test_info_counts_both_sides_of_bulk_reductions():
+    from tracerace.trace.info import trace_info
+    from tracerace.trace.writer import make_table
+
+    table = make_table(
+        dict(
+            ts=[0, 1],
+            op=["bulk_reduce", "bulk_reduce_peer"],
+            launch=0,
+            block=0,
+            thread=0,
+            peer=1,
+            space=[0, 1],
+            addr=[4096, 64],
+            space2=1,
+            addr2=[0, 32],
+            size=16,
+            obj=64,
+        )
+    )
+    info = trace_info(table)
+    glob, shared = info.spaces["global"], info.spaces["shared"]
+    assert (glob.accesses, glob.lo, glob.hi) == (1, 4096, 4112)
+    assert (shared.accesses, shared.lo, shared.hi) == (3, 0, 80)

@@ -436,80 +436,13 @@ def on_mbar_init(t, c, i, ev, a, epoch):
 
 
 @jit_leaf
-def on_cp_async_mbar_arrive(t, c, i, ev, a, epoch):
-    """cp.async.mbarrier.arrive(.noinc): the thread's cp.async copies so far
-    arrive on the open phase with the thread's clock at its latest copy (its
-    cp.async agent keeps it), and are retired by the first wait on the phase
-    (a ``fen`` row is kept for that wait's log entry now, so the wait needs
-    no room of its own). Later copies get the next stamp. Without ``.noinc``
-    the arrival adds the pending arrival it takes, with it it is one of the
-    expected ones (one more than is pending is a misuse)."""
-    sv, ag, mbs = t.sv, t.ag, t.mbs
-    mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))
-    if not_initialized(t, c, i, ev, a, mslot):
-        return OK
-    ca = ag[a, AG_CP_AGENT]
-    if ca >= 0 and ag[ca, AG_EPOCH] > 0:
-        stamp = ag[a, AG_CP_OPEN]
-        if stamp & CP_ARRIVES_MASK >= sv[SV_CP_ARRIVES_MAX]:
-            sv[SV_ERR_A] = ev.block
-            sv[SV_ERR_B] = ev.thread
-            sv[SV_ERR_C] = sv[SV_CP_ARRIVES_MAX]
-            return E_CP_ARRIVE_OVERFLOW
-        f = sv[SV_FEN_TOP]
-        sv[SV_FEN_TOP] += 1
-        h = add_arrival(
-            t.arr,
-            sv,
-            t.snaps,
-            mbs[mslot, MB_ARRIVALS],
-            ag[ca, AG_BASE],
-            a,
-            ag[ca, AG_EPOCH],
-            0,
-        )
-        mbs[mslot, MB_ARRIVALS] = add_arrival(
-            t.arr, sv, t.snaps, h, 0, ca, stamp, ARF_CP | (f << ARF_CP_LOG_SHIFT)
-        )
-        ag[a, AG_CP_OPEN] = stamp + 1
-    if ev.op == O.CP_ASYNC_MBAR_ARRIVE_NOINC:
-        if mbs[mslot, MB_PENDING] < 1:
-            misuse(
-                t.find,
-                sv,
-                ag,
-                a,
-                R.MBAR_ARRIVAL_UNDERFLOW,
-                ev.row,
-                ev.launch,
-                ev.block,
-                ev.thread,
-                ev.op,
-                ev.ts,
-                ev.site,
-                np.int64(c.peer[i]),
-                np.int64(c.obj[i]),
-            )
-        else:
-            mbs[mslot, MB_PENDING] -= 1
-    arrived(t, c, i, ev, a, mslot)
-    return OK
-
-
-@jit_leaf
 def on_mbar_arrive(t, c, i, ev, a, epoch):
-    """An arrival of ``arg`` counts (1 if 0); more than are pending is a misuse.
-    The replay hands the cp_async_mbar_arrive rows here too, for
-    ``on_cp_async_mbar_arrive``: one call site in ``replay`` less (each costs
-    the access path instructions, ``bench/README.md``)."""
-    if ev.op != O.MBAR_ARRIVE:
-        return on_cp_async_mbar_arrive(t, c, i, ev, a, epoch)
+    """An arrival of ``arg`` counts (1 if 0); more than are pending is a misuse."""
     mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))
     if not_initialized(t, c, i, ev, a, mslot):
-        return OK
+        return
     arg = np.int64(c.arg[i])
     arrive(t, c, i, ev, a, epoch, mslot, arg if arg > 0 else 1)
-    return OK
 
 
 @jit_leaf
@@ -668,6 +601,67 @@ def on_mbar_wait(t, c, i, ev, a, epoch):
         k = arr[k, AR_NEXT]
     free_arrivals(arr, t.sv, t.snaps, mbs[mslot, tcol])
     mbs[mslot, tcol] = -1
+
+
+@jit_leaf
+def on_cp_async_mbar_arrive(t, c, i, ev, a, epoch):
+    """cp.async.mbarrier.arrive(.noinc): the thread's cp.async copies so far
+    arrive on the open phase with the thread's clock at its latest copy (its
+    cp.async agent keeps it), and are retired by the first wait on the phase
+    (a ``fen`` row is kept for that wait's log entry now, so the wait needs
+    no room of its own). Later copies get the next stamp. Without ``.noinc``
+    the arrival adds the pending arrival it takes, with it it is one of the
+    expected ones (one more than is pending is a misuse)."""
+    sv, ag, mbs = t.sv, t.ag, t.mbs
+    mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))
+    if not_initialized(t, c, i, ev, a, mslot):
+        return OK
+    ca = ag[a, AG_CP_AGENT]
+    if ca >= 0 and ag[ca, AG_EPOCH] > 0:
+        stamp = ag[a, AG_CP_OPEN]
+        if stamp & CP_ARRIVES_MASK >= sv[SV_CP_ARRIVES_MAX]:
+            sv[SV_ERR_A] = ev.block
+            sv[SV_ERR_B] = ev.thread
+            sv[SV_ERR_C] = sv[SV_CP_ARRIVES_MAX]
+            return E_CP_ARRIVE_OVERFLOW
+        f = sv[SV_FEN_TOP]
+        sv[SV_FEN_TOP] += 1
+        h = add_arrival(
+            t.arr,
+            sv,
+            t.snaps,
+            mbs[mslot, MB_ARRIVALS],
+            ag[ca, AG_BASE],
+            a,
+            ag[ca, AG_EPOCH],
+            0,
+        )
+        mbs[mslot, MB_ARRIVALS] = add_arrival(
+            t.arr, sv, t.snaps, h, 0, ca, stamp, ARF_CP | (f << ARF_CP_LOG_SHIFT)
+        )
+        ag[a, AG_CP_OPEN] = stamp + 1
+    if ev.op == O.CP_ASYNC_MBAR_ARRIVE_NOINC:
+        if mbs[mslot, MB_PENDING] < 1:
+            misuse(
+                t.find,
+                sv,
+                ag,
+                a,
+                R.MBAR_ARRIVAL_UNDERFLOW,
+                ev.row,
+                ev.launch,
+                ev.block,
+                ev.thread,
+                ev.op,
+                ev.ts,
+                ev.site,
+                np.int64(c.peer[i]),
+                np.int64(c.obj[i]),
+            )
+        else:
+            mbs[mslot, MB_PENDING] -= 1
+    arrived(t, c, i, ev, a, mslot)
+    return OK
 
 
 @jit_leaf

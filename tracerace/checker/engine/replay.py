@@ -58,6 +58,7 @@ from .layout import (
 )
 from .locks import on_acquire, on_release
 from .mbarriers import (
+    on_cp_async_mbar_arrive,
     on_mbar_arrive,
     on_mbar_arrive_drop,
     on_mbar_expect_tx,
@@ -265,12 +266,8 @@ def replay(c, row0, start, t, gpos):
             status = on_st_async(t, c, i, ev, a, epoch)
         elif op == O.MBAR_INIT:
             status = on_mbar_init(t, c, i, ev, a, epoch)
-        elif (
-            op == O.MBAR_ARRIVE
-            or op == O.CP_ASYNC_MBAR_ARRIVE
-            or op == O.CP_ASYNC_MBAR_ARRIVE_NOINC
-        ):
-            status = on_mbar_arrive(t, c, i, ev, a, epoch)
+        elif op == O.MBAR_ARRIVE:
+            on_mbar_arrive(t, c, i, ev, a, epoch)
         elif op == O.MBAR_EXPECT_TX:
             status = on_mbar_expect_tx(t, c, i, ev, a, epoch)
         elif op == O.MBAR_WAIT:
@@ -283,6 +280,8 @@ def replay(c, row0, start, t, gpos):
             status = on_cluster_arrive(t, c, i, ev, a, epoch)
         elif op == O.CLUSTER_WAIT:
             status = on_cluster_wait(t, c, i, ev, a, epoch)
+        elif op == O.CP_ASYNC_MBAR_ARRIVE or op == O.CP_ASYNC_MBAR_ARRIVE_NOINC:
+            status = on_cp_async_mbar_arrive(t, c, i, ev, a, epoch)
         if status != OK:
             return status, i
     return OK, n

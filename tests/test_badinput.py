@@ -76,7 +76,25 @@ BAD = {
         (0, 1, 0),
     ),
     badinput.CLUSTER_WAIT_ALONE: (lambda t: t.cluster_wait(0, 1), 0, (0, 1, 0)),
+    # cp.async stamps (format section 9), within limits made small (cp_limits)
+    badinput.CP_GROUP_OVERFLOW: (
+        lambda t: t.cp_async_commit(0, 2).cp_async_commit(0, 2).cp_async_commit(0, 2),
+        2,
+        (0, 2, 3),
+    ),
+    badinput.CP_ARRIVE_OVERFLOW: (
+        lambda t: (
+            t.mbar_init(0, 0, obj=8, arg=5)
+            .cp_async(0, 0, space=1, addr=0, size=4, space2=0, addr2=0)
+            .cp_async_mbar_arrive(0, 0, obj=8)
+            .cp_async_mbar_arrive(0, 0, obj=8)
+            .cp_async_mbar_arrive(0, 0, obj=8)
+        ),
+        4,
+        (0, 0, 2),
+    ),
 }
+CP_LIMITS = (3, 2)  # the checkers' cp_limits in these tests
 
 
 def errors(build) -> list[TraceError]:
@@ -85,7 +103,7 @@ def errors(build) -> list[TraceError]:
     out = []
     for checker in (reference, engine):
         with pytest.raises(TraceError) as err:
-            checker.check_trace(t.reader())
+            checker.check_trace(t.reader(), cp_limits=CP_LIMITS)
         out.append(err.value)
     return out
 

@@ -60,8 +60,15 @@ PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS = "proxy_steps", "proxy_write", "proxy_gr
 # The Hopper/Blackwell ops (format section 9) that the checkers replay, drawn
 # only when ``traces(hopper=True)``: cluster barriers (scheduled so that a
 # thread held in cluster_wait runs again after the generation's last arrival)
-# mbarrier arrive-and-drop, bulk copies between blocks, st.async stores and
-# red.async reductions (on the atomics' words too).
+# mbarrier arrive-and-drop, bulk copies between blocks, st.async stores,
+# red.async reductions and bulk reductions (on the atomics' words too, in
+# global and shared memory), and cp.async copies made to arrive on an
+# mbarrier; with them the macro CP_MBAR: a thread's copies to a shared
+# window of its own (CP_MBAR_WINDOW), in one or two groups, made to arrive
+# (.noinc or not), now and then a copy after the arrival, its own
+# cp_async_wait or arrival; another thread of its block waits on the phase
+# (or not), maybe fences the proxies, and reads the window by the generic or
+# the async proxy.
 HOPPER_OPS = [
     Op.CLUSTER_ARRIVE,
     Op.CLUSTER_ARRIVE_RELAXED,
@@ -71,13 +78,23 @@ HOPPER_OPS = [
     Op.BULK_COPY_PEER,
     Op.ST_ASYNC,
     Op.RED_ASYNC,
+    Op.BULK_REDUCE,
+    Op.BULK_REDUCE_PEER,
+    Op.CP_ASYNC_MBAR_ARRIVE,
+    Op.CP_ASYNC_MBAR_ARRIVE_NOINC,
 ]
+CP_MBAR = "cp_mbar"
+HOPPER_MACROS = [CP_MBAR, CP_MBAR]
 SYNC_MACROS = [RELEASE, ACQUIRE]
 ASYNC_MACROS = [TMA_READ, CP_TO_PROXY, PROXY_STEPS, PROXY_WRITE, PROXY_GROUPS]
 PROXY_WINDOW = 48  # shared [48, 64): CP_TO_PROXY's and the PROXY_* macros'
 FLAG = 8  # the hand-off flag's address (atomics also use 0 and 4)
 HANDOFF = 5  # PROXY_GROUPS' signal object (SIGNAL draws 0 to 2)
 GROUPS_WINDOW = 256  # shared [256, 272): PROXY_GROUPS' own, out of every other access's reach
+# shared [288, 304): CP_MBAR's own. Its copies meet no plain write there:
+# with one, copies of three threads reach the engine's known limit of rule 7
+# (docs/status.md: a write that raced one copy and happens before another).
+CP_MBAR_WINDOW = 288
 
 # Counts at the edge of the format's int64 ``arg`` (signals and transaction
 # counts whose sums pass it are bad input in both checkers), and a flag past
@@ -130,6 +147,52 @@ def _macro(draw, name: str, base: dict, others: list[int]) -> list[dict]:
         if draw(st.booleans()):
             out.append(ev(Op.MBAR_WAIT, obj=obj, arg=draw(st.integers(0, 1))))
         out.append(ev(Op.READ, space=1, addr=draw(st.sampled_from([32, 40])), size=4))
+        return out
+    if name == CP_MBAR:
+        y = draw(st.sampled_from(others)) if others else base["thread"]
+        obj = draw(st.sampled_from([64, 72]))
+
+        def copy():
+            return ev(
+                Op.CP_ASYNC,
+                space=1,
+                addr=CP_MBAR_WINDOW + draw(st.sampled_from([0, 4, 8])),
+                size=draw(st.sampled_from([4, 8])),
+                space2=0,
+                addr2=draw(st.integers(0, 8)),
+            )
+
+        out = []
+        if draw(st.booleans()):
+            out.append(ev(Op.MBAR_INIT, obj=obj, arg=draw(st.integers(1, 2))))
+        for _ in range(draw(st.integers(1, 2))):
+            out.append(copy())
+            if draw(st.integers(0, 2)) == 0:
+                out.append(ev(Op.CP_ASYNC_COMMIT))
+        noinc = draw(st.booleans())
+        arrive = Op.CP_ASYNC_MBAR_ARRIVE_NOINC if noinc else Op.CP_ASYNC_MBAR_ARRIVE
+        out.append(ev(arrive, obj=obj))
+        if draw(st.integers(0, 3)) == 0:
+            out.append(copy())
+        if draw(st.integers(0, 3)) == 0:
+            out.append(ev(Op.CP_ASYNC_WAIT, arg=draw(st.integers(0, 1))))
+        if not noinc and draw(st.booleans()):
+            out.append(ev(Op.MBAR_ARRIVE, obj=obj))
+        if draw(st.integers(0, 4)):
+            out.append({**ev(Op.MBAR_WAIT, obj=obj, arg=draw(st.integers(0, 1))), "thread": y})
+        if draw(st.booleans()):
+            out.append({**ev(Op.FENCE_PROXY_ASYNC), "thread": y})
+        addr = CP_MBAR_WINDOW + draw(st.sampled_from([0, 4, 8]))
+        if draw(st.integers(0, 2)):
+            out.append(
+                {
+                    **ev(Op.READ, space=1, addr=addr, size=4, proxy=draw(st.integers(0, 1))),
+                    "thread": y,
+                }
+            )
+        else:
+            tma = ev(Op.TMA_STORE, space=0, addr=draw(st.sampled_from([0, 4096])), size=8)
+            out.append({**tma, "space2": 1, "addr2": addr, "thread": y})
         return out
     if name == PROXY_GROUPS:
         # Thread x writes and hands off (a signal of 2, a wait of 1 each) to
@@ -305,7 +368,7 @@ def traces(
             + (ASYNC_OPS + ASYNC_MACROS if async_ops else [])
         )
         if hopper:
-            ops += HOPPER_OPS * 2
+            ops += HOPPER_OPS * 2 + HOPPER_MACROS
         # Cluster barriers: each thread's arrival not yet waited for
         # ("pending", or "done" once its generation completed), and each
         # cluster's open generation [count, arrivers].
@@ -390,20 +453,30 @@ def traces(
             elif op == Op.CLUSTER_WAIT:
                 if (block, thread) not in arrived and draw(st.integers(0, 20)) != 0:
                     continue
-            elif op in (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER):
+            elif op in (
+                Op.CP_ASYNC,
+                Op.TMA_LOAD,
+                Op.TMA_STORE,
+                Op.BULK_COPY_PEER,
+                Op.BULK_REDUCE,
+                Op.BULK_REDUCE_PEER,
+            ):
                 ev["size"] = draw(st.sampled_from(copy_sizes))
-                if op == Op.TMA_STORE:
-                    ev.update(space=0, addr=draw(addrs), space2=1, addr2=draw(addrs))
+                reduce = op in (Op.BULK_REDUCE, Op.BULK_REDUCE_PEER)
+                # Reductions land on the atomics' words now and then.
+                dst = st.sampled_from([0, 4, 8]) if reduce and draw(st.booleans()) else addrs
+                if op in (Op.TMA_STORE, Op.BULK_REDUCE):
+                    ev.update(space=0, addr=draw(dst), space2=1, addr2=draw(addrs))
                 else:
                     ev.update(
                         space=1,
-                        addr=draw(addrs),
-                        space2=int(op == Op.BULK_COPY_PEER),
+                        addr=draw(dst),
+                        space2=int(op in (Op.BULK_COPY_PEER, Op.BULK_REDUCE_PEER)),
                         addr2=draw(addrs),
                     )
                     if n_blocks > 1 and draw(st.integers(0, 3)) == 0:
                         ev["peer"] = draw(st.integers(0, n_blocks - 1))
-                if op in (Op.TMA_LOAD, Op.BULK_COPY_PEER):
+                if op in (Op.TMA_LOAD, Op.BULK_COPY_PEER, Op.BULK_REDUCE_PEER):
                     ev["obj"] = draw(st.sampled_from([64, 72]))
             elif op in (Op.ST_ASYNC, Op.RED_ASYNC):
                 red = op == Op.RED_ASYNC
@@ -424,6 +497,8 @@ def traces(
                 Op.MBAR_WAIT,
                 Op.MBAR_INVAL,
                 Op.MBAR_ARRIVE_DROP,
+                Op.CP_ASYNC_MBAR_ARRIVE,
+                Op.CP_ASYNC_MBAR_ARRIVE_NOINC,
             ):
                 ev["obj"] = draw(st.sampled_from([64, 72]))
                 if op == Op.MBAR_INIT:
@@ -434,7 +509,8 @@ def traces(
                     ev["arg"] = draw(st.sampled_from([4, 8, 16, 32] * 4 + [INT64_MAX, INT64_MIN]))
                 elif op == Op.MBAR_WAIT:
                     ev["arg"] = draw(st.integers(0, 1))
-                if n_blocks > 1 and draw(st.integers(0, 4)) == 0:
+                own = op in (Op.CP_ASYNC_MBAR_ARRIVE, Op.CP_ASYNC_MBAR_ARRIVE_NOINC)
+                if not own and n_blocks > 1 and draw(st.integers(0, 4)) == 0:
                     ev["peer"] = draw(st.integers(0, n_blocks - 1))
             ev["ts"] = ts
             ev["site"] = draw(st.integers(0, 3))

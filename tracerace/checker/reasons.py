@@ -20,7 +20,11 @@ RACE_UNFENCED_BARRIER = 2
 # proxy_fence
 PROXY_GENERIC_WRITE = 0  # a thread's generic-proxy store (the fence goes after it)
 PROXY_CP_ASYNC_DEST = 1  # a cp.async destination: aux is the site of the cp_async_wait
-# that retired it (the fence goes after that wait)
+# that retired it (the fence goes after that wait); an st_async destination: aux is
+# the site of the first mbar_wait on its phase (the fence goes after it, by its thread)
+PROXY_CP_ASYNC_MBAR_DEST = 2  # a cp.async destination retired by the first mbar_wait
+# on a phase that tracked it (cp_async_mbar_arrive): aux is that wait's site (the
+# fence goes after it, by the thread of that wait)
 
 # weak_sync_aux's ``how``
 WEAK_SCOPE = 0  # a scope (release or acquire side) does not contain both agents
@@ -60,7 +64,10 @@ NAMES = {
     "raw": _RACE_NAMES,
     "war": _RACE_NAMES,
     "waw": _RACE_NAMES,
-    "proxy_fence": {PROXY_CP_ASYNC_DEST: "cp.async destination not fenced after its wait"},
+    "proxy_fence": {
+        PROXY_CP_ASYNC_DEST: "cp.async destination not fenced after its wait",
+        PROXY_CP_ASYNC_MBAR_DEST: "cp.async destination not fenced after the mbarrier wait",
+    },
     "barrier_mismatch": {
         BAR_ARG_DISAGREES: "arrivals disagree on the thread count",
         BAR_INCOMPLETE: "generation never completed",

@@ -88,7 +88,8 @@ N_KINDS = len(HazardKind)
 
 _COPY_OPS = np.zeros(256, dtype=bool)
 _COPY_OPS[[int(op) for op in (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER)]] = True
-_COPY_OPS[[int(Op.ST_ASYNC), int(Op.RED_ASYNC)]] = True
+_COPY_OPS[[int(op) for op in (Op.ST_ASYNC, Op.RED_ASYNC)]] = True
+_COPY_OPS[[int(op) for op in (Op.BULK_REDUCE, Op.BULK_REDUCE_PEER)]] = True
 _U64_MAX = np.iinfo(np.uint64).max
 
 ALIAS_DTYPE = np.dtype(

@@ -30,13 +30,19 @@ COPY_OPS = frozenset(
         Op.TMA_LOAD,
         Op.TMA_STORE,
         Op.BULK_COPY_PEER,
+        Op.BULK_REDUCE,
+        Op.BULK_REDUCE_PEER,
         Op.ST_ASYNC,
         Op.RED_ASYNC,
     )
 )
 """Ops whose memory access is made by an async agent, reported at the issue row."""
 
-ASYNC_STORES = {int(Op.ST_ASYNC): "st.async store", int(Op.RED_ASYNC): "red.async reduction"}
+ASYNC_STORES = {
+    int(Op.ST_ASYNC): "st.async store",
+    int(Op.RED_ASYNC): "red.async reduction",
+    int(Op.BULK_REDUCE_PEER): "bulk reduction",
+}
 """The stores that complete bytes on an mbarrier, as findings name them."""
 
 KIND_TITLES = {
@@ -263,8 +269,9 @@ def _async_inflight(v: FindingView) -> str:
             f"no cp_async_wait retired its group before {access}"
         )
     if v.code == reasons.INFLIGHT_BULK_STORE:
+        what = "bulk reduction" if v.prev_op == int(Op.BULK_REDUCE) else "bulk/TMA store"
         return (
-            f"bulk/TMA store issued{at} by {issuer} in {bulk_group} was still in flight: "
+            f"{what} issued{at} by {issuer} in {bulk_group} was still in flight: "
             f"no bulk_wait retired its group before {access}"
         )
     if v.code == reasons.INFLIGHT_TMA_LOAD:
@@ -287,6 +294,16 @@ def _proxy_fence(v: FindingView) -> str:
             f"through the generic proxy, performed at {wait}, the first to return on its "
             f"phase, and the async-proxy {op_name(v.op)} by {v.agent()}{v.at()} reads them "
             f"with no fence.proxy.async by the thread of that wait after it"
+        )
+    if v.code == reasons.PROXY_CP_ASYNC_MBAR_DEST:
+        site = v.meta.site_text(v.aux)
+        wait = f"the mbar_wait at {site}" if site else "the mbar_wait"
+        return (
+            f"the cp.async copy issued{v.at(True)} by {v.agent(True)} arrived on an mbarrier "
+            f"(cp.async.mbarrier.arrive) and wrote these bytes through the generic proxy, "
+            f"performed at {wait}, the first to return on that phase; the async-proxy "
+            f"{op_name(v.op)} by {v.agent()}{v.at()} reads them with no fence.proxy.async by "
+            f"the thread of that wait after it"
         )
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         site = v.meta.site_text(v.aux)

@@ -353,6 +353,14 @@ def _proxy_fence(v: FindingView, w: _Words, buffer: str | None) -> Hint:
             f"before the async-proxy access at {w.l2}, by the thread of that wait",
             wait_site,
         )
+    if v.code == reasons.PROXY_CP_ASYNC_MBAR_DEST:
+        wait_site = v.meta.site_text(v.aux)
+        wait = line_of(wait_site, "the first mbarrier wait on the phase the copies arrived on")
+        return Hint(
+            f"`fence.proxy.async` after {wait} (the wait that retires the cp.async copy) "
+            f"before the async-proxy access at {w.l2}, by the thread of that wait",
+            wait_site,
+        )
     if v.code == reasons.PROXY_CP_ASYNC_DEST:
         wait_site = v.meta.site_text(v.aux)
         wait = line_of(wait_site, "the cp.async wait that retires the copy")

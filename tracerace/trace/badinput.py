@@ -134,6 +134,43 @@ CLUSTER_WAIT_ALONE = Rule(
     "cluster {cluster} without a cluster arrival since its last wait",
 )
 
+# cp.async copies tracked by an mbarrier (trace format section 9). The
+# checkers tell a thread's copies apart by (group, the thread's
+# cp_async_mbar_arrive rows in that group so far), packed in one int64
+# (``CP_ARRIVE_BITS`` low bits for the rows): past either limit they would
+# wrap, so a trace that goes there is refused.
+CP_ARRIVE_BITS = 32
+CP_GROUP_MAX = (1 << (63 - CP_ARRIVE_BITS)) - 1
+"""The most cp.async groups one thread may have in a launch, the open one included."""
+CP_ARRIVES_MAX = (1 << CP_ARRIVE_BITS) - 1
+"""The most cp_async_mbar_arrive rows of one thread in one cp.async group."""
+CP_GROUP_OVERFLOW = Rule(
+    23,
+    "count-overflow",
+    ("block", "thread", "limit"),
+    "thread ({block},{thread}) commits a cp.async group past the {limit} groups "
+    "(the open one included) that tracerace counts for a thread in one launch",
+)
+CP_ARRIVE_OVERFLOW = Rule(
+    24,
+    "count-overflow",
+    ("block", "thread", "limit"),
+    "thread ({block},{thread}) has more than {limit} cp_async_mbar_arrive rows "
+    "with copies in one cp.async group, the most tracerace counts",
+)
+
+
+def cp_limits(limits: tuple[int, int] | None) -> tuple[int, int]:
+    """The (groups, cp_async_mbar_arrive rows) a checker counts up to:
+    ``limits``, which tests make small, or ``CP_GROUP_MAX``/``CP_ARRIVES_MAX``."""
+    if limits is None:
+        return CP_GROUP_MAX, CP_ARRIVES_MAX
+    groups, arrives = limits
+    if not (1 <= groups <= CP_GROUP_MAX and 0 <= arrives <= CP_ARRIVES_MAX):
+        raise ValueError(f"cp_limits {limits}: past what a copy's stamp holds")
+    return groups, arrives
+
+
 RULES = {
     rule.code: rule
     for rule in (
@@ -150,10 +187,12 @@ RULES = {
         CLUSTER_COUNT,
         CLUSTER_ARRIVE_AGAIN,
         CLUSTER_WAIT_ALONE,
+        CP_GROUP_OVERFLOW,
+        CP_ARRIVE_OVERFLOW,
     )
 }
 """Every replay rule by its engine status code."""
-assert len(RULES) == 13 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
+assert len(RULES) == 15 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
 
 
 def error(rule: Rule | int, *values: int, path: str | None, row: int) -> TraceError:

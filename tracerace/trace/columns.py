@@ -84,6 +84,26 @@ _SPACE2_OF = np.full(256, NO_SPACE, dtype=np.int16)
 for _op, (_space, _space2) in OP_SPACES.items():
     _SPACE_OF[_op] = _space
     _SPACE2_OF[_op] = _space2
+OP_SIZES: dict[Op, tuple[int, ...]] = {
+    Op.ST_ASYNC: (4, 8, 16),  # .b32, .b64, .v2.b32, .v4.b32 / .v2.b64
+    Op.RED_ASYNC: (4, 8),  # .b32/.u32/.s32, .b64/.u64
+}
+"""Rule ``op-size``: the sizes an extension op's rows may hold."""
+_SIZED = np.zeros(256, dtype=bool)
+_SIZED[list(OP_SIZES)] = True
+
+
+def _size_allowed(op: np.ndarray, size: np.ndarray) -> np.ndarray:
+    ok = np.zeros(len(op), dtype=bool)
+    for code, sizes in OP_SIZES.items():
+        ok |= (op == code) & np.isin(size, sizes)
+    return ok
+
+
+_OWN_MBARRIER = np.zeros(256, dtype=bool)
+_OWN_MBARRIER[[Op.CP_ASYNC_MBAR_ARRIVE, Op.CP_ASYNC_MBAR_ARRIVE_NOINC]] = True
+"""Rule ``op-space`` too: ops whose mbarrier is the row's own block's (PTX has
+only their ``.shared::cta`` form), so ``peer`` must be ``block``."""
 ADDRESS_END = (1 << 64) - 1
 """The largest end (``addr + size``) of a byte range: it must fit a uint64."""
 
@@ -261,6 +281,30 @@ class RowChecks:
             13,
             "op-space",
             lambda r: _op_space_message(int(op[r]), int(cols["space"][r]), int(cols["space2"][r])),
+        )
+        size = cols["size"]
+        sized = _SIZED[op]
+        if sized.any():
+            first(
+                sized & ~_size_allowed(op, size),
+                15,
+                "op-size",
+                lambda r: (
+                    f"{Op(int(op[r])).label} stores "
+                    f"{' or '.join(map(str, OP_SIZES[Op(int(op[r]))]))} bytes; "
+                    f"the row has size {int(size[r])}"
+                ),
+            )
+        own = _OWN_MBARRIER[op] & (cols["peer"] != cols["block"])
+        first(
+            own,
+            14,
+            "op-space",
+            lambda r: (
+                f"{Op(int(op[r])).label} arrives on an mbarrier of its own block: "
+                f"peer must be the row's block {int(cols['block'][r])}, "
+                f"the row has peer {int(cols['peer'][r])}"
+            ),
         )
         return found
 

@@ -16,7 +16,16 @@ import numpy as np
 
 from ..shown import shown
 from .meta import Buffer
-from .ops import BULK_COPY_PEER, CP_ASYNC, TMA_LOAD, TMA_STORE, Op, Space
+from .ops import (
+    BULK_COPY_PEER,
+    BULK_REDUCE,
+    BULK_REDUCE_PEER,
+    CP_ASYNC,
+    TMA_LOAD,
+    TMA_STORE,
+    Op,
+    Space,
+)
 from .reader import DEFAULT_BATCH_SIZE, Batch, open_trace
 
 # Ops whose (space, addr, size) is the memory they access.
@@ -30,6 +39,8 @@ _COPIES = (
     (TMA_LOAD, int(Space.SHARED), int(Space.GLOBAL)),
     (TMA_STORE, int(Space.GLOBAL), int(Space.SHARED)),
     (BULK_COPY_PEER, int(Space.SHARED), int(Space.SHARED)),
+    (BULK_REDUCE, int(Space.GLOBAL), int(Space.SHARED)),
+    (BULK_REDUCE_PEER, int(Space.SHARED), int(Space.SHARED)),
 )
 
 _CONTAINERS = {

@@ -107,17 +107,10 @@ class Severity(IntEnum):
         return self.name.lower()
 
 
-UNCHECKED_OPS = frozenset(
-    {
-        Op.BULK_REDUCE,
-        Op.BULK_REDUCE_PEER,
-        Op.CP_ASYNC_MBAR_ARRIVE,
-        Op.CP_ASYNC_MBAR_ARRIVE_NOINC,
-    }
-)
-"""Ops the format defines that the checkers do not replay yet: the reader rejects
-them (rule ``unknown-op``) rather than let a checker skip an event, which could
-hide a race or invent one."""
+UNCHECKED_OPS: frozenset[Op] = frozenset()
+"""Ops the format defines that the checkers do not replay yet (none now): the
+reader rejects them (rule ``unknown-op``) rather than let a checker skip an
+event, which could hide a race or invent one."""
 
 OP_CODES = frozenset(int(op) for op in Op if op not in UNCHECKED_OPS)
 """The op codes a trace may hold for this reader."""

@@ -31,6 +31,7 @@ from .layout import (
     AG_KIND,
     AG_THREAD,
     AG_WEAK_AGENT,
+    CP_ARRIVE_BITS,
     KIND_THREAD,
     N_LEVELS,
     SV_N_AGENTS,
@@ -55,7 +56,7 @@ def new_agent(ag, sv, block, thread, cluster, kind):
     for lvl in range(N_LEVELS):
         ag[a, AG_FREL_BASE + lvl] = -1
     ag[a, AG_FENCES] = -1
-    ag[a, AG_CP_OPEN] = 1
+    ag[a, AG_CP_OPEN] = np.int64(1) << CP_ARRIVE_BITS  # group 1's first stamp
     ag[a, AG_BULK_OPEN] = 1
     ag[a, AG_CP_AGENT] = -1
     ag[a, AG_BULK_AGENT] = -1

@@ -9,6 +9,7 @@ import numpy as np
 from ..jit import jit_inline, jit_leaf
 from .layout import (
     AG_FENCES,
+    AG_ISSUER,
     AG_KIND,
     AG_RETIRED,
     FN_AUX,
@@ -43,6 +44,25 @@ def retiring_wait(ag, fen, ca, group):
         found = f
         f = fen[f, FN_NEXT]
     return found
+
+
+@jit_inline
+def cp_waiter(ag, fen, ca, f):
+    """The thread of log entry ``f`` of cp.async agent ``ca``: its issuer, or
+    the thread of the mbar_wait that retired the copies."""
+    aux = fen[f, FN_AUX]
+    if aux < 0:
+        return fen[-aux - 1, FN_VAL]
+    return ag[ca, AG_ISSUER]
+
+
+@jit_inline
+def cp_wait_site(fen, f):
+    """The site of the wait of log entry ``f`` of a cp.async agent."""
+    aux = fen[f, FN_AUX]
+    if aux < 0:
+        return fen[-aux - 1, FN_AUX]
+    return aux
 
 
 @jit_inline

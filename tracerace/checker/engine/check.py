@@ -64,6 +64,7 @@ def check_trace(
     stretch_shift: int | None = None,
     raw: bool = False,
     handover_rows: int = FIND_HANDOVER_ROWS,
+    cp_limits: tuple[int, int] | None = None,
 ) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the Numba engine.
 
@@ -95,8 +96,9 @@ def check_trace(
     (:mod:`.shards`, in stretches of ``1 << stretch_shift`` bytes;
     :mod:`tracerace.checker.parallel` merges the shards). ``raw``:
     ``on_findings`` (required) gets the pool's int64 rows, with the rank
-    that merging needs (``layout.F_RANK``), instead of records."""
-    st = EngineState(page_shift, sizes, shared_shift, shard, stretch_shift)
+    that merging needs (``layout.F_RANK``), instead of records. ``cp_limits``:
+    see :class:`.state.EngineState`."""
+    st = EngineState(page_shift, sizes, shared_shift, shard, stretch_shift, cp_limits)
     take = st.take_rows if raw else st.take_findings
     hand = _same if raw else records
     st.rows_total = reader.meta.num_rows

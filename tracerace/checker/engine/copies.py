@@ -1,37 +1,48 @@
-"""The async copies a thread issues and waits for: cp.async and bulk (TMA) stores, their
-commit groups and waits (the reference's ``on_cp_async``, ``on_tma_store``,
-``on_cp_commit``, ``on_bulk_commit``, ``on_cp_wait``, ``on_bulk_wait``).
+"""The async copies a thread issues and waits for: cp.async and bulk (TMA) stores and
+bulk reductions, their commit groups and waits (the reference's ``on_cp_async``,
+``on_tma_store`` (also ``bulk_reduce``), ``on_cp_commit``, ``on_bulk_commit``,
+``on_cp_wait``, ``on_bulk_wait``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ...trace import ops as O
 from .. import reasons as R
 from ..jit import jit_inline, jit_leaf
-from .agents import async_agent, join_into
+from .agents import async_agent, join_into, set_base
 from .granules import shadow_of
 from .layout import (
     AG_BARGEN,
     AG_BAROBJ,
+    AG_BASE,
     AG_BULK_AGENT,
     AG_BULK_OPEN,
     AG_BULK_RET,
     AG_CP_AGENT,
     AG_CP_OPEN,
     AG_CP_RET,
+    AG_EPOCH,
     AG_FENCES,
     AG_RETIRED,
+    CP_ARRIVE_BITS,
+    E_CP_GROUP_OVERFLOW,
     E_WAIT_GROUP,
     FN_AUX,
     FN_EPOCH,
     FN_NEXT,
     FN_VAL,
+    I_ATOMIC,
     I_PROXY,
+    I_SCOPE_SHIFT,
     KIND_BULK,
     KIND_CP,
     OK,
+    SV_CP_GROUP_MAX,
     SV_ERR_A,
+    SV_ERR_B,
+    SV_ERR_C,
     SV_FEN_TOP,
 )
 from .memory import CopyOp, copy
@@ -53,9 +64,10 @@ def agent_of(t, a, col, kind):
 
 
 @jit_inline
-def issue_copy(t, c, i, ev, a, ca, group, bits, kind):
+def issue_copy(t, c, i, ev, a, ca, group, bits, dst_bits, kind):
     """A copy issued by thread ``a`` into commit group ``group`` of its async
-    agent ``ca``: the agent reads the source and writes the destination."""
+    agent ``ca`` (a cp.async agent's: a stamp): the agent reads the source
+    and writes the destination."""
     sv, ag, find, cand = t.sv, t.ag, t.find, t.cand
     if copy(
         shadow_of(t),
@@ -64,6 +76,7 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, kind):
             ca,
             group,
             np.int64(bits),
+            np.int64(dst_bits),
             np.int64(kind),
             ev.row,
             ev.ts,
@@ -96,21 +109,39 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, kind):
 
 @jit_leaf
 def on_cp_async(t, c, i, ev, a, epoch):
-    """cp.async: a copy into the thread's open cp.async group."""
+    """cp.async: a copy into the thread's open cp.async group. Its agent keeps
+    the thread's clock at its latest copy, for a cp_async_mbar_arrive (its
+    base changes only after a join, so mostly once per group)."""
+    ag = t.ag
     ca = agent_of(t, a, AG_CP_AGENT, KIND_CP)
-    issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_CP_OPEN], 0, R.INFLIGHT_CP_ASYNC)
+    issue_copy(t, c, i, ev, a, ca, ag[a, AG_CP_OPEN], 0, 0, R.INFLIGHT_CP_ASYNC)
+    if ag[ca, AG_BASE] != ag[a, AG_BASE]:
+        set_base(ag, t.snaps, t.sv, ca, ag[a, AG_BASE])
+    ag[ca, AG_EPOCH] = epoch
 
 
 @jit_leaf
 def on_tma_store(t, c, i, ev, a, epoch):
-    """A bulk (TMA) store: a copy by the async proxy into the open bulk group."""
+    """A bulk (TMA) store: a copy by the async proxy into the open bulk group
+    (a bulk_reduce: its destination write a relaxed device-scope atomic)."""
     ca = agent_of(t, a, AG_BULK_AGENT, KIND_BULK)
-    issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_BULK_OPEN], I_PROXY, R.INFLIGHT_BULK_STORE)
+    dst_bits = np.int64(0)
+    if ev.op == O.BULK_REDUCE:
+        dst_bits = np.int64(I_ATOMIC | (O.SCOPE_DEVICE << I_SCOPE_SHIFT))
+    issue_copy(t, c, i, ev, a, ca, t.ag[a, AG_BULK_OPEN], I_PROXY, dst_bits, R.INFLIGHT_BULK_STORE)
 
 
 @jit_inline
 def on_cp_commit(t, c, i, ev, a, epoch):
-    t.ag[a, AG_CP_OPEN] += 1
+    """Close the open group: the next copy's stamp is the next group's first."""
+    group = t.ag[a, AG_CP_OPEN] >> CP_ARRIVE_BITS
+    if group >= t.sv[SV_CP_GROUP_MAX]:
+        t.sv[SV_ERR_A] = ev.block
+        t.sv[SV_ERR_B] = ev.thread
+        t.sv[SV_ERR_C] = t.sv[SV_CP_GROUP_MAX]
+        return E_CP_GROUP_OVERFLOW
+    t.ag[a, AG_CP_OPEN] = (group + 1) << CP_ARRIVE_BITS
+    return OK
 
 
 @jit_inline
@@ -129,15 +160,20 @@ def retire_groups(t, a, ca, upto):
 
 @jit_leaf
 def on_cp_wait(t, c, i, ev, a, epoch):
-    """cp.async.wait_group N: every group but the newest N is complete."""
+    """cp.async.wait_group N: every group but the newest N is complete (its
+    last stamp retired); a wait that retires copies no wait retired before
+    is logged for rule 7."""
     sv, ag, fen = t.sv, t.ag, t.fen
     pending = np.int64(c.arg[i])
     if pending < 0:
         sv[SV_ERR_A] = pending
         return E_WAIT_GROUP
     ca = agent_of(t, a, AG_CP_AGENT, KIND_CP)
-    upto = max(ag[a, AG_CP_RET], ag[a, AG_CP_OPEN] - 1 - pending)
-    if upto > ag[a, AG_CP_RET]:  # a retiring wait: rule 7 fences go after it
+    upto = ag[a, AG_CP_RET]
+    group = (ag[a, AG_CP_OPEN] >> CP_ARRIVE_BITS) - 1 - pending
+    if group > 0:
+        upto = max(upto, ((group + 1) << CP_ARRIVE_BITS) - 1)
+    if upto > ag[ca, AG_RETIRED]:  # a retiring wait: rule 7 fences go after it
         f = sv[SV_FEN_TOP]
         sv[SV_FEN_TOP] += 1
         fen[f, FN_NEXT] = ag[ca, AG_FENCES]

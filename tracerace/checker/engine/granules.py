@@ -11,11 +11,10 @@ import numpy as np
 from ...trace import ops as O
 from ..jit import jit_inline, jit_inline_ir, jit_leaf, store_row_nt
 from .agents import known
-from .async_copies import copy_retired, first_wait, proxy_fenced, retiring_wait
+from .async_copies import copy_retired, cp_waiter, first_wait, proxy_fenced, retiring_wait
 from .layout import (
     AG_BARGEN,
     AG_BAROBJ,
-    AG_ISSUER,
     AG_KIND,
     FN_EPOCH,
     FN_VAL,
@@ -29,6 +28,7 @@ from .layout import (
     I_ATOMIC,
     I_PROXY,
     I_RACED,
+    I_SHADE_HIDES,
     I_WRITE,
     K_SHADOW_EPOCH,
     KIND_TMA,
@@ -373,18 +373,35 @@ def check_writes(
         if info_shadow(xinfo) and copy_retired(
             ag, fen, shadow_agent(cold, x), cold[x, K_SHADOW_EPOCH]
         ):
-            # A retired copy that x happens before covers these bytes.
-            xm &= ~info_shadow(xinfo)
-            if xm == 0:
-                unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
-                x = nxt
-                continue
-            xinfo = with_shadow(with_mask(xinfo, xm), np.int64(0))
+            # A retired copy that x happens before covers these bytes (an
+            # async atomic's hides them).
+            if xinfo & I_SHADE_HIDES:
+                hide_bytes(cold, x, info_shadow(xinfo))
+                xinfo = with_shadow(xinfo, np.int64(0)) & ~np.int64(I_SHADE_HIDES)
+            else:
+                xm &= ~info_shadow(xinfo)
+                if xm == 0:
+                    unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
+                    x = nxt
+                    continue
+                xinfo = with_shadow(with_mask(xinfo, xm), np.int64(0))
             nodes[x, N_INFO] = xinfo
         if xm & m:
             xa = nodes[x, N_AGENT]
             kind = race_kind(
-                ag, snaps, arena_a, arena_e, fen, nodes, x, t, True, is_write, is_atomic, scope
+                ag,
+                snaps,
+                arena_a,
+                arena_e,
+                fen,
+                nodes,
+                x,
+                t,
+                True,
+                is_write,
+                is_atomic,
+                scope,
+                is_copy and is_proxy,
             )
             if kind >= 0:
                 offer(cand, kind, ag, nodes, cold, fen, x, 1, aw, space, owner, addr, end, t)
@@ -442,34 +459,39 @@ def check_writes(
                     x = nxt
                     continue
                 nodes[x, N_INFO] = with_mask(xinfo, xm)
-            elif kind == ORDERED and is_atomic:
+            elif kind == ORDERED and is_atomic and not is_copy:
                 hide_bytes(cold, x, xm & m)
             elif kind == ORDERED and is_copy and is_write:
-                shade(ag, nodes, cold, x, xinfo, xm & m, a, epoch)
+                shade(ag, nodes, cold, x, xinfo, xm & m, a, epoch, is_atomic)
         prev = x
         x = nxt
     return found, after_all
 
 
 @jit_inline
-def shade(ag, nodes, cold, x, xinfo, m, a, epoch):
+def shade(ag, nodes, cold, x, xinfo, m, a, epoch, atomic):
     """Copy ``epoch`` of async agent ``a``, which write ``x`` happens before,
     shadows the bytes ``m`` of ``x`` (one shadow per node). Where ``x`` is
     already shadowed by a copy still in flight, the copy that retires first
     is kept when that is known: the same group of the same agent shadows
     both sets of bytes; an older group of the same cp.async or bulk agent
     (retired no later) keeps its own when it already covers ``m``. Otherwise
-    the newer copy replaces the older one."""
+    the newer copy replaces the older one. An ``atomic`` copy (red_async, a
+    bulk reduction) hides the bytes once retired instead of dropping them
+    (``I_SHADE_HIDES``; when one group shadows for both, hiding is what is
+    kept: hidden bytes stay in the list, which only costs room)."""
     old = info_shadow(xinfo)
+    hides = np.int64(I_SHADE_HIDES) if atomic else np.int64(0)
     if old and shadow_agent(cold, x) == a and ag[a, AG_KIND] != KIND_TMA:
         e = cold[x, K_SHADOW_EPOCH]
         if e == epoch:
             m |= old
+            hides |= xinfo & I_SHADE_HIDES
         elif e < epoch and (m & ~old) == 0:
             return
     set_shadow_agent(cold, x, a)
     cold[x, K_SHADOW_EPOCH] = epoch
-    nodes[x, N_INFO] = with_shadow(xinfo, m)
+    nodes[x, N_INFO] = (with_shadow(xinfo, m) & ~np.int64(I_SHADE_HIDES)) | hides
 
 
 @jit_inline
@@ -481,17 +503,28 @@ def check_proxy_fence(
     write (a cp.async destination: after the wait that retired it) and before
     what orders it before the access, else a ``proxy_fence`` candidate."""
     xa = nodes[x, N_AGENT]
+    # An async agent's write that happens before the access need not be
+    # performed: knowing a TMA agent's later copy knows its earlier ones,
+    # and one of a phase no wait returned on (or of an mbarrier not yet
+    # initialized) stays in flight. Such a write is no W (the reference's
+    # ``writes_seen`` leaves it out).
     if nodes[x, N_INFO] & I_ASYNC and ag[xa, AG_KIND] == KIND_TMA:
         # An st_async destination: the write of the first waiter on its
-        # phase, performed at that wait (x is retired: the wait has been).
+        # phase, performed at that wait.
         f = first_wait(ag, fen, xa, nodes[x, N_EPOCH])
+        if f < 0:
+            return 0  # not performed yet: no write for rule 7 (below)
         w = fen[f, FN_VAL]
         after = fen[f, FN_EPOCH]
     elif nodes[x, N_INFO] & I_ASYNC:
-        # A cp.async destination: its issuer's write, performed at the wait
-        # that retired it (x happens before the access, so that wait has been).
-        w = ag[xa, AG_ISSUER]
-        after = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_EPOCH]
+        # A cp.async destination: the write of the thread of the wait that
+        # retired it (its issuer's, or an mbar_wait's on a phase that tracked
+        # it), performed at that wait.
+        f = retiring_wait(ag, fen, xa, nodes[x, N_EPOCH])
+        if f < 0:
+            return 0
+        w = cp_waiter(ag, fen, xa, f)
+        after = fen[f, FN_EPOCH]
     else:
         w = xa
         after = nodes[x, N_EPOCH]
@@ -512,7 +545,9 @@ def check_reads(
     x = gran[slot, G_READS]
     while x >= 0:
         if info_mask(nodes[x, N_INFO]) & m:
-            kind = race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, False, True, False, 0)
+            kind = race_kind(
+                ag, snaps, arena_a, arena_e, fen, nodes, x, t, False, True, False, 0, False
+            )
             if kind >= 0:
                 offer(cand, kind, ag, nodes, cold, fen, x, 0, 1, space, owner, addr, end, t)
                 found = 1

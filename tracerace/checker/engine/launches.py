@@ -32,6 +32,8 @@ from .layout import (
     OK,
     SV_AR_FREE,
     SV_ARR_FREE,
+    SV_CP_ARRIVES_MAX,
+    SV_CP_GROUP_MAX,
     SV_ED_TOP,
     SV_FIELDS,
     SV_FIXED_SHARED,
@@ -89,6 +91,8 @@ KEEP[
         SV_SHARDS,
         SV_SHARD,
         SV_STRETCH_SHIFT,
+        SV_CP_GROUP_MAX,
+        SV_CP_ARRIVES_MAX,
     ]
 ] = True
 

@@ -66,7 +66,11 @@ SV_FIXED_SHARED = 43
 SV_SHARDS = 44
 SV_SHARD = 45
 SV_STRETCH_SHIFT = 46
-SV_FIELDS = 47
+# The most cp.async groups a thread commits in a launch, and
+# cp_async_mbar_arrive rows with copies in one group (badinput.cp_limits).
+SV_CP_GROUP_MAX = 47
+SV_CP_ARRIVES_MAX = 48
+SV_FIELDS = 49
 VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 
 # Snapshots (clocks): a row per snapshot id, padded to one cache line.
@@ -116,6 +120,11 @@ I_COPY_SHIFT = 32  # 2 bits: reasons.INFLIGHT_*
 I_COPY_BITS = 3
 I_AFTER_ALL = 1 << 34  # a copy's write that every older write to its bytes here happens before
 I_RACED = 1 << 35  # a write that a newer copy's write raced (it does not happen before it)
+# The node's shadow is an async atomic's (red_async, a bulk reduction): once
+# retired it hides the bytes from the proxy rule, as a thread's atomic does
+# at its row, and leaves them in the list (a later atomic that pairs with the
+# shadowing one may still race this write).
+I_SHADE_HIDES = 1 << 36
 I_SHADOW_SHIFT = 40  # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none)
 
 
@@ -216,6 +225,14 @@ AG_CL_DONE = AG_CL_PEND + 1
 AG_FIELDS = 40  # five aligned cache lines
 assert AG_CL_DONE < AG_FIELDS
 KIND_THREAD, KIND_CP, KIND_BULK, KIND_TMA = 0, 1, 2, 3
+# A cp.async agent's row keeps its issuer's clock at the issuer's latest copy
+# in AG_BASE (a snapshot it holds) and AG_EPOCH (0: no copy yet), columns
+# that otherwise mean a thread's own clock: what a cp_async_mbar_arrive gives
+# the phase. Its copies' epochs are stamps, (group << CP_ARRIVE_BITS) | the
+# issuer's cp_async_mbar_arrive rows in the group so far (the issuer's
+# AG_CP_OPEN is its next copy's; AG_CP_RET and AG_RETIRED are stamps too).
+CP_ARRIVE_BITS = badinput.CP_ARRIVE_BITS
+CP_ARRIVES_MASK = np.int64(badinput.CP_ARRIVES_MAX)
 # AG_FENCES heads the agent's log in ``fen``: fence_proxy_async epochs for a
 # thread, retiring waits for a cp.async agent, phases for a TMA agent (below).
 # AG_ISSUER: an async agent's thread; AG_MBAR: a TMA agent's mbarrier address.
@@ -255,6 +272,12 @@ GN_FIELDS = 23
 AR_NEXT, AR_BASE, AR_AGENT, AR_EPOCH, AR_FLAG = range(5)
 AR_FIELDS = 5
 ARF_WAITER, ARF_TMA = 1, 2
+# An mbarrier arrival of cp.async copies (cp_async_mbar_arrive): agent the
+# cp.async agent, epoch the stamp they go up to; the flag's bits from
+# ARF_CP_LOG_SHIFT up hold the ``fen`` row kept for the log entry of the
+# wait that retires them.
+ARF_CP = 128
+ARF_CP_LOG_SHIFT = 8
 ARF_NOJOIN = 4  # a barrier arrival that does not fence this view's memory: no clock given or taken
 ARF_CLUSTER = 8  # a cluster-barrier arrival: its thread takes the clock when it waits
 ARF_FENCE_SHIFT = 4  # a barrier arrival's fence_spaces, in its flag
@@ -323,7 +346,8 @@ ED_FIELDS = 3
 MB_FIELDS = 18
 # MB_INITS: mbar_inits so far (a phase is known by (init number << 32) | phase).
 # MB_TMA0/1: per parity, the tma_loads (arrival records: agent, load number)
-# that completed the latest completed phase, until a wait retires them.
+# and the cp.async copies (ARF_CP) that completed the latest completed phase,
+# until a wait retires them.
 
 # The clock-value workspace ``cvs`` (rows: at least the arrival, signal and
 # releasing-atomic pools', so a join of any of them fits): merge_many reads
@@ -337,8 +361,10 @@ RL_FIELDS = 5
 
 # Agent logs, newest first (head: AG_FENCES):
 # - thread: fence_proxy_async, at FN_EPOCH;
-# - cp.async agent: waits that retired groups: FN_EPOCH the issuer's epoch at
-#   the wait, FN_VAL the groups retired up to, FN_AUX the wait's site;
+# - cp.async agent: waits that retired its copies: FN_EPOCH the waiter's
+#   epoch at the wait, FN_VAL the stamp retired up to, FN_AUX the wait's site
+#   (the issuer's cp_async_wait), or -(1 + the entry of the first mbar_wait
+#   on a phase that tracked them, below) when that wait retired them;
 # - TMA agent: phases its loads complete: FN_EPOCH the first load number in
 #   the phase, FN_VAL the phase key, FN_AUX 0, or once a wait returned on
 #   it 1 + the index of that first wait's entry: FN_EPOCH the waiter's epoch
@@ -428,6 +454,8 @@ E_CLUSTER_ORDER = badinput.CLUSTER_ORDER.code
 E_CLUSTER_COUNT = badinput.CLUSTER_COUNT.code
 E_CLUSTER_AGAIN = badinput.CLUSTER_ARRIVE_AGAIN.code
 E_CLUSTER_WAIT = badinput.CLUSTER_WAIT_ALONE.code
+E_CP_GROUP_OVERFLOW = badinput.CP_GROUP_OVERFLOW.code
+E_CP_ARRIVE_OVERFLOW = badinput.CP_ARRIVE_OVERFLOW.code
 COUNT_MAX = np.int64(badinput.COUNT_MAX)
 """The largest pending-signal or transaction count (the format's int64 ``arg``)."""
 COUNT_MIN = np.int64(badinput.COUNT_MIN)
@@ -551,6 +579,7 @@ def _info_fields_are_disjoint() -> None:
         "copy": I_COPY_BITS << I_COPY_SHIFT,
         "after_all": I_AFTER_ALL,
         "raced": I_RACED,
+        "shade_hides": I_SHADE_HIDES,
         "shadow": MASK_ALL << I_SHADOW_SHIFT,
     }
     seen = 0

@@ -19,17 +19,24 @@ from .layout import (
     AG_BARGEN,
     AG_BAROBJ,
     AG_BASE,
+    AG_CP_AGENT,
+    AG_CP_OPEN,
     AG_EPOCH,
     AG_FENCES,
     AG_MBAR,
+    AG_RETIRED,
     AR_AGENT,
     AR_BASE,
     AR_EPOCH,
     AR_FLAG,
     AR_NEXT,
+    ARF_CP,
+    ARF_CP_LOG_SHIFT,
     ARF_TMA,
     COUNT_MAX,
     COUNT_MIN,
+    CP_ARRIVES_MASK,
+    E_CP_ARRIVE_OVERFLOW,
     E_MBAR_COUNT,
     E_TX_OVERFLOW,
     FN_AUX,
@@ -65,6 +72,7 @@ from .layout import (
     OK,
     SV_ARR_FREE,
     SV_ARR_USED,
+    SV_CP_ARRIVES_MAX,
     SV_ERR_A,
     SV_ERR_B,
     SV_ERR_C,
@@ -128,15 +136,16 @@ def complete_phase(
     if mbs[m, col] >= 0:
         decref(snaps, sv, mbs[m, col])
     mbs[m, col] = snap
-    # The phase's tma_loads wait, per parity, for a wait to retire them; the
-    # loads of an older phase of that parity nobody waited on stay in flight.
+    # The phase's tma_loads (and cp.async copies it tracked) wait, per parity,
+    # for a wait to retire them; those of an older phase of that parity nobody
+    # waited on stay in flight.
     tcol = MB_TMA0 + (mbs[m, MB_PHASE] & 1)
     free_arrivals(arr, sv, snaps, mbs[m, tcol])
     mbs[m, tcol] = -1
     k = head
     while k >= 0:
         nxt = arr[k, AR_NEXT]
-        if arr[k, AR_FLAG] == ARF_TMA:
+        if arr[k, AR_FLAG] == ARF_TMA or arr[k, AR_FLAG] & ARF_CP:
             arr[k, AR_NEXT] = mbs[m, tcol]
             mbs[m, tcol] = k
         else:
@@ -283,13 +292,18 @@ def flush_row(t, ev, a):
 
 @jit_leaf
 def on_tma_load(t, c, i, ev, a, epoch):
-    """A TMA load: a copy by the mbarrier's TMA agent, whose bytes count
-    against the phase's transaction count; it completes the phase (with
-    the arrivals) and is retired by the first wait on it."""
+    """A TMA load (bulk_copy_peer: from shared memory; bulk_reduce_peer: its
+    destination write a relaxed cluster-scope atomic): a copy by the
+    mbarrier's TMA agent, whose bytes count against the phase's transaction
+    count; it completes the phase (with the arrivals) and is retired by the
+    first wait on it."""
     peer = np.int64(c.peer[i])
     obj = np.int64(c.obj[i])
     mslot = mbarrier_slot(t, peer, obj)
     ta, cnt = tma_agent(t, a, mslot, obj)
+    dst_bits = np.int64(0)
+    if ev.op == O.BULK_REDUCE_PEER:
+        dst_bits = np.int64(I_ATOMIC | (O.SCOPE_CLUSTER << I_SCOPE_SHIFT))
     if copy(
         shadow_of(t),
         CopyOp(
@@ -297,6 +311,7 @@ def on_tma_load(t, c, i, ev, a, epoch):
             ta,
             cnt,
             np.int64(I_PROXY),
+            dst_bits,
             np.int64(R.INFLIGHT_TMA_LOAD),
             ev.row,
             ev.ts,
@@ -554,7 +569,10 @@ def on_mbar_wait(t, c, i, ev, a, epoch):
         return
     join_into(t.ag, t.snaps, t.arena_a, t.arena_e, t.sv, a, done, -1, 0)
     # The first wait on the phase retires its tma_loads and st_async stores,
-    # whose phase entries then name the wait's entry.
+    # whose phase entries then name the wait's entry, and the cp.async copies
+    # it tracked that no wait retired before (logged in the row the arrival
+    # kept, naming the wait's entry).
+    ag = t.ag
     tcol = MB_TMA0 + (arg & 1)
     k = mbs[mslot, tcol]
     w = np.int64(-1)
@@ -566,11 +584,84 @@ def on_mbar_wait(t, c, i, ev, a, epoch):
         fen[w, FN_VAL] = a
         fen[w, FN_AUX] = ev.site
     while k >= 0:
-        f = phase_entry(t.ag, fen, arr[k, AR_AGENT], arr[k, AR_EPOCH])
-        fen[f, FN_AUX] = w + 1
+        u = arr[k, AR_AGENT]
+        if arr[k, AR_FLAG] & ARF_CP:
+            stamp = arr[k, AR_EPOCH]
+            if ag[u, AG_RETIRED] < stamp:
+                f = arr[k, AR_FLAG] >> ARF_CP_LOG_SHIFT
+                fen[f, FN_NEXT] = ag[u, AG_FENCES]
+                fen[f, FN_EPOCH] = epoch
+                fen[f, FN_VAL] = stamp
+                fen[f, FN_AUX] = -(w + 1)
+                ag[u, AG_FENCES] = f
+                ag[u, AG_RETIRED] = stamp
+        else:
+            f = phase_entry(ag, fen, u, arr[k, AR_EPOCH])
+            fen[f, FN_AUX] = w + 1
         k = arr[k, AR_NEXT]
     free_arrivals(arr, t.sv, t.snaps, mbs[mslot, tcol])
     mbs[mslot, tcol] = -1
+
+
+@jit_leaf
+def on_cp_async_mbar_arrive(t, c, i, ev, a, epoch):
+    """cp.async.mbarrier.arrive(.noinc): the thread's cp.async copies so far
+    arrive on the open phase with the thread's clock at its latest copy (its
+    cp.async agent keeps it), and are retired by the first wait on the phase
+    (a ``fen`` row is kept for that wait's log entry now, so the wait needs
+    no room of its own). Later copies get the next stamp. Without ``.noinc``
+    the arrival adds the pending arrival it takes, with it it is one of the
+    expected ones (one more than is pending is a misuse)."""
+    sv, ag, mbs = t.sv, t.ag, t.mbs
+    mslot = mbarrier_slot(t, np.int64(c.peer[i]), np.int64(c.obj[i]))
+    if not_initialized(t, c, i, ev, a, mslot):
+        return OK
+    ca = ag[a, AG_CP_AGENT]
+    if ca >= 0 and ag[ca, AG_EPOCH] > 0:
+        stamp = ag[a, AG_CP_OPEN]
+        if stamp & CP_ARRIVES_MASK >= sv[SV_CP_ARRIVES_MAX]:
+            sv[SV_ERR_A] = ev.block
+            sv[SV_ERR_B] = ev.thread
+            sv[SV_ERR_C] = sv[SV_CP_ARRIVES_MAX]
+            return E_CP_ARRIVE_OVERFLOW
+        f = sv[SV_FEN_TOP]
+        sv[SV_FEN_TOP] += 1
+        h = add_arrival(
+            t.arr,
+            sv,
+            t.snaps,
+            mbs[mslot, MB_ARRIVALS],
+            ag[ca, AG_BASE],
+            a,
+            ag[ca, AG_EPOCH],
+            0,
+        )
+        mbs[mslot, MB_ARRIVALS] = add_arrival(
+            t.arr, sv, t.snaps, h, 0, ca, stamp, ARF_CP | (f << ARF_CP_LOG_SHIFT)
+        )
+        ag[a, AG_CP_OPEN] = stamp + 1
+    if ev.op == O.CP_ASYNC_MBAR_ARRIVE_NOINC:
+        if mbs[mslot, MB_PENDING] < 1:
+            misuse(
+                t.find,
+                sv,
+                ag,
+                a,
+                R.MBAR_ARRIVAL_UNDERFLOW,
+                ev.row,
+                ev.launch,
+                ev.block,
+                ev.thread,
+                ev.op,
+                ev.ts,
+                ev.site,
+                np.int64(c.peer[i]),
+                np.int64(c.obj[i]),
+            )
+        else:
+            mbs[mslot, MB_PENDING] -= 1
+    arrived(t, c, i, ev, a, mslot)
+    return OK
 
 
 @jit_leaf

@@ -92,13 +92,16 @@ def access_range(sh, x, lo, hi):
 
 CopyOp = namedtuple(
     "CopyOp",
-    "t ca epoch proxy_bits copy_kind row ts site op space addr size space2 addr2 block peer",
+    "t ca epoch proxy_bits dst_bits copy_kind row ts site op space addr size space2 addr2 "
+    "block peer",
 )
 """A copy of ``size`` bytes from (``space2``, ``addr2``; shared memory: of
 ``block``) to (``space``, ``addr``; shared memory: of ``peer``), issued by
 thread ``t`` and made by its copy agent ``ca`` at ``epoch``: ``proxy_bits``
-(``I_PROXY`` or 0), its ``reasons.INFLIGHT_*`` kind, and the event's row, ts,
-site and op. Every field is an int64."""
+(``I_PROXY`` or 0), ``dst_bits`` (``info`` bits of the destination write
+alone: a bulk reduction's ``I_ATOMIC`` and scope, else 0), its
+``reasons.INFLIGHT_*`` kind, and the event's row, ts, site and op. Every
+field is an int64."""
 
 
 @jit_leaf
@@ -149,7 +152,7 @@ def copy(sh, cp):
                 cp.ca,
                 cp.epoch,
                 t,
-                info | I_WRITE,
+                info | I_WRITE | cp.dst_bits,
                 cp.row,
                 cp.ts,
                 cp.site,

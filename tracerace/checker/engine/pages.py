@@ -538,7 +538,12 @@ def page_room(op, space, addr, size, space2, addr2, peer, block, a, sv, nodes, g
     g, n, r = owned_need(
         gran, nodes, sv, ivs, pst, region_of(space, peer, a, sv), space, peer, addr, size
     )
-    if op == O.CP_ASYNC or op == O.TMA_LOAD or op == O.TMA_STORE or op == O.BULK_COPY_PEER:
+    if (
+        op == O.CP_ASYNC
+        or op == O.TMA_LOAD
+        or op == O.TMA_STORE
+        or O.BULK_COPY_PEER <= op <= O.BULK_REDUCE_PEER
+    ):
         g2, n2, r2 = owned_need(
             gran, nodes, sv, ivs, pst, region_of(space2, block, a, sv), space2, block, addr2, size
         )

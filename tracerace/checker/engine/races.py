@@ -13,7 +13,7 @@ from .. import reasons as R
 from ..findings import FINDING_DTYPE
 from ..jit import jit, jit_inline, jit_leaf
 from .agents import known, reach
-from .async_copies import copy_retired, first_wait, phase_entry, retiring_wait
+from .async_copies import copy_retired, cp_wait_site, first_wait, phase_entry, retiring_wait
 from .layout import (
     AG_BARFENCE,
     AG_BARGEN,
@@ -45,6 +45,7 @@ from .layout import (
     C_PW,
     C_SPACE,
     C_VALID,
+    CP_ARRIVE_BITS,
     F_ADDR,
     F_AUX,
     F_BAR_GEN,
@@ -145,14 +146,17 @@ ATOMIC_PAIR = -2  # both are atomics of a scope that reaches both agents
 
 
 @jit_inline
-def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, is_atomic, scope):
+def race_kind(
+    ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, is_atomic, scope, reduction
+):
     """Whether the earlier access ``x`` (a write when ``x_wrote``) races with
     this access of thread ``t``, the rule of the reference's ``on_access``:
-    an access ``t`` knows of happens before it (``ORDERED``); two atomics (a
-    red_async's write included, an async agent's in the async proxy not)
-    whose scopes both reach both agents do not race (``ATOMIC_PAIR``); an
-    async copy not yet retired is ``async_inflight``; else ``waw`` or ``raw``
-    after a write, ``war`` after a read."""
+    an access ``t`` knows of happens before it (``ORDERED``); two atomics
+    whose scopes both reach both agents do not race (``ATOMIC_PAIR``) when
+    both are bulk reductions (an async agent's atomic in the async proxy:
+    ``reduction`` for this one) or neither is; an async copy not yet retired
+    is ``async_inflight``; else ``waw`` or ``raw`` after a write, ``war``
+    after a read."""
     xinfo = nodes[x, N_INFO]
     xa = nodes[x, N_AGENT]
     if known(ag, snaps, arena_a, arena_e, t, xa) >= nodes[x, N_EPOCH]:
@@ -160,7 +164,7 @@ def race_kind(ag, snaps, arena_a, arena_e, fen, nodes, x, t, x_wrote, is_write, 
     if (
         is_atomic
         and (xinfo & I_ATOMIC) != 0
-        and (xinfo & (I_ASYNC | I_PROXY)) != (I_ASYNC | I_PROXY)
+        and ((xinfo & (I_ASYNC | I_PROXY)) == (I_ASYNC | I_PROXY)) == reduction
         and min(info_scope(xinfo), scope) >= reach(ag, xa, t)
     ):
         return ATOMIC_PAIR
@@ -212,6 +216,8 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
             f = phase_entry(ag, fen, xa, nodes[x, N_EPOCH])
             cand[kind, C_AUX] = fen[f, FN_VAL] & 0xFFFFFFFF
             cand[kind, C_OBJ] = ag[xa, AG_MBAR]
+        elif ck == R.INFLIGHT_CP_ASYNC:  # the group of the copy's stamp
+            cand[kind, C_AUX] = nodes[x, N_EPOCH] >> CP_ARRIVE_BITS
         else:
             cand[kind, C_AUX] = nodes[x, N_EPOCH]
     elif kind == O.K_PROXY_FENCE:
@@ -220,7 +226,10 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
             if ag[xa, AG_KIND] == KIND_TMA:  # an st_async destination
                 cand[kind, C_AUX] = fen[first_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
             else:
-                cand[kind, C_AUX] = fen[retiring_wait(ag, fen, xa, nodes[x, N_EPOCH]), FN_AUX]
+                f = retiring_wait(ag, fen, xa, nodes[x, N_EPOCH])
+                cand[kind, C_AUX] = cp_wait_site(fen, f)
+                if fen[f, FN_AUX] < 0:  # retired by an mbar_wait
+                    cand[kind, C_CODE] = R.PROXY_CP_ASYNC_MBAR_DEST
     elif kind != O.K_UNINIT_READ and (info & I_ASYNC) == 0:
         if ag[t, AG_WEAK_AGENT] == xa and ag[t, AG_WEAK_EPOCH] >= nodes[x, N_EPOCH]:
             cand[kind, C_CODE] = R.RACE_WEAK_SYNC

@@ -58,6 +58,7 @@ from .layout import (
 )
 from .locks import on_acquire, on_release
 from .mbarriers import (
+    on_cp_async_mbar_arrive,
     on_mbar_arrive,
     on_mbar_arrive_drop,
     on_mbar_expect_tx,
@@ -221,9 +222,7 @@ def _replay_kernel(sharded):
                     or op == O.CP_ASYNC
                     or op == O.TMA_LOAD
                     or op == O.TMA_STORE
-                    or op == O.BULK_COPY_PEER
-                    or op == O.ST_ASYNC
-                    or op == O.RED_ASYNC
+                    or O.BULK_COPY_PEER <= op <= O.RED_ASYNC
                 )
             ):
                 if not page_room(
@@ -300,17 +299,17 @@ def _replay_kernel(sharded):
                 status = on_wait(t, c, i, ev, a, epoch)
             elif op == O.CP_ASYNC:
                 on_cp_async(t, c, i, ev, a, epoch)
-            elif op == O.TMA_STORE:
+            elif op == O.TMA_STORE or op == O.BULK_REDUCE:
                 on_tma_store(t, c, i, ev, a, epoch)
             elif op == O.CP_ASYNC_COMMIT:
-                on_cp_commit(t, c, i, ev, a, epoch)
+                status = on_cp_commit(t, c, i, ev, a, epoch)
             elif op == O.BULK_COMMIT:
                 on_bulk_commit(t, c, i, ev, a, epoch)
             elif op == O.CP_ASYNC_WAIT:
                 status = on_cp_wait(t, c, i, ev, a, epoch)
             elif op == O.BULK_WAIT:
                 status = on_bulk_wait(t, c, i, ev, a, epoch)
-            elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER:
+            elif op == O.TMA_LOAD or op == O.BULK_COPY_PEER or op == O.BULK_REDUCE_PEER:
                 status = on_tma_load(t, c, i, ev, a, epoch)
             elif op == O.ST_ASYNC or op == O.RED_ASYNC:
                 status = on_st_async(t, c, i, ev, a, epoch)
@@ -330,6 +329,8 @@ def _replay_kernel(sharded):
                 status = on_cluster_arrive(t, c, i, ev, a, epoch)
             elif op == O.CLUSTER_WAIT:
                 status = on_cluster_wait(t, c, i, ev, a, epoch)
+            elif op == O.CP_ASYNC_MBAR_ARRIVE or op == O.CP_ASYNC_MBAR_ARRIVE_NOINC:
+                status = on_cp_async_mbar_arrive(t, c, i, ev, a, epoch)
             if status != OK:
                 return status, i
         return OK, n

@@ -134,9 +134,7 @@ def replay_room(
             or op == O.CP_ASYNC
             or op == O.TMA_LOAD
             or op == O.TMA_STORE
-            or op == O.BULK_COPY_PEER
-            or op == O.ST_ASYNC
-            or op == O.RED_ASYNC
+            or O.BULK_COPY_PEER <= op <= O.RED_ASYNC
         )
     ):
         ng = 2 * ((size >> GRANULE_SHIFT) + 2)  # 4-byte granules: an upper bound

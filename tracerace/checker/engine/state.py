@@ -8,6 +8,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from ...trace import badinput
 from .clocks import compact
 from .hashmap import new_table
 from .hashmap import rehash as hm_rehash
@@ -23,6 +24,8 @@ from .layout import (
     GR_SIG,
     N_KINDS,
     SV_ARENA_TOP,
+    SV_CP_ARRIVES_MAX,
+    SV_CP_GROUP_MAX,
     SV_FIELDS,
     SV_FIXED_SHARED,
     SV_GRAN_COUNT,
@@ -92,6 +95,7 @@ class EngineState:
         shared_shift: int | None = None,
         shard: tuple[int, int] = (0, 1),
         stretch_shift: int | None = None,
+        cp_limits: tuple[int, int] | None = None,
     ) -> None:
         """``page_shift``: log2 of the pages large accesses are recorded by;
         ``sizes``: the tables' starting sizes; ``shared_shift``: the shared
@@ -99,7 +103,9 @@ class EngineState:
         :mod:`.granularity`). No answer depends on them. ``shard``: (k, n),
         this state checks only the bytes shard k of n owns (:mod:`.shards`),
         in stretches of ``1 << stretch_shift`` bytes (None: ``page_shift +
-        STRETCH_PAGES_SHIFT``; at least a page)."""
+        STRETCH_PAGES_SHIFT``; at least a page). ``cp_limits``: the most
+        cp.async groups and cp_async_mbar_arrive rows a thread may have
+        (``badinput.cp_limits``; tests make them small)."""
         k, n = shard
         if not 0 <= k < n:
             raise ValueError(f"shard {k} of {n}: need 0 <= k < n")
@@ -121,6 +127,7 @@ class EngineState:
         self.sv[SV_SHARDS] = n
         self.sv[SV_SHARD] = k
         self.sv[SV_STRETCH_SHIFT] = stretch_shift
+        self.sv[SV_CP_GROUP_MAX], self.sv[SV_CP_ARRIVES_MAX] = badinput.cp_limits(cp_limits)
         # Per page hash, the last launch that gave one of its granules lists.
         self.pst = np.full(PST_SIZE, -1, np.int64)
         self.findings: list[np.ndarray] = []

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ...trace import ops as O
+from ...trace.badinput import CP_ARRIVE_BITS
 from .clocks import Clock
 
 THREAD, CP, BULK, TMA = 0, 1, 2, 3
@@ -32,10 +33,18 @@ class AgentState:
     # (releaser key, releaser epoch, release scope, acquire scope, reach, how, address).
     weak: tuple | None = None
     fences: list = field(default_factory=list)  # epochs of fence_proxy_async
-    cp_open: int = 1  # group number of the uncommitted cp.async group
-    cp_retired: int = 0
-    # cp_async_waits that retired groups: (groups retired up to, epoch, site).
+    # The stamp of its next cp.async copy, the epoch its cp.async agent gives
+    # it: (group << CP_ARRIVE_BITS) | its cp_async_mbar_arrive rows in the
+    # group so far, so the copies an mbarrier tracks are told apart from
+    # later ones of the same group (``cp_stamp``, ``cp_group``).
+    cp_open: int = 1 << CP_ARRIVE_BITS
+    cp_retired: int = 0  # the stamp its own cp_async_waits retired up to
+    # Waits that retired its cp.async copies, in replay order: (stamp
+    # retired up to, the waiter's epoch, site, the waiter, an mbar_wait):
+    # its own cp_async_waits, and the first mbar_wait on a phase that
+    # tracked them.
     cp_retire_log: list = field(default_factory=list)
+    cp_last_clock: Clock | None = None  # its clock at its latest cp_async
     bulk_open: int = 1
     bulk_retired: int = 0
     tma_count: dict = field(default_factory=dict)  # mbarrier key -> loads issued
@@ -43,6 +52,17 @@ class AgentState:
     # number while it is open, and the clock it completed with once it is.
     cluster_pending: tuple | None = None
     cluster_done: Clock | None = None
+
+
+def cp_group(stamp: int) -> int:
+    """The cp.async group of a copy's stamp."""
+    return stamp >> CP_ARRIVE_BITS
+
+
+def cp_stamp(group: int) -> int:
+    """The last stamp of cp.async ``group`` (a wait that retires the group
+    retires every copy of it)."""
+    return ((group + 1) << CP_ARRIVE_BITS) - 1
 
 
 def reach(x: tuple, y: tuple) -> int:

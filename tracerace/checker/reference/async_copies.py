@@ -28,16 +28,28 @@ class AsyncCopies:
         return self.async_retired[x.agent] < x.epoch
 
     def retiring_wait(self, w: Access) -> tuple:
-        """(thread, its epoch, site) of the wait that retired copy ``w``: its
-        issuer's cp_async_wait, or (an st_async store) the first mbar_wait
-        that returned on its phase."""
+        """(thread, its epoch, site) of the wait that retired copy ``w``: the
+        first mbar_wait that returned on its phase (an st_async store), or
+        the first wait that retired a cp.async copy: its issuer's
+        cp_async_wait, or the first mbar_wait on a phase that tracked it
+        (``cp_async_mbar_arrive``)."""
         if w.copy_kind == R.INFLIGHT_TMA_LOAD:
             return self.waited_phases[w.phase]
-        thread = w.agent[:4]
-        st = self.agents[thread]
-        return next(
-            (thread, epoch, site) for upto, epoch, site in st.cp_retire_log if upto >= w.epoch
-        )
+        _, epoch, site, thread, _ = self.cp_retirement(w)
+        return thread, epoch, site
+
+    def cp_retirement(self, w: Access) -> tuple:
+        """The entry of the issuer's ``cp_retire_log`` of the wait that retired
+        cp.async copy ``w``: the first whose stamp reaches w's."""
+        st = self.agents[w.agent[:4]]
+        return next(entry for entry in st.cp_retire_log if entry[0] >= w.epoch)
+
+    def proxy_code(self, w: Access) -> int:
+        """The ``proxy_fence`` reason of copy ``w``'s destination write:
+        ``PROXY_CP_ASYNC_MBAR_DEST`` for a cp.async copy an mbar_wait retired."""
+        if w.copy_kind == R.INFLIGHT_CP_ASYNC and self.cp_retirement(w)[4]:
+            return R.PROXY_CP_ASYNC_MBAR_DEST
+        return R.PROXY_CP_ASYNC_DEST
 
     def proxy_fenced(self, w: Access, clock: Clock, space: int) -> bool:
         """A fence_proxy_async by w's thread after w that happens before the

@@ -43,8 +43,12 @@ class ReferenceChecker(
     """One replay: the state of every concern, and ``step``, which hands each event
     to its op's handler (``HANDLERS``); the rules are the mixins' methods."""
 
-    def __init__(self, path: str | None = None) -> None:
+    def __init__(self, path: str | None = None, cp_limits: tuple[int, int] | None = None) -> None:
+        """``cp_limits``: the most cp.async groups a thread commits in a launch
+        and cp_async_mbar_arrive rows with copies in one group (rule
+        ``count-overflow``; tests make them small), else what a stamp holds."""
         self.path = path
+        self.cp_group_max, self.cp_arrives_max = badinput.cp_limits(cp_limits)
         self.launch = -1
         self.agents: dict[tuple, AgentState] = {}
         self.history: dict[tuple, list[Access]] = defaultdict(list)
@@ -60,6 +64,8 @@ class ReferenceChecker(
         self.async_retired: dict[tuple, int] = defaultdict(int)
         # phases some mbar_wait returned on -> (waiter, its epoch, site) of the first
         self.waited_phases: dict[tuple, tuple] = {}
+        # completed phases -> the cp.async copies they tracked, until their first wait
+        self.cp_tracked: dict[tuple, list] = {}
         self.pairs: dict[int, list] = {}
         self.alias_edges: dict[int, set] = {}
         self.findings: list[dict] = []
@@ -141,7 +147,9 @@ HANDLERS: dict[int, Callable] = {
     O.BULK_COPY_PEER: ReferenceChecker.on_tma_load,  # its shared source: the row's space2
     O.ST_ASYNC: ReferenceChecker.on_st_async,
     O.RED_ASYNC: ReferenceChecker.on_st_async,
+    O.BULK_REDUCE_PEER: ReferenceChecker.on_tma_load,  # its destination: an atomic
     O.TMA_STORE: ReferenceChecker.on_tma_store,
+    O.BULK_REDUCE: ReferenceChecker.on_tma_store,  # its destination: an atomic
     O.BULK_COMMIT: ReferenceChecker.on_bulk_commit,
     O.BULK_WAIT: ReferenceChecker.on_bulk_wait,
     O.MBAR_INIT: ReferenceChecker.on_mbar_init,
@@ -150,6 +158,8 @@ HANDLERS: dict[int, Callable] = {
     O.MBAR_WAIT: ReferenceChecker.on_mbar_wait,
     O.MBAR_INVAL: ReferenceChecker.on_mbar_inval,
     O.MBAR_ARRIVE_DROP: ReferenceChecker.on_mbar_arrive_drop,
+    O.CP_ASYNC_MBAR_ARRIVE: ReferenceChecker.on_cp_async_mbar_arrive,
+    O.CP_ASYNC_MBAR_ARRIVE_NOINC: ReferenceChecker.on_cp_async_mbar_arrive,
     O.CLUSTER_ARRIVE: ReferenceChecker.on_cluster_arrive,
     O.CLUSTER_ARRIVE_RELAXED: ReferenceChecker.on_cluster_arrive,
     O.CLUSTER_WAIT: ReferenceChecker.on_cluster_wait,
@@ -165,8 +175,10 @@ def check_trace(
     *,
     progress: Callable[[int], None] | None = None,
     on_findings: Callable[[np.ndarray], None] | None = None,
+    cp_limits: tuple[int, int] | None = None,
 ) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the reference checker
-    (``on_findings``: see :meth:`ReferenceChecker.run`)."""
-    checker = ReferenceChecker(path=reader.meta.path)
+    (``on_findings``: see :meth:`ReferenceChecker.run`; ``cp_limits``: see
+    :class:`ReferenceChecker`)."""
+    checker = ReferenceChecker(path=reader.meta.path, cp_limits=cp_limits)
     return checker.run(reader, progress, on_findings)

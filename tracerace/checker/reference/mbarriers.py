@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from ...trace import badinput
 from ...trace import ops as O
 from .. import reasons as R
-from .agents import TMA, AgentState
+from .agents import CP, TMA, AgentState
 from .clocks import Clock, copy_clock, join, raise_entry
 
 
@@ -25,6 +25,9 @@ class MBarrier:
     clock: Clock = field(default_factory=dict)
     completed: dict = field(default_factory=dict)  # parity -> clock of the latest completed phase
     completed_phase: dict = field(default_factory=dict)  # parity -> that phase's key
+    # cp.async copies that cp_async_mbar_arrive rows made arrive on the open
+    # phase: (cp.async agent, the stamp they go up to).
+    cp_tracked: list = field(default_factory=list)
 
 
 class MBarriers:
@@ -43,6 +46,8 @@ class MBarriers:
         return key, self.mbarriers[key]
 
     def on_tma_load(self, row: int, ev: dict, st: AgentState) -> None:
+        """A TMA load (a bulk_copy_peer: from shared memory; a bulk_reduce_peer:
+        also a reduction, its destination a relaxed cluster-scope atomic)."""
         key, mb = self.mbar(ev)
         count = st.tma_count.get(key, 0) + 1
         st.tma_count[key] = count
@@ -56,6 +61,7 @@ class MBarriers:
             proxy_async=True,
             copy_kind=R.INFLIGHT_TMA_LOAD,
             phase=(key, mb.inits, mb.phase),
+            dst_scope=O.SCOPE_CLUSTER if ev["op"] == O.BULK_REDUCE_PEER else None,
         )
         self.complete_bytes(row, ev, st, mb, agent, count, clock)
 
@@ -113,7 +119,11 @@ class MBarriers:
         if mb.tx < 0:
             self.misuse(row, ev, st, R.MBAR_TX_UNDERFLOW)
         mb.completed[mb.phase % 2] = mb.clock
-        mb.completed_phase[mb.phase % 2] = (self.mbar_key(ev), mb.inits, mb.phase)
+        phase = (self.mbar_key(ev), mb.inits, mb.phase)
+        mb.completed_phase[mb.phase % 2] = phase
+        if mb.cp_tracked:
+            self.cp_tracked[phase] = mb.cp_tracked
+            mb.cp_tracked = []
         mb.phase += 1
         mb.pending = mb.expected
         mb.tx = 0
@@ -188,10 +198,49 @@ class MBarriers:
             self.misuse(row, ev, st, R.MBAR_PHASE_NEVER_COMPLETED)
             return
         join(st.clock, done)
-        # The first wait retires the phase's tma_loads and st_async stores.
-        self.waited_phases.setdefault(
-            mb.completed_phase[ev["arg"] & 1], (st.key, st.epoch, ev["site"])
-        )
+        # The first wait retires the phase's tma_loads and st_async stores,
+        # and the cp.async copies it tracked that no wait retired before.
+        phase = mb.completed_phase[ev["arg"] & 1]
+        if phase in self.waited_phases:
+            return
+        self.waited_phases[phase] = (st.key, st.epoch, ev["site"])
+        for agent, stamp in self.cp_tracked.pop(phase, ()):
+            if self.async_retired[agent] < stamp:
+                self.async_retired[agent] = stamp
+                log = self.agents[agent[:4]].cp_retire_log
+                log.append((stamp, st.epoch, ev["site"], st.key, True))
+
+    def on_cp_async_mbar_arrive(self, row: int, ev: dict, st: AgentState) -> None:
+        """cp.async.mbarrier.arrive(.noinc): the thread's cp.async copies so far
+        arrive on the open phase. The arrival gives the phase the thread's
+        clock at its latest copy (not at this row) and the copies, and
+        retires them at the first wait on the phase. Without ``.noinc`` it
+        adds the pending arrival it makes (the count does not change); with
+        it, it is one of the arrivals the phase expects."""
+        key, mb = self.mbar(ev)
+        if not mb.valid:
+            self.misuse(row, ev, st, R.MBAR_BEFORE_INIT)
+            return
+        if st.cp_last_clock is not None:
+            if st.cp_open & badinput.CP_ARRIVES_MAX >= self.cp_arrives_max:
+                raise self.error(
+                    row,
+                    badinput.CP_ARRIVE_OVERFLOW,
+                    ev["block"],
+                    ev["thread"],
+                    self.cp_arrives_max,
+                )
+            agent = st.key + (CP,)
+            join(mb.clock, st.cp_last_clock)
+            raise_entry(mb.clock, agent, st.cp_open)
+            mb.cp_tracked.append((agent, st.cp_open))
+            st.cp_open += 1  # later copies of the group are not tracked
+        if ev["op"] == O.CP_ASYNC_MBAR_ARRIVE_NOINC:
+            if mb.pending < 1:
+                self.misuse(row, ev, st, R.MBAR_ARRIVAL_UNDERFLOW)
+            else:
+                mb.pending -= 1
+        self.complete_phase(row, ev, st, mb)
 
     def on_mbar_inval(self, row: int, ev: dict, st: AgentState) -> None:
         _, mb = self.mbar(ev)

@@ -195,11 +195,17 @@ class Memory:
         proxy_async: bool,
         copy_kind: int,
         phase: tuple | None = None,
+        group: int | None = None,
+        dst_scope: int | None = None,
     ) -> Clock:
         """Check and record a copy's source read and destination write, made by
-        ``agent`` with its issuer's clock (no entry for the copy agent itself)."""
+        ``agent`` with its issuer's clock (no entry for the copy agent itself).
+        ``group``: the copy's group when it is not ``epoch`` (a cp.async
+        copy's stamp); ``dst_scope``: the destination write is a relaxed
+        atomic of that scope (a bulk reduction)."""
         clock = copy_clock(st.clock)
         size = ev["size"]
+        group = epoch if group is None else group
         src = self.make_access(
             row,
             ev,
@@ -211,7 +217,7 @@ class Memory:
             is_write=False,
             proxy_async=proxy_async,
             copy_kind=copy_kind,
-            copy_group=epoch,
+            copy_group=group,
         )
         dst = self.make_access(
             row,
@@ -222,10 +228,13 @@ class Memory:
             ev["addr"],
             size,
             is_write=True,
+            is_atomic=dst_scope is not None,
             proxy_async=proxy_async,
             copy_kind=copy_kind,
-            copy_group=epoch,
+            copy_group=group,
         )
+        if dst_scope is not None:
+            dst.scope = dst_scope
         src.phase = dst.phase = phase
         src.mbar_obj = dst.mbar_obj = ev["obj"]
         found: dict = {}

@@ -29,9 +29,11 @@ class Races:
         """Whether the earlier access ``x`` races with ``acc`` (made with ``clock``),
         asking what the engine's ``race_kind`` asks, in its order (ThreadSanitizer's
         ``CheckRaces`` is the model): an access that happens before ``acc`` is
-        ``ORDERED``; two atomics (a red_async's write included, an async agent's
-        in the async proxy not) whose scopes both reach both agents do not race
-        (``ATOMIC_PAIR``); a copy's access not yet retired is ``async_inflight``;
+        ``ORDERED``; two atomics whose scopes both reach both agents do not
+        race (``ATOMIC_PAIR``) when both are bulk reductions (an async agent's
+        atomic in the async proxy) or neither is (a red_async's write is no
+        bulk reduction, and neither is a thread's atomic, whatever its
+        ``proxy``); a copy's access not yet retired is ``async_inflight``;
         else ``war`` after a read, ``waw`` or ``raw`` after a write. The caller
         asks only where one of the two writes."""
         if self.hb(x, launch, clock, space):
@@ -39,7 +41,7 @@ class Races:
         if (
             x.is_atomic
             and acc.is_atomic
-            and not (x.is_async_agent and x.proxy_async)
+            and (x.is_async_agent and x.proxy_async) == (acc.is_async_agent and acc.proxy_async)
             and min(x.scope, acc.scope) >= reach(fields_of(x), fields_of(acc))
         ):
             return ATOMIC_PAIR
@@ -166,7 +168,7 @@ class Races:
             return prev.copy_kind, prev.copy_group, 0
         if kind == O.K_PROXY_FENCE:
             if prev.is_async_agent:
-                return R.PROXY_CP_ASYNC_DEST, self.retiring_wait(prev)[2], 0
+                return self.proxy_code(prev), self.retiring_wait(prev)[2], 0
             return R.PROXY_GENERIC_WRITE, 0, 0
         if kind not in (O.K_RAW, O.K_WAR, O.K_WAW) or prev.is_async_agent:
             return 0, 0, 0

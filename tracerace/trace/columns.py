@@ -107,6 +107,21 @@ only their ``.shared::cta`` form), so ``peer`` must be ``block``."""
 ADDRESS_END = (1 << 64) - 1
 """The largest end (``addr + size``) of a byte range: it must fit a uint64."""
 
+# What each op is, as bits, so that one look-up per row and two reductions
+# per batch tell which of the op-dependent rules a batch can break: a rule
+# no row of the batch is subject to costs no pass over the batch.
+_IS_KNOWN, _IS_ADDRESSED, _IS_COPY, _IS_SPACED, _IS_SIZED, _IS_OWN_MBARRIER = (
+    1 << k for k in range(6)
+)
+_OP_BITS = (
+    _KNOWN_OP * _IS_KNOWN
+    + _ADDRESSED * _IS_ADDRESSED
+    + _COPIES * _IS_COPY
+    + ((_SPACE_OF != NO_SPACE) | (_SPACE2_OF != NO_SPACE)) * _IS_SPACED
+    + _SIZED * _IS_SIZED
+    + _OWN_MBARRIER * _IS_OWN_MBARRIER
+).astype(np.uint8)
+
 
 def convert_record(record: pa.RecordBatch) -> tuple[dict[str, np.ndarray], list]:
     """Every v1 column of ``record`` as a NumPy array of its schema dtype.
@@ -217,8 +232,15 @@ class RowChecks:
                 row = int(np.argmax(mask))
                 found.append((row, order, rule, describe(row)))
 
+        # Each rule's mask is made only where a cheap screen (the op bits of
+        # the batch, a column's maximum) says a row may break it; the mask,
+        # and so the first row and the message, are the rule's own.
         op = cols["op"]
-        first(~_KNOWN_OP[op], 1, "unknown-op", lambda r: _unknown_op_message(int(op[r])))
+        bits = _OP_BITS[op]
+        some = int(np.bitwise_or.reduce(bits)) if n else 0
+        every = int(np.bitwise_and.reduce(bits)) if n else 0
+        if not every & _IS_KNOWN:
+            first(~_KNOWN_OP[op], 1, "unknown-op", lambda r: _unknown_op_message(int(op[r])))
 
         ts = cols["ts"]
         if self.last_ts is not None and ts[0] < self.last_ts:
@@ -232,36 +254,47 @@ class RowChecks:
                 )
             )
         elif n > 1:
-            first(
-                np.concatenate(([False], ts[1:] < ts[:-1])),
-                2,
-                "ts-decreasing",
-                lambda r: (
-                    f"ts {ts[r]} is less than the previous row's ts {ts[r - 1]} "
-                    f"(ts must be non-decreasing)"
-                ),
-            )
+            down = ts[1:] < ts[:-1]
+            if down.any():
+                r = int(np.argmax(down)) + 1
+                found.append(
+                    (
+                        r,
+                        2,
+                        "ts-decreasing",
+                        f"ts {ts[r]} is less than the previous row's ts {ts[r - 1]} "
+                        f"(ts must be non-decreasing)",
+                    )
+                )
 
         for order, (name, (limit, enum)) in enumerate(ENUM_LIMITS.items(), start=3):
             values = cols[name]
-            first(
-                values > limit,
-                order,
-                "bad-value",
-                lambda r, v=values, nm=name, e=enum: _enum_message(nm, int(v[r]), e),
-            )
+            if n and values.max() > limit:
+                first(
+                    values > limit,
+                    order,
+                    "bad-value",
+                    lambda r, v=values, nm=name, e=enum: _enum_message(nm, int(v[r]), e),
+                )
 
         site = cols["site"]
-        first(
-            (site != SITE_NONE) & (site >= self.nsites),
-            10,
-            "site-range",
-            lambda r: _site_message(int(site[r]), self.nsites),
-        )
+        if n and int(site.max()) >= self.nsites:
+            first(
+                (site != SITE_NONE) & (site >= self.nsites),
+                10,
+                "site-range",
+                lambda r: _site_message(int(site[r]), self.nsites),
+            )
 
-        room = np.uint64(ADDRESS_END) - cols["size"].astype(np.uint64)
-        for order, (name, uses) in enumerate((("addr", _ADDRESSED), ("addr2", _COPIES)), 11):
+        size = cols["size"]
+        largest = int(size.max()) if n else 0
+        for order, (name, uses, bit) in enumerate(
+            (("addr", _ADDRESSED, _IS_ADDRESSED), ("addr2", _COPIES, _IS_COPY)), 11
+        ):
             addr = cols[name]
+            if not some & bit or int(addr.max()) + largest <= ADDRESS_END:
+                continue
+            room = np.uint64(ADDRESS_END) - size.astype(np.uint64)
             first(
                 uses[op] & (addr > room),
                 order,
@@ -272,21 +305,22 @@ class RowChecks:
                 ),
             )
 
-        want, want2 = _SPACE_OF[op], _SPACE2_OF[op]
-        wrong = ((want != NO_SPACE) & (cols["space"] != want)) | (
-            (want2 != NO_SPACE) & (cols["space2"] != want2)
-        )
-        first(
-            wrong,
-            13,
-            "op-space",
-            lambda r: _op_space_message(int(op[r]), int(cols["space"][r]), int(cols["space2"][r])),
-        )
-        size = cols["size"]
-        sized = _SIZED[op]
-        if sized.any():
+        if some & _IS_SPACED:
+            want, want2 = _SPACE_OF[op], _SPACE2_OF[op]
+            wrong = ((want != NO_SPACE) & (cols["space"] != want)) | (
+                (want2 != NO_SPACE) & (cols["space2"] != want2)
+            )
             first(
-                sized & ~_size_allowed(op, size),
+                wrong,
+                13,
+                "op-space",
+                lambda r: _op_space_message(
+                    int(op[r]), int(cols["space"][r]), int(cols["space2"][r])
+                ),
+            )
+        if some & _IS_SIZED:
+            first(
+                _SIZED[op] & ~_size_allowed(op, size),
                 15,
                 "op-size",
                 lambda r: (
@@ -295,17 +329,17 @@ class RowChecks:
                     f"the row has size {int(size[r])}"
                 ),
             )
-        own = _OWN_MBARRIER[op] & (cols["peer"] != cols["block"])
-        first(
-            own,
-            14,
-            "op-space",
-            lambda r: (
-                f"{Op(int(op[r])).label} arrives on an mbarrier of its own block: "
-                f"peer must be the row's block {int(cols['block'][r])}, "
-                f"the row has peer {int(cols['peer'][r])}"
-            ),
-        )
+        if some & _IS_OWN_MBARRIER:
+            first(
+                _OWN_MBARRIER[op] & (cols["peer"] != cols["block"]),
+                14,
+                "op-space",
+                lambda r: (
+                    f"{Op(int(op[r])).label} arrives on an mbarrier of its own block: "
+                    f"peer must be the row's block {int(cols['block'][r])}, "
+                    f"the row has peer {int(cols['peer'][r])}"
+                ),
+            )
         return found
 
     def advance(self, cols: dict[str, np.ndarray]) -> None:

@@ -8,8 +8,8 @@ bytes it owns. The bytes of each memory (global; the shared memory of each
 block; local memory) are cut into aligned stretches of ``1 <<
 stretch_shift(sv)`` bytes, a few pages (``sv[SV_STRETCH_SHIFT]``), and
 :func:`shard_of` deals each run of 8 stretches to the shards in turn, from
-a shard a hash of the run picks. A stretch holds whole pages, so it
-holds whole granules and whole runs of pages: every list of the shadow
+a shard a hash of the run picks (and, for shared memory, the block's
+number). A stretch holds whole pages, so it holds whole granules and whole runs of pages: every list of the shadow
 memory lies in one shard, and a shard's lists are those a whole check would
 keep for its bytes. An access that crosses a stretch boundary is checked, in
 each shard, over the stretches that shard owns (``memory.access``); the race
@@ -54,9 +54,9 @@ _K3 = np.int64(-7723592293110705685)  # 0x94D049BB133111EB
 
 
 @jit_inline
-def deal_start(space, key, deal):
-    """A well-mixed hash of (space, block for shared memory, deal), >= 0."""
-    h = deal * _K1 + (space * np.int64(65599) + key) * _K2
+def deal_start(space, deal):
+    """A well-mixed hash of (space, deal), >= 0."""
+    h = deal * _K1 + space * _K2
     h ^= (h >> 31) & np.int64(0x1FFFFFFFF)
     h *= _K3
     h ^= (h >> 29) & np.int64(0x7FFFFFFFF)
@@ -72,9 +72,12 @@ def shard_of(sv, space, owner, stretch):
     hash alone left one shard 53% of a benchmark's accesses), and a kernel
     whose hot stretches lie N apart (a pitch of two stretches, the first of
     each used) still spreads over every shard, where a plain round-robin
-    would give them all to one."""
+    would give them all to one. The shared memory of block ``b`` starts
+    ``b`` shards further on: a kernel's blocks are numbered in a row and do
+    about the same work, and a block's shared memory is mostly one stretch,
+    so its blocks are dealt in turn too."""
     key = owner if space == O.SPACE_SHARED else np.int64(0)
-    start = deal_start(space, key, stretch >> DEAL_SHIFT)
+    start = deal_start(space, stretch >> DEAL_SHIFT) + key
     return (start + (stretch & ((np.int64(1) << DEAL_SHIFT) - 1))) % sv[SV_SHARDS]
 
 

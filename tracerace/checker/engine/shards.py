@@ -9,8 +9,8 @@ block; local memory) are cut into aligned stretches of ``1 <<
 stretch_shift(sv)`` bytes, a few pages (``sv[SV_STRETCH_SHIFT]``), and
 :func:`shard_of` deals each run of 8 stretches to the shards in turn, from
 a shard a hash of the run picks (and, for shared memory, the block's
-number). A stretch holds whole pages, so it holds whole granules and whole runs of pages: every list of the shadow
-memory lies in one shard, and a shard's lists are those a whole check would
+number). A stretch holds whole pages, so it holds whole granules and whole
+runs of pages: every list of the shadow memory lies in one shard, and a shard's lists are those a whole check would
 keep for its bytes. An access that crosses a stretch boundary is checked, in
 each shard, over the stretches that shard owns (``memory.access``); the race
 it finds names the overlap of the two whole accesses, as a whole check does,

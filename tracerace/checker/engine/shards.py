@@ -7,14 +7,15 @@ and mbarriers are those of a whole check, but it checks and records only the
 bytes it owns. The bytes of each memory (global; the shared memory of each
 block; local memory) are cut into aligned stretches of ``1 <<
 stretch_shift(sv)`` bytes, a few pages (``sv[SV_STRETCH_SHIFT]``), and
-:func:`shard_of` deals each run of 8 stretches to the shards in turn, from
-a shard a hash of the run picks (and, for shared memory, the block's
-number). A stretch holds whole pages, so it holds whole granules and whole
-runs of pages: every list of the shadow memory lies in one shard, and a shard's lists are those a whole check would
-keep for its bytes. An access that crosses a stretch boundary is checked, in
-each shard, over the stretches that shard owns (``memory.access``); the race
-it finds names the overlap of the two whole accesses, as a whole check does,
-so the shards' findings merge into the whole check's (``tracerace.checker.parallel``).
+:func:`shard_of` deals each run of 8 stretches to the shards in turn, from a
+shard a hash of the run picks (and, for shared memory, the block's number). A
+stretch holds whole pages, so it holds whole granules and whole runs of pages:
+every list of the shadow memory lies in one shard, and a shard's lists are
+those a whole check would keep for its bytes. An access that crosses a stretch
+boundary is checked, in each shard, over the stretches that shard owns
+(``memory.access``); the race it finds names the overlap of the two whole
+accesses, as a whole check does, so the shards' findings merge into the whole
+check's (``tracerace.checker.parallel``).
 
 A plain read or write none of whose bytes a shard owns is skipped at the
 top of the replay loop (``replay``), its agent's epoch left as it is: an

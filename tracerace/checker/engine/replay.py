@@ -136,10 +136,11 @@ def _replay_kernel(sharded):
             # of them is skipped: only its agent is looked up, for the checks
             # a whole check makes of every event; an agent it would make, or
             # one still held at a barrier, takes the full path below (the
-            # room, the bad-input error). Its epoch stays where it is:
-            # happens-before needs only the order of an agent's epochs, which
-            # the events this shard does replay keep. An atomic is replayed
-            # wherever its bytes are: it synchronizes.
+            # room, the bad-input error). Its epoch is counted as a whole
+            # check counts it, so every epoch is the whole check's: the
+            # newest release an atomic reads in vain is chosen by comparing
+            # the epochs of different agents (``atomics.acquire_atomic``).
+            # An atomic is replayed wherever its bytes are: it synchronizes.
             own = np.int64(1)
             if sharded and op <= O.ATOMIC and size > 0:
                 own = access_owned(
@@ -152,6 +153,7 @@ def _replay_kernel(sharded):
                         ag, sv, agent_map, block, thread, last_a, last_block, last_thread
                     )
                     if a >= 0 and ag[a, AG_BLOCKED] < 0:
+                        ag[a, AG_EPOCH] += 1
                         last_a = a
                         last_block = block
                         last_thread = thread

@@ -18,11 +18,8 @@ accesses, as a whole check does, so the shards' findings merge into the whole
 check's (``tracerace.checker.parallel``).
 
 A plain read or write none of whose bytes a shard owns is skipped at the
-top of the replay loop (``replay``), its agent's epoch left as it is: an
-agent's epochs are compared only with that agent's own epochs (in the
-clocks of others, in the shadow cells of its accesses), and skipping events
-keeps their order. No epoch leaves a state: findings carry rows, and a
-copy's ``aux`` is its group number, counted by its async agent.
+top of the replay loop (``replay``) after its agent is looked up and its
+agent's epoch counted, so every epoch of a shard is the whole check's.
 
 With ``sv[SV_SHARDS] == 1`` (every check but a sharded one) every byte is
 owned and nothing here changes what the replay does.

@@ -81,3 +81,25 @@ class Trace:
 
     def reader(self, splits: list[int] | None = None) -> SimpleReader:
         return SimpleReader(self.columns(), splits)
+
+
+def follow_extension_rules(cols: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Random columns made lawful for the extension ops' row rules: each
+    op's rows name the memory it uses (``op-space``), store one of its sizes
+    (``op-size``), and arrive on their own block's mbarrier (108, 109)."""
+    from tracerace.trace.columns import NO_SPACE, OP_SIZES, OP_SPACES
+
+    op = cols["op"]
+    for code, spaces in OP_SPACES.items():
+        for name, space in zip(("space", "space2"), spaces):
+            if space != NO_SPACE:
+                cols[name] = np.where(op == code, space, cols[name]).astype(cols[name].dtype)
+    for code, sizes in OP_SIZES.items():
+        pick = np.resize(np.array(sizes, dtype=cols["size"].dtype), len(op))
+        cols["size"] = np.where(op == code, pick, cols["size"])
+    own = np.isin(op, [int(Op.CP_ASYNC_MBAR_ARRIVE), int(Op.CP_ASYNC_MBAR_ARRIVE_NOINC)])
+    if own.any():
+        block = cols.get("block", np.zeros(len(op), dtype=np.uint32))
+        peer = cols.get("peer", np.zeros(len(op), dtype=np.uint32))
+        cols["peer"] = np.where(own, block, peer).astype(np.uint32)
+    return cols

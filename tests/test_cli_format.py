@@ -11,12 +11,12 @@ from collections import Counter
 
 import numpy as np
 import pytest
+from builders import follow_extension_rules
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from tracerace.cli import app
-from tracerace.trace.columns import NO_SPACE, OP_SPACES
 from tracerace.trace.info import trace_info
 from tracerace.trace.meta import Buffer
 from tracerace.trace.ops import OP_CODES, Op
@@ -144,9 +144,9 @@ def naive_info(cols: dict) -> dict:
             touch(1, addr, size), touch(space2, addr2, size)
         elif op == Op.TMA_LOAD:
             touch(1, addr, size), touch(0, addr2, size)
-        elif op == Op.TMA_STORE:
+        elif op in (Op.TMA_STORE, Op.BULK_REDUCE):
             touch(0, addr, size), touch(1, addr2, size)
-        elif op == Op.BULK_COPY_PEER:
+        elif op in (Op.BULK_COPY_PEER, Op.BULK_REDUCE_PEER):
             touch(1, addr, size), touch(1, addr2, size)
     return {
         "events": len(rows),
@@ -175,10 +175,7 @@ def test_info_streams_to_the_naive_answer(n, batch_size, seed):
         "addr2": rng.integers(0, 2**20, n),
         "size": rng.integers(0, 5, n) * 4,
     }
-    for op, spaces in OP_SPACES.items():  # an extension op's rows name its memory
-        for name, space in zip(("space", "space2"), spaces):
-            if space != NO_SPACE:
-                cols[name] = np.where(cols["op"] == op, space, cols[name])
+    follow_extension_rules(cols)
     info = trace_info(make_table(cols), batch_size=batch_size).to_json()
     table = make_table(cols)
     expect = naive_info({k: table.column(k).to_numpy() for k in table.column_names})

@@ -603,6 +603,23 @@ def test_red_async_in_flight_hides_no_earlier_write():
     assert findings(t) == {(5, int(K.ASYNC_INFLIGHT), 4), (5, int(K.PROXY_FENCE), 1)}
 
 
+def test_red_async_in_flight_hides_no_earlier_atomic_from_a_tma_store():
+    """Found by a random run of the generated traces, shrunk to three rows: a
+    thread's relaxed atomic, then its red.async on the same bytes (on an
+    mbarrier never initialized), then its TMA store reading them through the
+    async proxy. The atomic is a generic write the store needs a fence after
+    (rule 7), as well as the reduction in flight; both checkers say so."""
+    common = {"launch": 0, "block": 0, "thread": 2, "cluster": 0, "ts": 0, "site": 0}
+    events = [
+        {**common, "op": 2, "space": 1, "addr": 0, "size": 4, "scope": 0, "sem": 0},
+        {**common, "op": 107, "space": 1, "addr": 0, "size": 4, "obj": 64},
+        {**common, "op": 51, "space": 0, "addr": 0, "space2": 1, "addr2": 0, "size": 4},
+    ]
+    ref = assert_agree(events, [], sizes=TINY)
+    assert (2, int(K.PROXY_FENCE), 0) in ref.triples()
+    assert (2, int(K.ASYNC_INFLIGHT), 1) in ref.triples()
+
+
 # -- bulk reductions -------------------------------------------------------------
 G = 4096  # a global word
 

@@ -10,17 +10,24 @@ import pyarrow as pa
 import pyarrow.ipc as ipc
 import pyarrow.parquet as pq
 import pytest
+from builders import follow_extension_rules
 
 from tracerace.errors import TraceError
-from tracerace.trace.columns import NO_SPACE, OP_SPACES
 from tracerace.trace.meta import Buffer
 from tracerace.trace.ops import OP_CODES, Op, Proxy, Scope, Sem, Space
 from tracerace.trace.reader import open_trace
 from tracerace.trace.schema import COLUMN_NAMES, COLUMNS, SITE_NONE, arrow_schema
 from tracerace.trace.writer import TraceWriter, make_table, write_table
 
-COPIES = (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER)
-ADDRESSED = (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, *COPIES)
+COPIES = (
+    Op.CP_ASYNC,
+    Op.TMA_LOAD,
+    Op.TMA_STORE,
+    Op.BULK_COPY_PEER,
+    Op.BULK_REDUCE,
+    Op.BULK_REDUCE_PEER,
+)
+ADDRESSED = (Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT, *COPIES, Op.ST_ASYNC, Op.RED_ASYNC)
 SITES = ["k.cu:10 LDG", "k.cu:11 STS", "kernel.py:88 tl.store"]
 BUFFERS = [Buffer("a", 0, 4096, (4, 8), 4), Buffer("tile", 1, 0, (16, 16), 2, (1, 16), 3)]
 
@@ -66,16 +73,12 @@ def every_column(n: int = 500, seed: int = 0) -> dict[str, np.ndarray]:
         "fence_spaces": ints(np.uint8, 0, 7),
     }
     assert list(cols) == list(COLUMN_NAMES)
+    follow_extension_rules(cols)
     # A byte range must end within the 64-bit address space (address-overflow).
     room = np.iinfo(np.uint64).max - cols["size"].astype(np.uint64)
     for name, ops in (("addr", ADDRESSED), ("addr2", COPIES)):
         uses = np.isin(cols["op"], [int(op) for op in ops])
         cols[name] = np.where(uses, np.minimum(cols[name], room), cols[name])
-    # An extension op's rows name the memory it uses (op-space).
-    for op, spaces in OP_SPACES.items():
-        for name, space in zip(("space", "space2"), spaces):
-            if space != NO_SPACE:
-                cols[name] = np.where(cols["op"] == op, np.uint8(space), cols[name])
     return cols
 
 

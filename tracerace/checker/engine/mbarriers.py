@@ -180,16 +180,15 @@ def mbarrier_slot(t, peer, obj):
 
 
 @jit_inline
-def not_initialized(t, c, i, ev, a, mslot):
-    """A misuse (``MBAR_BEFORE_INIT``) when the mbarrier is not initialized."""
-    if t.mbs[mslot, MB_VALID] == 1:
-        return False
-    misuse(
+def row_misuse(t, c, i, ev, a, code):
+    """An ``mbarrier_misuse`` (``code``) at the event at hand, about the
+    mbarrier its row names (``peer``, ``obj``)."""
+    return misuse(
         t.find,
         t.sv,
         t.ag,
         a,
-        R.MBAR_BEFORE_INIT,
+        code,
         ev.row,
         ev.launch,
         ev.block,
@@ -200,6 +199,14 @@ def not_initialized(t, c, i, ev, a, mslot):
         np.int64(c.peer[i]),
         np.int64(c.obj[i]),
     )
+
+
+@jit_inline
+def not_initialized(t, c, i, ev, a, mslot):
+    """A misuse (``MBAR_BEFORE_INIT``) when the mbarrier is not initialized."""
+    if t.mbs[mslot, MB_VALID] == 1:
+        return False
+    row_misuse(t, c, i, ev, a, R.MBAR_BEFORE_INIT)
     return True
 
 
@@ -458,22 +465,7 @@ def on_mbar_arrive_drop(t, c, i, ev, a, epoch):
     count = arg if arg > 0 else 1
     if count > mbs[mslot, MB_EXPECTED]:
         # One misuse per row: pending never exceeds expected.
-        misuse(
-            t.find,
-            t.sv,
-            t.ag,
-            a,
-            R.MBAR_DROP_UNDERFLOW,
-            ev.row,
-            ev.launch,
-            ev.block,
-            ev.thread,
-            ev.op,
-            ev.ts,
-            ev.site,
-            np.int64(c.peer[i]),
-            np.int64(c.obj[i]),
-        )
+        row_misuse(t, c, i, ev, a, R.MBAR_DROP_UNDERFLOW)
         mbs[mslot, MB_EXPECTED] = 0
         count = mbs[mslot, MB_PENDING]
     else:
@@ -486,22 +478,7 @@ def arrive(t, c, i, ev, a, epoch, mslot, count):
     """``count`` arrivals with release semantics; more than are pending is a misuse."""
     mbs = t.mbs
     if count > mbs[mslot, MB_PENDING]:
-        misuse(
-            t.find,
-            t.sv,
-            t.ag,
-            a,
-            R.MBAR_ARRIVAL_UNDERFLOW,
-            ev.row,
-            ev.launch,
-            ev.block,
-            ev.thread,
-            ev.op,
-            ev.ts,
-            ev.site,
-            np.int64(c.peer[i]),
-            np.int64(c.obj[i]),
-        )
+        row_misuse(t, c, i, ev, a, R.MBAR_ARRIVAL_UNDERFLOW)
         count = mbs[mslot, MB_PENDING]
     mbs[mslot, MB_PENDING] -= count
     mbs[mslot, MB_ARRIVALS] = add_arrival(
@@ -550,22 +527,7 @@ def on_mbar_wait(t, c, i, ev, a, epoch):
     arg = np.int64(c.arg[i])
     done = mbs[mslot, MB_DONE0 + (arg & 1)]
     if done < 0:
-        misuse(
-            t.find,
-            t.sv,
-            t.ag,
-            a,
-            R.MBAR_PHASE_NEVER_COMPLETED,
-            ev.row,
-            ev.launch,
-            ev.block,
-            ev.thread,
-            ev.op,
-            ev.ts,
-            ev.site,
-            np.int64(c.peer[i]),
-            np.int64(c.obj[i]),
-        )
+        row_misuse(t, c, i, ev, a, R.MBAR_PHASE_NEVER_COMPLETED)
         return
     join_into(t.ag, t.snaps, t.arena_a, t.arena_e, t.sv, a, done, -1, 0)
     # The first wait on the phase retires its tma_loads and st_async stores,
@@ -642,22 +604,7 @@ def on_cp_async_mbar_arrive(t, c, i, ev, a, epoch):
         ag[a, AG_CP_OPEN] = stamp + 1
     if ev.op == O.CP_ASYNC_MBAR_ARRIVE_NOINC:
         if mbs[mslot, MB_PENDING] < 1:
-            misuse(
-                t.find,
-                sv,
-                ag,
-                a,
-                R.MBAR_ARRIVAL_UNDERFLOW,
-                ev.row,
-                ev.launch,
-                ev.block,
-                ev.thread,
-                ev.op,
-                ev.ts,
-                ev.site,
-                np.int64(c.peer[i]),
-                np.int64(c.obj[i]),
-            )
+            row_misuse(t, c, i, ev, a, R.MBAR_ARRIVAL_UNDERFLOW)
         else:
             mbs[mslot, MB_PENDING] -= 1
     arrived(t, c, i, ev, a, mslot)

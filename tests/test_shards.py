@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 
 import numpy as np
 import pyarrow as pa
@@ -182,6 +183,63 @@ def test_a_shared_reader_hands_its_error_to_every_shard():
                 shared_reader=True,
             )
     assert len(found) == 2
+
+
+def test_a_shard_thread_that_cannot_start_stops_the_check():
+    """Under a memory limit the pool may start the first shard's thread and
+    not the second's: the check raises that refusal (the command makes it its
+    out-of-memory line) instead of leaving the first shard waiting for a
+    reader that was stopped, and the shard that ran ends."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from builders import Trace
+
+    t = Trace()
+    for i in range(30):
+        t.write(0, i % 3, addr=4 * i, size=4)
+    cols = columns(t.events)
+
+    class OneThread(ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            if submitted:
+                raise RuntimeError("can't start new thread")
+            submitted.append(fn)
+            return super().submit(fn, *args, **kwargs)
+
+    submitted: list = []
+    found: list = []
+    raised: list = []
+
+    def run() -> None:
+        with OneThread(max_workers=3) as pool:
+            try:
+                parallel.check_shards(
+                    lambda: SimpleReader(cols, [10, 20]),
+                    3,
+                    found.append,
+                    batch_size=1 << 20,
+                    pool=pool,
+                    shared_reader=True,
+                )
+            except RuntimeError as err:
+                raised.append(err)
+
+    # On a thread of its own, so that a check that hangs fails the test
+    checking = threading.Thread(target=run, daemon=True)
+    checking.start()
+    checking.join(timeout=60)
+    assert not checking.is_alive(), "the check waits for ever"
+    assert [str(err) for err in raised] == ["can't start new thread"]
+    assert len(submitted) == 1 and found == []
+
+
+def test_a_shard_waiting_on_a_closed_shared_reader_raises():
+    """A view of a shared reader closed before its first batch raises
+    ``ReaderStopped``; it does not wait for ever."""
+    shared = parallel.SharedReader(SimpleReader(columns([]), []), 2)
+    shared.close()
+    with pytest.raises(parallel.ReaderStopped):
+        next(iter(shared.view(0)()))
 
 
 @pytest.mark.scale

@@ -195,14 +195,21 @@ def check_shards(
     if pool is None:
         events = [task() for task in tasks]
     else:
+        futures: list[Future] = []
         try:
-            futures = [pool.submit(task) for task in tasks]
             if shared is not None:
                 shared.start()
+            for task in tasks:
+                futures.append(pool.submit(task))
             events = [f.result() for f in _first_error(futures)]
         finally:
             if shared is not None:
+                # Also where a shard's thread or the reader's could not start
+                # (a memory limit): the shards already waiting for batches
+                # are told the reader stopped, and end.
                 shared.close()
+            for f in futures:
+                f.exception()
     return events[0]
 
 
@@ -227,16 +234,25 @@ class SharedReader:
         self._queues: list[queue.Queue] = [queue.Queue(maxsize=depth) for _ in range(shards)]
         self._open = [True] * shards
         self._stop = threading.Event()
+        self._first = threading.Event()  # the first batch read, or the end
         self._thread = threading.Thread(target=self._read, name="tracerace-reader", daemon=True)
 
     def start(self) -> None:
+        """Start the thread and wait until it has read the first batch (or
+        met the end or an error), before the shards allocate their state.
+        Reading a batch allocates thread-local data in libraries pyarrow
+        loads, and under a memory limit (``ulimit -v``) a thread that cannot
+        get it ends the process, which no ``except`` can turn into the
+        one-line out-of-memory error."""
         self._thread.start()
+        self._first.wait()
 
     def view(self, shard: int) -> Callable[[], _SharedView]:
         return lambda: _SharedView(self, shard)
 
     def close(self) -> None:
-        """Stop the thread and close the reader (after every shard ended)."""
+        """Stop the thread and close the reader. A shard still waiting for a
+        batch then raises :class:`ReaderStopped`."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
@@ -251,9 +267,12 @@ class SharedReader:
                     return  # every shard stopped: nothing more to read
                 for k in range(len(self._queues)):
                     self._put(k, (True, batch))
+                self._first.set()
             last: tuple[bool, Any] = (True, None)
         except BaseException as err:  # noqa: BLE001 - raised by every shard's view
             last = (False, err)
+        finally:
+            self._first.set()
         for k in range(len(self._queues)):
             self._put(k, last)
 
@@ -267,12 +286,24 @@ class SharedReader:
 
     def _batches(self, k: int) -> Any:
         while True:
-            ok, item = self._queues[k].get()
+            try:
+                ok, item = self._queues[k].get(timeout=0.05)
+            except queue.Empty:
+                if self._stop.is_set():
+                    raise ReaderStopped from None
+                continue
             if not ok:
                 raise item
             if item is None:
                 return
             yield item
+
+
+class ReaderStopped(Exception):
+    """Raised in a shard that waits for a batch of a :class:`SharedReader`
+    that was closed first: the check stopped for another reason (another
+    shard's error, or a thread that could not start), which is the one
+    raised to the caller."""
 
 
 class _SharedView:

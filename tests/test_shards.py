@@ -233,6 +233,39 @@ def test_a_shard_thread_that_cannot_start_stops_the_check():
     assert len(submitted) == 1 and found == []
 
 
+def test_shards_in_step_hand_over_one_batch_ahead_at_most():
+    """A merger in step keeps a shard that finished batch 1 waiting until
+    every shard handed over batch 0 (it would hold each batch's findings it
+    ran ahead by), and lets it on once they have; ``stop`` wakes a waiting
+    shard with ``Stopped``."""
+    rows = np.zeros((0, parallel.NF + 1), np.int64)
+    consumed: list = []
+    merger = parallel.Merger(2, consumed.append, in_step=True)
+    merger.add(0, 0, [rows])
+    ahead = threading.Thread(target=merger.add, args=(0, 1, [rows]), daemon=True)
+    ahead.start()
+    ahead.join(timeout=0.5)
+    assert ahead.is_alive() and consumed == []  # waits for shard 1's batch 0
+    merger.add(1, 0, [rows])
+    ahead.join(timeout=30)
+    assert not ahead.is_alive() and len(consumed) == 1  # batch 0 merged, batch 1 held
+    stopped: list = []
+
+    def add_batch_3() -> None:
+        try:
+            merger.add(1, 3, [rows])
+        except parallel.Stopped as err:
+            stopped.append(err)
+
+    waiting = threading.Thread(target=add_batch_3, daemon=True)
+    waiting.start()
+    waiting.join(timeout=0.5)
+    assert waiting.is_alive()
+    merger.stop()
+    waiting.join(timeout=30)
+    assert not waiting.is_alive() and len(stopped) == 1
+
+
 def test_a_shard_waiting_on_a_closed_shared_reader_raises():
     """A view of a shared reader closed before its first batch raises
     ``ReaderStopped``; it does not wait for ever."""

@@ -11,7 +11,7 @@ Each trace is given as a path or a pyarrow filesystem URI (``s3://``,
 ``gs://``, ``hdfs://``, ``file://``) that every worker can read: a worker
 reads the trace itself, the client sends only the path. A task replays one
 shard of one trace and returns its findings, batch by batch, as int64 rows;
-the client merges them (:func:`tracerace.checker.parallel.merge_rows`) and groups them
+the client merges them (:func:`tracerace.checker.parallel.merge_records`) and groups them
 as a local check does, so each report is the one ``tracerace check`` gives.
 """
 
@@ -85,8 +85,7 @@ def check_on_cluster(
     ``engine_options``: the engine's test options (``page_shift``, ...)."""
     from distributed import as_completed
 
-    from ..checker.engine.races import records
-    from ..checker.parallel import merge_rows, shards_per_trace
+    from ..checker.parallel import merge_records, shards_per_trace
     from ..group.groups import GroupBuilder
     from ..report import Report
     from .sharded import consumer
@@ -138,7 +137,7 @@ def check_on_cluster(
             sinks[t].open(metas[t])
         consume = consumer(builder, sinks[t])
         for i in range(len(outs[0][1])):
-            consume(records(merge_rows([o[1][i] for o in outs])))
+            consume(merge_records([o[1][i] for o in outs]))
         results[t] = Report(outs[0][0], metas[t], builder.table(), options)
     return results
 
@@ -187,7 +186,7 @@ def _shard_task(
     findings rows of each batch), or its error as a tuple."""
     from ..checker.parallel import run_shard
 
-    chunks: list[np.ndarray] = []
+    chunks: list[list[np.ndarray]] = []  # per batch, its rows in chunks
     try:
         events = run_shard(
             lambda: open_source(source, batch_size),

@@ -7,7 +7,7 @@ every synchronization event, and checks only the accesses, or the parts of
 accesses, whose bytes it owns. The shards of a trace hand over their findings
 per batch, as int64 rows with the rank of the earlier access; a
 :class:`Merger` joins batch ``i`` of every shard into the findings a single
-check hands over for batch ``i`` (:func:`merge_rows`) and passes them on in
+check hands over for batch ``i`` (:func:`merge_records`) and passes them on in
 batch order, so grouping and every report see what a single check gives them.
 
 :func:`check_shards` runs the shards of one trace, :func:`check_traces` the
@@ -50,64 +50,117 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def merge_rows(parts: Sequence[np.ndarray]) -> np.ndarray:
-    """The findings (int64 rows, ``layout.F_*`` columns) that one check makes
-    for a stretch of the replay, from those shards ``0..n-1`` made for it.
+def merge_records(parts: list[list[np.ndarray]]) -> np.ndarray:
+    """The findings (``FINDING_DTYPE`` records) that one check makes for a
+    stretch of the replay, from the int64 rows (``layout.F_*`` columns) that
+    shards ``0..n-1`` made for it, each shard's in chunks (``parts[k]``).
+    ``parts`` is emptied: the chunks are freed once joined, where the caller
+    keeps no other reference to them.
 
     Every shard finds what is not about memory: shard 0's are kept. A race
     is kept per (row, kind) as one check keeps it, the candidate of highest
     (earlier row, rank): its bytes are the overlap of the two whole accesses
     in every shard that found it. An uninitialized read spans the first to
     the last uninitialized byte of all shards."""
-    if len(parts) == 1:
-        return parts[0]
-    first = parts[0]
-    other = first[~np.isin(first[:, F_KIND], MEMORY_KINDS)]
-    memory = np.concatenate([p[np.isin(p[:, F_KIND], MEMORY_KINDS)] for p in parts])
-    uninit = memory[memory[:, F_KIND] == O.K_UNINIT_READ]
-    races = memory[memory[:, F_KIND] != O.K_UNINIT_READ]
+    first = sum(chunk.shape[0] for chunk in parts[0])
+    chunks = [chunk for part in parts for chunk in part]
+    shards = len(parts)
+    for part in parts:
+        part.clear()
+    parts.clear()
+    if not chunks:
+        return records(np.zeros((0, NF + 1), np.int64))
+    rows = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
+    chunks.clear()
+    if shards == 1:
+        return records(rows)
+    # Indices into the joined rows, and one gather into records at the end: a
+    # batch of a read-once kernel holds ~10^6 uninitialized reads (232 bytes
+    # a row), and each copy of them cost that much.
+    row, kind = rows[:, F_ROW], rows[:, F_KIND]
+    memory = np.isin(kind, MEMORY_KINDS)
+    other = np.flatnonzero(~memory[:first])
+    uninit = memory & (kind == O.K_UNINIT_READ)
+    races = np.flatnonzero(memory & ~uninit)
     races = races[
-        np.lexsort((races[:, F_RANK], races[:, F_PREV_ROW], races[:, F_KIND], races[:, F_ROW]))
+        np.lexsort((rows[races, F_RANK], rows[races, F_PREV_ROW], kind[races], row[races]))
     ]
     last = np.ones(races.shape[0], bool)
-    last[:-1] = (races[1:, F_ROW] != races[:-1, F_ROW]) | (races[1:, F_KIND] != races[:-1, F_KIND])
+    r, k = row[races], kind[races]
+    last[:-1] = (r[1:] != r[:-1]) | (k[1:] != k[:-1])
     races = races[last]
+    uninit = np.flatnonzero(uninit)
+    end: np.ndarray | None = None
     if uninit.shape[0]:
-        uninit = uninit[np.lexsort((uninit[:, F_ADDR], uninit[:, F_ROW]))]
-        start = np.flatnonzero(np.r_[True, uninit[1:, F_ROW] != uninit[:-1, F_ROW]])
-        end = np.maximum.reduceat(uninit[:, F_ADDR] + uninit[:, F_SIZE], start)
-        uninit = uninit[start].copy()
-        uninit[:, F_SIZE] = end - uninit[:, F_ADDR]
-    return np.concatenate([other, races, uninit])
+        addr = rows[uninit, F_ADDR]
+        order = np.lexsort((addr, row[uninit]))
+        uninit, addr = uninit[order], addr[order]
+        r = row[uninit]
+        start = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+        end = np.maximum.reduceat(addr + rows[uninit, F_SIZE], start)
+        uninit = uninit[start]
+    merged = records(rows, np.concatenate([other, races, uninit]))
+    if end is not None:
+        tail = merged[merged.shape[0] - end.shape[0] :]
+        tail["size"] = end - tail["addr"]
+    return merged
 
 
 class Merger:
     """Joins the shards' findings of one trace batch by batch and hands each
     batch's merged findings (``FINDING_DTYPE`` records) to ``consume`` in
-    batch order. Shards may call :meth:`add` from any thread."""
+    batch order. Shards may call :meth:`add` from any thread.
 
-    def __init__(self, shards: int, consume: Callable[[np.ndarray], None]) -> None:
+    ``in_step``: every shard runs on a thread of its own at once (a shared
+    reader's shards). A shard then hands over batch ``i`` only once every
+    batch before it is merged, waiting meanwhile: a shard that ran ahead
+    would hold the findings of each batch it is ahead by (a read-once kernel:
+    a quarter of a GB per batch). It cannot wait for ever: the shards behind
+    it already have the batches they need (a shared reader hands each batch
+    to every shard before the next), and :meth:`stop` wakes it with
+    :class:`Stopped` when a shard ends in an error."""
+
+    def __init__(
+        self, shards: int, consume: Callable[[np.ndarray], None], in_step: bool = False
+    ) -> None:
         self.shards = shards
         self.consume = consume
-        self._parts: dict[int, list[np.ndarray | None]] = {}
+        self._parts: dict[int, list[list[np.ndarray] | None]] = {}
         self._next = 0
-        self._lock = threading.Lock()
+        self._in_step = in_step
+        self._stopped = False
+        self._lock = threading.Condition()
 
-    def add(self, shard: int, index: int, rows: np.ndarray) -> None:
+    def stop(self) -> None:
+        """Wake the shards waiting to hand over, with :class:`Stopped`."""
         with self._lock:
+            self._stopped = True
+            self._lock.notify_all()
+
+    def add(self, shard: int, index: int, chunks: list[np.ndarray]) -> None:
+        """Shard ``shard``'s findings of batch ``index``, as int64 row chunks
+        (the list is the merger's from now on)."""
+        with self._lock:
+            while self._in_step and self._next < index and not self._stopped:
+                self._lock.wait()
+            if self._stopped:
+                raise Stopped
             slot = self._parts.setdefault(index, [None] * self.shards)
-            slot[shard] = rows
+            slot[shard] = chunks
+            del chunks
             while self._next in self._parts and all(p is not None for p in self._parts[self._next]):
-                parts = [p for p in self._parts.pop(self._next) if p is not None]
-                self.consume(records(merge_rows(parts)))
+                found = merge_records(self._parts.pop(self._next))  # type: ignore[arg-type]
+                self.consume(found)
+                del found
                 self._next += 1
+                self._lock.notify_all()
 
 
 def run_shard(
     source: Any,
     shard: int,
     shards: int,
-    on_batch: Callable[[int, np.ndarray], None],
+    on_batch: Callable[[int, list[np.ndarray]], None],
     *,
     batch_size: int,
     progress: Callable[[int], None] | None = None,
@@ -115,8 +168,9 @@ def run_shard(
 ) -> int:
     """Replay ``source`` as shard ``shard`` of ``shards`` (its own reader over
     the file; ``source`` may also be a function that opens a fresh reader
-    each call); ``on_batch(i, rows)`` gets the findings of batch ``i`` and, last,
-    those the end of the trace makes. Returns the events replayed.
+    each call); ``on_batch(i, chunks)`` gets the findings of batch ``i`` (int64
+    rows, in chunks) and, last, those the end of the trace makes. Returns the
+    events replayed.
     ``engine_options``: ``check_trace``'s test options (``page_shift``, ...)."""
     from ..trace.reader import open_trace
 
@@ -125,9 +179,9 @@ def run_shard(
 
     def flush() -> None:
         nonlocal index
-        rows = np.concatenate(pending) if pending else np.zeros((0, NF + 1), np.int64)
+        chunks = pending.copy()
         pending.clear()
-        on_batch(index, rows)
+        on_batch(index, chunks)
         index += 1
 
     def batch_done(events: int) -> None:  # after each batch's findings
@@ -171,10 +225,11 @@ def check_shards(
     batches of one :class:`SharedReader` (``pool`` must run every shard at
     once); else each reads the trace itself. ``progress(rows)``: the rows
     replayed by all shards together. Returns the trace's events."""
-    merger = Merger(shards, on_findings)
-    counter = _Progress(progress)
     shared = None
-    if shared_reader and pool is not None and shards > 1:
+    in_step = shared_reader and pool is not None and shards > 1
+    merger = Merger(shards, on_findings, in_step=in_step)
+    counter = _Progress(progress)
+    if in_step:
         from ..trace.reader import open_trace
 
         shared = SharedReader(
@@ -208,6 +263,7 @@ def check_shards(
                 # (a memory limit): the shards already waiting for batches
                 # are told the reader stopped, and end.
                 shared.close()
+            merger.stop()  # a shard waiting to hand over a batch, the same
             for f in futures:
                 f.exception()
     return events[0]
@@ -299,11 +355,16 @@ class SharedReader:
             yield item
 
 
-class ReaderStopped(Exception):
+class Stopped(Exception):
+    """Raised in a shard that waits for another part of the check that
+    stopped first: the check stopped for another reason (another shard's
+    error, or a thread that could not start), which is the one raised to
+    the caller."""
+
+
+class ReaderStopped(Stopped):
     """Raised in a shard that waits for a batch of a :class:`SharedReader`
-    that was closed first: the check stopped for another reason (another
-    shard's error, or a thread that could not start), which is the one
-    raised to the caller."""
+    that was closed first."""
 
 
 class _SharedView:
@@ -369,28 +430,30 @@ def sharded_checker(path: str, shards: int, batch_size: int) -> Callable[..., Sh
 
 def _shard_task(source, k, shards, merger, progress, batch_size, engine_options):
     def task() -> int:
-        return run_shard(
-            source,
-            k,
-            shards,
-            lambda i, rows: merger.add(k, i, rows),
-            batch_size=batch_size,
-            progress=progress,
-            **engine_options,
-        )
+        try:
+            return run_shard(
+                source,
+                k,
+                shards,
+                lambda i, rows: merger.add(k, i, rows),
+                batch_size=batch_size,
+                progress=progress,
+                **engine_options,
+            )
+        except BaseException:
+            merger.stop()  # the other shards stop waiting for this one's findings
+            raise
 
     return task
 
 
 def _first_error(futures: list[Future]) -> list[Future]:
     """``futures`` once all are done; the error of the one that failed first
-    in shard order is raised (every shard of a trace meets the same bad row)."""
-    for f in futures:
-        f.exception()
-    for f in futures:
-        err = f.exception()
-        if err is not None:
-            raise err
+    in shard order is raised (every shard of a trace meets the same bad row),
+    a shard's :class:`Stopped` only when no shard has another."""
+    errors = [f.exception() for f in futures]
+    for err in sorted((e for e in errors if e is not None), key=lambda e: isinstance(e, Stopped)):
+        raise err
     return futures
 
 

@@ -96,7 +96,9 @@ def check_trace(
     (:mod:`.shards`, in stretches of ``1 << stretch_shift`` bytes;
     :mod:`tracerace.checker.parallel` merges the shards). ``raw``:
     ``on_findings`` (required) gets the pool's int64 rows, with the rank
-    that merging needs (``layout.F_RANK``), instead of records. ``cp_limits``:
+    that merging needs (``layout.F_RANK``), instead of records, and gets
+    them whenever a full pool is emptied too, not joined at the batch's end
+    (``progress`` marks each end). ``cp_limits``:
     see :class:`.state.EngineState`."""
     st = EngineState(page_shift, sizes, shared_shift, shard, stretch_shift, cp_limits)
     take = st.take_rows if raw else st.take_findings
@@ -105,7 +107,9 @@ def check_trace(
     views = [st]
     merged: list[np.ndarray] = []  # findings of two views, merged per batch
     drained: list[np.ndarray] = []  # a full findings pool's, until the batch ends
-    drain = None if on_findings is None else drained.append
+    # A full pool's rows go on at once when raw (the merger joins the
+    # shards' chunks itself); records are held until the batch ends.
+    drain = None if on_findings is None else on_findings if raw else drained.append
     events = 0
     # The read-ahead thread is stopped before returning or raising, so the
     # caller may close the reader at once.

@@ -235,12 +235,13 @@ def test_a_shard_thread_that_cannot_start_stops_the_check():
 
 def test_shards_in_step_hand_over_one_batch_ahead_at_most():
     """A merger in step keeps a shard that finished batch 1 waiting until
-    every shard handed over batch 0 (it would hold each batch's findings it
-    ran ahead by), and lets it on once they have; ``stop`` wakes a waiting
-    shard with ``Stopped``."""
-    rows = np.zeros((0, parallel.NF + 1), np.int64)
+    every shard handed over batch 0, when it holds findings enough (it would
+    hold each batch's findings it ran ahead by), and lets it on once they
+    have; ``stop`` wakes a waiting shard with ``Stopped``. A merger with room
+    for them makes no shard wait."""
+    rows = np.zeros((1, parallel.NF + 1), np.int64)
     consumed: list = []
-    merger = parallel.Merger(2, consumed.append, in_step=True)
+    merger = parallel.Merger(2, consumed.append, in_step=True, hold=rows.nbytes)
     merger.add(0, 0, [rows])
     ahead = threading.Thread(target=merger.add, args=(0, 1, [rows]), daemon=True)
     ahead.start()
@@ -264,6 +265,11 @@ def test_shards_in_step_hand_over_one_batch_ahead_at_most():
     merger.stop()
     waiting.join(timeout=30)
     assert not waiting.is_alive() and len(stopped) == 1
+    roomy = parallel.Merger(2, consumed.append, in_step=True, hold=4 * rows.nbytes)
+    roomy.add(0, 0, [rows])
+    roomy.add(0, 1, [rows])  # would wait for ever on this thread if it waited
+    roomy.add(1, 0, [rows])
+    assert len(consumed) == 2
 
 
 def test_a_shard_waiting_on_a_closed_shared_reader_raises():

@@ -37,6 +37,10 @@ MEMORY_KINDS = np.array(
 )
 """The kinds a shard finds only for its own bytes; every shard finds the others."""
 
+HOLD_BYTES = 64 << 20
+"""The findings a :class:`Merger` in step holds for shards that are ahead
+before it makes the next one wait."""
+
 PARALLEL_MIN_ROWS = 1 << 20
 """With the default number of jobs, a trace of fewer rows is checked by one
 state: below this a check takes about a second, less than starting shards."""
@@ -112,22 +116,30 @@ class Merger:
     batch order. Shards may call :meth:`add` from any thread.
 
     ``in_step``: every shard runs on a thread of its own at once (a shared
-    reader's shards). A shard then hands over batch ``i`` only once every
+    reader's shards). A shard whose findings would bring those the merger
+    holds past ``hold`` bytes then hands over batch ``i`` only once every
     batch before it is merged, waiting meanwhile: a shard that ran ahead
     would hold the findings of each batch it is ahead by (a read-once kernel:
-    a quarter of a GB per batch). It cannot wait for ever: the shards behind
-    it already have the batches they need (a shared reader hands each batch
-    to every shard before the next), and :meth:`stop` wakes it with
-    :class:`Stopped` when a shard ends in an error."""
+    a quarter of a GB per batch), while shards with few findings keep the
+    slack that evens out their pace. It cannot wait for ever: the shards
+    behind it already have the batches they need (a shared reader hands
+    each batch to every shard before the next), and :meth:`stop` wakes it
+    with :class:`Stopped` when a shard ends in an error."""
 
     def __init__(
-        self, shards: int, consume: Callable[[np.ndarray], None], in_step: bool = False
+        self,
+        shards: int,
+        consume: Callable[[np.ndarray], None],
+        in_step: bool = False,
+        hold: int = HOLD_BYTES,
     ) -> None:
         self.shards = shards
         self.consume = consume
         self._parts: dict[int, list[list[np.ndarray] | None]] = {}
         self._next = 0
         self._in_step = in_step
+        self._hold = hold
+        self._held = 0  # bytes of the findings in _parts
         self._stopped = False
         self._lock = threading.Condition()
 
@@ -140,16 +152,26 @@ class Merger:
     def add(self, shard: int, index: int, chunks: list[np.ndarray]) -> None:
         """Shard ``shard``'s findings of batch ``index``, as int64 row chunks
         (the list is the merger's from now on)."""
+        size = sum(chunk.nbytes for chunk in chunks)
         with self._lock:
-            while self._in_step and self._next < index and not self._stopped:
+            while (
+                self._in_step
+                and self._next < index
+                and self._held + size > self._hold
+                and not self._stopped
+            ):
                 self._lock.wait()
             if self._stopped:
                 raise Stopped
             slot = self._parts.setdefault(index, [None] * self.shards)
             slot[shard] = chunks
+            self._held += size
             del chunks
             while self._next in self._parts and all(p is not None for p in self._parts[self._next]):
-                found = merge_records(self._parts.pop(self._next))  # type: ignore[arg-type]
+                parts = self._parts.pop(self._next)
+                self._held -= sum(chunk.nbytes for part in parts for chunk in part)  # type: ignore[union-attr]
+                found = merge_records(parts)  # type: ignore[arg-type]
+                del parts
                 self.consume(found)
                 del found
                 self._next += 1

@@ -123,8 +123,9 @@ class Merger:
     a quarter of a GB per batch), while shards with few findings keep the
     slack that evens out their pace. It cannot wait for ever: the shards
     behind it already have the batches they need (a shared reader hands
-    each batch to every shard before the next), and :meth:`stop` wakes it
-    with :class:`Stopped` when a shard ends in an error."""
+    each batch to every shard before the next), and when a shard ends in an
+    error :meth:`stop` lets every shard on without waiting, so that each
+    hands over what it found before the error, as a single check does."""
 
     def __init__(
         self,
@@ -144,7 +145,7 @@ class Merger:
         self._lock = threading.Condition()
 
     def stop(self) -> None:
-        """Wake the shards waiting to hand over, with :class:`Stopped`."""
+        """No shard waits to hand over from now on (those waiting go on)."""
         with self._lock:
             self._stopped = True
             self._lock.notify_all()
@@ -161,16 +162,14 @@ class Merger:
                 and not self._stopped
             ):
                 self._lock.wait()
-            if self._stopped:
-                raise Stopped
             slot = self._parts.setdefault(index, [None] * self.shards)
             slot[shard] = chunks
             self._held += size
             del chunks
             while self._next in self._parts and all(p is not None for p in self._parts[self._next]):
-                parts = self._parts.pop(self._next)
-                self._held -= sum(chunk.nbytes for part in parts for chunk in part)  # type: ignore[union-attr]
-                found = merge_records(parts)  # type: ignore[arg-type]
+                parts = [part or [] for part in self._parts.pop(self._next)]
+                self._held -= sum(chunk.nbytes for part in parts for chunk in part)
+                found = merge_records(parts)
                 del parts
                 self.consume(found)
                 del found
@@ -377,16 +376,11 @@ class SharedReader:
             yield item
 
 
-class Stopped(Exception):
-    """Raised in a shard that waits for another part of the check that
-    stopped first: the check stopped for another reason (another shard's
-    error, or a thread that could not start), which is the one raised to
-    the caller."""
-
-
-class ReaderStopped(Stopped):
+class ReaderStopped(Exception):
     """Raised in a shard that waits for a batch of a :class:`SharedReader`
-    that was closed first."""
+    that was closed first: the check stopped for another reason (another
+    shard's error, or a thread that could not start), which is the one
+    raised to the caller."""
 
 
 class _SharedView:
@@ -463,7 +457,7 @@ def _shard_task(source, k, shards, merger, progress, batch_size, engine_options)
                 **engine_options,
             )
         except BaseException:
-            merger.stop()  # the other shards stop waiting for this one's findings
+            merger.stop()  # no shard waits for this one's findings
             raise
 
     return task
@@ -472,9 +466,11 @@ def _shard_task(source, k, shards, merger, progress, batch_size, engine_options)
 def _first_error(futures: list[Future]) -> list[Future]:
     """``futures`` once all are done; the error of the one that failed first
     in shard order is raised (every shard of a trace meets the same bad row),
-    a shard's :class:`Stopped` only when no shard has another."""
+    a shard's :class:`ReaderStopped` only when no shard has another."""
     errors = [f.exception() for f in futures]
-    for err in sorted((e for e in errors if e is not None), key=lambda e: isinstance(e, Stopped)):
+    for err in sorted(
+        (e for e in errors if e is not None), key=lambda e: isinstance(e, ReaderStopped)
+    ):
         raise err
     return futures
 

@@ -89,6 +89,27 @@ def test_leaving_a_check_half_way_stops_its_worker(incident):
         run.report()
 
 
+def test_leaving_a_check_in_shards_half_way_stops_every_shard(incident):
+    """Each shard hands its batches over in turn; leaving the loop (Ctrl-C, a
+    stop signal) wakes the one waiting, and every other shard stops at its
+    next hand-over instead of waiting for a consumer that is gone."""
+    left: list = []
+
+    def leave_half_way() -> None:
+        with Check(incident, make_options(batch_size=BATCH), jobs=2) as run:
+            for batch in run:
+                if batch.rows_done >= 4 * BATCH:
+                    break
+        left.append(run)
+
+    # On a thread of its own, so that a check that hangs fails the test
+    leaving = threading.Thread(target=leave_half_way, daemon=True)
+    leaving.start()
+    leaving.join(timeout=120)
+    assert not leaving.is_alive(), "a shard waits for ever"
+    assert left and _workers() == []
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_bad_row_past_the_first_batches_is_raised_to_the_consumer(tmp_path, engine):
     n, bad = 4 * BATCH, 3 * BATCH + 5

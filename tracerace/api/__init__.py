@@ -288,8 +288,14 @@ class _Relay:
             self._hand(replace(held, rows_done=rows_done))
 
     def _hand(self, batch: Batch) -> None:
+        # Several threads may hand over (a sharded check's shards, one at a
+        # time), and ``stop`` releases one of them: the others see the flag.
+        if self._stopped:
+            raise _Stop
         self._handed.put(batch)
-        self._next.acquire()
+        while not self._next.acquire(timeout=0.05):
+            if self._stopped:
+                raise _Stop
         if self._stopped:
             raise _Stop
 

@@ -152,17 +152,29 @@ def test_a_shared_reader_reads_the_trace_once(shared):
     assert len(opened) == (1 if shared else 3)
 
 
-def test_a_shared_reader_hands_its_error_to_every_shard():
-    """A reader that fails at its third batch: every shard replays the two
-    before it and stops with its error, as with a reader each."""
-    from concurrent.futures import ThreadPoolExecutor
-
+def three_writers() -> dict:
+    """The columns of 30 writes by three threads, each to its own word."""
     from builders import Trace
 
     t = Trace()
     for i in range(30):
         t.write(0, i % 3, addr=4 * i, size=4)
-    cols = columns(t.events)
+    return columns(t.events)
+
+
+def check_in_three_shards(source, found: list, pool) -> int:
+    """``check_shards`` of ``source`` in three shards with one shared reader."""
+    return parallel.check_shards(
+        source, 3, found.append, batch_size=1 << 20, pool=pool, shared_reader=True
+    )
+
+
+def test_a_shared_reader_hands_its_error_to_every_shard():
+    """A reader that fails at its third batch: every shard replays the two
+    before it and stops with its error, as with a reader each."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cols = three_writers()
 
     class Failing(SimpleReader):
         def __iter__(self):
@@ -174,14 +186,7 @@ def test_a_shared_reader_hands_its_error_to_every_shard():
     found = []
     with ThreadPoolExecutor(max_workers=3) as pool:
         with pytest.raises(TraceError, match="broken batch"):
-            parallel.check_shards(
-                lambda: Failing(cols, [10, 20]),
-                3,
-                found.append,
-                batch_size=1 << 20,
-                pool=pool,
-                shared_reader=True,
-            )
+            check_in_three_shards(lambda: Failing(cols, [10, 20]), found, pool)
     assert len(found) == 2
 
 
@@ -192,12 +197,7 @@ def test_a_shard_thread_that_cannot_start_stops_the_check():
     reader that was stopped, and the shard that ran ends."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from builders import Trace
-
-    t = Trace()
-    for i in range(30):
-        t.write(0, i % 3, addr=4 * i, size=4)
-    cols = columns(t.events)
+    cols = three_writers()
 
     class OneThread(ThreadPoolExecutor):
         def submit(self, fn, /, *args, **kwargs):
@@ -213,14 +213,7 @@ def test_a_shard_thread_that_cannot_start_stops_the_check():
     def run() -> None:
         with OneThread(max_workers=3) as pool:
             try:
-                parallel.check_shards(
-                    lambda: SimpleReader(cols, [10, 20]),
-                    3,
-                    found.append,
-                    batch_size=1 << 20,
-                    pool=pool,
-                    shared_reader=True,
-                )
+                check_in_three_shards(lambda: SimpleReader(cols, [10, 20]), found, pool)
             except RuntimeError as err:
                 raised.append(err)
 

@@ -4,13 +4,18 @@ per trace, a summary table, the worst exit code; the same reports as one by one.
 from __future__ import annotations
 
 import json
+import signal
+import threading
 
+import numpy as np
 import pytest
 from test_cli_check import write_trace
 from typer.testing import CliRunner
 
 from tracerace import api
+from tracerace.checker import parallel
 from tracerace.cli import app
+from tracerace.trace.writer import write_table
 
 
 def run(*args: str):
@@ -93,3 +98,38 @@ def test_check_many_counts_progress_over_every_trace(traces):
     )
     assert calls[0] == (0, 2 + 4 + 2)
     assert calls[-1] == (8, 8) and all(d <= t for d, t in calls)
+
+
+def test_an_interrupted_check_of_many_traces_stops_its_shards(tmp_path):
+    """Ctrl-C while several traces are checked: the interrupt is raised once
+    each running shard has ended its batch, and the traces' other batches are
+    never checked (not every trace checked to its end first)."""
+    n, batch = 64 * 200, 64
+    paths = []
+    for name in ("a.arrow", "b.arrow"):
+        paths.append(str(tmp_path / name))
+        write_table(
+            paths[-1],
+            dict(
+                ts=np.arange(n),
+                op=1,
+                launch=0,
+                block=0,
+                thread=np.arange(n) % 32,
+                addr=8 * np.arange(n),
+                size=8,
+            ),
+        )
+    main = threading.main_thread().ident
+    consumed: list = []
+
+    def consume(findings) -> None:
+        consumed.append(len(findings))
+        if len(consumed) == 1:
+            signal.pthread_kill(main, signal.SIGINT)
+
+    assert threading.current_thread() is threading.main_thread()
+    with pytest.raises(KeyboardInterrupt):
+        parallel.check_traces(paths, 2, [consume, consume], batch_size=batch)
+    assert 1 <= len(consumed) < 20  # of 2 x 201 hand-overs
+    assert not [t for t in threading.enumerate() if t.name.startswith("tracerace-shard")]

@@ -376,6 +376,11 @@ class SharedReader:
             yield item
 
 
+class Cancelled(Exception):
+    """Raised in a shard of :func:`check_traces` whose caller stopped waiting
+    (Ctrl-C, a stop signal)."""
+
+
 class ReaderStopped(Exception):
     """Raised in a shard that waits for a batch of a :class:`SharedReader`
     that was closed first: the check stopped for another reason (another
@@ -444,14 +449,22 @@ def sharded_checker(path: str, shards: int, batch_size: int) -> Callable[..., Sh
     return run
 
 
-def _shard_task(source, k, shards, merger, progress, batch_size, engine_options):
+def _shard_task(source, k, shards, merger, progress, batch_size, engine_options, cancelled=None):
+    """Shard ``k``'s replay as a pool's task; once ``cancelled`` is set it
+    stops at its next batch's end with :class:`Cancelled`."""
+
+    def hand_over(i: int, chunks: list[np.ndarray]) -> None:
+        if cancelled is not None and cancelled.is_set():
+            raise Cancelled
+        merger.add(k, i, chunks)
+
     def task() -> int:
         try:
             return run_shard(
                 source,
                 k,
                 shards,
-                lambda i, rows: merger.add(k, i, rows),
+                hand_over,
                 batch_size=batch_size,
                 progress=progress,
                 **engine_options,
@@ -525,32 +538,42 @@ def check_traces(
     if weights is None:
         weights = [1.0] * len(sources)
     counter = _Progress(progress)
+    cancelled = threading.Event()
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tracerace-shard") as pool:
-        futures = []
-        for t, (source, n, consume) in enumerate(zip(sources, shards, consumers)):
-            merger = Merger(n, consume)
-            futures.append(
-                [
-                    pool.submit(
-                        _shard_task(
-                            source,
-                            k,
-                            n,
-                            merger,
-                            counter.part(t, k, weights[t]),
-                            batch_size,
-                            engine_options,
+        try:
+            futures = []
+            for t, (source, n, consume) in enumerate(zip(sources, shards, consumers)):
+                merger = Merger(n, consume)
+                futures.append(
+                    [
+                        pool.submit(
+                            _shard_task(
+                                source,
+                                k,
+                                n,
+                                merger,
+                                counter.part(t, k, weights[t]),
+                                batch_size,
+                                engine_options,
+                                cancelled,
+                            )
                         )
-                    )
-                    for k in range(n)
-                ]
-            )
-        out: list[int | BaseException] = []
-        for per_trace in futures:
-            try:
-                out.append(_first_error(per_trace)[0].result())
-            except Exception as err:  # noqa: BLE001 - handed to the caller per trace
-                out.append(err)
+                        for k in range(n)
+                    ]
+                )
+            out: list[int | BaseException] = []
+            for per_trace in futures:
+                try:
+                    out.append(_first_error(per_trace)[0].result())
+                except Exception as err:  # noqa: BLE001 - handed to the caller per trace
+                    out.append(err)
+        except BaseException:
+            # Ctrl-C or a stop signal while waiting: the shards that run stop
+            # at their next batch's end and the others never start, instead
+            # of the pool checking every trace to its end first.
+            cancelled.set()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
     return out
 
 

@@ -955,49 +955,32 @@ def test_a_cluster_barrier_mismatch_is_worded_for_the_cluster():
     assert "every thread of cluster 7 arrive at the cluster barrier" in hint(f).text
 
 
-def test_info_counts_the_bytes_st_async_and_red_async_store():
+def info_of(**cols):
+    """``trace_info`` of two rows by thread 0 of block 0, at times 0 and 1, on
+    mbarrier 64 of peer block 1."""
     from tracerace.trace.info import trace_info
     from tracerace.trace.writer import make_table
 
-    table = make_table(
-        dict(
-            ts=[0, 1],
-            op=["st_async", "red_async"],
-            launch=0,
-            block=0,
-            thread=0,
-            peer=1,
-            space=1,
-            addr=[32, 8],
-            size=[16, 4],
-            obj=64,
-        )
+    return trace_info(
+        make_table(dict(ts=[0, 1], launch=0, block=0, thread=0, peer=1, obj=64, **cols))
     )
-    shared = trace_info(table).spaces["shared"]
+
+
+def test_info_counts_the_bytes_st_async_and_red_async_store():
+    info = info_of(op=["st_async", "red_async"], space=1, addr=[32, 8], size=[16, 4])
+    shared = info.spaces["shared"]
     assert (shared.accesses, shared.lo, shared.hi) == (2, 8, 48)
 
 
 def test_info_counts_both_sides_of_bulk_reductions():
-    from tracerace.trace.info import trace_info
-    from tracerace.trace.writer import make_table
-
-    table = make_table(
-        dict(
-            ts=[0, 1],
-            op=["bulk_reduce", "bulk_reduce_peer"],
-            launch=0,
-            block=0,
-            thread=0,
-            peer=1,
-            space=[0, 1],
-            addr=[4096, 64],
-            space2=1,
-            addr2=[0, 32],
-            size=16,
-            obj=64,
-        )
+    info = info_of(
+        op=["bulk_reduce", "bulk_reduce_peer"],
+        space=[0, 1],
+        addr=[4096, 64],
+        space2=1,
+        addr2=[0, 32],
+        size=16,
     )
-    info = trace_info(table)
     glob, shared = info.spaces["global"], info.spaces["shared"]
     assert (glob.accesses, glob.lo, glob.hi) == (1, 4096, 4112)
     assert (shared.accesses, shared.lo, shared.hi) == (3, 0, 80)

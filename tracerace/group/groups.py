@@ -59,7 +59,7 @@ import numpy as np
 
 from ..checker.findings import FINDING_DTYPE, NO_ROW, empty_findings
 from ..trace.meta import TraceMeta
-from ..trace.ops import HazardKind, Op, Severity, Space
+from ..trace.ops import ASYNC_OPS, HazardKind, Severity, Space
 from .fold import (
     GROUP_DTYPE,
     LOCATOR_DTYPE,
@@ -87,9 +87,7 @@ EXAMPLES = 8
 N_KINDS = len(HazardKind)
 
 _COPY_OPS = np.zeros(256, dtype=bool)
-_COPY_OPS[[int(op) for op in (Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER)]] = True
-_COPY_OPS[[int(op) for op in (Op.ST_ASYNC, Op.RED_ASYNC)]] = True
-_COPY_OPS[[int(op) for op in (Op.BULK_REDUCE, Op.BULK_REDUCE_PEER)]] = True
+_COPY_OPS[sorted(ASYNC_OPS)] = True
 _U64_MAX = np.iinfo(np.uint64).max
 
 ALIAS_DTYPE = np.dtype(

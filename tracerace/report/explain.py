@@ -18,24 +18,12 @@ import numpy as np
 from ..checker import reasons
 from ..checker.findings import FIELDS
 from ..trace.meta import TraceMeta
-from ..trace.ops import HazardKind, Op, Scope, Space
+from ..trace.ops import ASYNC_OPS, HazardKind, Op, Scope, Space
 
 NO_GENERATION = -1
 """``bar_gen``/``prev_bar_gen`` of an agent that completed no barrier yet."""
 
-COPY_OPS = frozenset(
-    int(op)
-    for op in (
-        Op.CP_ASYNC,
-        Op.TMA_LOAD,
-        Op.TMA_STORE,
-        Op.BULK_COPY_PEER,
-        Op.BULK_REDUCE,
-        Op.BULK_REDUCE_PEER,
-        Op.ST_ASYNC,
-        Op.RED_ASYNC,
-    )
-)
+COPY_OPS = frozenset(int(op) for op in ASYNC_OPS)
 """Ops whose memory access is made by an async agent, reported at the issue row."""
 
 ASYNC_STORES = {

@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from .meta import TraceMeta
-from .ops import OP_CODES, UNCHECKED_OPS, Op, Proxy, Scope, Sem, Space
+from .ops import ADDRESSED_OPS, COPY_OPS, OP_CODES, UNCHECKED_OPS, Op, Proxy, Scope, Sem, Space
 from .schema import (
     COLUMN_NAMES,
     COLUMNS,
@@ -48,26 +48,9 @@ _KNOWN_OP[sorted(OP_CODES)] = True
 
 # Ops whose ``addr``/``size`` name bytes, and those (copies) whose ``addr2`` does too.
 _ADDRESSED = np.zeros(256, dtype=bool)
-_ADDRESSED[
-    [
-        Op.READ,
-        Op.WRITE,
-        Op.ATOMIC,
-        Op.INIT,
-        Op.CP_ASYNC,
-        Op.TMA_LOAD,
-        Op.TMA_STORE,
-        Op.BULK_COPY_PEER,
-        Op.BULK_REDUCE,
-        Op.BULK_REDUCE_PEER,
-        Op.ST_ASYNC,
-        Op.RED_ASYNC,
-    ]
-] = True
+_ADDRESSED[sorted(ADDRESSED_OPS)] = True
 _COPIES = np.zeros(256, dtype=bool)
-_COPIES[
-    [Op.CP_ASYNC, Op.TMA_LOAD, Op.TMA_STORE, Op.BULK_COPY_PEER, Op.BULK_REDUCE, Op.BULK_REDUCE_PEER]
-] = True
+_COPIES[sorted(COPY_OPS)] = True
 
 NO_SPACE = -1
 OP_SPACES: dict[Op, tuple[int, int]] = {

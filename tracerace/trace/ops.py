@@ -107,6 +107,24 @@ class Severity(IntEnum):
         return self.name.lower()
 
 
+COPY_OPS = frozenset(
+    {
+        Op.CP_ASYNC,
+        Op.TMA_LOAD,
+        Op.TMA_STORE,
+        Op.BULK_COPY_PEER,
+        Op.BULK_REDUCE,
+        Op.BULK_REDUCE_PEER,
+    }
+)
+"""Copies: an async agent moves ``size`` bytes from ``addr2`` to ``addr``."""
+
+ASYNC_OPS = COPY_OPS | {Op.ST_ASYNC, Op.RED_ASYNC}
+"""Ops whose memory access an async agent makes (reported at the issue's row)."""
+
+ADDRESSED_OPS = frozenset({Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT}) | ASYNC_OPS
+"""Ops whose ``addr``/``size`` name bytes."""
+
 UNCHECKED_OPS: frozenset[Op] = frozenset()
 """Ops the format defines that the checkers do not replay yet (none now): the
 reader rejects them (rule ``unknown-op``) rather than let a checker skip an

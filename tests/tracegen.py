@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from tracerace.trace.ops import Op
+from tracerace.trace.ops import COPY_OPS, Op
 
 ACCESS_OPS = [Op.READ, Op.WRITE, Op.ATOMIC, Op.INIT]
 SYNC_OPS = [
@@ -453,14 +453,7 @@ def traces(
             elif op == Op.CLUSTER_WAIT:
                 if (block, thread) not in arrived and draw(st.integers(0, 20)) != 0:
                     continue
-            elif op in (
-                Op.CP_ASYNC,
-                Op.TMA_LOAD,
-                Op.TMA_STORE,
-                Op.BULK_COPY_PEER,
-                Op.BULK_REDUCE,
-                Op.BULK_REDUCE_PEER,
-            ):
+            elif op in COPY_OPS:
                 ev["size"] = draw(st.sampled_from(copy_sizes))
                 reduce = op in (Op.BULK_REDUCE, Op.BULK_REDUCE_PEER)
                 # Reductions land on the atomics' words now and then.

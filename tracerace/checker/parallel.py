@@ -165,14 +165,12 @@ class Merger:
             slot = self._parts.setdefault(index, [None] * self.shards)
             slot[shard] = chunks
             self._held += size
-            del chunks
             while self._next in self._parts and all(p is not None for p in self._parts[self._next]):
                 parts = [part or [] for part in self._parts.pop(self._next)]
                 self._held -= sum(chunk.nbytes for part in parts for chunk in part)
                 found = merge_records(parts)
                 del parts
                 self.consume(found)
-                del found
                 self._next += 1
                 self._lock.notify_all()
 

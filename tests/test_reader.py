@@ -257,6 +257,27 @@ def test_rechunking_a_file(tmp_path, batch_size):
     np.testing.assert_array_equal(np.concatenate([b["obj"] for b in batches]), np.arange(n) ** 2)
 
 
+def test_a_mapped_file_is_released_once_per_release_rows(tmp_path, monkeypatch):
+    """The mapping's pages are handed back before the first batch and then
+    before each batch that starts ``RELEASE_ROWS`` or more rows after the last
+    hand-back: not before every small batch (which made the batches in flight
+    fault their pages in again), and not never (a whole file resident)."""
+    import tracerace.trace.reader as reader
+
+    n = 10_000
+    path = tmp_path / "t.arrow"
+    write_ipc(path, make_table(required(n)), stream=False, chunk=n, compression=None)
+    released: list[int] = []
+    rows_read = [0]
+    monkeypatch.setattr(reader, "RELEASE_ROWS", 3000)
+    monkeypatch.setattr(reader._MappedFile, "release", lambda self: released.append(rows_read[0]))
+    with open_trace(path, batch_size=1000) as r:
+        for batch in r:
+            rows_read[0] += batch.n
+    assert rows_read[0] == n
+    assert released == [0, 3000, 6000, 9000]
+
+
 # --- memory ---------------------------------------------------------------------------
 
 SCALE = float(os.environ.get("TRACERACE_SCALE", "1"))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import TraceError
 from ..trace.ops import HazardKind
+from ..trace.reader import DEFAULT_BATCH_SIZE
 
 ENGINES = ("numba", "reference")
 """The checkers a check can replay a trace through: the Numba engine (fast) and the
@@ -20,8 +21,6 @@ plain-Python reference checker (the definition)."""
 
 DEFAULT_MAX_REPORTS = 100
 """Groups the formats show unless ``max_reports`` says otherwise (counts stay whole)."""
-
-DEFAULT_BATCH_SIZE = 1 << 20
 
 ALL_KINDS = frozenset(int(k) for k in HazardKind)
 

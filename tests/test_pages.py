@@ -23,10 +23,6 @@ from tracegen import traces
 from tracerace.checker import engine
 from tracerace.checker.engine.check import replay_batch
 from tracerace.checker.engine.layout import (
-    G_LAUNCH,
-    G_READS,
-    G_REGION,
-    G_WRITES,
     IV_HI,
     IV_LO,
     IV_REGION,
@@ -35,6 +31,7 @@ from tracerace.checker.engine.layout import (
     N_NEXT,
     SV_IV_N,
     SV_LAUNCH,
+    slot_fields,
 )
 from tracerace.checker.engine.shadow import PAGE_REGION, PAGE_SHIFT
 from tracerace.trace.ops import K_RAW, K_UNINIT_READ, K_WAR, K_WAW, Op, Space
@@ -64,15 +61,16 @@ def runs(st: engine.EngineState) -> list[tuple[int, int, int]]:
 
 def run_nodes(st: engine.EngineState, region: int, lo: int) -> list[tuple[int, int]]:
     """(addr, size) of the accesses the lists of the run at ``lo`` hold."""
-    gran, nodes, cold = st.arrays["gran"], st.arrays["nodes"], st.arrays["cold"]
+    g, nodes, cold = slot_fields(st.arrays["gran"]), st.arrays["nodes"], st.arrays["cold"]
     slot = np.flatnonzero(
-        (gran[:, G_REGION] == (region | PAGE_REGION))
-        & (gran[:, 1] == lo)
-        & (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH])
+        ~g["empty"]
+        & (g["region"] == (region | PAGE_REGION))
+        & (g["index"] == lo)
+        & (g["launch"] == st.sv[SV_LAUNCH])
     )
     out = []
-    for col in (G_WRITES, G_READS):
-        x = int(gran[slot[0], col])
+    for col in ("writes", "reads"):
+        x = int(g[col][slot[0]])
         while x >= 0:
             out.append((int(cold[x, K_ADDR]), int(cold[x, K_SIZE_SITE]) & 0xFFFFFFFF))
             x = int(nodes[x, N_NEXT])
@@ -80,13 +78,9 @@ def run_nodes(st: engine.EngineState, region: int, lo: int) -> list[tuple[int, i
 
 
 def granules_with_lists(st: engine.EngineState) -> int:
-    gran = st.arrays["gran"]
-    live = (
-        (gran[:, G_REGION] >= 0)
-        & (gran[:, G_REGION] < PAGE_REGION)
-        & (gran[:, G_LAUNCH] == st.sv[SV_LAUNCH])
-    )
-    return int((live & ((gran[:, G_WRITES] >= 0) | (gran[:, G_READS] >= 0))).sum())
+    g = slot_fields(st.arrays["gran"])
+    live = ~g["empty"] & (g["region"] < PAGE_REGION) & (g["launch"] == st.sv[SV_LAUNCH])
+    return int((live & ((g["writes"] >= 0) | (g["reads"] >= 0))).sum())
 
 
 def test_a_gib_written_and_read_is_one_run():

@@ -18,11 +18,8 @@ from .layout import (
     AG_KIND,
     FN_EPOCH,
     FN_VAL,
-    G_INIT,
-    G_NREADS,
-    G_READS,
-    G_RLIMIT,
-    G_WRITES,
+    HEAD_READS,
+    HEAD_WRITES,
     I_AFTER_ALL,
     I_ASYNC,
     I_ATOMIC,
@@ -45,10 +42,18 @@ from .layout import (
     SV_NODE_USED,
     SV_SHARDS,
     SV_SHARED_REGION,
+    add_init,
     add_mask,
+    count_read,
+    head,
     info_mask,
     info_scope,
     info_shadow,
+    reads_count,
+    reads_limit,
+    set_head,
+    set_reads,
+    slot_init,
     with_mask,
     with_shadow,
 )
@@ -132,11 +137,11 @@ def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
 
 
 @jit_inline
-def unlink(gran, slot, col, nodes, sv, prev, x, nxt):
+def unlink(gran, slot, which, nodes, sv, prev, x, nxt):
     """Take node ``x`` (after ``prev``, -1: the head; followed by ``nxt``)
-    out of list ``col`` of ``slot`` and free it."""
+    out of list ``which`` (HEAD_WRITES, HEAD_READS) of ``slot`` and free it."""
     if prev < 0:
-        gran[slot, col] = nxt
+        set_head(gran, slot, which, nxt)
     else:
         nodes[prev, N_NEXT] = nxt
     pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
@@ -154,7 +159,8 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
     before it; a node left with no bytes is freed. Sets the next doubling
     limit."""
     prev = first
-    x = gran[slot, G_READS] if first < 0 else nodes[first, N_NEXT]
+    x = head(gran, slot, HEAD_READS) if first < 0 else nodes[first, N_NEXT]
+    left = np.int64(0) if first < 0 else np.int64(1)  # ``first`` is the head
     while x >= 0:
         nxt = nodes[x, N_NEXT]
         xinfo = nodes[x, N_INFO]
@@ -162,14 +168,14 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
         if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= nodes[x, N_EPOCH]:
             xm &= ~m
             if xm == 0:
-                unlink(gran, slot, G_READS, nodes, sv, prev, x, nxt)
-                gran[slot, G_NREADS] -= 1
+                unlink(gran, slot, HEAD_READS, nodes, sv, prev, x, nxt)
                 x = nxt
                 continue
             nodes[x, N_INFO] = with_mask(xinfo, xm)
+        left += 1
         prev = x
         x = nxt
-    gran[slot, G_RLIMIT] = max(READ_PRUNE_MIN, 2 * gran[slot, G_NREADS])
+    set_reads(gran, slot, left, max(READ_PRUNE_MIN, 2 * left))
 
 
 @jit_leaf
@@ -297,10 +303,10 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
 def uninitialized(gran, sv, ivs, region, slot, base, m):
     """The bytes of ``m`` in granule ``slot`` (at ``base``) no write or ``init``
     initialized; bytes an init interval covers are marked initialized on the way."""
-    un = m & ~gran[slot, G_INIT]
+    un = m & ~slot_init(gran, slot)
     if un and sv[SV_IV_N] > 0:
         covered = iv_init_mask(ivs, sv[SV_IV_N], iv_region(region), base, un)
-        gran[slot, G_INIT] |= covered
+        add_init(gran, slot, covered)
         un &= ~covered
     return un
 
@@ -365,7 +371,7 @@ def check_writes(
     aw = 1 if is_write else 0
     prunes_writes = is_write and not is_copy
     prev = np.int64(-1)
-    x = gran[slot, G_WRITES]
+    x = head(gran, slot, HEAD_WRITES)
     while x >= 0:
         nxt = nodes[x, N_NEXT]
         xinfo = nodes[x, N_INFO]
@@ -381,7 +387,7 @@ def check_writes(
             else:
                 xm &= ~info_shadow(xinfo)
                 if xm == 0:
-                    unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
+                    unlink(gran, slot, HEAD_WRITES, nodes, sv, prev, x, nxt)
                     x = nxt
                     continue
                 xinfo = with_shadow(with_mask(xinfo, xm), np.int64(0))
@@ -455,7 +461,7 @@ def check_writes(
             ):
                 xm &= ~m
                 if xm == 0:
-                    unlink(gran, slot, G_WRITES, nodes, sv, prev, x, nxt)
+                    unlink(gran, slot, HEAD_WRITES, nodes, sv, prev, x, nxt)
                     x = nxt
                     continue
                 nodes[x, N_INFO] = with_mask(xinfo, xm)
@@ -542,7 +548,7 @@ def check_reads(
     (``war``, or ``async_inflight`` for a copy's read still in flight) is a
     candidate."""
     found = 0
-    x = gran[slot, G_READS]
+    x = head(gran, slot, HEAD_READS)
     while x >= 0:
         if info_mask(nodes[x, N_INFO]) & m:
             kind = race_kind(
@@ -584,11 +590,10 @@ def record(
     all of them once the list has doubled."""
     is_write = (info & I_WRITE) != 0
     is_copy = (info & I_ASYNC) != 0
-    head_col = G_WRITES if is_write else G_READS
     if not is_write:
         # The usual case of a variable read again after synchronization: the
         # newest read's node is reused, so the list does not grow.
-        h = gran[slot, G_READS]
+        h = head(gran, slot, HEAD_READS)
         if h >= 0 and not is_copy:
             hm = info_mask(nodes[h, N_INFO])
             ha = nodes[h, N_AGENT]
@@ -602,24 +607,34 @@ def record(
                 # the list one generation long for the next write's scan.
                 # Bounded (EAGER_PRUNE_MAX) so a long list of unordered
                 # readers is not rescanned at every such read.
-                nr = gran[slot, G_NREADS]
+                nr = reads_count(gran, slot)
                 if ha != a and 1 < nr <= EAGER_PRUNE_MAX:
                     prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, h, m, t)
                     # The old generation's size predicts the new one's:
                     # the next doubling prune waits until the list has
                     # outgrown it (else it would scan a generation of
                     # unordered readers and drop none of them).
-                    gran[slot, G_RLIMIT] = max(gran[slot, G_RLIMIT], 2 * nr)
+                    set_reads(
+                        gran,
+                        slot,
+                        reads_count(gran, slot),
+                        max(reads_limit(gran, slot), 2 * nr),
+                    )
                 return
-        gran[slot, G_NREADS] += 1
-        if not is_copy and gran[slot, G_NREADS] > gran[slot, G_RLIMIT]:
+        if count_read(gran, slot) and not is_copy:
             prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, -1, m, t)
     n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
-    nodes[n, N_NEXT] = gran[slot, head_col]
-    gran[slot, head_col] = n
+    # (each list by its own constant shift: a shift by a variable cost every
+    # access instructions)
+    if is_write:
+        nodes[n, N_NEXT] = head(gran, slot, HEAD_WRITES)
+        set_head(gran, slot, HEAD_WRITES, n)
+    else:
+        nodes[n, N_NEXT] = head(gran, slot, HEAD_READS)
+        set_head(gran, slot, HEAD_READS, n)
     set_node(nodes, cold, ag, n, row, a, epoch, addr, size, add_mask(info, m), ts, site, t)
     if is_write and page < 0:  # a page's written bytes go to an init interval
-        gran[slot, G_INIT] |= m
+        add_init(gran, slot, m)
 
 
 @jit_leaf

@@ -7,6 +7,7 @@ grow bits, in one place. Each group is asserted disjoint at import.
 from __future__ import annotations
 
 import numpy as np
+from numba.cpython.unsafe.numbers import leading_zeros
 
 from ...trace import badinput
 from ...trace import ops as O
@@ -77,11 +78,34 @@ VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 SN_START, SN_LEN, SN_REF, SN_STAMP, SN_PARENT, SN_SERIAL = range(6)
 SN_FIELDS = 8
 
-# The granule table (shadow): a slot per (region, granule index).
-# ``G_LAUNCH`` stamps the launch that last used the lists (see
-# ``shadow.find_granule``).
-G_REGION, G_INDEX, G_WRITES, G_READS, G_INIT, G_NREADS, G_RLIMIT, G_LAUNCH = range(8)
-G_FIELDS = 8
+# The granule table (shadow): a slot per (region, granule index), four
+# words (32 bytes: two slots to a cache line), each packing fields that are
+# read together. Read and written through the slot accessors below, never by
+# shifting by hand.
+# - G_REGION: the region (low SLOT_REGION_BITS; EMPTY, -1, for a free slot)
+#   and the granule's initialized bytes (16 bits from SLOT_INIT_SHIFT).
+# - G_INDEX: the granule index.
+# - G_HEADS: the heads of its two node lists, 32 bits each (-1: empty),
+#   writes from bit HEAD_WRITES and reads from bit HEAD_READS; a node row
+#   is below NODES_MAX (``state.EngineState.grow``).
+# - G_STAMP: the launch that last used the lists (low 32 bits: a trace's
+#   launch is a uint32; see ``shadow.find_granule``), the reads in the read
+#   list (STAMP_NREADS_BITS, saturating) and the log2 of the length at which
+#   the read list is next pruned (6 bits from STAMP_RLIMIT_SHIFT). Both only
+#   decide when pruning pays (``granules.record``): no answer depends on them.
+G_REGION, G_INDEX, G_HEADS, G_STAMP = range(4)
+G_FIELDS = 4
+SLOT_REGION_BITS = 48
+SLOT_REGION_MASK = (1 << SLOT_REGION_BITS) - 1
+SLOT_INIT_SHIFT = SLOT_REGION_BITS
+HEAD_WRITES, HEAD_READS = 0, 32
+NODES_MAX = (1 << 31) - 1
+STAMP_LAUNCH_MASK = 0xFFFFFFFF
+STAMP_NREADS_SHIFT = 32
+STAMP_NREADS_BITS = 26
+STAMP_NREADS_MAX = (1 << STAMP_NREADS_BITS) - 1
+STAMP_RLIMIT_SHIFT = STAMP_NREADS_SHIFT + STAMP_NREADS_BITS
+assert STAMP_RLIMIT_SHIFT + 6 == 64
 
 # A node is split in two tables with the same row: the hot part, which every
 # scan of a list reads (32 bytes: two nodes to a cache line), and the cold
@@ -171,6 +195,108 @@ def info_shadow(info):
 def with_shadow(info, m):
     """``info`` with the bytes ``m`` under its shadowing copy instead."""
     return (info & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (m << I_SHADOW_SHIFT)
+
+
+@jit_inline
+def slot_region(gran, s):
+    """The region of slot ``s`` (of a used slot: EMPTY is checked on the word)."""
+    return gran[s, G_REGION] & SLOT_REGION_MASK
+
+
+@jit_inline
+def slot_init(gran, s):
+    """The bytes of slot ``s``'s granule some write or ``init`` covered."""
+    return (gran[s, G_REGION] >> SLOT_INIT_SHIFT) & MASK_ALL
+
+
+@jit_inline
+def add_init(gran, s, m):
+    """Mark the bytes ``m`` of slot ``s``'s granule initialized."""
+    gran[s, G_REGION] |= m << SLOT_INIT_SHIFT
+
+
+@jit_inline
+def clear_init(gran, s):
+    gran[s, G_REGION] &= SLOT_REGION_MASK
+
+
+@jit_inline
+def head(gran, s, which):
+    """The first node of slot ``s``'s list ``which`` (HEAD_WRITES or
+    HEAD_READS), -1 when empty."""
+    return (gran[s, G_HEADS] << (32 - which)) >> 32
+
+
+@jit_inline
+def set_head(gran, s, which, x):
+    """Make node ``x`` (-1: none) the first of slot ``s``'s list ``which``."""
+    keep = ~(np.int64(0xFFFFFFFF) << which)
+    gran[s, G_HEADS] = (gran[s, G_HEADS] & keep) | ((x & np.int64(0xFFFFFFFF)) << which)
+
+
+@jit_inline
+def slot_launch(gran, s):
+    return gran[s, G_STAMP] & STAMP_LAUNCH_MASK
+
+
+@jit_inline
+def reads_count(gran, s):
+    """The reads in slot ``s``'s read list (saturating at STAMP_NREADS_MAX)."""
+    return (gran[s, G_STAMP] >> STAMP_NREADS_SHIFT) & STAMP_NREADS_MAX
+
+
+@jit_inline
+def reads_limit(gran, s):
+    """The read list's length past which it is pruned (a power of two)."""
+    return np.int64(1) << ((gran[s, G_STAMP] >> STAMP_RLIMIT_SHIFT) & 63)
+
+
+@jit_inline
+def count_read(gran, s):
+    """One more read in slot ``s``'s read list; whether the list has now
+    passed the length at which it is pruned."""
+    w = gran[s, G_STAMP]
+    n = (w >> STAMP_NREADS_SHIFT) & STAMP_NREADS_MAX
+    if n < STAMP_NREADS_MAX:
+        n += 1
+        w += np.int64(1) << STAMP_NREADS_SHIFT
+        gran[s, G_STAMP] = w
+    return n > (np.int64(1) << ((w >> STAMP_RLIMIT_SHIFT) & 63))
+
+
+@jit_inline
+def stamp(launch, n, limit):
+    """A G_STAMP word: ``launch``, ``n`` reads (saturated), pruned past
+    ``limit`` rounded up to a power of two."""
+    lg = 64 - leading_zeros(max(limit, 1) - 1)  # ceil(log2(limit))
+    return (
+        (launch & STAMP_LAUNCH_MASK)
+        | (min(n, STAMP_NREADS_MAX) << STAMP_NREADS_SHIFT)
+        | (lg << STAMP_RLIMIT_SHIFT)
+    )
+
+
+@jit_inline
+def set_reads(gran, s, n, limit):
+    """Slot ``s``'s read list holds ``n`` reads, pruned past ``limit``."""
+    gran[s, G_STAMP] = stamp(slot_launch(gran, s), n, limit)
+
+
+def slot_fields(gran: np.ndarray) -> dict[str, np.ndarray]:
+    """The granule table's fields, one NumPy array per field (for tests and
+    measurements; ``empty`` marks free slots, whose other fields mean nothing)."""
+    w0, heads, st = gran[:, G_REGION], gran[:, G_HEADS], gran[:, G_STAMP]
+    return {
+        "empty": w0 == -1,
+        "region": w0 & SLOT_REGION_MASK,
+        "index": gran[:, G_INDEX],
+        "init": (w0 >> SLOT_INIT_SHIFT) & MASK_ALL,
+        "writes": (heads << (32 - HEAD_WRITES)) >> 32,
+        "reads": heads >> HEAD_READS,
+        "launch": st & STAMP_LAUNCH_MASK,
+        "nreads": (st >> STAMP_NREADS_SHIFT) & STAMP_NREADS_MAX,
+        "rlimit": np.int64(1) << ((st >> STAMP_RLIMIT_SHIFT) & 63),
+    }
 
 
 # Agents.

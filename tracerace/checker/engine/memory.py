@@ -20,7 +20,6 @@ from .layout import (
     AG_FREL_BASE,
     AG_FREL_EPOCH,
     AG_THREAD,
-    G_INIT,
     I_ASYNC,
     I_ATOMIC,
     I_COPY_SHIFT,
@@ -34,6 +33,7 @@ from .layout import (
     SV_PAGE_LAUNCH,
     SV_SHARDS,
     SV_VIEW,
+    add_init,
 )
 from .pages import access_pages, covers_page, split_pages_of
 from .races import flush_candidates, offer_uninit
@@ -309,4 +309,4 @@ def on_init(t, c, i, ev, a, epoch):
             lo = max(addr, base) - base
             hi = min(end, base + (np.int64(1) << gs)) - base
             slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH], pst)
-            gran[slot, G_INIT] |= ((1 << hi) - 1) ^ ((1 << lo) - 1)
+            add_init(gran, slot, ((1 << hi) - 1) ^ ((1 << lo) - 1))

@@ -11,15 +11,12 @@ from ...trace import ops as O
 from ..jit import jit_inline, jit_leaf
 from .granules import extend_bytes, granules, region_of
 from .layout import (
-    G_INIT,
-    G_LAUNCH,
-    G_NREADS,
-    G_READS,
-    G_RLIMIT,
-    G_WRITES,
+    G_HEADS,
     GR_GRAN,
     GR_IV,
     GR_NODES,
+    HEAD_READS,
+    HEAD_WRITES,
     I_ATOMIC,
     I_WRITE,
     IV_FIELDS,
@@ -44,7 +41,14 @@ from .layout import (
     SV_PAGE_LAUNCH,
     SV_PAGE_SHIFT,
     SV_SHARDS,
+    head,
     info_shadow,
+    reads_count,
+    reads_limit,
+    set_head,
+    set_reads,
+    slot_init,
+    slot_launch,
     with_mask,
     with_shadow,
 )
@@ -123,9 +127,7 @@ def touched(gran, pst, sv, region, page):
     for g in range(page * per, (page + 1) * per):
         s = probe(gran, region, g)
         if (
-            s >= 0
-            and gran[s, G_LAUNCH] == launch
-            and (gran[s, G_WRITES] >= 0 or gran[s, G_READS] >= 0)
+            s >= 0 and slot_launch(gran, s) == launch and gran[s, G_HEADS] != -1  # a list not empty
         ):
             return True
     return False
@@ -172,11 +174,12 @@ def row_remove(ivs, sv, k):
 
 
 @jit_leaf
-def copy_list(nodes, cold, gran, sv, src, slot, col, m):
-    """Append copies of the nodes of list ``src`` (a run's) to list ``col``
-    of granule ``slot``, in order, standing for its bytes ``m``."""
+def copy_list(nodes, cold, gran, sv, src, slot, which, m):
+    """Append copies of the nodes of list ``src`` (a run's) to list ``which``
+    (HEAD_WRITES, HEAD_READS) of granule ``slot``, in order, standing for its
+    bytes ``m``."""
     tail = np.int64(-1)
-    x = gran[slot, col]
+    x = head(gran, slot, which)
     while x >= 0:
         tail = x
         x = nodes[x, N_NEXT]
@@ -195,7 +198,7 @@ def copy_list(nodes, cold, gran, sv, src, slot, col, m):
         if hidden_bytes(cold, n):  # the run's one unit stands for all of m
             cold[n, K_SHADOW_AGENT] = shadow_agent(cold, n) | (m << KS_HIDDEN_SHIFT)
         if tail < 0:
-            gran[slot, col] = n
+            set_head(gran, slot, which, n)
         else:
             nodes[tail, N_NEXT] = n
         tail = n
@@ -212,11 +215,10 @@ def free_list(nodes, sv, x):
 
 @jit_leaf
 def clear_lists(nodes, sv, gran, s):
-    free_list(nodes, sv, gran[s, G_WRITES])
-    free_list(nodes, sv, gran[s, G_READS])
-    gran[s, G_WRITES] = -1
-    gran[s, G_READS] = -1
-    gran[s, G_NREADS] = 0
+    free_list(nodes, sv, head(gran, s, HEAD_WRITES))
+    free_list(nodes, sv, head(gran, s, HEAD_READS))
+    gran[s, G_HEADS] = -1  # both lists empty
+    set_reads(gran, s, 0, reads_limit(gran, s))
 
 
 @jit_leaf
@@ -238,10 +240,9 @@ def cut_run(sv, nodes, cold, gran, ivs, pst, k, q):
     s = probe(gran, rr, ivs[k, IV_LO])
     ivs[k, IV_HI] = q
     s2 = new_run(sv, gran, nodes, ivs, pst, k + 1, rr, q, hi)
-    copy_list(nodes, cold, gran, sv, gran[s, G_WRITES], s2, G_WRITES, 1)
-    copy_list(nodes, cold, gran, sv, gran[s, G_READS], s2, G_READS, 1)
-    gran[s2, G_NREADS] = gran[s, G_NREADS]
-    gran[s2, G_RLIMIT] = gran[s, G_RLIMIT]
+    copy_list(nodes, cold, gran, sv, head(gran, s, HEAD_WRITES), s2, HEAD_WRITES, 1)
+    copy_list(nodes, cold, gran, sv, head(gran, s, HEAD_READS), s2, HEAD_READS, 1)
+    set_reads(gran, s2, reads_count(gran, s), reads_limit(gran, s))
 
 
 @jit_leaf
@@ -263,10 +264,14 @@ def split_page(sv, nodes, cold, gran, ivs, pst, region, p):
     full = (np.int64(1) << (np.int64(1) << gs)) - 1
     for g in range(p * per, (p + 1) * per):
         slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH], pst)
-        copy_list(nodes, cold, gran, sv, gran[s, G_WRITES], slot, G_WRITES, full)
-        copy_list(nodes, cold, gran, sv, gran[s, G_READS], slot, G_READS, full)
-        gran[slot, G_NREADS] += gran[s, G_NREADS]
-        gran[slot, G_RLIMIT] = max(gran[slot, G_RLIMIT], gran[s, G_RLIMIT])
+        copy_list(nodes, cold, gran, sv, head(gran, s, HEAD_WRITES), slot, HEAD_WRITES, full)
+        copy_list(nodes, cold, gran, sv, head(gran, s, HEAD_READS), slot, HEAD_READS, full)
+        set_reads(
+            gran,
+            slot,
+            reads_count(gran, slot) + reads_count(gran, s),
+            max(reads_limit(gran, slot), reads_limit(gran, s)),
+        )
     clear_lists(nodes, sv, gran, s)
     row_remove(ivs, sv, k)
 
@@ -298,8 +303,8 @@ def granule_uninit(gran, sv, ivs, region, g):
     glob = is_global(region)
     init = np.int64(0)
     s = probe(gran, region, g)
-    if s >= 0 and (glob or gran[s, G_LAUNCH] == sv[SV_LAUNCH]):
-        init = gran[s, G_INIT]
+    if s >= 0 and (glob or slot_launch(gran, s) == sv[SV_LAUNCH]):
+        init = slot_init(gran, s)
     if glob and sv[SV_GLOBAL_SIZES] & (GS_NARROW if region else GS_WIDE):
         init |= other_size_init(gran, region, g)
     un = full & ~init
@@ -438,7 +443,9 @@ def list_length(nodes, x):
 @jit_inline
 def run_lists(gran, nodes, rr, lo):
     s = probe(gran, rr, lo)
-    return list_length(nodes, gran[s, G_WRITES]) + list_length(nodes, gran[s, G_READS])
+    return list_length(nodes, head(gran, s, HEAD_WRITES)) + list_length(
+        nodes, head(gran, s, HEAD_READS)
+    )
 
 
 @jit_leaf

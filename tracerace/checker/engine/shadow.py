@@ -45,14 +45,12 @@ import numpy as np
 from ..jit import jit, jit_inline, jit_leaf, prefetch_row
 from .layout import (
     G_FIELDS,
+    G_HEADS,
     G_INDEX,
-    G_INIT,
-    G_LAUNCH,
-    G_NREADS,
-    G_READS,
     G_REGION,
-    G_RLIMIT,
-    G_WRITES,
+    G_STAMP,
+    HEAD_READS,
+    HEAD_WRITES,
     IV_FIELDS,
     IV_HI,
     IV_LO,
@@ -61,8 +59,16 @@ from .layout import (
     KS_AGENT_MASK,
     KS_HIDDEN_SHIFT,
     MASK_ALL,
+    SLOT_REGION_MASK,
+    STAMP_RLIMIT_SHIFT,
     SV_GLOBAL_SIZES,
     SV_PAGE_SHIFT,
+    add_init,
+    clear_init,
+    head,
+    slot_init,
+    slot_launch,
+    slot_region,
 )
 
 # 4-byte granules in shared and local memory: two 4-byte elements in one
@@ -124,19 +130,23 @@ def granule_shift(region):
 
 
 # Granule table columns, node columns (hot and cold) and the node's ``info``
-# word are ``layout``'s. ``G_LAUNCH`` stamps the launch that last used the
+# word are ``layout``'s. ``G_STAMP`` stamps the launch that last used the
 # lists: a new launch forgets every list without touching the table (a slot
 # of an older launch is reset when it is next found, see ``find_granule``),
 # so a trace of many small launches does not pay for the table each time.
 READ_PRUNE_MIN = 8
+# G_STAMP of a slot whose lists are empty, but for its launch: no reads, pruned
+# past READ_PRUNE_MIN.
+FRESH_STAMP = np.int64(3) << STAMP_RLIMIT_SHIFT
+assert 1 << 3 == READ_PRUNE_MIN
 EMPTY = -1
 
 # The table grows (doubles) before it would pass half full, or three
 # quarters once it has GRAN_DENSE_MIN slots (64 MiB). A line's granules take
 # one group of slots (LINE_GRANULES, below), so the lines of a long run of
 # fresh addresses (a kernel reading its input once) fill whole groups and
-# collide only group against group; at three quarters a slot costs 85-171
-# bytes per granule, at half 128-256, and the growth that doubles a large
+# collide only group against group; at three quarters a 32-byte slot costs
+# 43-85 bytes per granule, at half 64-128, and the growth that doubles a large
 # table is the check's peak of memory (the old table and the new one at
 # once). A smaller table is little memory next to the process, and half
 # full it probes less: filled to three quarters from the start, the cpu
@@ -197,13 +207,10 @@ def _hash(region, index, cap):
 def _reset_slot(gran, h, launch):
     """Empty lists for ``launch``; only global memory keeps its initialized
     bytes across launches (shared and local memory start undefined)."""
-    gran[h, G_WRITES] = -1
-    gran[h, G_READS] = -1
-    gran[h, G_NREADS] = 0
-    gran[h, G_RLIMIT] = READ_PRUNE_MIN
-    gran[h, G_LAUNCH] = launch
-    if not is_global(gran[h, G_REGION]):
-        gran[h, G_INIT] = 0
+    gran[h, G_HEADS] = -1  # both lists empty
+    gran[h, G_STAMP] = launch | FRESH_STAMP
+    if not is_global(slot_region(gran, h)):
+        clear_init(gran, h)
 
 
 @jit_inline
@@ -215,7 +222,7 @@ def probe(gran, region, index):
         r = gran[h, G_REGION]
         if r == EMPTY:
             return -1
-        if r == region and gran[h, G_INDEX] == index:
+        if (r & SLOT_REGION_MASK) == region and gran[h, G_INDEX] == index:
             return h
         h = (h + PROBE_STEP) & (cap - 1)
 
@@ -236,12 +243,12 @@ def other_size_init(gran, region, index):
     if region == 0:  # 8-byte granule: a half of a 16-byte one
         w = probe(gran, REGION_WIDE, index >> 1)
         if w >= 0:
-            bits = (gran[w, G_INIT] >> (8 * (index & 1))) & 0xFF
+            bits = (slot_init(gran, w) >> (8 * (index & 1))) & 0xFF
     else:  # 16-byte granule: two 8-byte ones
         for half in range(2):
             n = probe(gran, np.int64(0), 2 * index + half)
             if n >= 0:
-                bits |= (gran[n, G_INIT] & 0xFF) << (8 * half)
+                bits |= (slot_init(gran, n) & 0xFF) << (8 * half)
     return bits
 
 
@@ -249,7 +256,7 @@ def other_size_init(gran, region, index):
 def carry_init(gran, h, region, index):
     """Add to global slot ``h`` the initialized bytes its other-size slots
     hold."""
-    gran[h, G_INIT] |= other_size_init(gran, region, index)
+    add_init(gran, h, other_size_init(gran, region, index))
 
 
 @jit_inline
@@ -264,16 +271,15 @@ def find_granule(gran, region, index, create, sv, count_slot, launch, pst):
         if r == EMPTY:
             if not create:
                 return -1
-            gran[h, G_REGION] = region
+            gran[h, G_REGION] = region  # no initialized bytes
             gran[h, G_INDEX] = index
-            gran[h, G_INIT] = 0
             _reset_slot(gran, h, launch)
             sv[count_slot] += 1
             _carry_if_mixed(gran, h, region, index, sv)
             _stamp_page(pst, sv, region, index, launch)
             return h
-        if r == region and gran[h, G_INDEX] == index:
-            if gran[h, G_LAUNCH] != launch:
+        if (r & SLOT_REGION_MASK) == region and gran[h, G_INDEX] == index:
+            if slot_launch(gran, h) != launch:
                 _reset_slot(gran, h, launch)
                 _carry_if_mixed(gran, h, region, index, sv)
                 _stamp_page(pst, sv, region, index, launch)
@@ -339,11 +345,11 @@ def prefetch_slots(gran, region, addr, size):
 def prefetch_lists(gran, nodes, cold, region, addr, size, is_read):
     for g in _prefetch_granules(region, addr, size):
         h = _hash(region, g, gran.shape[0])
-        if gran[h, G_REGION] == region and gran[h, G_INDEX] == g:
-            w = gran[h, G_WRITES]
+        if slot_region(gran, h) == region and gran[h, G_INDEX] == g:  # (never EMPTY's)
+            w = head(gran, h, HEAD_WRITES)
             if w >= 0:
                 prefetch_row(nodes, w)
-            r = gran[h, G_READS]
+            r = head(gran, h, HEAD_READS)
             if r >= 0:
                 prefetch_row(nodes, r)
                 if is_read:  # a read that reuses the head rewrites its cold part
@@ -361,11 +367,11 @@ def rehash(old, new, launch):
     n = 0
     cap = new.shape[0]
     for s in range(old.shape[0]):
-        r = old[s, G_REGION]
-        if r == EMPTY:
+        if old[s, G_REGION] == EMPTY:
             continue
-        stale = old[s, G_LAUNCH] != launch
-        if stale and (not is_global(r) or old[s, G_INIT] == 0):
+        r = slot_region(old, s)
+        stale = slot_launch(old, s) != launch
+        if stale and (not is_global(r) or slot_init(old, s) == 0):
             continue
         h = _hash(r, old[s, G_INDEX], cap)
         while new[h, G_REGION] != EMPTY:
@@ -380,7 +386,7 @@ def rehash(old, new, launch):
 # Large ``init`` ranges: a sorted list of disjoint [lo, hi) intervals per
 # region, so initializing a 1 GiB tensor costs one row, not 2^27 granules.
 # A granule learns its covered bytes from here the first time a read finds
-# them missing from its own mask (then they are cached in ``G_INIT``).
+# them missing from its own mask (then they are cached in the slot's init bits).
 INIT_INTERVAL_MIN = 64  # bytes; smaller inits go straight to granule masks
 
 

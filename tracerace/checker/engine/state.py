@@ -23,6 +23,7 @@ from .layout import (
     GR_RL,
     GR_SIG,
     N_KINDS,
+    NODES_MAX,
     SV_ARENA_TOP,
     SV_CP_ARRIVES_MAX,
     SV_CP_GROUP_MAX,
@@ -240,6 +241,9 @@ class EngineState:
                 elif name in MAPPED:
                     # Only the rows in use are kept.
                     rows = old.shape[0] * 2
+                    if name in ("nodes", "cold") and rows > NODES_MAX + 1:
+                        # a slot holds a list's head in 32 bits (layout, G_HEADS)
+                        raise MemoryError(f"more than {NODES_MAX + 1:,} shadow nodes")
                     del old, self.arrays[name]
                     new = self.mapped[name].grow(rows, int(self.sv[MAPPED[name]]))
                 else:

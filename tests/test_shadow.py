@@ -422,3 +422,53 @@ def test_info_accessors_change_one_field_each(info, m):
     assert from_python(L.info_op)(info) == info & L.I_OP_MASK
     assert from_python(L.info_scope)(info) == (info >> L.I_SCOPE_SHIFT) & 7
     assert from_python(L.info_copy_kind)(info) == (info >> L.I_COPY_SHIFT) & 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    region=st.integers(0, (1 << 44) - 1),
+    index=st.integers(-(1 << 63), (1 << 63) - 1),
+    init=st.integers(0, 0xFFFF),
+    writes=st.integers(-1, (1 << 31) - 1),
+    reads=st.integers(-1, (1 << 31) - 1),
+    launch=st.integers(0, (1 << 32) - 1),
+    nreads=st.integers(0, 1 << 27),
+    limit=st.integers(1, 1 << 40),
+)
+def test_slot_accessors_keep_every_field(region, index, init, writes, reads, launch, nreads, limit):
+    """A granule slot packs eight fields in four words: each setter changes its
+    field alone, each reader (and ``slot_fields``, NumPy's) returns what was
+    written, the read count saturates and the pruning length rounds up to a
+    power of two."""
+    from tracerace.checker.engine import layout as L
+    from tracerace.checker.jit import from_python
+
+    gran = np.full((2, L.G_FIELDS), -1, np.int64)
+    i64 = np.int64
+    gran[1, L.G_REGION] = region
+    gran[1, L.G_INDEX] = index
+    from_python(L.add_init)(gran, 1, i64(init))
+    from_python(L.set_head)(gran, 1, L.HEAD_READS, i64(reads))
+    from_python(L.set_head)(gran, 1, L.HEAD_WRITES, i64(writes))
+    gran[1, L.G_STAMP] = from_python(L.stamp)(i64(launch), i64(nreads), i64(limit))
+    n = min(nreads, L.STAMP_NREADS_MAX)
+    rounded = 1 << (limit - 1).bit_length()
+    want = dict(region=region, index=index, init=init, writes=writes, reads=reads)
+    want.update(launch=launch, nreads=n, rlimit=rounded)
+    f = L.slot_fields(gran)
+    assert f["empty"].tolist() == [True, False]
+    assert {k: int(v[1]) for k, v in f.items() if k != "empty"} == want
+    assert from_python(L.slot_region)(gran, 1) == region
+    assert from_python(L.slot_init)(gran, 1) == init
+    assert from_python(L.head)(gran, 1, L.HEAD_WRITES) == writes
+    assert from_python(L.head)(gran, 1, L.HEAD_READS) == reads
+    assert from_python(L.slot_launch)(gran, 1) == launch
+    assert from_python(L.reads_count)(gran, 1) == n
+    assert from_python(L.reads_limit)(gran, 1) == rounded
+    passed = from_python(L.count_read)(gran, 1)
+    assert passed == (min(n + 1, L.STAMP_NREADS_MAX) > rounded)
+    want["nreads"] = min(n + 1, L.STAMP_NREADS_MAX)
+    from_python(L.clear_init)(gran, 1)
+    want["init"] = 0
+    assert {k: int(v[1]) for k, v in L.slot_fields(gran).items() if k != "empty"} == want
+    assert (gran[0] == -1).all()

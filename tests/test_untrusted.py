@@ -30,6 +30,7 @@ from typer.testing import CliRunner
 from tracerace.checker.engine import EngineState
 from tracerace.checker.engine.layout import GR_AGENTS
 from tracerace.cli import app
+from tracerace.errors import TraceError
 from tracerace.trace import limits
 from tracerace.trace.limits import JSONLimitError, json_depth, load_json
 from tracerace.trace.ops import Op
@@ -536,3 +537,30 @@ def test_fuzzed_traces_give_a_report_or_one_line(tmp_path, meta, cols):
 @given(meta=metadata(), cols=columns())
 def test_fuzzed_traces_give_a_report_or_one_line_at_scale(tmp_path, meta, cols):
     fuzz_once(tmp_path, meta, cols)
+
+
+def test_more_nodes_than_a_slot_can_name_is_out_of_memory(monkeypatch):
+    """A granule slot holds its lists' heads in 32 bits: a check that would
+    need more nodes stops as out of memory, never wraps a head around."""
+    import tracerace.checker.engine.state as state
+    from tracerace import api
+    from tracerace.trace.writer import make_table
+
+    monkeypatch.setattr(state, "NODES_MAX", (1 << 15) - 1)
+    n = 1 << 16  # distinct 4-byte global reads: a node each
+    table = make_table(
+        dict(
+            ts=np.arange(n),
+            op=["read"] * n,
+            launch=0,
+            block=0,
+            thread=np.arange(n) % 64,
+            addr=8 * np.arange(n, dtype=np.uint64),
+            size=4,
+        )
+    )
+    with pytest.raises(TraceError) as err:
+        api.check(table, jobs=1)
+    assert err.value.rule == "out-of-memory"
+    monkeypatch.undo()
+    assert api.check(table, jobs=1).events == n

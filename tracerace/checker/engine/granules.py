@@ -50,7 +50,6 @@ from .layout import (
     info_scope,
     info_shadow,
     reads_count,
-    reads_limit,
     set_head,
     set_reads,
     slot_init,
@@ -153,11 +152,11 @@ EAGER_PRUNE_MAX = 64
 
 
 @jit_inline
-def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t):
+def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t, floor):
     """Drop, from the read list of ``slot`` after node ``first`` (-1: from
     its head), the bytes ``m`` of every read that thread ``t`` has ordered
     before it; a node left with no bytes is freed. Sets the next doubling
-    limit."""
+    limit: twice the reads left, at least ``floor``."""
     prev = first
     x = head(gran, slot, HEAD_READS) if first < 0 else nodes[first, N_NEXT]
     left = np.int64(0) if first < 0 else np.int64(1)  # ``first`` is the head
@@ -175,7 +174,7 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t)
         left += 1
         prev = x
         x = nxt
-    set_reads(gran, slot, left, max(READ_PRUNE_MIN, 2 * left))
+    set_reads(gran, slot, left, max(READ_PRUNE_MIN, 2 * left, floor))
 
 
 @jit_leaf
@@ -609,20 +608,14 @@ def record(
                 # readers is not rescanned at every such read.
                 nr = reads_count(gran, slot)
                 if ha != a and 1 < nr <= EAGER_PRUNE_MAX:
-                    prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, h, m, t)
                     # The old generation's size predicts the new one's:
                     # the next doubling prune waits until the list has
                     # outgrown it (else it would scan a generation of
                     # unordered readers and drop none of them).
-                    set_reads(
-                        gran,
-                        slot,
-                        reads_count(gran, slot),
-                        max(reads_limit(gran, slot), 2 * nr),
-                    )
+                    prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, h, m, t, 2 * nr)
                 return
         if count_read(gran, slot) and not is_copy:
-            prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, -1, m, t)
+            prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, -1, m, t, 0)
     n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
     # (each list by its own constant shift: a shift by a variable cost every
     # access instructions)

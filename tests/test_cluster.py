@@ -135,3 +135,43 @@ def test_dask_timeout_must_be_positive(tmp_path):
         "tracerace: error: options: usage: --dask-timeout must be a positive number of "
         "seconds, not 0"
     ], result.stderr
+
+
+def _wait_for_release(started: str, released: str) -> None:
+    """(A task.) Mark ``started``, then ``released`` once the scheduler has let
+    go of this task, as a shard asks at each batch's end."""
+    import pathlib
+    import time
+
+    from tracerace.api.cluster import task_released
+
+    gone = task_released()
+    pathlib.Path(started).touch()
+    deadline = time.monotonic() + 60
+    while not gone() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if gone():
+        pathlib.Path(released).touch()
+
+
+def test_a_running_shard_learns_that_its_client_left(client, tmp_path):
+    """Dask does not stop a running task when its client leaves (a Ctrl-C on
+    ``check --dask``): a shard asks ``task_released`` at every batch's end,
+    and must see the client gone, not go on checking for nobody."""
+    import time
+
+    from distributed import Client
+
+    started, released = tmp_path / "started", tmp_path / "released"
+    leaving = Client(client.scheduler.address)
+    future = leaving.submit(_wait_for_release, str(started), str(released), pure=False)
+    deadline = time.monotonic() + 60
+    while not started.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert started.exists() and not released.exists()
+    del future
+    leaving.close()
+    deadline = time.monotonic() + 30
+    while not released.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert released.exists()

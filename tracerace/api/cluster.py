@@ -184,21 +184,45 @@ def _shard_task(
 ) -> tuple[Any, ...]:
     """(On a worker.) Shard ``k`` of ``shards`` of ``source``: (events, the
     findings rows of each batch), or its error as a tuple."""
-    from ..checker.parallel import run_shard
+    from ..checker.parallel import Cancelled, run_shard
 
     chunks: list[list[np.ndarray]] = []  # per batch, its rows in chunks
+    released = task_released()
+
+    def on_batch(i: int, rows: list[np.ndarray]) -> None:
+        if released():
+            raise Cancelled  # nobody waits for this shard any more
+        chunks.append(rows)
+
     try:
         events = run_shard(
             lambda: open_source(source, batch_size),
             k,
             shards,
-            lambda i, rows: chunks.append(rows),
+            on_batch,
             batch_size=batch_size,
             **engine_options,
         )
     except Exception as err:  # noqa: BLE001 - sent back as plain values
         return _sent(err, source)
     return events, chunks
+
+
+def task_released() -> Callable[[], bool]:
+    """(In a running task.) A test of whether the scheduler has let go of
+    this task: its client left (a Ctrl-C on ``check --dask``) or cancelled
+    it. Dask does not stop a running task, so a shard asks at every batch's
+    end and stops instead of checking a trace for nobody."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    key = worker.get_current_task()
+
+    def released() -> bool:
+        task = worker.state.tasks.get(key)
+        return task is None or task.state == "cancelled"
+
+    return released
 
 
 def _sent(err: Exception, source: str) -> tuple[Any, ...]:

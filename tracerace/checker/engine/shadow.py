@@ -142,7 +142,7 @@ assert 1 << 3 == READ_PRUNE_MIN
 EMPTY = -1
 
 # The table grows (doubles) before it would pass half full, or three
-# quarters once it has GRAN_DENSE_MIN slots (64 MiB). A line's granules take
+# quarters once it has GRAN_DENSE_MIN slots (32 MiB). A line's granules take
 # one group of slots (LINE_GRANULES, below), so the lines of a long run of
 # fresh addresses (a kernel reading its input once) fill whole groups and
 # collide only group against group; at three quarters a 32-byte slot costs

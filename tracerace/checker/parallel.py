@@ -375,8 +375,9 @@ class SharedReader:
 
 
 class Cancelled(Exception):
-    """Raised in a shard of :func:`check_traces` whose caller stopped waiting
-    (Ctrl-C, a stop signal)."""
+    """Raised in a shard whose caller stopped waiting: a shard of
+    :func:`check_traces` after Ctrl-C or a stop signal, a Dask shard whose
+    client left (``api.cluster.task_released``)."""
 
 
 class ReaderStopped(Exception):

@@ -46,7 +46,7 @@ from ..checker.reasons import NAMES as REASON_NAMES
 from ..trace.coords import META_LAUNCHES, launches_json
 from ..trace.meta import TraceMeta
 from ..trace.ops import HazardKind, Space
-from .explain import COPY_OPS, UNWORDED, explain, op_name
+from .explain import ASYNC_OP_CODES, UNWORDED, explain, op_name
 from .hazards import KIND_NAMES, SEVERITY_NAMES, Link
 from .hints import Hint, hint
 from .locations import space_name
@@ -58,7 +58,7 @@ _OP_DICT = pa.array([op_name(code) for code in range(256)], pa.string())
 _SPACE_DICT = pa.array([space_name(code) for code in range(256)], pa.string())
 _KIND_DICT = pa.array(list(KIND_NAMES), pa.string())
 _SEVERITY_DICT = pa.array(list(SEVERITY_NAMES), pa.string())
-_IS_COPY = np.isin(_CODES, sorted(COPY_OPS))
+_IS_COPY = np.isin(_CODES, sorted(ASYNC_OP_CODES))
 _NAME_TYPE = pa.dictionary(pa.int16(), pa.string())
 _TEXT_TYPE = pa.dictionary(pa.int32(), pa.string())
 WRITE_OPTIONS = pa.ipc.IpcWriteOptions(emit_dictionary_deltas=True)

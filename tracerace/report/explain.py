@@ -23,7 +23,7 @@ from ..trace.ops import ASYNC_OPS, HazardKind, Op, Scope, Space
 NO_GENERATION = -1
 """``bar_gen``/``prev_bar_gen`` of an agent that completed no barrier yet."""
 
-COPY_OPS = frozenset(int(op) for op in ASYNC_OPS)
+ASYNC_OP_CODES = frozenset(int(op) for op in ASYNC_OPS)
 """Ops whose memory access is made by an async agent, reported at the issue row."""
 
 ASYNC_STORES = {
@@ -118,8 +118,8 @@ class FindingView:
 
     def is_async(self, prev: bool = False) -> bool:
         if prev:
-            return bool(self.prev_async) or self.prev_op in COPY_OPS
-        return self.op in COPY_OPS
+            return bool(self.prev_async) or self.prev_op in ASYNC_OP_CODES
+        return self.op in ASYNC_OP_CODES
 
     def who(self, prev: bool = False, launch: bool = True) -> str:
         """``thread (0,5)``, or ``the async copy issued by (0,5)``."""

@@ -11,7 +11,7 @@ from typing import Any
 from ..checker.findings import FIELDS, NO_ROW
 from ..trace.meta import TraceMeta
 from ..trace.ops import HazardKind, Severity
-from .explain import COPY_OPS, explain, op_name, reason_text
+from .explain import ASYNC_OP_CODES, explain, op_name, reason_text
 from .hints import Hint, link_hint
 from .locations import BYTES_KEY, locate, space_name
 
@@ -145,7 +145,7 @@ def hazard_from_record(
         r["op"],
         r["ts"],
         r["site"],
-        r["op"] in COPY_OPS,
+        r["op"] in ASYNC_OP_CODES,
     )
     first = None
     if r["prev_row"] != NO_ROW:
@@ -158,7 +158,7 @@ def hazard_from_record(
             r["prev_op"],
             r["prev_ts"],
             r["prev_site"],
-            bool(r["prev_async"]) or r["prev_op"] in COPY_OPS,
+            bool(r["prev_async"]) or r["prev_op"] in ASYNC_OP_CODES,
         )
     if located is None:
         located = locate(meta, *(r[name] for name in BYTES_KEY))

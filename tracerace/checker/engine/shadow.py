@@ -137,8 +137,8 @@ def granule_shift(region):
 READ_PRUNE_MIN = 8
 # G_STAMP of a slot whose lists are empty, but for its launch: no reads, pruned
 # past READ_PRUNE_MIN.
-FRESH_STAMP = np.int64(3) << STAMP_RLIMIT_SHIFT
-assert 1 << 3 == READ_PRUNE_MIN
+assert READ_PRUNE_MIN & (READ_PRUNE_MIN - 1) == 0  # a power of two, as pruning lengths are
+FRESH_STAMP = np.int64(READ_PRUNE_MIN.bit_length() - 1) << STAMP_RLIMIT_SHIFT
 EMPTY = -1
 
 # The table grows (doubles) before it would pass half full, or three

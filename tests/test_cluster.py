@@ -11,6 +11,7 @@ from test_cli_check import write_trace
 from tracerace import api
 from tracerace.errors import TraceError
 from tracerace.report.output import render
+from tracerace.trace.ops import Space
 
 distributed = pytest.importorskip("distributed")
 
@@ -62,6 +63,85 @@ def test_several_traces_on_the_cluster(client, tmp_path):
     assert text(reports[0]) == text(api.check(racy))
     assert text(reports[1]) == text(api.check(clean))
     assert isinstance(reports[2], TraceError) and reports[2].rule == "not-arrow"
+
+
+def many_findings(path, n=4096) -> str:
+    """``n - 64`` 4-byte global reads by the 64 threads of one block, of
+    bytes nothing wrote (each an uninitialized read), then 64 writes of one
+    word by two threads in turn, with no synchronization (races)."""
+    from tracerace.trace.writer import write_table
+
+    reads = n - 64
+    ops = ["read"] * reads + ["write"] * 64
+    thread = [i % 64 for i in range(reads)] + [i % 2 for i in range(64)]
+    addr = [0x1000 + 4 * i for i in range(reads)] + [0x100] * 64
+    write_table(
+        path,
+        dict(
+            ts=list(range(n)),
+            op=ops,
+            launch=0,
+            block=0,
+            thread=thread,
+            space=int(Space.GLOBAL),
+            addr=addr,
+            size=4,
+            arg=0,
+            site=[0] * reads + [1] * 64,
+        ),
+        sites=["k.cu:3 ld.global", "k.cu:7 st.global"],
+    )
+    return str(path)
+
+
+def test_findings_stream_from_the_shards_as_they_run(client, tmp_path):
+    """A shard hands over its findings a few batches at a time, through a
+    queue of bounded length, and the client merges each batch once every
+    shard has handed it over: progress moves batch by batch, not per
+    finished shard, and the report is the local one."""
+    from tracerace.api.cluster import check_on_cluster
+
+    path = many_findings(tmp_path / "many.arrow")
+    seen = []
+    [report] = check_on_cluster(
+        [path],
+        client,
+        shards=2,
+        batch_size=64,
+        queue_items=1,
+        hand_bytes=0,
+        progress=lambda done, total: seen.append(done),
+    )
+    local = api.check(path, batch_size=64)
+    assert text(report) == text(local)
+    assert len(report.groups) == len(local.groups) >= 2
+    # 64 batches of each shard, handed over one at a time: far more steps
+    # than the shards' two ends.
+    assert len(set(seen)) > 20 and seen == sorted(seen) and seen[-1] == 4096
+
+
+def test_more_shards_than_threads_each_waiting_on_a_full_queue(client, tmp_path):
+    """Three shards on the cluster's two threads, each queue one hand-over
+    long: the two shards that run fill their queues while the client waits
+    for the third. A shard waiting on a full queue leaves its worker's
+    thread pool, so the third runs and the check ends with the local report
+    (were the two to hold their threads, it would never end)."""
+    import threading
+
+    from tracerace.api.cluster import check_on_cluster
+
+    path = many_findings(tmp_path / "many.arrow")
+    out = []
+    check = threading.Thread(
+        target=lambda: out.extend(
+            check_on_cluster([path], client, shards=3, batch_size=64, queue_items=1, hand_bytes=0)
+        ),
+        daemon=True,  # not waited for if it never ends
+    )
+    check.start()
+    check.join(timeout=120)
+    assert not check.is_alive(), "the shards waited on each other for ever"
+    assert text(out[0]) == text(api.check(path, batch_size=64))
 
 
 def test_check_dask_on_the_command_line(client, tmp_path):

@@ -18,7 +18,10 @@ as a local check does, so each report is the one ``tracerace check`` gives.
 from __future__ import annotations
 
 import os
+import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -28,6 +31,18 @@ from ..errors import TraceError
 
 DASK_CONNECT_TIMEOUT = 20.0
 """Seconds :func:`client_for` waits for a Dask scheduler to answer."""
+
+
+QUEUE_ITEMS = 2
+"""Hand-overs a shard's Dask queue holds; a shard with a full queue waits
+for the client (out of its worker's thread pool) before it goes on."""
+
+HAND_BYTES = 16 << 20
+"""A shard hands over its findings once it holds this many bytes of them
+(int64 rows), or once a second has passed, whichever is first."""
+
+HAND_SECONDS = 1.0
+POLL_SECONDS = 0.2
 
 
 def client_for(address: str, timeout: float | None = None) -> Any:
@@ -72,6 +87,8 @@ def check_on_cluster(
     keep_findings: bool = False,
     sinks: Sequence[Any] | None = None,
     progress: Callable[[int, int | None], None] | None = None,
+    queue_items: int = QUEUE_ITEMS,
+    hand_bytes: int = HAND_BYTES,
     **engine_options: Any,
 ) -> list[Any]:
     """Check each trace of ``sources`` (paths or pyarrow filesystem URIs every
@@ -80,25 +97,25 @@ def check_on_cluster(
     among the traces, at least one each). Returns per trace its
     :class:`~tracerace.report.Report`, the one :func:`tracerace.api.check`
     gives, or the :class:`~tracerace.errors.TraceError` that stopped it.
-    ``progress(rows_done, total_rows)``: called as shards finish. ``sinks``:
-    a findings sink (or None) per trace, as :func:`tracerace.api.check_many`.
-    ``engine_options``: the engine's test options (``page_shift``, ...)."""
-    from distributed import as_completed
-
-    from ..checker.parallel import merge_records, shards_per_trace
-    from ..group.groups import GroupBuilder
-    from ..report import Report
-    from .sharded import consumer
+    ``progress(rows_done, total_rows)``: called as the shards hand over.
+    ``sinks``: a findings sink (or None) per trace, as
+    :func:`tracerace.api.check_many`. ``queue_items`` and ``hand_bytes``: how
+    the shards hand over their findings (:data:`QUEUE_ITEMS`,
+    :data:`HAND_BYTES`). ``engine_options``: the engine's test options
+    (``page_shift``, ...)."""
+    from ..checker.parallel import shards_per_trace
 
     options = make_options(
         engine=engine, max_reports=max_reports, select=select, ignore=ignore, batch_size=batch_size
     )
     if options.engine != "numba":
         raise usage("--dask: the reference checker runs on one thread (it is the definition)")
+    if queue_items < 1 or hand_bytes < 0:
+        raise usage("queue_items must be at least 1 and hand_bytes at least 0")
     sources = [os.fspath(s) for s in sources]
     sinks = list(sinks) if sinks is not None else [None] * len(sources)
+    threads = sum(client.nthreads().values()) or 1
     if shards is None:
-        threads = sum(client.nthreads().values()) or 1
         shards = shards_per_trace(threads, len(sources))
     results: list[Any] = [None] * len(sources)
     metas = client.gather([client.submit(_meta_task, s, batch_size, pure=False) for s in sources])
@@ -109,37 +126,166 @@ def check_on_cluster(
         else:
             todo.append(t)
     total = sum(metas[t].num_rows or 0 for t in todo)
-    if progress is not None:
-        progress(0, total)
-    submitted = {}
-    for t in todo:
-        for k in range(shards):
-            f = client.submit(
-                _shard_task, sources[t], k, shards, batch_size, engine_options, pure=False
-            )
-            submitted[f.key] = (f, t, k)
-    done_rows = 0.0
-    parts: dict[tuple[int, int], Any] = {}
-    for future in as_completed([f for f, _, _ in submitted.values()]):
-        _, t, k = submitted[future.key]
-        parts[t, k] = out = future.result()
-        if progress is not None and not isinstance(out[0], str):
-            done_rows += (metas[t].num_rows or 0) / shards
-            progress(round(done_rows), total)
-    for t in todo:
-        outs = [parts[t, k] for k in range(shards)]
-        failed = [o for o in outs if isinstance(o[0], str)]
-        if failed:
-            results[t] = _error(failed[0], sources[t])
-            continue
-        builder = GroupBuilder(metas[t], options.kinds, keep_findings=keep_findings)
-        if sinks[t] is not None:
-            sinks[t].open(metas[t])
-        consume = consumer(builder, sinks[t])
-        for i in range(len(outs[0][1])):
-            consume(merge_records([o[1][i] for o in outs]))
-        results[t] = Report(outs[0][0], metas[t], builder.table(), options)
+    moved = _Moved(progress, total, shards)
+    stop = threading.Event()
+    hand = (batch_size, engine_options, hand_bytes)
+
+    def one(t: int) -> Any:
+        return _TraceStream(client, sources[t], shards, queue_items, hand, stop).run(
+            metas[t], options, keep_findings, sinks[t], lambda k, rows: moved(t, k, rows)
+        )
+
+    # The traces in flight at once: as many as have all their shards running
+    # on the cluster's threads, so that no shard waits on one that has no thread
+    # (a shard that must wait secedes from its worker's pool all the same).
+    at_once = max(1, min(len(todo), threads // shards))
+    with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="tracerace-dask") as pool:
+        try:
+            for t, result in zip(todo, pool.map(one, todo)):
+                results[t] = result
+        except BaseException:
+            stop.set()  # Ctrl-C: the trace threads stop at their next poll
+            raise
     return results
+
+
+class _Moved:
+    """``progress(rows, total)`` over every shard of every trace: a shard's
+    rows count ``1 / shards``, as a trace's shards each replay all its rows."""
+
+    def __init__(self, progress: Callable[[int, int | None], None] | None, total: int, shards: int):
+        self.progress, self.total, self.shards = progress, total, shards
+        self.done: dict[tuple[int, int], int] = {}
+        self.lock = threading.Lock()
+        if progress is not None:
+            progress(0, total)
+
+    def __call__(self, t: int, k: int, rows: int) -> None:
+        if self.progress is None:
+            return
+        with self.lock:
+            self.done[t, k] = rows
+            self.progress(round(sum(self.done.values()) / self.shards), self.total)
+
+
+class _TraceStream:
+    """One trace's shards as Dask tasks, their findings streamed to the client.
+
+    Shard ``k`` hands over its findings, a few batches at a time, as the
+    future of data it keeps on its own worker, put into a Dask queue of
+    ``queue_items`` items (``tracerace-<id>-<k>``); the client takes them in
+    batch order and merges batch ``i`` of every shard once each has handed it
+    over. So the client holds at most a hand-over per shard and a worker its
+    queue's: memory follows the live findings, not all a trace's findings."""
+
+    def __init__(
+        self,
+        client: Any,
+        source: str,
+        shards: int,
+        queue_items: int,
+        hand: tuple[int, dict, int],
+        stop: threading.Event,
+    ) -> None:
+        self.client, self.source, self.shards = client, source, shards
+        self.queue_items, self.hand, self.stop = queue_items, hand, stop
+
+    def run(self, meta: Any, options: Any, keep_findings: bool, sink: Any, moved: Any) -> Any:
+        import uuid
+
+        from distributed import Queue
+
+        from ..group.groups import GroupBuilder
+        from ..report import Report
+        from .sharded import consumer
+
+        name = f"tracerace-{uuid.uuid4().hex}"
+        queues = [
+            Queue(f"{name}-{k}", client=self.client, maxsize=self.queue_items)
+            for k in range(self.shards)
+        ]
+        batch_size, engine_options, hand_bytes = self.hand
+        futures = [
+            self.client.submit(
+                _shard_task,
+                self.source,
+                k,
+                self.shards,
+                batch_size,
+                engine_options,
+                queues[k].name,
+                self.queue_items,
+                hand_bytes,
+                pure=False,
+            )
+            for k in range(self.shards)
+        ]
+        try:
+            builder = GroupBuilder(meta, options.kinds, keep_findings=keep_findings)
+            if sink is not None:
+                sink.open(meta)
+            outcome = self._merge(queues, futures, consumer(builder, sink), moved)
+        finally:
+            self.client.cancel([f for f in futures if not f.done()])
+            for q in queues:
+                q.close()
+        if isinstance(outcome, tuple):
+            return _error(outcome, self.source)
+        return Report(outcome, meta, builder.table(), options)
+
+    def _merge(self, queues: list, futures: list, consume: Any, moved: Any) -> Any:
+        """The trace's events, or the first error in shard order; each batch
+        merged into ``consume`` once every shard has handed it over."""
+        import time
+
+        from ..checker.parallel import merge_records
+
+        held: list[deque] = [deque() for _ in queues]  # per shard, batches not merged
+        taken = [0] * len(queues)  # per shard, the batches it has handed over
+        ended = [False] * len(queues)
+        failed = False  # a shard failed: the others' hand-overs are only drained
+        events = turn = 0
+        while True:
+            while not failed and all(held):
+                consume(merge_records([h.popleft() for h in held]))
+            waiting = [k for k, h in enumerate(held) if not ended[k] and (failed or not h)]
+            if not waiting:
+                break
+            if self.stop.is_set():
+                raise KeyboardInterrupt
+            k = waiting[turn % len(waiting)] if failed else waiting[0]
+            turn += 1
+            # A get that times out logs an error on the scheduler: the queue
+            # is looked at first instead (this is its one consumer).
+            if queues[k].qsize() == 0:
+                if not futures[k].done():
+                    time.sleep(POLL_SECONDS / 4)
+                elif isinstance(futures[k].result(), tuple):  # raises what a task raised
+                    failed = ended[k] = True
+                elif failed:
+                    ended[k] = True
+                else:  # a shard puts its last hand-over before it returns
+                    raise RuntimeError(f"shard {k} ended without its last hand-over")
+                continue
+            item = queues[k].get()
+            first, batches, rows, last = item.result()
+            del item  # the worker lets go of the data
+            # A task Dask ran again (its worker died) hands over from batch 0.
+            fresh = batches[taken[k] - first :] if taken[k] > first else batches
+            taken[k] = max(taken[k], first + len(batches))
+            if not failed:
+                held[k].extend(fresh)
+            moved(k, rows)
+            if last:
+                ended[k] = True
+                events = rows
+        for f in futures:
+            out = f.result()
+            if isinstance(out, tuple):
+                return out
+        if any(held):
+            raise RuntimeError("the shards of a trace handed over different numbers of batches")
+        return events
 
 
 def open_source(source: str, batch_size: int) -> Any:
@@ -180,19 +326,52 @@ def _meta_task(source: str, batch_size: int) -> Any:
 
 
 def _shard_task(
-    source: str, k: int, shards: int, batch_size: int, engine_options: dict
-) -> tuple[Any, ...]:
-    """(On a worker.) Shard ``k`` of ``shards`` of ``source``: (events, the
-    findings rows of each batch), or its error as a tuple."""
+    source: str,
+    k: int,
+    shards: int,
+    batch_size: int,
+    engine_options: dict,
+    queue: str,
+    items: int,
+    hand: int,
+) -> Any:
+    """(On a worker.) Shard ``k`` of ``shards`` of ``source``, its findings
+    handed over through the Dask queue ``queue`` (of at most ``items``) as
+    futures of (the index of the first batch, the int64 rows of each batch
+    since the last hand-over, the rows replayed, whether it is the last). Returns
+    the events, or its error as a tuple."""
+    import time
+
+    from distributed import Queue, get_client, get_worker
+
     from ..checker.parallel import Cancelled, run_shard
 
-    chunks: list[list[np.ndarray]] = []  # per batch, its rows in chunks
+    client = get_client()
+    out = Queue(queue, client=client)
+    here = [get_worker().address]
     released = task_released()
+    pending: list[list[np.ndarray]] = []  # per batch, its rows in chunks
+    state = {"first": 0, "bytes": 0, "rows": 0, "since": time.monotonic()}
+
+    def hand_over(last: bool) -> None:
+        [item] = client.scatter(
+            [(state["first"], pending.copy(), state["rows"], last)], workers=here, hash=False
+        )
+        state["first"] += len(pending)
+        pending.clear()
+        state["bytes"], state["since"] = 0, time.monotonic()
+        _put(out, items, item, released)
 
     def on_batch(i: int, rows: list[np.ndarray]) -> None:
         if released():
             raise Cancelled  # nobody waits for this shard any more
-        chunks.append(rows)
+        pending.append(rows)
+        state["bytes"] += sum(chunk.nbytes for chunk in rows)
+
+    def batch_done(rows: int) -> None:
+        state["rows"] = rows
+        if state["bytes"] >= hand or time.monotonic() - state["since"] >= HAND_SECONDS:
+            hand_over(False)
 
     try:
         events = run_shard(
@@ -201,11 +380,39 @@ def _shard_task(
             shards,
             on_batch,
             batch_size=batch_size,
+            progress=batch_done,
             **engine_options,
         )
+        state["rows"] = events
+        hand_over(True)
     except Exception as err:  # noqa: BLE001 - sent back as plain values
         return _sent(err, source)
-    return events, chunks
+    return events
+
+
+def _put(queue: Any, items: int, item: Any, released: Callable[[], bool]) -> None:
+    """Put ``item`` into ``queue`` (of at most ``items``; this shard is its one
+    producer) once it has room, waiting meanwhile out of the worker's thread
+    pool, so that a shard the client waits for can have the thread; stop
+    with :class:`Cancelled` once nobody wants this shard any more. (A put
+    that times out would leave its key held by the queue for ever: room is
+    looked for first instead.)"""
+    import time
+
+    from distributed import rejoin, secede
+
+    from ..checker.parallel import Cancelled
+
+    if queue.qsize() >= items:
+        secede()
+        try:
+            while queue.qsize() >= items:
+                if released():
+                    raise Cancelled
+                time.sleep(POLL_SECONDS / 4)
+        finally:
+            rejoin()
+    queue.put(item)
 
 
 def task_released() -> Callable[[], bool]:

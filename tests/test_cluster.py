@@ -255,3 +255,31 @@ def test_a_running_shard_learns_that_its_client_left(client, tmp_path):
     while not released.exists() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert released.exists()
+
+
+def test_bench_dask_measures_a_check_on_a_cluster(tmp_path):
+    """``python -m bench.dask`` (bench/README.md, "Findings on Dask") runs a
+    check on a cluster of its own and reports the client's and the workers'
+    peak memory."""
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    racy = write_trace(tmp_path / "racy.arrow", barrier=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.dask", "--trace", racy, "--reps", "1", "--tree", str(root)],
+        cwd=root,
+        env=dict(os.environ, PYTHONPATH=str(root)),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    last = out.stdout.splitlines()[-1]
+    client, largest, every = map(
+        int, re.search(r"client (\d+) MiB, workers (\d+) MiB .* / (\d+) MiB", last).groups()
+    )
+    assert last.startswith("median of 1 (racy.arrow") and 50 < client and 50 < largest <= every

@@ -10,9 +10,12 @@ tasks (``pip install 'tracerace[dask]'``; ``docs/parallel.md``).
 Each trace is given as a path or a pyarrow filesystem URI (``s3://``,
 ``gs://``, ``hdfs://``, ``file://``) that every worker can read: a worker
 reads the trace itself, the client sends only the path. A task replays one
-shard of one trace and returns its findings, batch by batch, as int64 rows;
-the client merges them (:func:`tracerace.checker.parallel.merge_records`) and groups them
-as a local check does, so each report is the one ``tracerace check`` gives.
+shard of one trace and hands over its findings as it goes, a few batches at
+a time (int64 rows kept on its worker, their futures put into a Dask queue
+of bounded length: :class:`_TraceStream`); the client merges each batch
+(:func:`tracerace.checker.parallel.merge_records`) once every shard has handed it over and
+groups the findings as a local check does, so each report is the one
+``tracerace check`` gives, and memory follows the live findings.
 """
 
 from __future__ import annotations

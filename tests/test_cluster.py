@@ -144,6 +144,51 @@ def test_more_shards_than_threads_each_waiting_on_a_full_queue(client, tmp_path)
     assert text(out[0]) == text(api.check(path, batch_size=64))
 
 
+def test_a_bad_row_deep_in_the_trace_is_the_local_error(client, tmp_path):
+    """The shards hand over the findings of 46 batches before they meet an
+    unknown op at row 3,000: the check on the cluster ends with the error a
+    local check gives (file, row, rule), not a report of the rows before it,
+    and no shard is left waiting on a full queue."""
+    import pyarrow as pa
+    import pyarrow.ipc as ipc
+
+    from tracerace.api.cluster import check_on_cluster
+
+    table = ipc.open_file(many_findings(tmp_path / "good.arrow")).read_all()
+    op = table.column("op").to_numpy().copy()
+    op[3000] = 99
+    field = table.schema.get_field_index("op")
+    table = table.set_column(field, table.schema.field(field), pa.array(op))
+    path = str(tmp_path / "bad.arrow")
+    with ipc.new_file(path, table.schema) as writer:
+        writer.write_table(table)
+    [result] = check_on_cluster(
+        [path], client, shards=2, batch_size=64, queue_items=1, hand_bytes=0
+    )
+    with pytest.raises(TraceError) as local:
+        api.check(path, batch_size=64)
+    assert isinstance(result, TraceError)
+    assert (result.row, result.rule) == (3000, "unknown-op")
+    assert str(result) == str(local.value)
+    assert idle_within(client, 30)
+
+
+def idle_within(client, seconds: float) -> bool:
+    """Whether every worker of ``client`` runs no task (seceded ones too)
+    within ``seconds``."""
+    import time
+
+    def running(dask_worker):
+        return len(dask_worker.state.executing) + len(dask_worker.state.long_running)
+
+    deadline = time.monotonic() + seconds
+    while any(client.run(running).values()):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
 def test_check_dask_on_the_command_line(client, tmp_path):
     from typer.testing import CliRunner
 

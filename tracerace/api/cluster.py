@@ -148,6 +148,7 @@ def check_on_cluster(
                 results[t] = result
         except BaseException:
             stop.set()  # Ctrl-C: the trace threads stop at their next poll
+            pool.shutdown(wait=True, cancel_futures=True)  # and no other starts
             raise
     return results
 

@@ -189,6 +189,31 @@ def idle_within(client, seconds: float) -> bool:
     return True
 
 
+def test_traces_named_by_filesystem_uris(client, tmp_path):
+    """A trace given as a pyarrow filesystem URI (here ``local://``, which
+    pyarrow reads through its filesystem layer as it reads ``s3://``) is
+    read by each worker a batch at a time and gives the local report, in
+    every container; one that is not there, or a scheme pyarrow does not
+    know, is that trace's one-line error."""
+    import pyarrow.ipc as ipc
+    import pyarrow.parquet as pq
+
+    from tracerace.api.cluster import check_on_cluster
+
+    arrow = many_findings(tmp_path / "many.arrow")
+    table = ipc.open_file(arrow).read_all()
+    stream, parquet = tmp_path / "many.arrows", tmp_path / "many.parquet"
+    with ipc.new_stream(str(stream), table.schema) as writer:
+        writer.write_table(table, max_chunksize=500)
+    pq.write_table(table, parquet, row_group_size=500)
+    sources = ["local://" + str(p) for p in (arrow, stream, parquet, tmp_path / "none.arrow")]
+    reports = check_on_cluster(sources + ["nosuchscheme://b/t.arrow"], client, shards=2)
+    local = text(api.check(arrow))
+    assert [text(r) for r in reports[:3]] == [local] * 3
+    assert (reports[3].rule, reports[3].path) == ("no-such-file", sources[3])
+    assert (reports[4].rule, reports[4].path) == ("unreadable", "nosuchscheme://b/t.arrow")
+
+
 def test_check_dask_on_the_command_line(client, tmp_path):
     from typer.testing import CliRunner
 

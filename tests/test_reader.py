@@ -109,6 +109,69 @@ def test_container_is_sniffed_not_guessed_from_the_name(tmp_path, table, name, w
         assert sum(b.n for b in reader) == 10
 
 
+@pytest.mark.parametrize("kind", ["file", "stream", "file-lz4", "parquet"])
+def test_a_trace_on_a_filesystem_is_read_a_batch_at_a_time(tmp_path, kind):
+    """``open_filesystem_trace`` (an object store's trace, for a Dask
+    worker) gives the batches ``open_trace`` gives for the same file, and
+    never holds the whole trace: while its batches go by, pyarrow's pool
+    holds a few of them, not the 2^16 rows (a reader that read the whole
+    file first, as one did, holds them all)."""
+    import pyarrow.fs as pafs
+
+    from tracerace.trace.reader import open_filesystem_trace
+
+    n = 1 << 16
+    table = make_table(required(n, addr=np.arange(n) * 8, size=8), sites=["a.cu:1"])
+    path = tmp_path / "t.trace"
+    if kind == "parquet":
+        pq.write_table(table, path, row_group_size=1024)
+    else:
+        compression = kind.partition("-")[2] or None
+        write_ipc(path, table, stream=kind == "stream", chunk=1024, compression=compression)
+    with open_trace(path, batch_size=1024) as reader:
+        expected = read_all(reader)
+        num_rows = reader.meta.num_rows
+    base = pa.total_allocated_bytes()
+    most = 0
+    with open_filesystem_trace(
+        pafs.LocalFileSystem(), str(path), batch_size=1024, name="s3://b/t.trace"
+    ) as reader:
+        assert reader.meta.path == "s3://b/t.trace" and reader.meta.num_rows == num_rows
+        got = {name: [] for name in COLUMN_NAMES}
+        for batch in reader:
+            most = max(most, pa.total_allocated_bytes() - base)
+            for name in COLUMN_NAMES:
+                got[name].append(batch.cols[name].copy())
+    for name in COLUMN_NAMES:
+        np.testing.assert_array_equal(np.concatenate(got[name]), expected[name])
+    assert most < table.nbytes // 8
+
+
+@pytest.mark.parametrize(
+    "content, rule",
+    [
+        (None, "no-such-file"),
+        (b"", "not-arrow"),
+        (b"ARROW1\0\0 and then nothing", "not-arrow"),
+        (b"PAR1 and then nothing", "not-arrow"),
+        (b"no trace at all", "not-arrow"),
+    ],
+)
+def test_a_bad_trace_on_a_filesystem_is_one_error_naming_it(tmp_path, content, rule):
+    import pyarrow.fs as pafs
+
+    from tracerace.errors import TraceError
+    from tracerace.trace.reader import open_filesystem_trace
+
+    path = tmp_path / "t.arrow"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(TraceError) as err:
+        open_filesystem_trace(pafs.LocalFileSystem(), str(path), name="gs://b/t.arrow")
+    assert (err.value.path, err.value.rule) == ("gs://b/t.arrow", rule)
+    assert "\n" not in str(err.value)
+
+
 def test_num_rows_when_known(tmp_path, table):
     write_ipc(tmp_path / "f.arrow", table)
     write_ipc(tmp_path / "s.arrows", table, stream=True)

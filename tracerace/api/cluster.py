@@ -294,30 +294,21 @@ class _TraceStream:
 
 def open_source(source: str, batch_size: int) -> Any:
     """A reader of ``source``: a path (memory-mapped by the reader), or a
-    pyarrow filesystem URI, whose file is read through pyarrow."""
-    from ..trace.reader import open_trace
+    pyarrow filesystem URI, whose file is read through pyarrow a batch at a
+    time (:func:`~tracerace.trace.reader.open_filesystem_trace`)."""
+    from ..trace.reader import open_filesystem_trace, open_trace
 
     if "://" not in source or source.startswith("file://"):
         path = source[len("file://") :] if source.startswith("file://") else source
         return open_trace(path, batch_size=batch_size)
     import pyarrow as pa
     import pyarrow.fs as pafs
-    import pyarrow.ipc as ipc
-    import pyarrow.parquet as pq
 
-    fs, path = pafs.FileSystem.from_uri(source)
-    with fs.open_input_file(path) as f:
-        head = f.read(6)
-        f.seek(0)
-        if head.startswith(b"PAR1"):
-            table = pq.read_table(f)
-        elif head == b"ARROW1":
-            table = ipc.open_file(f).read_all()
-        else:
-            table = ipc.open_stream(f).read_all()
-    if not isinstance(table, pa.Table):
-        table = pa.Table.from_batches([table])
-    return open_trace(table, batch_size=batch_size)
+    try:
+        fs, path = pafs.FileSystem.from_uri(source)
+    except (pa.ArrowException, ValueError, OSError) as err:
+        raise TraceError(f"cannot open: {_one_line(err)}", path=source, rule="unreadable") from None
+    return open_filesystem_trace(fs, path, batch_size=batch_size, name=source)
 
 
 def _meta_task(source: str, batch_size: int) -> Any:

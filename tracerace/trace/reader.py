@@ -589,6 +589,77 @@ def _open_parquet(path: str, batch_size: int, check_values: bool, fail) -> Trace
         raise
 
 
+def open_filesystem_trace(
+    filesystem, path: str, *, batch_size: int = DEFAULT_BATCH_SIZE, name: str | None = None
+) -> TraceReader:
+    """A trace at ``path`` on a pyarrow filesystem (an object store's, from
+    ``pyarrow.fs.FileSystem.from_uri``), read through it a record batch or a
+    Parquet row group at a time, never whole: an Arrow IPC file, IPC stream
+    or Parquet file, recognised from its first bytes. ``name`` (default
+    ``path``) is how messages name it."""
+    name = path if name is None else name
+
+    def fail(message: str, rule: str = "not-arrow") -> TraceError:
+        return TraceError(message, path=name, rule=rule)
+
+    try:
+        f = filesystem.open_input_file(path)
+    except FileNotFoundError:
+        raise fail("no such file", "no-such-file") from None
+    except _ARROW_FAILURES as exc:
+        raise fail(f"cannot read: {one_line(exc)}", "unreadable") from None
+    head = b""
+    try:
+        head = f.read(8)
+        if not head:
+            raise fail("empty file: not an Arrow IPC file, IPC stream or Parquet file")
+        if head.startswith(PARQUET_MAGIC):
+            import pyarrow.parquet as pq
+
+            container = "parquet"
+            parquet = pq.ParquetFile(f)
+            schema, num_rows = parquet.schema_arrow, parquet.metadata.num_rows
+            wanted = [n for n in schema.names if n in COLUMN_BY_NAME]
+
+            def batches() -> Iterator[pa.RecordBatch]:
+                return parquet.iter_batches(batch_size=batch_size, columns=wanted)
+        elif head.startswith(IPC_FILE_MAGIC):
+            container = "file"
+            reader = ipc.open_file(f)
+            count = getattr(reader, "count_rows", None)  # pyarrow >= 26
+            schema, num_rows = reader.schema, count() if count else None
+
+            def batches() -> Iterator[pa.RecordBatch]:
+                return (reader.get_batch(i) for i in range(reader.num_record_batches))
+        else:
+            container = "stream"
+            f.seek(0)
+            schema, num_rows = ipc.open_stream(f).schema, None
+
+            def batches() -> Iterator[pa.RecordBatch]:
+                f.seek(0)
+                return iter(ipc.open_stream(f))
+    except TraceError:
+        f.close()
+        raise
+    except MemoryError:
+        f.close()
+        raise
+    except _ARROW_FAILURES as exc:
+        f.close()
+        if head.startswith((PARQUET_MAGIC, IPC_FILE_MAGIC)):
+            kind = "Parquet" if head.startswith(PARQUET_MAGIC) else "Arrow IPC"
+            raise fail(f"truncated or damaged {kind} file: {one_line(exc)}") from None
+        raise fail("not an Arrow IPC file, IPC stream or Parquet file") from None
+    try:
+        return _open_arrow(
+            schema, container, num_rows, batches, batch_size, True, path=name, on_close=f.close
+        )
+    except TraceError:
+        f.close()
+        raise
+
+
 def _open_once(raw, name: str, batch_size: int, check_values: bool) -> TraceReader:
     """A trace read once from ``raw`` (standard input, a FIFO, a device), which
     this reader owns: an Arrow IPC stream, or the bytes of an IPC file (its

@@ -328,7 +328,7 @@ def test_a_running_shard_learns_that_its_client_left(client, tmp_path):
 
 
 def test_bench_dask_measures_a_check_on_a_cluster(tmp_path):
-    """``python -m bench.dask`` (bench/README.md, "Findings on Dask") runs a
+    """``python -m bench.dask`` (bench/README.md, "Checks on Dask") runs a
     check on a cluster of its own and reports the client's and the workers'
     peak memory."""
     import os

@@ -118,6 +118,7 @@ def test_findings_stream_from_the_shards_as_they_run(client, tmp_path):
     # 64 batches of each shard, handed over one at a time: far more steps
     # than the shards' two ends.
     assert len(set(seen)) > 20 and seen == sorted(seen) and seen[-1] == 4096
+    assert no_queues_left(client)
 
 
 def test_more_shards_than_threads_each_waiting_on_a_full_queue(client, tmp_path):
@@ -171,6 +172,23 @@ def test_a_bad_row_deep_in_the_trace_is_the_local_error(client, tmp_path):
     assert (result.row, result.rule) == (3000, "unknown-op")
     assert str(result) == str(local.value)
     assert idle_within(client, 30)
+    assert no_queues_left(client)
+
+
+def no_queues_left(client, seconds: float = 10) -> bool:
+    """Whether the scheduler holds none of the shards' queues (each with the
+    hand-overs left in it) within ``seconds``."""
+    import time
+
+    def queues(dask_scheduler):
+        return [n for n in dask_scheduler.extensions["queues"].queues if n.startswith("tracerace-")]
+
+    deadline = time.monotonic() + seconds
+    while client.run_on_scheduler(queues):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
 
 
 def idle_within(client, seconds: float) -> bool:

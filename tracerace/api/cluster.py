@@ -382,6 +382,10 @@ def _shard_task(
         hand_over(True)
     except Exception as err:  # noqa: BLE001 - sent back as plain values
         return _sent(err, source)
+    finally:
+        # The scheduler drops a queue, and lets go of the hand-overs still in
+        # it (a check that stopped early), once every handle is closed.
+        out.close()
     return events
 
 

@@ -268,7 +268,7 @@ class _TraceStream:
                     failed = ended[k] = True
                 elif failed:
                     ended[k] = True
-                else:  # a shard puts its last hand-over before it returns
+                elif queues[k].qsize() == 0:  # its last put came before its end: look again
                     raise RuntimeError(f"shard {k} ended without its last hand-over")
                 continue
             item = queues[k].get()

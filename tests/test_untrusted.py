@@ -287,6 +287,52 @@ def test_without_a_limit_the_claim_is_a_damaged_column(tmp_path):
     assert "cannot read column 'ts' of record batch 0" in line
 
 
+_ON_A_FILESYSTEM_UNDER_A_LIMIT = textwrap.dedent("""
+    import resource, sys
+    sys.path.insert(0, {root!r})
+    import pyarrow.fs as pafs
+    from tracerace.errors import TraceError
+    from tracerace.trace.reader import open_filesystem_trace
+    size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
+                if line.startswith("VmSize:"))
+    limit = size + (512 << 20)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        with open_filesystem_trace(pafs.LocalFileSystem(), {path!r}, name="s3://b/t") as reader:
+            for batch in reader:
+                pass
+    except TraceError as err:
+        print(err)
+""")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["file", "stream"])
+def test_on_a_filesystem_a_buffer_claiming_a_terabyte_names_the_buffer(tmp_path, stream):
+    """A trace an object store holds (``open_filesystem_trace``, a Dask
+    worker's reader) gets the same bound as a local file: its size."""
+    path = lz4_trace(tmp_path / "t", stream=stream, claim=1 << 40)
+    script = _ON_A_FILESYSTEM_UNDER_A_LIMIT.format(root=str(ROOT), path=path)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert out.stdout.startswith("s3://b/t: row 0: damaged-buffer: record batch 0, column 'ts': ")
+    assert "claims 1,099,511,627,776 bytes" in out.stdout
+
+
+def test_on_a_filesystem_a_damaged_column_is_named(tmp_path):
+    import pyarrow.fs as pafs
+
+    from tracerace.trace.reader import open_filesystem_trace
+
+    path = lz4_trace(tmp_path / "t", stream=False, claim=1 << 20)
+    with pytest.raises(TraceError) as err:
+        with open_filesystem_trace(pafs.LocalFileSystem(), path, name="s3://b/t") as reader:
+            list(reader)
+    assert (err.value.path, err.value.rule, err.value.row) == ("s3://b/t", "not-arrow", 0)
+    assert "cannot read column 'ts' of record batch 0" in str(err.value)
+
+
 # -- memory and time bounded by the content ------------------------------------------------------
 
 

@@ -522,22 +522,7 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
             raise fail(f"truncated or damaged Arrow IPC file: {one_line(exc)}") from None
         raise fail("not an Arrow IPC file, IPC stream or Parquet file") from None
 
-    def diagnose(index: int) -> tuple[str, BaseException] | None:
-        """Record batch ``index`` (from 0) read one column at a time: the
-        first column that fails, and how."""
-        for j, name in enumerate(schema.names):
-            options = ipc.IpcReadOptions(included_fields=[j])
-            try:
-                if container == "file":
-                    ipc.open_file(mapped.reader(), options=options).get_batch(index)
-                else:
-                    for k, _ in enumerate(ipc.open_stream(mapped.reader(), options=options)):
-                        if k == index:
-                            break
-            except (MemoryError, *_ARROW_FAILURES) as exc:
-                return name, exc
-        return None
-
+    diagnose = _column_diagnosis(mapped.reader, container, schema)
     try:
         return _open_arrow(
             schema,
@@ -555,6 +540,30 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
     except TraceError:
         mapped.close()
         raise
+
+
+def _column_diagnosis(
+    source: Callable[[], pa.NativeFile], container: str, schema: pa.Schema
+) -> Callable[[int], tuple[str, BaseException] | None]:
+    """For an IPC ``container`` ("file" or "stream") that ``source()`` gives
+    from its start: record batch ``index`` (from 0) read one column at a
+    time, the first column that fails, and how."""
+
+    def diagnose(index: int) -> tuple[str, BaseException] | None:
+        for j, name in enumerate(schema.names):
+            options = ipc.IpcReadOptions(included_fields=[j])
+            try:
+                if container == "file":
+                    ipc.open_file(source(), options=options).get_batch(index)
+                else:
+                    for k, _ in enumerate(ipc.open_stream(source(), options=options)):
+                        if k == index:
+                            break
+            except (MemoryError, *_ARROW_FAILURES) as exc:
+                return name, exc
+        return None
+
+    return diagnose
 
 
 def _open_parquet(path: str, batch_size: int, check_values: bool, fail) -> TraceReader:
@@ -651,9 +660,25 @@ def open_filesystem_trace(
             kind = "Parquet" if head.startswith(PARQUET_MAGIC) else "Arrow IPC"
             raise fail(f"truncated or damaged {kind} file: {one_line(exc)}") from None
         raise fail("not an Arrow IPC file, IPC stream or Parquet file") from None
+
+    def from_start() -> pa.NativeFile:
+        f.seek(0)
+        return f
+
     try:
         return _open_arrow(
-            schema, container, num_rows, batches, batch_size, True, path=name, on_close=f.close
+            schema,
+            container,
+            num_rows,
+            batches,
+            batch_size,
+            True,
+            path=name,
+            on_close=f.close,
+            diagnose=None
+            if container == "parquet"
+            else _column_diagnosis(from_start, container, schema),
+            source_bytes=f.size(),
         )
     except TraceError:
         f.close()

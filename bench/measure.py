@@ -236,12 +236,18 @@ def run_read(path: str) -> dict:
 
 
 def run_state(path: str) -> dict:
+    import numpy as np
+
     from tracerace.checker.engine.check import close_launch, replay_batch
     from tracerace.checker.engine.layout import (
         G_FIELDS,
+        I_SHADED,
         K_FIELDS,
         N_FIELDS,
+        N_INFO,
+        S_FIELDS,
         SV_GRAN_COUNT,
+        SV_NODE_TOP,
         SV_NODE_USED,
     )
     from tracerace.checker.engine.state import EngineState
@@ -261,7 +267,11 @@ def run_state(path: str) -> dict:
     close_launch(st)
     granules = int(st.sv[SV_GRAN_COUNT])
     nodes = int(st.sv[SV_NODE_USED])
-    live = 8 * (granules * G_FIELDS + nodes * (N_FIELDS + K_FIELDS))
+    # A node's shade row only once it is shaded (layout, I_SHADED): counted by
+    # the rows below the pool's top that are (free rows keep their info).
+    top = int(st.sv[SV_NODE_TOP])
+    shaded = int(np.count_nonzero(st.arrays["nodes"][:top, N_INFO] & I_SHADED))
+    live = 8 * (granules * G_FIELDS + nodes * (N_FIELDS + K_FIELDS) + shaded * S_FIELDS)
     tables = int(st.nbytes)
     per = max(granules, 1)
     return {

@@ -96,7 +96,7 @@ def test_engine_prefault_runs_ahead_of_the_pools():
     st = EngineState()
     while st.prefault():
         pass
-    for name in ("nodes", "cold", "arena_a", "arena_e", "ag"):
+    for name in ("nodes", "cold", "arena_a", "arena_e", "ag"):  # not "shades": sparse
         m = st.mapped[name]
         ahead = AG_FAULT_AHEAD if name == "ag" else FAULT_AHEAD
         expect = min(m.capacity, ahead) if can_populate() else 0

@@ -472,3 +472,71 @@ def test_slot_accessors_keep_every_field(region, index, init, writes, reads, lau
     want["init"] = 0
     assert {k: int(v[1]) for k, v in L.slot_fields(gran).items() if k != "empty"} == want
     assert (gran[0] == -1).all()
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    stale=st.lists(st.integers(-(1 << 63), (1 << 63) - 1), min_size=2, max_size=2),
+    info=st.integers(0, (1 << 37) - 1),
+    agent=st.integers(0, (1 << 40) - 1),
+    epoch=st.integers(-1, (1 << 62)),
+    hidden=st.integers(1, 0xFFFF),
+)
+def test_a_node_s_shade_row_counts_only_once_shaded(stale, info, agent, epoch, hidden):
+    """A node's shade row (its shadow's agent and epoch, its hidden bytes) is
+    written only for the nodes that need one, and a row is reused with its
+    node: until ``I_SHADED`` is in the node's info, whatever the row holds
+    reads as no hidden bytes, and the first write clears it first."""
+    from tracerace.checker.engine import layout as L
+    from tracerace.checker.engine import shadow as S
+    from tracerace.checker.jit import from_python
+
+    nodes = np.zeros((3, L.N_FIELDS), np.int64)
+    shades = np.zeros((3, L.S_FIELDS), np.int64)
+    shades[1] = stale  # a row a freed node left
+    nodes[1, L.N_INFO] = info
+    i64 = np.int64
+    assert from_python(S.hidden_bytes)(shades, 1, i64(info)) == 0
+    now = from_python(S.hide_bytes)(nodes, shades, 1, i64(info), i64(hidden))
+    assert now == info | L.I_SHADED == nodes[1, L.N_INFO]
+    assert from_python(S.hidden_bytes)(shades, 1, i64(now)) == hidden
+    assert from_python(S.shadow_agent)(shades, 1) == 0
+    assert from_python(S.shadow_epoch)(shades, 1) == 0
+    from_python(S.set_shadow)(shades, 1, i64(agent), i64(epoch))
+    assert from_python(S.shadow_agent)(shades, 1) == agent
+    assert from_python(S.shadow_epoch)(shades, 1) == epoch
+    assert from_python(S.hidden_bytes)(shades, 1, i64(now)) == hidden
+    # Shading again keeps the row.
+    assert from_python(S.shaded)(nodes, shades, 1, i64(now)) == now
+    assert from_python(S.shadow_agent)(shades, 1) == agent
+    assert (shades[[0, 2]] == 0).all() and (nodes[[0, 2]] == 0).all()
+
+
+def test_only_shaded_nodes_write_shade_rows():
+    """A check that never copies over a write or hides one leaves the shade
+    pool's pages unwritten (``EngineState.shaded_pages``), and the faulter
+    leaves them alone; a copy over an earlier write shades it."""
+    from builders import Trace
+
+    from tracerace.checker.engine import layout as L
+    from tracerace.checker.engine.check import close_launch, replay_batch
+    from tracerace.checker.engine.pools import SPARSE
+
+    def state_after(trace):
+        st = EngineState()
+        for batch in trace.reader():
+            replay_batch(st, batch, "t", None, lambda rows: None)
+        close_launch(st)
+        return st
+
+    reads = Trace()
+    for i in range(4096):
+        reads.read(0, i % 64, addr=4 * i, size=4)
+    st = state_after(reads)
+    assert st.sv[L.SV_NODE_USED] >= 4096 and st.shaded_pages() == 0
+    while st.prefault():
+        pass
+    assert SPARSE == {"shades"} and st.mapped["shades"].populated == 0
+    copied = Trace().init(0, 0, addr=1000, size=16).write(0, 0, addr=0, size=16, space=1)
+    copied.cp_async(0, 0, addr=0, size=16, space=1, addr2=1000)
+    assert state_after(copied).shaded_pages() == 1

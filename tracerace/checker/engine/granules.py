@@ -27,7 +27,6 @@ from .layout import (
     I_RACED,
     I_SHADE_HIDES,
     I_WRITE,
-    K_SHADOW_EPOCH,
     KIND_TMA,
     N_AGENT,
     N_EPOCH,
@@ -71,12 +70,14 @@ from .shadow import (
     iv_region,
     prefetch_lists,
     prefetch_slots,
-    set_shadow_agent,
+    set_shadow,
+    shaded,
     shadow_agent,
+    shadow_epoch,
 )
 from .shards import keep_owned
 
-Shadow = namedtuple("Shadow", "ag snaps arena_a arena_e sv nodes cold gran fen cand ivs pst")
+Shadow = namedtuple("Shadow", "ag snaps arena_a arena_e sv nodes cold shades gran fen cand ivs pst")
 """The arrays an access reads and writes: the agents and their clocks, the
 granule table and its nodes, the fences of the async agents, the candidates,
 the init intervals and the page stamps (``shadow_of`` takes them from
@@ -100,6 +101,7 @@ def shadow_of(t):
         t.sv,
         t.nodes,
         t.cold,
+        t.shades,
         t.gran,
         t.fen,
         t.cand,
@@ -112,7 +114,8 @@ def shadow_of(t):
 def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     """Every field of node ``n`` but its link: the access of agent ``a``
     (ordered by thread ``t``, whose barrier position it records). ``info``
-    has no shadow bits: the node starts unshadowed."""
+    has no shadow bits and no I_SHADED: the node starts unshadowed, its
+    shade row untouched."""
     nodes[n, N_AGENT] = a
     nodes[n, N_EPOCH] = epoch
     nodes[n, N_INFO] = info
@@ -120,7 +123,6 @@ def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
     # a read node's row is rarely read again (only to report it), and a
     # cp.async pipeline writes one per shared read, ~0.5 GB per 10^7 events,
     # which used to evict the lists and slots the next accesses need.
-    # K_SHADOW_*: meaningless until a copy sets the node's shadow bits.
     store_row_nt(
         cold,
         n,
@@ -130,8 +132,6 @@ def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
         ts,
         ag[t, AG_BAROBJ],
         ag[t, AG_BARGEN],
-        np.int64(0),
-        np.int64(0),
     )
 
 
@@ -203,7 +203,7 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
     with any access, the earlier reads with a write (``races.race_kind``);
     an async-proxy access after a generic-proxy write it may see needs a
     proxy fence; then the access joins the granule's writes or reads."""
-    ag, snaps, arena_a, arena_e, sv, nodes, cold, gran, fen, cand, ivs, pst = sh
+    ag, snaps, arena_a, arena_e, sv, nodes, cold, shades, gran, fen, cand, ivs, pst = sh
     region, space, owner, addr, end, a, epoch, t, info, row, ts, site, size = x
     found = 0
     is_write = (info & I_WRITE) != 0
@@ -239,6 +239,7 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
             sv,
             nodes,
             cold,
+            shades,
             gran,
             fen,
             cand,
@@ -319,6 +320,7 @@ def check_writes(
     sv,
     nodes,
     cold,
+    shades,
     gran,
     fen,
     cand,
@@ -376,12 +378,12 @@ def check_writes(
         xinfo = nodes[x, N_INFO]
         xm = info_mask(xinfo)
         if info_shadow(xinfo) and copy_retired(
-            ag, fen, shadow_agent(cold, x), cold[x, K_SHADOW_EPOCH]
+            ag, fen, shadow_agent(shades, x), shadow_epoch(shades, x)
         ):
             # A retired copy that x happens before covers these bytes (an
             # async atomic's hides them).
             if xinfo & I_SHADE_HIDES:
-                hide_bytes(cold, x, info_shadow(xinfo))
+                xinfo = hide_bytes(nodes, shades, x, xinfo, info_shadow(xinfo))
                 xinfo = with_shadow(xinfo, np.int64(0)) & ~np.int64(I_SHADE_HIDES)
             else:
                 xm &= ~info_shadow(xinfo)
@@ -417,7 +419,7 @@ def check_writes(
                 and (xinfo & I_PROXY) == 0
                 and xm
                 & m
-                & ~hidden_bytes(cold, x)
+                & ~hidden_bytes(shades, x, xinfo)
                 & ~(cover_after_all if xinfo & I_RACED else cover)
             ):
                 found |= check_proxy_fence(
@@ -465,16 +467,16 @@ def check_writes(
                     continue
                 nodes[x, N_INFO] = with_mask(xinfo, xm)
             elif kind == ORDERED and is_atomic and not is_copy:
-                hide_bytes(cold, x, xm & m)
+                hide_bytes(nodes, shades, x, xinfo, xm & m)
             elif kind == ORDERED and is_copy and is_write:
-                shade(ag, nodes, cold, x, xinfo, xm & m, a, epoch, is_atomic)
+                shade(ag, nodes, shades, x, xinfo, xm & m, a, epoch, is_atomic)
         prev = x
         x = nxt
     return found, after_all
 
 
 @jit_inline
-def shade(ag, nodes, cold, x, xinfo, m, a, epoch, atomic):
+def shade(ag, nodes, shades, x, xinfo, m, a, epoch, atomic):
     """Copy ``epoch`` of async agent ``a``, which write ``x`` happens before,
     shadows the bytes ``m`` of ``x`` (one shadow per node). Where ``x`` is
     already shadowed by a copy still in flight, the copy that retires first
@@ -487,15 +489,15 @@ def shade(ag, nodes, cold, x, xinfo, m, a, epoch, atomic):
     kept: hidden bytes stay in the list, which only costs room)."""
     old = info_shadow(xinfo)
     hides = np.int64(I_SHADE_HIDES) if atomic else np.int64(0)
-    if old and shadow_agent(cold, x) == a and ag[a, AG_KIND] != KIND_TMA:
-        e = cold[x, K_SHADOW_EPOCH]
+    if old and shadow_agent(shades, x) == a and ag[a, AG_KIND] != KIND_TMA:
+        e = shadow_epoch(shades, x)
         if e == epoch:
             m |= old
             hides |= xinfo & I_SHADE_HIDES
         elif e < epoch and (m & ~old) == 0:
             return
-    set_shadow_agent(cold, x, a)
-    cold[x, K_SHADOW_EPOCH] = epoch
+    xinfo = shaded(nodes, shades, x, xinfo)
+    set_shadow(shades, x, a, epoch)
     nodes[x, N_INFO] = (with_shadow(xinfo, m) & ~np.int64(I_SHADE_HIDES)) | hides
 
 

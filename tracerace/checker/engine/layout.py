@@ -107,19 +107,26 @@ STAMP_NREADS_MAX = (1 << STAMP_NREADS_BITS) - 1
 STAMP_RLIMIT_SHIFT = STAMP_NREADS_SHIFT + STAMP_NREADS_BITS
 assert STAMP_RLIMIT_SHIFT + 6 == 64
 
-# A node is split in two tables with the same row: the hot part, which every
-# scan of a list reads (32 bytes: two nodes to a cache line), and the cold
-# part, read only to report a hazard or for a copy's shadow marks.
+# A node is split in three tables with the same row: the hot part, which
+# every scan of a list reads (32 bytes: two nodes to a cache line), the cold
+# part, read only to report a hazard, and the shade, which only a node that a
+# copy shadows or an atomic hides from the proxy rule has.
 N_NEXT, N_AGENT, N_EPOCH, N_INFO = range(4)
 N_FIELDS = 4
-# The cold part, one aligned cache line per node (size and site, both uint32
-# in the trace, share ``K_SIZE_SITE``: site in the high half). ``set_node``
-# writes it whole, in this order.
-K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN, K_SHADOW_AGENT, K_SHADOW_EPOCH = range(8)
-K_FIELDS = 8
-# ``K_SHADOW_AGENT`` packs two fields: the agent of the copy that shadows the
-# node (low KS_AGENT_BITS), and the bytes of the node that a later atomic
-# follows in happens-before (16 bits from KS_HIDDEN_SHIFT).
+# The cold part, 48 bytes (size and site, both uint32 in the trace, share
+# ``K_SIZE_SITE``: site in the high half). ``set_node`` writes it whole, in
+# this order.
+K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN = range(6)
+K_FIELDS = 6
+# The shade, 16 bytes, written only once a node needs it (``I_SHADED``): the
+# agent and epoch of the copy that shadows the node. ``S_AGENT`` packs two
+# fields: that agent (low KS_AGENT_BITS), and the bytes of the node that a
+# later atomic follows in happens-before (16 bits from KS_HIDDEN_SHIFT). A
+# node without I_SHADED has no shadow and no hidden bytes, whatever its
+# shade row holds: most nodes never touch theirs, so most of the table's
+# pages are never written (a read-once kernel's 10^7 nodes, 150 MiB).
+S_AGENT, S_EPOCH = range(2)
+S_FIELDS = 2
 KS_AGENT_BITS = 40
 KS_AGENT_MASK = (1 << KS_AGENT_BITS) - 1
 KS_HIDDEN_SHIFT = KS_AGENT_BITS
@@ -149,7 +156,8 @@ I_RACED = 1 << 35  # a write that a newer copy's write raced (it does not happen
 # at its row, and leaves them in the list (a later atomic that pairs with the
 # shadowing one may still race this write).
 I_SHADE_HIDES = 1 << 36
-I_SHADOW_SHIFT = 40  # 16 bits: bytes a later copy covers (K_SHADOW_*; 0: none)
+I_SHADED = 1 << 37  # the node's shade row is written (shadow.shaded)
+I_SHADOW_SHIFT = 40  # 16 bits: bytes a later copy covers (its shade; 0: none)
 
 
 @jit_inline
@@ -656,6 +664,7 @@ def _columns_are_disjoint() -> None:
         ("G_", G_FIELDS),
         ("N_", N_FIELDS),
         ("K_", K_FIELDS),
+        ("S_", S_FIELDS),
         ("IV_", IV_FIELDS),
         ("AR_", AR_FIELDS),
         ("SG_", SG_FIELDS),

@@ -86,7 +86,9 @@ def access_range(sh, x, lo, hi):
     candidate, the first and last uninitialized byte or -1)."""
     if covers_page(sh.sv, lo, hi - lo):
         return access_pages(sh, x, lo, hi)
-    split_pages_of(sh.sv, sh.nodes, sh.cold, sh.gran, sh.ivs, sh.pst, x.region, lo, hi - lo)
+    split_pages_of(
+        sh.sv, sh.nodes, sh.cold, sh.shades, sh.gran, sh.ivs, sh.pst, x.region, lo, hi - lo
+    )
     return granules(sh, x, lo, hi, np.int64(-1))
 
 

@@ -18,18 +18,20 @@ from .layout import (
     HEAD_READS,
     HEAD_WRITES,
     I_ATOMIC,
+    I_SHADED,
     I_WRITE,
     IV_FIELDS,
     IV_HI,
     IV_LO,
     IV_REGION,
     K_FIELDS,
-    K_SHADOW_AGENT,
     KS_HIDDEN_SHIFT,
     N_AGENT,
     N_EPOCH,
     N_INFO,
     N_NEXT,
+    S_AGENT,
+    S_FIELDS,
     SV_GLOBAL_SIZES,
     SV_GRAN_COUNT,
     SV_GROW,
@@ -174,7 +176,7 @@ def row_remove(ivs, sv, k):
 
 
 @jit_leaf
-def copy_list(nodes, cold, gran, sv, src, slot, which, m):
+def copy_list(nodes, cold, shades, gran, sv, src, slot, which, m):
     """Append copies of the nodes of list ``src`` (a run's) to list ``which``
     (HEAD_WRITES, HEAD_READS) of granule ``slot``, in order, standing for its
     bytes ``m``."""
@@ -195,8 +197,11 @@ def copy_list(nodes, cold, gran, sv, src, slot, which, m):
         nodes[n, N_NEXT] = -1
         for f in range(K_FIELDS):
             cold[n, f] = cold[x, f]
-        if hidden_bytes(cold, n):  # the run's one unit stands for all of m
-            cold[n, K_SHADOW_AGENT] = shadow_agent(cold, n) | (m << KS_HIDDEN_SHIFT)
+        if info & I_SHADED:
+            for f in range(S_FIELDS):
+                shades[n, f] = shades[x, f]
+            if hidden_bytes(shades, n, info):  # the run's one unit stands for all of m
+                shades[n, S_AGENT] = shadow_agent(shades, n) | (m << KS_HIDDEN_SHIFT)
         if tail < 0:
             set_head(gran, slot, which, n)
         else:
@@ -232,7 +237,7 @@ def new_run(sv, gran, nodes, ivs, pst, k, rr, lo, hi):
 
 
 @jit_leaf
-def cut_run(sv, nodes, cold, gran, ivs, pst, k, q):
+def cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, q):
     """Cut run row ``k`` before page ``q`` (inside it): the pages from ``q``
     on become the run row ``k + 1``, with a copy of the lists."""
     rr = ivs[k, IV_REGION]
@@ -240,13 +245,13 @@ def cut_run(sv, nodes, cold, gran, ivs, pst, k, q):
     s = probe(gran, rr, ivs[k, IV_LO])
     ivs[k, IV_HI] = q
     s2 = new_run(sv, gran, nodes, ivs, pst, k + 1, rr, q, hi)
-    copy_list(nodes, cold, gran, sv, head(gran, s, HEAD_WRITES), s2, HEAD_WRITES, 1)
-    copy_list(nodes, cold, gran, sv, head(gran, s, HEAD_READS), s2, HEAD_READS, 1)
+    copy_list(nodes, cold, shades, gran, sv, head(gran, s, HEAD_WRITES), s2, HEAD_WRITES, 1)
+    copy_list(nodes, cold, shades, gran, sv, head(gran, s, HEAD_READS), s2, HEAD_READS, 1)
     set_reads(gran, s2, reads_count(gran, s), reads_limit(gran, s))
 
 
 @jit_leaf
-def split_page(sv, nodes, cold, gran, ivs, pst, region, p):
+def split_page(sv, nodes, cold, shades, gran, ivs, pst, region, p):
     """When a run holds page ``p`` of ``region``: cut the page out of it and
     give its nodes to each of its granules, which hold its history from now on."""
     rr = region | PAGE_REGION
@@ -254,18 +259,20 @@ def split_page(sv, nodes, cold, gran, ivs, pst, region, p):
     if k < 0:
         return
     if ivs[k, IV_LO] < p:
-        cut_run(sv, nodes, cold, gran, ivs, pst, k, p)
+        cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, p)
         k += 1
     if ivs[k, IV_HI] > p + 1:
-        cut_run(sv, nodes, cold, gran, ivs, pst, k, p + 1)
+        cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, p + 1)
     s = probe(gran, rr, p)
     gs = granule_shift(region)
     per = np.int64(1) << (sv[SV_PAGE_SHIFT] - gs)
     full = (np.int64(1) << (np.int64(1) << gs)) - 1
     for g in range(p * per, (p + 1) * per):
         slot = find_granule(gran, region, g, True, sv, SV_GRAN_COUNT, sv[SV_LAUNCH], pst)
-        copy_list(nodes, cold, gran, sv, head(gran, s, HEAD_WRITES), slot, HEAD_WRITES, full)
-        copy_list(nodes, cold, gran, sv, head(gran, s, HEAD_READS), slot, HEAD_READS, full)
+        copy_list(
+            nodes, cold, shades, gran, sv, head(gran, s, HEAD_WRITES), slot, HEAD_WRITES, full
+        )
+        copy_list(nodes, cold, shades, gran, sv, head(gran, s, HEAD_READS), slot, HEAD_READS, full)
         set_reads(
             gran,
             slot,
@@ -277,20 +284,22 @@ def split_page(sv, nodes, cold, gran, ivs, pst, region, p):
 
 
 @jit_leaf
-def split_pages(sv, nodes, cold, gran, ivs, pst, region, p0, p1):
+def split_pages(sv, nodes, cold, shades, gran, ivs, pst, region, p0, p1):
     """``split_page`` of pages ``p0`` to ``p1``."""
     for p in range(p0, p1 + 1):
-        split_page(sv, nodes, cold, gran, ivs, pst, region, p)
+        split_page(sv, nodes, cold, shades, gran, ivs, pst, region, p)
 
 
 @jit_inline
-def split_pages_of(sv, nodes, cold, gran, ivs, pst, region, addr, size):
+def split_pages_of(sv, nodes, cold, shades, gran, ivs, pst, region, addr, size):
     """Before a granule path over [addr, addr + size): split the pages it
     touches out of their runs, in a launch that has any. One call, not a
     loop, where small accesses inline it (into ``replay``)."""
     if sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH]:
         ps = sv[SV_PAGE_SHIFT]
-        split_pages(sv, nodes, cold, gran, ivs, pst, region, addr >> ps, (addr + size - 1) >> ps)
+        split_pages(
+            sv, nodes, cold, shades, gran, ivs, pst, region, addr >> ps, (addr + size - 1) >> ps
+        )
 
 
 @jit_leaf
@@ -367,7 +376,8 @@ def access_pages(sh, x, from_addr, to_addr):
     granule), the partial pages at its ends granule by granule. Returns (1
     when it left a candidate in ``cand``, else 0; the first and last
     uninitialized byte of the range or -1)."""
-    sv, nodes, cold, gran, ivs, pst = sh.sv, sh.nodes, sh.cold, sh.gran, sh.ivs, sh.pst
+    sv, nodes, cold, shades, gran = sh.sv, sh.nodes, sh.cold, sh.shades, sh.gran
+    ivs, pst = sh.ivs, sh.pst
     region, info = x.region, x.info
     ps = sv[SV_PAGE_SHIFT]
     p0 = (from_addr + (np.int64(1) << ps) - 1) >> ps
@@ -387,10 +397,10 @@ def access_pages(sh, x, from_addr, to_addr):
                 q = p + 1
                 if k >= 0 and ivs[k, IV_REGION] == rr and ivs[k, IV_HI] > p:  # a run
                     if ivs[k, IV_LO] < p:
-                        cut_run(sv, nodes, cold, gran, ivs, pst, k, p)
+                        cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, p)
                         k += 1
                     if ivs[k, IV_HI] > p1:
-                        cut_run(sv, nodes, cold, gran, ivs, pst, k, p1)
+                        cut_run(sv, nodes, cold, shades, gran, ivs, pst, k, p1)
                     q = ivs[k, IV_HI]
                     s = probe(gran, rr, p)
                 elif not touched(gran, pst, sv, region, p):  # a new run, to the next boundary
@@ -421,7 +431,7 @@ def access_pages(sh, x, from_addr, to_addr):
         hi_addr = p0 << ps if part == 0 else to_addr
         if lo_addr >= hi_addr:
             continue
-        split_pages_of(sv, nodes, cold, gran, ivs, pst, region, lo_addr, hi_addr - lo_addr)
+        split_pages_of(sv, nodes, cold, shades, gran, ivs, pst, region, lo_addr, hi_addr - lo_addr)
         f, lo, hi = granules(sh, x, lo_addr, hi_addr, np.int64(-1))
         found |= f
         if lo >= 0:

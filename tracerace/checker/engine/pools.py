@@ -44,6 +44,7 @@ from .layout import (
     NF,
     PR_FIELDS,
     RL_FIELDS,
+    S_FIELDS,
     SG_FIELDS,
     SN_FIELDS,
     SV_N_AGENTS,
@@ -95,6 +96,7 @@ POOLS = {
     "snaps": (GR_SNAPS, SN_FIELDS, 0),
     "nodes": (GR_NODES, N_FIELDS, 0),
     "cold": (GR_NODES, K_FIELDS, 0),
+    "shades": (GR_NODES, S_FIELDS, 0),
     "gran": (GR_GRAN, G_FIELDS, -1),
     "gens": (GR_GENS, GN_FIELDS, 0),
     "arr": (GR_ARR, AR_FIELDS, 0),
@@ -114,6 +116,7 @@ _ROWS = {
     "snaps": 1 << 12,
     "nodes": 1 << 14,
     "cold": 1 << 14,
+    "shades": 1 << 14,
     "gran": 1 << 15,
     "gens": 1 << 8,
     "arr": 1 << 10,
@@ -158,7 +161,10 @@ class Sizes:
 # faulter keeps faulted in. The agent table is one: a launch of 10^5 agents
 # grew it by copying (and clearing fresh pages for) ~90 MB on the replay
 # thread, a quarter of a second of a tiled 10^8 check.
-MAPPED = {"nodes": SV_NODE_TOP, "cold": SV_NODE_TOP, "ag": SV_N_AGENTS}
+MAPPED = {"nodes": SV_NODE_TOP, "cold": SV_NODE_TOP, "shades": SV_NODE_TOP, "ag": SV_N_AGENTS}
+# Mapped pools the faulter leaves alone: only the rows of the few nodes that
+# need one are ever written (layout, I_SHADED), so most pages stay untouched.
+SPARSE = frozenset({"shades"})
 
 # The faulter (:class:`.faulter.Faulter`) keeps this many rows past the top of the node
 # pools and the arena faulted in, a chunk at a time.

@@ -85,8 +85,6 @@ from .layout import (
     K_BARGEN,
     K_FIELDS,
     K_ROW,
-    K_SHADOW_AGENT,
-    K_SHADOW_EPOCH,
     K_SIZE_SITE,
     K_TS,
     KIND_TMA,
@@ -289,10 +287,8 @@ assert (
     K_TS,
     K_BAR,
     K_BARGEN,
-    K_SHADOW_AGENT,
-    K_SHADOW_EPOCH,
     K_FIELDS,
-) == (0, 1, 2, 3, 4, 5, 6, 7, 8)
+) == (0, 1, 2, 3, 4, 5, 6)
 
 
 @jit_inline

@@ -21,8 +21,8 @@ drop nothing.
 
 A copy cannot drop what it makes redundant while it is in flight, but once
 it has retired it races as a plain access: so a copy write ``y`` marks each
-write ``x`` that happens before it (``K_SHADOW_AGENT``/``K_SHADOW_EPOCH`` and
-the covered bytes), and a later scan drops those bytes of ``x`` as soon as
+write ``x`` that happens before it (the agent and epoch in ``x``'s shade row,
+the covered bytes in its info), and a later scan drops those bytes of ``x`` as soon as
 ``y``'s agent has retired ``y``. Without this, the stage buffers of a cp.async
 pipeline collect one node per iteration.
 
@@ -51,14 +51,17 @@ from .layout import (
     G_STAMP,
     HEAD_READS,
     HEAD_WRITES,
+    I_SHADED,
     IV_FIELDS,
     IV_HI,
     IV_LO,
     IV_REGION,
-    K_SHADOW_AGENT,
     KS_AGENT_MASK,
     KS_HIDDEN_SHIFT,
     MASK_ALL,
+    N_INFO,
+    S_AGENT,
+    S_EPOCH,
     SLOT_REGION_MASK,
     STAMP_RLIMIT_SHIFT,
     SV_GLOBAL_SIZES,
@@ -163,27 +166,58 @@ def gran_limit(cap: int) -> int:
     return cap >> 1 if cap < GRAN_DENSE_MIN else cap - (cap >> 2)
 
 
+# A node's shade row (layout, S_*) holds anything until the node is shaded
+# (I_SHADED in its info): ``shaded`` clears it then. Only these read or write it.
+
+
 @jit_inline
-def shadow_agent(cold, x):
+def shaded(nodes, shades, x, info):
+    """``info``, node ``x``'s, with I_SHADED (written to the node): its shade
+    row cleared first if it had none (no shadow, no hidden bytes)."""
+    if (info & I_SHADED) == 0:
+        shades[x, S_AGENT] = 0
+        shades[x, S_EPOCH] = 0
+        info |= I_SHADED
+        nodes[x, N_INFO] = info
+    return info
+
+
+@jit_inline
+def shadow_agent(shades, x):
     """The agent of the copy that shadows node ``x`` (meaningful while its
-    shadow bits are set)."""
-    return cold[x, K_SHADOW_AGENT] & KS_AGENT_MASK
+    shadow bits are set: its row is shaded then)."""
+    return shades[x, S_AGENT] & KS_AGENT_MASK
 
 
 @jit_inline
-def set_shadow_agent(cold, x, a):
-    cold[x, K_SHADOW_AGENT] = (cold[x, K_SHADOW_AGENT] & ~np.int64(KS_AGENT_MASK)) | a
+def shadow_epoch(shades, x):
+    """The epoch of the copy that shadows node ``x`` (as ``shadow_agent``)."""
+    return shades[x, S_EPOCH]
 
 
 @jit_inline
-def hidden_bytes(cold, x):
-    """The bytes of node ``x`` that a later atomic follows in happens-before."""
-    return (cold[x, K_SHADOW_AGENT] >> KS_HIDDEN_SHIFT) & MASK_ALL
+def set_shadow(shades, x, a, epoch):
+    """Make copy ``epoch`` of agent ``a`` the shadow of shaded node ``x``."""
+    shades[x, S_AGENT] = (shades[x, S_AGENT] & ~np.int64(KS_AGENT_MASK)) | a
+    shades[x, S_EPOCH] = epoch
 
 
 @jit_inline
-def hide_bytes(cold, x, m):
-    cold[x, K_SHADOW_AGENT] |= m << KS_HIDDEN_SHIFT
+def hidden_bytes(shades, x, info):
+    """The bytes of node ``x`` (whose info is ``info``) that a later atomic
+    follows in happens-before."""
+    if (info & I_SHADED) == 0:
+        return np.int64(0)
+    return (shades[x, S_AGENT] >> KS_HIDDEN_SHIFT) & MASK_ALL
+
+
+@jit_inline
+def hide_bytes(nodes, shades, x, info, m):
+    """Mark the bytes ``m`` of node ``x`` (whose info is ``info``) hidden;
+    returns its info as it is now (shaded)."""
+    info = shaded(nodes, shades, x, info)
+    shades[x, S_AGENT] |= m << KS_HIDDEN_SHIFT
+    return info
 
 
 # The 16 granules of an aligned 64-byte line share a hash and take the 16

@@ -22,8 +22,11 @@ from .layout import (
     GR_ARR,
     GR_RL,
     GR_SIG,
+    I_SHADED,
+    N_INFO,
     N_KINDS,
     NODES_MAX,
+    S_FIELDS,
     SV_ARENA_TOP,
     SV_CP_ARRIVES_MAX,
     SV_CP_GROUP_MAX,
@@ -34,6 +37,7 @@ from .layout import (
     SV_MAPS_CAP,
     SV_N_AGENTS,
     SV_NFIND,
+    SV_NODE_TOP,
     SV_PAGE_LAUNCH,
     SV_PAGE_SHIFT,
     SV_SHARD,
@@ -52,6 +56,7 @@ from .pools import (
     MAPS,
     POOLS,
     SPARE_BLIND_MAX,
+    SPARSE,
     Sizes,
 )
 from .races import records
@@ -78,7 +83,7 @@ TREND_BATCHES = 4
 Tables = namedtuple(
     "Tables",
     "sv ag agent_map async_map snaps arena_a arena_e scratch touched "
-    "nodes cold gran gens bar_map arr sigs flag_map fq mbs mb_map lock_map rels "
+    "nodes cold shades gran gens bar_map arr sigs flag_map fq mbs mb_map lock_map rels "
     "atom_map fen find cand ivs pst pairs edges cvs",
 )
 """Every array the replay kernel reads or writes: what :meth:`EngineState.tables`
@@ -178,6 +183,7 @@ class EngineState:
             self.touched,
             ar["nodes"],
             ar["cold"],
+            ar["shades"],
             ar["gran"],
             ar["gens"],
             self.bar_map,
@@ -241,7 +247,7 @@ class EngineState:
                 elif name in MAPPED:
                     # Only the rows in use are kept.
                     rows = old.shape[0] * 2
-                    if name in ("nodes", "cold") and rows > NODES_MAX + 1:
+                    if name in ("nodes", "cold", "shades") and rows > NODES_MAX + 1:
                         # a slot holds a list's head in 32 bits (layout, G_HEADS)
                         raise MemoryError(f"more than {NODES_MAX + 1:,} shadow nodes")
                     del old, self.arrays[name]
@@ -275,6 +281,8 @@ class EngineState:
         did anything."""
         did = self._prepare_spare()
         tops = dict(MAPPED, arena_a=SV_ARENA_TOP, arena_e=SV_ARENA_TOP)
+        for name in SPARSE:
+            del tops[name]
         for name, top in tops.items():
             m = self.mapped[name]
             want = int(self.sv[top]) + self._ahead(name)
@@ -400,4 +408,17 @@ class EngineState:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in self.arrays.values()) + self.arena_a.nbytes * 2
+        """The bytes of every table; of a sparse pool (``pools.SPARSE``), only
+        its pages that hold a written row."""
+        dense = sum(a.nbytes for name, a in self.arrays.items() if name not in SPARSE)
+        return dense + self.arena_a.nbytes * 2 + self.shaded_pages() * PAGE_BYTES
+
+    def shaded_pages(self) -> int:
+        """The pages of the shade pool that hold a shaded node's row (the
+        rest of the pool was never written)."""
+        top = int(self.sv[SV_NODE_TOP])
+        rows = np.flatnonzero(self.arrays["nodes"][:top, N_INFO] & I_SHADED)
+        return int(np.unique(rows // (PAGE_BYTES // (8 * S_FIELDS))).size)
+
+
+PAGE_BYTES = 4096

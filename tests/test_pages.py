@@ -247,3 +247,43 @@ def test_the_generator_cuts_and_splits_runs(shape):
         ),
     )
     assert reaches(events)
+
+
+def test_a_run_s_nodes_copied_to_a_granule_keep_their_shade():
+    """Cutting a run of pages copies its nodes to granules (``copy_list``):
+    a node's shade row goes with it (its shadow and hidden bytes, hidden
+    bytes standing for all the granule's bytes ``m`` as the run's one unit
+    stood for them), and an unshaded node's stale row stays unshaded."""
+    from tracerace.checker.engine import EngineState
+    from tracerace.checker.engine import layout as L
+    from tracerace.checker.engine.pages import copy_list
+    from tracerace.checker.jit import from_python
+
+    st = EngineState()
+    nodes, cold, shades, gran, sv = (
+        st.arrays["nodes"],
+        st.arrays["cold"],
+        st.arrays["shades"],
+        st.arrays["gran"],
+        st.sv,
+    )
+    sv[L.SV_NODE_TOP], sv[L.SV_NODE_FREE], sv[L.SV_NODE_USED] = 2, -1, 2
+    # Run node 0: a write shadowed by copy agent 7 at epoch 9, one unit hidden;
+    # node 1 after it: unshaded, its row left by an earlier node.
+    nodes[0] = [1, 3, 5, L.I_WRITE | L.I_SHADED | (1 << L.I_MASK_SHIFT) | (1 << L.I_SHADOW_SHIFT)]
+    nodes[1] = [-1, 4, 6, 1 << L.I_MASK_SHIFT]
+    cold[0], cold[1] = np.arange(6), np.arange(6) + 10
+    shades[0] = [7 | (1 << L.KS_HIDDEN_SHIFT), 9]
+    shades[1] = [-1, -1]
+    gran[5, L.G_HEADS] = -1
+    m = np.int64(0xF0)
+    from_python(copy_list)(
+        nodes, cold, shades, gran, sv, np.int64(0), np.int64(5), L.HEAD_WRITES, m
+    )
+    first = int(gran[5, L.G_HEADS] << 32 >> 32)
+    second = int(nodes[first, L.N_NEXT])
+    assert (first, second) == (2, 3) and nodes[second, L.N_NEXT] == -1
+    assert nodes[2, L.N_INFO] & L.I_SHADED and not nodes[3, L.N_INFO] & L.I_SHADED
+    assert (nodes[2, L.N_INFO] >> L.I_SHADOW_SHIFT) & L.MASK_ALL == m
+    assert shades[2].tolist() == [7 | (int(m) << L.KS_HIDDEN_SHIFT), 9]
+    assert cold[2].tolist() == list(range(6)) and cold[3].tolist() == list(range(10, 16))

@@ -715,6 +715,7 @@ def _info_fields_are_disjoint() -> None:
         "after_all": I_AFTER_ALL,
         "raced": I_RACED,
         "shade_hides": I_SHADE_HIDES,
+        "shaded": I_SHADED,
         "shadow": MASK_ALL << I_SHADOW_SHIFT,
     }
     seen = 0

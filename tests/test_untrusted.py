@@ -243,27 +243,34 @@ def lz4_trace(path: Path, *, stream: bool, claim: int) -> str:
 _UNDER_A_LIMIT = textwrap.dedent("""
     import resource, sys
     sys.path.insert(0, {root!r})
-    from tracerace import api
-    from tracerace.cli import main
-    from tracerace.trace.writer import make_table
-    api.check(make_table({{"ts": [0, 1], "op": ["write", "read"], "launch": 0, "block": 0,
-                          "thread": [0, 1], "addr": 0, "size": 4}}))  # kernels loaded first
+    {before}
     size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
                 if line.startswith("VmSize:"))
     limit = size + ({extra_mib} << 20)
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    sys.argv = ["tracerace", *{args!r}]
-    main()
+    {after}
 """)
+
+
+def run_limited(extra_mib: int, before: str, after: str) -> subprocess.CompletedProcess:
+    """Python ``before``, then ``after`` under an address-space limit
+    ``extra_mib`` above what the interpreter took by then (each one line)."""
+    script = _UNDER_A_LIMIT.format(root=str(ROOT), extra_mib=extra_mib, before=before, after=after)
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
 
 
 def under_a_limit(extra_mib: int, *args: str) -> subprocess.CompletedProcess:
     """The command line run with an address-space limit ``extra_mib`` above what
     the interpreter and the loaded kernels take."""
-    script = _UNDER_A_LIMIT.format(root=str(ROOT), extra_mib=extra_mib, args=list(args))
-    return subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=600
+    kernels_loaded = (
+        "from tracerace import api; from tracerace.trace.writer import make_table; "
+        'api.check(make_table({"ts": [0, 1], "op": ["write", "read"], "launch": 0, '
+        '"block": 0, "thread": [0, 1], "addr": 0, "size": 4}))'
     )
+    cli = f"from tracerace.cli import main; sys.argv = ['tracerace', *{list(args)!r}]; main()"
+    return run_limited(extra_mib, kernels_loaded, cli)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["file", "stream"])
@@ -287,34 +294,20 @@ def test_without_a_limit_the_claim_is_a_damaged_column(tmp_path):
     assert "cannot read column 'ts' of record batch 0" in line
 
 
-_ON_A_FILESYSTEM_UNDER_A_LIMIT = textwrap.dedent("""
-    import resource, sys
-    sys.path.insert(0, {root!r})
-    import pyarrow.fs as pafs
-    from tracerace.errors import TraceError
-    from tracerace.trace.reader import open_filesystem_trace
-    size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status")
-                if line.startswith("VmSize:"))
-    limit = size + (512 << 20)
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    try:
-        with open_filesystem_trace(pafs.LocalFileSystem(), {path!r}, name="s3://b/t") as reader:
-            for batch in reader:
-                pass
-    except TraceError as err:
-        print(err)
-""")
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["file", "stream"])
 def test_on_a_filesystem_a_buffer_claiming_a_terabyte_names_the_buffer(tmp_path, stream):
     """A trace an object store holds (``open_filesystem_trace``, a Dask
     worker's reader) gets the same bound as a local file: its size."""
     path = lz4_trace(tmp_path / "t", stream=stream, claim=1 << 40)
-    script = _ON_A_FILESYSTEM_UNDER_A_LIMIT.format(root=str(ROOT), path=path)
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=600
+    imports = (
+        "import pyarrow.fs as pafs; from tracerace.errors import TraceError; "
+        "from tracerace.trace.reader import open_filesystem_trace"
     )
+    read = (
+        "try: list(open_filesystem_trace(pafs.LocalFileSystem(), "
+        f"{path!r}, name='s3://b/t'))\nexcept TraceError as err: print(err)"
+    )
+    out = run_limited(512, imports, read)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr[-2000:]
     assert out.stdout.startswith("s3://b/t: row 0: damaged-buffer: record batch 0, column 'ts': ")
     assert "claims 1,099,511,627,776 bytes" in out.stdout

@@ -45,7 +45,10 @@ HAND_BYTES = 16 << 20
 (int64 rows), or once a second has passed, whichever is first."""
 
 HAND_SECONDS = 1.0
-POLL_SECONDS = 0.2
+POLL_SECONDS = 0.05
+"""How long the client, or a shard waiting for room, sleeps between two
+looks at a Dask queue (a get or put that times out misbehaves: see
+:func:`_put` and :meth:`_TraceStream._merge`)."""
 
 
 def client_for(address: str, timeout: float | None = None) -> Any:
@@ -106,7 +109,7 @@ def check_on_cluster(
     the shards hand over their findings (:data:`QUEUE_ITEMS`,
     :data:`HAND_BYTES`). ``engine_options``: the engine's test options
     (``page_shift``, ...)."""
-    from ..checker.parallel import shards_per_trace
+    from ..checker.parallel import Progress, shards_per_trace
 
     options = make_options(
         engine=engine, max_reports=max_reports, select=select, ignore=ignore, batch_size=batch_size
@@ -129,13 +132,19 @@ def check_on_cluster(
         else:
             todo.append(t)
     total = sum(metas[t].num_rows or 0 for t in todo)
-    moved = _Moved(progress, total, shards)
+    if progress is not None:
+        progress(0, total)
+    counter = Progress(None if progress is None else lambda rows: progress(round(rows), total))
     stop = threading.Event()
     hand = (batch_size, engine_options, hand_bytes)
 
     def one(t: int) -> Any:
         return _TraceStream(client, sources[t], shards, queue_items, hand, stop).run(
-            metas[t], options, keep_findings, sinks[t], lambda k, rows: moved(t, k, rows)
+            metas[t],
+            options,
+            keep_findings,
+            sinks[t],
+            [counter.part(t, k, 1 / shards) for k in range(shards)],
         )
 
     # The traces in flight at once: as many as have all their shards running
@@ -151,25 +160,6 @@ def check_on_cluster(
             pool.shutdown(wait=True, cancel_futures=True)  # and no other starts
             raise
     return results
-
-
-class _Moved:
-    """``progress(rows, total)`` over every shard of every trace: a shard's
-    rows count ``1 / shards``, as a trace's shards each replay all its rows."""
-
-    def __init__(self, progress: Callable[[int, int | None], None] | None, total: int, shards: int):
-        self.progress, self.total, self.shards = progress, total, shards
-        self.done: dict[tuple[int, int], int] = {}
-        self.lock = threading.Lock()
-        if progress is not None:
-            progress(0, total)
-
-    def __call__(self, t: int, k: int, rows: int) -> None:
-        if self.progress is None:
-            return
-        with self.lock:
-            self.done[t, k] = rows
-            self.progress(round(sum(self.done.values()) / self.shards), self.total)
 
 
 class _TraceStream:
@@ -194,7 +184,9 @@ class _TraceStream:
         self.client, self.source, self.shards = client, source, shards
         self.queue_items, self.hand, self.stop = queue_items, hand, stop
 
-    def run(self, meta: Any, options: Any, keep_findings: bool, sink: Any, moved: Any) -> Any:
+    def run(self, meta: Any, options: Any, keep_findings: bool, sink: Any, moved: list) -> Any:
+        """The trace's report, or its error; ``moved[k]`` (or None): shard
+        ``k``'s progress, given the rows it has replayed."""
         import uuid
 
         from distributed import Queue
@@ -237,7 +229,7 @@ class _TraceStream:
             return _error(outcome, self.source)
         return Report(outcome, meta, builder.table(), options)
 
-    def _merge(self, queues: list, futures: list, consume: Any, moved: Any) -> Any:
+    def _merge(self, queues: list, futures: list, consume: Any, moved: list) -> Any:
         """The trace's events, or the first error in shard order; each batch
         merged into ``consume`` once every shard has handed it over."""
         import time
@@ -263,7 +255,7 @@ class _TraceStream:
             # is looked at first instead (this is its one consumer).
             if queues[k].qsize() == 0:
                 if not futures[k].done():
-                    time.sleep(POLL_SECONDS / 4)
+                    time.sleep(POLL_SECONDS)
                 elif isinstance(futures[k].result(), tuple):  # raises what a task raised
                     failed = ended[k] = True
                 elif failed:
@@ -279,7 +271,8 @@ class _TraceStream:
             taken[k] = max(taken[k], first + len(batches))
             if not failed:
                 held[k].extend(fresh)
-            moved(k, rows)
+            if moved[k] is not None:
+                moved[k](rows)
             if last:
                 ended[k] = True
                 events = rows
@@ -408,7 +401,7 @@ def _put(queue: Any, items: int, item: Any, released: Callable[[], bool]) -> Non
             while queue.qsize() >= items:
                 if released():
                     raise Cancelled
-                time.sleep(POLL_SECONDS / 4)
+                time.sleep(POLL_SECONDS)
         finally:
             rejoin()
     queue.put(item)

@@ -247,7 +247,7 @@ def check_shards(
     shared = None
     in_step = shared_reader and pool is not None and shards > 1
     merger = Merger(shards, on_findings, in_step=in_step)
-    counter = _Progress(progress)
+    counter = Progress(progress)
     if in_step:
         from ..trace.reader import open_trace
 
@@ -487,7 +487,7 @@ def _first_error(futures: list[Future]) -> list[Future]:
     return futures
 
 
-class _Progress:
+class Progress:
     """Sums the rows of many shards for one ``progress(rows)`` callback, a
     shard's rows weighted (``1 / shards``: the trace's rows over its shards)."""
 
@@ -536,7 +536,7 @@ def check_traces(
         shards = [shards_per_trace(jobs, len(sources))] * len(sources)
     if weights is None:
         weights = [1.0] * len(sources)
-    counter = _Progress(progress)
+    counter = Progress(progress)
     cancelled = threading.Event()
     with ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="tracerace-shard") as pool:
         try:

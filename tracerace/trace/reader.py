@@ -494,7 +494,7 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
         raise fail("empty file: not an Arrow IPC file, IPC stream or Parquet file")
 
     if head.startswith(PARQUET_MAGIC):
-        return _open_parquet(path, batch_size, check_values, fail)
+        return _open_parquet(path, batch_size, check_values, fail, path)
 
     mapped = _MappedFile(path)
     try:
@@ -566,11 +566,20 @@ def _column_diagnosis(
     return diagnose
 
 
-def _open_parquet(path: str, batch_size: int, check_values: bool, fail) -> TraceReader:
+def _open_parquet(
+    source, batch_size: int, check_values: bool, fail, path: str, also_close=None
+) -> TraceReader:
+    """A Parquet trace read a row group at a time from ``source`` (a path, or
+    a file that ``also_close`` closes with the reader), named ``path``."""
     import pyarrow.parquet as pq  # only Parquet users pay for the import
 
+    def close() -> None:
+        parquet.close()
+        if also_close is not None:
+            also_close()
+
     try:
-        parquet = pq.ParquetFile(path)
+        parquet = pq.ParquetFile(source)
         schema = parquet.schema_arrow
         num_rows = parquet.metadata.num_rows
     except MemoryError:
@@ -591,10 +600,10 @@ def _open_parquet(path: str, batch_size: int, check_values: bool, fail) -> Trace
             batch_size,
             check_values,
             path=path,
-            on_close=parquet.close,
+            on_close=close,
         )
     except TraceError:
-        parquet.close()
+        close()
         raise
 
 
@@ -623,16 +632,8 @@ def open_filesystem_trace(
         if not head:
             raise fail("empty file: not an Arrow IPC file, IPC stream or Parquet file")
         if head.startswith(PARQUET_MAGIC):
-            import pyarrow.parquet as pq
-
-            container = "parquet"
-            parquet = pq.ParquetFile(f)
-            schema, num_rows = parquet.schema_arrow, parquet.metadata.num_rows
-            wanted = [n for n in schema.names if n in COLUMN_BY_NAME]
-
-            def batches() -> Iterator[pa.RecordBatch]:
-                return parquet.iter_batches(batch_size=batch_size, columns=wanted)
-        elif head.startswith(IPC_FILE_MAGIC):
+            return _open_parquet(f, batch_size, True, fail, name, also_close=f.close)
+        if head.startswith(IPC_FILE_MAGIC):
             container = "file"
             reader = ipc.open_file(f)
             count = getattr(reader, "count_rows", None)  # pyarrow >= 26
@@ -656,9 +657,8 @@ def open_filesystem_trace(
         raise
     except _ARROW_FAILURES as exc:
         f.close()
-        if head.startswith((PARQUET_MAGIC, IPC_FILE_MAGIC)):
-            kind = "Parquet" if head.startswith(PARQUET_MAGIC) else "Arrow IPC"
-            raise fail(f"truncated or damaged {kind} file: {one_line(exc)}") from None
+        if head.startswith(IPC_FILE_MAGIC):
+            raise fail(f"truncated or damaged Arrow IPC file: {one_line(exc)}") from None
         raise fail("not an Arrow IPC file, IPC stream or Parquet file") from None
 
     def from_start() -> pa.NativeFile:
@@ -675,9 +675,7 @@ def open_filesystem_trace(
             True,
             path=name,
             on_close=f.close,
-            diagnose=None
-            if container == "parquet"
-            else _column_diagnosis(from_start, container, schema),
+            diagnose=_column_diagnosis(from_start, container, schema),
             source_bytes=f.size(),
         )
     except TraceError:

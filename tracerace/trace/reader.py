@@ -497,48 +497,59 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
         return _open_parquet(path, batch_size, check_values, fail, path)
 
     mapped = _MappedFile(path)
+    return _open_ipc(
+        mapped.reader,
+        head,
+        fail,
+        mapped.close,
+        batch_size=batch_size,
+        check_values=check_values,
+        path=path,
+        before_batch=mapped.release,
+        source_bytes=mapped.size,
+    )
+
+
+def _open_ipc(source, head: bytes, fail, close, **options) -> TraceReader:
+    """An Arrow IPC file (``head``, its first bytes, says which) or stream,
+    each of whose readings starts from ``source()``: a reader that ``close``
+    closes. ``options``: ``_open_arrow``'s (batch size, path, ...)."""
     try:
         if head.startswith(IPC_FILE_MAGIC):
             container = "file"
-            reader = ipc.open_file(mapped.reader())
+            reader = ipc.open_file(source())
             count = getattr(reader, "count_rows", None)  # pyarrow >= 26
             schema, num_rows = reader.schema, count() if count else None
 
             def batches() -> Iterator[pa.RecordBatch]:
-                r = ipc.open_file(mapped.reader())
+                r = ipc.open_file(source())
                 return (r.get_batch(i) for i in range(r.num_record_batches))
         else:
             container = "stream"
-            schema, num_rows = ipc.open_stream(mapped.reader()).schema, None
+            schema, num_rows = ipc.open_stream(source()).schema, None
 
             def batches() -> Iterator[pa.RecordBatch]:
-                return iter(ipc.open_stream(mapped.reader()))
+                return iter(ipc.open_stream(source()))
     except MemoryError:
-        mapped.close()
+        close()
         raise
     except _ARROW_FAILURES as exc:
-        mapped.close()
+        close()
         if head.startswith(IPC_FILE_MAGIC):
             raise fail(f"truncated or damaged Arrow IPC file: {one_line(exc)}") from None
         raise fail("not an Arrow IPC file, IPC stream or Parquet file") from None
-
-    diagnose = _column_diagnosis(mapped.reader, container, schema)
     try:
         return _open_arrow(
             schema,
             container,
             num_rows,
             batches,
-            batch_size,
-            check_values,
-            path=path,
-            on_close=mapped.close,
-            before_batch=mapped.release,
-            diagnose=diagnose,
-            source_bytes=mapped.size,
+            on_close=close,
+            diagnose=_column_diagnosis(source, container, schema),
+            **options,
         )
     except TraceError:
-        mapped.close()
+        close()
         raise
 
 
@@ -626,61 +637,31 @@ def open_filesystem_trace(
         raise fail("no such file", "no-such-file") from None
     except _ARROW_FAILURES as exc:
         raise fail(f"cannot read: {one_line(exc)}", "unreadable") from None
-    head = b""
     try:
         head = f.read(8)
         if not head:
             raise fail("empty file: not an Arrow IPC file, IPC stream or Parquet file")
         if head.startswith(PARQUET_MAGIC):
             return _open_parquet(f, batch_size, True, fail, name, also_close=f.close)
-        if head.startswith(IPC_FILE_MAGIC):
-            container = "file"
-            reader = ipc.open_file(f)
-            count = getattr(reader, "count_rows", None)  # pyarrow >= 26
-            schema, num_rows = reader.schema, count() if count else None
-
-            def batches() -> Iterator[pa.RecordBatch]:
-                return (reader.get_batch(i) for i in range(reader.num_record_batches))
-        else:
-            container = "stream"
-            f.seek(0)
-            schema, num_rows = ipc.open_stream(f).schema, None
-
-            def batches() -> Iterator[pa.RecordBatch]:
-                f.seek(0)
-                return iter(ipc.open_stream(f))
-    except TraceError:
+        size = f.size()
+    except BaseException:
         f.close()
         raise
-    except MemoryError:
-        f.close()
-        raise
-    except _ARROW_FAILURES as exc:
-        f.close()
-        if head.startswith(IPC_FILE_MAGIC):
-            raise fail(f"truncated or damaged Arrow IPC file: {one_line(exc)}") from None
-        raise fail("not an Arrow IPC file, IPC stream or Parquet file") from None
 
     def from_start() -> pa.NativeFile:
         f.seek(0)
         return f
 
-    try:
-        return _open_arrow(
-            schema,
-            container,
-            num_rows,
-            batches,
-            batch_size,
-            True,
-            path=name,
-            on_close=f.close,
-            diagnose=_column_diagnosis(from_start, container, schema),
-            source_bytes=f.size(),
-        )
-    except TraceError:
-        f.close()
-        raise
+    return _open_ipc(
+        from_start,
+        head,
+        fail,
+        f.close,
+        batch_size=batch_size,
+        check_values=True,
+        path=name,
+        source_bytes=size,
+    )
 
 
 def _open_once(raw, name: str, batch_size: int, check_values: bool) -> TraceReader:

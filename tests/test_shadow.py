@@ -124,7 +124,7 @@ def test_the_choice_reaches_the_replay_and_leaves_the_findings_alone(monkeypatch
 # small and large inits, writes, and reads of every alignment; the engine must
 # agree with the reference, which has no granules at all.
 
-WIDE_EVENTS = 72  # at least granularity.SHIFT_MIN_ACCESSES
+WIDE_EVENTS = 96  # reads and writes (3 in 4) at least granularity.SHIFT_MIN_ACCESSES
 
 
 def _event(launch, thread, op, addr, size):
@@ -138,20 +138,32 @@ def mixed_launches(draw):
     events = []
     for launch in range(draw(st.integers(2, 4))):
         wide = draw(st.booleans())
+        # A wide launch is made of 16-byte vectors, or of 4-byte elements
+        # that consecutive threads read and write in turn (coalesced).
+        elements = wide and draw(st.booleans())
         count = WIDE_EVENTS if wide else draw(st.integers(1, 12))
         odd = draw(st.integers(0, 3)) if wide else count  # off-vector accesses
         for k in range(count):
             op = draw(st.sampled_from([Op.READ, Op.READ, Op.WRITE, Op.INIT]))
+            thread = draw(st.integers(0, 1))
             if k < odd:
                 addr = draw(st.integers(0, 100))
                 size = draw(st.sampled_from([1, 2, 4, 8, 3, 12]))
                 if op == Op.INIT and draw(st.integers(0, 5)) == 0:
                     size = draw(st.integers(64, 90))  # an init interval
+            elif elements:
+                addr, size, thread = 4 * (k % 28), 4, k % 4
             else:
                 addr = 16 * draw(st.integers(0, 6))
                 size = 16
-            events.append(_event(launch, draw(st.integers(0, 1)), op, addr, size))
-        if wide:  # the off-vector accesses anywhere in the launch
+            events.append(_event(launch, thread, op, addr, size))
+        if elements:  # the off-element accesses among the coalesced ones
+            mine = events[len(events) - count :]
+            regular, extra = mine[odd:], mine[:odd]
+            for ev in extra:
+                regular.insert(draw(st.integers(0, len(regular))), ev)
+            events[len(events) - count :] = regular
+        elif wide:  # the off-vector accesses anywhere in the launch
             mine = events[len(events) - count :]
             order = draw(st.permutations(range(count)))
             events[len(events) - count :] = [mine[j] for j in order]
@@ -176,6 +188,29 @@ def test_the_choice_follows_the_launch():
     cols = columns([dict(ev, ts=i) for i, ev in enumerate(events)])
     shifts = [global_shift_for(cols, s) for s in _launch_starts(cols)]
     assert shifts == [GLOBAL_GRANULE_SHIFT, WIDE_GRANULE_SHIFT, GLOBAL_GRANULE_SHIFT]
+
+
+def test_coalesced_elements_take_wide_granules():
+    """4-byte elements that a warp's threads read in turn take 16-byte
+    granules; the same elements read in a scattered order, or 8-byte words,
+    keep 8-byte ones."""
+
+    def launch(addrs, size=4):
+        events = [_event(0, k % 32, Op.READ, a, size) for k, a in enumerate(addrs)]
+        cols = columns([dict(ev, ts=i) for i, ev in enumerate(events)])
+        return global_shift_for(cols, 0)
+
+    n = 2 * WIDE_EVENTS
+    assert launch([4 * k for k in range(n)]) == WIDE_GRANULE_SHIFT
+    scattered = np.random.default_rng(0).permutation(n) * 64
+    assert launch([int(a) for a in scattered]) == GLOBAL_GRANULE_SHIFT
+    assert launch([8 * k for k in range(n)], size=8) == GLOBAL_GRANULE_SHIFT
+    # One access in four a wider one: not nearly all elements.
+    mixed = [4 * k for k in range(n)]
+    sizes = [8 if k % 4 == 0 else 4 for k in range(n)]
+    events = [_event(0, k % 32, Op.READ, a, z) for k, (a, z) in enumerate(zip(mixed, sizes))]
+    cols = columns([dict(ev, ts=i) for i, ev in enumerate(events)])
+    assert global_shift_for(cols, 0) == GLOBAL_GRANULE_SHIFT
 
 
 def test_initialized_bytes_cross_granule_sizes_both_ways():

@@ -38,6 +38,22 @@ def _mostly_vectors(size: np.ndarray, addr: np.ndarray) -> bool:
     return narrow * SHIFT_NARROW_SHARE <= n
 
 
+def _coalesced_elements(size: np.ndarray, addr: np.ndarray) -> bool:
+    """Whether enough accesses are sampled, nearly all of them elements of at
+    most 4 bytes, and at least half of them in the 16-byte block of the
+    access sampled before: the threads of a warp reading consecutive
+    elements (a coalesced load). An 8-byte granule then holds two elements'
+    lists anyway; a 16-byte one holds four, in half the granules."""
+    n = size.shape[0]
+    if n < SHIFT_MIN_ACCESSES:
+        return False
+    size = size.astype(np.int64)
+    block = addr.astype(np.int64) >> 4
+    wider = np.count_nonzero((size > 4) | (size == 0))
+    shared_block = np.count_nonzero(block[1:] == block[:-1])
+    return wider * SHIFT_NARROW_SHARE <= n and 2 * shared_block >= n
+
+
 def shared_shift_for(cols: dict, start: int) -> int:
     """log2 of the shared-memory granule for the launch that starts at row
     ``start`` of a batch's columns: 16 bytes where its shared accesses are
@@ -60,10 +76,12 @@ def global_shift_for(cols: dict, start: int) -> int:
     """log2 of the global-memory granule for the launch that starts at row
     ``start``: 16 bytes where its global accesses and cp.async sources are
     nearly all aligned 16-byte vectors (a cp.async pipeline: each source is
-    then one granule and one node, not two), else 8 (8-byte words, the
-    common variable of CPU-style traces, keep lists of their own). Results
-    never depend on the choice (see shadow.SV_GLOBAL_SIZES for the
-    initialized bytes, which outlive a launch)."""
+    then one granule and one node, not two), or where its direct global
+    accesses are nearly all coalesced elements of at most 4 bytes (a kernel
+    streaming through its input: half the granule slots); else 8 (8-byte
+    words, the common variable of CPU-style traces, keep lists of their
+    own). Results never depend on the choice (see shadow.SV_GLOBAL_SIZES for
+    the initialized bytes, which outlive a launch)."""
     rows = _launch_sample(cols, start)
     if rows.stop - rows.start < SHIFT_MIN_ACCESSES:
         return GLOBAL_GRANULE_SHIFT
@@ -71,8 +89,9 @@ def global_shift_for(cols: dict, start: int) -> int:
     direct = (cols["space"][rows] == O.SPACE_GLOBAL) & (op <= O.ATOMIC)
     source = (cols["space2"][rows] == O.SPACE_GLOBAL) & (op == O.CP_ASYNC)
     size = cols["size"][rows]
+    addr = cols["addr"][rows]
     wide = _mostly_vectors(
         np.concatenate([size[direct], size[source]]),
-        np.concatenate([cols["addr"][rows][direct], cols["addr2"][rows][source]]),
-    )
+        np.concatenate([addr[direct], cols["addr2"][rows][source]]),
+    ) or _coalesced_elements(size[direct], addr[direct])
     return WIDE_GRANULE_SHIFT if wide else GLOBAL_GRANULE_SHIFT

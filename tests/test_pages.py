@@ -28,7 +28,7 @@ from tracerace.checker.engine.layout import (
     IV_REGION,
     K_ADDR,
     K_SIZE_SITE,
-    N_NEXT,
+    N_LINK,
     SV_IV_N,
     SV_LAUNCH,
     slot_fields,
@@ -73,7 +73,7 @@ def run_nodes(st: engine.EngineState, region: int, lo: int) -> list[tuple[int, i
         x = int(g[col][slot[0]])
         while x >= 0:
             out.append((int(cold[x, K_ADDR]), int(cold[x, K_SIZE_SITE]) & 0xFFFFFFFF))
-            x = int(nodes[x, N_NEXT])
+            x = int(nodes[x, N_LINK] >> 32)
     return out
 
 
@@ -270,9 +270,10 @@ def test_a_run_s_nodes_copied_to_a_granule_keep_their_shade():
     sv[L.SV_NODE_TOP], sv[L.SV_NODE_FREE], sv[L.SV_NODE_USED] = 2, -1, 2
     # Run node 0: a write shadowed by copy agent 7 at epoch 9, one unit hidden;
     # node 1 after it: unshaded, its row left by an earlier node.
-    nodes[0] = [1, 3, 5, L.I_WRITE | L.I_SHADED | (1 << L.I_MASK_SHIFT) | (1 << L.I_SHADOW_SHIFT)]
-    nodes[1] = [-1, 4, 6, 1 << L.I_MASK_SHIFT]
-    cold[0], cold[1] = np.arange(6), np.arange(6) + 10
+    written = L.I_WRITE | L.I_SHADED | (1 << L.I_MASK_SHIFT) | (1 << L.I_SHADOW_SHIFT)
+    nodes[0] = [(1 << 32) | 3, 5, written, 100]  # next 1, agent 3, epoch 5, row 100
+    nodes[1] = [(-1 << 32) | 4, 6, 1 << L.I_MASK_SHIFT, 101]
+    cold[0], cold[1] = np.arange(L.K_FIELDS), np.arange(L.K_FIELDS) + 10
     shades[0] = [7 | (1 << L.KS_HIDDEN_SHIFT), 9]
     shades[1] = [-1, -1]
     gran[5, L.G_HEADS] = -1
@@ -281,9 +282,12 @@ def test_a_run_s_nodes_copied_to_a_granule_keep_their_shade():
         nodes, cold, shades, gran, sv, np.int64(0), np.int64(5), L.HEAD_WRITES, m
     )
     first = int(gran[5, L.G_HEADS] << 32 >> 32)
-    second = int(nodes[first, L.N_NEXT])
-    assert (first, second) == (2, 3) and nodes[second, L.N_NEXT] == -1
+    second = int(nodes[first, L.N_LINK] >> 32)
+    assert (first, second) == (2, 3) and nodes[second, L.N_LINK] >> 32 == -1
+    assert [int(nodes[n, L.N_LINK]) & L.LINK_AGENT_MASK for n in (2, 3)] == [3, 4]
+    assert nodes[[2, 3]][:, [L.N_EPOCH, L.N_ROW]].tolist() == [[5, 100], [6, 101]]
     assert nodes[2, L.N_INFO] & L.I_SHADED and not nodes[3, L.N_INFO] & L.I_SHADED
     assert (nodes[2, L.N_INFO] >> L.I_SHADOW_SHIFT) & L.MASK_ALL == m
     assert shades[2].tolist() == [7 | (int(m) << L.KS_HIDDEN_SHIFT), 9]
-    assert cold[2].tolist() == list(range(6)) and cold[3].tolist() == list(range(10, 16))
+    assert cold[2].tolist() == list(range(L.K_FIELDS))
+    assert cold[3].tolist() == list(range(10, 10 + L.K_FIELDS))

@@ -461,6 +461,30 @@ def test_info_accessors_change_one_field_each(info, m):
 
 @settings(max_examples=200, deadline=None)
 @given(
+    nxt=st.integers(-1, (1 << 31) - 2),
+    other=st.integers(-1, (1 << 31) - 2),
+    agent=st.integers(0, (1 << 32) - 1),
+)
+def test_a_node_s_link_keeps_its_next_and_its_agent(nxt, other, agent):
+    """A node's N_LINK packs the next node of its list (-1: none) and its
+    agent: each reads back what was written, and a new next keeps the agent."""
+    from tracerace.checker.engine import layout as L
+    from tracerace.checker.jit import from_python
+
+    assert L.NODES_MAX < (1 << 31) and L.AGENTS_MAX == 1 << 32
+    nodes = np.full((2, L.N_FIELDS), 7, np.int64)
+    i64 = np.int64
+    from_python(L.set_link)(nodes, 1, i64(nxt), i64(agent))
+    assert from_python(L.node_next)(nodes, 1) == nxt
+    assert from_python(L.node_agent)(nodes, 1) == agent
+    from_python(L.set_next)(nodes, 1, i64(other))
+    assert from_python(L.node_next)(nodes, 1) == other
+    assert from_python(L.node_agent)(nodes, 1) == agent
+    assert nodes[0].tolist() == [7] * L.N_FIELDS and nodes[1, 1:].tolist() == [7] * 3
+
+
+@settings(max_examples=200, deadline=None)
+@given(
     region=st.integers(0, (1 << 44) - 1),
     index=st.integers(-(1 << 63), (1 << 63) - 1),
     init=st.integers(0, 0xFFFF),

@@ -603,3 +603,24 @@ def test_more_nodes_than_a_slot_can_name_is_out_of_memory(monkeypatch):
     assert err.value.rule == "out-of-memory"
     monkeypatch.undo()
     assert api.check(table, jobs=1).events == n
+
+
+def test_more_agents_than_a_node_can_name_is_out_of_memory(monkeypatch):
+    """A node holds its agent in 32 bits: a check that would need more agents
+    stops as out of memory, never wraps an agent around."""
+    import tracerace.checker.engine.state as state
+    from tracerace import api
+    from tracerace.trace.writer import make_table
+
+    monkeypatch.setattr(state, "AGENTS_MAX", 1 << 12)
+    n = 1 << 13  # a thread each
+    table = make_table(
+        dict(
+            ts=np.arange(n), op=["read"] * n, launch=0, block=0, thread=np.arange(n), addr=0, size=4
+        )
+    )
+    with pytest.raises(TraceError) as err:
+        api.check(table, jobs=1)
+    assert err.value.rule == "out-of-memory"
+    monkeypatch.undo()
+    assert api.check(table, jobs=1).events == n

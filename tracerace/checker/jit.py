@@ -270,39 +270,41 @@ drop_stale_kernels()
 
 
 @intrinsic
-def store_row_nt(typingctx, arr, row, v0, v1, v2, v3, v4, v5):
-    """``arr[row, :6] = v0..v5`` with non-temporal stores (LLVM's
+def store_row_nt(typingctx, arr, row, values):
+    """``arr[row, :] = values`` with non-temporal stores (LLVM's
     ``!nontemporal``: ``movnti`` on x86-64): the whole row goes to memory
     without first being read into the caches, and evicts nothing there (rows
     written one after another fill whole cache lines). For records written
     now and rarely read again (a shadow node's report fields); a later read
     of the row is still correct, only not cached. ``arr``: a C-contiguous
-    2-D int64 array of 6 columns."""
+    2-D int64 array with as many columns as the tuple ``values`` has
+    integers."""
     if (
         not isinstance(arr, types.Array)
         or arr.ndim != 2
         or arr.dtype != types.int64
         or not isinstance(row, types.Integer)
+        or not isinstance(values, types.BaseTuple)
+        or not all(isinstance(v, types.Integer) for v in values)
     ):
         return None
-    values = (v0, v1, v2, v3, v4, v5)
-    if not all(isinstance(v, types.Integer) for v in values):
-        return None
+    n = len(values)
 
     def codegen(context, builder, sig, args):
         aryty = sig.args[0]
         ary = context.make_array(aryty)(context, builder, args[0])
         start = builder.mul(
             context.cast(builder, args[1], sig.args[1], types.intp),
-            context.get_constant(types.intp, len(values)),
+            context.get_constant(types.intp, n),
         )
         base = builder.gep(ary.data, [start])
         hint = builder.module.add_metadata([ir.IntType(32)(1)])
-        for k in range(len(values)):
-            value = context.cast(builder, args[2 + k], sig.args[2 + k], types.int64)
+        for k in range(n):
+            element = builder.extract_value(args[2], k)
+            value = context.cast(builder, element, sig.args[2][k], types.int64)
             ptr = builder.gep(base, [context.get_constant(types.intp, k)])
             store = builder.store(value, ptr, align=8)
             store.set_metadata("nontemporal", hint)
         return context.get_dummy_value()
 
-    return types.void(arr, row, *values), codegen
+    return types.void(arr, row, values), codegen

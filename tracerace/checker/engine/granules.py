@@ -28,10 +28,9 @@ from .layout import (
     I_SHADE_HIDES,
     I_WRITE,
     KIND_TMA,
-    N_AGENT,
     N_EPOCH,
     N_INFO,
-    N_NEXT,
+    N_ROW,
     SV_GLOBAL_REGION,
     SV_GRAN_COUNT,
     SV_IV_N,
@@ -48,8 +47,12 @@ from .layout import (
     info_mask,
     info_scope,
     info_shadow,
+    node_agent,
+    node_next,
     reads_count,
     set_head,
+    set_link,
+    set_next,
     set_reads,
     slot_init,
     with_mask,
@@ -111,28 +114,20 @@ def shadow_of(t):
 
 
 @jit_inline
-def set_node(nodes, cold, ag, n, row, a, epoch, addr, size, info, ts, site, t):
-    """Every field of node ``n`` but its link: the access of agent ``a``
-    (ordered by thread ``t``, whose barrier position it records). ``info``
-    has no shadow bits and no I_SHADED: the node starts unshadowed, its
-    shade row untouched."""
-    nodes[n, N_AGENT] = a
+def set_node(nodes, cold, ag, n, nxt, row, a, epoch, addr, size, info, ts, site, t):
+    """Every field of node ``n``, followed by ``nxt`` in its list: the access
+    of agent ``a`` (ordered by thread ``t``, whose barrier position it
+    records). ``info`` has no shadow bits and no I_SHADED: the node starts
+    unshadowed, its shade row untouched."""
+    set_link(nodes, n, nxt, a)
     nodes[n, N_EPOCH] = epoch
     nodes[n, N_INFO] = info
+    nodes[n, N_ROW] = row
     # The cold row is written whole, past the caches (see store_row_nt):
     # a read node's row is rarely read again (only to report it), and a
     # cp.async pipeline writes one per shared read, ~0.5 GB per 10^7 events,
     # which used to evict the lists and slots the next accesses need.
-    store_row_nt(
-        cold,
-        n,
-        row,
-        addr,
-        (site << 32) | size,
-        ts,
-        ag[t, AG_BAROBJ],
-        ag[t, AG_BARGEN],
-    )
+    store_row_nt(cold, n, (addr, (site << 32) | size, ts, ag[t, AG_BAROBJ], ag[t, AG_BARGEN]))
 
 
 @jit_inline
@@ -142,7 +137,7 @@ def unlink(gran, slot, which, nodes, sv, prev, x, nxt):
     if prev < 0:
         set_head(gran, slot, which, nxt)
     else:
-        nodes[prev, N_NEXT] = nxt
+        set_next(nodes, prev, nxt)
     pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
 
 
@@ -158,13 +153,16 @@ def prune_reads(ag, snaps, arena_a, arena_e, sv, nodes, gran, slot, first, m, t,
     before it; a node left with no bytes is freed. Sets the next doubling
     limit: twice the reads left, at least ``floor``."""
     prev = first
-    x = head(gran, slot, HEAD_READS) if first < 0 else nodes[first, N_NEXT]
+    x = head(gran, slot, HEAD_READS) if first < 0 else node_next(nodes, first)
     left = np.int64(0) if first < 0 else np.int64(1)  # ``first`` is the head
     while x >= 0:
-        nxt = nodes[x, N_NEXT]
+        nxt = node_next(nodes, x)
         xinfo = nodes[x, N_INFO]
         xm = info_mask(xinfo)
-        if xm & m and known(ag, snaps, arena_a, arena_e, t, nodes[x, N_AGENT]) >= nodes[x, N_EPOCH]:
+        if (
+            xm & m
+            and known(ag, snaps, arena_a, arena_e, t, node_agent(nodes, x)) >= nodes[x, N_EPOCH]
+        ):
             xm &= ~m
             if xm == 0:
                 unlink(gran, slot, HEAD_READS, nodes, sv, prev, x, nxt)
@@ -374,7 +372,7 @@ def check_writes(
     prev = np.int64(-1)
     x = head(gran, slot, HEAD_WRITES)
     while x >= 0:
-        nxt = nodes[x, N_NEXT]
+        nxt = node_next(nodes, x)
         xinfo = nodes[x, N_INFO]
         xm = info_mask(xinfo)
         if info_shadow(xinfo) and copy_retired(
@@ -394,7 +392,7 @@ def check_writes(
                 xinfo = with_shadow(with_mask(xinfo, xm), np.int64(0))
             nodes[x, N_INFO] = xinfo
         if xm & m:
-            xa = nodes[x, N_AGENT]
+            xa = node_agent(nodes, x)
             kind = race_kind(
                 ag,
                 snaps,
@@ -509,7 +507,7 @@ def check_proxy_fence(
     writer must have fenced the proxies (``fence.proxy.async``) after the
     write (a cp.async destination: after the wait that retired it) and before
     what orders it before the access, else a ``proxy_fence`` candidate."""
-    xa = nodes[x, N_AGENT]
+    xa = node_agent(nodes, x)
     # An async agent's write that happens before the access need not be
     # performed: knowing a TMA agent's later copy knows its earlier ones,
     # and one of a phase no wait returned on (or of an mbarrier not yet
@@ -558,7 +556,7 @@ def check_reads(
             if kind >= 0:
                 offer(cand, kind, ag, nodes, cold, fen, x, 0, 1, space, owner, addr, end, t)
                 found = 1
-        x = nodes[x, N_NEXT]
+        x = node_next(nodes, x)
     return found
 
 
@@ -597,10 +595,23 @@ def record(
         h = head(gran, slot, HEAD_READS)
         if h >= 0 and not is_copy:
             hm = info_mask(nodes[h, N_INFO])
-            ha = nodes[h, N_AGENT]
+            ha = node_agent(nodes, h)
             if (hm & ~m) == 0 and known(ag, snaps, arena_a, arena_e, t, ha) >= nodes[h, N_EPOCH]:
                 set_node(
-                    nodes, cold, ag, h, row, a, epoch, addr, size, add_mask(info, m), ts, site, t
+                    nodes,
+                    cold,
+                    ag,
+                    h,
+                    node_next(nodes, h),
+                    row,
+                    a,
+                    epoch,
+                    addr,
+                    size,
+                    add_mask(info, m),
+                    ts,
+                    site,
+                    t,
                 )
                 # Another agent's read ordered before this one: most likely
                 # a new generation of readers after a barrier, so the rest
@@ -622,12 +633,12 @@ def record(
     # (each list by its own constant shift: a shift by a variable cost every
     # access instructions)
     if is_write:
-        nodes[n, N_NEXT] = head(gran, slot, HEAD_WRITES)
+        nxt = head(gran, slot, HEAD_WRITES)
         set_head(gran, slot, HEAD_WRITES, n)
     else:
-        nodes[n, N_NEXT] = head(gran, slot, HEAD_READS)
+        nxt = head(gran, slot, HEAD_READS)
         set_head(gran, slot, HEAD_READS, n)
-    set_node(nodes, cold, ag, n, row, a, epoch, addr, size, add_mask(info, m), ts, site, t)
+    set_node(nodes, cold, ag, n, nxt, row, a, epoch, addr, size, add_mask(info, m), ts, site, t)
     if is_write and page < 0:  # a page's written bytes go to an init interval
         add_init(gran, slot, m)
 

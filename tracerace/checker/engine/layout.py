@@ -111,13 +111,22 @@ assert STAMP_RLIMIT_SHIFT + 6 == 64
 # every scan of a list reads (32 bytes: two nodes to a cache line), the cold
 # part, read only to report a hazard, and the shade, which only a node that a
 # copy shadows or an atomic hides from the proxy rule has.
-N_NEXT, N_AGENT, N_EPOCH, N_INFO = range(4)
+# N_LINK packs two fields: the next node of the list (high 32 bits, signed:
+# -1 ends the list; a state holds fewer than NODES_MAX nodes) and the agent
+# (low 32 bits; a state holds fewer than AGENTS_MAX agents: both bounds are
+# ``state.EngineState.grow``'s). Read and written through ``node_next``,
+# ``node_agent``, ``set_next`` and ``set_link``. N_ROW: the access's row,
+# which ranks candidates (``races.offer``), so scans find it hot. A free
+# node's N_LINK is the pool's free list (``pools.pool_free``).
+N_LINK, N_EPOCH, N_INFO, N_ROW = range(4)
 N_FIELDS = 4
-# The cold part, 48 bytes (size and site, both uint32 in the trace, share
+LINK_AGENT_MASK = 0xFFFFFFFF
+AGENTS_MAX = 1 << 32
+# The cold part, 40 bytes (size and site, both uint32 in the trace, share
 # ``K_SIZE_SITE``: site in the high half). ``set_node`` writes it whole, in
 # this order.
-K_ROW, K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN = range(6)
-K_FIELDS = 6
+K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN = range(5)
+K_FIELDS = 5
 # The shade, 16 bytes, written only once a node needs it (``I_SHADED``): the
 # agent and epoch of the copy that shadows the node. ``S_AGENT`` packs two
 # fields: that agent (low KS_AGENT_BITS), and the bytes of the node that a
@@ -203,6 +212,29 @@ def info_shadow(info):
 def with_shadow(info, m):
     """``info`` with the bytes ``m`` under its shadowing copy instead."""
     return (info & ~(np.int64(MASK_ALL) << I_SHADOW_SHIFT)) | (m << I_SHADOW_SHIFT)
+
+
+@jit_inline
+def node_next(nodes, x):
+    """The node after ``x`` in its list (-1: none)."""
+    return nodes[x, N_LINK] >> 32
+
+
+@jit_inline
+def node_agent(nodes, x):
+    """The agent of node ``x``'s access."""
+    return nodes[x, N_LINK] & LINK_AGENT_MASK
+
+
+@jit_inline
+def set_next(nodes, x, nxt):
+    nodes[x, N_LINK] = (nxt << 32) | (nodes[x, N_LINK] & LINK_AGENT_MASK)
+
+
+@jit_inline
+def set_link(nodes, x, nxt, a):
+    """Node ``x``: followed by ``nxt`` (-1: none), an access of agent ``a``."""
+    nodes[x, N_LINK] = (nxt << 32) | a
 
 
 @jit_inline

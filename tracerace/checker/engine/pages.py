@@ -26,10 +26,9 @@ from .layout import (
     IV_REGION,
     K_FIELDS,
     KS_HIDDEN_SHIFT,
-    N_AGENT,
     N_EPOCH,
     N_INFO,
-    N_NEXT,
+    N_ROW,
     S_AGENT,
     S_FIELDS,
     SV_GLOBAL_SIZES,
@@ -45,9 +44,13 @@ from .layout import (
     SV_SHARDS,
     head,
     info_shadow,
+    node_agent,
+    node_next,
     reads_count,
     reads_limit,
     set_head,
+    set_link,
+    set_next,
     set_reads,
     slot_init,
     slot_launch,
@@ -184,17 +187,17 @@ def copy_list(nodes, cold, shades, gran, sv, src, slot, which, m):
     x = head(gran, slot, which)
     while x >= 0:
         tail = x
-        x = nodes[x, N_NEXT]
+        x = node_next(nodes, x)
     x = src
     while x >= 0:
         n = pool_alloc(nodes, sv, SV_NODE_TOP, SV_NODE_FREE, SV_NODE_USED)
         info = with_mask(nodes[x, N_INFO], m)
         if info_shadow(info):
             info = with_shadow(info, m)
-        nodes[n, N_AGENT] = nodes[x, N_AGENT]
+        set_link(nodes, n, -1, node_agent(nodes, x))
         nodes[n, N_EPOCH] = nodes[x, N_EPOCH]
         nodes[n, N_INFO] = info
-        nodes[n, N_NEXT] = -1
+        nodes[n, N_ROW] = nodes[x, N_ROW]
         for f in range(K_FIELDS):
             cold[n, f] = cold[x, f]
         if info & I_SHADED:
@@ -205,15 +208,15 @@ def copy_list(nodes, cold, shades, gran, sv, src, slot, which, m):
         if tail < 0:
             set_head(gran, slot, which, n)
         else:
-            nodes[tail, N_NEXT] = n
+            set_next(nodes, tail, n)
         tail = n
-        x = nodes[x, N_NEXT]
+        x = node_next(nodes, x)
 
 
 @jit_leaf
 def free_list(nodes, sv, x):
     while x >= 0:
-        nxt = nodes[x, N_NEXT]
+        nxt = node_next(nodes, x)
         pool_free(nodes, sv, SV_NODE_FREE, SV_NODE_USED, x)
         x = nxt
 
@@ -446,7 +449,7 @@ def list_length(nodes, x):
     k = np.int64(0)
     while x >= 0:
         k += 1
-        x = nodes[x, N_NEXT]
+        x = node_next(nodes, x)
     return k
 
 

@@ -84,20 +84,20 @@ from .layout import (
     K_BAR,
     K_BARGEN,
     K_FIELDS,
-    K_ROW,
     K_SIZE_SITE,
     K_TS,
     KIND_TMA,
-    N_AGENT,
     N_EPOCH,
     N_INFO,
     N_KINDS,
+    N_ROW,
     NF,
     SITE_NONE_I,
     SV_NFIND,
     info_copy_kind,
     info_op,
     info_scope,
+    node_agent,
 )
 
 
@@ -156,7 +156,7 @@ def race_kind(
     is ``async_inflight``; else ``waw`` or ``raw`` after a write, ``war``
     after a read."""
     xinfo = nodes[x, N_INFO]
-    xa = nodes[x, N_AGENT]
+    xa = node_agent(nodes, x)
     if known(ag, snaps, arena_a, arena_e, t, xa) >= nodes[x, N_EPOCH]:
         return ORDERED
     if (
@@ -178,13 +178,13 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
     """Keep node ``x`` as the candidate for ``kind`` when it ranks higher:
     by row, then a write before a read, then (for the later side) a write.
     ``t``: the thread whose clock orders the later access."""
-    row = cold[x, K_ROW]
+    row = nodes[x, N_ROW]
     if cand[kind, C_VALID] == 1:
         r0, p0, a0 = cand[kind, C_PREV_ROW], cand[kind, C_PW], cand[kind, C_AW]
         if row < r0 or (row == r0 and (pw < p0 or (pw == p0 and aw <= a0))):
             return
     info = nodes[x, N_INFO]
-    xa = nodes[x, N_AGENT]
+    xa = node_agent(nodes, x)
     cand[kind, C_VALID] = 1
     cand[kind, C_PREV_ROW] = row
     cand[kind, C_PW] = pw
@@ -281,14 +281,13 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
 
 # set_node writes a cold row in this order, whole (store_row_nt).
 assert (
-    K_ROW,
     K_ADDR,
     K_SIZE_SITE,
     K_TS,
     K_BAR,
     K_BARGEN,
     K_FIELDS,
-) == (0, 1, 2, 3, 4, 5, 6)
+) == (0, 1, 2, 3, 4, 5)
 
 
 @jit_inline

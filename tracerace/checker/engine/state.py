@@ -14,6 +14,7 @@ from .hashmap import new_table
 from .hashmap import rehash as hm_rehash
 from .launches import begin_launch
 from .layout import (
+    AGENTS_MAX,
     C_FIELDS,
     CV_FIELDS,
     G_FIELDS,
@@ -250,6 +251,9 @@ class EngineState:
                     if name in ("nodes", "cold", "shades") and rows > NODES_MAX + 1:
                         # a slot holds a list's head in 32 bits (layout, G_HEADS)
                         raise MemoryError(f"more than {NODES_MAX + 1:,} shadow nodes")
+                    if name == "ag" and rows > AGENTS_MAX:
+                        # a node holds its agent in 32 bits (layout, N_LINK)
+                        raise MemoryError(f"more than {AGENTS_MAX:,} agents")
                     del old, self.arrays[name]
                     new = self.mapped[name].grow(rows, int(self.sv[MAPPED[name]]))
                 else:

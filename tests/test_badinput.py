@@ -93,8 +93,15 @@ BAD = {
         4,
         (0, 0, 2),
     ),
+    # a barrier position holds a generation's number in 32 bits; made small here
+    badinput.BAR_GENS_OVERFLOW: (
+        lambda t: [t.bar_sync(1, k % 2, obj=7, arg=2) for k in range(6)],
+        5,
+        (1, 7, 2),
+    ),
 }
 CP_LIMITS = (3, 2)  # the checkers' cp_limits in these tests
+BAR_GENS = 2  # and their bar_gens
 
 
 def errors(build) -> list[TraceError]:
@@ -103,7 +110,7 @@ def errors(build) -> list[TraceError]:
     out = []
     for checker in (reference, engine):
         with pytest.raises(TraceError) as err:
-            checker.check_trace(t.reader(), cp_limits=CP_LIMITS)
+            checker.check_trace(t.reader(), cp_limits=CP_LIMITS, bar_gens=BAR_GENS)
         out.append(err.value)
     return out
 

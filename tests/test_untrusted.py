@@ -605,6 +605,34 @@ def test_more_nodes_than_a_slot_can_name_is_out_of_memory(monkeypatch):
     assert api.check(table, jobs=1).events == n
 
 
+def test_more_barriers_than_a_position_can_name_is_out_of_memory(monkeypatch):
+    """A thread's barrier position names its barrier by a slot of the
+    launch's barrier table: a launch that would need more slots stops as out
+    of memory, never wraps a name around."""
+    import tracerace.checker.engine.state as state
+    from tracerace import api
+    from tracerace.trace.writer import make_table
+
+    monkeypatch.setattr(state, "GENS_MAX", 1 << 8)  # the table's starting rows
+    n = 1 << 9  # one-thread barriers, each of its own obj
+    table = make_table(
+        dict(
+            ts=np.arange(n),
+            op=["bar_sync"] * n,
+            launch=0,
+            block=0,
+            thread=0,
+            obj=np.arange(n),
+            arg=1,
+        )
+    )
+    with pytest.raises(TraceError) as err:
+        api.check(table, jobs=1)
+    assert err.value.rule == "out-of-memory"
+    monkeypatch.undo()
+    assert api.check(table, jobs=1).events == n
+
+
 def test_more_agents_than_a_node_can_name_is_out_of_memory(monkeypatch):
     """A node holds its agent in 32 bits: a check that would need more agents
     stops as out of memory, never wraps an agent around."""

@@ -158,6 +158,26 @@ CP_ARRIVE_OVERFLOW = Rule(
     "thread ({block},{thread}) has more than {limit} cp_async_mbar_arrive rows "
     "with copies in one cp.async group, the most tracerace counts",
 )
+BAR_GENS_OVERFLOW = Rule(
+    25,
+    "count-overflow",
+    ("block", "obj", "limit"),
+    "barrier {obj} of block {block} completes more than {limit} generations in one "
+    "launch, the most tracerace counts",
+)
+# A thread's barrier position keeps a generation's number in 32 bits
+# (engine layout, AG_BARPOS).
+BAR_GENS_MAX = 1 << 32
+
+
+def bar_gens_limit(limit: int | None) -> int:
+    """The generations of one barrier a checker counts up to in a launch:
+    ``limit``, which tests make small, or ``BAR_GENS_MAX``."""
+    if limit is None:
+        return BAR_GENS_MAX
+    if not 1 <= limit <= BAR_GENS_MAX:
+        raise ValueError(f"bar_gens {limit}: past what a barrier position holds")
+    return limit
 
 
 def cp_limits(limits: tuple[int, int] | None) -> tuple[int, int]:
@@ -189,10 +209,11 @@ RULES = {
         CLUSTER_WAIT_ALONE,
         CP_GROUP_OVERFLOW,
         CP_ARRIVE_OVERFLOW,
+        BAR_GENS_OVERFLOW,
     )
 }
 """Every replay rule by its engine status code."""
-assert len(RULES) == 15 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
+assert len(RULES) == 16 and min(RULES) > 2, "codes are distinct and not the kernels' 0-2"
 
 
 def error(rule: Rule | int, *values: int, path: str | None, row: int) -> TraceError:

@@ -12,8 +12,8 @@ from .clocks import decref, incref, lookup, merge
 from .hashmap import hm_get, hm_put
 from .layout import (
     AG_BARFENCE,
-    AG_BARGEN,
     AG_BAROBJ,
+    AG_BARPOS,
     AG_BASE,
     AG_BLOCK,
     AG_BLOCKED,
@@ -51,8 +51,8 @@ def new_agent(ag, sv, block, thread, cluster, kind):
     ag[a, AG_CLUSTER] = cluster
     ag[a, AG_KIND] = kind
     ag[a, AG_BLOCKED] = -1
+    ag[a, AG_BARPOS] = -1
     ag[a, AG_BAROBJ] = -1
-    ag[a, AG_BARGEN] = -1
     for lvl in range(N_LEVELS):
         ag[a, AG_FREL_BASE + lvl] = -1
     ag[a, AG_FENCES] = -1

@@ -14,8 +14,8 @@ from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, merge_many
 from .hashmap import hm_get, hm_put
 from .layout import (
     AG_BARFENCE,
-    AG_BARGEN,
     AG_BAROBJ,
+    AG_BARPOS,
     AG_BASE,
     AG_BLOCKED,
     AG_BLOCKNUM,
@@ -27,11 +27,11 @@ from .layout import (
     ARF_FENCE_SHIFT,
     ARF_NOJOIN,
     ARF_WAITER,
+    BARPOS_NAME_SHIFT,
     E_BAR_COUNT,
+    E_BAR_GENS_OVERFLOW,
     E_WARP_MASK,
     F_AUX,
-    F_BAR_GEN,
-    F_BAR_OBJ,
     F_CODE,
     F_OBJ,
     GN_ARG,
@@ -55,21 +55,28 @@ from .layout import (
     GN_L_THREAD,
     GN_L_TS,
     GN_MASK,
+    GN_NAME,
     GN_NUMBER,
     GN_OPEN,
     OK,
     SV_ARR_FREE,
     SV_ARR_TOP,
     SV_ARR_USED,
+    SV_BAR_GENS_MAX,
     SV_ERR_A,
     SV_ERR_B,
+    SV_ERR_C,
     SV_GEN_N,
     SV_NFIND,
     SV_VIEW,
     WARP_BARRIER,
 )
 from .pools import pool_alloc, pool_free
-from .races import emit, set_prev
+from .races import emit, set_bar, set_prev
+
+# bar_map's first key word for a barrier's name (AG_BARPOS), by its obj
+# (clusters.CLUSTER_KEY lists the others).
+NAME_KEY = np.int64(3)
 
 
 # ---------------------------------------------------------------------------
@@ -192,6 +199,13 @@ def on_barrier(t, c, i, ev, a, epoch):
         hm_put(bar_map, bk0, block, bk2, gslot)
         gens[gslot, GN_OPEN] = 0
         gens[gslot, GN_NUMBER] = 0
+        # The barrier's name in positions (AG_BARPOS): the launch's first
+        # slot with its obj, whatever the block.
+        name = hm_get(bar_map, NAME_KEY, np.int64(0), bar_obj)
+        if name < 0:
+            name = gslot
+            hm_put(bar_map, NAME_KEY, np.int64(0), bar_obj, gslot)
+        gens[gslot, GN_NAME] = name
     if gens[gslot, GN_OPEN] == 0:
         gens[gslot, GN_OPEN] = 1
         gens[gslot, GN_ARG] = count
@@ -223,8 +237,7 @@ def on_barrier(t, c, i, ev, a, epoch):
         find[k, F_OBJ] = mis_obj
         find[k, F_CODE] = R.BAR_ARG_DISAGREES
         find[k, F_AUX] = gens[gslot, GN_ARG]
-        find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
-        find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+        set_bar(find, k, ag, a)
     gens[gslot, GN_COUNT] += 1
     gens[gslot, GN_L_ROW] = row
     gens[gslot, GN_L_LAUNCH] = launch
@@ -252,6 +265,12 @@ def on_barrier(t, c, i, ev, a, epoch):
         ag[a, AG_BLOCKED] = gslot
         ag[a, AG_BLOCKNUM] = gens[gslot, GN_NUMBER]
     if gens[gslot, GN_COUNT] >= gens[gslot, GN_ARG]:
+        number = gens[gslot, GN_NUMBER]
+        if number >= sv[SV_BAR_GENS_MAX]:  # past what a position holds
+            sv[SV_ERR_A] = block
+            sv[SV_ERR_B] = mask if op == O.WARP_SYNC else obj
+            sv[SV_ERR_C] = sv[SV_BAR_GENS_MAX]
+            return E_BAR_GENS_OVERFLOW
         head = gens[gslot, GN_ARRIVALS]
         snap = join_arrivals(arr, sv, snaps, arena_a, arena_e, head, scratch, touched, cvs)
         k = head
@@ -262,7 +281,7 @@ def on_barrier(t, c, i, ev, a, epoch):
                     set_base(ag, snaps, sv, w, snap)
                 ag[w, AG_BLOCKED] = -1
                 ag[w, AG_BAROBJ] = gens[gslot, GN_BAROBJ]
-                ag[w, AG_BARGEN] = gens[gslot, GN_NUMBER]
+                ag[w, AG_BARPOS] = (gens[gslot, GN_NAME] << BARPOS_NAME_SHIFT) | number
                 ag[w, AG_BARFENCE] = (arr[k, AR_FLAG] >> ARF_FENCE_SHIFT) & 7
             k = arr[k, AR_NEXT]
         free_arrivals(arr, sv, snaps, head)

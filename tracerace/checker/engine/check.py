@@ -65,6 +65,7 @@ def check_trace(
     raw: bool = False,
     handover_rows: int = FIND_HANDOVER_ROWS,
     cp_limits: tuple[int, int] | None = None,
+    bar_gens: int | None = None,
 ) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the Numba engine.
 
@@ -98,9 +99,9 @@ def check_trace(
     ``on_findings`` (required) gets the pool's int64 rows, with the rank
     that merging needs (``layout.F_RANK``), instead of records, and gets
     them whenever a full pool is emptied too, not joined at the batch's end
-    (``progress`` marks each end). ``cp_limits``:
+    (``progress`` marks each end). ``cp_limits``, ``bar_gens``:
     see :class:`.state.EngineState`."""
-    st = EngineState(page_shift, sizes, shared_shift, shard, stretch_shift, cp_limits)
+    st = EngineState(page_shift, sizes, shared_shift, shard, stretch_shift, cp_limits, bar_gens)
     take = st.take_rows if raw else st.take_findings
     hand = _same if raw else records
     st.rows_total = reader.meta.num_rows

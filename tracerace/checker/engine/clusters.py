@@ -21,8 +21,6 @@ from .barriers import add_arrival, free_arrivals, join_arrivals
 from .clocks import decref, incref
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BARGEN,
-    AG_BAROBJ,
     AG_BASE,
     AG_BLOCKED,
     AG_BLOCKNUM,
@@ -38,8 +36,6 @@ from .layout import (
     E_CLUSTER_COUNT,
     E_CLUSTER_WAIT,
     F_AUX,
-    F_BAR_GEN,
-    F_BAR_OBJ,
     F_CODE,
     F_OBJ,
     GN_ARG,
@@ -71,9 +67,9 @@ from .layout import (
     SV_ERR_C,
     SV_GEN_N,
 )
-from .races import emit, set_prev
+from .races import emit, set_bar, set_prev
 
-CLUSTER_KEY = 2  # bar_map's first key word: 0 block barriers, 1 warp_sync, 2 clusters
+CLUSTER_KEY = 2  # bar_map's first key word: 0 block barriers, 1 warp_sync, 2 clusters, 3 names
 
 
 @jit_leaf
@@ -140,8 +136,7 @@ def on_cluster_arrive(t, c, i, ev, a, epoch):
         find[k, F_OBJ] = cluster
         find[k, F_CODE] = R.BAR_ARG_DISAGREES
         find[k, F_AUX] = gens[gslot, GN_ARG]
-        find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
-        find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+        set_bar(find, k, ag, a)
     gens[gslot, GN_COUNT] += 1
     gens[gslot, GN_L_ROW] = ev.row
     gens[gslot, GN_L_LAUNCH] = ev.launch

@@ -14,8 +14,6 @@ from ..jit import jit_inline, jit_leaf
 from .agents import async_agent, join_into, set_base
 from .granules import shadow_of
 from .layout import (
-    AG_BARGEN,
-    AG_BAROBJ,
     AG_BASE,
     AG_BULK_AGENT,
     AG_BULK_OPEN,
@@ -95,6 +93,9 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, dst_bits, kind):
             cand,
             find,
             sv,
+            t.gens,
+            ag,
+            a,
             ev.row,
             ev.launch,
             ev.block,
@@ -102,8 +103,6 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, dst_bits, kind):
             ev.op,
             ev.ts,
             ev.site,
-            ag[a, AG_BAROBJ],
-            ag[a, AG_BARGEN],
         )
 
 

@@ -13,8 +13,7 @@ from ..jit import jit_inline, jit_inline_ir, jit_leaf, store_row_nt
 from .agents import known
 from .async_copies import copy_retired, cp_waiter, first_wait, proxy_fenced, retiring_wait
 from .layout import (
-    AG_BARGEN,
-    AG_BAROBJ,
+    AG_BARPOS,
     AG_KIND,
     FN_EPOCH,
     FN_VAL,
@@ -127,7 +126,7 @@ def set_node(nodes, cold, ag, n, nxt, row, a, epoch, addr, size, info, ts, site,
     # a read node's row is rarely read again (only to report it), and a
     # cp.async pipeline writes one per shared read, ~0.5 GB per 10^7 events,
     # which used to evict the lists and slots the next accesses need.
-    store_row_nt(cold, n, (addr, (site << 32) | size, ts, ag[t, AG_BAROBJ], ag[t, AG_BARGEN]))
+    store_row_nt(cold, n, (addr, (site << 32) | size, ts, ag[t, AG_BARPOS]))
 
 
 @jit_inline

@@ -32,6 +32,7 @@ from .layout import (
     OK,
     SV_AR_FREE,
     SV_ARR_FREE,
+    SV_BAR_GENS_MAX,
     SV_CP_ARRIVES_MAX,
     SV_CP_GROUP_MAX,
     SV_ED_TOP,
@@ -93,6 +94,7 @@ KEEP[
         SV_STRETCH_SHIFT,
         SV_CP_GROUP_MAX,
         SV_CP_ARRIVES_MAX,
+        SV_BAR_GENS_MAX,
     ]
 ] = True
 

@@ -71,7 +71,10 @@ SV_STRETCH_SHIFT = 46
 # cp_async_mbar_arrive rows with copies in one group (badinput.cp_limits).
 SV_CP_GROUP_MAX = 47
 SV_CP_ARRIVES_MAX = 48
-SV_FIELDS = 49
+# The most generations of one barrier that complete in a launch
+# (badinput.bar_gens_limit; BARPOS_GEN_BITS).
+SV_BAR_GENS_MAX = 49
+SV_FIELDS = 50
 VIEW_ALL, VIEW_GLOBAL, VIEW_SHARED = 7, 1 | 4, 2
 
 # Snapshots (clocks): a row per snapshot id, padded to one cache line.
@@ -122,11 +125,11 @@ N_LINK, N_EPOCH, N_INFO, N_ROW = range(4)
 N_FIELDS = 4
 LINK_AGENT_MASK = 0xFFFFFFFF
 AGENTS_MAX = 1 << 32
-# The cold part, 40 bytes (size and site, both uint32 in the trace, share
-# ``K_SIZE_SITE``: site in the high half). ``set_node`` writes it whole, in
-# this order.
-K_ADDR, K_SIZE_SITE, K_TS, K_BAR, K_BARGEN = range(5)
-K_FIELDS = 5
+# The cold part, 32 bytes (size and site, both uint32 in the trace, share
+# ``K_SIZE_SITE``: site in the high half; K_BARPOS is the thread's AG_BARPOS
+# at the access). ``set_node`` writes it whole, in this order.
+K_ADDR, K_SIZE_SITE, K_TS, K_BARPOS = range(4)
+K_FIELDS = 4
 # The shade, 16 bytes, written only once a node needs it (``I_SHADED``): the
 # agent and epoch of the copy that shadows the node. ``S_AGENT`` packs two
 # fields: that agent (low KS_AGENT_BITS), and the bytes of the node that a
@@ -354,8 +357,7 @@ def slot_fields(gran: np.ndarray) -> dict[str, np.ndarray]:
     AG_THREAD,
     AG_KIND,
     AG_BLOCKED,
-    AG_BAROBJ,
-    AG_BARGEN,
+    AG_BARPOS,
     AG_CLUSTER,
     AG_BLOCKNUM,
     AG_FENCES,
@@ -374,13 +376,14 @@ def slot_fields(gran: np.ndarray) -> dict[str, np.ndarray]:
     AG_WEAK_AUX,
     AG_WEAK_OBJ,
     AG_BARFENCE,
+    AG_BAROBJ,
 ) = range(26)
 # Per scope level (WARP..DEVICE at offset scope - 1): the release fences
 # (base snapshot and epoch of the latest release fence of that scope or
 # wider; base -1: none) and the releases read by relaxed atomics waiting for
 # an acquire fence (a snapshot per reach; 0: none).
 N_LEVELS = 4
-AG_FREL_BASE = 26
+AG_FREL_BASE = AG_BAROBJ + 1
 AG_FREL_EPOCH = AG_FREL_BASE + N_LEVELS
 AG_PACQ = AG_FREL_EPOCH + N_LEVELS
 # A thread's cluster-barrier arrival not yet waited for: its generation's
@@ -404,7 +407,19 @@ CP_ARRIVES_MASK = np.int64(badinput.CP_ARRIVES_MAX)
 # AG_ISSUER: an async agent's thread; AG_MBAR: a TMA agent's mbarrier address.
 # AG_WEAK_*: the last release the thread's atomics read without synchronizing
 # (releaser, its epoch, reasons.weak_sync_aux, the address; agent -1: none).
-# AG_BARFENCE: the fence_spaces of its arrival at the generation AG_BARGEN.
+# AG_BARPOS: the barrier generation the thread last completed (-1: none), in
+# one word: its barrier's name (high bits from BARPOS_NAME_SHIFT: the slot of
+# ``gens`` whose GN_BAROBJ is the barrier's obj; in a launch, one name per
+# obj, so equal names are equal objs) and the generation's number (low
+# BARPOS_GEN_BITS bits). ``races.bar_obj`` and ``bar_gen`` read it.
+# AG_BARFENCE: the fence_spaces of its arrival at that generation; AG_BAROBJ:
+# its barrier's obj (-1: none), for the findings of the thread's events.
+BARPOS_GEN_BITS = 32
+BARPOS_GEN_MASK = (1 << BARPOS_GEN_BITS) - 1
+BARPOS_NAME_SHIFT = BARPOS_GEN_BITS
+assert badinput.BAR_GENS_MAX <= 1 << BARPOS_GEN_BITS  # the numbers that complete
+# A name is a slot of ``gens``: a launch holds fewer (``state.EngineState.grow``).
+GENS_MAX = 1 << (63 - BARPOS_NAME_SHIFT)
 
 # Barrier generations, one slot per (kind, block, obj) key, reused per generation.
 (
@@ -431,8 +446,11 @@ CP_ARRIVES_MASK = np.int64(badinput.CP_ARRIVES_MAX)
     GN_L_TS,
     GN_L_SITE,
     GN_L_OBJ,
-) = range(23)
-GN_FIELDS = 23
+    GN_NAME,
+) = range(24)
+GN_FIELDS = 24
+# GN_NAME: the name of the slot's barrier in AG_BARPOS (the first slot of the
+# launch with its obj).
 
 # Arrivals (barrier generations and mbarrier phases).
 AR_NEXT, AR_BASE, AR_AGENT, AR_EPOCH, AR_FLAG = range(5)
@@ -588,19 +606,16 @@ F_RANK = NF
     C_PREV_TS,
     C_PREV_SITE,
     C_PREV_ASYNC,
-    C_PREV_BAR,
-    C_PREV_BARGEN,
+    C_PREV_BARPOS,
     C_SPACE,
     C_OWNER,
     C_LO,
     C_HI,
     C_CODE,
     C_AUX,
-    C_BAR,
-    C_BARGEN,
     C_OBJ,
-) = range(21)
-C_FIELDS = 21
+) = range(18)
+C_FIELDS = 18
 N_KINDS = len(O.HazardKind)  # a candidate row per kind
 
 # Return codes.
@@ -622,6 +637,7 @@ E_CLUSTER_AGAIN = badinput.CLUSTER_ARRIVE_AGAIN.code
 E_CLUSTER_WAIT = badinput.CLUSTER_WAIT_ALONE.code
 E_CP_GROUP_OVERFLOW = badinput.CP_GROUP_OVERFLOW.code
 E_CP_ARRIVE_OVERFLOW = badinput.CP_ARRIVE_OVERFLOW.code
+E_BAR_GENS_OVERFLOW = badinput.BAR_GENS_OVERFLOW.code
 COUNT_MAX = np.int64(badinput.COUNT_MAX)
 """The largest pending-signal or transaction count (the format's int64 ``arg``)."""
 COUNT_MIN = np.int64(badinput.COUNT_MIN)
@@ -727,7 +743,7 @@ def _columns_are_disjoint() -> None:
             taken[value] = name
     for lvl in range(N_LEVELS):
         for base in (AG_FREL_BASE, AG_FREL_EPOCH, AG_PACQ):
-            assert base + lvl < AG_FIELDS and base + lvl >= AG_BARFENCE + 1
+            assert base + lvl < AG_FIELDS and base + lvl >= AG_BAROBJ + 1
 
 
 _columns_are_disjoint()

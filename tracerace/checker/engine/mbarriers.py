@@ -16,8 +16,6 @@ from .clocks import decref, incref
 from .granules import Access, region_of, shadow_of
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BARGEN,
-    AG_BAROBJ,
     AG_BASE,
     AG_CP_AGENT,
     AG_CP_OPEN,
@@ -285,6 +283,9 @@ def flush_row(t, ev, a):
         t.cand,
         t.find,
         t.sv,
+        t.gens,
+        t.ag,
+        a,
         ev.row,
         ev.launch,
         ev.block,
@@ -292,8 +293,6 @@ def flush_row(t, ev, a):
         ev.op,
         ev.ts,
         ev.site,
-        t.ag[a, AG_BAROBJ],
-        t.ag[a, AG_BARGEN],
     )
 
 

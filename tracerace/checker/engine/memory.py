@@ -14,8 +14,6 @@ from ..jit import jit_inline_ir, jit_leaf
 from .atomics import acquire_atomic, release_atomic
 from .granules import Access, granule_range, granules, region_of, shadow_of
 from .layout import (
-    AG_BARGEN,
-    AG_BAROBJ,
     AG_BASE,
     AG_FREL_BASE,
     AG_FREL_EPOCH,
@@ -238,6 +236,9 @@ def on_access(t, c, i, ev, a, epoch, own):
             t.cand,
             t.find,
             sv,
+            t.gens,
+            ag,
+            a,
             row,
             launch,
             block,
@@ -245,8 +246,6 @@ def on_access(t, c, i, ev, a, epoch, own):
             op,
             ts,
             site,
-            ag[a, AG_BAROBJ],
-            ag[a, AG_BARGEN],
         )
     if op == O.ATOMIC:
         # The release side (the reference's ``atomic_release``): a

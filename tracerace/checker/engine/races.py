@@ -16,8 +16,8 @@ from .agents import known, reach
 from .async_copies import copy_retired, cp_wait_site, first_wait, phase_entry, retiring_wait
 from .layout import (
     AG_BARFENCE,
-    AG_BARGEN,
     AG_BAROBJ,
+    AG_BARPOS,
     AG_BLOCK,
     AG_KIND,
     AG_MBAR,
@@ -26,6 +26,8 @@ from .layout import (
     AG_WEAK_AUX,
     AG_WEAK_EPOCH,
     AG_WEAK_OBJ,
+    BARPOS_GEN_MASK,
+    BARPOS_NAME_SHIFT,
     C_AUX,
     C_AW,
     C_CODE,
@@ -34,8 +36,7 @@ from .layout import (
     C_OBJ,
     C_OWNER,
     C_PREV_ASYNC,
-    C_PREV_BAR,
-    C_PREV_BARGEN,
+    C_PREV_BARPOS,
     C_PREV_BLOCK,
     C_PREV_OP,
     C_PREV_ROW,
@@ -77,12 +78,12 @@ from .layout import (
     F_TS,
     FN_AUX,
     FN_VAL,
+    GN_BAROBJ,
     I_ASYNC,
     I_ATOMIC,
     I_PROXY,
     K_ADDR,
-    K_BAR,
-    K_BARGEN,
+    K_BARPOS,
     K_FIELDS,
     K_SIZE_SITE,
     K_TS,
@@ -195,8 +196,7 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
     cand[kind, C_PREV_TS] = cold[x, K_TS]
     cand[kind, C_PREV_SITE] = (cold[x, K_SIZE_SITE] >> 32) & 0xFFFFFFFF
     cand[kind, C_PREV_ASYNC] = 1 if info & I_ASYNC else 0
-    cand[kind, C_PREV_BAR] = cold[x, K_BAR]
-    cand[kind, C_PREV_BARGEN] = cold[x, K_BARGEN]
+    cand[kind, C_PREV_BARPOS] = cold[x, K_BARPOS]
     cand[kind, C_SPACE] = space
     cand[kind, C_OWNER] = owner
     xlo = cold[x, K_ADDR]
@@ -234,19 +234,46 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
             cand[kind, C_AUX] = ag[t, AG_WEAK_AUX]
             cand[kind, C_OBJ] = ag[t, AG_WEAK_OBJ]
         elif (
-            ag[t, AG_BARGEN] >= 0
-            and (
-                cold[x, K_BARGEN] < 0
-                or (cold[x, K_BAR] == ag[t, AG_BAROBJ] and cold[x, K_BARGEN] < ag[t, AG_BARGEN])
-            )
+            ag[t, AG_BARPOS] >= 0
+            and before_barrier(cold[x, K_BARPOS], ag[t, AG_BARPOS])
             and not ag[t, AG_BARFENCE] & (1 << space)
         ):
             cand[kind, C_CODE] = R.RACE_UNFENCED_BARRIER
             cand[kind, C_AUX] = ag[t, AG_BARFENCE]
 
 
+@jit_inline
+def bar_gen(pos):
+    """The generation of barrier position ``pos`` (AG_BARPOS; -1: none)."""
+    return pos & BARPOS_GEN_MASK if pos >= 0 else np.int64(-1)
+
+
+@jit_inline
+def bar_obj(gens, pos):
+    """The obj of the barrier of position ``pos`` (AG_BARPOS; -1: none)."""
+    return gens[pos >> BARPOS_NAME_SHIFT, GN_BAROBJ] if pos >= 0 else np.int64(-1)
+
+
+@jit_inline
+def before_barrier(xpos, tpos):
+    """Whether a thread at barrier position ``xpos`` had not yet completed
+    the generation at ``tpos`` (>= 0) of the same barrier: none at all, or an
+    earlier generation of the barrier (equal names are equal objs)."""
+    return xpos < 0 or (
+        xpos >> BARPOS_NAME_SHIFT == tpos >> BARPOS_NAME_SHIFT
+        and xpos & BARPOS_GEN_MASK < tpos & BARPOS_GEN_MASK
+    )
+
+
+@jit_inline
+def set_bar(find, k, ag, a):
+    """Finding ``k`` at an event of agent ``a``: the barrier it last passed."""
+    find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
+    find[k, F_BAR_GEN] = bar_gen(ag[a, AG_BARPOS])
+
+
 @jit_leaf
-def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, bar, bargen):
+def flush_candidates(cand, find, sv, gens, ag, a, row, launch, block, thread, op, ts, site):
     for kind in range(N_KINDS):
         if cand[kind, C_VALID] != 1:
             continue
@@ -256,8 +283,7 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
         find[k, F_OWNER] = cand[kind, C_OWNER]
         find[k, F_ADDR] = cand[kind, C_LO]
         find[k, F_SIZE] = cand[kind, C_HI] - cand[kind, C_LO]
-        find[k, F_BAR_OBJ] = bar
-        find[k, F_BAR_GEN] = bargen
+        set_bar(find, k, ag, a)
         if kind == O.K_UNINIT_READ:
             continue
         find[k, F_RANK] = 2 * cand[kind, C_PW] + cand[kind, C_AW]
@@ -269,8 +295,8 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
         find[k, F_PREV_TS] = cand[kind, C_PREV_TS]
         find[k, F_PREV_SITE] = cand[kind, C_PREV_SITE]
         find[k, F_PREV_ASYNC] = cand[kind, C_PREV_ASYNC]
-        find[k, F_PREV_BAR_OBJ] = cand[kind, C_PREV_BAR]
-        find[k, F_PREV_BAR_GEN] = cand[kind, C_PREV_BARGEN]
+        find[k, F_PREV_BAR_OBJ] = bar_obj(gens, cand[kind, C_PREV_BARPOS])
+        find[k, F_PREV_BAR_GEN] = bar_gen(cand[kind, C_PREV_BARPOS])
         find[k, F_CODE] = cand[kind, C_CODE]
         find[k, F_AUX] = cand[kind, C_AUX]
         find[k, F_OBJ] = cand[kind, C_OBJ]
@@ -280,14 +306,7 @@ def flush_candidates(cand, find, sv, row, launch, block, thread, op, ts, site, b
 # One access against shadow memory.
 
 # set_node writes a cold row in this order, whole (store_row_nt).
-assert (
-    K_ADDR,
-    K_SIZE_SITE,
-    K_TS,
-    K_BAR,
-    K_BARGEN,
-    K_FIELDS,
-) == (0, 1, 2, 3, 4, 5)
+assert (K_ADDR, K_SIZE_SITE, K_TS, K_BARPOS, K_FIELDS) == (0, 1, 2, 3, 4)
 
 
 @jit_inline
@@ -313,8 +332,7 @@ def misuse(find, sv, ag, a, code, row, launch, block, thread, op, ts, site, peer
     find[k, F_SIZE] = 8
     find[k, F_OBJ] = obj
     find[k, F_CODE] = code
-    find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
-    find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+    set_bar(find, k, ag, a)
     return k
 
 

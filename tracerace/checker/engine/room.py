@@ -171,7 +171,8 @@ def replay_room(
                 grow |= GR_PR
             if sv[SV_ED_TOP] + wneed > edges.shape[0]:
                 grow |= GR_ED
-        if 2 * (sv[SV_GEN_N] + 2) > bar_map.shape[0]:
+        # A slot's key and, for the first slot of its obj, its name.
+        if 2 * (2 * sv[SV_GEN_N] + 2) > bar_map.shape[0]:
             grow |= GR_BMAP
         if 2 * (sv[SV_MB_N] + 2) > mb_map.shape[0]:
             grow |= GR_MMAP

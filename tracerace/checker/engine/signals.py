@@ -11,8 +11,6 @@ from .agents import set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, lookup, merge_many
 from .hashmap import hm_get, hm_put
 from .layout import (
-    AG_BARGEN,
-    AG_BAROBJ,
     AG_BASE,
     COUNT_MAX,
     CV_CONS,
@@ -22,8 +20,6 @@ from .layout import (
     ED_NEXT,
     ED_S,
     ED_W,
-    F_BAR_GEN,
-    F_BAR_OBJ,
     F_CODE,
     F_OBJ,
     F_SEVERITY,
@@ -69,7 +65,7 @@ from .layout import (
     WARNING,
 )
 from .pools import pool_alloc, pool_free
-from .races import emit, set_prev
+from .races import emit, set_bar, set_prev
 
 
 @jit_inline
@@ -115,8 +111,7 @@ def _alias(
     set_prev(find, k, s_row, s_launch, s_block, s_thread, O.SIGNAL, s_ts, s_site)
     find[k, F_OBJ] = obj
     find[k, F_CODE] = code
-    find[k, F_BAR_OBJ] = ag[a, AG_BAROBJ]
-    find[k, F_BAR_GEN] = ag[a, AG_BARGEN]
+    set_bar(find, k, ag, a)
     return k
 
 

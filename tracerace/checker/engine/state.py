@@ -18,6 +18,7 @@ from .layout import (
     C_FIELDS,
     CV_FIELDS,
     G_FIELDS,
+    GENS_MAX,
     GR_AGENTS,
     GR_ARENA,
     GR_ARR,
@@ -29,6 +30,7 @@ from .layout import (
     NODES_MAX,
     S_FIELDS,
     SV_ARENA_TOP,
+    SV_BAR_GENS_MAX,
     SV_CP_ARRIVES_MAX,
     SV_CP_GROUP_MAX,
     SV_FIELDS,
@@ -103,6 +105,7 @@ class EngineState:
         shard: tuple[int, int] = (0, 1),
         stretch_shift: int | None = None,
         cp_limits: tuple[int, int] | None = None,
+        bar_gens: int | None = None,
     ) -> None:
         """``page_shift``: log2 of the pages large accesses are recorded by;
         ``sizes``: the tables' starting sizes; ``shared_shift``: the shared
@@ -112,7 +115,9 @@ class EngineState:
         in stretches of ``1 << stretch_shift`` bytes (None: ``page_shift +
         STRETCH_PAGES_SHIFT``; at least a page). ``cp_limits``: the most
         cp.async groups and cp_async_mbar_arrive rows a thread may have
-        (``badinput.cp_limits``; tests make them small)."""
+        (``badinput.cp_limits``; tests make them small); ``bar_gens``: the
+        most generations of one barrier that complete in a launch
+        (``badinput.bar_gens_limit``; tests make it small)."""
         k, n = shard
         if not 0 <= k < n:
             raise ValueError(f"shard {k} of {n}: need 0 <= k < n")
@@ -135,6 +140,7 @@ class EngineState:
         self.sv[SV_SHARD] = k
         self.sv[SV_STRETCH_SHIFT] = stretch_shift
         self.sv[SV_CP_GROUP_MAX], self.sv[SV_CP_ARRIVES_MAX] = badinput.cp_limits(cp_limits)
+        self.sv[SV_BAR_GENS_MAX] = badinput.bar_gens_limit(bar_gens)
         # Per page hash, the last launch that gave one of its granules lists.
         self.pst = np.full(PST_SIZE, -1, np.int64)
         self.findings: list[np.ndarray] = []
@@ -234,6 +240,9 @@ class EngineState:
         for name, (bit, _, fill) in POOLS.items():
             if mask & bit:
                 old = self.arrays[name]
+                if name == "gens" and old.shape[0] * 2 > GENS_MAX:
+                    # a barrier position names a slot (layout, AG_BARPOS)
+                    raise MemoryError(f"more than {GENS_MAX:,} barriers in a launch")
                 if name == "gran":
                     with self._gran_lock:
                         new, self.spare_gran = self.spare_gran, None

@@ -85,6 +85,11 @@ class Barriers:
             gen.waiter_fences[id(st)] = ev["fence_spaces"]
             st.blocked_on = (bkey, number)
         if len(gen.rows) >= gen.arg:
+            if number >= self.bar_gens_max:  # past what the engine's positions hold
+                obj = mask if op == O.WARP_SYNC else ev["obj"]
+                raise self.error(
+                    row, badinput.BAR_GENS_OVERFLOW, ev["block"], obj, self.bar_gens_max
+                )
             ev_fences = gen.waiter_fences
             for waiter, fences in gen.waiters:
                 # Each relation joins what the arrivals that fence its memory gave.

@@ -43,12 +43,21 @@ class ReferenceChecker(
     """One replay: the state of every concern, and ``step``, which hands each event
     to its op's handler (``HANDLERS``); the rules are the mixins' methods."""
 
-    def __init__(self, path: str | None = None, cp_limits: tuple[int, int] | None = None) -> None:
+    def __init__(
+        self,
+        path: str | None = None,
+        cp_limits: tuple[int, int] | None = None,
+        bar_gens: int | None = None,
+    ) -> None:
         """``cp_limits``: the most cp.async groups a thread commits in a launch
         and cp_async_mbar_arrive rows with copies in one group (rule
-        ``count-overflow``; tests make them small), else what a stamp holds."""
+        ``count-overflow``; tests make them small), else what a stamp holds;
+        ``bar_gens``: the most generations of one barrier that complete in a
+        launch (the same rule; tests make it small), else what the engine's
+        barrier positions hold."""
         self.path = path
         self.cp_group_max, self.cp_arrives_max = badinput.cp_limits(cp_limits)
+        self.bar_gens_max = badinput.bar_gens_limit(bar_gens)
         self.launch = -1
         self.agents: dict[tuple, AgentState] = {}
         self.history: dict[tuple, list[Access]] = defaultdict(list)
@@ -176,9 +185,10 @@ def check_trace(
     progress: Callable[[int], None] | None = None,
     on_findings: Callable[[np.ndarray], None] | None = None,
     cp_limits: tuple[int, int] | None = None,
+    bar_gens: int | None = None,
 ) -> CheckResult:
     """Replay ``reader`` (a TraceReader) through the reference checker
-    (``on_findings``: see :meth:`ReferenceChecker.run`; ``cp_limits``: see
-    :class:`ReferenceChecker`)."""
-    checker = ReferenceChecker(path=reader.meta.path, cp_limits=cp_limits)
+    (``on_findings``: see :meth:`ReferenceChecker.run`; ``cp_limits``,
+    ``bar_gens``: see :class:`ReferenceChecker`)."""
+    checker = ReferenceChecker(path=reader.meta.path, cp_limits=cp_limits, bar_gens=bar_gens)
     return checker.run(reader, progress, on_findings)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...trace import ops as O
 from .. import reasons as R
-from ..jit import jit, jit_leaf
+from ..jit import jit, jit_inline, jit_leaf
 from .agents import set_base
 from .clocks import CV_AGENT, CV_BASE, CV_EPOCH, decref, incref, merge_many
 from .hashmap import hm_get, hm_put
@@ -142,7 +142,12 @@ def finish_launch(gens, sv, find):
 
 
 # ---------------------------------------------------------------------------
-@jit_leaf
+# Inlined into the replay always, unlike the other handlers, which LLVM
+# inlines at its own choice: since barrier positions are one word
+# (AG_BARPOS) it chose not to, and each barrier event paid a call that
+# passes the Tables (tiled: 662 -> 692 instructions an event, the kernel 10%
+# slower; inlined: 674; bench/README.md, "Figures behind the code's choices").
+@jit_inline
 def on_barrier(t, c, i, ev, a, epoch):
     """bar_sync, bar_arrive, warp_sync: the reference's ``on_barrier``."""
     (sv, ag, snaps, arena_a, arena_e, scratch, touched, gens, bar_map, arr, find, cvs) = (

@@ -578,75 +578,41 @@ def test_fuzzed_traces_give_a_report_or_one_line_at_scale(tmp_path, meta, cols):
     fuzz_once(tmp_path, meta, cols)
 
 
-def test_more_nodes_than_a_slot_can_name_is_out_of_memory(monkeypatch):
-    """A granule slot holds its lists' heads in 32 bits: a check that would
-    need more nodes stops as out of memory, never wraps a head around."""
+def _distinct_reads(n):  # a node each
+    return dict(op=["read"] * n, thread=np.arange(n) % 64, addr=8 * np.arange(n, dtype=np.uint64))
+
+
+def _one_barrier_each(n):  # one-thread barriers, each of its own obj: a slot each
+    return dict(op=["bar_sync"] * n, thread=0, obj=np.arange(n), arg=1)
+
+
+def _a_thread_each(n):  # an agent each
+    return dict(op=["read"] * n, thread=np.arange(n), addr=0)
+
+
+@pytest.mark.parametrize(
+    "bound, limit, events",
+    [
+        # a granule slot holds its lists' heads in 32 bits
+        ("NODES_MAX", (1 << 15) - 1, _distinct_reads),
+        # a thread's barrier position names its barrier by a slot of the
+        # launch's barrier table (whose starting rows are 2^8)
+        ("GENS_MAX", 1 << 8, _one_barrier_each),
+        # a node holds its agent in 32 bits
+        ("AGENTS_MAX", 1 << 12, _a_thread_each),
+    ],
+)
+def test_more_than_a_packed_field_can_name_is_out_of_memory(monkeypatch, bound, limit, events):
+    """A check that would need more nodes, barrier slots or agents than the
+    engine's packed fields can name stops as out of memory, never wraps a
+    field around; the same trace passes under the real bound."""
     import tracerace.checker.engine.state as state
     from tracerace import api
     from tracerace.trace.writer import make_table
 
-    monkeypatch.setattr(state, "NODES_MAX", (1 << 15) - 1)
-    n = 1 << 16  # distinct 4-byte global reads: a node each
-    table = make_table(
-        dict(
-            ts=np.arange(n),
-            op=["read"] * n,
-            launch=0,
-            block=0,
-            thread=np.arange(n) % 64,
-            addr=8 * np.arange(n, dtype=np.uint64),
-            size=4,
-        )
-    )
-    with pytest.raises(TraceError) as err:
-        api.check(table, jobs=1)
-    assert err.value.rule == "out-of-memory"
-    monkeypatch.undo()
-    assert api.check(table, jobs=1).events == n
-
-
-def test_more_barriers_than_a_position_can_name_is_out_of_memory(monkeypatch):
-    """A thread's barrier position names its barrier by a slot of the
-    launch's barrier table: a launch that would need more slots stops as out
-    of memory, never wraps a name around."""
-    import tracerace.checker.engine.state as state
-    from tracerace import api
-    from tracerace.trace.writer import make_table
-
-    monkeypatch.setattr(state, "GENS_MAX", 1 << 8)  # the table's starting rows
-    n = 1 << 9  # one-thread barriers, each of its own obj
-    table = make_table(
-        dict(
-            ts=np.arange(n),
-            op=["bar_sync"] * n,
-            launch=0,
-            block=0,
-            thread=0,
-            obj=np.arange(n),
-            arg=1,
-        )
-    )
-    with pytest.raises(TraceError) as err:
-        api.check(table, jobs=1)
-    assert err.value.rule == "out-of-memory"
-    monkeypatch.undo()
-    assert api.check(table, jobs=1).events == n
-
-
-def test_more_agents_than_a_node_can_name_is_out_of_memory(monkeypatch):
-    """A node holds its agent in 32 bits: a check that would need more agents
-    stops as out of memory, never wraps an agent around."""
-    import tracerace.checker.engine.state as state
-    from tracerace import api
-    from tracerace.trace.writer import make_table
-
-    monkeypatch.setattr(state, "AGENTS_MAX", 1 << 12)
-    n = 1 << 13  # a thread each
-    table = make_table(
-        dict(
-            ts=np.arange(n), op=["read"] * n, launch=0, block=0, thread=np.arange(n), addr=0, size=4
-        )
-    )
+    monkeypatch.setattr(state, bound, limit)
+    n = 2 * (limit + 1)
+    table = make_table(dict(ts=np.arange(n), launch=0, block=0, size=4, **events(n)))
     with pytest.raises(TraceError) as err:
         api.check(table, jobs=1)
     assert err.value.rule == "out-of-memory"

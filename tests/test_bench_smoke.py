@@ -202,9 +202,10 @@ def test_read_once_reads_each_word_once_and_reports_state_per_granule(tmp_path):
         addrs = np.concatenate([b.cols["addr"] for b in reader])
     assert info["words"] == len(addrs) == len(np.unique(addrs))
     state = run_state(str(path))
-    # Two 4-byte words to an 8-byte global granule, each read kept (no write
-    # can be ordered after them yet).
-    assert state["granules"] == info["words"] // 2
+    # Coalesced 4-byte reads take 16-byte global granules (granularity): four
+    # words to a granule, each read kept (no write can be ordered after them
+    # yet).
+    assert state["granules"] == info["words"] // 4
     assert state["nodes"] == info["words"]
     assert state["live_bytes_per_granule"] > 0
     assert state["table_bytes_per_granule"] >= state["live_bytes_per_granule"]

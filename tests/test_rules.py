@@ -213,6 +213,21 @@ def test_shared_memory_is_uninitialized_in_each_launch():
     assert found(t) == {(1, "uninit_read", -1)}
 
 
+def test_a_barrier_obj_past_2_63_is_one_signed_word_in_both_checkers():
+    """A bar_sync's obj is the trace's uint64; both checkers keep a thread's
+    barrier as a signed 64-bit word (a finding's ``bar_obj``), so an obj of
+    2^63 or more is that word's value in both (the reference used to fail
+    converting it)."""
+    big = (1 << 64) - 5
+    t = Trace().init(0, 0, addr=0, size=8, **SH)
+    t.bar_sync(0, 0, obj=big, arg=2).bar_sync(0, 1, obj=big, arg=2)
+    t.write(0, 0, addr=0, size=4, **SH).read(0, 1, addr=0, size=4, **SH)
+    triples, ref = check(t)
+    assert triples == {(4, "raw", 3)}
+    assert ref.findings["bar_obj"].tolist() == [big - (1 << 64)]
+    assert ref.findings["prev_bar_obj"].tolist() == [big - (1 << 64)]
+
+
 def test_barrier_mismatch_on_count_and_incomplete_generation():
     # The first arrival fixes the count: rows 0-1 complete a generation of 2,
     # row 2 opens one that never completes.

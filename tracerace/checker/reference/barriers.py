@@ -50,7 +50,9 @@ class Barriers:
             count = ev["arg"]
             mask = 0
             bkey = (ev["launch"], ev["block"], "bar", ev["obj"])
-            bar_obj = ev["obj"]
+            # As the engine keeps it (and a finding's bar_obj holds it): a
+            # signed 64-bit word.
+            bar_obj = ev["obj"] - (1 << 64) if ev["obj"] >> 63 else ev["obj"]
             if count <= 0:
                 raise self.error(row, badinput.BARRIER_COUNT, ev["obj"], count)
         gen = self.generations.get(bkey)

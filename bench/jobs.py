@@ -4,12 +4,12 @@
 
 For every workload and size the trace is generated once (cached as by
 ``bench.run``; uncompressed by default, so that every shard maps the file
-rather than decoding it), then for each N a fresh process warms Numba on a
-two-row trace (checked in N shards too: a shard has its own replay kernel)
-and times one check with ``jobs=N`` (``--reps``: the median of
-several), reporting events/s, its speedup over the first N given and the
-process's peak RSS. The results go to stdout as a table and, with ``--out``,
-merged into a JSON file keyed by workload, size and N. See docs/parallel.md
+rather than decoding it) and read once into the page cache, then for each N a
+fresh process warms Numba on a two-row trace (checked in N shards too: a shard
+has its own replay kernel) and times one check with ``jobs=N`` (``--reps``: the
+median of several), reporting events/s, its speedup over the first N given and
+the process's peak RSS. The results go to stdout as a table and, with
+``--out``, merged into a JSON file keyed by workload, size and N. See docs/parallel.md
 for what each shard reads and replays.
 """
 
@@ -74,6 +74,14 @@ def run_one(path: Path, jobs: int) -> dict:
     return json.loads(text.strip().splitlines()[-1])
 
 
+def read_through(path: Path) -> None:
+    """Reads the file once, so that every point finds it in the page cache: the
+    first point would otherwise pay the disk for all the others."""
+    with open(path, "rb", buffering=0) as f:
+        while f.read(1 << 24):
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.jobs", description=__doc__.split("\n")[0]
@@ -105,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         for label, n in sizes:
             path, info = ensure_trace(name, n, label, Path(args.data_dir), compression, False, log)
+            read_through(path)
             base = None
             for j in jobs:
                 runs = [run_one(path, j) for _ in range(max(1, args.reps))]

@@ -10,6 +10,8 @@
 #      kernels compiled while step 1 runs).
 # Results go to $OUT (or ./gpu-machine-out) in at most eight files: the
 # session's fixtures and work files as two .tar.xz, the curve's JSON, the log.
+# CURVE=0 leaves step 2 out, and runs `bench.ceiling` on 1-16 threads instead
+# (what the machine itself gives); TRACERACE_GPU_ROWS picks session rows.
 #
 #   bash bench/gpu_machine.sh
 set -uo pipefail
@@ -34,7 +36,7 @@ free -g | head -n2
 numba.__version__, 'numpy', numpy.__version__, 'pyarrow', pyarrow.__version__)"
 
 # The curve's traces and the shards' kernels, while the GPU session runs.
-(
+[ "${CURVE:-1}" = 1 ] && (
   "$py" - <<'EOF'
 import sys
 from pathlib import Path
@@ -53,6 +55,7 @@ print("curve inputs ready", file=sys.stderr)
 EOF
 ) >"$out/prepare.txt" 2>&1 &
 prepare=$!
+[ "${CURVE:-1}" = 1 ] || prepare=
 
 echo "== Hopper session ($((SECONDS - start)) s)"
 TRACERACE_GPU_WORK=$work TRACERACE_GPU_BUDGET=${HOPPER_BUDGET:-300} \
@@ -62,6 +65,12 @@ tar -C "$fixtures" -cJf "$out/hopper-fixtures.tar.xz" . 2>/dev/null
 tar -C "$work" -cJf "$out/hopper-work.tar.xz" --exclude='*.stream' --exclude='hopper_*' \
   --exclude='*.accelsim' . 2>/dev/null
 
+if [ -z "$prepare" ]; then
+  echo "== what the machine gives ($((SECONDS - start)) s)"
+  timeout 120 "$py" -m bench.ceiling --threads 1,2,4,8,16 --reps 2 --scale 0.5
+  echo "== done ($((SECONDS - start)) s)"
+  exit 0
+fi
 echo "== shards' curve ($((SECONDS - start)) s)"
 timeout 120 tail --pid="$prepare" -f /dev/null
 wait "$prepare"

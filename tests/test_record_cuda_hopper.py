@@ -28,6 +28,7 @@ from tracerace.record.cuda.convert import (
 from tracerace.record.cuda.stream import (
     RECORD_DTYPE,
     AccessFlag,
+    BarrierAction,
     Bulk,
     Space,
     StreamWriter,
@@ -184,19 +185,22 @@ def test_clusters_that_do_not_tile_the_grid_are_refused(tmp_path):
     refused(tmp_path, write, r"grid \(3, 1, 1\) in clusters of \(2, 1, 1\)", rule="cuda-stream")
 
 
-def bulk_store(w: StreamWriter, *, lanes: int, overwrite: bool) -> None:
+def bulk_store(
+    w: StreamWriter, *, lanes: int, overwrite: bool, cluster=(1, 1, 1), rank: int = 0
+) -> None:
     """Each thread of a warp writes 16 bytes of a shared tile, ``__syncthreads``,
     then the warp issues one 512-byte bulk store of the tile to global memory
     (reported by ``lanes`` lanes); with ``overwrite`` thread 1 then refills its
-    part of the tile while the store may still read it."""
+    part of the tile while the store may still read it. ``rank``: the block rank
+    the store's source names."""
     w.alloc(A, 4096)
-    w.launch("store", block=(32, 1, 1), pc=0x200, cluster=(1, 1, 1))
+    w.launch("store", block=(32, 1, 1), pc=0x200, cluster=cluster)
     for t in range(32):
         w.write(0, t, 16 * t, size=16, space=Space.SHARED, pc=0x210)
     for t in range(32):
         w.barrier(0, t, pc=0x220)
     for t in range(lanes):
-        w.bulk(0, t, Bulk.SHARED_TO_GLOBAL, A, cluster_address(0, 0), 512, pc=0x230)
+        w.bulk(0, t, Bulk.SHARED_TO_GLOBAL, A, cluster_address(rank, 0), 512, pc=0x230)
     if overwrite:
         w.write(0, 1, 16, size=16, space=Space.SHARED, pc=0x240)
     for t in range(32):
@@ -217,6 +221,44 @@ def test_a_bulk_store_is_one_row_per_warp_issue_and_stays_in_flight(tmp_path):
     assert stores == [(A, 512, 0, Space.SHARED, 0)]
     assert BULK_GROUP_WARNING.format(launch=0, kernel="store") in warnings
     assert "async_inflight" in errors(out)
+
+
+def test_a_launch_without_clusters_may_hold_bulk_stores_from_its_own_memory(tmp_path):
+    """On an H200 the driver reports cluster dimensions 0 for a launch without
+    clusters (hopper_bulk_ring.cu, `bench/gpu_machine.sh`): a bulk store that names
+    only rank 0, the issuer's own memory, converts as in a cluster of one block."""
+    out, _ = converted(
+        tmp_path, lambda w: bulk_store(w, lanes=32, overwrite=True, cluster=(0, 0, 0))
+    )
+    t = table(out)
+    assert t["op"].count(Op.TMA_STORE) == 1
+    assert set(t["peer"]) == {0} and set(t["cluster"]) == {0}
+    assert "async_inflight" in errors(out)
+
+
+def test_a_bulk_store_naming_another_rank_needs_the_cluster_dims(tmp_path):
+    refused(
+        tmp_path,
+        lambda w: bulk_store(w, lanes=1, overwrite=False, cluster=(0, 0, 0), rank=1),
+        r"launch 0 \(store\): a bulk copy from shared to global memory \(cp\.async\.bulk\) "
+        r"at store\+0x30 \(block 0, thread 0\), but the launch record gives no cluster "
+        r"dimensions",
+    )
+
+
+def test_an_action_on_a_peers_mbarrier_is_refused(tmp_path):
+    def write(w):
+        w.launch("remote", grid=(2, 1, 1), block=(1, 1, 1), cluster=CLUSTER)
+        w.mbarrier(0, 0, BarrierAction.INIT, 0x40, 1)
+        w.mbarrier(1, 0, BarrierAction.ARRIVE, 0x40, 1, pc=0x18, peer=0)
+        w.launch_end()
+
+    refused(
+        tmp_path,
+        write,
+        r"launch 0 \(remote\) executed an mbarrier action on the mbarrier of block rank 0 "
+        r"of its cluster \(a shared::cluster mbarrier\) at remote\+0x18 \(block 1, thread 0\)",
+    )
 
 
 def test_a_lane_that_issues_again_is_a_second_bulk_copy(tmp_path):

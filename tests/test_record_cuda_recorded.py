@@ -62,6 +62,12 @@ def error_kinds(report) -> set[str]:
         ("pipeline-nowait", {"async_inflight"}),
         ("triton-separate", set()),
         ("triton-aliased", {"war"}),
+        ("hopper-cluster-sync", set()),
+        ("hopper-cluster-nosync", {"raw"}),
+        # the API reports neither the bulk stores' wait_group nor the proxy fence
+        # (the trace warns): each store stays in flight and unfenced
+        ("hopper-ring-fence", {"async_inflight", "proxy_fence"}),
+        ("hopper-ring-nofence", {"async_inflight", "proxy_fence"}),
     ],
 )
 def test_recorded_kernels_get_the_gpu_session_verdicts(name, expected, tmp_path):
@@ -88,6 +94,30 @@ def test_the_cp_async_race_is_a_copy_still_in_flight_when_read(tmp_path):
     report, _ = checked("pipeline-nowait", tmp_path)
     (group, *_) = [g for g in report.groups if g.kind == "async_inflight"]
     assert group.example.space == "shared"
+
+
+def test_a_cluster_s_blocks_read_the_bytes_their_peer_wrote(tmp_path):
+    """On an H200 the API reports block rank 1's accesses to its own shared memory
+    at shared::cluster addresses (0x1000000 up); the tool takes each apart into its
+    owner and the offset in the owner's window, so block b's reads through
+    map_shared_rank name exactly the bytes block 1 - b wrote."""
+    import pyarrow.ipc as ipc
+
+    _, out = checked("hopper-cluster-sync", tmp_path)
+    t = ipc.open_file(out).read_all().to_pydict()
+    shared = [
+        (op, block, peer, addr)
+        for op, block, peer, addr, space in zip(
+            t["op"], t["block"], t["peer"], t["addr"], t["space"]
+        )
+        if space == 1 and op in (0, 1)
+    ]
+    written = {(peer, addr) for op, block, peer, addr in shared if op == 1}
+    read = {(peer, addr) for op, block, peer, addr in shared if op == 0}
+    assert all(peer == block for op, block, peer, _ in shared if op == 1)
+    assert all(peer == 1 - block for op, block, peer, _ in shared if op == 0)
+    assert len(written) == 256 and read == written
+    assert all(0x400 <= addr < 0x600 for _, addr in written)
 
 
 def test_an_mbarrier_init_without_a_count_is_refused(tmp_path):

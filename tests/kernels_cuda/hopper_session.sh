@@ -9,7 +9,7 @@
 #
 #   tests/kernels_cuda/hopper_session.sh [FIXTURE_DIR]
 #
-# Rows (docs/cuda.md says what each is expected to show):
+# Rows (docs/cuda.md gives what each showed on an H200):
 #   hopper-tma-wait / -nowait        warp-specialized tensor-TMA pipeline, with and
 #                                    without the consumers' mbarrier wait (hopper_tma.cu)
 #   hopper-ring-fence / -nofence     bulk-copy ring, with and without fence.proxy.async

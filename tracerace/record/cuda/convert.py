@@ -53,8 +53,11 @@ MMA, ``tcgen05.commit``, ``st.bulk``, ``cp.async.mbarrier.arrive``), bytes
 completing on an mbarrier (bulk copies into shared memory, multicast or not,
 bulk reductions into shared memory, ``st.async``, ``red.async``: the API
 does not report the ``expect_tx`` bytes a phase waits for), a cluster record
-in a launch without cluster dimensions, a rank outside the cluster, and an
-mbarrier wait that returned before any phase of its barrier completed.
+in a launch without cluster dimensions (but for a bulk copy naming only its
+issuer's shared memory: the driver reports none for a launch without
+clusters), a rank outside the cluster, an mbarrier action on another block's
+mbarrier, and an mbarrier wait that returned before any phase of its barrier
+completed.
 """
 
 from __future__ import annotations
@@ -80,6 +83,7 @@ from .stream import (
     BULK_MBARRIER,
     BULK_NAMES,
     BULK_WARP_UNIFORM,
+    PEER_MBARRIER,
     RANK_SHIFT,
     RECORD_DTYPE,
     UNFOLLOWED_NAMES,
@@ -569,9 +573,16 @@ class Sites:
 
 
 def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
-    """Fail on the first record tracerace cannot express, naming it, the kernel and the site."""
+    """Fail on the first record tracerace cannot express, naming it, the kernel and the site:
+    an unfollowed instruction, an access in an unknown space, or an mbarrier action on
+    another block's mbarrier."""
     kind, aux = rec["kind"], rec["aux"]
-    bad = (kind == Kind.UNFOLLOWED) | ((kind == Kind.ACCESS) & (rec["space"] > Space.LOCAL))
+    peer_mbarrier = (kind == Kind.MBARRIER) & ((rec["flags"] & PEER_MBARRIER) != 0)
+    bad = (
+        (kind == Kind.UNFOLLOWED)
+        | ((kind == Kind.ACCESS) & (rec["space"] > Space.LOCAL))
+        | peer_mbarrier
+    )
     hits = np.flatnonzero(bad)
     if not len(hits):
         return
@@ -579,6 +590,11 @@ def refuse_unfollowed(rec, index, launches, launch_of, path, site_of) -> None:
     launch = launches[int(launch_of[i])]
     if kind[i] == Kind.UNFOLLOWED:
         what = UNFOLLOWED_NAMES.get(int(aux[i]), f"Sanitizer instruction {int(aux[i])}")
+    elif peer_mbarrier[i]:
+        what = (
+            f"an mbarrier action on the mbarrier of block rank {int(rec['space'][i])} "
+            "of its cluster (a shared::cluster mbarrier)"
+        )
     else:
         what = f"an access in memory space {int(rec['space'][i])}"
     raise TraceError(
@@ -794,7 +810,8 @@ def cluster_ranks(rec: np.ndarray) -> list[tuple[np.ndarray, str]]:
 
 def refuse_cluster(rec, index, launches, launch_of, clusters: Clusters, path, site_of) -> None:
     """Fail on the first record that names the cluster in a launch whose cluster
-    dimensions the stream does not give, that names a block outside its cluster,
+    dimensions the stream does not give (a bulk copy naming only its issuer's
+    shared memory excepted), that names a block outside its cluster,
     that reads another block's shared memory where PTX allows only the issuer's,
     or that completes bytes on an mbarrier (whose expected transaction bytes the
     API does not report)."""
@@ -803,8 +820,13 @@ def refuse_cluster(rec, index, launches, launch_of, clusters: Clusters, path, si
     if not picked.any():
         return
     lid = np.where(picked, launch_of, 0)
-    unknown = picked & ~clusters.known[lid]
     ranks = cluster_ranks(rec)
+    # A launch the driver gave no cluster dimensions for (on an H200, every launch
+    # without clusters) may still hold bulk copies: a BULK record whose shared
+    # sides all name rank 0 names the issuing block's own memory (its source is
+    # always the issuer's), whatever the cluster's size, so it needs none.
+    own_only = (kind == Kind.BULK) & np.all([(r == -1) | (r == 0) for r, _ in ranks], axis=0)
+    unknown = picked & ~clusters.known[lid] & ~own_only
     own = np.zeros(len(rec), dtype=np.int64)
     size = clusters.blocks[lid]
     outside = np.zeros(len(rec), dtype=bool)

@@ -54,6 +54,8 @@ READS = (1, 2)
 """The stream versions this reader converts."""
 RANK_SHIFT = 32
 """Where a cluster address keeps the owning block's rank."""
+PEER_MBARRIER = 1
+"""MBARRIER flags: the action is on another block's mbarrier (its rank in ``space``)."""
 HEADER_DTYPE = np.dtype(
     [("magic", "S8"), ("version", "<u2"), ("record_size", "<u2"), ("reserved", "<u4")]
 )
@@ -108,8 +110,10 @@ class Kind(IntEnum):
     # size
     CP_COMMIT = 21  # cp.async.commit_group / pipeline commit
     CP_WAIT = 22  # arg: groups left pending (0: all complete)
-    MBARRIER = 23  # aux: Sanitizer_CudaBarrierInstructionKind; addr: the mbarrier;
-    # arg: the action's data (init: expected arrivals; arrive: count)
+    MBARRIER = 23  # aux: Sanitizer_CudaBarrierInstructionKind; addr: the mbarrier
+    # (the offset in its block's shared window); arg: the action's data (init:
+    # expected arrivals; arrive: count); flags: PEER_MBARRIER when the mbarrier is
+    # another block's of the cluster, space then its rank
     UNFOLLOWED = 24  # aux: Sanitizer_InstructionId of an instruction tracerace cannot
     # express (ldmatrix, wgmma, tcgen05.commit, ...); addr, addr2, arg: its
     # first operands
@@ -521,9 +525,21 @@ class StreamWriter:
     def cp_wait(self, block, thread, groups=0, pc=0) -> None:
         self.record(Kind.CP_WAIT, block=block, thread=thread, arg=groups, pc=pc)
 
-    def mbarrier(self, block, thread, action: int, addr: int, data: int = 0, pc=0) -> None:
+    def mbarrier(
+        self, block, thread, action: int, addr: int, data: int = 0, pc=0, peer: int | None = None
+    ) -> None:
+        """An mbarrier action; ``peer``: the rank of the block whose mbarrier it is,
+        when not the issuer's."""
         self.record(
-            Kind.MBARRIER, block=block, thread=thread, aux=action, addr=addr, arg=data, pc=pc
+            Kind.MBARRIER,
+            block=block,
+            thread=thread,
+            aux=action,
+            addr=addr,
+            arg=data,
+            pc=pc,
+            flags=0 if peer is None else PEER_MBARRIER,
+            space=0 if peer is None else peer,
         )
 
     def cluster_arrive(self, block, thread, pc=0) -> None:

@@ -38,8 +38,9 @@ enum Kind : uint8_t {
 struct Record {
     uint8_t kind;
     uint8_t space;    // ACCESS: 0 global, 1 shared, 2 local; LAUNCH: cluster x;
+                      // MBARRIER with kPeerMbarrier: the owner's rank;
                       // BULK: multicast ctaMask bits 0-7
-    uint8_t flags;    // ACCESS, PEER_ACCESS: Sanitizer_DeviceMemoryFlags; BARRIER:
+    uint8_t flags;    // ACCESS, PEER_ACCESS: Sanitizer_DeviceMemoryFlags; MBARRIER: kPeerMbarrier; BARRIER:
                       // Sanitizer_BarrierFlags; LAUNCH: cluster y; BULK: ctaMask bits 8-15
     uint8_t aux;      // MBARRIER: the action; UNFOLLOWED, BULK: the Sanitizer_InstructionId;
                       // LAUNCH: cluster z
@@ -56,6 +57,10 @@ static_assert(sizeof(Record) == 48, "Record is 48 bytes");
 // A shared::cluster address in a record: the owning block's rank in the
 // cluster in bits 32-39, the offset in that block's shared window below.
 constexpr int kRankShift = 32;
+
+// MBARRIER flags: the mbarrier is another block's of the cluster, whose rank is
+// in space (the record's addr is the offset in that block's window).
+constexpr uint8_t kPeerMbarrier = 1;
 
 // What the patches receive as userdata: the launch's device buffer.
 struct DeviceBuffer {

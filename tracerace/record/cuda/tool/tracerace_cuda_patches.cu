@@ -36,6 +36,35 @@ static __device__ __forceinline__ Record* reserve(void* userdata, uint8_t kind, 
     return r;
 }
 
+// A shared::cluster address (what the bulk copy, async store and remote access
+// callbacks report) as the record holds it: the owning block's rank in the
+// cluster << kRankShift | the offset in that block's shared window.
+// getctarank names the block; mapa of offset 0 gives the start of its window.
+// Before sm_90 there are no clusters: the address is the block's own offset.
+static __device__ __forceinline__ uint64_t cluster_address(uint32_t address)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t rank, base;
+    asm volatile("getctarank.shared::cluster.u32 %0, %1;" : "=r"(rank) : "r"(address));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(base) : "r"(0u), "r"(rank));
+    return static_cast<uint64_t>(rank) << tracerace::kRankShift | (address - base);
+#else
+    return address;
+#endif
+}
+
+// The executing block's rank in its cluster (0 outside a cluster, and before sm_90).
+static __device__ __forceinline__ uint32_t own_rank()
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    uint32_t rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+#else
+    return 0;
+#endif
+}
+
 static __device__ __forceinline__ SanitizerPatchResult access(
     void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, uint8_t space)
 {
@@ -54,10 +83,25 @@ extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_global_access(
     return access(userdata, pc, ptr, size, flags, 0);
 }
 
+// In a cluster launch the API reports a block's shared accesses as shared::cluster
+// addresses (on an H200, block rank 1's own buffer at 0x1000000 and up), so the
+// address is taken apart as the remote callback's is: an access to the block's
+// own window is an ACCESS at the offset, one to a peer's a PEER_ACCESS.
 extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_shared_access(
     void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void*)
 {
-    return access(userdata, pc, ptr, size, flags, 1);
+    const uint64_t where = cluster_address(static_cast<uint32_t>(reinterpret_cast<uint64_t>(ptr)));
+    const uint32_t rank = static_cast<uint32_t>(where >> tracerace::kRankShift);
+    if (rank == own_rank())
+        return access(userdata, pc, reinterpret_cast<void*>(where & 0xFFFFFFFFu), size, flags, 1);
+    if (Record* r = reserve(userdata, tracerace::PEER_ACCESS, pc)) {
+        r->flags = static_cast<uint8_t>(flags);
+        r->size = size;
+        r->addr = where & 0xFFFFFFFFu;
+        r->arg = rank;
+        r->addr2 = reinterpret_cast<uint64_t>(ptr);
+    }
+    return SANITIZER_PATCH_SUCCESS;
 }
 
 extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_local_access(
@@ -96,7 +140,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_memcpy_async(
     void* userdata, uint64_t pc, void* src, uint32_t dst, uint32_t size)
 {
     if (Record* r = reserve(userdata, tracerace::CP_ASYNC, pc)) {
-        r->addr = dst;
+        r->addr = cluster_address(dst) & 0xFFFFFFFFu;  // always the issuer's own window
         r->addr2 = reinterpret_cast<uint64_t>(src);
         r->size = size;
     }
@@ -122,28 +166,17 @@ extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_cuda_barrier(
     void* userdata, uint64_t pc, void* barrier, uint32_t kind, uint32_t data)
 {
     if (Record* r = reserve(userdata, tracerace::MBARRIER, pc)) {
+        const uint64_t where = cluster_address(static_cast<uint32_t>(reinterpret_cast<uint64_t>(barrier)));
+        const uint32_t rank = static_cast<uint32_t>(where >> tracerace::kRankShift);
         r->aux = static_cast<uint8_t>(kind);
-        r->addr = reinterpret_cast<uint64_t>(barrier);
+        r->addr = where & 0xFFFFFFFFu;
         r->arg = data;
+        if (rank != own_rank()) {  // a peer's mbarrier (shared::cluster): the converter refuses it
+            r->flags = tracerace::kPeerMbarrier;
+            r->space = static_cast<uint8_t>(rank);
+        }
     }
     return SANITIZER_PATCH_SUCCESS;
-}
-
-// A shared::cluster address (what the bulk copy, async store and remote access
-// callbacks report) as the record holds it: the owning block's rank in the
-// cluster << kRankShift | the offset in that block's shared window.
-// getctarank names the block; mapa of offset 0 gives the start of its window.
-// Before sm_90 there are no clusters: the address is the block's own offset.
-static __device__ __forceinline__ uint64_t cluster_address(uint32_t address)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    uint32_t rank, base;
-    asm volatile("getctarank.shared::cluster.u32 %0, %1;" : "=r"(rank) : "r"(address));
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(base) : "r"(0u), "r"(rank));
-    return static_cast<uint64_t>(rank) << tracerace::kRankShift | (address - base);
-#else
-    return address;
-#endif
 }
 
 // Instructions tracerace cannot express: recorded so that the converter

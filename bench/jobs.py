@@ -22,6 +22,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -42,15 +43,62 @@ def child(path: str, jobs: int) -> dict:
             tiny = Path(tmp) / "tiny.arrow"
             write_table(tiny, _tiny())
             tracerace.check(str(tiny), jobs=jobs)
+    sampler = ThreadTimes()
+    cpu0 = time.process_time()
     t0 = time.perf_counter()
+    sampler.start()
     report = tracerace.check(path, jobs=jobs)
     seconds = time.perf_counter() - t0
+    cpu = time.process_time() - cpu0
+    busiest = sampler.stop()
     return {
         "seconds": seconds,
         "events": report.events,
         "findings": int(report.total),
         "process_max_rss_bytes": _max_rss_bytes(),
+        "cores_busy": cpu / seconds,
+        "busiest_thread": busiest / seconds if busiest is not None else None,
     }
+
+
+class ThreadTimes(threading.Thread):
+    """The CPU seconds of the process's busiest thread during a check, from
+    ``/proc/self/task/*/stat`` read every 50 ms (Linux; None elsewhere). With
+    ``cores_busy`` it tells a serial stage (one thread near 1.0, the others
+    waiting) from work spread over every shard."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        self.first: dict[str, float] = {}
+        self.last: dict[str, float] = {}
+        self.done = threading.Event()
+
+    def read(self) -> dict[str, float]:
+        times = {}
+        for task in Path("/proc/self/task").glob("*"):
+            try:
+                fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # the thread ended
+            times[task.name] = (int(fields[11]) + int(fields[12])) / self.tick
+        return times
+
+    def run(self) -> None:
+        while not self.done.wait(0.05):
+            self.last.update(self.read())  # a thread started since counts from 0
+
+    def start(self) -> None:
+        if Path("/proc/self/task").is_dir():
+            self.first = self.read()
+            super().start()
+
+    def stop(self) -> float | None:
+        if not self.is_alive():
+            return None
+        self.done.set()
+        self.join()
+        return max((t - self.first.get(tid, 0.0) for tid, t in self.last.items()), default=0.0)
 
 
 def run_one(path: Path, jobs: int) -> dict:
@@ -93,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data-dir", default=str(DEFAULT_DATA), help="trace cache directory")
     parser.add_argument("--compression", default="none", choices=("lz4", "zstd", "none"))
     parser.add_argument("--out", default=None, help="results JSON to merge into")
+    parser.add_argument(
+        "--plot", default=None, help="speedup curve PNG of the --out file (needs matplotlib)"
+    )
     parser.add_argument("--child", nargs=2, metavar=("PATH", "JOBS"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -109,6 +160,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(
         f"{'workload':<10} {'size':>6} {'jobs':>4} {'events/s':>12} {'speedup':>8} {'peak RSS':>10}"
+        f" {'cores':>6} {'busiest':>7}"
     )
     for name in names:
         for label, n in sizes:
@@ -122,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                 rate = events / seconds
                 base = base or rate
                 rss = max(r["process_max_rss_bytes"] for r in runs)
+                cores = statistics.median(r["cores_busy"] for r in runs)
+                busiest = [r["busiest_thread"] for r in runs if r["busiest_thread"] is not None]
+                top = statistics.median(busiest) if busiest else None
                 results.setdefault(name, {}).setdefault(label, {})[str(j)] = {
                     "events": events,
                     "seconds": seconds,
@@ -129,10 +184,13 @@ def main(argv: list[str] | None = None) -> int:
                     "speedup": rate / base,
                     "peak_rss_bytes": rss,
                     "findings": runs[0]["findings"],
+                    "cores_busy": cores,
+                    "busiest_thread": top,
                 }
+                shown = "-" if top is None else f"{top:.2f}"
                 print(
                     f"{name:<10} {label:>6} {j:>4} {rate:>12,.0f} {rate / base:>7.2f}x "
-                    f"{rss / 2**20:>8.0f}Mi",
+                    f"{rss / 2**20:>8.0f}Mi {cores:>6.2f} {shown:>7}",
                     flush=True,
                 )
     if args.out:
@@ -142,7 +200,34 @@ def main(argv: list[str] | None = None) -> int:
             for label, by_jobs in by_size.items():
                 old.setdefault(name, {}).setdefault(label, {}).update(by_jobs)
         out.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n")
+        if args.plot:
+            plot(old, Path(args.plot))
     return 0
+
+
+def plot(results: dict, path: Path) -> None:
+    """Speedup over the fewest jobs against jobs, one line per workload and size,
+    with the ideal line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    most = 1
+    for name, by_size in sorted(results.items()):
+        for label, by_jobs in sorted(by_size.items()):
+            points = sorted((int(j), r["speedup"]) for j, r in by_jobs.items())
+            most = max(most, points[-1][0])
+            ax.plot(*zip(*points), marker="o", label=f"{name} {label}")
+    ax.plot([1, most], [1, most], color="grey", linestyle=":", label="ideal")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("--jobs (shards)")
+    ax.set_ylabel("events/s over --jobs 1")
+    ax.legend(fontsize="small")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

@@ -29,8 +29,9 @@ from pathlib import Path
 from .run import DEFAULT_DATA, ROOT, ensure_trace, parse_size
 
 
-def child(path: str, jobs: int) -> dict:
-    """(In a fresh process.) One timed check of ``path`` in ``jobs`` shards."""
+def child(path: str, jobs: int, batch_size: int | None = None) -> dict:
+    """(In a fresh process.) One timed check of ``path`` in ``jobs`` shards
+    (``batch_size``: rows a batch, else the reader's default)."""
     import tracerace
 
     from .measure import _max_rss_bytes, _tiny
@@ -47,7 +48,8 @@ def child(path: str, jobs: int) -> dict:
     cpu0 = time.process_time()
     t0 = time.perf_counter()
     sampler.start()
-    report = tracerace.check(path, jobs=jobs)
+    options = {} if batch_size is None else {"batch_size": batch_size}
+    report = tracerace.check(path, jobs=jobs, **options)
     seconds = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     busiest = sampler.stop()
@@ -101,14 +103,15 @@ class ThreadTimes(threading.Thread):
         return max((t - self.first.get(tid, 0.0) for tid, t in self.last.items()), default=0.0)
 
 
-def run_one(path: Path, jobs: int) -> dict:
+def run_one(path: Path, jobs: int, batch_size: int | None = None) -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(
         [str(ROOT)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
     )
     with tempfile.TemporaryFile() as out:
         proc = subprocess.run(
-            [sys.executable, "-m", "bench.jobs", "--child", str(path), str(jobs)],
+            [sys.executable, "-m", "bench.jobs", "--child", str(path), str(jobs)]
+            + ([] if batch_size is None else [str(batch_size)]),
             stdout=out,
             env=env,
             check=False,
@@ -144,10 +147,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--plot", default=None, help="speedup curve PNG of the --out file (needs matplotlib)"
     )
-    parser.add_argument("--child", nargs=2, metavar=("PATH", "JOBS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--batch-size", type=int, default=None, help="rows a batch (default: the reader's)"
+    )
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child[0], int(args.child[1]))))
+        batch = int(args.child[2]) if len(args.child) > 2 else None
+        print(json.dumps(child(args.child[0], int(args.child[1]), batch)))
         return 0
     sizes = [(label, parse_size(label)) for label in args.size.split(",")]
     names = args.workload.split(",")
@@ -168,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
             read_through(path)
             base = None
             for j in jobs:
-                runs = [run_one(path, j) for _ in range(max(1, args.reps))]
+                runs = [run_one(path, j, args.batch_size) for _ in range(max(1, args.reps))]
                 seconds = statistics.median(r["seconds"] for r in runs)
                 events = runs[0]["events"]
                 rate = events / seconds

@@ -177,6 +177,8 @@ def test_jobs_mode_runs(tmp_path):
             str(tmp_path / "data"),
             "--out",
             str(out),
+            "--batch-size",
+            "1024",
         ],
         cwd=ROOT,
         capture_output=True,
@@ -189,6 +191,10 @@ def test_jobs_mode_runs(tmp_path):
     assert set(points) == {"1", "2"}
     assert points["1"]["findings"] == points["2"]["findings"] > 0
     assert points["1"]["speedup"] == 1.0 and points["2"]["events_per_s"] > 0
+    for point in points.values():  # CPU seconds over wall seconds
+        assert point["cores_busy"] > 0
+        if sys.platform == "linux":  # the busiest thread, from /proc/self/task
+            assert 0 <= point["busiest_thread"] <= point["cores_busy"] + 0.05
 
 
 def test_read_once_reads_each_word_once_and_reports_state_per_granule(tmp_path):

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tracerace.trace.meta import TraceMeta
 from tracerace.trace.ops import Op
+from tracerace.trace.reader import Batch
 from tracerace.trace.schema import COLUMNS, DEFAULT_BLOCK
 
 
@@ -28,13 +27,6 @@ def columns(events: list[dict]) -> dict[str, np.ndarray]:
     return out
 
 
-@dataclass
-class SimpleBatch:
-    row0: int
-    n: int
-    cols: dict
-
-
 class SimpleReader:
     """Stands in for a TraceReader over in-memory columns, split into batches."""
 
@@ -52,7 +44,7 @@ class SimpleReader:
     def __iter__(self):
         bounds = [0] + self.splits + [self.n]
         for lo, hi in zip(bounds, bounds[1:]):
-            yield SimpleBatch(
+            yield Batch(
                 lo, hi - lo, {k: np.ascontiguousarray(v[lo:hi]) for k, v in self.cols.items()}
             )
 

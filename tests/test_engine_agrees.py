@@ -200,6 +200,34 @@ def test_global_accesses_lists_the_rows_that_prefetch():
     assert got.tolist() == [0, 3, 6]
 
 
+def test_the_shards_of_a_batch_share_its_global_accesses_and_keep_their_own():
+    """A batch's global accesses are listed once for all the shards that
+    replay it (``Batch.once``); each shard keeps its own on a copy, so the
+    list the next shard starts from is whole."""
+    events = [dict(op=int(Op.WRITE), space=0, addr=a << 20, size=4) for a in range(64)]
+    for k, e in enumerate(events):
+        e.update(ts=k, launch=0, block=0, thread=0)
+    (batch,) = SimpleReader(columns(events))
+    owned = [global_accesses(batch, EngineState(shard=(k, 2)).sv).tolist() for k in range(2)]
+    assert owned[0] and owned[1]  # 64 stretches 1 MiB apart: each shard owns some
+    assert sorted(owned[0] + owned[1]) == list(range(64))
+    assert global_accesses(batch).tolist() == list(range(64))
+    assert global_accesses(batch) is global_accesses(batch)  # computed once
+
+
+def test_a_batch_computes_a_derived_value_once():
+    event = dict(op=int(Op.READ), ts=0, launch=0, block=0, thread=0, space=0, addr=0, size=4)
+    (batch,) = SimpleReader(columns([event]))
+    calls = []
+
+    def count(cols):
+        calls.append(1)
+        return False  # a falsy value is kept too
+
+    assert batch.once("x", count) is False and batch.once("x", count) is False
+    assert len(calls) == 1
+
+
 # The generator reaches the memory-model cases whose rules are subtle (the
 # macros of tracegen): each reason below is found in some generated trace,
 # on which the two checkers then agree.

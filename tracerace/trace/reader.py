@@ -29,7 +29,8 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -100,9 +101,21 @@ class Batch:
     row0: int
     n: int
     cols: dict[str, np.ndarray]
+    derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    """Values computed from the columns, kept by name (:meth:`once`)."""
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.cols[name]
+
+    def once(self, name: str, compute: Callable[[dict[str, np.ndarray]], Any]) -> Any:
+        """``compute(cols)``, computed once per batch: the shards of a check
+        share one batch (``checker.parallel.SharedReader``), and what each
+        would compute from its columns alike is computed by the first. The
+        value is shared: a caller copies it before changing it."""
+        value = self.derived.get(name)
+        if value is None:
+            value = self.derived[name] = compute(self.cols)
+        return value
 
     def __len__(self) -> int:
         return self.n

@@ -118,7 +118,7 @@ def check_trace(
     try:
         with Faulter(st) as faulter:
             for batch, gpos in batches:
-                if len(views) == 1 and _fences_some_memory(batch.cols):
+                if len(views) == 1 and batch.once("fences_some_memory", _fences_some_memory):
                     views.append(st.fork(VIEW_SHARED))
                     st.sv[SV_VIEW] = VIEW_GLOBAL
                 if len(views) == 1:

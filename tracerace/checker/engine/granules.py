@@ -694,9 +694,14 @@ def global_accesses(batch, sv: np.ndarray | None = None) -> np.ndarray:
     memory: the events whose shadow is worth prefetching. With the ``sv`` of
     a shard's state, only those it replays: its atomics and the plain
     accesses whose bytes it owns, in part or whole (``shards``)."""
-    c = batch.cols
-    rows = np.flatnonzero((c["op"] <= O.ATOMIC) & (c["space"] == O.SPACE_GLOBAL))
-    rows = rows.astype(np.int64, copy=False)  # already int64 where intp is
+    rows = batch.once("global_accesses", _global_rows)  # the same for every shard
     if sv is not None and sv[SV_SHARDS] > 1:
+        c = batch.cols
+        rows = rows.copy()  # keep_owned keeps this shard's at the front
         rows = rows[: keep_owned(rows, c["op"], c["addr"], c["size"], sv)]
     return rows
+
+
+def _global_rows(c: dict[str, np.ndarray]) -> np.ndarray:
+    rows = np.flatnonzero((c["op"] <= O.ATOMIC) & (c["space"] == O.SPACE_GLOBAL))
+    return rows.astype(np.int64, copy=False)  # already int64 where intp is

@@ -83,6 +83,20 @@ extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_global_access(
     return access(userdata, pc, ptr, size, flags, 0);
 }
 
+// A PEER_ACCESS record: an access at ``where`` (cluster_address of ``ptr``).
+static __device__ __forceinline__ SanitizerPatchResult peer_access(
+    void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, uint64_t where)
+{
+    if (Record* r = reserve(userdata, tracerace::PEER_ACCESS, pc)) {
+        r->flags = static_cast<uint8_t>(flags);
+        r->size = size;
+        r->addr = where & 0xFFFFFFFFu;
+        r->arg = where >> tracerace::kRankShift;
+        r->addr2 = reinterpret_cast<uint64_t>(ptr);
+    }
+    return SANITIZER_PATCH_SUCCESS;
+}
+
 // In a cluster launch the API reports a block's shared accesses as shared::cluster
 // addresses (on an H200, block rank 1's own buffer at 0x1000000 and up), so the
 // address is taken apart as the remote callback's is: an access to the block's
@@ -94,14 +108,7 @@ extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_shared_access(
     const uint32_t rank = static_cast<uint32_t>(where >> tracerace::kRankShift);
     if (rank == own_rank())
         return access(userdata, pc, reinterpret_cast<void*>(where & 0xFFFFFFFFu), size, flags, 1);
-    if (Record* r = reserve(userdata, tracerace::PEER_ACCESS, pc)) {
-        r->flags = static_cast<uint8_t>(flags);
-        r->size = size;
-        r->addr = where & 0xFFFFFFFFu;
-        r->arg = rank;
-        r->addr2 = reinterpret_cast<uint64_t>(ptr);
-    }
-    return SANITIZER_PATCH_SUCCESS;
+    return peer_access(userdata, pc, ptr, size, flags, where);
 }
 
 extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_local_access(
@@ -199,15 +206,8 @@ static __device__ __forceinline__ SanitizerPatchResult unfollowed(
 extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_remote_shared_access(
     void* userdata, uint64_t pc, void* ptr, uint32_t size, uint32_t flags, const void*)
 {
-    if (Record* r = reserve(userdata, tracerace::PEER_ACCESS, pc)) {
-        const uint64_t where = cluster_address(static_cast<uint32_t>(reinterpret_cast<uint64_t>(ptr)));
-        r->flags = static_cast<uint8_t>(flags);
-        r->size = size;
-        r->addr = where & 0xFFFFFFFFu;
-        r->arg = where >> tracerace::kRankShift;
-        r->addr2 = reinterpret_cast<uint64_t>(ptr);
-    }
-    return SANITIZER_PATCH_SUCCESS;
+    const uint64_t where = cluster_address(static_cast<uint32_t>(reinterpret_cast<uint64_t>(ptr)));
+    return peer_access(userdata, pc, ptr, size, flags, where);
 }
 
 extern "C" __device__ __noinline__ SanitizerPatchResult tracerace_cluster_arrive(

@@ -37,8 +37,9 @@ free -g | head -n2
 numba.__version__, 'numpy', numpy.__version__, 'pyarrow', pyarrow.__version__)"
 
 # The curve's traces and the shards' kernels, while the GPU session runs.
-[ "${CURVE:-1}" = 1 ] && (
-  "$py" - <<'EOF'
+prepare=
+if [ "${CURVE:-1}" = 1 ]; then
+  "$py" - >"$out/prepare.txt" 2>&1 <<'EOF' &
 import sys
 from pathlib import Path
 from bench.run import ensure_trace
@@ -54,9 +55,8 @@ tracerace.check("/tmp/tiny.arrow", jobs=1)
 tracerace.check("/tmp/tiny.arrow", jobs=2)
 print("curve inputs ready", file=sys.stderr)
 EOF
-) >"$out/prepare.txt" 2>&1 &
-prepare=$!
-[ "${CURVE:-1}" = 1 ] || prepare=
+  prepare=$!
+fi
 
 echo "== Hopper session ($((SECONDS - start)) s)"
 TRACERACE_GPU_WORK=$work TRACERACE_GPU_BUDGET=${HOPPER_BUDGET:-300} \

@@ -7,6 +7,7 @@ import numpy as np
 from tracerace.trace.meta import TraceMeta
 from tracerace.trace.ops import Op
 from tracerace.trace.reader import Batch
+from tracerace.trace.rows import RowFields
 from tracerace.trace.schema import COLUMNS, DEFAULT_BLOCK
 
 
@@ -40,13 +41,16 @@ class SimpleReader:
         self.n = len(cols["op"])
         self.splits = sorted(set(s for s in (splits or []) if 0 < s < self.n))
         self.meta = meta or TraceMeta(path="test.arrow", num_rows=self.n)
+        self.rows = RowFields(None, in_memory=True)  # a TraceReader's rows, by number
 
     def __iter__(self):
         bounds = [0] + self.splits + [self.n]
         for lo, hi in zip(bounds, bounds[1:]):
-            yield Batch(
+            batch = Batch(
                 lo, hi - lo, {k: np.ascontiguousarray(v[lo:hi]) for k, v in self.cols.items()}
             )
+            self.rows.note(batch)
+            yield batch
 
 
 class Trace:

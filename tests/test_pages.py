@@ -26,9 +26,8 @@ from tracerace.checker.engine.layout import (
     IV_HI,
     IV_LO,
     IV_REGION,
-    K_ADDR,
-    K_SIZE_SITE,
     N_LINK,
+    N_ROW,
     SV_IV_N,
     SV_LAUNCH,
     slot_fields,
@@ -60,21 +59,23 @@ def runs(st: engine.EngineState) -> list[tuple[int, int, int]]:
 
 
 def run_nodes(st: engine.EngineState, region: int, lo: int) -> list[tuple[int, int]]:
-    """(addr, size) of the accesses the lists of the run at ``lo`` hold."""
-    g, nodes, cold = slot_fields(st.arrays["gran"]), st.arrays["nodes"], st.arrays["cold"]
+    """(addr, size) of the accesses the lists of the run at ``lo`` hold (their
+    rows' in the trace: a node keeps its row)."""
+    g, nodes = slot_fields(st.arrays["gran"]), st.arrays["nodes"]
     slot = np.flatnonzero(
         ~g["empty"]
         & (g["region"] == (region | PAGE_REGION))
         & (g["index"] == lo)
         & (g["launch"] == st.sv[SV_LAUNCH])
     )
-    out = []
+    rows = []
     for col in ("writes", "reads"):
         x = int(g[col][slot[0]])
         while x >= 0:
-            out.append((int(cold[x, K_ADDR]), int(cold[x, K_SIZE_SITE]) & 0xFFFFFFFF))
+            rows.append(int(nodes[x, N_ROW]))
             x = int(nodes[x, N_LINK] >> 32)
-    return out
+    got = st.rows.take(np.array(rows, dtype=np.int64))
+    return [(int(a), int(n)) for a, n in zip(got["addr"], got["size"])]
 
 
 def granules_with_lists(st: engine.EngineState) -> int:

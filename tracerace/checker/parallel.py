@@ -306,6 +306,8 @@ class SharedReader:
     def __init__(self, reader: Any, shards: int, depth: int = 2) -> None:
         self.reader = reader
         self.meta = reader.meta
+        self.rows = reader.rows
+        self.rows.keep()  # before the thread reads the first batch
         self._queues: list[queue.Queue] = [queue.Queue(maxsize=depth) for _ in range(shards)]
         self._open = [True] * shards
         self._stop = threading.Event()
@@ -392,6 +394,7 @@ class _SharedView:
 
     def __init__(self, shared: SharedReader, k: int) -> None:
         self.meta = shared.meta
+        self.rows = shared.rows
         self._shared = shared
         self._k = k
 

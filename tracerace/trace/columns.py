@@ -20,6 +20,7 @@ import pyarrow as pa
 from .meta import TraceMeta
 from .ops import ADDRESSED_OPS, COPY_OPS, OP_CODES, UNCHECKED_OPS, Op, Proxy, Scope, Sem, Space
 from .schema import (
+    COLUMN_BY_NAME,
     COLUMN_NAMES,
     COLUMNS,
     DEFAULT_BLOCK,
@@ -129,6 +130,22 @@ def convert_record(record: pa.RecordBatch) -> tuple[dict[str, np.ndarray], list]
         values.flags.writeable = False
         cols[col.name] = values
     return {name: cols[name] for name in COLUMN_NAMES}, problems
+
+
+def convert_columns(record: pa.RecordBatch, names: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """Columns ``names`` of ``record`` (none defaulting to ``block``) as
+    :func:`convert_record` gives them, for rows it has checked already."""
+    index = {name: i for i, name in enumerate(record.schema.names)}
+    cols: dict[str, np.ndarray] = {}
+    for name in names:
+        col = COLUMN_BY_NAME[name]
+        assert col.default != DEFAULT_BLOCK
+        i = index.get(name)
+        if i is None:
+            cols[name] = _default_column(col, record.num_rows, cols)
+        else:
+            cols[name] = _column_values(col, record.column(i), cols)[0]
+    return cols
 
 
 def _default_column(col: Column, n: int, cols: dict[str, np.ndarray]) -> np.ndarray:

@@ -47,6 +47,8 @@ from .columns import (
 )
 from .header import OLDEST_VERSION, check_schema, one_line, parse_buffer, parse_metadata
 from .meta import TraceMeta
+from .rows import FIELDS as ROW_FIELDS
+from .rows import RowFields
 from .schema import COLUMN_BY_NAME
 
 __all__ = [
@@ -163,6 +165,7 @@ class TraceReader:
         before_batch: Callable[[], None] | None = None,
         diagnose: Callable[[int], tuple[str, BaseException] | None] | None = None,
         source_bytes: int | None = None,
+        read_raw: Callable[[int], pa.RecordBatch] | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
@@ -180,6 +183,9 @@ class TraceReader:
         column that fails and its error, or None (files only)."""
         self._source_bytes = source_bytes
         self._closed = False
+        self.rows = RowFields(read_raw)
+        """The rows handed out, looked up by number (:mod:`.rows`; ``read_raw(k)``:
+        the source's record batch ``k``, where it can be read again there)."""
 
     def __iter__(self) -> Iterator[Batch]:
         if self._closed:
@@ -195,6 +201,7 @@ class TraceReader:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self.rows.close()
             if self._on_close is not None:
                 self._on_close()
 
@@ -217,7 +224,9 @@ class TraceReader:
                 raise self._error(message, rule, row0 + row)
             if checks is not None:
                 checks.advance(cols)
-            yield Batch(row0, record.num_rows, cols)
+            batch = Batch(row0, record.num_rows, cols)
+            self.rows.note(batch)
+            yield batch
             row0 += record.num_rows
 
     def _rechunked(self) -> Iterator[pa.RecordBatch]:
@@ -266,6 +275,7 @@ class TraceReader:
                     record = next(it)
                 except StopIteration:
                     return
+                self.rows.raw_batch(index, rows)
                 rows += record.num_rows
                 index += 1
                 if record.num_rows:
@@ -400,6 +410,7 @@ def _open(source, *, batch_size: int, check_values: bool) -> TraceReader:
             lambda: iter(source.to_batches()),
             batch_size,
             check_values,
+            read_raw=lambda k: source.to_batches()[k],
         )
     if isinstance(source, pa.RecordBatch):
         return _open_arrow(
@@ -409,6 +420,7 @@ def _open(source, *, batch_size: int, check_values: bool) -> TraceReader:
             lambda: iter([source]),
             batch_size,
             check_values,
+            read_raw=lambda k: source,
         )
     if isinstance(source, pa.RecordBatchReader):
         used: list[bool] = []
@@ -438,6 +450,7 @@ def _open_arrow(
     before_batch=None,
     diagnose=None,
     source_bytes=None,
+    read_raw=None,
 ) -> TraceReader:
     meta = replace(parse_metadata(schema, path), num_rows=num_rows)
     check_schema(schema, path)
@@ -452,6 +465,7 @@ def _open_arrow(
         before_batch=before_batch,
         diagnose=diagnose,
         source_bytes=source_bytes,
+        read_raw=read_raw,
     )
 
 
@@ -523,10 +537,13 @@ def _open_path(path: str, batch_size: int, check_values: bool) -> TraceReader:
     )
 
 
-def _open_ipc(source, head: bytes, fail, close, **options) -> TraceReader:
+def _open_ipc(source, head: bytes, fail, close, reopen=None, **options) -> TraceReader:
     """An Arrow IPC file (``head``, its first bytes, says which) or stream,
     each of whose readings starts from ``source()``: a reader that ``close``
-    closes. ``options``: ``_open_arrow``'s (batch size, path, ...)."""
+    closes. ``reopen()``: the file again, read apart from ``source()``'s
+    (default: ``source``), to look rows up in (:mod:`.rows`). ``options``:
+    ``_open_arrow``'s (batch size, path, ...)."""
+    read_raw = None
     try:
         if head.startswith(IPC_FILE_MAGIC):
             container = "file"
@@ -537,6 +554,8 @@ def _open_ipc(source, head: bytes, fail, close, **options) -> TraceReader:
             def batches() -> Iterator[pa.RecordBatch]:
                 r = ipc.open_file(source())
                 return (r.get_batch(i) for i in range(r.num_record_batches))
+
+            read_raw = _batch_reader(reopen or source, schema)
         else:
             container = "stream"
             schema, num_rows = ipc.open_stream(source()).schema, None
@@ -559,11 +578,30 @@ def _open_ipc(source, head: bytes, fail, close, **options) -> TraceReader:
             batches,
             on_close=close,
             diagnose=_column_diagnosis(source, container, schema),
+            read_raw=read_raw,
             **options,
         )
     except TraceError:
         close()
         raise
+
+
+def _batch_reader(
+    source: Callable[[], pa.NativeFile], schema: pa.Schema
+) -> Callable[[int], pa.RecordBatch]:
+    """``read_raw(k)``: record batch ``k`` of the IPC file ``source()``
+    gives, only the columns a report reads of a row (:data:`.rows.FIELDS`)."""
+    options = ipc.IpcReadOptions(
+        included_fields=[i for i, name in enumerate(schema.names) if name in ROW_FIELDS]
+    )
+    opened: list[ipc.RecordBatchFileReader] = []
+
+    def read_raw(k: int) -> pa.RecordBatch:
+        if not opened:
+            opened.append(ipc.open_file(source(), options=options))
+        return opened[0].get_batch(k)
+
+    return read_raw
 
 
 def _column_diagnosis(
@@ -670,6 +708,7 @@ def open_filesystem_trace(
         head,
         fail,
         f.close,
+        reopen=lambda: filesystem.open_input_file(path),
         batch_size=batch_size,
         check_values=True,
         path=name,

@@ -105,6 +105,10 @@ def check_trace(
     take = st.take_rows if raw else st.take_findings
     hand = _same if raw else records
     st.rows_total = reader.meta.num_rows
+    # A finding's earlier access is completed from its row (races.add_earlier_rows).
+    if getattr(reader, "rows", None) is not None:
+        st.rows, st.notes_rows = reader.rows, False
+        st.rows.keep()
     views = [st]
     merged: list[np.ndarray] = []  # findings of two views, merged per batch
     drained: list[np.ndarray] = []  # a full findings pool's, until the batch ends
@@ -213,6 +217,8 @@ def replay_batch(
     findings pool instead of its growth past ``handover_rows`` rows (its
     rows when ``raw``, else records)."""
     c = batch.cols
+    if st.notes_rows:
+        st.rows.note(batch)
     if gpos is None:
         gpos = global_accesses(batch, st.sv)
     cols = Columns(*(c[name] for name in COLUMN_NAMES))

@@ -85,11 +85,12 @@ granule table and its nodes, the fences of the async agents, the candidates,
 the init intervals and the page stamps (``shadow_of`` takes them from
 ``Tables``)."""
 
-Access = namedtuple("Access", "region space owner addr end a epoch t info row ts site size")
+Access = namedtuple("Access", "region space owner addr end a epoch t info row size")
 """One access [addr, end) of ``size`` bytes, every field an int64: its region,
 space and owner, the agent ``a`` that makes it at ``epoch``, the thread ``t``
 whose clock orders it (``a`` itself, or the issuer of a copy), its ``info``
-word (without a mask) and the event's row, ts and site."""
+word (without a mask) and the event's row (a report finds the rest of the
+access there: ``races.add_earlier_rows``)."""
 
 
 @jit_inline
@@ -113,7 +114,7 @@ def shadow_of(t):
 
 
 @jit_inline
-def set_node(nodes, cold, ag, n, nxt, row, a, epoch, addr, size, info, ts, site, t):
+def set_node(nodes, cold, ag, n, nxt, row, a, epoch, info, t):
     """Every field of node ``n``, followed by ``nxt`` in its list: the access
     of agent ``a`` (ordered by thread ``t``, whose barrier position it
     records). ``info`` has no shadow bits and no I_SHADED: the node starts
@@ -122,11 +123,12 @@ def set_node(nodes, cold, ag, n, nxt, row, a, epoch, addr, size, info, ts, site,
     nodes[n, N_EPOCH] = epoch
     nodes[n, N_INFO] = info
     nodes[n, N_ROW] = row
-    # The cold row is written whole, past the caches (see store_row_nt):
-    # a read node's row is rarely read again (only to report it), and a
-    # cp.async pipeline writes one per shared read, ~0.5 GB per 10^7 events,
-    # which used to evict the lists and slots the next accesses need.
-    store_row_nt(cold, n, (addr, (site << 32) | size, ts, ag[t, AG_BARPOS]))
+    # The cold row is written past the caches (see store_row_nt): it is
+    # rarely read again (only to report the node), and a cp.async pipeline
+    # writes one per shared read, which used to evict the lists and slots the
+    # next accesses need. The access's address, size, ts and site are its
+    # row's (``races.offer``).
+    store_row_nt(cold, n, (ag[t, AG_BARPOS],))
 
 
 @jit_inline
@@ -201,7 +203,7 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
     an async-proxy access after a generic-proxy write it may see needs a
     proxy fence; then the access joins the granule's writes or reads."""
     ag, snaps, arena_a, arena_e, sv, nodes, cold, shades, gran, fen, cand, ivs, pst = sh
-    region, space, owner, addr, end, a, epoch, t, info, row, ts, site, size = x
+    region, space, owner, addr, end, a, epoch, t, info, row, size = x
     found = 0
     is_write = (info & I_WRITE) != 0
     reads = not is_write or (info & I_ATOMIC) != 0
@@ -286,11 +288,7 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
             epoch,
             t,
             info | I_AFTER_ALL if after_all else info,
-            addr,
-            size,
             row,
-            ts,
-            site,
             page,
         )
     return found, uninit_lo, uninit_hi
@@ -575,11 +573,7 @@ def record(
     epoch,
     t,
     info,
-    addr,
-    size,
     row,
-    ts,
-    site,
     page,
 ):
     """The access joins the granule's writes or reads (a new node at the head).
@@ -605,11 +599,7 @@ def record(
                     row,
                     a,
                     epoch,
-                    addr,
-                    size,
                     add_mask(info, m),
-                    ts,
-                    site,
                     t,
                 )
                 # Another agent's read ordered before this one: most likely
@@ -637,7 +627,7 @@ def record(
     else:
         nxt = head(gran, slot, HEAD_READS)
         set_head(gran, slot, HEAD_READS, n)
-    set_node(nodes, cold, ag, n, nxt, row, a, epoch, addr, size, add_mask(info, m), ts, site, t)
+    set_node(nodes, cold, ag, n, nxt, row, a, epoch, add_mask(info, m), t)
     if is_write and page < 0:  # a page's written bytes go to an init interval
         add_init(gran, slot, m)
 
@@ -660,7 +650,7 @@ def region_of(space, owner_block, agent, sv):
 
 
 @jit_inline
-def prefetch_ahead(op_c, addr_c, size_c, gpos, k, gran, nodes, cold, gregion):
+def prefetch_ahead(addr_c, size_c, gpos, k, gran, nodes, gregion):
     """Prefetch for the global accesses ahead of the one at ``gpos[k]`` (see
     shadow.PF_FAR): the granule slots of the access ``PF_FAR`` ahead, the
     list heads of the one ``PF_NEAR`` ahead (its slot has arrived by then).
@@ -678,15 +668,7 @@ def prefetch_ahead(op_c, addr_c, size_c, gpos, k, gran, nodes, cold, gregion):
     j = k + PF_NEAR
     if j < gpos.shape[0]:
         e = gpos[j]
-        prefetch_lists(
-            gran,
-            nodes,
-            cold,
-            gregion,
-            np.int64(addr_c[e]),
-            np.int64(size_c[e]),
-            np.int64(op_c[e]) == O.READ,
-        )
+        prefetch_lists(gran, nodes, gregion, np.int64(addr_c[e]), np.int64(size_c[e]))
 
 
 def global_accesses(batch, sv: np.ndarray | None = None) -> np.ndarray:

@@ -125,11 +125,12 @@ N_LINK, N_EPOCH, N_INFO, N_ROW = range(4)
 N_FIELDS = 4
 LINK_AGENT_MASK = 0xFFFFFFFF
 AGENTS_MAX = 1 << 32
-# The cold part, 32 bytes (size and site, both uint32 in the trace, share
-# ``K_SIZE_SITE``: site in the high half; K_BARPOS is the thread's AG_BARPOS
-# at the access). ``set_node`` writes it whole, in this order.
-K_ADDR, K_SIZE_SITE, K_TS, K_BARPOS = range(4)
-K_FIELDS = 4
+# The cold part, 8 bytes: K_BARPOS, the thread's AG_BARPOS at the access,
+# which only replay knows (``races.offer`` reads it). What else a report says
+# of the access (address, size, ts, site) is its row's, looked up in the
+# trace when a finding names it (``tracerace.trace.rows``).
+K_BARPOS = 0
+K_FIELDS = 1
 # The shade, 16 bytes, written only once a node needs it (``I_SHADED``): the
 # agent and epoch of the copy that shadows the node. ``S_AGENT`` packs two
 # fields: that agent (low KS_AGENT_BITS), and the bytes of the node that a
@@ -603,8 +604,6 @@ F_RANK = NF
     C_PREV_BLOCK,
     C_PREV_THREAD,
     C_PREV_OP,
-    C_PREV_TS,
-    C_PREV_SITE,
     C_PREV_ASYNC,
     C_PREV_BARPOS,
     C_SPACE,
@@ -614,8 +613,8 @@ F_RANK = NF
     C_CODE,
     C_AUX,
     C_OBJ,
-) = range(18)
-C_FIELDS = 18
+) = range(16)
+C_FIELDS = 16
 N_KINDS = len(O.HazardKind)  # a candidate row per kind
 
 # Return codes.

@@ -40,9 +40,7 @@ from .layout import (
     C_PREV_BLOCK,
     C_PREV_OP,
     C_PREV_ROW,
-    C_PREV_SITE,
     C_PREV_THREAD,
-    C_PREV_TS,
     C_PW,
     C_SPACE,
     C_VALID,
@@ -82,11 +80,8 @@ from .layout import (
     I_ASYNC,
     I_ATOMIC,
     I_PROXY,
-    K_ADDR,
     K_BARPOS,
     K_FIELDS,
-    K_SIZE_SITE,
-    K_TS,
     KIND_TMA,
     N_EPOCH,
     N_INFO,
@@ -193,16 +188,14 @@ def offer(cand, kind, ag, nodes, cold, fen, x, pw, aw, space, owner, lo_addr, hi
     cand[kind, C_PREV_BLOCK] = ag[xa, AG_BLOCK]
     cand[kind, C_PREV_THREAD] = ag[xa, AG_THREAD]
     cand[kind, C_PREV_OP] = info_op(info)
-    cand[kind, C_PREV_TS] = cold[x, K_TS]
-    cand[kind, C_PREV_SITE] = (cold[x, K_SIZE_SITE] >> 32) & 0xFFFFFFFF
     cand[kind, C_PREV_ASYNC] = 1 if info & I_ASYNC else 0
     cand[kind, C_PREV_BARPOS] = cold[x, K_BARPOS]
     cand[kind, C_SPACE] = space
     cand[kind, C_OWNER] = owner
-    xlo = cold[x, K_ADDR]
-    xhi = xlo + (cold[x, K_SIZE_SITE] & 0xFFFFFFFF)
-    cand[kind, C_LO] = max(xlo, lo_addr)
-    cand[kind, C_HI] = min(xhi, hi_addr)
+    # This access's bytes: the driver keeps those the earlier one touched
+    # too, once it has looked up that one's row (``tracerace.trace.rows``).
+    cand[kind, C_LO] = lo_addr
+    cand[kind, C_HI] = hi_addr
     # What was missing (the reference's ``reason``).
     cand[kind, C_CODE] = 0
     cand[kind, C_AUX] = 0
@@ -292,8 +285,6 @@ def flush_candidates(cand, find, sv, gens, ag, a, row, launch, block, thread, op
         find[k, F_PREV_BLOCK] = cand[kind, C_PREV_BLOCK]
         find[k, F_PREV_THREAD] = cand[kind, C_PREV_THREAD]
         find[k, F_PREV_OP] = cand[kind, C_PREV_OP]
-        find[k, F_PREV_TS] = cand[kind, C_PREV_TS]
-        find[k, F_PREV_SITE] = cand[kind, C_PREV_SITE]
         find[k, F_PREV_ASYNC] = cand[kind, C_PREV_ASYNC]
         find[k, F_PREV_BAR_OBJ] = bar_obj(gens, cand[kind, C_PREV_BARPOS])
         find[k, F_PREV_BAR_GEN] = bar_gen(cand[kind, C_PREV_BARPOS])
@@ -305,8 +296,8 @@ def flush_candidates(cand, find, sv, gens, ag, a, row, launch, block, thread, op
 # ---------------------------------------------------------------------------
 # One access against shadow memory.
 
-# set_node writes a cold row in this order, whole (store_row_nt).
-assert (K_ADDR, K_SIZE_SITE, K_TS, K_BARPOS, K_FIELDS) == (0, 1, 2, 3, 4)
+# set_node writes the cold row whole (store_row_nt).
+assert (K_BARPOS, K_FIELDS) == (0, 1)
 
 
 @jit_inline
@@ -375,6 +366,32 @@ def rows_to_records(rows, at, out):
         rec.prev_bar_gen = row[F_PREV_BAR_GEN]
         rec.code = row[F_CODE]
         rec.aux = row[F_AUX]
+
+
+_EARLIER_ACCESS = np.array([O.K_RAW, O.K_WAR, O.K_WAW, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE])
+"""The kinds whose earlier side is a node's access (``offer``)."""
+
+
+def add_earlier_rows(found: np.ndarray, rows) -> None:
+    """Complete the findings pool's rows ``found`` (with F_RANK) from the
+    rows their earlier accesses were at (``rows``, a
+    :class:`tracerace.trace.rows.RowFields`): the earlier access's ts and
+    site, and the bytes (this access's, from ``offer``) cut to those it
+    touched too, the reference's overlap. A copy's source read (an async
+    agent's read: F_RANK below 2) was at ``addr2``."""
+    at = np.flatnonzero(np.isin(found[:, F_KIND], _EARLIER_ACCESS))
+    if at.shape[0] == 0:
+        return
+    got = rows.take(found[at, F_PREV_ROW])
+    source = (found[at, F_PREV_ASYNC] == 1) & (found[at, F_RANK] < 2)
+    lo = np.where(source, got["addr2"], got["addr"])
+    hi = lo + got["size"]
+    lo = np.maximum(lo, found[at, F_ADDR])
+    hi = np.minimum(hi, found[at, F_ADDR] + found[at, F_SIZE])
+    found[at, F_ADDR] = lo
+    found[at, F_SIZE] = hi - lo
+    found[at, F_PREV_TS] = got["ts"]
+    found[at, F_PREV_SITE] = got["site"]
 
 
 def records(rows: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:

@@ -271,15 +271,7 @@ def _replay_kernel(sharded):
                             gk += 1
                     if not sharded or (gk < gpos.shape[0] and gpos[gk] == i):
                         prefetch_ahead(
-                            c.op,
-                            c.addr,
-                            c.size,
-                            gpos,
-                            gk,
-                            t.gran,
-                            t.nodes,
-                            t.cold,
-                            sv[SV_GLOBAL_REGION],
+                            c.addr, c.size, gpos, gk, t.gran, t.nodes, sv[SV_GLOBAL_REGION]
                         )
                         gk += 1
                 on_access(t, c, i, ev, a, epoch, own)

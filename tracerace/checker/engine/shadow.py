@@ -376,7 +376,7 @@ def prefetch_slots(gran, region, addr, size):
 
 
 @jit_inline
-def prefetch_lists(gran, nodes, cold, region, addr, size, is_read):
+def prefetch_lists(gran, nodes, region, addr, size):
     for g in _prefetch_granules(region, addr, size):
         h = _hash(region, g, gran.shape[0])
         if slot_region(gran, h) == region and gran[h, G_INDEX] == g:  # (never EMPTY's)
@@ -386,8 +386,6 @@ def prefetch_lists(gran, nodes, cold, region, addr, size, is_read):
             r = head(gran, h, HEAD_READS)
             if r >= 0:
                 prefetch_row(nodes, r)
-                if is_read:  # a read that reuses the head rewrites its cold part
-                    prefetch_row(cold, r)
         else:  # the slot is further along its probe sequence
             prefetch_row(gran, (h + PROBE_STEP) & (gran.shape[0] - 1))
 

@@ -9,6 +9,7 @@ from collections import namedtuple
 import numpy as np
 
 from ...trace import badinput
+from ...trace.rows import RowFields
 from .clocks import compact
 from .hashmap import new_table
 from .hashmap import rehash as hm_rehash
@@ -62,7 +63,7 @@ from .pools import (
     SPARSE,
     Sizes,
 )
-from .races import records
+from .races import add_earlier_rows, records
 from .room import ARENA_NEED, PLAIN_NG
 from .shadow import (
     GLOBAL_GRANULE_SHIFT,
@@ -171,6 +172,11 @@ class EngineState:
         self.kernel_calls = 0
         self.rows_done = 0
         self.rows_total: int | None = None
+        self.rows = RowFields(None, in_memory=True)
+        """The trace's rows by number, where a finding's earlier access is
+        looked up (``races.add_earlier_rows``): the reader's (``check_trace``),
+        else the batches ``check.replay_batch`` replays, kept (tests)."""
+        self.notes_rows = True
         # (rows replayed, granules) after each of the last batches.
         self.trend: collections.deque[tuple[int, int]] = collections.deque(maxlen=TREND_BATCHES)
         self.reset_launch(-1)
@@ -393,6 +399,7 @@ class EngineState:
         n = int(self.sv[SV_NFIND])
         out = self.arrays["find"][:n].copy()  # F is FINDING_DTYPE's order
         self.sv[SV_NFIND] = 0
+        add_earlier_rows(out, self.rows)
         return out
 
     def fork(self, view: int) -> EngineState:

@@ -105,6 +105,12 @@ class Batch:
     cols: dict[str, np.ndarray]
     derived: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
     """Values computed from the columns, kept by name (:meth:`once`)."""
+    source: pa.RecordBatch | None = field(default=None, repr=False, compare=False)
+    """The input record batch these rows are a slice of (None: glued from
+    several), from row ``source_row0``: its other rows are looked up there
+    while the batch lives (:mod:`.rows`). It costs no memory of its own: the
+    slice's columns are its buffers."""
+    source_row0: int = 0
 
     def __getitem__(self, name: str) -> np.ndarray:
         return self.cols[name]
@@ -212,7 +218,7 @@ class TraceReader:
         checks = RowChecks(self.meta) if self._check_values else None
         row0 = 0
         released = -RELEASE_ROWS  # the row the last ``before_batch`` came before
-        for record in self._rechunked():
+        for record, source, offset in self._rechunked():
             if self._before_batch is not None and row0 - released >= RELEASE_ROWS:
                 self._before_batch()
                 released = row0
@@ -224,14 +230,15 @@ class TraceReader:
                 raise self._error(message, rule, row0 + row)
             if checks is not None:
                 checks.advance(cols)
-            batch = Batch(row0, record.num_rows, cols)
+            batch = Batch(row0, record.num_rows, cols, source=source, source_row0=row0 - offset)
             self.rows.note(batch)
             yield batch
             row0 += record.num_rows
 
-    def _rechunked(self) -> Iterator[pa.RecordBatch]:
+    def _rechunked(self) -> Iterator[tuple[pa.RecordBatch, pa.RecordBatch | None, int]]:
         """Input record batches cut and glued into batches of at most
-        ``batch_size`` rows.
+        ``batch_size`` rows: (batch, the input record it is a slice of, or
+        None when glued, and the slice's first row in it).
 
         Gluing matters for small inputs: a stream of tiny batches would
         otherwise cost a NumPy round trip per handful of rows. A record of at
@@ -246,9 +253,9 @@ class TraceReader:
         for record in self._raw():
             if record.num_rows >= small:
                 if pieces.rows:
-                    yield pieces.take()
+                    yield pieces.take(), None, 0
                 for offset in range(0, record.num_rows, size):
-                    yield record.slice(offset, size)
+                    yield record.slice(offset, size), record, offset
                 continue
             offset = 0
             while offset < record.num_rows:
@@ -257,9 +264,9 @@ class TraceReader:
                 pieces.add(record if whole else record.slice(offset, take))
                 offset += take
                 if pieces.rows == size:
-                    yield pieces.take()
+                    yield pieces.take(), None, 0
         if pieces.rows:
-            yield pieces.take()
+            yield pieces.take(), None, 0
 
     def _raw(self) -> Iterator[pa.RecordBatch]:
         """The source's own record batches; pyarrow failures become ``not-arrow``,

@@ -8,9 +8,10 @@ those columns for any rows already read, as the reader converted them
 (defaults filled in), so a report is the same as if the engine had kept
 them:
 
-- the batches the reader handed out last are looked at first, while the
-  check still holds them (a race's two accesses are usually close): they
-  are held by weak references, so that no batch lives longer for it;
+- the batches the reader handed out last are looked at first, and the
+  source's record batches they are slices of, while the check still holds
+  them (a race's two accesses are usually close): they are held by weak
+  references, so that no batch lives longer for it;
 - a source that can be read at any record batch (an Arrow IPC file, a
   table) is read again there, only the columns needed;
 - any other source (an IPC stream, a pipe, Parquet, a ``RecordBatchReader``)
@@ -70,7 +71,6 @@ class RowFields:
         self._recent: collections.deque = collections.deque(
             maxlen=None if in_memory else RECENT_BATCHES
         )
-        self._cached: tuple[int, dict[str, np.ndarray]] | None = None
         self._spool: Any = None
         self._spooled = 0
         self._keep = in_memory
@@ -109,7 +109,6 @@ class RowFields:
     def close(self) -> None:
         with self._lock:
             self._recent.clear()
-            self._cached = None
             if self._spool is not None:
                 self._spool.close()
                 self._spool = None
@@ -124,6 +123,7 @@ class RowFields:
             return out
         with self._lock:
             missing = np.ones(rows.shape[0], dtype=bool)
+            sources = {}
             for row0, held in self._recent:
                 batch = held if self._in_memory else held()
                 if batch is None:  # freed
@@ -131,6 +131,13 @@ class RowFields:
                 here = missing & (rows >= row0) & (rows < row0 + batch.n)
                 if here.any():
                     _fill(out, here, batch.cols, rows[here] - row0)
+                    missing &= ~here
+                if batch.source is not None:
+                    sources[batch.source_row0] = batch.source
+            for row0, record in sources.items():  # the input records cut into them
+                here = missing & (rows >= row0) & (rows < row0 + record.num_rows)
+                if here.any():
+                    _fill(out, here, convert_columns(record, FIELDS), rows[here] - row0)
                     missing &= ~here
             if missing.any():
                 if self._read_raw is not None:
@@ -145,17 +152,11 @@ class RowFields:
         starts = np.frombuffer(self._starts, dtype=np.int64)
         # The record batch of each row (rows were handed out: each is in one).
         which = np.searchsorted(starts, rows, side="right") - 1
+        assert self._read_raw is not None
         for k in np.unique(which[missing]):
             here = missing & (which == k)
-            _fill(out, here, self._raw_columns(int(k)), rows[here] - starts[k])
-
-    def _raw_columns(self, k: int) -> dict[str, np.ndarray]:
-        """The :data:`FIELDS` of record batch ``k``, converted (the last one kept)."""
-        if self._cached is None or self._cached[0] != k:
-            assert self._read_raw is not None
-            self._cached = None  # freed before the next is read
-            self._cached = (k, convert_columns(self._read_raw(k), FIELDS))
-        return self._cached[1]
+            cols = convert_columns(self._read_raw(int(k)), FIELDS)  # freed after its rows
+            _fill(out, here, cols, rows[here] - starts[k])
 
     # -- sources read once
 

@@ -77,6 +77,8 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, dst_bits, kind):
             np.int64(dst_bits),
             np.int64(kind),
             ev.row,
+            ev.ts,
+            ev.site,
             ev.op,
             np.int64(c.space[i]),
             np.int64(c.addr[i]),

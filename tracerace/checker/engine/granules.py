@@ -85,12 +85,16 @@ granule table and its nodes, the fences of the async agents, the candidates,
 the init intervals and the page stamps (``shadow_of`` takes them from
 ``Tables``)."""
 
-Access = namedtuple("Access", "region space owner addr end a epoch t info row size")
+Access = namedtuple("Access", "region space owner addr end a epoch t info row ts site size")
 """One access [addr, end) of ``size`` bytes, every field an int64: its region,
 space and owner, the agent ``a`` that makes it at ``epoch``, the thread ``t``
 whose clock orders it (``a`` itself, or the issuer of a copy), its ``info``
 word (without a mask) and the event's row (a report finds the rest of the
-access there: ``races.add_earlier_rows``)."""
+access there: ``races.add_earlier_rows``). ``ts`` and ``site`` are the
+event's too, and no kernel reads them: without them (and without
+``CopyOp``'s) the pipeline benchmark's replay ran ~10% slower, at fewer
+instructions (``bench/README.md``, "A node's report fields read back from
+the trace")."""
 
 
 @jit_inline
@@ -203,7 +207,7 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
     an async-proxy access after a generic-proxy write it may see needs a
     proxy fence; then the access joins the granule's writes or reads."""
     ag, snaps, arena_a, arena_e, sv, nodes, cold, shades, gran, fen, cand, ivs, pst = sh
-    region, space, owner, addr, end, a, epoch, t, info, row, size = x
+    region, space, owner, addr, end, a, epoch, t, info, row, ts, site, size = x
     found = 0
     is_write = (info & I_WRITE) != 0
     reads = not is_write or (info & I_ATOMIC) != 0

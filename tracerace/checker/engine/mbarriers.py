@@ -320,6 +320,8 @@ def on_tma_load(t, c, i, ev, a, epoch):
             dst_bits,
             np.int64(R.INFLIGHT_TMA_LOAD),
             ev.row,
+            ev.ts,
+            ev.site,
             ev.op,
             np.int64(c.space[i]),
             np.int64(c.addr[i]),
@@ -364,6 +366,8 @@ def on_st_async(t, c, i, ev, a, epoch):
                 np.int64(a),
                 np.int64(info),
                 ev.row,
+                ev.ts,
+                ev.site,
                 ev.size,
             ),
         ):

@@ -92,15 +92,16 @@ def access_range(sh, x, lo, hi):
 
 CopyOp = namedtuple(
     "CopyOp",
-    "t ca epoch proxy_bits dst_bits copy_kind row op space addr size space2 addr2 block peer",
+    "t ca epoch proxy_bits dst_bits copy_kind row ts site op space addr size space2 addr2 "
+    "block peer",
 )
 """A copy of ``size`` bytes from (``space2``, ``addr2``; shared memory: of
 ``block``) to (``space``, ``addr``; shared memory: of ``peer``), issued by
 thread ``t`` and made by its copy agent ``ca`` at ``epoch``: ``proxy_bits``
 (``I_PROXY`` or 0), ``dst_bits`` (``info`` bits of the destination write
 alone: a bulk reduction's ``I_ATOMIC`` and scope, else 0), its
-``reasons.INFLIGHT_*`` kind, and the event's row and op. Every field is
-an int64."""
+``reasons.INFLIGHT_*`` kind, and the event's row, ts, site and op (ts and
+site unread, see ``granules.Access``). Every field is an int64."""
 
 
 @jit_leaf
@@ -131,6 +132,8 @@ def copy(sh, cp):
                 t,
                 info,
                 cp.row,
+                cp.ts,
+                cp.site,
                 size,
             ),
         )
@@ -151,6 +154,8 @@ def copy(sh, cp):
                 t,
                 info | I_WRITE | cp.dst_bits,
                 cp.row,
+                cp.ts,
+                cp.site,
                 size,
             ),
         )
@@ -218,7 +223,7 @@ def on_access(t, c, i, ev, a, epoch, own):
         # a shard (``shards``): an access of bytes another shard owns is
         # skipped, and ``access`` takes one that crosses a stretch boundary.
         sh = shadow_of(t)
-        x = Access(region, space, owner, addr, addr + size, a, epoch, a, info, row, size)
+        x = Access(region, space, owner, addr, addr + size, a, epoch, a, info, row, ts, site, size)
         if own == 2 or (
             own == 1 and (covers_page(sv, addr, size) or sv[SV_PAGE_LAUNCH] == sv[SV_LAUNCH])
         ):

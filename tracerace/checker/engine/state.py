@@ -77,9 +77,9 @@ from .shadow import (
 from .shards import STRETCH_PAGES_SHIFT
 
 # With a findings consumer, the findings pool is emptied into records (held
-# until the batch ends) rather than grown past this many rows (14 MiB of int64
+# until the batch ends) rather than grown past this many rows (3.75 MiB of int64
 # fields); ``check_trace(handover_rows=...)`` sets another.
-FIND_HANDOVER_ROWS = 1 << 16
+FIND_HANDOVER_ROWS = 1 << 14
 # The pace of new granules is judged over this many batches.
 TREND_BATCHES = 4
 

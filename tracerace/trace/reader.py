@@ -108,8 +108,10 @@ class Batch:
     source: pa.RecordBatch | None = field(default=None, repr=False, compare=False)
     """The input record batch these rows are a slice of (None: glued from
     several), from row ``source_row0``: its other rows are looked up there
-    while the batch lives (:mod:`.rows`). It costs no memory of its own: the
-    slice's columns are its buffers."""
+    while the batch lives (:mod:`.rows`). Where the columns are views of the
+    record's buffers (the schema's types) it costs no memory of its own;
+    where they were converted, it keeps the record alive as long as the
+    batch."""
     source_row0: int = 0
 
     def __getitem__(self, name: str) -> np.ndarray:

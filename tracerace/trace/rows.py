@@ -137,7 +137,7 @@ class RowFields:
             for row0, record in sources.items():  # the input records cut into them
                 here = missing & (rows >= row0) & (rows < row0 + record.num_rows)
                 if here.any():
-                    _fill(out, here, convert_columns(record, FIELDS), rows[here] - row0)
+                    _fill_from(out, here, record, rows[here] - row0)
                     missing &= ~here
             if missing.any():
                 if self._read_raw is not None:
@@ -155,8 +155,7 @@ class RowFields:
         assert self._read_raw is not None
         for k in np.unique(which[missing]):
             here = missing & (which == k)
-            cols = convert_columns(self._read_raw(int(k)), FIELDS)  # freed after its rows
-            _fill(out, here, cols, rows[here] - starts[k])
+            _fill_from(out, here, self._read_raw(int(k)), rows[here] - starts[k])
 
     # -- sources read once
 
@@ -188,3 +187,9 @@ class RowFields:
 def _fill(out: dict, mask: np.ndarray, cols: dict[str, np.ndarray], at: np.ndarray) -> None:
     for name in FIELDS:
         out[name][mask] = cols[name][at]
+
+
+def _fill_from(out: dict, mask: np.ndarray, record: pa.RecordBatch, at: np.ndarray) -> None:
+    """``_fill`` from rows ``at`` of an input record batch, only those rows
+    converted."""
+    _fill(out, mask, convert_columns(record.take(pa.array(at)), FIELDS), np.arange(at.shape[0]))

@@ -105,10 +105,7 @@ def check_trace(
     take = st.take_rows if raw else st.take_findings
     hand = _same if raw else records
     st.rows_total = reader.meta.num_rows
-    # A finding's earlier access is completed from its row (races.add_earlier_rows).
-    if getattr(reader, "rows", None) is not None:
-        st.rows, st.notes_rows = reader.rows, False
-        st.rows.keep()
+    st.read_rows_from(reader)  # a finding's earlier access (races.add_earlier_rows)
     views = [st]
     merged: list[np.ndarray] = []  # findings of two views, merged per batch
     drained: list[np.ndarray] = []  # a full findings pool's, until the batch ends

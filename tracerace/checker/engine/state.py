@@ -174,8 +174,9 @@ class EngineState:
         self.rows_total: int | None = None
         self.rows = RowFields(None, in_memory=True)
         """The trace's rows by number, where a finding's earlier access is
-        looked up (``races.add_earlier_rows``): the reader's (``check_trace``),
-        else the batches ``check.replay_batch`` replays, kept (tests)."""
+        looked up (``races.add_earlier_rows``): a reader's
+        (:meth:`read_rows_from`), else the batches ``check.replay_batch``
+        replays, kept (a replay by hand: tests, ``bench.kernel``)."""
         self.notes_rows = True
         # (rows replayed, granules) after each of the last batches.
         self.trend: collections.deque[tuple[int, int]] = collections.deque(maxlen=TREND_BATCHES)
@@ -401,6 +402,13 @@ class EngineState:
         self.sv[SV_NFIND] = 0
         add_earlier_rows(out, self.rows)
         return out
+
+    def read_rows_from(self, reader) -> None:
+        """Look a finding's earlier access up in ``reader``'s rows (its
+        :class:`~tracerace.trace.rows.RowFields`) instead of keeping the
+        batches replayed. Called before the reader is iterated."""
+        self.rows, self.notes_rows = reader.rows, False
+        self.rows.keep()
 
     def fork(self, view: int) -> EngineState:
         """A copy of this state that checks ``view``'s memory from now on,

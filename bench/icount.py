@@ -16,9 +16,20 @@ simulated first-level cache misses (slower; the simulated last level is the
 host's, which on this VM holds every benchmark's working set, so its misses
 say little).
 
+``--lines N`` says where the instructions go: the kernels are compiled
+again with line tables (``NUMBA_DEBUGINFO=1``, a cache of its own; the
+counts come out a few percent higher than without), callgrind counts every
+instruction of the replay kernel, and the kernel's object code, read back
+from Numba, maps each one to its source line; it prints the N costliest
+lines and the costliest functions, per event. The access path that
+``replay`` inlines at Numba IR level (``memory.on_access``,
+``granules.granule_range``) keeps its own line numbers but is filed under
+``replay.py``: such a line is the callee's. ``--lines-out FILE`` also writes
+every instruction executed at least once per 20 events, with its count.
+
 Needs ``valgrind`` with its headers (``valgrind/callgrind.h``) and a C
 compiler, for the two-function library that switches instrumentation with
-callgrind's client requests.
+callgrind's client requests; ``--lines`` also needs ``objdump`` and ``nm``.
 """
 
 from __future__ import annotations
@@ -79,6 +90,26 @@ replay(len(batches))
 if lib is not None:
     lib.icount_stop()
 print("rows", sum(b.n for b in batches))
+if len(sys.argv) > 4:  # --lines: the replay kernel's object code and address
+    from tracerace.checker.engine.replay import replay as kernel
+    cres = kernel.overloads[kernel.signatures[0]]
+    name = cres.fndesc.llvm_func_name
+    try:
+        code = cres.library._get_compiled_object()
+    except RuntimeError:  # loaded from the cache: the copy kept on the way in
+        code = OBJECTS[cres.library.name]
+    open(sys.argv[4], "wb").write(code)
+    print("kernel", name, cres.library.get_pointer_to_function(name))
+"""
+
+KEEP_OBJECTS = """
+import numba.core.codegen as _codegen
+OBJECTS = {}
+_set_object = _codegen.CPUCodeLibrary._set_compiled_object
+def _keep_object(self, value):  # Numba drops a cached object once loaded
+    OBJECTS[self.name] = value
+    return _set_object(self, value)
+_codegen.CPUCodeLibrary._set_compiled_object = _keep_object
 """
 
 
@@ -134,6 +165,128 @@ def count(
     return {"rows": rows, **{name: value / rows for name, value in zip(names, totals)}}
 
 
+def lines(trace: str, cache_dir: Path, lib: Path, tmp: Path, top: int, out: str | None) -> None:
+    """Print where the replay kernel's instructions go (``--lines``)."""
+    import ast
+    import collections
+
+    env = dict(
+        os.environ,
+        NUMBA_CPU_NAME="generic",
+        NUMBA_DEBUGINFO="1",
+        NUMBA_CACHE_DIR=str(cache_dir.with_name(cache_dir.name + "-lines")),
+        PYTHONPATH=str(ROOT),
+    )
+    child, obj = KEEP_OBJECTS + CHILD, tmp / "replay.o"
+    args = [trace, "", "0/1", str(obj)]
+    subprocess.run([sys.executable, "-c", child, *args], env=env, check=True, capture_output=True)
+    out_file = tmp / "callgrind.out"
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--dump-instr=yes"]
+    args[1] = str(lib)
+    proc = subprocess.run(
+        [*cmd, f"--callgrind-out-file={out_file}.%p", sys.executable, "-c", child, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"valgrind failed:\n{proc.stderr[-2000:]}")
+    rows = int(re.search(r"^rows (\d+)", proc.stdout, re.M).group(1))
+    name, address = re.search(r"^kernel (\S+) (\d+)", proc.stdout, re.M).groups()
+    [dump] = sorted(tmp.glob("callgrind.out.*.1"))
+    costs = _instruction_costs(dump.read_text())
+    for d in tmp.glob("callgrind.out.*"):
+        d.unlink()
+    symbols = subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True)
+    [offset] = [int(f[0], 16) for f in map(str.split, symbols.stdout.splitlines()) if f[-1] == name]
+    base = int(address) - offset
+    listing = subprocess.run(
+        ["objdump", "-d", "-l", "--no-show-raw-insn", str(obj)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    where: dict[int, str] = {}
+    text: dict[int, str] = {}
+    line = "?"
+    for row in listing.splitlines():
+        m = re.match(r"^(/\S+\.py):(\d+)", row)
+        if m:
+            line = f"{Path(m.group(1)).name}:{m.group(2)}"
+            continue
+        m = re.match(r"^\s+([0-9a-f]+):\s+(.*)$", row)
+        if m:
+            where[int(m.group(1), 16)] = line
+            text[int(m.group(1), 16)] = re.sub(r"<_ZN[^>]*?(\+0x[0-9a-f]+)?>", r"<\1>", m.group(2))
+    per_line: collections.Counter[str] = collections.Counter()
+    for addr, cost in costs.items():
+        if addr - base in where:
+            per_line[where[addr - base]] += cost
+    engine = ROOT / "tracerace" / "checker" / "engine"
+    defs: dict[str, list[tuple[int, int, str]]] = {}
+
+    def function(file_line: str) -> str:
+        file, _, number = file_line.partition(":")
+        if file not in defs:
+            path = engine / file
+            tree = ast.parse(path.read_text()) if path.exists() else ast.Module([], [])
+            defs[file] = [
+                (f.lineno, f.end_lineno or f.lineno, f.name)
+                for f in ast.walk(tree)
+                if isinstance(f, ast.FunctionDef)
+            ]
+        inside = [d for d in defs[file] if number.isdigit() and d[0] <= int(number) <= d[1]]
+        return f"{file}:{max(inside)[2]}" if inside else file
+
+    per_function: collections.Counter[str] = collections.Counter()
+    for file_line, cost in per_line.items():
+        per_function[function(file_line)] += cost
+    kernel = sum(per_line.values())
+    print(f"{Path(trace).name}: {rows} events; replay kernel {kernel / rows:.1f} Ir per event")
+    print("per source line:")
+    for file_line, cost in per_line.most_common(top):
+        print(f"  {cost / rows:8.2f}  {file_line}")
+    print("per function (the lines inside it, wherever inlined):")
+    for fn, cost in per_function.most_common(top):
+        print(f"  {cost / rows:8.2f}  {fn}")
+    if out:
+        with open(out, "w") as f:
+            for offset_ in sorted(where):
+                cost = costs.get(offset_ + base, 0)
+                if cost * 20 >= rows:
+                    f.write(
+                        f"{cost / rows:7.2f} {offset_:7x} {where[offset_]:22s} {text[offset_]}\n"
+                    )
+
+
+def _instruction_costs(text: str) -> dict[int, int]:
+    """Instructions executed per address, from a callgrind dump written with
+    ``--dump-instr=yes`` (positions ``instr line``; a call's inclusive cost,
+    the line after ``calls=``, is left out)."""
+    costs: dict[int, int] = {}
+    positions, last, skip = 1, 0, False
+    for row in text.splitlines():
+        if row.startswith("positions:"):
+            positions = len(row.split()) - 1
+        elif row.startswith("calls="):
+            skip = True
+        elif row and row[0] in "0123456789+-*":
+            fields = row.split()
+            if skip:
+                skip = False
+                continue
+            pos = fields[0]
+            if pos[0] == "+":
+                last += int(pos[1:], 0)
+            elif pos[0] == "-":
+                last -= int(pos[1:], 0)
+            elif pos != "*":
+                last = int(pos, 0)
+            if len(fields) > positions:
+                costs[last] = costs.get(last, 0) + int(fields[positions])
+    return costs
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.icount", description=__doc__.split("\n\n")[0]
@@ -155,6 +308,14 @@ def main(argv: list[str] | None = None) -> None:
         metavar="K/N",
         help="replay as shard K of N (docs/parallel.md): the instructions one shard spends",
     )
+    parser.add_argument(
+        "--lines",
+        type=int,
+        default=0,
+        metavar="N",
+        help="print the N costliest source lines and functions of the replay kernel",
+    )
+    parser.add_argument("--lines-out", help="with --lines: every hot instruction, to this file")
     args = parser.parse_args(argv)
     k, _, n = args.shard.partition("/")
     if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
@@ -165,6 +326,9 @@ def main(argv: list[str] | None = None) -> None:
         tmp = Path(tmp_name)
         lib = _toggle_library(tmp)
         for trace in args.traces:
+            if args.lines:
+                lines(trace, Path(args.cache_dir), lib, tmp, args.lines, args.lines_out)
+                continue
             r = count(trace, args.cache_sim, Path(args.cache_dir), lib, tmp, args.shard)
             figures = "  ".join(f"{k} {v:.2f}" for k, v in r.items() if k != "rows")
             name = Path(trace).name

@@ -20,9 +20,11 @@ from tracerace import api
 from tracerace.api import sharded
 from tracerace.checker import parallel
 from tracerace.checker.engine import check_trace
+from tracerace.checker.engine.layout import NF
 from tracerace.checker.findings import sort_findings
 from tracerace.checker.options import make_options
 from tracerace.errors import TraceError
+from tracerace.group.fold import scan
 from tracerace.report.output import render
 from tracerace.trace.writer import write_table
 
@@ -42,7 +44,7 @@ def single_chunks(cols, splits, **options):
         result = check_trace(SimpleReader(cols, splits), on_findings=chunks.append, **options)
     except TraceError as err:
         return err
-    return result.events, [sort_findings(c) for c in chunks]
+    return result.events, [sort_findings(c) for c in chunks], [scan(c)[0] for c in chunks]
 
 
 def sharded_chunks(cols, splits, shards, threads=False, **options):
@@ -64,7 +66,7 @@ def sharded_chunks(cols, splits, shards, threads=False, **options):
             )
     except TraceError as err:
         return err
-    return events, [sort_findings(c) for c in chunks]
+    return events, [sort_findings(c) for c in chunks], [scan(c)[0] for c in chunks]
 
 
 def assert_same(single, sharded):
@@ -74,6 +76,9 @@ def assert_same(single, sharded):
         return
     assert single[0] == sharded[0]
     assert len(single[1]) == len(sharded[1])  # one hand-over per batch, and the last
+    # A batch is merged in canonical order where one state hands it over so
+    # (the grouping would sort it again: ``merge_records``).
+    assert all(many or not one for one, many in zip(single[2], sharded[2]))
     for one, many in zip(single[1], sharded[1]):
         assert one.shape == many.shape, (one, many)
         for name in one.dtype.names:
@@ -232,7 +237,7 @@ def test_shards_in_step_hand_over_one_batch_ahead_at_most():
     hold each batch's findings it ran ahead by), and lets it on once they
     have; ``stop`` (a shard failed) lets a waiting shard hand over at once.
     A merger with room for them makes no shard wait."""
-    rows = np.zeros((1, parallel.NF + 1), np.int64)
+    rows = parallel.found_of(np.zeros((1, NF + 1), np.int64))
     consumed: list = []
     merger = parallel.Merger(2, consumed.append, in_step=True, hold=rows.nbytes)
     merger.add(0, 0, [rows])
@@ -503,7 +508,7 @@ def reference_chunks(cols, splits):
         result = reference.check_trace(SimpleReader(cols, splits), on_findings=chunks.append)
     except TraceError as err:
         return err
-    return result.events, [sort_findings(c) for c in chunks]
+    return result.events, [sort_findings(c) for c in chunks], [True] * len(chunks)  # (any order)
 
 
 @pytest.mark.parametrize("shards", range(1, 8))

@@ -565,8 +565,10 @@ def _flush_stdout() -> None:
 
 
 def main() -> None:
+    from .allocator import one_malloc_arena
     from .stopping import Stopped, end_by, raise_on_stop
 
+    one_malloc_arena()
     raise_on_stop()
     try:
         _run_app()

@@ -27,8 +27,6 @@ from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-import numpy as np
-
 from ..checker.options import DEFAULT_BATCH_SIZE, DEFAULT_MAX_REPORTS, make_options, usage
 from ..errors import TraceError
 
@@ -332,13 +330,13 @@ def _shard_task(
 
     from distributed import Queue, get_client, get_worker
 
-    from ..checker.parallel import Cancelled, run_shard
+    from ..checker.parallel import Cancelled, Found, run_shard
 
     client = get_client()
     out = Queue(queue, client=client)
     here = [get_worker().address]
     released = task_released()
-    pending: list[list[np.ndarray]] = []  # per batch, its rows in chunks
+    pending: list[list[Found]] = []  # per batch, its findings in chunks
     state = {"first": 0, "bytes": 0, "rows": 0, "since": time.monotonic()}
 
     def hand_over(last: bool) -> None:
@@ -350,7 +348,7 @@ def _shard_task(
         state["bytes"], state["since"] = 0, time.monotonic()
         _put(out, items, item, released)
 
-    def on_batch(i: int, rows: list[np.ndarray]) -> None:
+    def on_batch(i: int, rows: list[Found]) -> None:
         if released():
             raise Cancelled  # nobody waits for this shard any more
         pending.append(rows)

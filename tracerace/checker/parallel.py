@@ -5,7 +5,7 @@ A shard (:func:`run_shard`) is a whole replay of the trace by a state that
 owns some of the bytes (:mod:`tracerace.checker.engine.shards`): every shard replays
 every synchronization event, and checks only the accesses, or the parts of
 accesses, whose bytes it owns. The shards of a trace hand over their findings
-per batch, as int64 rows with the rank of the earlier access; a
+per batch, as records with the rank of the earlier access (:class:`Found`); a
 :class:`Merger` joins batch ``i`` of every shard into the findings a single
 check hands over for batch ``i`` (:func:`merge_records`) and passes them on in
 batch order, so grouping and every report see what a single check gives them.
@@ -23,21 +23,22 @@ import queue
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..trace import ops as O
 from .engine import check_trace
-from .engine.layout import F_ADDR, F_KIND, F_PREV_ROW, F_RANK, F_ROW, F_SIZE, NF
+from .engine.layout import F_RANK
 from .engine.races import records
+from .findings import FINDING_DTYPE, empty_findings
 
 MEMORY_KINDS = np.array(
     [O.K_RAW, O.K_WAR, O.K_WAW, O.K_UNINIT_READ, O.K_ASYNC_INFLIGHT, O.K_PROXY_FENCE]
 )
 """The kinds a shard finds only for its own bytes; every shard finds the others."""
 
-HOLD_BYTES = 64 << 20
+HOLD_BYTES = 16 << 20
 """The findings a :class:`Merger` in step holds for shards that are ahead
 before it makes the next one wait."""
 
@@ -54,59 +55,104 @@ def available_cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def merge_records(parts: list[list[np.ndarray]]) -> np.ndarray:
+class Found(NamedTuple):
+    """Findings a shard hands over: ``FINDING_DTYPE`` records, and per record
+    the rank of its earlier access (``layout.F_RANK``), which merging needs.
+    :func:`found_of` makes them on the shard's thread from the engine's int64
+    rows as soon as its pool is emptied: a record is 135 bytes, a row 240,
+    and a merger holds a batch's findings until every shard has handed it
+    over (``bench/README.md``, "Findings handed over as records")."""
+
+    records: np.ndarray
+    rank: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.records.nbytes + self.rank.nbytes
+
+
+def found_of(rows: np.ndarray) -> Found:
+    """:class:`Found` of the engine's int64 rows (``layout.F_*``, with F_RANK)."""
+    return Found(records(rows), rows[:, F_RANK].astype(np.int8))
+
+
+def merge_records(parts: list[list[Found]]) -> np.ndarray:
     """The findings (``FINDING_DTYPE`` records) that one check makes for a
-    stretch of the replay, from the int64 rows (``layout.F_*`` columns) that
-    shards ``0..n-1`` made for it, each shard's in chunks (``parts[k]``).
-    ``parts`` is emptied: the chunks are freed once joined, where the caller
-    keeps no other reference to them.
+    stretch of the replay, from those that shards ``0..n-1`` made for it,
+    each shard's in chunks (``parts[k]``). ``parts`` is emptied: the chunks
+    are freed once joined, where the caller keeps no other reference to them.
 
     Every shard finds what is not about memory: shard 0's are kept. A race
     is kept per (row, kind) as one check keeps it, the candidate of highest
     (earlier row, rank): its bytes are the overlap of the two whole accesses
     in every shard that found it. An uninitialized read spans the first to
     the last uninitialized byte of all shards."""
-    first = sum(chunk.shape[0] for chunk in parts[0])
+    first = sum(chunk.records.shape[0] for chunk in parts[0])
     chunks = [chunk for part in parts for chunk in part]
     shards = len(parts)
     for part in parts:
         part.clear()
     parts.clear()
     if not chunks:
-        return records(np.zeros((0, NF + 1), np.int64))
-    rows = chunks[0] if len(chunks) == 1 else np.concatenate(chunks)
-    chunks.clear()
+        return empty_findings()
     if shards == 1:
-        return records(rows)
-    # Indices into the joined rows, and one gather into records at the end: a
-    # batch of a read-once kernel holds ~10^6 uninitialized reads (232 bytes
-    # a row), and each copy of them cost that much.
-    row, kind = rows[:, F_ROW], rows[:, F_KIND]
+        if len(chunks) == 1:
+            return chunks[0].records
+        raw = [c.records.view(np.uint8).reshape(-1, FINDING_DTYPE.itemsize) for c in chunks]
+        return np.concatenate(raw).view(FINDING_DTYPE).reshape(-1)
+
+    # The fields that decide, joined; the records are gathered once, chunk by
+    # chunk, into the answer (a batch of a read-once kernel holds a finding
+    # per row, and each whole copy of them costs that much).
+    def joined(field: str) -> np.ndarray:
+        return np.concatenate([c.records[field] for c in chunks])
+
+    row, kind = joined("row"), joined("kind")
     memory = np.isin(kind, MEMORY_KINDS)
-    other = np.flatnonzero(~memory[:first])
+    keep = ~memory
+    keep[first:] = False  # what is not about memory: shard 0's
     uninit = memory & (kind == O.K_UNINIT_READ)
     races = np.flatnonzero(memory & ~uninit)
-    races = races[
-        np.lexsort((rows[races, F_RANK], rows[races, F_PREV_ROW], kind[races], row[races]))
-    ]
-    last = np.ones(races.shape[0], bool)
-    r, k = row[races], kind[races]
-    last[:-1] = (r[1:] != r[:-1]) | (k[1:] != k[:-1])
-    races = races[last]
+    if races.shape[0]:
+        rank = np.concatenate([c.rank for c in chunks])
+        races = races[np.lexsort((rank[races], joined("prev_row")[races], kind[races], row[races]))]
+        last = np.ones(races.shape[0], bool)
+        r, k = row[races], kind[races]
+        last[:-1] = (r[1:] != r[:-1]) | (k[1:] != k[:-1])
+        keep[races[last]] = True
     uninit = np.flatnonzero(uninit)
-    end: np.ndarray | None = None
     if uninit.shape[0]:
-        addr = rows[uninit, F_ADDR]
+        # Kept: the first of each row's (by address), spanning to the last byte of all.
+        addr = joined("addr")[uninit]
         order = np.lexsort((addr, row[uninit]))
         uninit, addr = uninit[order], addr[order]
         r = row[uninit]
         start = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
-        end = np.maximum.reduceat(addr + rows[uninit, F_SIZE], start)
+        end = np.maximum.reduceat(addr + joined("size")[uninit], start)
         uninit = uninit[start]
-    merged = records(rows, np.concatenate([other, races, uninit]))
-    if end is not None:
-        tail = merged[merged.shape[0] - end.shape[0] :]
-        tail["size"] = end - tail["addr"]
+        keep[uninit] = True
+        span = np.zeros(kind.shape[0], np.uint64)
+        span[uninit] = end
+    # In canonical order (row, kind; each shard's chunks are), which the
+    # grouping would otherwise sort again; gathered as raw bytes (NumPy
+    # copies records field by field, several times slower).
+    taken = np.flatnonzero(keep)
+    taken = taken[np.argsort((row[taken] << 8) | kind[taken], kind="stable")]
+    merged = np.empty(taken.shape[0], FINDING_DTYPE)
+    raw = merged.view(np.uint8).reshape(taken.shape[0], FINDING_DTYPE.itemsize)
+    base = 0
+    chunks.reverse()
+    while chunks:
+        chunk = chunks.pop()  # freed once gathered from
+        n = chunk.records.shape[0]
+        at = np.flatnonzero((taken >= base) & (taken < base + n))
+        whole = chunk.records.view(np.uint8).reshape(n, FINDING_DTYPE.itemsize)
+        raw[at] = whole[taken[at] - base]
+        base += n
+    if uninit.shape[0]:
+        spans = span[taken]
+        wide = np.flatnonzero(spans)
+        merged["size"][wide] = spans[wide] - merged["addr"][wide]
     return merged
 
 
@@ -136,7 +182,7 @@ class Merger:
     ) -> None:
         self.shards = shards
         self.consume = consume
-        self._parts: dict[int, list[list[np.ndarray] | None]] = {}
+        self._parts: dict[int, list[list[Found] | None]] = {}
         self._next = 0
         self._in_step = in_step
         self._hold = hold
@@ -150,9 +196,9 @@ class Merger:
             self._stopped = True
             self._lock.notify_all()
 
-    def add(self, shard: int, index: int, chunks: list[np.ndarray]) -> None:
-        """Shard ``shard``'s findings of batch ``index``, as int64 row chunks
-        (the list is the merger's from now on)."""
+    def add(self, shard: int, index: int, chunks: list[Found]) -> None:
+        """Shard ``shard``'s findings of batch ``index``, in chunks (the list
+        is the merger's from now on)."""
         size = sum(chunk.nbytes for chunk in chunks)
         with self._lock:
             while (
@@ -179,7 +225,7 @@ def run_shard(
     source: Any,
     shard: int,
     shards: int,
-    on_batch: Callable[[int, list[np.ndarray]], None],
+    on_batch: Callable[[int, list[Found]], None],
     *,
     batch_size: int,
     progress: Callable[[int], None] | None = None,
@@ -187,13 +233,13 @@ def run_shard(
 ) -> int:
     """Replay ``source`` as shard ``shard`` of ``shards`` (its own reader over
     the file; ``source`` may also be a function that opens a fresh reader
-    each call); ``on_batch(i, chunks)`` gets the findings of batch ``i`` (int64
-    rows, in chunks) and, last, those the end of the trace makes. Returns the
+    each call); ``on_batch(i, chunks)`` gets the findings of batch ``i`` (in
+    chunks, :class:`Found`) and, last, those the end of the trace makes. Returns the
     events replayed.
     ``engine_options``: ``check_trace``'s test options (``page_shift``, ...)."""
     from ..trace.reader import open_trace
 
-    pending: list[np.ndarray] = []
+    pending: list[Found] = []
     index = 0
 
     def flush() -> None:
@@ -214,7 +260,7 @@ def run_shard(
             reader,
             shard=(shard, shards),
             raw=True,
-            on_findings=pending.append,
+            on_findings=lambda rows: pending.append(found_of(rows)),
             progress=batch_done,
             **engine_options,
         )
@@ -455,7 +501,7 @@ def _shard_task(source, k, shards, merger, progress, batch_size, engine_options,
     """Shard ``k``'s replay as a pool's task; once ``cancelled`` is set it
     stops at its next batch's end with :class:`Cancelled`."""
 
-    def hand_over(i: int, chunks: list[np.ndarray]) -> None:
+    def hand_over(i: int, chunks: list[Found]) -> None:
         if cancelled is not None and cancelled.is_set():
             raise Cancelled
         merger.add(k, i, chunks)

@@ -98,8 +98,8 @@ def merge_records(parts: list[list[Found]]) -> np.ndarray:
     if shards == 1:
         if len(chunks) == 1:
             return chunks[0].records
-        raw = [c.records.view(np.uint8).reshape(-1, FINDING_DTYPE.itemsize) for c in chunks]
-        return np.concatenate(raw).view(FINDING_DTYPE).reshape(-1)
+        pieces = [c.records.view(np.uint8).reshape(-1, FINDING_DTYPE.itemsize) for c in chunks]
+        return np.concatenate(pieces).view(FINDING_DTYPE).reshape(-1)
 
     # The fields that decide, joined; the records are gathered once, chunk by
     # chunk, into the answer (a batch of a read-once kernel holds a finding

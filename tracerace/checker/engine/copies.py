@@ -106,7 +106,7 @@ def issue_copy(t, c, i, ev, a, ca, group, bits, dst_bits, kind):
         )
 
 
-@jit_leaf
+@jit_inline
 def on_cp_async(t, c, i, ev, a, epoch):
     """cp.async: a copy into the thread's open cp.async group. Its agent keeps
     the thread's clock at its latest copy, for a cp_async_mbar_arrive (its
@@ -157,7 +157,7 @@ def retire_groups(t, a, ca, upto):
     t.ag[ca, AG_RETIRED] = max(t.ag[ca, AG_RETIRED], upto)
 
 
-@jit_leaf
+@jit_inline
 def on_cp_wait(t, c, i, ev, a, epoch):
     """cp.async.wait_group N: every group but the newest N is complete (its
     last stamp retired); a wait that retires copies no wait retired before

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..jit import jit_leaf
+from ..jit import jit_inline
 from .agents import join_into
 from .clocks import SN_SERIAL, decref, incref, merge
 from .hashmap import hm_get, hm_put
@@ -14,7 +14,7 @@ from .layout import AG_ACQ_SERIAL, AG_BASE, SV_LOCK_N
 
 
 # ---------------------------------------------------------------------------
-@jit_leaf
+@jit_inline
 def on_release(t, c, i, ev, a, epoch):
     """A release of a lock: the lock's clock joins the releaser's. When it is
     still the snapshot this thread acquired (the usual critical section), the
@@ -39,7 +39,7 @@ def on_release(t, c, i, ev, a, epoch):
     sv[SV_LOCK_N] += hm_put(lock_map, obj, 0, 0, snap)
 
 
-@jit_leaf
+@jit_inline
 def on_acquire(t, c, i, ev, a, epoch):
     """An acquire of a lock: the acquirer's clock joins the lock's."""
     sv, ag, snaps, arena_a, arena_e, lock_map = (

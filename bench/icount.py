@@ -136,33 +136,37 @@ def count(
         check=True,
         stdout=subprocess.DEVNULL,
     )
+    options = ["--cache-sim=yes"] if cache_sim else []
+    stdout, text = _callgrind(env, options, CHILD, [trace, str(lib), shard], tmp)
+    rows = int(re.search(r"^rows (\d+)", stdout, re.M).group(1))
+    names = re.search(r"^events: (.*)$", text, re.M).group(1).split()
+    totals = [int(v) for v in re.search(r"^totals: (.*)$", text, re.M).group(1).split()]
+    return {"rows": rows, **{name: value / rows for name, value in zip(names, totals)}}
+
+
+def _callgrind(
+    env: dict[str, str], options: list[str], child: str, args: list[str], tmp: Path
+) -> tuple[str, str]:
+    """Run ``child`` (``python -c``) with ``args`` under callgrind, counting only
+    between the toggle library's two calls: its output, and the dump written
+    at the second."""
     out_file = tmp / "callgrind.out"
-    cmd = [
-        "valgrind",
-        "--tool=callgrind",
-        "--instr-atstart=no",
-        f"--callgrind-out-file={out_file}.%p",
-    ]
-    if cache_sim:
-        cmd.append("--cache-sim=yes")
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", *options]
     proc = subprocess.run(
-        cmd + [sys.executable, "-c", CHILD, trace, str(lib), shard],
+        [*cmd, f"--callgrind-out-file={out_file}.%p", sys.executable, "-c", child, *args],
         env=env,
         capture_output=True,
         text=True,
     )
     if proc.returncode != 0:
         raise SystemExit(f"valgrind failed:\n{proc.stderr[-2000:]}")
-    rows = int(re.search(r"^rows (\d+)", proc.stdout, re.M).group(1))
     dumps = sorted(tmp.glob("callgrind.out.*.1"))  # the dump at icount_stop
     if not dumps:
         raise SystemExit("callgrind wrote no dump (is the toggle library loaded?)")
     text = dumps[-1].read_text()
     for d in tmp.glob("callgrind.out.*"):
         d.unlink()
-    names = re.search(r"^events: (.*)$", text, re.M).group(1).split()
-    totals = [int(v) for v in re.search(r"^totals: (.*)$", text, re.M).group(1).split()]
-    return {"rows": rows, **{name: value / rows for name, value in zip(names, totals)}}
+    return proc.stdout, text
 
 
 def lines(trace: str, cache_dir: Path, lib: Path, tmp: Path, top: int, out: str | None) -> None:
@@ -180,23 +184,11 @@ def lines(trace: str, cache_dir: Path, lib: Path, tmp: Path, top: int, out: str 
     child, obj = KEEP_OBJECTS + CHILD, tmp / "replay.o"
     args = [trace, "", "0/1", str(obj)]
     subprocess.run([sys.executable, "-c", child, *args], env=env, check=True, capture_output=True)
-    out_file = tmp / "callgrind.out"
-    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--dump-instr=yes"]
     args[1] = str(lib)
-    proc = subprocess.run(
-        [*cmd, f"--callgrind-out-file={out_file}.%p", sys.executable, "-c", child, *args],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if proc.returncode != 0:
-        raise SystemExit(f"valgrind failed:\n{proc.stderr[-2000:]}")
-    rows = int(re.search(r"^rows (\d+)", proc.stdout, re.M).group(1))
-    name, address = re.search(r"^kernel (\S+) (\d+)", proc.stdout, re.M).groups()
-    [dump] = sorted(tmp.glob("callgrind.out.*.1"))
-    costs = _instruction_costs(dump.read_text())
-    for d in tmp.glob("callgrind.out.*"):
-        d.unlink()
+    stdout, text = _callgrind(env, ["--dump-instr=yes"], child, args, tmp)
+    rows = int(re.search(r"^rows (\d+)", stdout, re.M).group(1))
+    name, address = re.search(r"^kernel (\S+) (\d+)", stdout, re.M).groups()
+    costs = _instruction_costs(text)
     symbols = subprocess.run(["nm", str(obj)], capture_output=True, text=True, check=True)
     [offset] = [int(f[0], 16) for f in map(str.split, symbols.stdout.splitlines()) if f[-1] == name]
     base = int(address) - offset

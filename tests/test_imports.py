@@ -23,6 +23,7 @@ STAGES = {
     "tracerace.errors": "leaf",
     "tracerace.version": "leaf",
     "tracerace.stopping": "leaf",
+    "tracerace.allocator": "leaf",
     "tracerace.shown": "leaf",
     "tracerace.trace": "trace",
     "tracerace.checker": "checker",

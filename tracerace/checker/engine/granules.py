@@ -227,7 +227,7 @@ def granule_range(sh, x, lo_addr, hi_addr, page):
         else:
             base = g << gs
             # (conditionals, not max and min: inlined at IR level, those
-            # builtins stayed calls, ~30 instructions an access)
+            # builtins stayed calls, ~25 instructions an access)
             lo = (lo_addr if lo_addr > base else base) - base
             hi = (hi_addr if hi_addr < base + gsize else base + gsize) - base
             m = ((np.int64(1) << hi) - 1) ^ ((np.int64(1) << lo) - 1)
